@@ -1,0 +1,50 @@
+/**
+ * Structural types for the Prisma clients runledger accepts. They name only
+ * what runledger calls (`$queryRaw`, `$executeRaw`, `$transaction`), so the host
+ * application's own generated client and its interactive-transaction client fit
+ * without runledger importing their types (test/types proves it against a
+ * client generated from another schema).
+ */
+
+/** What a tagged `$queryRaw`/`$executeRaw` accepts: the template and its values. */
+export type RawQueryArgs = [query: TemplateStringsArray, ...values: unknown[]];
+
+interface RawSqlCapable {
+  $queryRaw<T = unknown>(query: TemplateStringsArray, ...values: any[]): PromiseLike<T>;
+  $executeRaw(query: TemplateStringsArray, ...values: any[]): PromiseLike<number>;
+}
+
+/** The options runledger passes when it opens an interactive transaction. */
+export interface TransactionOptions {
+  isolationLevel?: 'ReadUncommitted' | 'ReadCommitted' | 'RepeatableRead' | 'Serializable';
+  maxWait?: number;
+  timeout?: number;
+}
+
+/** A Prisma client (or a `$extends` of one): runledger opens its own transactions on it. */
+export interface PrismaClientLike extends RawSqlCapable {
+  $transaction<R>(fn: (tx: any) => Promise<R>, options?: any): Promise<R>;
+  $connect(): Promise<void>;
+}
+
+/**
+ * An interactive-transaction client handed to `prisma.$transaction(async (tx) => ...)`.
+ * Runledger joins it and never commits or rolls it back.
+ */
+export interface PrismaTransactionLike extends RawSqlCapable {}
+
+/** The first argument of every runledger operation. */
+export type Db = PrismaClientLike | PrismaTransactionLike;
+
+/** The client runledger's SQL runs on once a transaction is open. */
+export type Tx = RawSqlCapable;
+
+/**
+ * Tells a root client from a transaction client. A Prisma 7 transaction client
+ * still has `$transaction` (type and runtime) but lacks `$connect` and carries
+ * `$parent`, so those decide, not `$transaction`.
+ */
+export function isTransactionClient(db: Db): db is PrismaTransactionLike {
+  const candidate = db as { $connect?: unknown; $parent?: unknown };
+  return typeof candidate.$connect !== 'function' || candidate.$parent !== undefined;
+}

@@ -1,0 +1,73 @@
+/**
+ * The one error family of runledger. Every failure a caller can see is a
+ * RunledgerError with a stable dotted `code` and a `category`; `message` is
+ * safe to show a client (never SQL, never internal identifiers beyond what the
+ * caller passed in), `internalMessage` carries the context for logs.
+ */
+export type ErrorCategory = 'validation' | 'not_found' | 'conflict' | 'unavailable' | 'internal';
+
+export interface RunledgerErrorOptions {
+  /** Context for logs: SQL state, constraint, operation. Never shown to clients. */
+  internalMessage?: string;
+  /** Structured, client-safe facts about the failure (field path, step key, ...). */
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class RunledgerError extends Error {
+  readonly code: string;
+  readonly category: ErrorCategory;
+  readonly internalMessage: string;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(category: ErrorCategory, code: string, message: string, options: RunledgerErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.category = category;
+    this.code = code;
+    this.internalMessage = options.internalMessage ?? message;
+    this.details = Object.freeze({ ...(options.details ?? {}) });
+  }
+
+  /** A log-friendly, client-safe shape (no internal message, no cause). */
+  toJSON(): { name: string; code: string; category: ErrorCategory; message: string; details: Record<string, unknown> } {
+    return { name: this.name, code: this.code, category: this.category, message: this.message, details: { ...this.details } };
+  }
+}
+
+export class ValidationError extends RunledgerError {
+  /** Dotted path of the offending field, e.g. `payload` or `steps.2.key`. */
+  readonly field: string;
+  constructor(code: string, field: string, message: string, options: RunledgerErrorOptions = {}) {
+    super('validation', code, message, { ...options, details: { field, ...(options.details ?? {}) } });
+    this.field = field;
+  }
+}
+
+export class NotFoundError extends RunledgerError {
+  constructor(code: string, message: string, options: RunledgerErrorOptions = {}) {
+    super('not_found', code, message, options);
+  }
+}
+
+export class ConflictError extends RunledgerError {
+  constructor(code: string, message: string, options: RunledgerErrorOptions = {}) {
+    super('conflict', code, message, options);
+  }
+}
+
+export class UnavailableError extends RunledgerError {
+  constructor(code: string, message: string, options: RunledgerErrorOptions = {}) {
+    super('unavailable', code, message, options);
+  }
+}
+
+export class InternalError extends RunledgerError {
+  constructor(code: string, message: string, options: RunledgerErrorOptions = {}) {
+    super('internal', code, message, options);
+  }
+}
+
+export function isRunledgerError(error: unknown, code?: string): error is RunledgerError {
+  return error instanceof RunledgerError && (code === undefined || error.code === code);
+}

@@ -1,0 +1,19 @@
+/**
+ * zod sits at the public boundary only: every exported operation parses its
+ * input here once, and internal code takes the parsed (inferred) types.
+ * A failure names the offending field as a dotted path and nothing is written,
+ * because parsing happens before any connection is used.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors/runledger-error.js';
+
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, code: string): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = issue && issue.path.length > 0 ? issue.path.map(String).join('.') : 'input';
+  const reason = issue?.message ?? 'is invalid';
+  throw new ValidationError(code, field, `Invalid ${field}: ${reason}`, {
+    details: { issues: result.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })) },
+  });
+}

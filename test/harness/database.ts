@@ -1,0 +1,91 @@
+/**
+ * `useTestDatabase()` gives a test file its own database, cloned from the
+ * migrated template, plus a Prisma client on it. After the file it checks
+ * that nothing the file started (worker, listener, open transaction) still
+ * holds a connection, then drops the database.
+ */
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { cloneDatabase, databaseUrl, dropDatabase } from '../../src/testing/test-database.js';
+
+export interface TestDatabase {
+  readonly name: string;
+  readonly url: string;
+  readonly prisma: PrismaClient;
+  /** A new Prisma client on this database (closed automatically after the file). */
+  newClient(options?: { max?: number }): PrismaClient;
+  /** A plain pg pool on this database (closed automatically after the file). */
+  newPool(options?: { max?: number }): pg.Pool;
+}
+
+export function useTestDatabase(): TestDatabase {
+  const serverUrl = inject('runledgerServerUrl');
+  const template = inject('runledgerTemplate');
+  let name = '';
+  let url = '';
+  let prisma: PrismaClient | undefined;
+  const clients: PrismaClient[] = [];
+  const pools: pg.Pool[] = [];
+
+  const newClient = (options: { max?: number } = {}): PrismaClient => {
+    const client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: options.max ?? 10 }) });
+    clients.push(client);
+    return client;
+  };
+
+  beforeAll(async () => {
+    name = await cloneDatabase(serverUrl, template);
+    url = databaseUrl(serverUrl, name);
+    prisma = newClient();
+  });
+
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.$disconnect()));
+    await Promise.all(pools.map((pool) => pool.end()));
+    const leaked = await connectionsStillOpen(serverUrl, name);
+    await dropDatabase(serverUrl, name);
+    if (leaked.length > 0) {
+      throw new Error(`test file left ${leaked.length} connection(s) open on its database: ${leaked.join('; ')}`);
+    }
+  });
+
+  return {
+    get name() {
+      return name;
+    },
+    get url() {
+      return url;
+    },
+    get prisma() {
+      if (!prisma) throw new Error('useTestDatabase(): the database is ready only inside tests and hooks');
+      return prisma;
+    },
+    newClient,
+    newPool(options = {}) {
+      const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10 });
+      pools.push(pool);
+      return pool;
+    },
+  };
+}
+
+/** Backends still connected to `database`, waiting briefly for closing sockets to be noticed by the server. */
+async function connectionsStillOpen(serverUrl: string, database: string): Promise<string[]> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    const deadline = Date.now() + 3_000;
+    for (;;) {
+      const { rows } = await admin.query<{ state: string | null; query: string }>(
+        'SELECT state, left(query, 80) AS query FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [database],
+      );
+      if (rows.length === 0 || Date.now() > deadline) return rows.map((row) => `${row.state}: ${row.query}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    await admin.end();
+  }
+}
