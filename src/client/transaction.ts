@@ -4,7 +4,7 @@
  * interactive-transaction client (the operation joins it and never commits or
  * rolls it back: the caller's business write and the enqueue share one fate).
  */
-import { normalizeDatabaseError } from '../errors/database-error.js';
+import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { isTransactionClient, type Db, type PrismaClientLike, type Tx } from './types.js';
 
@@ -25,8 +25,9 @@ export interface TransactionContext {
 }
 
 /**
- * Runs `fn` in a transaction on `db` and normalises any database failure into
- * the RunledgerError family, naming `operation` in the internal message.
+ * Runs `fn` in a transaction on `db` and normalises database failures into the
+ * RunledgerError family, naming `operation` in the internal message. Errors
+ * that are not the database's (the caller's own, RunledgerErrors) pass through.
  */
 export async function withTransaction<R>(
   db: Db,
@@ -42,7 +43,7 @@ export async function withTransaction<R>(
       timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     });
   } catch (error) {
-    throw normalizeDatabaseError(error, operation);
+    throw isDatabaseError(error) ? normalizeDatabaseError(error, operation) : error;
   }
 }
 

@@ -41,10 +41,10 @@ export type Tx = RawSqlCapable;
 
 /**
  * Tells a root client from a transaction client. A Prisma 7 transaction client
- * still has `$transaction` (type and runtime) but lacks `$connect` and carries
- * `$parent`, so those decide, not `$transaction`.
+ * still has `$transaction` (type and runtime) but lacks `$connect`, so that
+ * decides, not `$transaction`. (`$parent` cannot decide: Prisma 7 defines it on
+ * every client, the root included.)
  */
 export function isTransactionClient(db: Db): db is PrismaTransactionLike {
-  const candidate = db as { $connect?: unknown; $parent?: unknown };
-  return typeof candidate.$connect !== 'function' || candidate.$parent !== undefined;
+  return typeof (db as { $connect?: unknown }).$connect !== 'function';
 }

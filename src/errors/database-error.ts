@@ -82,6 +82,14 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
   });
 }
 
+/** True for errors raised by PostgreSQL, the pg driver or Prisma (as opposed to a caller's own errors). */
+export function isDatabaseError(error: unknown): boolean {
+  if (error instanceof RunledgerError) return false;
+  if (databaseErrorInfo(error).sqlState !== undefined || isConnectionFailure(error)) return true;
+  const name = (error as { name?: unknown } | null)?.name;
+  return typeof name === 'string' && (name.startsWith('PrismaClient') || name === 'DriverAdapterError' || name === 'DatabaseError');
+}
+
 function isConnectionFailure(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'P1001', 'P1017', 'P2028'].includes(code);

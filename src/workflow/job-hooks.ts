@@ -1,0 +1,76 @@
+/**
+ * The queue's hook points into workflows. Every queue transition of a job that
+ * backs a workflow step moves the step in the same transaction:
+ *   claim / mark running   -> step RUNNING
+ *   retry scheduled        -> step back to ENQUEUED (keeps started_at)
+ *   succeeded / dead-lettered / canceled -> step terminal + dependency release
+ * The queue learns which jobs are workflow-managed from its own UPDATE's
+ * RETURNING (`EXISTS (SELECT 1 FROM workflow_steps WHERE job_id = ...)`), and
+ * calls these only for those, so direct jobs pay no extra round trip.
+ *
+ * Lock order: the queue already holds the job rows (FOR UPDATE or UPDATE);
+ * these then lock step rows. See src/workflow/locking.ts for the protocol.
+ */
+import type { Tx } from '../client/types.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { processWorkflowStepTerminalByJobId } from './terminal.js';
+
+export interface WorkflowJobTerminalTransition {
+  jobId: string;
+  status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
+  statusReason?: string | null;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  /** Kept only when status is SUCCEEDED. */
+  output?: JsonValue | null;
+}
+
+/** Claim (or mark-running) of workflow jobs: their steps become RUNNING. One statement for the batch. */
+export async function markWorkflowStepsRunning(tx: Tx, jobIds: readonly string[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  await tx.$executeRaw`
+    UPDATE runledger.workflow_steps
+       SET status = 'RUNNING',
+           started_at = COALESCE(started_at, now()),
+           output = NULL,
+           updated_at = now()
+     WHERE job_id = ANY(${jobIds as string[]}::uuid[])
+       AND status IN ('ENQUEUED', 'RUNNING')`;
+}
+
+/**
+ * A retry was scheduled: the steps go back to ENQUEUED, keeping started_at as
+ * the first time they began. Only RUNNING steps move: a concurrent
+ * cancellation or terminal transition wins over putting a step back.
+ */
+export async function markWorkflowStepsEnqueuedForRetry(
+  tx: Tx,
+  retries: readonly { jobId: string; errorCode: string | null; errorMessage: string | null }[],
+): Promise<void> {
+  if (retries.length === 0) return;
+  await tx.$executeRaw`
+    UPDATE runledger.workflow_steps AS ws
+       SET status = 'ENQUEUED',
+           finished_at = NULL,
+           status_reason = 'job.retry_scheduled',
+           last_error_code = r.error_code,
+           last_error_message = r.error_message,
+           output = NULL,
+           updated_at = now()
+      FROM unnest(${retries.map((r) => r.jobId)}::uuid[], ${retries.map((r) => r.errorCode)}::text[], ${retries.map((r) => r.errorMessage)}::text[])
+           AS r(job_id, error_code, error_message)
+     WHERE ws.job_id = r.job_id
+       AND ws.status = 'RUNNING'`;
+}
+
+/**
+ * Terminal transitions of workflow jobs, each with its release cascade, in the
+ * caller's transaction. Jobs are processed in id order so that two batches
+ * touching the same runs take step locks in the same order.
+ */
+export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly WorkflowJobTerminalTransition[]): Promise<void> {
+  const ordered = [...transitions].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
+  for (const transition of ordered) {
+    await processWorkflowStepTerminalByJobId(tx, transition);
+  }
+}
