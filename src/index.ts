@@ -34,3 +34,36 @@ export { migrate, PRISMA_MIGRATE_ADVISORY_LOCK_KEY, type MigrateOptions, type Mi
 export { PACKAGED_MIGRATIONS_DIR } from './migrate/migration-files.js';
 export { RUNLEDGER_SCHEMA, WORKFLOW_RUN_TERMINAL_CHANNEL, JOB_AVAILABLE_CHANNEL } from './db/constants.js';
 export type { JsonValue } from './validation/primitives.js';
+
+// ---------------------------------------------------------------------------
+// Queue
+// ---------------------------------------------------------------------------
+export { globalScope, adminScope, organizationScope, type Scope } from './db/scope.js';
+export { enqueueJob, enqueueJobs, type EnqueueJobResult } from './queue/enqueue.js';
+export { claimJobs, type ClaimedJob } from './queue/claim.js';
+export {
+  markJobRunning,
+  heartbeatJob,
+  completeJobSuccess,
+  completeJobsSuccess,
+  failJob,
+  type LeaseIdentity,
+  type CompleteJobOutcome,
+  type FailJobResult,
+} from './queue/lifecycle.js';
+export { cancelJob } from './queue/cancel.js';
+export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
+export { getJob, findJob, listJobs, listJobEvents, type JobPage } from './queue/reads.js';
+export { retryDelayMs, retryDelayCeilingMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from './queue/retry-policy.js';
+export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';
+export type {
+  EnqueueJobInput,
+  ClaimJobsInput,
+  HeartbeatOptions,
+  CompleteJobOptions,
+  CompleteJobsItem,
+  FailJobOptions,
+  CancelJobInput,
+  ReapExpiredLeasesInput,
+  ListJobsInput,
+} from './queue/schemas.js';

@@ -148,7 +148,9 @@ describe('workflow constraints', () => {
     await insert('workflow_steps', b);
     await insert('workflow_step_dependencies', { prerequisite_step_id: a.id, dependent_step_id: b.id, workflow_run_id: runId, release_mode: 'ON_SUCCESS' });
     const error = await pool.query('DELETE FROM runledger.job_queue WHERE id = $1', [jobId]).catch((e: { code: string }) => e);
-    expect(error).toMatchObject({ code: '23001', constraint: 'workflow_steps_job_id_fkey' });
+    // PostgreSQL 18 reports ON DELETE RESTRICT as 23001, earlier versions as 23503.
+    expect(error).toMatchObject({ constraint: 'workflow_steps_job_id_fkey' });
+    expect(['23001', '23503']).toContain((error as { code: string }).code);
     await pool.query('DELETE FROM runledger.workflow_runs WHERE id = $1', [runId]);
     const { rows } = await pool.query<{ steps: number; edges: number }>(
       'SELECT (SELECT count(*)::int FROM runledger.workflow_steps WHERE workflow_run_id = $1) AS steps, (SELECT count(*)::int FROM runledger.workflow_step_dependencies WHERE workflow_run_id = $1) AS edges',
@@ -170,7 +172,9 @@ describe('job_replays constraints', () => {
     expect(await violation('job_replays', { ...base, source_run_number: 0 })).toBe('job_replays_run_valid');
     await insert('job_replays', base);
     const error = await pool.query('DELETE FROM runledger.job_queue WHERE id = $1', [replay]).catch((e: { code: string }) => e);
-    expect(error).toMatchObject({ code: '23001', constraint: 'job_replays_replay_job_id_fkey' });
+    // PostgreSQL 18 reports ON DELETE RESTRICT as 23001, earlier versions as 23503.
+    expect(error).toMatchObject({ constraint: 'job_replays_replay_job_id_fkey' });
+    expect(['23001', '23503']).toContain((error as { code: string }).code);
     await pool.query('DELETE FROM runledger.job_queue WHERE id = $1', [source]);
     const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM runledger.job_replays WHERE replay_job_id = $1', [replay]);
     expect(rows[0]!.n).toBe(0);

@@ -1,0 +1,97 @@
+/**
+ * Cancel one job, within an exact scope.
+ *
+ * Transitions: PENDING -> CANCELED; LEASED -> CANCELED keeping
+ * `lease_expires_at` as the quiescence marker (the handler may still be
+ * running until then; a replacement must not overlap it; owner and heartbeat
+ * are cleared as the job_queue_lease_columns CHECK requires, which also makes
+ * every later write of that handler fail its lease fence). CANCELED again
+ * returns the job unchanged. SUCCEEDED / DEAD_LETTERED: `job.not_cancelable`.
+ * Not visible in the scope: `job.not_found` (another organization's job is
+ * indistinguishable from a missing one).
+ *
+ * Lock order: the job row (SELECT ... FOR UPDATE) first, then, for a
+ * workflow-managed job, its step rows in the terminal hook. Job row before
+ * step rows is the global order, shared with the lifecycle and the workflow
+ * engine.
+ */
+import type { Db } from '../client/types.js';
+import { withTransaction } from '../client/transaction.js';
+import { newId } from '../db/ids.js';
+import { scopeParams } from '../db/scope.js';
+import { ConflictError, InternalError, NotFoundError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import { processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { toJob, type Job, type JobRow } from './rows.js';
+import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './schemas.js';
+
+/** status_reason given to a canceled job's workflow step when no reason is passed. */
+const DEFAULT_CANCEL_REASON = 'job.canceled';
+
+/**
+ * Cancels a pending or leased job and returns it as stored afterwards.
+ *
+ * @example
+ * await cancelJob(prisma, { jobId, scope: organizationScope(orgId), reason: 'customer request' });
+ */
+export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
+  const { jobId, scope, reason } = parseInput(cancelJobInputSchema, input, JOB_INVALID_INPUT);
+  const s = scopeParams(scope);
+  const eventId = newId();
+  return withTransaction(db, 'cancel job', async ({ tx }) => {
+    const locked = await tx.$queryRaw<JobRow[]>`
+      SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
+             timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at
+        FROM runledger.job_queue
+       WHERE id = ${jobId}::uuid
+         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+         FOR UPDATE`;
+    const current = locked[0];
+    if (!current) {
+      throw new NotFoundError('job.not_found', 'The job does not exist.', {
+        internalMessage: `cancel job: job ${jobId} not found in scope ${scope.kind}`,
+        details: { jobId },
+      });
+    }
+    // Idempotent: an already CANCELED job is returned as it is (the row lock makes this read final).
+    if (current.status === 'CANCELED') return toJob(current);
+    if (current.status === 'SUCCEEDED' || current.status === 'DEAD_LETTERED') {
+      throw new ConflictError('job.not_cancelable', `A ${current.status} job cannot be canceled.`, {
+        details: { jobId, status: current.status },
+      });
+    }
+    const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean })[]>`
+      WITH canceled AS (
+        UPDATE runledger.job_queue jq
+           SET status = 'CANCELED', lease_owner = NULL, heartbeat_at = NULL,
+               finished_at = now(), updated_at = now()
+         WHERE jq.id = ${jobId}::uuid AND jq.status IN ('PENDING', 'LEASED')
+        RETURNING jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt,
+                  jq.max_attempts, jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner,
+                  jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key, jq.progress, jq.checkpoint, jq.output,
+                  jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
+                  jq.finished_at,
+                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+      ),
+      events AS (
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT ${eventId}::uuid, id, 'CANCELED'::runledger.job_event_type, run_number, attempt,
+               jsonb_build_object('previousStatus', ${current.status}::text, 'reason', ${reason ?? null}::text)
+          FROM canceled
+      )
+      SELECT * FROM canceled`;
+    const row = rows[0];
+    if (!row) {
+      throw new InternalError('job.internal_state', 'The job changed while it was locked.', {
+        internalMessage: `cancel job: locked ${current.status} job ${jobId} matched no row on update`,
+      });
+    }
+    if (row.workflow_managed) {
+      await processWorkflowJobTerminals(tx, [{ jobId, status: 'CANCELED', statusReason: reason ?? DEFAULT_CANCEL_REASON }]);
+    }
+    const { workflow_managed: _managed, ...job } = row;
+    return toJob(job);
+  });
+}
+

@@ -1,0 +1,133 @@
+/**
+ * Claim: one statement leases a batch of runnable jobs to one worker.
+ *
+ * Invariants:
+ * - Only PENDING jobs with `next_run_at <= now()` are claimed, highest
+ *   priority first, then the earliest due, then id (the claim index order).
+ * - `FOR UPDATE SKIP LOCKED`: concurrent claimers never wait for each other
+ *   and never receive the same job; a row another claimer holds is skipped.
+ * - Each claimed job gets `attempt + 1`, an owner, an expiry on the database
+ *   clock, and a LEASED event (plus a RUNNING event with `markRunning`, which
+ *   folds the RUNNING transition into the claim so it costs no commit).
+ * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
+ *   in the same transaction; direct jobs pay no extra round trip.
+ *
+ * Lock order: job rows (SKIP LOCKED, so no waits), then step rows in the hook.
+ */
+import type { Db } from '../client/types.js';
+import { withTransaction } from '../client/transaction.js';
+import { newIds } from '../db/ids.js';
+import { parseInput } from '../validation/parse.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { markWorkflowStepsRunning } from '../workflow/job-hooks.js';
+import type { JobLease } from './rows.js';
+import { JOB_INVALID_INPUT, claimJobsInputSchema, type ClaimJobsInput } from './schemas.js';
+
+/** A claimed job: its lease identity (pass it to the lifecycle functions) and what the handler needs. */
+export interface ClaimedJob extends JobLease {
+  jobType: string;
+  organizationId: string | null;
+  payload: JsonValue;
+  checkpoint: JsonValue | null;
+  progress: JsonValue | null;
+  timeoutSeconds: number;
+  maxAttempts: number;
+  workflowManaged: boolean;
+}
+
+interface ClaimedRow {
+  id: string;
+  run_number: number;
+  attempt: number;
+  lease_owner: string;
+  lease_expires_at: Date;
+  job_type: string;
+  organization_id: string | null;
+  payload: JsonValue;
+  checkpoint: JsonValue | null;
+  progress: JsonValue | null;
+  timeout_seconds: number;
+  max_attempts: number;
+  workflow_managed: boolean;
+}
+
+/**
+ * Leases up to `limit` runnable jobs to `workerId` for `leaseSeconds`.
+ *
+ * @example
+ * const jobs = await claimJobs(prisma, { workerId: 'w1', jobTypes: ['email.send'], limit: 20, leaseSeconds: 60, markRunning: true });
+ */
+export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJob[]> {
+  const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
+  // Event ids are generated in order: all LEASED ids precede all RUNNING ids, so a job's events sort as they happened.
+  const eventIds = newIds(markRunning ? limit * 2 : limit);
+  return withTransaction(db, 'claim jobs', async ({ tx }) => {
+    const rows = await tx.$queryRaw<ClaimedRow[]>`
+      WITH candidates AS (
+        SELECT id
+          FROM runledger.job_queue
+         WHERE status = 'PENDING'
+           AND next_run_at <= now()
+           AND (${jobTypes ?? null}::text[] IS NULL OR job_type = ANY(${jobTypes ?? null}::text[]))
+         ORDER BY priority DESC, next_run_at, id
+         LIMIT ${limit}::int
+         FOR UPDATE SKIP LOCKED
+      ),
+      claimed AS (
+        UPDATE runledger.job_queue jq
+           SET status = 'LEASED',
+               attempt = jq.attempt + 1,
+               lease_owner = ${workerId},
+               lease_expires_at = now() + make_interval(secs => ${leaseSeconds}::int),
+               heartbeat_at = now(),
+               started_at = CASE WHEN ${markRunning}::boolean THEN COALESCE(jq.started_at, now()) ELSE jq.started_at END,
+               updated_at = now()
+          FROM candidates c
+         WHERE jq.id = c.id
+        RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
+                  jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
+                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+      ),
+      numbered AS (
+        SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
+      ),
+      leased_events AS (
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT (${eventIds}::uuid[])[n], id, 'LEASED'::runledger.job_event_type, run_number, attempt,
+               jsonb_build_object('workerId', lease_owner, 'leaseExpiresAt', lease_expires_at)
+          FROM numbered
+      ),
+      running_events AS (
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT (${eventIds}::uuid[])[n + ${limit}::int], id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
+               jsonb_build_object('workerId', lease_owner)
+          FROM numbered
+         WHERE ${markRunning}::boolean
+      )
+      SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,
+             progress, timeout_seconds, max_attempts, workflow_managed
+        FROM numbered
+       ORDER BY n`;
+    const managed = rows.filter((row) => row.workflow_managed).map((row) => row.id);
+    if (managed.length > 0) await markWorkflowStepsRunning(tx, managed);
+    return rows.map(toClaimedJob);
+  });
+}
+
+function toClaimedJob(row: ClaimedRow): ClaimedJob {
+  return {
+    jobId: row.id,
+    runNumber: row.run_number,
+    attempt: row.attempt,
+    workerId: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    jobType: row.job_type,
+    organizationId: row.organization_id,
+    payload: row.payload,
+    checkpoint: row.checkpoint,
+    progress: row.progress,
+    timeoutSeconds: row.timeout_seconds,
+    maxAttempts: row.max_attempts,
+    workflowManaged: row.workflow_managed,
+  };
+}

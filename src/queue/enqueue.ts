@@ -1,0 +1,252 @@
+/**
+ * Enqueue: one INSERT statement for a whole batch, its ENQUEUED events and the
+ * wake-up notification in the same statement.
+ *
+ * Idempotency: with a key, the canonical request (job type, organization,
+ * payload, priority, max attempts, timeout; the schedule is not part of it) is
+ * stored in `enqueue_request`. The insert skips rows whose (job type,
+ * organization, key) already exists (`ON CONFLICT ... DO NOTHING`, which waits
+ * for a concurrent inserter of the same key to commit or roll back). A second
+ * statement then reads the rows that were skipped: in READ COMMITTED it sees
+ * the concurrently committed winner. Equal canonical request (compared as
+ * jsonb in SQL) -> 'existing'; different -> `job.idempotency_conflict` and
+ * nothing of the batch is kept: an owned transaction rolls back, and in a
+ * joined one the batch's own uncommitted rows are deleted before the error
+ * propagates (the caller might catch it and commit).
+ *
+ * Notification: `pg_notify` runs inside the transaction, so it is delivered at
+ * commit and never for a rolled-back enqueue. Only job types with a job that is
+ * runnable now are announced; delayed jobs are found by polling.
+ */
+import type { Db, Tx } from '../client/types.js';
+import { withTransaction } from '../client/transaction.js';
+import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { newId, newIds } from '../db/ids.js';
+import { ConflictError, isRunledgerError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import type { JsonValue } from '../validation/primitives.js';
+import type { JobStatus } from './rows.js';
+import { jsonParam } from './rows.js';
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_PRIORITY,
+  DEFAULT_TIMEOUT_SECONDS,
+  JOB_INVALID_INPUT,
+  enqueueJobInputSchema,
+  enqueueJobsInputSchema,
+  type EnqueueJobInput,
+  type ParsedEnqueueJobInput,
+} from './schemas.js';
+
+export interface EnqueueJobResult {
+  jobId: string;
+  status: JobStatus;
+  runNumber: number;
+  /** 'existing': an earlier enqueue with the same key and the same request made this job. */
+  disposition: 'inserted' | 'existing';
+}
+
+/** One row for `insertJobsTx`; callers have validated it already. */
+export interface InsertJobRow {
+  id: string;
+  jobType: string;
+  organizationId: string | null;
+  payload: JsonValue;
+  priority: number;
+  maxAttempts: number;
+  timeoutSeconds: number;
+  /** Absolute schedule; null (and no delayMs) means now. */
+  nextRunAt: Date | null;
+  /** Schedule relative to the database clock; wins over nextRunAt when set. */
+  delayMs?: number | null;
+  idempotencyKey: string | null;
+  /** The canonical request; non-null exactly when idempotencyKey is. */
+  enqueueRequest: JsonValue | null;
+  /** Payload of the ENQUEUED event (the workflow engine records run and step here). */
+  eventPayload: JsonValue | null;
+}
+
+/**
+ * Inserts jobs and their ENQUEUED events in one statement, in the caller's
+ * transaction, and announces runnable job types. Rows whose idempotency key
+ * already exists are skipped; returns the ids actually inserted (each is
+ * PENDING with run number 1).
+ */
+export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[]): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const eventIds = newIds(rows.length);
+  const inserted = await tx.$queryRaw<{ id: string }[]>`
+    WITH input AS (
+      SELECT *
+        FROM unnest(
+          ${rows.map((r) => r.id)}::uuid[],
+          ${rows.map((r) => r.jobType)}::text[],
+          ${rows.map((r) => r.organizationId)}::uuid[],
+          ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
+          ${rows.map((r) => r.priority)}::int[],
+          ${rows.map((r) => r.maxAttempts)}::int[],
+          ${rows.map((r) => r.timeoutSeconds)}::int[],
+          ${rows.map((r) => r.nextRunAt)}::timestamptz[],
+          ${rows.map((r) => r.delayMs ?? null)}::int[],
+          ${rows.map((r) => r.idempotencyKey)}::text[],
+          ${rows.map((r) => jsonParam(r.enqueueRequest))}::jsonb[],
+          ${rows.map((r) => jsonParam(r.eventPayload))}::jsonb[],
+          ${eventIds}::uuid[]
+        ) WITH ORDINALITY AS i(id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
+                               next_run_at, delay_ms, idempotency_key, enqueue_request, event_payload, event_id, ord)
+    ),
+    inserted AS (
+      INSERT INTO runledger.job_queue
+             (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
+              idempotency_key, enqueue_request)
+      SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
+             CASE WHEN delay_ms IS NOT NULL THEN now() + delay_ms * interval '1 millisecond'
+                  ELSE COALESCE(next_run_at, now()) END,
+             idempotency_key, enqueue_request
+        FROM input
+       ORDER BY ord
+      ON CONFLICT (job_type, COALESCE(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
+         WHERE idempotency_key IS NOT NULL
+      DO NOTHING
+      RETURNING id, job_type, run_number, attempt, next_run_at
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT i.event_id, ins.id, 'ENQUEUED'::runledger.job_event_type, ins.run_number, ins.attempt, i.event_payload
+        FROM inserted ins
+        JOIN input i ON i.id = ins.id
+    ),
+    notified AS (
+      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n
+        FROM (SELECT DISTINCT job_type FROM inserted WHERE next_run_at <= now()) t
+    )
+    SELECT ins.id FROM inserted ins CROSS JOIN notified`;
+  return inserted.map((row) => row.id);
+}
+
+/**
+ * Enqueues one job. With `idempotencyKey`, the same request again returns the
+ * existing job; a different request under the key is `job.idempotency_conflict`.
+ *
+ * @example
+ * const { jobId } = await enqueueJob(prisma, { jobType: 'email.send', payload: { to: 'a@b.c' } });
+ */
+export async function enqueueJob(db: Db, input: EnqueueJobInput): Promise<EnqueueJobResult> {
+  const parsed = parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
+  const [result] = await enqueueParsed(db, [parsed]);
+  return result!;
+}
+
+/**
+ * Enqueues a batch in one statement (plus one read when keys were already
+ * taken). Results are in input order. All or nothing: one idempotency
+ * conflict aborts the whole batch.
+ */
+export async function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[]): Promise<EnqueueJobResult[]> {
+  const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT);
+  return enqueueParsed(db, parsed);
+}
+
+async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[]): Promise<EnqueueJobResult[]> {
+  if (inputs.length === 0) return [];
+  const rows = inputs.map(toInsertRow);
+  return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
+    const inserted = new Set(await insertJobsTx(tx, rows));
+    const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
+    let existing = new Map<number, EnqueueJobResult>();
+    if (skipped.length > 0) {
+      try {
+        existing = await resolveExisting(tx, skipped);
+      } catch (error) {
+        // An owned transaction rolls back. A joined one is the caller's: it may catch the error and commit, so
+        // the rows this batch inserted (visible to no one else yet) are removed to keep "nothing written" true.
+        if (!owned && inserted.size > 0 && isRunledgerError(error, 'job.idempotency_conflict')) {
+          await deleteUncommittedJobs(tx, [...inserted]);
+        }
+        throw error;
+      }
+    }
+    return rows.map((row, index) =>
+      inserted.has(row.id)
+        ? { jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const }
+        : existing.get(index)!,
+    );
+  });
+}
+
+function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
+  const organizationId = input.organizationId ?? null;
+  const priority = input.priority ?? DEFAULT_PRIORITY;
+  const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const timeoutSeconds = input.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  const key = input.idempotencyKey ?? null;
+  return {
+    id: newId(),
+    jobType: input.jobType,
+    organizationId,
+    payload: input.payload,
+    priority,
+    maxAttempts,
+    timeoutSeconds,
+    nextRunAt: input.runAt ?? null,
+    delayMs: input.delayMs ?? null,
+    idempotencyKey: key,
+    enqueueRequest:
+      key === null ? null : { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds },
+    eventPayload: null,
+  };
+}
+
+interface ExistingRow {
+  ord: number;
+  id: string | null;
+  status: JobStatus | null;
+  run_number: number | null;
+  same_request: boolean | null;
+}
+
+/** Reads the rows that already held the keys of skipped inputs, and compares the requests in SQL. */
+async function resolveExisting(
+  tx: Tx,
+  skipped: readonly { row: InsertJobRow; index: number }[],
+): Promise<Map<number, EnqueueJobResult>> {
+  const found = await tx.$queryRaw<ExistingRow[]>`
+    SELECT r.ord, jq.id, jq.status, jq.run_number, jq.enqueue_request = r.request AS same_request
+      FROM unnest(
+             ${skipped.map((s) => s.index)}::int[],
+             ${skipped.map((s) => s.row.jobType)}::text[],
+             ${skipped.map((s) => s.row.organizationId)}::uuid[],
+             ${skipped.map((s) => s.row.idempotencyKey)}::text[],
+             ${skipped.map((s) => jsonParam(s.row.enqueueRequest))}::jsonb[]
+           ) AS r(ord, job_type, organization_id, idempotency_key, request)
+      LEFT JOIN runledger.job_queue jq
+             ON jq.job_type = r.job_type
+            AND COALESCE(jq.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+              = COALESCE(r.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            AND jq.idempotency_key = r.idempotency_key
+     ORDER BY r.ord`;
+  const inputs = new Map(skipped.map((s) => [s.index, s.row]));
+  const results = new Map<number, EnqueueJobResult>();
+  for (const row of found) {
+    const input = inputs.get(row.ord)!;
+    if (row.id === null || row.status === null || row.run_number === null) {
+      // The key's holder was deleted between the two statements: retrying the enqueue inserts it.
+      throw new ConflictError('database.transaction_conflict', 'The operation conflicted with a concurrent one; retry it.', {
+        internalMessage: `enqueue jobs: row holding idempotency key of input ${row.ord} vanished before it could be read`,
+      });
+    }
+    if (row.same_request !== true) {
+      throw new ConflictError('job.idempotency_conflict', 'The idempotency key was already used with a different request.', {
+        internalMessage: `enqueue jobs: key of input ${row.ord} (job type ${input.jobType}) is held by job ${row.id} with another request`,
+        details: { index: row.ord, jobType: input.jobType, idempotencyKey: input.idempotencyKey },
+      });
+    }
+    results.set(row.ord, { jobId: row.id, status: row.status, runNumber: row.run_number, disposition: 'existing' });
+  }
+  return results;
+}
+
+/** Removes jobs inserted earlier in this same, still uncommitted transaction (their events cascade). */
+async function deleteUncommittedJobs(tx: Tx, jobIds: string[]): Promise<void> {
+  await tx.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ANY(${jobIds}::uuid[])`;
+}

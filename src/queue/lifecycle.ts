@@ -1,0 +1,248 @@
+/**
+ * Lifecycle of a leased job: mark running, heartbeat, complete, fail.
+ *
+ * Invariants:
+ * - Every write is fenced to the exact lease in its WHERE clause: job id, run
+ *   number, attempt, owner, `status = 'LEASED'` and `lease_expires_at > now()`.
+ *   Zero rows means the lease is stale or foreign: `job.lease_owner_mismatch`,
+ *   and nothing was changed (the statement matched nothing).
+ * - Each transition appends its job_events row in the same statement.
+ * - Workflow-managed jobs (RETURNING EXISTS over workflow_steps) move their
+ *   steps in the same transaction; direct jobs pay no extra round trip.
+ *
+ * Lock order: the job rows (batch completion locks them in id order), then
+ * the step rows inside the workflow hooks.
+ */
+import type { Db } from '../client/types.js';
+import { withTransaction } from '../client/transaction.js';
+import { newId, newIds } from '../db/ids.js';
+import { ConflictError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { markWorkflowStepsEnqueuedForRetry, markWorkflowStepsRunning, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { retryDelayMs } from './retry-policy.js';
+import { jsonParam, type JobLease } from './rows.js';
+import {
+  JOB_INVALID_INPUT,
+  completeJobOptionsSchema,
+  completeJobsInputSchema,
+  failJobOptionsSchema,
+  heartbeatOptionsSchema,
+  jobLeaseSchema,
+  type CompleteJobOptions,
+  type CompleteJobsItem,
+  type FailJobOptions,
+  type HeartbeatOptions,
+  type ParsedJobLease,
+} from './schemas.js';
+
+/** The lease fields the fence reads; a ClaimedJob or JobLease fits. */
+export type LeaseIdentity = Pick<JobLease, 'jobId' | 'runNumber' | 'attempt' | 'workerId'>;
+
+export type CompleteJobOutcome =
+  | { jobId: string; outcome: 'succeeded'; finishedAt: Date }
+  | { jobId: string; outcome: 'lease_owner_mismatch' };
+
+export interface FailJobResult {
+  jobId: string;
+  status: 'PENDING' | 'DEAD_LETTERED';
+  /** When the retry becomes claimable; null once dead-lettered. */
+  nextRunAt: Date | null;
+}
+
+function leaseMismatch(lease: ParsedJobLease, operation: string): ConflictError {
+  return new ConflictError('job.lease_owner_mismatch', 'The job is no longer leased to this worker.', {
+    internalMessage: `${operation}: no live lease for job ${lease.jobId} run ${lease.runNumber} attempt ${lease.attempt} owned by ${lease.workerId}`,
+    details: { jobId: lease.jobId, runNumber: lease.runNumber, attempt: lease.attempt, workerId: lease.workerId },
+  });
+}
+
+/**
+ * Records that the handler started. Idempotent per attempt: a second call
+ * appends no second RUNNING event. `claimJobs({ markRunning: true })` does the
+ * same inside the claim.
+ */
+export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
+  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
+  const eventId = newId();
+  await withTransaction(db, 'mark job running', async ({ tx }) => {
+    const rows = await tx.$queryRaw<{ workflow_managed: boolean }[]>`
+      WITH running AS (
+        UPDATE runledger.job_queue jq
+           SET started_at = COALESCE(jq.started_at, now()), heartbeat_at = now(), updated_at = now()
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+        RETURNING jq.id, jq.run_number, jq.attempt,
+                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed,
+                  NOT EXISTS (SELECT 1 FROM runledger.job_events e
+                               WHERE e.job_id = jq.id AND e.run_number = jq.run_number AND e.attempt = jq.attempt
+                                 AND e.event_type = 'RUNNING') AS first_time
+      ),
+      events AS (
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT ${eventId}::uuid, id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
+               jsonb_build_object('workerId', ${l.workerId}::text)
+          FROM running WHERE first_time
+      )
+      SELECT workflow_managed FROM running`;
+    const row = rows[0];
+    if (!row) throw leaseMismatch(l, 'mark job running');
+    if (row.workflow_managed) await markWorkflowStepsRunning(tx, [l.jobId]);
+  });
+}
+
+/**
+ * Extends the lease from now by `leaseSeconds` (default: the length of the
+ * current grant, i.e. what the worker asked for at claim time) and saves
+ * progress/checkpoint when given (null clears). Appends no event.
+ */
+export async function heartbeatJob(db: Db, lease: LeaseIdentity, options: HeartbeatOptions = {}): Promise<JobLease> {
+  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
+  const o = parseInput(heartbeatOptionsSchema, options, JOB_INVALID_INPUT);
+  return withTransaction(db, 'heartbeat job', async ({ tx }) => {
+    const rows = await tx.$queryRaw<{ lease_expires_at: Date }[]>`
+      UPDATE runledger.job_queue jq
+         SET lease_expires_at = now() + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
+                                                 jq.lease_expires_at - jq.heartbeat_at,
+                                                 make_interval(secs => jq.timeout_seconds)),
+             heartbeat_at = now(),
+             progress = CASE WHEN ${o.progress !== undefined}::boolean THEN ${jsonParam(o.progress)}::jsonb ELSE jq.progress END,
+             checkpoint = CASE WHEN ${o.checkpoint !== undefined}::boolean THEN ${jsonParam(o.checkpoint)}::jsonb ELSE jq.checkpoint END,
+             updated_at = now()
+       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+      RETURNING jq.lease_expires_at`;
+    const row = rows[0];
+    if (!row) throw leaseMismatch(l, 'heartbeat job');
+    return { ...l, leaseExpiresAt: row.lease_expires_at };
+  });
+}
+
+/** Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`. */
+export async function completeJobSuccess(
+  db: Db,
+  lease: LeaseIdentity,
+  options: CompleteJobOptions = {},
+): Promise<{ jobId: string; finishedAt: Date }> {
+  // Parsed here first so a bad field is named `workerId` / `output`, not `0.lease.workerId`.
+  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
+  const o = parseInput(completeJobOptionsSchema, options, JOB_INVALID_INPUT);
+  const [outcome] = await completeJobsSuccess(db, [{ lease: l, output: o.output }]);
+  if (outcome?.outcome !== 'succeeded') throw leaseMismatch(l, 'complete job');
+  return { jobId: outcome.jobId, finishedAt: outcome.finishedAt };
+}
+
+/**
+ * Completes a batch in one statement (the way a worker batches completions).
+ * Each item succeeds or reports `lease_owner_mismatch` on its own; the others
+ * are unaffected. Outcomes are in input order.
+ */
+export async function completeJobsSuccess(db: Db, items: readonly CompleteJobsItem[]): Promise<CompleteJobOutcome[]> {
+  const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
+  if (parsed.length === 0) return [];
+  const leases = parsed.map((item) => item.lease);
+  const eventIds = newIds(parsed.length);
+  return withTransaction(db, 'complete jobs', async ({ tx }) => {
+    const rows = await tx.$queryRaw<{ id: string; finished_at: Date; output: JsonValue | null; workflow_managed: boolean }[]>`
+      WITH input AS (
+        SELECT *
+          FROM unnest(${leases.map((l) => l.jobId)}::uuid[], ${leases.map((l) => l.runNumber)}::int[],
+                      ${leases.map((l) => l.attempt)}::int[], ${leases.map((l) => l.workerId)}::text[],
+                      ${parsed.map((item) => jsonParam(item.output))}::jsonb[], ${eventIds}::uuid[])
+               AS i(job_id, run_number, attempt, worker_id, output, event_id)
+      ),
+      -- Lock the batch's rows in id order before updating, so two overlapping batches cannot deadlock.
+      locked AS MATERIALIZED (
+        SELECT jq.id
+          FROM runledger.job_queue jq
+          JOIN input i ON jq.id = i.job_id
+         WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+           AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+         ORDER BY jq.id
+           FOR UPDATE OF jq
+      ),
+      done AS (
+        UPDATE runledger.job_queue jq
+           SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+               output = i.output, finished_at = now(), updated_at = now()
+          FROM input i
+         WHERE jq.id = i.job_id AND jq.id IN (SELECT id FROM locked)
+           AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+           AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+        RETURNING jq.id, jq.run_number, jq.attempt, jq.finished_at, jq.output, i.event_id,
+                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+      ),
+      events AS (
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT event_id, id, 'SUCCEEDED'::runledger.job_event_type, run_number, attempt, NULL FROM done
+      )
+      SELECT id, finished_at, output, workflow_managed FROM done`;
+    const managed = rows.filter((row) => row.workflow_managed);
+    if (managed.length > 0) {
+      await processWorkflowJobTerminals(
+        tx,
+        managed.map((row) => ({ jobId: row.id, status: 'SUCCEEDED' as const, output: row.output })),
+      );
+    }
+    const done = new Map(rows.map((row) => [row.id, row.finished_at]));
+    return leases.map((l): CompleteJobOutcome => {
+      const finishedAt = done.get(l.jobId);
+      return finishedAt ? { jobId: l.jobId, outcome: 'succeeded', finishedAt } : { jobId: l.jobId, outcome: 'lease_owner_mismatch' };
+    });
+  });
+}
+
+/**
+ * Records a failed attempt. Retryable with attempts left: back to PENDING
+ * after an exponential, jittered backoff, never before `retryNotBefore`
+ * (RETRY_SCHEDULED). Otherwise DEAD_LETTERED.
+ */
+export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOptions): Promise<FailJobResult> {
+  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
+  const o = parseInput(failJobOptionsSchema, options, JOB_INVALID_INPUT);
+  // The fence pins attempt = l.attempt, so the backoff can be computed here.
+  const backoffMs = retryDelayMs(l.attempt);
+  const eventId = newId();
+  return withTransaction(db, 'fail job', async ({ tx }) => {
+    const rows = await tx.$queryRaw<{ status: 'PENDING' | 'DEAD_LETTERED'; next_run_at: Date; workflow_managed: boolean }[]>`
+      WITH failed AS (
+        UPDATE runledger.job_queue jq
+           SET status = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
+                             THEN 'PENDING'::runledger.job_status ELSE 'DEAD_LETTERED'::runledger.job_status END,
+               next_run_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
+                                  THEN GREATEST(now() + ${backoffMs}::int * interval '1 millisecond', ${o.retryNotBefore ?? null}::timestamptz)
+                                  ELSE jq.next_run_at END,
+               finished_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
+               lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+               last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now()
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+        RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts,
+                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+      ),
+      events AS (
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT ${eventId}::uuid, id,
+               CASE WHEN status = 'PENDING' THEN 'RETRY_SCHEDULED'::runledger.job_event_type
+                    ELSE 'DEAD_LETTERED'::runledger.job_event_type END,
+               run_number, attempt,
+               CASE WHEN status = 'PENDING'
+                    THEN jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
+                                            'delayMs', round(EXTRACT(EPOCH FROM (next_run_at - now())) * 1000)::bigint,
+                                            'nextRunAt', next_run_at)
+                    ELSE jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
+                                            'reason', CASE WHEN ${o.retryable}::boolean THEN 'attempts_exhausted' ELSE 'terminal' END)
+               END
+          FROM failed
+      )
+      SELECT status, next_run_at, workflow_managed FROM failed`;
+    const row = rows[0];
+    if (!row) throw leaseMismatch(l, 'fail job');
+    if (row.workflow_managed && row.status === 'PENDING') {
+      await markWorkflowStepsEnqueuedForRetry(tx, [{ jobId: l.jobId, errorCode: o.code, errorMessage: o.message }]);
+    } else if (row.workflow_managed) {
+      await processWorkflowJobTerminals(tx, [{ jobId: l.jobId, status: 'FAILED', errorCode: o.code, errorMessage: o.message }]);
+    }
+    return { jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null };
+  });
+}

@@ -1,0 +1,122 @@
+/**
+ * Public input schemas of the queue. Every exported queue operation parses its
+ * input here before touching the database, so a bad input writes nothing and
+ * the ValidationError (code `job.invalid_input`) names the offending field
+ * (`priority`, `2.payload`, `lease.workerId`, ...).
+ */
+import { z } from 'zod';
+import { scopeSchema } from '../db/scope.js';
+import { int32, jsonValue, nonBlank, positiveInt, requestKey, uuid } from '../validation/primitives.js';
+
+export const JOB_INVALID_INPUT = 'job.invalid_input';
+
+export const DEFAULT_PRIORITY = 0;
+export const DEFAULT_MAX_ATTEMPTS = 5;
+export const DEFAULT_TIMEOUT_SECONDS = 300;
+
+/** Upper bounds that keep one statement's arrays (and its locks) bounded. */
+export const MAX_ENQUEUE_BATCH = 10_000;
+export const MAX_CLAIM_BATCH = 1_000;
+export const MAX_REAP_BATCH = 10_000;
+export const MAX_LIST_LIMIT = 500;
+
+/** Longer failure messages are cut rather than refused: a worker must always be able to record a failure. */
+const MAX_ERROR_MESSAGE_LENGTH = 4_000;
+
+const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED']);
+const workerId = nonBlank(200);
+
+export const enqueueJobInputSchema = z
+  .strictObject({
+    jobType: nonBlank(200),
+    payload: jsonValue,
+    organizationId: uuid.nullish(),
+    priority: int32.optional(),
+    maxAttempts: positiveInt.optional(),
+    timeoutSeconds: positiveInt.optional(),
+    runAt: z.date().optional(),
+    /** Measured on the database clock, as claiming is. */
+    delayMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2147483647).optional(),
+    idempotencyKey: requestKey.optional(),
+  })
+  .refine((input) => input.runAt === undefined || input.delayMs === undefined, {
+    path: ['runAt'],
+    message: 'give runAt or delayMs, not both',
+  });
+export type EnqueueJobInput = z.input<typeof enqueueJobInputSchema>;
+export type ParsedEnqueueJobInput = z.output<typeof enqueueJobInputSchema>;
+
+export const enqueueJobsInputSchema = z.array(enqueueJobInputSchema).max(MAX_ENQUEUE_BATCH);
+
+export const jobLeaseSchema = z.object({
+  jobId: uuid,
+  runNumber: positiveInt,
+  attempt: positiveInt,
+  workerId,
+});
+export type ParsedJobLease = z.output<typeof jobLeaseSchema>;
+
+export const claimJobsInputSchema = z.strictObject({
+  workerId,
+  jobTypes: z.array(nonBlank(200)).min(1, 'must name at least one job type').optional(),
+  limit: positiveInt.max(MAX_CLAIM_BATCH),
+  leaseSeconds: positiveInt,
+  markRunning: z.boolean().optional(),
+});
+export type ClaimJobsInput = z.input<typeof claimJobsInputSchema>;
+
+export const heartbeatOptionsSchema = z.strictObject({
+  leaseSeconds: positiveInt.optional(),
+  progress: jsonValue.optional(),
+  checkpoint: jsonValue.optional(),
+});
+export type HeartbeatOptions = z.input<typeof heartbeatOptionsSchema>;
+
+export const completeJobOptionsSchema = z.strictObject({ output: jsonValue.optional() });
+export type CompleteJobOptions = z.input<typeof completeJobOptionsSchema>;
+
+export const completeJobsInputSchema = z
+  .array(z.object({ lease: jobLeaseSchema, output: jsonValue.optional() }))
+  .max(MAX_CLAIM_BATCH)
+  .superRefine((items, ctx) => {
+    const seen = new Set<string>();
+    items.forEach((item, index) => {
+      if (seen.has(item.lease.jobId)) {
+        ctx.addIssue({ code: 'custom', path: [index, 'lease', 'jobId'], message: 'names a job already in this batch' });
+      }
+      seen.add(item.lease.jobId);
+    });
+  });
+export type CompleteJobsItem = z.input<typeof completeJobsInputSchema>[number];
+
+export const failJobOptionsSchema = z.strictObject({
+  code: nonBlank(200),
+  message: z.string().transform((s) => s.slice(0, MAX_ERROR_MESSAGE_LENGTH)),
+  retryable: z.boolean(),
+  retryNotBefore: z.date().optional(),
+});
+export type FailJobOptions = z.input<typeof failJobOptionsSchema>;
+
+export const cancelJobInputSchema = z.strictObject({
+  jobId: uuid,
+  scope: scopeSchema,
+  reason: nonBlank(1_000).optional(),
+});
+export type CancelJobInput = z.input<typeof cancelJobInputSchema>;
+
+export const reapExpiredLeasesInputSchema = z.strictObject({
+  limit: positiveInt.max(MAX_REAP_BATCH),
+});
+export type ReapExpiredLeasesInput = z.input<typeof reapExpiredLeasesInputSchema>;
+
+export const jobRefSchema = z.strictObject({ scope: scopeSchema, jobId: uuid });
+
+export const listJobsInputSchema = z.strictObject({
+  scope: scopeSchema,
+  status: jobStatus.optional(),
+  jobType: nonBlank(200).optional(),
+  limit: positiveInt.max(MAX_LIST_LIMIT).optional(),
+  /** Keyset cursor: the last job id of the previous page. */
+  after: uuid.optional(),
+});
+export type ListJobsInput = z.input<typeof listJobsInputSchema>;
