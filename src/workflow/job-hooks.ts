@@ -11,6 +11,7 @@
  * Lock order: the queue already holds the job rows (FOR UPDATE or UPDATE);
  * these then lock step rows. See src/workflow/locking.ts for the protocol.
  */
+import { ensureReadCommitted } from '../client/transaction.js';
 import type { Tx } from '../client/types.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { processWorkflowStepTerminalByJobId } from './terminal.js';
@@ -68,7 +69,18 @@ export async function markWorkflowStepsEnqueuedForRetry(
  * caller's transaction. Jobs are processed in id order so that two batches
  * touching the same runs take step locks in the same order.
  */
-export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly WorkflowJobTerminalTransition[]): Promise<void> {
+export async function processWorkflowJobTerminals(
+  tx: Tx,
+  transitions: readonly WorkflowJobTerminalTransition[],
+  options: { transactionOwned?: boolean } = {},
+): Promise<void> {
+  if (transitions.length === 0) return;
+  // Release relies on READ COMMITTED; a joined transaction is checked once per batch.
+  await ensureReadCommitted(
+    { tx, owned: options.transactionOwned ?? false },
+    'workflow.terminal_completion_unsupported_isolation',
+    'Workflow job completion',
+  );
   const ordered = [...transitions].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
   for (const transition of ordered) {
     await processWorkflowStepTerminalByJobId(tx, transition);

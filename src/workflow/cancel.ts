@@ -1,0 +1,113 @@
+/**
+ * Canceling a run (see the lock protocol in locking.ts): the run's job rows
+ * first, then the release lock EXCLUSIVE (waits for in-flight releases; no
+ * release can start after), then job rows again (jobs released while it
+ * waited), then every step row; then every non-terminal step and its job are
+ * canceled (a leased job keeps its lease expiry as the quiescence marker, so a
+ * replacement cannot overlap a still-running handler), the run becomes
+ * CANCELED and the run-terminal notification is sent. Idempotent on a run
+ * that is already CANCELED; a run that already finished otherwise is a
+ * conflict.
+ */
+import { z } from 'zod';
+import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
+import type { Db } from '../client/types.js';
+import { newIds } from '../db/ids.js';
+import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
+import { ConflictError, NotFoundError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import { nonBlank, uuid } from '../validation/primitives.js';
+import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from './locking.js';
+import { notifyWorkflowRunTerminal } from './run-status.js';
+import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from './rows.js';
+
+export const WORKFLOW_RUN_CANCELED = 'workflow.run_canceled';
+
+const cancelWorkflowRunSchema = z.strictObject({
+  workflowRunId: uuid,
+  scope: scopeSchema,
+  reason: nonBlank(1_000).optional(),
+});
+
+export interface CancelWorkflowRunInput {
+  workflowRunId: string;
+  scope: Scope;
+  reason?: string;
+}
+
+export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): Promise<WorkflowRun> {
+  const parsed = parseInput(cancelWorkflowRunSchema, input, 'workflow.invalid_input');
+  const scope = scopeParams(parsed.scope);
+  const reason = parsed.reason ?? WORKFLOW_RUN_CANCELED;
+  const runId = parsed.workflowRunId;
+
+  return withTransaction(db, 'cancel workflow run', async (context) => {
+    await ensureReadCommitted(context, 'workflow.cancel_unsupported_isolation', 'Workflow run cancellation');
+    const { tx } = context;
+    const found = await tx.$queryRaw<WorkflowRunRow[]>`
+      SELECT * FROM runledger.workflow_runs
+       WHERE id = ${runId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::uuid)`;
+    const run = found[0];
+    if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
+    if (run.status === 'CANCELED') return toWorkflowRun(run);
+    if (run.status === 'SUCCEEDED' || run.status === 'COMPLETED_WITH_ERRORS') throw alreadyFinished(runId, run.status);
+
+    await lockRunJobRows(tx, runId);
+    await lockRunReleaseExclusive(tx, runId);
+    await lockRunJobRows(tx, runId);
+    await lockRunStepRows(tx, runId);
+
+    // The run may have finished while we waited for the locks.
+    const current = await tx.$queryRaw<{ status: WorkflowRun['status'] }[]>`SELECT status FROM runledger.workflow_runs WHERE id = ${runId}::uuid`;
+    const status = current[0]?.status;
+    if (status === 'SUCCEEDED' || status === 'COMPLETED_WITH_ERRORS') throw alreadyFinished(runId, status);
+
+    const steps = await tx.$queryRaw<{ job_id: string | null }[]>`
+      UPDATE runledger.workflow_steps
+         SET status = 'CANCELED',
+             finished_at = COALESCE(finished_at, now()),
+             status_reason = ${reason},
+             last_error_code = ${WORKFLOW_RUN_CANCELED},
+             last_error_message = 'The workflow run was canceled.',
+             output = NULL,
+             updated_at = now()
+       WHERE workflow_run_id = ${runId}::uuid
+         AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
+      RETURNING job_id`;
+    const jobIds = steps.flatMap((step) => (step.job_id ? [step.job_id] : []));
+    if (jobIds.length > 0) {
+      await tx.$executeRaw`
+        WITH canceled AS (
+          UPDATE runledger.job_queue
+             SET status = 'CANCELED',
+                 lease_owner = NULL,
+                 heartbeat_at = NULL,
+                 lease_expires_at = CASE WHEN status = 'LEASED' THEN lease_expires_at END,
+                 finished_at = now(),
+                 last_error_code = ${WORKFLOW_RUN_CANCELED},
+                 last_error_message = ${reason},
+                 updated_at = now()
+           WHERE id = ANY(${jobIds}::uuid[]) AND status IN ('PENDING', 'LEASED')
+          RETURNING id, run_number, attempt
+        ),
+        numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.id) AS n FROM canceled c)
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT (${newIds(jobIds.length)}::uuid[])[n], id, 'CANCELED', run_number, attempt,
+               json_build_object('reason', ${reason}::text, 'workflowRunId', ${runId}::text)::jsonb
+          FROM numbered`;
+    }
+
+    const updated = await tx.$queryRaw<WorkflowRunRow[]>`
+      UPDATE runledger.workflow_runs
+         SET status = 'CANCELED', status_reason = ${reason}, result = NULL,
+             finished_at = COALESCE(finished_at, now()), updated_at = now()
+       WHERE id = ${runId}::uuid
+      RETURNING *`;
+    await notifyWorkflowRunTerminal(tx, runId, 'CANCELED');
+    return toWorkflowRun(updated[0]!);
+  });
+}
+
+function alreadyFinished(workflowRunId: string, status: string): ConflictError {
+  return new ConflictError('workflow.run_already_finished', `The workflow run already finished (${status}).`, { details: { workflowRunId, status } });
+}

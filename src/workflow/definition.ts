@@ -1,0 +1,186 @@
+/**
+ * The plain-object form of a workflow run, its zod schema, and the DAG rules
+ * checked before anything touches the database: non-blank unique step keys,
+ * every dependency names an existing step, no self-edges, no duplicate edges,
+ * no cycles (the error names one), at most one result step, external steps
+ * carry no job settings. Each failure is a ValidationError naming the field.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, uuid, type JsonValue } from '../validation/primitives.js';
+
+export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
+export const MAX_WORKFLOW_STEPS = 10_000;
+
+const DEFAULT_STEP_PRIORITY = 0;
+const DEFAULT_STEP_MAX_ATTEMPTS = 5;
+const DEFAULT_STEP_TIMEOUT_SECONDS = 300;
+
+const dependencySchema = z.strictObject({
+  step: z.string(),
+  /** `on_success` (default): the prerequisite must succeed. `on_terminal`: any terminal outcome releases. */
+  mode: z.enum(['on_success', 'on_terminal']).default('on_success'),
+});
+
+const jobStepSchema = z.strictObject({
+  key: z.string(),
+  kind: z.literal('job'),
+  jobType: nonBlank(200),
+  payload: jsonValue,
+  priority: int32.optional(),
+  maxAttempts: positiveInt.optional(),
+  timeoutSeconds: positiveInt.optional(),
+  dependsOn: z.array(dependencySchema).default([]),
+  result: z.boolean().default(false),
+});
+
+const externalStepSchema = z.strictObject({
+  key: z.string(),
+  kind: z.literal('external'),
+  dependsOn: z.array(dependencySchema).default([]),
+  result: z.boolean().default(false),
+});
+
+export const workflowRunInputSchema = z.strictObject({
+  workflowType: nonBlank(200),
+  organizationId: uuid.nullish(),
+  metadata: jsonObject.optional(),
+  idempotencyKey: requestKey.optional(),
+  steps: z.array(z.discriminatedUnion('kind', [jobStepSchema, externalStepSchema])).min(1, 'a workflow needs at least one step').max(MAX_WORKFLOW_STEPS),
+});
+
+export type WorkflowRunInput = z.input<typeof workflowRunInputSchema>;
+export type WorkflowStepInput = WorkflowRunInput['steps'][number];
+export type WorkflowDependencyInput = z.input<typeof dependencySchema>;
+
+/** A validated run: job settings resolved to their defaults, steps in topological order. */
+export interface ValidatedWorkflowRun {
+  workflowType: string;
+  organizationId: string | null;
+  metadata: { [key: string]: JsonValue };
+  idempotencyKey: string | null;
+  resultStepKey: string | null;
+  /** Topological order: every step comes after all of its prerequisites. */
+  steps: ValidatedStep[];
+}
+
+export type ValidatedStep =
+  | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority: number; maxAttempts: number; timeoutSeconds: number; dependsOn: ValidatedDependency[] }
+  | { key: string; kind: 'external'; dependsOn: ValidatedDependency[] };
+
+export interface ValidatedDependency {
+  step: string;
+  mode: 'ON_SUCCESS' | 'ON_TERMINAL';
+}
+
+const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds'] as const;
+
+function fail(code: string, field: string, message: string, details: Record<string, unknown> = {}): never {
+  throw new ValidationError(code, field, message, { details });
+}
+
+export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
+  // A clearer error than zod's "unrecognized key" for the common mistake.
+  const rawSteps = (input as { steps?: unknown } | null)?.steps;
+  if (Array.isArray(rawSteps)) {
+    rawSteps.forEach((step, index) => {
+      if (step && typeof step === 'object' && (step as { kind?: unknown }).kind === 'external') {
+        const setting = JOB_SETTING_KEYS.find((key) => key in step);
+        if (setting) {
+          fail('workflow.external_step_job_settings', `steps.${index}.${setting}`, `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`);
+        }
+      }
+    });
+  }
+  const parsed = parseInput(workflowRunInputSchema, input, WORKFLOW_INVALID_INPUT);
+
+  const indexByKey = new Map<string, number>();
+  parsed.steps.forEach((step, index) => {
+    if (step.key.trim().length === 0) fail('workflow.blank_step_key', `steps.${index}.key`, `Step ${index} has a blank key.`);
+    if (step.key.length > 200) fail(WORKFLOW_INVALID_INPUT, `steps.${index}.key`, `Step key "${step.key.slice(0, 20)}..." is longer than 200 characters.`);
+    const previous = indexByKey.get(step.key);
+    if (previous !== undefined) fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
+    indexByKey.set(step.key, index);
+  });
+
+  parsed.steps.forEach((step, index) => {
+    const seen = new Set<string>();
+    step.dependsOn.forEach((dependency, d) => {
+      const field = `steps.${index}.dependsOn.${d}.step`;
+      if (dependency.step === step.key) fail('workflow.self_dependency', field, `Step "${step.key}" depends on itself.`, { stepKey: step.key });
+      if (!indexByKey.has(dependency.step)) {
+        fail('workflow.unknown_prerequisite', field, `Step "${step.key}" depends on unknown step "${dependency.step}".`, { stepKey: step.key, prerequisite: dependency.step });
+      }
+      if (seen.has(dependency.step)) {
+        fail('workflow.duplicate_dependency', field, `Step "${step.key}" depends on "${dependency.step}" more than once.`, { stepKey: step.key, prerequisite: dependency.step });
+      }
+      seen.add(dependency.step);
+    });
+  });
+
+  const resultSteps = parsed.steps.flatMap((step, index) => (step.result ? [{ step, index }] : []));
+  if (resultSteps.length > 1) {
+    const keys = resultSteps.map((r) => `"${r.step.key}"`).join(', ');
+    fail('workflow.multiple_result_steps', `steps.${resultSteps[1]!.index}.result`, `A workflow has at most one result step; got ${keys}.`);
+  }
+
+  const order = topologicalOrder(parsed.steps);
+  return {
+    workflowType: parsed.workflowType,
+    organizationId: parsed.organizationId ?? null,
+    metadata: parsed.metadata ?? {},
+    idempotencyKey: parsed.idempotencyKey ?? null,
+    resultStepKey: resultSteps[0]?.step.key ?? null,
+    steps: order.map((index) => {
+      const step = parsed.steps[index]!;
+      const dependsOn = step.dependsOn.map((d) => ({ step: d.step, mode: d.mode === 'on_terminal' ? ('ON_TERMINAL' as const) : ('ON_SUCCESS' as const) }));
+      return step.kind === 'job'
+        ? {
+            key: step.key,
+            kind: 'job' as const,
+            jobType: step.jobType,
+            payload: step.payload,
+            priority: step.priority ?? DEFAULT_STEP_PRIORITY,
+            maxAttempts: step.maxAttempts ?? DEFAULT_STEP_MAX_ATTEMPTS,
+            timeoutSeconds: step.timeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
+            dependsOn,
+          }
+        : { key: step.key, kind: 'external' as const, dependsOn };
+    }),
+  };
+}
+
+/** Kahn's algorithm, stable in input order; on a cycle, names one. */
+function topologicalOrder(steps: readonly { key: string; dependsOn: readonly { step: string }[] }[]): number[] {
+  const indexByKey = new Map(steps.map((step, index) => [step.key, index]));
+  const remaining = steps.map((step) => step.dependsOn.length);
+  const dependents: number[][] = steps.map(() => []);
+  steps.forEach((step, index) => step.dependsOn.forEach((d) => dependents[indexByKey.get(d.step)!]!.push(index)));
+  const ready = steps.flatMap((_, index) => (remaining[index] === 0 ? [index] : []));
+  const order: number[] = [];
+  for (let head = 0; head < ready.length; head += 1) {
+    const index = ready[head]!;
+    order.push(index);
+    for (const dependent of dependents[index]!) {
+      remaining[dependent]! -= 1;
+      if (remaining[dependent] === 0) ready.push(dependent);
+    }
+  }
+  if (order.length === steps.length) return order;
+
+  // Walk prerequisites from an unordered step until a step repeats: that is a cycle.
+  const placed = new Set(order);
+  let current = steps.findIndex((_, index) => !placed.has(index));
+  const path: number[] = [];
+  const onPath = new Map<number, number>();
+  while (!onPath.has(current)) {
+    onPath.set(current, path.length);
+    path.push(current);
+    const next = steps[current]!.dependsOn.map((d) => indexByKey.get(d.step)!).find((p) => !placed.has(p))!;
+    current = next;
+  }
+  const cycle = path.slice(onPath.get(current)!).reverse();
+  const names = [...cycle, cycle[0]!].map((index) => steps[index]!.key);
+  fail('workflow.cycle', `steps.${cycle[0]}.dependsOn`, `The dependencies form a cycle: ${names.join(' -> ')}.`, { cycle: names });
+}
