@@ -67,3 +67,38 @@ export type {
   ReapExpiredLeasesInput,
   ListJobsInput,
 } from './queue/schemas.js';
+
+// ---------------------------------------------------------------------------
+// Workflows
+// ---------------------------------------------------------------------------
+export { workflow, WorkflowBuilder, type JobStepSettings } from './workflow/builder.js';
+export {
+  validateWorkflowRun,
+  type WorkflowRunInput,
+  type WorkflowStepInput,
+  type WorkflowDependencyInput,
+  type ValidatedWorkflowRun,
+} from './workflow/definition.js';
+export { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
+export { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from './workflow/external.js';
+export { cancelWorkflowRun, type CancelWorkflowRunInput } from './workflow/cancel.js';
+export {
+  getWorkflowRun,
+  findWorkflowRun,
+  listWorkflowRuns,
+  countWorkflowRuns,
+  listWorkflowSteps,
+  listWorkflowStepDependencies,
+  type WorkflowRunFilter,
+  type ListWorkflowRunsInput,
+  type WorkflowRunPage,
+} from './workflow/reads.js';
+export type {
+  WorkflowRun,
+  WorkflowRunStatus,
+  WorkflowStep,
+  WorkflowStepStatus,
+  WorkflowStepExecutionKind,
+  WorkflowDependencyReleaseMode,
+  WorkflowStepDependency,
+} from './workflow/rows.js';

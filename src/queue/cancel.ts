@@ -38,7 +38,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
   const { jobId, scope, reason } = parseInput(cancelJobInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(scope);
   const eventId = newId();
-  return withTransaction(db, 'cancel job', async ({ tx }) => {
+  return withTransaction(db, 'cancel job', async ({ tx, owned }) => {
     const locked = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
@@ -88,7 +88,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
       });
     }
     if (row.workflow_managed) {
-      await processWorkflowJobTerminals(tx, [{ jobId, status: 'CANCELED', statusReason: reason ?? DEFAULT_CANCEL_REASON }]);
+      await processWorkflowJobTerminals(tx, [{ jobId, status: 'CANCELED', statusReason: reason ?? DEFAULT_CANCEL_REASON }], { transactionOwned: owned });
     }
     const { workflow_managed: _managed, ...job } = row;
     return toJob(job);

@@ -142,7 +142,7 @@ export async function completeJobsSuccess(db: Db, items: readonly CompleteJobsIt
   if (parsed.length === 0) return [];
   const leases = parsed.map((item) => item.lease);
   const eventIds = newIds(parsed.length);
-  return withTransaction(db, 'complete jobs', async ({ tx }) => {
+  return withTransaction(db, 'complete jobs', async ({ tx, owned }) => {
     const rows = await tx.$queryRaw<{ id: string; finished_at: Date; output: JsonValue | null; workflow_managed: boolean }[]>`
       WITH input AS (
         SELECT *
@@ -182,6 +182,7 @@ export async function completeJobsSuccess(db: Db, items: readonly CompleteJobsIt
       await processWorkflowJobTerminals(
         tx,
         managed.map((row) => ({ jobId: row.id, status: 'SUCCEEDED' as const, output: row.output })),
+        { transactionOwned: owned },
       );
     }
     const done = new Map(rows.map((row) => [row.id, row.finished_at]));
@@ -203,7 +204,7 @@ export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOpti
   // The fence pins attempt = l.attempt, so the backoff can be computed here.
   const backoffMs = retryDelayMs(l.attempt);
   const eventId = newId();
-  return withTransaction(db, 'fail job', async ({ tx }) => {
+  return withTransaction(db, 'fail job', async ({ tx, owned }) => {
     const rows = await tx.$queryRaw<{ status: 'PENDING' | 'DEAD_LETTERED'; next_run_at: Date; workflow_managed: boolean }[]>`
       WITH failed AS (
         UPDATE runledger.job_queue jq
@@ -241,7 +242,7 @@ export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOpti
     if (row.workflow_managed && row.status === 'PENDING') {
       await markWorkflowStepsEnqueuedForRetry(tx, [{ jobId: l.jobId, errorCode: o.code, errorMessage: o.message }]);
     } else if (row.workflow_managed) {
-      await processWorkflowJobTerminals(tx, [{ jobId: l.jobId, status: 'FAILED', errorCode: o.code, errorMessage: o.message }]);
+      await processWorkflowJobTerminals(tx, [{ jobId: l.jobId, status: 'FAILED', errorCode: o.code, errorMessage: o.message }], { transactionOwned: owned });
     }
     return { jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null };
   });

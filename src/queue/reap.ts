@@ -35,7 +35,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
   const { limit } = parseInput(reapExpiredLeasesInputSchema, input, JOB_INVALID_INPUT);
   // All LEASE_EXPIRED ids precede all DEAD_LETTERED ids, so a job's events sort as they happened.
   const eventIds = newIds(limit * 2);
-  return withTransaction(db, 'reap expired leases', async ({ tx }) => {
+  return withTransaction(db, 'reap expired leases', async ({ tx, owned }) => {
     const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean }[]>`
       WITH expired AS (
         SELECT id, lease_owner, lease_expires_at
@@ -92,6 +92,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
       await processWorkflowJobTerminals(
         tx,
         managedDead.map((row) => ({ jobId: row.id, status: 'FAILED' as const, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE })),
+        { transactionOwned: owned },
       );
     }
     return { retried: retried.map((row) => row.id), deadLettered: deadLettered.map((row) => row.id) };

@@ -61,24 +61,24 @@ export function releaseConflict(workflowRunId: string, internal: string, cause?:
  * restored afterwards, so a joined transaction keeps its settings.
  */
 export async function lockRunReleaseShared(tx: Tx, workflowRunId: string): Promise<ReleaseLockHeld> {
-  let previous: string | undefined;
+  // Statement 1 reads the caller's lock_timeout before bounding it (the
+  // MATERIALIZED CTE row exists before the projection calls set_config).
+  const rows = await tx.$queryRaw<{ previous: string }[]>`
+    WITH prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous)
+    SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bounded FROM prev`;
+  const previous = rows[0]?.previous ?? '0';
   try {
-    const rows = await tx.$queryRaw<{ previous: string }[]>`
-      SELECT p.previous
-        FROM (SELECT current_setting('lock_timeout') AS previous) p,
-             -- Each LATERAL refers to the one before, which fixes the order:
-             -- read the caller's setting, bound the wait, then wait.
-             LATERAL (SELECT set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bounded WHERE p.previous IS NOT NULL) s,
-             LATERAL (SELECT pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text)) AS granted
-                       WHERE s.bounded IS NOT NULL) l`;
-    previous = rows[0]?.previous;
+    // Statement 2 waits for the lock, then restores the caller's setting; the
+    // OFFSET 0 subquery is evaluated first and is never flattened.
+    await tx.$queryRaw`
+      SELECT set_config('lock_timeout', ${previous}, true) AS restored
+        FROM (SELECT pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text))::text AS granted OFFSET 0) locked`;
   } catch (error) {
     if (databaseErrorInfo(error).sqlState === '55P03') {
       throw releaseConflict(workflowRunId, `shared release lock not granted within ${RELEASE_LOCK_WAIT_MS} ms`, error);
     }
     throw error;
   }
-  await tx.$queryRaw`SELECT set_config('lock_timeout', ${previous ?? '0'}, true)`;
   return { workflowRunId, mode: 'shared' };
 }
 
@@ -91,7 +91,8 @@ export async function tryLockRunReleaseShared(tx: Tx, workflowRunId: string): Pr
 
 /** Exclusive acquire for cancellation: waits until in-flight releases commit. */
 export async function lockRunReleaseExclusive(tx: Tx, workflowRunId: string): Promise<ReleaseLockHeld> {
-  await tx.$queryRaw`SELECT pg_advisory_xact_lock(${RELEASE_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text))`;
+  // $executeRaw: the function returns void, which $queryRaw cannot decode.
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${RELEASE_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text))`;
   return { workflowRunId, mode: 'exclusive' };
 }
 

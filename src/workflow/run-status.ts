@@ -65,6 +65,6 @@ export async function recomputeWorkflowRunStatus(tx: Tx, workflowRunId: string):
 
 /** Notification for a run that entered CANCELED (cancellation writes the status itself). */
 export async function notifyWorkflowRunTerminal(tx: Tx, workflowRunId: string, status: WorkflowRunStatus): Promise<void> {
-  await tx.$queryRaw`
+  await tx.$executeRaw`
     SELECT pg_notify(${WORKFLOW_RUN_TERMINAL_CHANNEL}, json_build_object('workflow_run_id', ${workflowRunId}::text, 'status', ${status}::text)::text)`;
 }
