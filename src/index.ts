@@ -102,3 +102,12 @@ export type {
   WorkflowDependencyReleaseMode,
   WorkflowStepDependency,
 } from './workflow/rows.js';
+export {
+  workflowRunHandle,
+  enqueueWorkflowRunHandle,
+  DEFAULT_RESULT_TIMEOUT_MS,
+  type WorkflowRunHandle,
+  type WorkflowRunHandleOptions,
+  type GetResultOptions,
+} from './workflow/handle.js';
+export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/run-listener.js';
