@@ -1,0 +1,58 @@
+/** Human output for the CLI: tables, and a run's DAG drawn level by level. */
+import type { WorkflowRun, WorkflowStep, WorkflowStepDependency, WorkflowStepStatus } from '../index.js';
+
+const STATUS_MARK: Record<WorkflowStepStatus, string> = {
+  BLOCKED: '·',
+  ENQUEUED: '○',
+  RUNNING: '▶',
+  WAITING_FOR_EXTERNAL: '⏸',
+  SUCCEEDED: '✔',
+  FAILED: '✘',
+  CANCELED: '⊘',
+};
+
+export function table(rows: string[][]): string {
+  if (rows.length === 0) return '';
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+}
+
+export function formatRunList(runs: readonly WorkflowRun[]): string {
+  if (runs.length === 0) return 'No workflow runs.';
+  return table([
+    ['ID', 'TYPE', 'STATUS', 'CREATED', 'FINISHED'],
+    ...runs.map((run) => [run.id, run.workflowType, run.status, run.createdAt.toISOString(), run.finishedAt?.toISOString() ?? '-']),
+  ]);
+}
+
+/** Depth of each step = longest prerequisite chain above it; steps are drawn one level per line group. */
+export function formatRunDag(run: WorkflowRun, steps: readonly WorkflowStep[], edges: readonly WorkflowStepDependency[]): string {
+  const prerequisites = new Map<string, WorkflowStepDependency[]>();
+  for (const edge of edges) prerequisites.set(edge.dependentStepKey, [...(prerequisites.get(edge.dependentStepKey) ?? []), edge]);
+  const depth = new Map<string, number>();
+  // Steps arrive in topological (id) order, so prerequisites are always seen first.
+  for (const step of steps) {
+    const above = (prerequisites.get(step.stepKey) ?? []).map((edge) => (depth.get(edge.prerequisiteStepKey) ?? 0) + 1);
+    depth.set(step.stepKey, Math.max(0, ...above));
+  }
+  const lines = [
+    `Run ${run.id}  ${run.workflowType}  ${run.status}`,
+    `  created ${run.createdAt.toISOString()}${run.finishedAt ? `  finished ${run.finishedAt.toISOString()}` : ''}${run.statusReason ? `  reason: ${run.statusReason}` : ''}`,
+  ];
+  if (run.resultStepKey) lines.push(`  result step: ${run.resultStepKey}${run.status === 'SUCCEEDED' ? `  result: ${JSON.stringify(run.result)}` : ''}`);
+  const levels = Math.max(0, ...depth.values());
+  for (let level = 0; level <= levels; level += 1) {
+    const atLevel = steps.filter((step) => depth.get(step.stepKey) === level);
+    if (atLevel.length === 0) continue;
+    lines.push('', `  level ${level}`);
+    for (const step of atLevel) {
+      const after = (prerequisites.get(step.stepKey) ?? [])
+        .map((edge) => `${edge.prerequisiteStepKey}${edge.releaseMode === 'ON_TERMINAL' ? ' (any outcome)' : ''}`)
+        .join(', ');
+      const what = step.executionKind === 'JOB' ? `job ${step.jobType}` : 'external';
+      const detail = step.lastErrorCode ? `  [${step.lastErrorCode}]` : '';
+      lines.push(`    ${STATUS_MARK[step.status]} ${step.stepKey.padEnd(18)} ${step.status.padEnd(21)} ${what}${after ? `  ← ${after}` : ''}${detail}`);
+    }
+  }
+  return lines.join('\n');
+}

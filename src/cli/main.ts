@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+/**
+ * The `runledger` operator CLI. Human output by default, `--json` for scripts.
+ * Exit codes: 0 success, 1 internal error, 2 invalid input, 3 not found,
+ * 4 conflict, 5 database unavailable.
+ */
+import { Command, Option } from 'commander';
+import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
+import { isRunledgerError, type ErrorCategory } from '../errors/runledger-error.js';
+import { migrate } from '../migrate/migrate.js';
+import type { Scope } from '../db/scope.js';
+import { registerRunCommands } from './runs.js';
+import { UsageError, type CliContext } from './context.js';
+
+const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
+
+export function buildProgram(): { program: Command; context: CliContext; close(): Promise<void> } {
+  const program = new Command('runledger')
+    .description('Operate runledger: migrations, workers, workflow runs, external steps, replays.')
+    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
+    .option('--json', 'machine-readable JSON output', false)
+    .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('global'))
+    .option('--global', 'act within the global scope only (organization-less rows)', false)
+    .showHelpAfterError();
+
+  let client: RunledgerPrismaClient | undefined;
+  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; global: boolean }>();
+  const context: CliContext = {
+    get json() {
+      return options().json;
+    },
+    get scope(): Scope {
+      const { org, global } = options();
+      if (org) return { kind: 'organization', organizationId: org };
+      return global ? { kind: 'global' } : { kind: 'admin' };
+    },
+    connectionString() {
+      const url = options().databaseUrl ?? process.env.DATABASE_URL;
+      if (!url) throw new UsageError('No database: pass --database-url or set DATABASE_URL.');
+      return url;
+    },
+    db() {
+      client ??= createPrismaClient(context.connectionString(), { max: 4 });
+      return client;
+    },
+    print(human, data) {
+      process.stdout.write(`${context.json ? JSON.stringify(data, null, 2) : human}\n`);
+    },
+  };
+
+  program
+    .command('migrate')
+    .description("apply runledger's migrations (safe to run concurrently; a no-op when up to date)")
+    .action(async () => {
+      const result = await migrate({ connectionString: context.connectionString() });
+      context.print(`${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`, result);
+    });
+  registerRunCommands(program, context);
+  return { program, context, close: async () => void (await client?.$disconnect()) };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { program, context, close } = buildProgram();
+  program.exitOverride();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (error) {
+    const commanderCode = (error as { code?: string }).code;
+    if (commanderCode === 'commander.helpDisplayed' || commanderCode === 'commander.version' || commanderCode === 'commander.help') return 0;
+    if (commanderCode?.startsWith('commander.')) return 2;
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n`);
+      return 2;
+    }
+    if (isRunledgerError(error)) {
+      if (context.json) process.stderr.write(`${JSON.stringify(error.toJSON())}\n`);
+      else process.stderr.write(`${error.code}: ${error.message}\n`);
+      if (process.env.RUNLEDGER_DEBUG) process.stderr.write(`${error.internalMessage}\n`);
+      return EXIT_CODES[error.category];
+    }
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return 1;
+  } finally {
+    await close();
+  }
+}
+
+// Run when executed as the `runledger` binary (not when imported by tests).
+if (process.argv[1] && /[\\/](main\.(js|ts)|runledger)$/.test(process.argv[1])) {
+  process.exitCode = await main(process.argv);
+}

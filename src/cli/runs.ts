@@ -1,0 +1,88 @@
+/** `runledger runs ...` and `runledger steps complete`. */
+import type { Command } from 'commander';
+import { cancelWorkflowRun } from '../workflow/cancel.js';
+import { completeExternalWorkflowStep } from '../workflow/external.js';
+import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps } from '../workflow/reads.js';
+import type { WorkflowRunStatus } from '../workflow/rows.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { formatRunDag, formatRunList } from './format.js';
+import { UsageError, type CliContext } from './context.js';
+
+export function registerRunCommands(program: Command, context: CliContext): void {
+  const runs = program.command('runs').description('inspect and cancel workflow runs');
+  runs
+    .command('list')
+    .description('list workflow runs, newest first')
+    .option('--type <workflowType>', 'only this workflow type')
+    .option('--status <status...>', 'only these statuses (RUNNING, WAITING_FOR_EXTERNAL, SUCCEEDED, COMPLETED_WITH_ERRORS, CANCELED)')
+    .option('--limit <n>', 'page size', (value) => Number.parseInt(value, 10), 20)
+    .option('--after <cursor>', 'the cursor printed after the previous page')
+    .action(async (options: { type?: string; status?: WorkflowRunStatus[]; limit: number; after?: string }) => {
+      const page = await listWorkflowRuns(context.db(), {
+        scope: context.scope,
+        limit: options.limit,
+        ...(options.type ? { workflowType: options.type } : {}),
+        ...(options.status ? { status: options.status } : {}),
+        ...(options.after ? { after: options.after } : {}),
+      });
+      context.print(`${formatRunList(page.runs)}${page.nextCursor ? `\n\nmore: --after ${page.nextCursor}` : ''}`, page);
+    });
+  runs
+    .command('show <workflowRunId>')
+    .description("show a run and draw its DAG with each step's status")
+    .action(async (workflowRunId: string) => {
+      const db = context.db();
+      const run = await getWorkflowRun(db, context.scope, workflowRunId);
+      const [steps, edges] = await Promise.all([listWorkflowSteps(db, context.scope, workflowRunId), listWorkflowStepDependencies(db, context.scope, workflowRunId)]);
+      context.print(formatRunDag(run, steps, edges), { run, steps, dependencies: edges });
+    });
+  runs
+    .command('cancel <workflowRunId>')
+    .description('cancel a run: every unfinished step and its job')
+    .option('--reason <reason>', 'recorded on the run and its steps')
+    .action(async (workflowRunId: string, options: { reason?: string }) => {
+      const run = await cancelWorkflowRun(context.db(), { workflowRunId, scope: context.scope, ...(options.reason ? { reason: options.reason } : {}) });
+      context.print(`Run ${run.id} is ${run.status}.`, run);
+    });
+
+  program
+    .command('steps')
+    .description('external workflow steps')
+    .command('complete <workflowRunId> <stepKey>')
+    .description('complete an external step (succeeded by default)')
+    .option('--output <json>', 'the step output (success only), as JSON')
+    .option('--failed', 'complete it as FAILED', false)
+    .option('--canceled', 'complete it as CANCELED', false)
+    .option('--reason <statusReason>')
+    .option('--error-code <code>')
+    .option('--error-message <message>')
+    .action(
+      async (
+        workflowRunId: string,
+        stepKey: string,
+        options: { output?: string; failed: boolean; canceled: boolean; reason?: string; errorCode?: string; errorMessage?: string },
+      ) => {
+        if (options.failed && options.canceled) throw new UsageError('Choose at most one of --failed and --canceled.');
+        let output: JsonValue | undefined;
+        if (options.output !== undefined) {
+          try {
+            output = JSON.parse(options.output) as JsonValue;
+          } catch {
+            throw new UsageError('--output must be valid JSON.');
+          }
+        }
+        const outcome = options.failed ? ({ status: 'failed' } as const) : options.canceled ? ({ status: 'canceled' } as const) : { status: 'succeeded' as const, ...(output === undefined ? {} : { output }) };
+        if (output !== undefined && outcome.status !== 'succeeded') throw new UsageError('--output is only allowed for a succeeded step.');
+        const step = await completeExternalWorkflowStep(context.db(), {
+          workflowRunId,
+          stepKey,
+          scope: context.scope,
+          outcome,
+          statusReason: options.reason ?? null,
+          errorCode: options.errorCode ?? null,
+          errorMessage: options.errorMessage ?? null,
+        });
+        context.print(`Step ${step.stepKey} of run ${step.workflowRunId} is ${step.status}.`, step);
+      },
+    );
+}

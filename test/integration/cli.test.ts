@@ -1,0 +1,79 @@
+/** The operator CLI, run in-process against a real database: output, --json, exit codes. */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import { enqueueWorkflowRun, workflow } from '../../src/index.js';
+import { newId } from '../../src/db/ids.js';
+import { useTestDatabase } from '../harness/database.js';
+import { runRunnableJobs } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
+  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(String(chunk)), true));
+  try {
+    const code = await main(['node', 'runledger', '--database-url', db.url, ...args]);
+    return { code, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    stdout.mockRestore();
+    stderr.mockRestore();
+  }
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('runledger CLI', () => {
+  it('lists runs, draws a DAG, completes an external step and cancels a run', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('cli.review').job('draft', 'cli.draft', {}).external('approve').afterSuccess('approve', ['draft']).job('publish', 'cli.publish', {}).afterSuccess('publish', ['approve']).resultStep('publish').build(),
+    );
+    await runRunnableJobs(db.prisma, () => ({ ok: true, output: { words: 120 } }));
+
+    const list = await cli('runs', 'list', '--type', 'cli.review');
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(workflowRunId);
+    expect(list.stdout).toContain('RUNNING');
+
+    const show = await cli('runs', 'show', workflowRunId);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/level 0\n\s+✔ draft\s+SUCCEEDED\s+job cli.draft/);
+    expect(show.stdout).toMatch(/level 1\n\s+⏸ approve\s+WAITING_FOR_EXTERNAL\s+external\s+← draft/);
+    expect(show.stdout).toMatch(/level 2\n\s+· publish\s+BLOCKED/);
+
+    const complete = await cli('--json', 'steps', 'complete', workflowRunId, 'approve', '--output', '{"by":"ops"}');
+    expect(complete.code).toBe(0);
+    expect(JSON.parse(complete.stdout)).toMatchObject({ stepKey: 'approve', status: 'SUCCEEDED', output: { by: 'ops' } });
+
+    const json = JSON.parse((await cli('--json', 'runs', 'show', workflowRunId)).stdout);
+    expect(json.steps.map((s: { stepKey: string; status: string }) => `${s.stepKey}:${s.status}`)).toEqual(['draft:SUCCEEDED', 'approve:SUCCEEDED', 'publish:ENQUEUED']);
+
+    const cancel = await cli('runs', 'cancel', workflowRunId, '--reason', 'ops said so');
+    expect(cancel.code).toBe(0);
+    expect(cancel.stdout).toContain('CANCELED');
+  });
+
+  it('exits with codes that mean something', async () => {
+    expect((await cli('runs', 'show', newId())).code).toBe(3);
+    const bad = await cli('runs', 'show', 'not-a-uuid');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('workflow.invalid_input');
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('cli.ext').external('e').build());
+    expect((await cli('steps', 'complete', workflowRunId, 'e', '--failed', '--output', '{}')).code).toBe(2);
+    expect((await cli('steps', 'complete', workflowRunId, 'e', '--output', '{nope')).code).toBe(2);
+    expect((await cli('steps', 'complete', workflowRunId, 'e')).code).toBe(0);
+    const conflict = await cli('--json', 'steps', 'complete', workflowRunId, 'e', '--canceled');
+    expect(conflict.code).toBe(4);
+    expect(JSON.parse(conflict.stderr)).toMatchObject({ code: 'workflow.external_step_conflicting_completion_retry', category: 'conflict' });
+    expect((await cli('runs', 'list', '--org', newId())).stdout).toContain('No workflow runs.');
+    expect((await cli('no-such-command')).code).toBe(2);
+  });
+
+  it('migrates (a no-op on a migrated database)', async () => {
+    const result = await cli('--json', 'migrate');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout).applied).toEqual([]);
+  });
+});
