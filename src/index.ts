@@ -111,3 +111,8 @@ export {
   type GetResultOptions,
 } from './workflow/handle.js';
 export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/run-listener.js';
+
+// ---------------------------------------------------------------------------
+// Replay and recovery
+// ---------------------------------------------------------------------------
+export * from './replay/index.js';

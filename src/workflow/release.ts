@@ -22,9 +22,8 @@ import type { Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { InternalError } from '../errors/runledger-error.js';
 import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
-import type { JsonValue } from '../validation/primitives.js';
 import type { ReleaseLockHeld } from './locking.js';
-import type { WorkflowDependencyReleaseMode, WorkflowStepExecutionKind, WorkflowStepStatus } from './rows.js';
+import type { WorkflowDependencyReleaseMode, WorkflowStepRow, WorkflowStepStatus } from './rows.js';
 
 export const DEPENDENCY_UNSATISFIED = 'workflow.dependency_unsatisfied';
 
@@ -32,20 +31,21 @@ export function internalState(internalMessage: string): InternalError {
   return new InternalError('workflow.internal_state', 'The workflow run is in an inconsistent state.', { internalMessage });
 }
 
-interface UpdatedDependent {
-  id: string;
-  step_key: string;
-  execution_kind: WorkflowStepExecutionKind;
-  job_type: string | null;
-  organization_id: string | null;
-  payload: JsonValue | null;
-  priority: number | null;
-  max_attempts: number | null;
-  timeout_seconds: number | null;
-  status: WorkflowStepStatus;
-  dependency_count_pending: number;
-  dependency_count_unsatisfied: number;
-}
+type UpdatedDependent = Pick<
+  WorkflowStepRow,
+  | 'id'
+  | 'step_key'
+  | 'execution_kind'
+  | 'job_type'
+  | 'organization_id'
+  | 'payload'
+  | 'priority'
+  | 'max_attempts'
+  | 'timeout_seconds'
+  | 'status'
+  | 'dependency_count_pending'
+  | 'dependency_count_unsatisfied'
+>;
 
 export async function resolveTerminalStepQueue(
   tx: Tx,

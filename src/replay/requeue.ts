@@ -1,0 +1,176 @@
+/**
+ * Compare-and-requeue: start a new run of a DEAD_LETTERED or CANCELED direct
+ * job, in place (same id, same idempotency key).
+ *
+ * Transition (appends REQUEUED, payload: previous run, previous status, state
+ * policy, and the previous run's last error):
+ *   DEAD_LETTERED | CANCELED (run n) -> PENDING (run n + 1, attempt 0, runnable now)
+ * Lease columns, started_at, finished_at and output are cleared. The last
+ * error is cleared too: the columns describe the current run, and the
+ * REQUEUED event keeps the previous run's error. Progress and checkpoint are
+ * kept or cleared by `statePolicy`. Attempts restart at 0 against the same
+ * max_attempts. The job type is announced on JOB_AVAILABLE_CHANNEL at commit.
+ *
+ * Invariants:
+ * - Compare first: only a job in the exact scope, in `expectedStatus` and
+ *   `expectedRunNumber`, and not referenced by a workflow step, is requeued;
+ *   otherwise the outcome is `not_found`, `expectation_mismatch` (with the
+ *   actual record) or `job.workflow_requeue_not_supported`, writing nothing.
+ * - A CANCELED job whose handler may still run (lease_expires_at, the
+ *   quiescence marker, is after now() on the database clock) is not requeued:
+ *   `cancellation_not_quiesced` with `retryAfter` = the marker. So the new run
+ *   never overlaps the canceled one. The canceled handler's later writes fail
+ *   their lease fence (run number and attempt changed).
+ * - SUCCEEDED is not requeueable (type and validation); it is replayed.
+ *
+ * Lock order: the job row only, `FOR UPDATE` (run_number changes, and the
+ * update must exclude a concurrent replay or requeue of the same row), taken
+ * only while the row is eligible; a stale observation is read without a lock,
+ * so a mismatch never holds a worker's row in the caller's transaction.
+ * Any isolation level works: under READ COMMITTED the locking read is retried
+ * when the row became eligible between statements; stronger levels see one
+ * snapshot, where that cannot happen.
+ */
+import { withTransaction } from '../client/transaction.js';
+import type { Db, Tx } from '../client/types.js';
+import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { newId } from '../db/ids.js';
+import { scopeParams } from '../db/scope.js';
+import { InternalError } from '../errors/runledger-error.js';
+import { toJob, type Job, type JobRow } from '../queue/rows.js';
+import { parseInput } from '../validation/parse.js';
+import { unstableRow, workflowRequeueNotSupported } from './errors.js';
+import {
+  JOB_INVALID_INPUT,
+  compareAndRequeueJobInputSchema,
+  type CompareAndRequeueJobInput,
+  type ParsedRequeueRequest,
+} from './schemas.js';
+
+const OPERATION = 'compare and requeue job';
+
+const MAX_ROUNDS = 5;
+
+export type CompareAndRequeueJobResult =
+  /** The job as stored after the requeue: PENDING, next run, attempt 0. */
+  | { kind: 'requeued'; job: Job }
+  /** The job exists in scope but is not in the expected status and run. */
+  | { kind: 'expectation_mismatch'; actual: Job }
+  /** No job in the exact scope. */
+  | { kind: 'not_found' }
+  /** A canceled handler's lease runs until `retryAfter`; ask again then. */
+  | { kind: 'cancellation_not_quiesced'; retryAfter: Date };
+
+type LockedRow = JobRow & { lease_live: boolean };
+
+/**
+ * Requeues a dead-lettered or canceled direct job as a new run of the same
+ * job, if it is still what the caller saw. Joins the caller's interactive
+ * transaction or opens its own. Admin scope matches any organization.
+ *
+ * @example
+ * const result = await compareAndRequeueJob(prisma, {
+ *   scope: globalScope,
+ *   jobId: job.id,
+ *   expectedStatus: 'DEAD_LETTERED',
+ *   expectedRunNumber: job.runNumber,
+ *   statePolicy: 'preserve_progress_and_checkpoint',
+ * });
+ * if (result.kind === 'cancellation_not_quiesced') scheduleRetry(result.retryAfter);
+ */
+export async function compareAndRequeueJob(db: Db, input: CompareAndRequeueJobInput): Promise<CompareAndRequeueJobResult> {
+  const request = parseInput(compareAndRequeueJobInputSchema, input, JOB_INVALID_INPUT);
+  const eventId = newId();
+  return withTransaction(db, OPERATION, async ({ tx }) => {
+    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+      const locked = await lockEligibleJobTx(tx, request);
+      if (locked) {
+        if (locked.lease_live) return { kind: 'cancellation_not_quiesced', retryAfter: locked.lease_expires_at! };
+        return { kind: 'requeued', job: await requeueLockedJobTx(tx, request, locked, eventId) };
+      }
+      const actual = await readJobTx(tx, request);
+      if (!actual) return { kind: 'not_found' };
+      if (actual.status !== request.expectedStatus || actual.run_number !== request.expectedRunNumber) {
+        return { kind: 'expectation_mismatch', actual: toJob(actual) };
+      }
+      if (actual.workflow_managed) throw workflowRequeueNotSupported(actual.id, OPERATION);
+      // Eligible now but not at the locking read's snapshot: retry it.
+    }
+    throw unstableRow(request.jobId, OPERATION);
+  });
+}
+
+async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<LockedRow | undefined> {
+  const s = scopeParams(request.scope);
+  const rows = await tx.$queryRaw<LockedRow[]>`
+    SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
+           jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
+           jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at,
+           COALESCE(jq.lease_expires_at > now(), false) AS lease_live
+      FROM runledger.job_queue jq
+     WHERE jq.id = ${request.jobId}::uuid
+       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+       AND jq.status = ${request.expectedStatus}::runledger.job_status
+       AND jq.run_number = ${request.expectedRunNumber}::int
+       AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id)
+       FOR UPDATE OF jq`;
+  return rows[0];
+}
+
+async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow & { workflow_managed: boolean }) | undefined> {
+  const s = scopeParams(request.scope);
+  const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean })[]>`
+    SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
+           jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
+           jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at,
+           EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+      FROM runledger.job_queue jq
+     WHERE jq.id = ${request.jobId}::uuid
+       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
+  return rows[0];
+}
+
+async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previous: JobRow, eventId: string): Promise<Job> {
+  const reset = request.statePolicy === 'reset_progress_and_checkpoint';
+  const rows = await tx.$queryRaw<JobRow[]>`
+    WITH requeued AS (
+      UPDATE runledger.job_queue jq
+         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
+             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             started_at = NULL, finished_at = NULL, output = NULL,
+             last_error_code = NULL, last_error_message = NULL,
+             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
+             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
+             updated_at = now()
+       WHERE jq.id = ${previous.id}::uuid
+         AND jq.status = ${previous.status}::runledger.job_status
+         AND jq.run_number = ${previous.run_number}::int
+      RETURNING jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
+                jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
+                jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
+                jq.created_at, jq.updated_at, jq.started_at, jq.finished_at
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT ${eventId}::uuid, id, 'REQUEUED'::runledger.job_event_type, run_number, attempt,
+             jsonb_build_object('previousRunNumber', ${previous.run_number}::int,
+                                'previousStatus', ${previous.status}::text,
+                                'statePolicy', ${request.statePolicy}::text,
+                                'previousErrorCode', ${previous.last_error_code}::text,
+                                'previousErrorMessage', ${previous.last_error_message}::text)
+        FROM requeued
+    ),
+    notified AS (
+      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, job_type))::int AS n FROM requeued
+    )
+    SELECT requeued.* FROM requeued CROSS JOIN notified`;
+  const row = rows[0];
+  if (!row) {
+    throw new InternalError('job.internal_state', 'The job changed while it was locked.', {
+      internalMessage: `${OPERATION}: locked ${previous.status} job ${previous.id} run ${previous.run_number} matched no row on update`,
+    });
+  }
+  return toJob(row);
+}

@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import {
+  JOB_AVAILABLE_CHANNEL,
+  adminScope,
+  cancelJob,
+  claimJobs,
+  completeJobSuccess,
+  enqueueJob,
+  failJob,
+  getJob,
+  globalScope,
+  heartbeatJob,
+  listJobEvents,
+  organizationScope,
+  type ClaimedJob,
+  type Job,
+} from '../../src/index.js';
+import { newId } from '../../src/db/ids.js';
+import { compareAndRequeueJob, type CompareAndRequeueJobInput } from '../../src/replay/index.js';
+import { useTestDatabase } from '../harness/database.js';
+
+const db = useTestDatabase();
+
+const ORG_A = '0190a3e0-0000-7000-8000-00000000000a';
+const ORG_B = '0190a3e0-0000-7000-8000-00000000000b';
+
+async function claim(jobType: string, leaseSeconds = 60): Promise<ClaimedJob> {
+  const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds, markRunning: true });
+  return lease!;
+}
+
+/** A job that made progress, saved a checkpoint, then failed terminally. */
+async function deadLetteredJob(jobType: string, organizationId: string | null = null): Promise<Job> {
+  const { jobId } = await enqueueJob(db.prisma, { jobType, organizationId, payload: { n: 1 }, maxAttempts: 2, idempotencyKey: `key-${jobType}` });
+  const lease = await claim(jobType);
+  await heartbeatJob(db.prisma, lease, { progress: { done: 3 }, checkpoint: { cursor: 'c3' } });
+  await failJob(db.prisma, lease, { code: 'smtp.down', message: 'connection refused', retryable: false });
+  return getJob(db.prisma, adminScope, jobId);
+}
+
+/** A job canceled while its handler held a lease: the lease expiry stays as the quiescence marker. */
+async function canceledLeasedJob(jobType: string): Promise<{ job: Job; lease: ClaimedJob }> {
+  const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {} });
+  const lease = await claim(jobType, 300);
+  const job = await cancelJob(db.prisma, { jobId, scope: globalScope, reason: 'operator' });
+  return { job, lease };
+}
+
+function requeueOf(job: Job, statePolicy: CompareAndRequeueJobInput['statePolicy'] = 'preserve_progress_and_checkpoint') {
+  return {
+    scope: job.organizationId === null ? globalScope : organizationScope(job.organizationId),
+    jobId: job.id,
+    expectedStatus: job.status as 'DEAD_LETTERED' | 'CANCELED',
+    expectedRunNumber: job.runNumber,
+    statePolicy,
+  };
+}
+
+describe('compareAndRequeueJob', () => {
+  it('requeues a dead-lettered job as its next run with a REQUEUED event', async () => {
+    const dead = await deadLetteredJob('requeue.dead');
+    const result = await compareAndRequeueJob(db.prisma, requeueOf(dead));
+    expect(result.kind).toBe('requeued');
+    if (result.kind !== 'requeued') return;
+    expect(result.job).toMatchObject({
+      id: dead.id,
+      status: 'PENDING',
+      runNumber: 2,
+      attempt: 0,
+      maxAttempts: 2,
+      payload: { n: 1 },
+      idempotencyKey: 'key-requeue.dead',
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      heartbeatAt: null,
+      startedAt: null,
+      finishedAt: null,
+      output: null,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+    });
+    expect(result.job).toEqual(await getJob(db.prisma, globalScope, dead.id));
+    const events = await listJobEvents(db.prisma, globalScope, dead.id);
+    expect(events.map((e) => e.eventType)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'DEAD_LETTERED', 'REQUEUED']);
+    expect(events.at(-1)).toMatchObject({
+      runNumber: 2,
+      attempt: 0,
+      payload: {
+        previousRunNumber: 1,
+        previousStatus: 'DEAD_LETTERED',
+        statePolicy: 'preserve_progress_and_checkpoint',
+        previousErrorCode: 'smtp.down',
+        previousErrorMessage: 'connection refused',
+      },
+    });
+  });
+
+  it('keeps progress and checkpoint under preserve_progress_and_checkpoint', async () => {
+    const dead = await deadLetteredJob('requeue.preserve');
+    const result = await compareAndRequeueJob(db.prisma, requeueOf(dead, 'preserve_progress_and_checkpoint'));
+    expect(result).toMatchObject({ kind: 'requeued', job: { progress: { done: 3 }, checkpoint: { cursor: 'c3' } } });
+    expect(await claim('requeue.preserve')).toMatchObject({ runNumber: 2, attempt: 1, checkpoint: { cursor: 'c3' } });
+  });
+
+  it('clears progress and checkpoint under reset_progress_and_checkpoint', async () => {
+    const dead = await deadLetteredJob('requeue.reset');
+    const result = await compareAndRequeueJob(db.prisma, requeueOf(dead, 'reset_progress_and_checkpoint'));
+    expect(result).toMatchObject({ kind: 'requeued', job: { progress: null, checkpoint: null } });
+    const [event] = (await listJobEvents(db.prisma, globalScope, dead.id)).filter((e) => e.eventType === 'REQUEUED');
+    expect(event?.payload).toMatchObject({ statePolicy: 'reset_progress_and_checkpoint' });
+  });
+
+  it('lets the requeued run be claimed and completed', async () => {
+    const dead = await deadLetteredJob('requeue.complete');
+    await compareAndRequeueJob(db.prisma, requeueOf(dead));
+    const lease = await claim('requeue.complete');
+    expect(lease).toMatchObject({ jobId: dead.id, runNumber: 2, attempt: 1 });
+    await completeJobSuccess(db.prisma, lease, { output: { ok: true } });
+    expect(await getJob(db.prisma, globalScope, dead.id)).toMatchObject({ status: 'SUCCEEDED', runNumber: 2, output: { ok: true } });
+  });
+
+  it('reports a wrong expected status or run as an expectation mismatch and changes nothing', async () => {
+    const dead = await deadLetteredJob('requeue.mismatch');
+    const attempts = [
+      { ...requeueOf(dead), expectedStatus: 'CANCELED' as const },
+      { ...requeueOf(dead), expectedRunNumber: 2 },
+    ];
+    for (const attempt of attempts) {
+      expect(await compareAndRequeueJob(db.prisma, attempt)).toEqual({ kind: 'expectation_mismatch', actual: dead });
+    }
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'requeue.pending', payload: {} });
+    const pending = await getJob(db.prisma, globalScope, jobId);
+    expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(dead), jobId })).toEqual({ kind: 'expectation_mismatch', actual: pending });
+    expect(await getJob(db.prisma, globalScope, dead.id)).toEqual(dead);
+  });
+
+  it('refuses a second requeue of the same observed run', async () => {
+    const dead = await deadLetteredJob('requeue.twice');
+    await compareAndRequeueJob(db.prisma, requeueOf(dead));
+    const again = await compareAndRequeueJob(db.prisma, requeueOf(dead));
+    expect(again).toMatchObject({ kind: 'expectation_mismatch', actual: { status: 'PENDING', runNumber: 2 } });
+    const requeued = (await listJobEvents(db.prisma, globalScope, dead.id)).filter((e) => e.eventType === 'REQUEUED');
+    expect(requeued).toHaveLength(1);
+  });
+
+  it('reports a canceled job whose lease is still live as not quiesced, then requeues it once the marker passes', async () => {
+    const { job } = await canceledLeasedJob('requeue.quiesce');
+    expect(job.leaseExpiresAt).toBeInstanceOf(Date);
+    expect(await compareAndRequeueJob(db.prisma, requeueOf(job))).toEqual({ kind: 'cancellation_not_quiesced', retryAfter: job.leaseExpiresAt });
+    expect(await getJob(db.prisma, globalScope, job.id)).toEqual(job);
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}::uuid`;
+    const result = await compareAndRequeueJob(db.prisma, requeueOf(job));
+    expect(result).toMatchObject({ kind: 'requeued', job: { status: 'PENDING', runNumber: 2, attempt: 0, leaseExpiresAt: null } });
+  });
+
+  it('fences the canceled handler out of the requeued run', async () => {
+    const { job, lease } = await canceledLeasedJob('requeue.fence');
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}::uuid`;
+    await compareAndRequeueJob(db.prisma, requeueOf(job));
+    const next = await claim('requeue.fence');
+    expect(next).toMatchObject({ jobId: job.id, runNumber: 2, attempt: 1 });
+    await expect(completeJobSuccess(db.prisma, lease, { output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await completeJobSuccess(db.prisma, next, { output: 'fresh' });
+    expect(await getJob(db.prisma, globalScope, job.id)).toMatchObject({ status: 'SUCCEEDED', output: 'fresh' });
+  });
+
+  it('requeues a job canceled before it was claimed at once', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'requeue.canceled-pending', payload: {} });
+    const canceled = await cancelJob(db.prisma, { jobId, scope: globalScope });
+    const result = await compareAndRequeueJob(db.prisma, requeueOf(canceled, 'reset_progress_and_checkpoint'));
+    expect(result).toMatchObject({ kind: 'requeued', job: { status: 'PENDING', runNumber: 2 } });
+  });
+
+  it('matches the scope exactly', async () => {
+    const orgJob = await deadLetteredJob('requeue.scope', ORG_A);
+    for (const scope of [organizationScope(ORG_B), globalScope]) {
+      expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(orgJob), scope })).toEqual({ kind: 'not_found' });
+    }
+    expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(orgJob), jobId: newId() })).toEqual({ kind: 'not_found' });
+    expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(orgJob), scope: adminScope })).toMatchObject({ kind: 'requeued' });
+  });
+
+  it('refuses to requeue a workflow step’s job', async () => {
+    const dead = await deadLetteredJob('requeue.workflow');
+    const runId = newId();
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.workflow_runs (id, workflow_type) VALUES (${runId}::uuid, 'wf')`;
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, job_type, payload, status, job_id,
+                                            released_at, finished_at, last_error_code)
+      VALUES (${newId()}::uuid, ${runId}::uuid, 'send', 'JOB', 'requeue.workflow', '{}'::jsonb, 'FAILED', ${dead.id}::uuid,
+              now(), now(), 'smtp.down')`;
+    const error = await compareAndRequeueJob(db.prisma, requeueOf(dead)).catch((e) => e);
+    expect(error).toMatchObject({ code: 'job.workflow_requeue_not_supported', category: 'conflict' });
+    expect(await getJob(db.prisma, globalScope, dead.id)).toEqual(dead);
+  });
+
+  it('announces the requeued job type on the job-available channel at commit', async () => {
+    const dead = await deadLetteredJob('requeue.notify');
+    const listener = await db.newPool({ max: 1 }).connect();
+    try {
+      const heard = new Promise<string | undefined>((resolve) => {
+        listener.on('notification', (message) => {
+          if (message.payload === 'requeue.notify') resolve(message.payload);
+        });
+      });
+      await listener.query(`LISTEN ${JOB_AVAILABLE_CHANNEL}`);
+      await compareAndRequeueJob(db.prisma, requeueOf(dead));
+      expect(await heard).toBe('requeue.notify');
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('writes nothing when the caller’s transaction rolls back', async () => {
+    const dead = await deadLetteredJob('requeue.rollback');
+    await expect(
+      db.prisma.$transaction(async (tx) => {
+        expect(await compareAndRequeueJob(tx, requeueOf(dead))).toMatchObject({ kind: 'requeued' });
+        throw new Error('abandon');
+      }),
+    ).rejects.toThrow('abandon');
+    expect(await getJob(db.prisma, globalScope, dead.id)).toEqual(dead);
+  });
+});
