@@ -9,6 +9,7 @@ import { createPrismaClient, type RunledgerPrismaClient } from '../client/connec
 import { isRunledgerError, type ErrorCategory } from '../errors/runledger-error.js';
 import { migrate } from '../migrate/migrate.js';
 import type { Scope } from '../db/scope.js';
+import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -56,6 +57,7 @@ export function buildProgram(): { program: Command; context: CliContext; close()
       context.print(`${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`, result);
     });
   registerRunCommands(program, context);
+  registerJobCommands(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 
@@ -64,7 +66,10 @@ export async function main(argv: string[]): Promise<number> {
   program.exitOverride();
   try {
     await program.parseAsync(argv);
-    return 0;
+    // A command may set a non-zero code for an outcome that is not an error (e.g. expectation mismatch).
+    const code = typeof process.exitCode === 'number' ? process.exitCode : 0;
+    process.exitCode = undefined;
+    return code;
   } catch (error) {
     const commanderCode = (error as { code?: string }).code;
     if (commanderCode === 'commander.helpDisplayed' || commanderCode === 'commander.version' || commanderCode === 'commander.help') return 0;

@@ -1,7 +1,7 @@
 /** The operator CLI, run in-process against a real database: output, --json, exit codes. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { enqueueWorkflowRun, workflow } from '../../src/index.js';
+import { enqueueJob, enqueueWorkflowRun, workflow } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
@@ -69,6 +69,28 @@ describe('runledger CLI', () => {
     expect(JSON.parse(conflict.stderr)).toMatchObject({ code: 'workflow.external_step_conflicting_completion_retry', category: 'conflict' });
     expect((await cli('runs', 'list', '--org', newId())).stdout).toContain('No workflow runs.');
     expect((await cli('no-such-command')).code).toBe(2);
+  });
+
+  it('shows, replays and requeues jobs', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'cli.mail', payload: { to: 'a@example.test' } });
+    await runRunnableJobs(db.prisma, () => ({ ok: true, output: 'sent' }));
+    const show = await cli('jobs', 'show', jobId);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/cli\.mail\s+SUCCEEDED\s+run 1/);
+    expect(show.stdout).toMatch(/ENQUEUED[\s\S]*LEASED[\s\S]*RUNNING[\s\S]*SUCCEEDED/);
+    const first = JSON.parse((await cli('--json', 'jobs', 'replay', jobId, '--key', 'incident-7', '--reason', 'mail lost')).stdout);
+    expect(first).toMatchObject({ kind: 'replayed', replay: { disposition: 'inserted', status: 'PENDING', runNumber: 1 } });
+    const again = JSON.parse((await cli('--json', 'jobs', 'replay', jobId, '--key', 'incident-7', '--reason', 'mail lost')).stdout);
+    expect(again.replay).toMatchObject({ jobId: first.replay.jobId, disposition: 'existing' });
+    expect((await cli('jobs', 'replay', jobId, '--key', 'incident-7', '--reason', 'other')).code).toBe(4);
+    expect((await cli('jobs', 'replay', jobId, '--key', 'k', '--reason', 'r', '--run', '2')).code).toBe(4);
+
+    const { jobId: doomed } = await enqueueJob(db.prisma, { jobType: 'cli.doomed', payload: {} });
+    await runRunnableJobs(db.prisma, (job) => (job.jobType === 'cli.doomed' ? { ok: false } : { ok: true }));
+    const requeue = await cli('jobs', 'requeue', doomed);
+    expect(requeue.code).toBe(0);
+    expect(requeue.stdout).toContain('requeued as run 2');
+    expect((await cli('jobs', 'requeue', jobId)).code).toBe(2);
   });
 
   it('migrates (a no-op on a migrated database)', async () => {
