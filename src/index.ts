@@ -116,3 +116,8 @@ export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/
 // Replay and recovery
 // ---------------------------------------------------------------------------
 export * from './replay/index.js';
+
+// ---------------------------------------------------------------------------
+// Worker runtime
+// ---------------------------------------------------------------------------
+export * from './worker/index.js';

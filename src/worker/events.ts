@@ -1,0 +1,91 @@
+/**
+ * Lifecycle events of a worker, for metrics and tracing. Listeners run
+ * synchronously where the event happens; a listener that throws is logged
+ * and skipped, never allowed to break the worker or the other listeners.
+ */
+import { EventEmitter } from 'node:events';
+import type { WorkerLogger } from './logger.js';
+
+/** Who a job is, as every job event reports it. */
+export interface JobInfo {
+  jobId: string;
+  jobType: string;
+  runNumber: number;
+  attempt: number;
+  maxAttempts: number;
+  organizationId: string | null;
+  workerId: string;
+}
+
+/** Where the worker met an error it handled (logged, retried or left to the lease). */
+export type WorkerOperation = 'claim' | 'heartbeat' | 'complete' | 'fail' | 'reap' | 'listen';
+
+export interface WorkerStats {
+  /** Jobs holding a slot: leased by this worker, or handlers still settling. */
+  inFlight: number;
+  claimed: number;
+  succeeded: number;
+  /** Failures recorded (retry scheduled or dead-lettered), timeouts and shutdown releases included. */
+  failed: number;
+  /** Jobs whose lease was found gone: nothing of theirs was recorded by this worker. */
+  leaseLost: number;
+}
+
+export interface WorkerEvents {
+  'job:start': { job: JobInfo };
+  /** The success is committed. */
+  'job:success': { job: JobInfo; output: unknown; durationMs: number };
+  /** The failure is committed: `status` says whether a retry is scheduled (`nextRunAt`) or the job is dead-lettered. */
+  'job:failure': {
+    job: JobInfo;
+    code: string;
+    message: string;
+    /** What the handler threw (or the worker's own reason: timeout, shutdown, invalid payload). */
+    error: unknown;
+    retryable: boolean;
+    status: 'PENDING' | 'DEAD_LETTERED';
+    nextRunAt: Date | null;
+    durationMs: number;
+  };
+  /** The lease fence refused this worker: another attempt owns the job now; nothing was recorded. */
+  'job:lease_lost': { job: JobInfo; during: 'heartbeat' | 'save' | 'complete' | 'fail' };
+  /** Nothing in flight and the last claim found nothing more (emitted once per idle period). */
+  'worker:idle': { workerId: string };
+  'worker:error': { error: unknown; operation: WorkerOperation; jobId?: string };
+  'worker:stopped': { workerId: string; stats: WorkerStats };
+}
+
+export type WorkerEventName = keyof WorkerEvents;
+export type WorkerEventListener<E extends WorkerEventName> = (payload: WorkerEvents[E]) => void;
+
+/** A typed wrapper over EventEmitter whose `emit` isolates listeners from each other and from the worker. */
+export class WorkerEventEmitter {
+  private readonly emitter = new EventEmitter();
+
+  constructor(private readonly logger: WorkerLogger) {
+    this.emitter.setMaxListeners(100);
+  }
+
+  on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): void {
+    this.emitter.on(event, listener);
+  }
+
+  once<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): void {
+    this.emitter.once(event, listener);
+  }
+
+  off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): void {
+    this.emitter.off(event, listener);
+  }
+
+  emit<E extends WorkerEventName>(event: E, payload: WorkerEvents[E]): void {
+    // rawListeners keeps `once` wrappers, which remove themselves when called.
+    for (const listener of this.emitter.rawListeners(event)) {
+      try {
+        (listener as WorkerEventListener<E>)(payload);
+      } catch (error) {
+        this.logger.error('worker event listener threw', { event, error });
+      }
+    }
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * What a handler throws to say how its failure should be recorded, and how
+ * any throw becomes the `failJob` options.
+ *
+ *   RetryableError  -> retried (exponential backoff, never before `retryNotBefore`)
+ *                      until `max_attempts`, then DEAD_LETTERED
+ *   TerminalError   -> DEAD_LETTERED now, whatever attempts are left
+ *   anything else   -> retryable, code `job.handler_error`
+ *
+ * These are plain `Error` subclasses, not RunledgerErrors: a RunledgerError is
+ * something runledger reports to its caller (with a category and a client-safe
+ * message); these travel the other way, from the host's handler to runledger,
+ * and carry only the intent and the code to record. A RunledgerError thrown
+ * inside a handler (say, an enqueue that conflicted) is "anything else".
+ */
+import { jsonProblem } from '../validation/primitives.js';
+
+export const JOB_HANDLER_ERROR = 'job.handler_error';
+export const JOB_RETRY_REQUESTED = 'job.retry_requested';
+export const JOB_TERMINAL_ERROR = 'job.terminal_error';
+export const JOB_PAYLOAD_INVALID = 'job.payload_invalid';
+export const JOB_OUTPUT_INVALID = 'job.output_invalid';
+export const JOB_TIMEOUT = 'job.timeout';
+export const JOB_WORKER_SHUTDOWN = 'job.worker_shutdown';
+
+const MAX_CODE_LENGTH = 200;
+
+export interface RetryableErrorOptions {
+  /** Recorded as the job's `last_error_code`; default `job.retry_requested`. */
+  code?: string;
+  /** The retry is not claimable before this instant (the backoff still applies when it is later). */
+  retryNotBefore?: Date;
+  cause?: unknown;
+}
+
+/**
+ * Thrown by a handler: this attempt failed, try again later.
+ *
+ * @example
+ * if (response.status === 429) {
+ *   throw new RetryableError('rate limited', { code: 'billing.rate_limited', retryNotBefore: new Date(Date.now() + 60_000) });
+ * }
+ */
+export class RetryableError extends Error {
+  readonly code: string;
+  readonly retryNotBefore: Date | undefined;
+  constructor(message: string, options: RetryableErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = options.code ?? JOB_RETRY_REQUESTED;
+    this.retryNotBefore = options.retryNotBefore;
+  }
+}
+
+export interface TerminalErrorOptions {
+  /** Recorded as the job's `last_error_code`; default `job.terminal_error`. */
+  code?: string;
+  cause?: unknown;
+}
+
+/**
+ * Thrown by a handler: retrying cannot help (the card was declined, the
+ * record is gone). The job is dead-lettered now.
+ *
+ * @example
+ * if (!customer) throw new TerminalError(`customer ${payload.customerId} does not exist`, { code: 'billing.customer_missing' });
+ */
+export class TerminalError extends Error {
+  readonly code: string;
+  constructor(message: string, options: TerminalErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = options.code ?? JOB_TERMINAL_ERROR;
+  }
+}
+
+/** Why the worker aborted `ctx.signal`. */
+export type JobAbortReason = 'timeout' | 'lease lost' | 'shutdown';
+
+/**
+ * The `reason` of an aborted `ctx.signal` (so `signal.throwIfAborted()` throws
+ * an Error, not a string). `reason` says which of the three it was.
+ */
+export class JobAbortedError extends Error {
+  readonly reason: JobAbortReason;
+  constructor(reason: JobAbortReason, message: string = reason) {
+    super(message);
+    this.name = new.target.name;
+    this.reason = reason;
+  }
+}
+
+/** The failJob options a throw turns into (before the lease is added). */
+export interface FailureRecord {
+  code: string;
+  message: string;
+  retryable: boolean;
+  retryNotBefore?: Date;
+}
+
+/** Classifies what a handler threw. */
+export function describeFailure(error: unknown): FailureRecord {
+  if (error instanceof TerminalError) {
+    return { code: safeCode(error.code, JOB_TERMINAL_ERROR), message: messageOf(error), retryable: false };
+  }
+  if (error instanceof RetryableError) {
+    const notBefore = error.retryNotBefore;
+    return {
+      code: safeCode(error.code, JOB_RETRY_REQUESTED),
+      message: messageOf(error),
+      retryable: true,
+      ...(notBefore instanceof Date && !Number.isNaN(notBefore.getTime()) ? { retryNotBefore: notBefore } : {}),
+    };
+  }
+  return { code: JOB_HANDLER_ERROR, message: messageOf(error), retryable: true };
+}
+
+/** Why `output` cannot be stored as the job's jsonb output, or undefined when it can. */
+export function outputProblem(output: unknown): string | undefined {
+  return output === undefined ? undefined : jsonProblem(output);
+}
+
+/** A failure must always be recordable: a code the queue would refuse falls back to the default. */
+function safeCode(code: unknown, fallback: string): string {
+  return typeof code === 'string' && code.trim().length > 0 && code.length <= MAX_CODE_LENGTH ? code : fallback;
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}

@@ -1,0 +1,268 @@
+/**
+ * One claimed job inside the worker, from claim to recorded outcome.
+ *
+ *   RUNNING --handler returns-------------> SUCCESS   (queued on the completion batch)
+ *   RUNNING --handler throws--------------> FAILURE   (failJob: retry or dead-letter)
+ *   RUNNING --payload/output invalid------> FAILURE   (failJob, terminal)
+ *   RUNNING --timeoutSeconds elapse-------> TIMEOUT   (abort signal; failJob job.timeout, retryable)
+ *   RUNNING --heartbeat/save fenced out---> LEASE LOST (abort signal; nothing recorded)
+ *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; failJob job.worker_shutdown, retryable)
+ *
+ * Invariants:
+ * - Exactly one outcome is taken, synchronously, by whichever of these comes
+ *   first; the others find it taken and do nothing. So a handler that returns
+ *   after its timeout fired records nothing, and a timed-out job is never
+ *   also completed.
+ * - Heartbeats (every `heartbeatIntervalMs`, one at a time) stop when the
+ *   outcome is taken: after that the lease is recorded, released or gone.
+ * - `recorded` resolves once the outcome is committed (or known lost);
+ *   `settled` once the handler has returned or thrown. The worker holds the
+ *   job's concurrency slot until both: a handler that ignores its aborted
+ *   signal keeps its slot, so the worker never runs more handler code at once
+ *   than `concurrency` allows.
+ * - Nothing here throws to the worker: every failure ends as a logged,
+ *   counted outcome or a `worker:error` event.
+ */
+import type { Db } from '../client/types.js';
+import { isRunledgerError } from '../errors/runledger-error.js';
+import type { ClaimedJob } from '../queue/claim.js';
+import { failJob, heartbeatJob } from '../queue/lifecycle.js';
+import type { JsonValue } from '../validation/primitives.js';
+import type { CompletionBatcher } from './completion-batcher.js';
+import type { AnyJobDefinition } from './define-job.js';
+import type { JobInfo, WorkerEventEmitter, WorkerEvents, WorkerStats } from './events.js';
+import { createJobContext, type SaveFields } from './job-context.js';
+import {
+  JOB_OUTPUT_INVALID,
+  JOB_PAYLOAD_INVALID,
+  JOB_TIMEOUT,
+  JOB_WORKER_SHUTDOWN,
+  JobAbortedError,
+  describeFailure,
+  outputProblem,
+  type FailureRecord,
+} from './job-errors.js';
+import { withLogFields, type WorkerLogger } from './logger.js';
+import { MAX_TIMER_MS, retryTransient } from './timing.js';
+
+const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
+
+export interface JobExecutionDeps {
+  db: Db;
+  leaseSeconds: number;
+  heartbeatIntervalMs: number;
+  logger: WorkerLogger;
+  events: WorkerEventEmitter;
+  batcher: CompletionBatcher;
+  /** Counters the execution increments (the worker's `stats()` reads them). */
+  stats: Omit<WorkerStats, 'inFlight'>;
+}
+
+type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown';
+
+export class JobExecution {
+  readonly info: JobInfo;
+  /** The outcome is committed, refused by the fence, or given up on. */
+  readonly recorded: Promise<void>;
+  /** The handler returned or threw (or never ran: invalid payload). */
+  readonly settled: Promise<void>;
+
+  private readonly controller = new AbortController();
+  private readonly logger: WorkerLogger;
+  private readonly startedAt = Date.now();
+  private outcome: Outcome | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private timeoutTimer: NodeJS.Timeout | undefined;
+  private markRecorded!: () => void;
+  private markSettled!: () => void;
+
+  constructor(
+    private readonly job: ClaimedJob,
+    private readonly definition: AnyJobDefinition,
+    private readonly deps: JobExecutionDeps,
+  ) {
+    this.info = {
+      jobId: job.jobId,
+      jobType: job.jobType,
+      runNumber: job.runNumber,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      organizationId: job.organizationId,
+      workerId: job.workerId,
+    };
+    this.logger = withLogFields(deps.logger, { jobId: job.jobId, jobType: job.jobType, attempt: job.attempt });
+    this.recorded = new Promise((resolve) => (this.markRecorded = resolve));
+    this.settled = new Promise((resolve) => (this.markSettled = resolve));
+  }
+
+  /** True until an outcome is taken: the job still holds a live lease this worker may release. */
+  get undecided(): boolean {
+    return this.outcome === undefined;
+  }
+
+  /** Starts the timers and the handler; returns at once. */
+  start(): void {
+    this.deps.events.emit('job:start', { job: this.info });
+    const timeoutMs = Math.min(this.job.timeoutSeconds * 1000, MAX_TIMER_MS);
+    this.timeoutTimer = setTimeout(() => this.onTimeout(), timeoutMs);
+    this.scheduleHeartbeat();
+    void this.run();
+  }
+
+  /**
+   * The drain deadline passed: abort the handler and release the lease
+   * (a retryable failure, runnable again at once modulo backoff). Resolves
+   * when the outcome, this one or the one that came first, is recorded.
+   */
+  async shutdown(): Promise<void> {
+    if (this.take('shutdown')) {
+      const reason = new JobAbortedError('shutdown', 'The worker shut down before the job finished.');
+      this.controller.abort(reason);
+      await this.recordFailure(
+        { code: JOB_WORKER_SHUTDOWN, message: reason.message, retryable: true, retryNotBefore: new Date() },
+        reason,
+      );
+    }
+    await this.recorded;
+  }
+
+  private async run(): Promise<void> {
+    let result: { ok: true; output: unknown } | { ok: false; error: unknown };
+    try {
+      const parsed = await this.definition.schema.safeParseAsync(this.job.payload);
+      if (!parsed.success) {
+        this.markSettled();
+        if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.error), parsed.error);
+        return;
+      }
+      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields));
+      result = { ok: true, output: await this.definition.handler(parsed.data, ctx) };
+    } catch (error) {
+      result = { ok: false, error };
+    }
+    this.markSettled();
+    if (!this.take('handler')) {
+      this.logger.debug('handler settled after its outcome was decided; its result is discarded', { outcome: this.outcome });
+      return;
+    }
+    if (!result.ok) {
+      await this.recordFailure(describeFailure(result.error), result.error);
+      return;
+    }
+    const problem = outputProblem(result.output);
+    if (problem) {
+      await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: `Invalid output: must be JSON-serialisable (${problem})`, retryable: false }, result.output);
+      return;
+    }
+    await this.recordSuccess(result.output as JsonValue | undefined);
+  }
+
+  /** Takes the outcome if nobody has; stops the timers when it does. */
+  private take(outcome: Outcome): boolean {
+    if (this.outcome !== undefined) return false;
+    this.outcome = outcome;
+    clearTimeout(this.timeoutTimer);
+    clearTimeout(this.heartbeatTimer);
+    return true;
+  }
+
+  private onTimeout(): void {
+    if (!this.take('timeout')) return;
+    const reason = new JobAbortedError('timeout', `The job did not finish within its timeout of ${this.job.timeoutSeconds} s.`);
+    this.controller.abort(reason);
+    void this.recordFailure({ code: JOB_TIMEOUT, message: reason.message, retryable: true }, reason);
+  }
+
+  private scheduleHeartbeat(): void {
+    this.heartbeatTimer = setTimeout(() => void this.heartbeat(), this.deps.heartbeatIntervalMs);
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.outcome !== undefined) return;
+    try {
+      await heartbeatJob(this.deps.db, this.job, { leaseSeconds: this.deps.leaseSeconds });
+    } catch (error) {
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
+        this.loseLease('heartbeat');
+        return;
+      }
+      // The lease is still good until it expires; the next heartbeat may get through.
+      this.logger.warn('heartbeat failed', { error });
+      this.deps.events.emit('worker:error', { error, operation: 'heartbeat', jobId: this.job.jobId });
+    }
+    if (this.outcome === undefined) this.scheduleHeartbeat();
+  }
+
+  /** ctx.saveProgress / ctx.saveCheckpoint: a heartbeat carrying the field, fenced like every heartbeat. */
+  private async save(fields: SaveFields): Promise<void> {
+    try {
+      await heartbeatJob(this.deps.db, this.job, { leaseSeconds: this.deps.leaseSeconds, ...fields });
+    } catch (error) {
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
+      throw error;
+    }
+  }
+
+  private loseLease(during: 'heartbeat' | 'save'): void {
+    if (!this.take('lease lost')) return;
+    this.controller.abort(new JobAbortedError('lease lost', 'The job is no longer leased to this worker.'));
+    this.reportLeaseLost(during);
+    this.markRecorded();
+  }
+
+  private reportLeaseLost(during: WorkerEvents['job:lease_lost']['during']): void {
+    this.deps.stats.leaseLost += 1;
+    this.logger.warn('lease lost: another attempt owns the job; nothing recorded', { during });
+    this.deps.events.emit('job:lease_lost', { job: this.info, during });
+  }
+
+  private async recordSuccess(output: JsonValue | undefined): Promise<void> {
+    const result = await this.deps.batcher.complete(this.job, output);
+    if (result.outcome === 'succeeded') {
+      this.deps.stats.succeeded += 1;
+      this.logger.debug('job succeeded');
+      this.deps.events.emit('job:success', { job: this.info, output, durationMs: Date.now() - this.startedAt });
+    } else if (result.outcome === 'lease_owner_mismatch') {
+      this.reportLeaseLost('complete');
+    } else {
+      this.logger.error('recording the success failed; the lease will expire and the job run again', { error: result.error });
+      this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
+    }
+    this.markRecorded();
+  }
+
+  private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
+    try {
+      const result = await retryTransient(() => failJob(this.deps.db, this.job, failure));
+      this.deps.stats.failed += 1;
+      const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
+      if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);
+      else this.logger.warn('job failed; retry scheduled', fields);
+      this.deps.events.emit('job:failure', {
+        job: this.info,
+        code: failure.code,
+        message: failure.message,
+        error,
+        retryable: failure.retryable,
+        status: result.status,
+        nextRunAt: result.nextRunAt,
+        durationMs: Date.now() - this.startedAt,
+      });
+    } catch (failError) {
+      if (isRunledgerError(failError, LEASE_OWNER_MISMATCH)) {
+        this.reportLeaseLost('fail');
+      } else {
+        this.logger.error('recording the failure failed; the lease will expire and the job run again', { error: failError });
+        this.deps.events.emit('worker:error', { error: failError, operation: 'fail', jobId: this.job.jobId });
+      }
+    }
+    this.markRecorded();
+  }
+}
+
+/** zod's first issue, named like runledger names fields: `payload.amount`. */
+function payloadFailure(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): FailureRecord {
+  const issue = error.issues[0];
+  const field = ['payload', ...(issue?.path ?? []).map(String)].join('.');
+  return { code: JOB_PAYLOAD_INVALID, message: `Invalid ${field}: ${issue?.message ?? 'is invalid'}`, retryable: false };
+}

@@ -1,0 +1,150 @@
+/**
+ * `createWorker` options: the public shape, its zod schema, and the defaults.
+ * A bad option is a ValidationError (`worker.invalid_options`) naming the
+ * field, thrown by `createWorker` before anything connects.
+ */
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
+import { ValidationError } from '../errors/runledger-error.js';
+import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/schemas.js';
+import { parseInput } from '../validation/parse.js';
+import { nonBlank, positiveInt } from '../validation/primitives.js';
+import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
+import { createConsoleLogger, guardLogger, isWorkerLogger, type WorkerLogger } from './logger.js';
+
+export const WORKER_INVALID_OPTIONS = 'worker.invalid_options';
+
+export interface WorkerOptions {
+  /**
+   * The host's root Prisma client (not a `$transaction` client: the worker
+   * opens a transaction per claim, heartbeat and completion). Give `db` or
+   * `connectionString`.
+   */
+  db?: PrismaClientLike;
+  /** The worker creates, and closes on `stop()`, its own Prisma client (and LISTENs on the same database). */
+  connectionString?: string;
+  /**
+   * Where to LISTEN for job notifications; default `connectionString`. Give it
+   * with `db` (else the worker only polls), or to bypass a transaction-pooling
+   * proxy (PgBouncer) that cannot hold a LISTEN session.
+   */
+  listenConnectionString?: string;
+  /** One definition per job type; the worker claims only these types. */
+  handlers: readonly AnyJobDefinition[];
+  /** Most jobs in flight at once. Default 10. */
+  concurrency?: number;
+  /** Most jobs one claim leases (never more than the free slots). Default: `concurrency`. */
+  batchSize?: number;
+  /** Lease length, renewed by heartbeats. Default 60. */
+  leaseSeconds?: number;
+  /** Longest wait between claims when no notification arrives. Default 1000. */
+  pollIntervalMs?: number;
+  /** The lease owner name. Default `<host>:<pid>:<random>`. */
+  workerId?: string;
+  /** Default: console at info (see logger.ts). */
+  logger?: WorkerLogger;
+  /** The expired-lease reaper; `false` disables it (another process reaps). Default `{ intervalMs: 15_000, limit: 100 }`. */
+  reaper?: { intervalMs?: number; limit?: number } | false;
+  /** Heartbeat every `leaseSeconds * heartbeatFraction`. Default 1/3. */
+  heartbeatFraction?: number;
+  /** LISTEN for job notifications (an accelerator; polling is the correctness path). Default true. */
+  listen?: boolean;
+  /** How long a success waits to share a commit with others. Default 2 ms; 0: until the next event-loop turn. */
+  completionBatchMs?: number;
+}
+
+export interface ResolvedWorkerOptions {
+  db: PrismaClientLike | undefined;
+  connectionString: string | undefined;
+  /** Where the listener connects; undefined: polling only. */
+  listenConnectionString: string | undefined;
+  registry: ReadonlyMap<string, AnyJobDefinition>;
+  concurrency: number;
+  batchSize: number;
+  leaseSeconds: number;
+  pollIntervalMs: number;
+  workerId: string;
+  logger: WorkerLogger;
+  reaper: { intervalMs: number; limit: number } | false;
+  heartbeatIntervalMs: number;
+  listen: boolean;
+  completionBatchMs: number;
+}
+
+export const DEFAULT_CONCURRENCY = 10;
+export const DEFAULT_LEASE_SECONDS = 60;
+export const DEFAULT_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_REAPER_INTERVAL_MS = 15_000;
+export const DEFAULT_REAPER_LIMIT = 100;
+export const DEFAULT_HEARTBEAT_FRACTION = 1 / 3;
+export const DEFAULT_COMPLETION_BATCH_MS = 2;
+const MAX_CONCURRENCY = 1_000;
+
+const rootClientShape = z.custom<PrismaClientLike>(
+  (value) =>
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function' &&
+    typeof (value as { $transaction?: unknown }).$transaction === 'function',
+  { error: 'must be a Prisma client' },
+);
+
+const workerOptionsSchema = z
+  .strictObject({
+    db: rootClientShape.optional(),
+    connectionString: nonBlank(10_000).optional(),
+    listenConnectionString: nonBlank(10_000).optional(),
+    handlers: z
+      .array(z.custom<AnyJobDefinition>(isJobDefinition, { error: 'must be made by defineJob()' }))
+      .min(1, 'must register at least one handler'),
+    concurrency: positiveInt.max(MAX_CONCURRENCY).default(DEFAULT_CONCURRENCY),
+    batchSize: positiveInt.max(MAX_CLAIM_BATCH).optional(),
+    leaseSeconds: positiveInt.default(DEFAULT_LEASE_SECONDS),
+    pollIntervalMs: positiveInt.default(DEFAULT_POLL_INTERVAL_MS),
+    workerId: nonBlank(200).optional(),
+    logger: z.custom<WorkerLogger>(isWorkerLogger, { error: 'must have debug, info, warn and error methods' }).optional(),
+    reaper: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          intervalMs: positiveInt.default(DEFAULT_REAPER_INTERVAL_MS),
+          limit: positiveInt.max(MAX_REAP_BATCH).default(DEFAULT_REAPER_LIMIT),
+        }),
+      ])
+      .default({ intervalMs: DEFAULT_REAPER_INTERVAL_MS, limit: DEFAULT_REAPER_LIMIT }),
+    heartbeatFraction: z.number().gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_HEARTBEAT_FRACTION),
+    listen: z.boolean().default(true),
+    completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
+  })
+  .refine((o) => (o.db === undefined) !== (o.connectionString === undefined), {
+    path: ['db'],
+    message: 'give db or connectionString, exactly one',
+  });
+
+export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
+  const o = parseInput(workerOptionsSchema, options, WORKER_INVALID_OPTIONS);
+  if (o.db && isTransactionClient(o.db)) {
+    throw new ValidationError(WORKER_INVALID_OPTIONS, 'db', 'Invalid db: must be a root Prisma client, not a transaction client');
+  }
+  return {
+    db: o.db,
+    connectionString: o.connectionString,
+    listenConnectionString: o.listen ? (o.listenConnectionString ?? o.connectionString) : undefined,
+    registry: buildHandlerRegistry(o.handlers, WORKER_INVALID_OPTIONS),
+    concurrency: o.concurrency,
+    batchSize: Math.min(o.batchSize ?? o.concurrency, o.concurrency, MAX_CLAIM_BATCH),
+    leaseSeconds: o.leaseSeconds,
+    pollIntervalMs: o.pollIntervalMs,
+    workerId: o.workerId ?? defaultWorkerId(),
+    logger: guardLogger(o.logger ?? createConsoleLogger({ level: 'info' })),
+    reaper: o.reaper,
+    heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
+    listen: o.listen,
+    completionBatchMs: o.completionBatchMs,
+  };
+}
+
+function defaultWorkerId(): string {
+  return `${hostname().slice(0, 150)}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+}

@@ -1,0 +1,76 @@
+/**
+ * The reaper loop: every `intervalMs` (jittered by ±20%, so workers started
+ * together spread out), `reapExpiredLeases` returns the jobs of crashed or
+ * stalled workers to PENDING (or dead-letters those out of attempts). A full
+ * batch is followed at once by another, up to a bound, so a backlog drains
+ * without waiting an interval per batch. Any worker may reap any job: the
+ * statement skips rows another transaction holds, so several reapers never
+ * wait for each other.
+ */
+import type { Db } from '../client/types.js';
+import { reapExpiredLeases } from '../queue/reap.js';
+import type { WorkerLogger } from './logger.js';
+import { jitter, sleep } from './timing.js';
+
+/** Most batches one pass reaps before it yields to the next interval. */
+const MAX_BATCHES_PER_PASS = 10;
+
+export interface ReaperOptions {
+  db: Db;
+  intervalMs: number;
+  limit: number;
+  logger: WorkerLogger;
+  /** Jobs went back to PENDING: the worker may want to claim. */
+  onRetried: (count: number) => void;
+  onError: (error: unknown) => void;
+}
+
+export class Reaper {
+  private readonly stopController = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly options: ReaperOptions) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops the loop; resolves when a pass in progress has finished. */
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopController.signal;
+    for (;;) {
+      await sleep(jitter(this.options.intervalMs), signal);
+      if (signal.aborted) return;
+      await this.pass();
+    }
+  }
+
+  /** One pass: batches until one comes back short (or the bound). Never throws. */
+  private async pass(): Promise<void> {
+    const { db, limit, logger } = this.options;
+    let retried = 0;
+    let deadLettered = 0;
+    try {
+      for (let batch = 0; batch < MAX_BATCHES_PER_PASS && !this.stopController.signal.aborted; batch += 1) {
+        const result = await reapExpiredLeases(db, { limit });
+        retried += result.retried.length;
+        deadLettered += result.deadLettered.length;
+        if (result.retried.length + result.deadLettered.length < limit) break;
+      }
+    } catch (error) {
+      logger.warn('reaping expired leases failed; the next pass retries', { error });
+      this.options.onError(error);
+    }
+    if (retried + deadLettered > 0) {
+      logger.info('reaped expired leases', { retried, deadLettered });
+      if (retried > 0) this.options.onRetried(retried);
+    } else {
+      logger.debug('no expired leases');
+    }
+  }
+}

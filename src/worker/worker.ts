@@ -1,0 +1,340 @@
+/**
+ * The worker: claims jobs of its registered types, runs their handlers with
+ * at most `concurrency` in flight, and records each outcome under its lease.
+ *
+ * Lifecycle (`worker.state`):
+ *
+ *   created --start()--> starting --listener tried, reaper up--> running
+ *   running --stop()--> stopping --drained or deadline, leases released,
+ *                                  completions flushed, connections closed--> stopped
+ *   starting --stop()--> stopping          (start() resolves without starting the loop)
+ *   created --stop()--> stopped            (nothing was opened; start() now refuses)
+ *
+ * The claim loop, while running (one async loop; all of its state is touched
+ * only on the event loop thread, so the flag checks below and the wait that
+ * follows them cannot interleave with a wake-up):
+ *
+ *   IDLE --wantClaim && free slots--> CLAIMING    (wantClaim starts set: the first claim is at once)
+ *   CLAIMING --got n == limit--> wantClaim stays set: claim again while slots are free
+ *   CLAIMING --got n <  limit--> IDLE, wantClaim cleared (the queue has nothing more for us now)
+ *   CLAIMING --error--> BACKOFF (exponential, capped) --> CLAIMING
+ *   IDLE waits for one of:
+ *     NOTIFY for a registered type    -> wantClaim
+ *     the poll timer (pollIntervalMs) -> wantClaim
+ *     reaper returned jobs to PENDING -> wantClaim
+ *     a slot freed                    -> claims only if wantClaim is still set
+ *                                       (a wake-up that came while all slots were busy)
+ *   After a wake-up other than the timer the loop yields one macrotask, so the
+ *   jobs of one completion batch all free their slots before the next claim
+ *   sizes itself (one claim of N, not N claims of one).
+ *     stop()                          -> leaves the loop
+ *   limit = min(batchSize, free slots), so in-flight jobs never exceed
+ *   `concurrency`. A slot is freed when the job's outcome is recorded and its
+ *   handler has settled (see job-execution.ts).
+ *
+ * Why polling stays the correctness path and LISTEN is only an accelerator:
+ * a NOTIFY reaches only sessions listening when the enqueue commits (one sent
+ * while the LISTEN connection is down or reconnecting is lost); nothing is
+ * sent when a delayed job (`runAt`, a retry's backoff) becomes due, nor when
+ * the reaper returns a job to PENDING in another process, nor for rows
+ * written by other means. Every wait is therefore bounded by
+ * `pollIntervalMs`, and the claim statement, not the notification, decides
+ * what runs. A lost notification costs at most one poll interval of latency.
+ *
+ * Shutdown (`stop({ drainMs })`): claiming stops at once; running handlers
+ * get `drainMs` to finish; then every job whose outcome is still open has its
+ * signal aborted ('shutdown') and its lease released as a retryable failure
+ * (`job.worker_shutdown`) rather than left to expire; pending successes are
+ * flushed; the LISTEN client and an owned Prisma client are closed. A lease is
+ * left behind only when the database refused every attempt to release it; the
+ * reaper of another worker then returns the job after the lease expires.
+ */
+import { z } from 'zod';
+import type { PrismaClientLike } from '../client/types.js';
+import { ConflictError } from '../errors/runledger-error.js';
+import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
+import { claimJobs, type ClaimedJob } from '../queue/claim.js';
+import { parseInput } from '../validation/parse.js';
+import { CompletionBatcher } from './completion-batcher.js';
+import { WorkerEventEmitter, type WorkerEventListener, type WorkerEventName, type WorkerStats } from './events.js';
+import { JobExecution } from './job-execution.js';
+import { JobAvailableListener } from './listener.js';
+import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
+import { Reaper } from './reaper.js';
+import { backoffMs, sleep, Wakeup } from './timing.js';
+
+export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+export interface StopOptions {
+  /** How long running handlers may take to finish before they are aborted and their leases released. Default 10 000. */
+  drainMs?: number;
+}
+
+export const DEFAULT_DRAIN_MS = 10_000;
+
+export interface Worker {
+  readonly workerId: string;
+  readonly state: WorkerState;
+  /** Connects the listener, starts the reaper and the claim loop; resolves when the worker is running. Idempotent. */
+  start(): Promise<void>;
+  /** Graceful shutdown (see the module comment). Idempotent: every call returns the same promise. */
+  stop(options?: StopOptions): Promise<void>;
+  stats(): WorkerStats;
+  on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker;
+  once<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker;
+  off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker;
+}
+
+const stopOptionsSchema = z.strictObject({
+  drainMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2_147_483_647).optional(),
+});
+
+/** Claim failures back off from this, doubling, up to the poll interval (at least 1 s, at most 30 s). */
+const CLAIM_BACKOFF_BASE_MS = 100;
+
+/**
+ * Creates a worker; nothing connects until `start()`.
+ *
+ * @example
+ * const worker = createWorker({ db: prisma, handlers: [sendEmail, captureInvoice], concurrency: 20 });
+ * await worker.start();
+ * process.once('SIGTERM', () => void worker.stop({ drainMs: 30_000 }));
+ */
+export function createWorker(options: WorkerOptions): Worker {
+  return new RunledgerWorker(resolveWorkerOptions(options));
+}
+
+/**
+ * Creates and starts a worker.
+ *
+ * @example
+ * const worker = await runWorker({ connectionString: process.env.DATABASE_URL!, handlers });
+ */
+export async function runWorker(options: WorkerOptions): Promise<Worker> {
+  const worker = createWorker(options);
+  await worker.start();
+  return worker;
+}
+
+class RunledgerWorker implements Worker {
+  readonly workerId: string;
+  private currentState: WorkerState = 'created';
+  private readonly db: PrismaClientLike;
+  private readonly ownedClient: RunledgerPrismaClient | undefined;
+  private readonly events: WorkerEventEmitter;
+  private readonly batcher: CompletionBatcher;
+  private readonly jobTypes: string[];
+  private readonly counters = { claimed: 0, succeeded: 0, failed: 0, leaseLost: 0 };
+  private readonly active = new Set<JobExecution>();
+  private readonly wakeup = new Wakeup();
+  private readonly stopController = new AbortController();
+  private listener: JobAvailableListener | undefined;
+  private reaper: Reaper | undefined;
+  private loop: Promise<void> | undefined;
+  private startPromise: Promise<void> | undefined;
+  private stopPromise: Promise<void> | undefined;
+  /** Something suggests runnable jobs exist: a notification, the poll timer, a full last batch. */
+  private wantClaim = true;
+  private idleReported = false;
+
+  constructor(private readonly options: ResolvedWorkerOptions) {
+    this.workerId = options.workerId;
+    this.jobTypes = [...options.registry.keys()];
+    this.events = new WorkerEventEmitter(options.logger);
+    if (options.db) {
+      this.db = options.db;
+    } else {
+      // resolveWorkerOptions guarantees one of db and connectionString.
+      this.ownedClient = createPrismaClient(options.connectionString!);
+      this.db = this.ownedClient;
+    }
+    this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, options.concurrency);
+  }
+
+  get state(): WorkerState {
+    return this.currentState;
+  }
+
+  stats(): WorkerStats {
+    return { inFlight: this.active.size, ...this.counters };
+  }
+
+  on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  once<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker {
+    this.events.once(event, listener);
+    return this;
+  }
+
+  off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker {
+    this.events.off(event, listener);
+    return this;
+  }
+
+  start(): Promise<void> {
+    this.startPromise ??= this.startOnce();
+    return this.startPromise;
+  }
+
+  stop(options: StopOptions = {}): Promise<void> {
+    const { drainMs = DEFAULT_DRAIN_MS } = parseInput(stopOptionsSchema, options, WORKER_INVALID_OPTIONS);
+    this.stopPromise ??= this.stopOnce(drainMs);
+    return this.stopPromise;
+  }
+
+  private async startOnce(): Promise<void> {
+    if (this.currentState !== 'created') {
+      throw new ConflictError('worker.stopped', 'The worker has been stopped; create a new one.');
+    }
+    this.currentState = 'starting';
+    const { logger, listenConnectionString, listen, reaper, pollIntervalMs } = this.options;
+    if (listenConnectionString) {
+      this.listener = new JobAvailableListener({
+        connectionString: listenConnectionString,
+        logger,
+        onNotify: (jobType) => {
+          if (this.options.registry.has(jobType)) this.requestClaim();
+        },
+        onListening: () => this.requestClaim(),
+        onError: (error) => this.events.emit('worker:error', { error, operation: 'listen' }),
+      });
+      // Awaited so that a job enqueued after start() resolves is announced to us (when LISTEN is up).
+      await this.listener.start();
+    } else if (listen) {
+      logger.info('no connection string to LISTEN on (pass listenConnectionString); polling only', { pollIntervalMs });
+    }
+    if (this.stopController.signal.aborted) return; // stop() was called while the listener connected
+    if (reaper) {
+      this.reaper = new Reaper({
+        db: this.db,
+        ...reaper,
+        logger,
+        onRetried: () => this.requestClaim(),
+        onError: (error) => this.events.emit('worker:error', { error, operation: 'reap' }),
+      });
+      this.reaper.start();
+    }
+    this.currentState = 'running';
+    this.loop = this.claimLoop();
+    logger.info('worker started', { workerId: this.workerId, jobTypes: this.jobTypes, concurrency: this.options.concurrency });
+  }
+
+  private requestClaim(): void {
+    this.wantClaim = true;
+    this.wakeup.signal();
+  }
+
+  private async claimLoop(): Promise<void> {
+    const { db, options } = this;
+    const backoffCapMs = Math.min(30_000, Math.max(1_000, options.pollIntervalMs));
+    let claimFailures = 0;
+    while (!this.stopController.signal.aborted) {
+      const free = options.concurrency - this.active.size;
+      if (this.wantClaim && free > 0) {
+        this.wantClaim = false;
+        const limit = Math.min(options.batchSize, free);
+        let jobs: ClaimedJob[];
+        try {
+          jobs = await claimJobs(db, { workerId: this.workerId, jobTypes: this.jobTypes, limit, leaseSeconds: options.leaseSeconds, markRunning: true });
+          claimFailures = 0;
+        } catch (error) {
+          claimFailures += 1;
+          this.wantClaim = true;
+          options.logger.warn('claiming jobs failed; backing off', { error, failures: claimFailures });
+          this.events.emit('worker:error', { error, operation: 'claim' });
+          await sleep(backoffMs(claimFailures, CLAIM_BACKOFF_BASE_MS, backoffCapMs), this.stopController.signal);
+          continue;
+        }
+        this.counters.claimed += jobs.length;
+        if (jobs.length === limit) this.wantClaim = true;
+        if (jobs.length > 0) {
+          this.idleReported = false;
+          options.logger.debug('claimed jobs', { count: jobs.length, limit });
+        }
+        for (const job of jobs) this.launch(job);
+        continue;
+      }
+      if (this.active.size === 0 && !this.wantClaim && !this.idleReported) {
+        this.idleReported = true;
+        this.events.emit('worker:idle', { workerId: this.workerId });
+      }
+      if ((await this.wakeup.wait(options.pollIntervalMs)) === 'timeout') {
+        this.wantClaim = true;
+      } else {
+        // Let the rest of a completed batch free its slots first, so the next claim is one batch, not many of one.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+  }
+
+  private launch(job: ClaimedJob): void {
+    // The claim filters on the registered types, so the definition exists.
+    const execution = new JobExecution(job, this.options.registry.get(job.jobType)!, {
+      db: this.db,
+      leaseSeconds: this.options.leaseSeconds,
+      heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+      logger: this.options.logger,
+      events: this.events,
+      batcher: this.batcher,
+      stats: this.counters,
+    });
+    this.active.add(execution);
+    void Promise.all([execution.recorded, execution.settled]).then(() => {
+      this.active.delete(execution);
+      this.wakeup.signal();
+    });
+    execution.start();
+  }
+
+  private async stopOnce(drainMs: number): Promise<void> {
+    const { logger } = this.options;
+    if (this.currentState === 'created') {
+      this.currentState = 'stopped';
+      await this.closeConnections();
+      this.events.emit('worker:stopped', { workerId: this.workerId, stats: this.stats() });
+      return;
+    }
+    // Claiming stops now, synchronously; a start() in progress sees it and starts no loop.
+    this.currentState = 'stopping';
+    this.stopController.abort();
+    this.wakeup.signal();
+    await this.startPromise;
+    logger.info('worker stopping', { workerId: this.workerId, inFlight: this.active.size, drainMs });
+    await this.loop;
+    await this.reaper?.stop();
+
+    const drained = await this.drain(drainMs);
+    if (!drained) {
+      const undecided = [...this.active].filter((execution) => execution.undecided);
+      logger.warn('drain deadline passed; aborting handlers and releasing their leases', { count: undecided.length });
+      await Promise.all(undecided.map((execution) => execution.shutdown()));
+    }
+    await this.batcher.flush();
+    await Promise.all([...this.active].map((execution) => execution.recorded));
+
+    await this.closeConnections();
+    this.currentState = 'stopped';
+    logger.info('worker stopped', { workerId: this.workerId, ...this.stats() });
+    this.events.emit('worker:stopped', { workerId: this.workerId, stats: this.stats() });
+  }
+
+  /** Waits until every in-flight outcome is recorded, or `drainMs`; true when all were. */
+  private async drain(drainMs: number): Promise<boolean> {
+    const deadline = new AbortController();
+    const allRecorded = Promise.all([...this.active].map((execution) => execution.recorded)).then(() => true);
+    const timedOut = sleep(drainMs, deadline.signal).then(() => false);
+    try {
+      return await Promise.race([allRecorded, timedOut]);
+    } finally {
+      deadline.abort();
+    }
+  }
+
+  private async closeConnections(): Promise<void> {
+    await this.listener?.close();
+    await this.ownedClient?.$disconnect();
+  }
+}
