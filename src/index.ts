@@ -52,6 +52,7 @@ export {
   type FailJobResult,
 } from './queue/lifecycle.js';
 export { cancelJob } from './queue/cancel.js';
+export { releaseJob } from './queue/release.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents, type JobPage } from './queue/reads.js';
 export { retryDelayMs, retryDelayCeilingMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from './queue/retry-policy.js';

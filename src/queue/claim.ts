@@ -91,18 +91,22 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
       ),
-      leased_events AS (
+      -- One INSERT, ordered, so each job's LEASED event takes a lower seq than its RUNNING event.
+      events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT (${eventIds}::uuid[])[n], id, 'LEASED'::runledger.job_event_type, run_number, attempt,
-               jsonb_build_object('workerId', lease_owner, 'leaseExpiresAt', lease_expires_at)
-          FROM numbered
-      ),
-      running_events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT (${eventIds}::uuid[])[n + ${limit}::int], id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
-               jsonb_build_object('workerId', lease_owner)
-          FROM numbered
-         WHERE ${markRunning}::boolean
+        SELECT e.event_id, e.job_id, e.event_type, e.run_number, e.attempt, e.payload
+          FROM (
+            SELECT (${eventIds}::uuid[])[n] AS event_id, id AS job_id, 'LEASED'::runledger.job_event_type AS event_type,
+                   run_number, attempt, jsonb_build_object('workerId', lease_owner, 'leaseExpiresAt', lease_expires_at) AS payload,
+                   n, 0 AS phase
+              FROM numbered
+            UNION ALL
+            SELECT (${eventIds}::uuid[])[n + ${limit}::int], id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
+                   jsonb_build_object('workerId', lease_owner), n, 1
+              FROM numbered
+             WHERE ${markRunning}::boolean
+          ) e
+         ORDER BY e.n, e.phase
       )
       SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,
              progress, timeout_seconds, max_attempts, workflow_managed

@@ -50,7 +50,7 @@ export interface FailJobResult {
   nextRunAt: Date | null;
 }
 
-function leaseMismatch(lease: ParsedJobLease, operation: string): ConflictError {
+export function leaseMismatch(lease: ParsedJobLease, operation: string): ConflictError {
   return new ConflictError('job.lease_owner_mismatch', 'The job is no longer leased to this worker.', {
     internalMessage: `${operation}: no live lease for job ${lease.jobId} run ${lease.runNumber} attempt ${lease.attempt} owned by ${lease.workerId}`,
     details: { jobId: lease.jobId, runNumber: lease.runNumber, attempt: lease.attempt, workerId: lease.workerId },

@@ -90,7 +90,7 @@ export async function listJobEvents(db: Db, scope: Scope, jobId: string): Promis
         LEFT JOIN runledger.job_events e ON e.job_id = jq.id
        WHERE jq.id = ${ref.jobId}::uuid
          AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
-       ORDER BY e.id`;
+       ORDER BY e.seq`;
     if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
     return rows.filter((row): row is JobEventRow => row.id !== null).map(toJobEvent);
   });

@@ -12,6 +12,7 @@
  */
 import type { Db } from '../client/types.js';
 import { withTransaction } from '../client/transaction.js';
+import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newIds } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
@@ -56,28 +57,37 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
                updated_at = now()
           FROM expired e
          WHERE jq.id = e.id AND jq.status = 'LEASED'
-        RETURNING jq.id, jq.status, jq.run_number, jq.attempt, e.lease_owner AS expired_owner,
+        RETURNING jq.id, jq.status, jq.job_type, jq.run_number, jq.attempt, e.lease_owner AS expired_owner,
                   e.lease_expires_at AS expired_at,
                   EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
       ),
       numbered AS (
         SELECT reaped.*, row_number() OVER (ORDER BY expired_at, id)::int AS n FROM reaped
       ),
-      expired_events AS (
+      -- One INSERT, ordered, so a job's LEASE_EXPIRED event takes a lower seq than its DEAD_LETTERED event.
+      events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT (${eventIds}::uuid[])[n], id, 'LEASE_EXPIRED'::runledger.job_event_type, run_number, attempt,
-               jsonb_build_object('workerId', expired_owner, 'leaseExpiresAt', expired_at)
-          FROM numbered
+        SELECT e.event_id, e.job_id, e.event_type, e.run_number, e.attempt, e.payload
+          FROM (
+            SELECT (${eventIds}::uuid[])[n] AS event_id, id AS job_id, 'LEASE_EXPIRED'::runledger.job_event_type AS event_type,
+                   run_number, attempt, jsonb_build_object('workerId', expired_owner, 'leaseExpiresAt', expired_at) AS payload,
+                   n, 0 AS phase
+              FROM numbered
+            UNION ALL
+            SELECT (${eventIds}::uuid[])[n + ${limit}::int], id, 'DEAD_LETTERED'::runledger.job_event_type, run_number, attempt,
+                   jsonb_build_object('code', ${LEASE_EXPIRED_CODE}::text, 'message', ${LEASE_EXPIRED_MESSAGE}::text, 'reason', 'attempts_exhausted'),
+                   n, 1
+              FROM numbered
+             WHERE status = 'DEAD_LETTERED'
+          ) e
+         ORDER BY e.n, e.phase
       ),
-      dead_events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT (${eventIds}::uuid[])[n + ${limit}::int], id, 'DEAD_LETTERED'::runledger.job_event_type, run_number,
-               attempt, jsonb_build_object('code', ${LEASE_EXPIRED_CODE}::text, 'message', ${LEASE_EXPIRED_MESSAGE}::text,
-                                           'reason', 'attempts_exhausted')
-          FROM numbered
-         WHERE status = 'DEAD_LETTERED'
+      -- Retried jobs are runnable now: wake listening workers (polling would find them too, later).
+      notified AS (
+        SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n
+          FROM (SELECT DISTINCT job_type FROM numbered WHERE status = 'PENDING') t
       )
-      SELECT id, status, workflow_managed FROM numbered ORDER BY n`;
+      SELECT id, status, workflow_managed FROM numbered CROSS JOIN notified ORDER BY numbered.n`;
     const retried = rows.filter((row) => row.status === 'PENDING');
     const deadLettered = rows.filter((row) => row.status === 'DEAD_LETTERED');
     const managedRetries = retried.filter((row) => row.workflow_managed);

@@ -28,6 +28,7 @@ export type JobEventType =
   | 'LEASED'
   | 'RUNNING'
   | 'RETRY_SCHEDULED'
+  | 'RELEASED'
   | 'SUCCEEDED'
   | 'DEAD_LETTERED'
   | 'CANCELED'

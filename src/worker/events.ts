@@ -18,15 +18,17 @@ export interface JobInfo {
 }
 
 /** Where the worker met an error it handled (logged, retried or left to the lease). */
-export type WorkerOperation = 'claim' | 'heartbeat' | 'complete' | 'fail' | 'reap' | 'listen';
+export type WorkerOperation = 'claim' | 'heartbeat' | 'complete' | 'fail' | 'release' | 'reap' | 'listen';
 
 export interface WorkerStats {
   /** Jobs holding a slot: leased by this worker, or handlers still settling. */
   inFlight: number;
   claimed: number;
   succeeded: number;
-  /** Failures recorded (retry scheduled or dead-lettered), timeouts and shutdown releases included. */
+  /** Failures recorded (retry scheduled or dead-lettered), timeouts included. */
   failed: number;
+  /** Leases given back unrun at shutdown (the attempt is not used up). */
+  released: number;
   /** Jobs whose lease was found gone: nothing of theirs was recorded by this worker. */
   leaseLost: number;
 }
@@ -47,8 +49,10 @@ export interface WorkerEvents {
     nextRunAt: Date | null;
     durationMs: number;
   };
+  /** The lease was given back at shutdown: the job is PENDING again, its attempt not used up. */
+  'job:released': { job: JobInfo; reason: string };
   /** The lease fence refused this worker: another attempt owns the job now; nothing was recorded. */
-  'job:lease_lost': { job: JobInfo; during: 'heartbeat' | 'save' | 'complete' | 'fail' };
+  'job:lease_lost': { job: JobInfo; during: 'heartbeat' | 'save' | 'complete' | 'fail' | 'release' };
   /** Nothing in flight and the last claim found nothing more (emitted once per idle period). */
   'worker:idle': { workerId: string };
   'worker:error': { error: unknown; operation: WorkerOperation; jobId?: string };

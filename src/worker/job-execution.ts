@@ -27,6 +27,7 @@ import type { Db } from '../client/types.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import { failJob, heartbeatJob } from '../queue/lifecycle.js';
+import { releaseJob } from '../queue/release.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
@@ -111,19 +112,32 @@ export class JobExecution {
 
   /**
    * The drain deadline passed: abort the handler and release the lease
-   * (a retryable failure, runnable again at once modulo backoff). Resolves
-   * when the outcome, this one or the one that came first, is recorded.
+   * (PENDING again at once, the attempt not used up). Resolves when the
+   * outcome, this one or the one that came first, is recorded.
    */
   async shutdown(): Promise<void> {
     if (this.take('shutdown')) {
-      const reason = new JobAbortedError('shutdown', 'The worker shut down before the job finished.');
-      this.controller.abort(reason);
-      await this.recordFailure(
-        { code: JOB_WORKER_SHUTDOWN, message: reason.message, retryable: true, retryNotBefore: new Date() },
-        reason,
-      );
+      this.controller.abort(new JobAbortedError('shutdown', 'The worker shut down before the job finished.'));
+      await this.recordRelease(JOB_WORKER_SHUTDOWN);
     }
     await this.recorded;
+  }
+
+  private async recordRelease(reason: string): Promise<void> {
+    try {
+      await retryTransient(() => releaseJob(this.deps.db, this.job, { reason }));
+      this.deps.stats.released += 1;
+      this.logger.info('lease released unrun', { reason });
+      this.deps.events.emit('job:released', { job: this.info, reason });
+    } catch (error) {
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
+        this.reportLeaseLost('release');
+      } else {
+        this.logger.error('releasing the lease failed; it will expire and the job run again', { error });
+        this.deps.events.emit('worker:error', { error, operation: 'release', jobId: this.job.jobId });
+      }
+    }
+    this.markRecorded();
   }
 
   private async run(): Promise<void> {

@@ -124,7 +124,7 @@ class RunledgerWorker implements Worker {
   private readonly events: WorkerEventEmitter;
   private readonly batcher: CompletionBatcher;
   private readonly jobTypes: string[];
-  private readonly counters = { claimed: 0, succeeded: 0, failed: 0, leaseLost: 0 };
+  private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
   private readonly active = new Set<JobExecution>();
   private readonly wakeup = new Wakeup();
   private readonly stopController = new AbortController();

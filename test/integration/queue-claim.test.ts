@@ -83,7 +83,7 @@ describe('claimJobs', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 't', payload: {} });
     await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30, markRunning: true });
     const events = await db.prisma.$queryRaw<{ event_type: string; attempt: number }[]>`
-      SELECT event_type, attempt FROM runledger.job_events WHERE job_id = ${jobId}::uuid ORDER BY id`;
+      SELECT event_type, attempt FROM runledger.job_events WHERE job_id = ${jobId}::uuid ORDER BY seq`;
     expect(events).toEqual([
       { event_type: 'ENQUEUED', attempt: 0 },
       { event_type: 'LEASED', attempt: 1 },

@@ -64,7 +64,7 @@ describe('worker processing', () => {
     expect(maxRunning).toBeGreaterThan(1);
     const sample = await getJob(db.prisma, globalScope, jobs[7]!.jobId);
     expect(sample).toMatchObject({ status: 'SUCCEEDED', output: { doubled: 14 }, attempt: 1, leaseOwner: null });
-    expect(worker.stats()).toEqual({ inFlight: 0, claimed: 200, succeeded: 200, failed: 0, leaseLost: 0 });
+    expect(worker.stats()).toEqual({ inFlight: 0, claimed: 200, succeeded: 200, failed: 0, released: 0, leaseLost: 0 });
   });
 
   it('wakes on NOTIFY when an enqueue commits, long before the next poll', async () => {

@@ -8,8 +8,8 @@ import { useTestDatabase } from '../harness/database.js';
 const db = useTestDatabase();
 
 async function jobStates(jobType: string) {
-  return db.prisma.$queryRaw<{ n: number; status: string; last_error_code: string | null; lease_owner: string | null }[]>`
-    SELECT (payload->>'n')::int AS n, status::text, last_error_code, lease_owner
+  return db.prisma.$queryRaw<{ n: number; status: string; attempt: number; last_error_code: string | null; lease_owner: string | null }[]>`
+    SELECT (payload->>'n')::int AS n, status::text, attempt, last_error_code, lease_owner
       FROM runledger.job_queue WHERE job_type = ${jobType} ORDER BY (payload->>'n')::int`;
 }
 
@@ -49,12 +49,15 @@ describe('stop()', () => {
     const states = await jobStates('stop.drain');
     expect(states.filter((s) => s.status === 'LEASED')).toEqual([]);
     expect(states.slice(0, 10).map((s) => s.status)).toEqual(Array(10).fill('SUCCEEDED'));
-    expect(states.slice(10).map((s) => [s.status, s.last_error_code, s.lease_owner])).toEqual(
-      Array(10).fill(['PENDING', 'job.worker_shutdown', null]),
-    );
+    // Released, not failed: PENDING at once with the attempt given back, and a RELEASED event naming the reason.
+    expect(states.slice(10).map((s) => [s.status, s.attempt, s.lease_owner, s.last_error_code])).toEqual(Array(10).fill(['PENDING', 0, null, null]));
+    const released = await db.prisma.$queryRaw<{ reason: string }[]>`
+      SELECT e.payload->>'reason' AS reason FROM runledger.job_events e JOIN runledger.job_queue j ON j.id = e.job_id
+       WHERE j.job_type = 'stop.drain' AND e.event_type = 'RELEASED'`;
+    expect(released.map((r) => r.reason)).toEqual(Array(10).fill('job.worker_shutdown'));
     expect(abortReasons).toHaveLength(10);
     expect(abortReasons.every((r) => r instanceof JobAbortedError && r.reason === 'shutdown')).toBe(true);
-    expect((await stopped).stats).toEqual({ inFlight: 0, claimed: 20, succeeded: 10, failed: 10, leaseLost: 0 });
+    expect((await stopped).stats).toEqual({ inFlight: 0, claimed: 20, succeeded: 10, failed: 0, released: 10, leaseLost: 0 });
     expect(worker.stop()).toBe(stopping);
   });
 
