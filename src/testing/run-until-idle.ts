@@ -1,0 +1,77 @@
+/**
+ * Runs every runnable job of the given handlers' types in-process, through
+ * the real worker (same claim, payload validation, timeouts, outcomes), until
+ * nothing runnable remains, then stops. A host application's test can thereby
+ * drive a workflow to completion deterministically: released dependents are
+ * picked up in the same call; retries scheduled in the future are not
+ * runnable now and are left for a later call.
+ */
+import type { PrismaClientLike } from '../client/types.js';
+import { RunledgerError } from '../errors/runledger-error.js';
+import type { AnyJobDefinition } from '../worker/define-job.js';
+import { silentLogger, type WorkerLogger } from '../worker/logger.js';
+import { createWorker } from '../worker/worker.js';
+
+export interface RunUntilIdleOptions {
+  /** Handlers run one at a time by default, so the order is the claim order (priority, then due time). */
+  concurrency?: number;
+  /** Fail when the queue is still busy after this long (default 30 s): e.g. a job that re-enqueues itself forever. */
+  timeoutMs?: number;
+  workerId?: string;
+  logger?: WorkerLogger;
+}
+
+export interface RunUntilIdleJob {
+  jobId: string;
+  jobType: string;
+  attempt: number;
+  outcome: 'succeeded' | 'retry_scheduled' | 'dead_lettered' | 'lease_lost';
+  errorCode?: string;
+}
+
+export interface RunUntilIdleResult {
+  /** Every attempt that ran, in completion order. */
+  jobs: RunUntilIdleJob[];
+  succeeded: number;
+  failed: number;
+}
+
+export async function runUntilIdle(db: PrismaClientLike, handlers: readonly AnyJobDefinition[], options: RunUntilIdleOptions = {}): Promise<RunUntilIdleResult> {
+  const jobs: RunUntilIdleJob[] = [];
+  const worker = createWorker({
+    db,
+    handlers,
+    concurrency: options.concurrency ?? 1,
+    listen: false,
+    reaper: false,
+    // The worker claims again after every completion; the timer only matters if nothing completes.
+    pollIntervalMs: 60_000,
+    logger: options.logger ?? silentLogger,
+    workerId: options.workerId ?? 'runledger-run-until-idle',
+  });
+  worker.on('job:success', ({ job }) => jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: 'succeeded' }));
+  worker.on('job:failure', ({ job, code, status }) =>
+    jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: status === 'PENDING' ? 'retry_scheduled' : 'dead_lettered', errorCode: code }),
+  );
+  worker.on('job:lease_lost', ({ job }) => jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: 'lease_lost' }));
+  const idle = new Promise<void>((resolve) => worker.once('worker:idle', () => resolve()));
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  try {
+    await worker.start();
+    if ((await Promise.race([idle, timedOut])) === 'timeout') {
+      throw new RunledgerError('unavailable', 'testing.run_until_idle_timeout', `Jobs were still runnable after ${timeoutMs} ms.`, {
+        details: { ran: jobs.length },
+      });
+    }
+  } finally {
+    clearTimeout(timer);
+    await worker.stop({ drainMs: 0 });
+  }
+  return {
+    jobs,
+    succeeded: jobs.filter((job) => job.outcome === 'succeeded').length,
+    failed: jobs.filter((job) => job.outcome === 'retry_scheduled' || job.outcome === 'dead_lettered').length,
+  };
+}
