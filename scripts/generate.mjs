@@ -12,9 +12,10 @@ if (!env.PRISMA_SCHEMA_ENGINE_BINARY || !existsSync(env.PRISMA_SCHEMA_ENGINE_BIN
 }
 const schemas = ['prisma/schema.prisma', ...(existsSync('test/fixtures/host-app/schema.prisma') ? ['test/fixtures/host-app/schema.prisma'] : [])];
 for (const schema of schemas) {
-  const result = spawnSync('npx', ['--no-install', 'prisma', 'generate', '--schema', schema], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const result = spawnSync('npx', ['--no-install', 'prisma', 'generate', '--schema', schema], { stdio: ['ignore', 'pipe', 'pipe'], env });
   if (result.status !== 0) {
     process.stdout.write(result.stdout ?? '');
+    process.stderr.write(result.stderr ?? '');
     process.exit(result.status ?? 1);
   }
   console.log(`generated Prisma client for ${schema}`);

@@ -1,0 +1,44 @@
+/** Terminal output for the demo: live step changes and a timeline. */
+import type { WorkflowStep, WorkflowStepStatus } from 'runledger';
+
+const MARK: Record<WorkflowStepStatus, string> = {
+  BLOCKED: '·',
+  ENQUEUED: '○',
+  RUNNING: '▶',
+  WAITING_FOR_EXTERNAL: '⏸',
+  SUCCEEDED: '✔',
+  FAILED: '✘',
+  CANCELED: '⊘',
+};
+
+export function elapsed(since: number): string {
+  return `${((Date.now() - since) / 1000).toFixed(2).padStart(5)}s`;
+}
+
+/** Prints every step whose status changed since the last call. */
+export function stepChanges(previous: Map<string, string>, steps: readonly WorkflowStep[], since: number): string[] {
+  const lines: string[] = [];
+  for (const step of steps) {
+    const before = previous.get(step.stepKey);
+    if (before === step.status) continue;
+    previous.set(step.stepKey, step.status);
+    const detail = step.lastErrorCode && step.status !== 'SUCCEEDED' ? `  (${step.lastErrorCode})` : '';
+    lines.push(`  ${elapsed(since)}  ${MARK[step.status]} ${step.stepKey.padEnd(16)} ${before ? `${before} → ` : ''}${step.status}${detail}`);
+  }
+  return lines;
+}
+
+/** A Gantt-style bar per step, from released to finished, on one time axis. */
+export function timeline(steps: readonly WorkflowStep[], runCreatedAt: Date, width = 48): string[] {
+  const start = runCreatedAt.getTime();
+  const end = Math.max(...steps.map((s) => (s.finishedAt ?? new Date()).getTime()), start + 1);
+  const column = (at: Date) => Math.round(((at.getTime() - start) / (end - start)) * width);
+  return steps.map((step) => {
+    const from = column(step.releasedAt ?? runCreatedAt);
+    const ran = column(step.startedAt ?? step.releasedAt ?? runCreatedAt);
+    const to = Math.max(column(step.finishedAt ?? new Date(end)), ran + 1);
+    const bar = ' '.repeat(from) + '░'.repeat(Math.max(0, ran - from)) + '█'.repeat(Math.max(1, to - ran));
+    const seconds = step.finishedAt ? `${((step.finishedAt.getTime() - start) / 1000).toFixed(2)}s` : '';
+    return `  ${step.stepKey.padEnd(16)} |${bar.padEnd(width + 1)}| ${MARK[step.status]} ${seconds}`;
+  });
+}

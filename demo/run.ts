@@ -1,0 +1,161 @@
+/**
+ * `npm run demo`: a weekly market report, end to end, on a real PostgreSQL.
+ *
+ *   fetch-news ┐
+ *   fetch-rates├─▶ summarize ─▶ approval (a human, external) ─▶ publish (result)
+ *   fetch-sales┘└─▶ audit (runs whatever the fetches' outcome)
+ *
+ * Uses DATABASE_URL when set; otherwise starts an embedded PostgreSQL (no
+ * Docker, no setup) and removes it at the end. Exits 0 leaving nothing running.
+ */
+import {
+  completeExternalWorkflowStep,
+  compareAndReplaySucceededJob,
+  createWorker,
+  createWorkflowRunListener,
+  enqueueJob,
+  enqueueWorkflowRunHandle,
+  getJob,
+  globalScope,
+  listWorkflowSteps,
+  migrate,
+  workflow,
+  type WorkerLogger,
+  type WorkflowStep,
+} from 'runledger';
+import { startPostgresServer } from 'runledger/testing';
+import { createPrismaClient } from '../src/client/connect.js';
+import { elapsed, stepChanges, timeline } from './display.js';
+import { handlers } from './handlers.js';
+
+const say = (line = '') => process.stdout.write(`${line}\n`);
+
+/** The worker's logger is pluggable; this one prints warnings and errors on one line each. */
+const compactLogger: WorkerLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message, fields) => say(`           [worker] ${message} ${fields?.code ? `(${String(fields.code)})` : ''}`),
+  error: (message, fields) => say(`           [worker] ${message} ${JSON.stringify(fields ?? {})}`),
+};
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  say('runledger demo: a weekly market report workflow\n');
+  const server = await startPostgresServer({ url: process.env.DATABASE_URL, containers: false });
+  say(`• PostgreSQL: ${server.kind === 'embedded' ? 'embedded (started for this demo)' : 'DATABASE_URL'}  ${elapsed(t0)}`);
+  const prisma = createPrismaClient(server.url, { max: 8 });
+  const worker = createWorker({
+    db: prisma,
+    listenConnectionString: server.url,
+    handlers,
+    concurrency: 4,
+    leaseSeconds: 30,
+    pollIntervalMs: 500,
+    logger: compactLogger,
+  });
+  const listener = await createWorkflowRunListener({ connectionString: server.url });
+  try {
+    const migrated = await migrate({ connectionString: server.url });
+    say(`• migrations: ${migrated.applied.length} applied, ${migrated.alreadyApplied.length} already there  ${elapsed(t0)}`);
+    await worker.start();
+    say(`• worker ${worker.workerId} started (concurrency 4, LISTEN/NOTIFY wake-ups, polling as the safety net)\n`);
+
+    const region = 'EMEA';
+    const run = await enqueueWorkflowRunHandle(
+      prisma,
+      workflow('reports.weekly_market', { region, requestedBy: 'demo' })
+        .job('fetch-news', 'market.fetch_feed', { feed: 'news', region })
+        .job('fetch-rates', 'market.fetch_feed', { feed: 'rates', region }, { maxAttempts: 3 })
+        .job('fetch-sales', 'market.fetch_feed', { feed: 'sales', region })
+        .job('summarize', 'market.summarize', { region })
+        .afterSuccess('summarize', ['fetch-news', 'fetch-rates', 'fetch-sales'])
+        .job('audit', 'market.audit_fetches', { region })
+        .afterTerminal('audit', ['fetch-news', 'fetch-rates', 'fetch-sales'])
+        .external('approval')
+        .afterSuccess('approval', ['summarize'])
+        .job('publish', 'report.publish', { region, channel: 'email' })
+        .afterSuccess('publish', ['approval'])
+        .resultStep('publish')
+        .idempotencyKey(`weekly-market:${region}:${new Date().toISOString().slice(0, 10)}:${t0}`)
+        .build(),
+      { listener },
+    );
+    say(`Run ${run.workflowRunId} enqueued (${run.enqueued.status}). Step changes as they happen:`);
+
+    // Watch the steps; when the approval step waits, an editor approves it.
+    const seen = new Map<string, string>();
+    let approved = false;
+    let steps: WorkflowStep[] = [];
+    const deadline = Date.now() + 45_000;
+    for (;;) {
+      steps = await listWorkflowSteps(prisma, globalScope, run.workflowRunId);
+      for (const line of stepChanges(seen, steps, t0)) say(line);
+      const approval = steps.find((s) => s.stepKey === 'approval');
+      if (!approved && approval?.status === 'WAITING_FOR_EXTERNAL') {
+        approved = true;
+        const summary = steps.find((s) => s.stepKey === 'summarize')?.output as { headline?: string } | null;
+        say(`  ${elapsed(t0)}  ✍ editor reads "${summary?.headline ?? ''}" and approves`);
+        await completeExternalWorkflowStep(prisma, {
+          workflowRunId: run.workflowRunId,
+          stepKey: 'approval',
+          scope: globalScope,
+          outcome: { status: 'succeeded', output: { approvedBy: 'editor@example.test' } },
+          statusReason: 'approved in the demo',
+        });
+        continue;
+      }
+      const status = await run.getStatus();
+      if (status !== 'RUNNING' && status !== 'WAITING_FOR_EXTERNAL') break;
+      if (Date.now() > deadline) throw new Error('the demo workflow did not finish within 45 s');
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    }
+    steps = await listWorkflowSteps(prisma, globalScope, run.workflowRunId);
+    for (const line of stepChanges(seen, steps, t0)) say(line);
+
+    const result = await run.getResult<{ url: string }>({ timeoutMs: 10_000 });
+    const finished = await run.getRun();
+    say(`\nRun ${finished.status} in ${((finished.finishedAt!.getTime() - finished.createdAt.getTime()) / 1000).toFixed(2)}s. Result (the publish step's output):`);
+    say(`  ${JSON.stringify(result)}`);
+    say('\nTimeline (░ waiting in the queue, █ running):');
+    for (const line of timeline(steps, finished.createdAt)) say(line);
+
+    // A direct job, then an idempotent replay of it (e.g. after a mail outage).
+    say('\nA direct job, replayed idempotently:');
+    const notify = await enqueueJob(prisma, { jobType: 'report.notify_subscribers', payload: { url: result.url, audience: 1250 } });
+    const notified = await waitForJob(prisma, notify.jobId, 'SUCCEEDED');
+    say(`  ${elapsed(t0)}  notify job ${notify.jobId} ${notified.status}, output ${JSON.stringify(notified.output)}`);
+    const replayRequest = { scope: globalScope, sourceJobId: notify.jobId, expectedRunNumber: 1, replayRequestKey: 'mail-outage-ticket-4711', reason: 'subscribers report missing mail' };
+    const first = await compareAndReplaySucceededJob(prisma, replayRequest);
+    const again = await compareAndReplaySucceededJob(prisma, replayRequest);
+    if (first.kind !== 'replayed' || again.kind !== 'replayed') throw new Error('replay was refused');
+    say(`  ${elapsed(t0)}  replay → job ${first.replay.jobId} (${first.replay.disposition}); same request again → ${again.replay.jobId} (${again.replay.disposition})`);
+    const replayed = await waitForJob(prisma, first.replay.jobId, 'SUCCEEDED');
+    const source = await getJob(prisma, globalScope, notify.jobId);
+    say(`  ${elapsed(t0)}  replay ${replayed.status}; the source is untouched (${source.status}, run ${source.runNumber})`);
+    if (server.kind === 'url') say(`\nInspect it with the CLI: npx runledger runs show ${run.workflowRunId}`);
+  } finally {
+    await worker.stop({ drainMs: 5_000 });
+    await listener.close();
+    await prisma.$disconnect();
+    await server.stop();
+  }
+  say(`\nDone in ${elapsed(t0).trim()}; worker stopped, connections closed${server.kind === 'embedded' ? ', embedded PostgreSQL stopped' : ''}.`);
+}
+
+async function waitForJob(prisma: ReturnType<typeof createPrismaClient>, jobId: string, status: string) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const job = await getJob(prisma, globalScope, jobId);
+    if (job.status === status) return job;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} is ${job.status}, expected ${status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error('demo failed:', error);
+    process.exit(1);
+  },
+);
