@@ -11,6 +11,7 @@ import { migrate } from '../migrate/migrate.js';
 import type { Scope } from '../db/scope.js';
 import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
+import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
 const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
@@ -58,6 +59,7 @@ export function buildProgram(): { program: Command; context: CliContext; close()
     });
   registerRunCommands(program, context);
   registerJobCommands(program, context);
+  registerWorkerCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 
