@@ -184,7 +184,8 @@ CREATE TABLE "runledger"."job_replays" (
 -- Claim: highest priority first, then the earliest due, among PENDING rows only.
 CREATE INDEX "job_queue_claim_idx" ON "runledger"."job_queue" ("priority" DESC, "next_run_at", "id") WHERE "status" = 'PENDING';
 CREATE INDEX "job_queue_claim_by_type_idx" ON "runledger"."job_queue" ("job_type", "priority" DESC, "next_run_at", "id") WHERE "status" = 'PENDING';
-CREATE INDEX "job_queue_lease_expiry_idx" ON "runledger"."job_queue" ("lease_expires_at");
+-- Reaper: live leases by expiry (canceled jobs keep an expiry as a marker; they are not indexed).
+CREATE INDEX "job_queue_lease_expiry_idx" ON "runledger"."job_queue" ("lease_expires_at", "id") WHERE "status" = 'LEASED';
 CREATE INDEX "job_queue_org_created_idx" ON "runledger"."job_queue" ("organization_id", "id" DESC);
 -- Idempotency keys are scoped by (job type, organization); NULL organization is
 -- the global scope, folded to the nil UUID so PostgreSQL 14 (no NULLS NOT
