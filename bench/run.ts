@@ -19,6 +19,8 @@ import { renderReport, summarizeLatency, type BenchResults, type PhaseResult, ty
 import type { BenchSystem, PhaseTiming } from './systems/types.js';
 
 const WATCHDOG_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 10 * 60_000);
+/** Jobs each system enqueues and drains in its untimed warm-up. */
+const WARMUP_JOBS = 200;
 
 interface Target {
   system: BenchSystem;
@@ -81,6 +83,24 @@ async function runAll(server: PostgresServer, config: BenchConfig): Promise<Benc
     for (const t of targets) {
       log(`install ${t.system.label}`);
       await t.system.install(t.url);
+    }
+
+    // Warm-up: every system enqueues and drains a small batch in a throwaway database first, so no system
+    // (in particular the first one measured) pays its module compilation and JIT warm-up inside a clock.
+    const warmConfig: BenchConfig = { ...config, jobs: Math.min(config.jobs, WARMUP_JOBS), enqueueBatch: Math.min(config.enqueueBatch, WARMUP_JOBS) };
+    for (const t of targets) {
+      log(`warm-up (${warmConfig.jobs} jobs): ${t.system.label}`);
+      const database = `${t.database}_warmup`;
+      await createDatabase(admin, database);
+      try {
+        const url = databaseUrl(server.url, database);
+        await t.system.install(url);
+        await t.system.enqueue(url, warmConfig);
+        await t.system.drain(url, warmConfig);
+        await settledCommits(admin, database, 0); // waits until the system has closed its connections
+      } finally {
+        await dropDatabase(admin, database);
+      }
     }
 
     const enqueue = new Map<Target, PhaseResult>();

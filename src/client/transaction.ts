@@ -3,6 +3,17 @@
  * (the operation opens its own READ COMMITTED transaction and commits it) or an
  * interactive-transaction client (the operation joins it and never commits or
  * rolls it back: the caller's business write and the enqueue share one fate).
+ *
+ * Join-or-autocommit (`withStatement`): an operation that is ONE statement
+ * needs no transaction of its own, since a single statement is atomic. On a
+ * root client it is sent as one autocommit statement (one round trip instead
+ * of BEGIN, SET TRANSACTION ISOLATION LEVEL, the statement, COMMIT); on a
+ * transaction client it joins like `withTransaction`. Autocommit statements
+ * run at the session's default isolation, so a root client whose sessions do
+ * not default to READ COMMITTED (checked once per client) gets an owned READ
+ * COMMITTED transaction instead: the fenced writes and SKIP LOCKED claims rely
+ * on READ COMMITTED's re-check of a row updated concurrently, where REPEATABLE
+ * READ and SERIALIZABLE raise serialization failures.
  */
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { ValidationError } from '../errors/runledger-error.js';
@@ -42,6 +53,73 @@ export async function withTransaction<R>(
       maxWait: options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
       timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     });
+  } catch (error) {
+    throw isDatabaseError(error) ? normalizeDatabaseError(error, operation) : error;
+  }
+}
+
+export interface StatementOptions {
+  /**
+   * True (default): the statement relies on READ COMMITTED (a fenced write, a
+   * SKIP LOCKED claim), so it autocommits only where the session's default
+   * isolation is READ COMMITTED. False: any isolation will do (a plain read).
+   */
+  readCommitted?: boolean;
+}
+
+/**
+ * Runs `fn`, which must send exactly one statement, joined to `db` when it is
+ * a transaction client and as an autocommit statement on a root client (see
+ * the module comment), normalising database failures like `withTransaction`.
+ * `fn` must not rely on a second statement seeing the first's writes: on a
+ * root client each statement commits on its own, on whatever pooled
+ * connection it gets.
+ */
+export async function withStatement<R>(db: Db, operation: string, fn: (client: Tx) => Promise<R>, options: StatementOptions = {}): Promise<R> {
+  if (!isTransactionClient(db) && (options.readCommitted ?? true) && !(await autocommitIsReadCommitted(db as PrismaClientLike, operation))) {
+    return withTransaction(db, operation, ({ tx }) => fn(tx));
+  }
+  try {
+    return await fn(db);
+  } catch (error) {
+    throw isDatabaseError(error) ? normalizeDatabaseError(error, operation) : error;
+  }
+}
+
+/**
+ * True when `db` is a root client whose autocommit statements run at READ
+ * COMMITTED: a READ COMMITTED statement sent on it commits on its own. False
+ * on a transaction client (statements join it) and on a root client whose
+ * sessions default to a stronger isolation.
+ */
+export async function canAutocommit(db: Db, operation: string): Promise<boolean> {
+  return !isTransactionClient(db) && (await autocommitIsReadCommitted(db as PrismaClientLike, operation));
+}
+
+/** Per root client: whether its autocommit statements run at READ COMMITTED (or READ UNCOMMITTED, the same in PostgreSQL). */
+const autocommitReadCommitted = new WeakMap<object, Promise<boolean>>();
+
+/**
+ * Whether an autocommit statement on `db` runs at READ COMMITTED: the
+ * session default (`default_transaction_isolation`, settable per server,
+ * database, role or connection string). Asked once per client; a failed check
+ * is not remembered.
+ */
+export async function autocommitIsReadCommitted(db: PrismaClientLike, operation = 'check isolation'): Promise<boolean> {
+  let check = autocommitReadCommitted.get(db);
+  if (!check) {
+    check = (async () => {
+      const rows = await db.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`;
+      const level = rows[0]?.level;
+      return level === 'read committed' || level === 'read uncommitted';
+    })();
+    autocommitReadCommitted.set(db, check);
+    check.catch(() => {
+      if (autocommitReadCommitted.get(db) === check) autocommitReadCommitted.delete(db);
+    });
+  }
+  try {
+    return await check;
   } catch (error) {
     throw isDatabaseError(error) ? normalizeDatabaseError(error, operation) : error;
   }

@@ -10,16 +10,25 @@
  *   clock, and a LEASED event (plus a RUNNING event with `markRunning`, which
  *   folds the RUNNING transition into the claim so it costs no commit).
  * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
- *   in the same transaction; direct jobs pay no extra round trip.
+ *   in the same statement (a data-modifying CTE, the same UPDATE as
+ *   `markWorkflowStepsRunning` in src/workflow/job-hooks.ts); direct jobs pay
+ *   nothing for it.
+ * - One statement in all, so on a root client it is sent as one autocommit
+ *   statement (`withStatement`), and joins a caller's transaction otherwise.
  *
- * Lock order: job rows (SKIP LOCKED, so no waits), then step rows in the hook.
+ * Lock order: job rows (SKIP LOCKED, so no waits), then step rows: the step
+ * UPDATE reads the claimed ids through an InitPlan (`= ANY(ARRAY(...))`),
+ * which runs the claim to completion before any step row is touched. Like
+ * every CTE it reads the statement's snapshot, which holds the step rows of
+ * the claimed jobs (a step and its job are committed together, and the claim
+ * itself does not modify steps); a step row changed concurrently is waited
+ * for and re-checked (`status IN ('ENQUEUED', 'RUNNING')`) as in any UPDATE.
  */
 import type { Db } from '../client/types.js';
-import { withTransaction } from '../client/transaction.js';
+import { withStatement } from '../client/transaction.js';
 import { newIds } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { markWorkflowStepsRunning } from '../workflow/job-hooks.js';
 import type { JobLease } from './rows.js';
 import { JOB_INVALID_INPUT, claimJobsInputSchema, type ClaimJobsInput } from './schemas.js';
 
@@ -61,8 +70,8 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
   const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
   // Event ids are generated in order: all LEASED ids precede all RUNNING ids, so a job's events sort as they happened.
   const eventIds = newIds(markRunning ? limit * 2 : limit);
-  return withTransaction(db, 'claim jobs', async ({ tx }) => {
-    const rows = await tx.$queryRaw<ClaimedRow[]>`
+  return withStatement(db, 'claim jobs', async (client) => {
+    const rows = await client.$queryRaw<ClaimedRow[]>`
       WITH candidates AS (
         SELECT id
           FROM runledger.job_queue
@@ -107,13 +116,21 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
              WHERE ${markRunning}::boolean
           ) e
          ORDER BY e.n, e.phase
+      ),
+      -- The workflow hook (job-hooks.ts markWorkflowStepsRunning): steps of claimed workflow jobs become RUNNING.
+      steps AS (
+        UPDATE runledger.workflow_steps ws
+           SET status = 'RUNNING',
+               started_at = COALESCE(ws.started_at, now()),
+               output = NULL,
+               updated_at = now()
+         WHERE ws.job_id = ANY(ARRAY(SELECT id FROM claimed WHERE workflow_managed))
+           AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,
              progress, timeout_seconds, max_attempts, workflow_managed
         FROM numbered
        ORDER BY n`;
-    const managed = rows.filter((row) => row.workflow_managed).map((row) => row.id);
-    if (managed.length > 0) await markWorkflowStepsRunning(tx, managed);
     return rows.map(toClaimedJob);
   });
 }

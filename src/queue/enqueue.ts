@@ -1,6 +1,8 @@
 /**
  * Enqueue: one INSERT statement for a whole batch, its ENQUEUED events and the
- * wake-up notification in the same statement.
+ * wake-up notification in the same statement. Without idempotency keys that
+ * statement is all there is: on a root client it is sent as one autocommit
+ * statement (`withStatement`), no transaction of its own.
  *
  * Idempotency: with a key, the canonical request (job type, organization,
  * payload, priority, max attempts, timeout; the schedule is not part of it) is
@@ -14,15 +16,15 @@
  * joined one the batch's own uncommitted rows are deleted before the error
  * propagates (the caller might catch it and commit).
  *
- * Notification: `pg_notify` runs inside the transaction, so it is delivered at
- * commit and never for a rolled-back enqueue. Only job types with a job that is
+ * Notification: `pg_notify` runs inside the transaction (or the autocommit
+ * statement), so it is delivered at commit and never for a rolled-back enqueue. Only job types with a job that is
  * runnable now are announced; delayed jobs are found by polling.
  */
 import type { Db, Tx } from '../client/types.js';
-import { withTransaction } from '../client/transaction.js';
+import { withStatement, withTransaction } from '../client/transaction.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId, newIds } from '../db/ids.js';
-import { ConflictError, isRunledgerError } from '../errors/runledger-error.js';
+import { ConflictError, InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { JobStatus } from './rows.js';
@@ -150,6 +152,17 @@ export async function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[]): P
 async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[]): Promise<EnqueueJobResult[]> {
   if (inputs.length === 0) return [];
   const rows = inputs.map(toInsertRow);
+  if (rows.every((row) => row.idempotencyKey === null)) {
+    // No key: nothing can be skipped, so the batch is the one INSERT statement, autocommitted on a root
+    // client. An INSERT of new rows behaves the same at every isolation level, so no READ COMMITTED check.
+    const inserted = await withStatement(db, 'enqueue jobs', (client) => insertJobsTx(client, rows), { readCommitted: false });
+    if (inserted.length !== rows.length) {
+      throw new InternalError('job.internal_state', 'The enqueue did not insert every job.', {
+        internalMessage: `enqueue jobs: inserted ${inserted.length} of ${rows.length} jobs without idempotency keys`,
+      });
+    }
+    return rows.map((row) => ({ jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const }));
+  }
   return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
     const inserted = new Set(await insertJobsTx(tx, rows));
     const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));

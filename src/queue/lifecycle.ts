@@ -9,17 +9,32 @@
  * - Each transition appends its job_events row in the same statement.
  * - Workflow-managed jobs (RETURNING EXISTS over workflow_steps) move their
  *   steps in the same transaction; direct jobs pay no extra round trip.
+ * - Round trips on a root client (`withStatement`, src/client/transaction.ts):
+ *   mark running and heartbeat are one statement (mark running folds the
+ *   step -> RUNNING hook into it as a data-modifying CTE), sent as one
+ *   autocommit statement. Complete and fail first try a statement that only
+ *   matches DIRECT jobs (`NOT EXISTS` a step pointing at the job), in
+ *   autocommit; whatever it leaves unresolved (a workflow-managed job, whose
+ *   hooks need more statements, or a lease the fence refuses) then goes
+ *   through the transactional path, which re-checks the fence and reports the
+ *   mismatch. A lease the fast path completed is never in that second step,
+ *   and could not be completed twice anyway: the fence requires
+ *   `status = 'LEASED'`. A step row and its job are committed together, so
+ *   the `NOT EXISTS` test cannot misjudge a job the statement can see. On a
+ *   joined transaction everything runs in it, in one statement per job set.
  *
  * Lock order: the job rows (batch completion locks them in id order), then
  * the step rows inside the workflow hooks.
  */
+import type { z } from 'zod';
 import type { Db } from '../client/types.js';
-import { withTransaction } from '../client/transaction.js';
+import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
+import type { Tx } from '../client/types.js';
 import { newId, newIds } from '../db/ids.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { markWorkflowStepsEnqueuedForRetry, markWorkflowStepsRunning, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
 import { retryDelayMs } from './retry-policy.js';
 import { jsonParam, type JobLease } from './rows.js';
 import {
@@ -65,8 +80,10 @@ export function leaseMismatch(lease: ParsedJobLease, operation: string): Conflic
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
   const eventId = newId();
-  await withTransaction(db, 'mark job running', async ({ tx }) => {
-    const rows = await tx.$queryRaw<{ workflow_managed: boolean }[]>`
+  // One statement: the step -> RUNNING hook (job-hooks.ts markWorkflowStepsRunning) is the `steps` CTE,
+  // which reads the updated job through an InitPlan, so the job row is locked before any step row.
+  await withStatement(db, 'mark job running', async (client) => {
+    const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
       WITH running AS (
         UPDATE runledger.job_queue jq
            SET started_at = COALESCE(jq.started_at, now()), heartbeat_at = now(), updated_at = now()
@@ -83,11 +100,18 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
         SELECT ${eventId}::uuid, id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
                jsonb_build_object('workerId', ${l.workerId}::text)
           FROM running WHERE first_time
+      ),
+      steps AS (
+        UPDATE runledger.workflow_steps ws
+           SET status = 'RUNNING',
+               started_at = COALESCE(ws.started_at, now()),
+               output = NULL,
+               updated_at = now()
+         WHERE ws.job_id = ANY(ARRAY(SELECT id FROM running WHERE workflow_managed))
+           AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       SELECT workflow_managed FROM running`;
-    const row = rows[0];
-    if (!row) throw leaseMismatch(l, 'mark job running');
-    if (row.workflow_managed) await markWorkflowStepsRunning(tx, [l.jobId]);
+    if (!rows[0]) throw leaseMismatch(l, 'mark job running');
   });
 }
 
@@ -99,8 +123,8 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
 export async function heartbeatJob(db: Db, lease: LeaseIdentity, options: HeartbeatOptions = {}): Promise<JobLease> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
   const o = parseInput(heartbeatOptionsSchema, options, JOB_INVALID_INPUT);
-  return withTransaction(db, 'heartbeat job', async ({ tx }) => {
-    const rows = await tx.$queryRaw<{ lease_expires_at: Date }[]>`
+  return withStatement(db, 'heartbeat job', async (client) => {
+    const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
       UPDATE runledger.job_queue jq
          SET lease_expires_at = now() + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
                                                  jq.lease_expires_at - jq.heartbeat_at,
@@ -132,65 +156,174 @@ export async function completeJobSuccess(
   return { jobId: outcome.jobId, finishedAt: outcome.finishedAt };
 }
 
+/** An item's outcome where an error is reported per item (`completeJobsSuccessSettled`). */
+export type SettledCompleteOutcome = CompleteJobOutcome | { jobId: string; outcome: 'error'; error: unknown };
+
+/** Wraps each database step; the worker passes its transient-failure retry. */
+export type StepRunner = <R>(step: () => Promise<R>) => Promise<R>;
+
+const runOnce: StepRunner = (step) => step();
+
 /**
- * Completes a batch in one statement (the way a worker batches completions).
- * Each item succeeds or reports `lease_owner_mismatch` on its own; the others
- * are unaffected. Outcomes are in input order.
+ * Completes a batch (the way a worker batches completions). Each item
+ * succeeds or reports `lease_owner_mismatch` on its own; the others are
+ * unaffected. Outcomes are in input order.
+ *
+ * Round trips: on a root client, direct jobs are completed by one autocommit
+ * statement; only workflow-managed jobs and refused leases then go through a
+ * transaction (see the module comment). If that transaction fails, its error
+ * is thrown, and the direct jobs of the batch stay completed (retrying the
+ * call reports them as `lease_owner_mismatch`); `completeJobsSuccessSettled`
+ * reports such an error per item instead. On a joined transaction the batch
+ * is one statement in it, as before.
  */
 export async function completeJobsSuccess(db: Db, items: readonly CompleteJobsItem[]): Promise<CompleteJobOutcome[]> {
   const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
+  const outcomes = await completeParsed(db, parsed, runOnce);
+  const failed = outcomes.find((outcome) => outcome.outcome === 'error');
+  if (failed) throw failed.error;
+  return outcomes as CompleteJobOutcome[];
+}
+
+/**
+ * Like `completeJobsSuccess`, but never loses an outcome that was committed:
+ * a failure of one step is reported as `error` for the items of that step
+ * only, and `run` wraps each step (each is a whole statement or a whole
+ * transaction, so retrying one is safe). The worker's completion batcher
+ * uses it with its transient-failure retry.
+ */
+export async function completeJobsSuccessSettled(
+  db: Db,
+  items: readonly CompleteJobsItem[],
+  run: StepRunner = runOnce,
+): Promise<SettledCompleteOutcome[]> {
+  const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
+  return completeParsed(db, parsed, run);
+}
+
+type ParsedCompleteItem = z.output<typeof completeJobsInputSchema>[number];
+
+interface CompletedRow {
+  id: string;
+  run_number: number;
+  attempt: number;
+  worker_id: string;
+  finished_at: Date;
+  output: JsonValue | null;
+  workflow_managed: boolean;
+}
+
+function leaseKey(jobId: string, runNumber: number, attempt: number, workerId: string): string {
+  return `${jobId.toLowerCase()}|${runNumber}|${attempt}|${workerId}`;
+}
+
+async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run: StepRunner): Promise<SettledCompleteOutcome[]> {
   if (parsed.length === 0) return [];
-  const leases = parsed.map((item) => item.lease);
   const eventIds = newIds(parsed.length);
-  return withTransaction(db, 'complete jobs', async ({ tx, owned }) => {
-    const rows = await tx.$queryRaw<{ id: string; finished_at: Date; output: JsonValue | null; workflow_managed: boolean }[]>`
-      WITH input AS (
-        SELECT *
-          FROM unnest(${leases.map((l) => l.jobId)}::uuid[], ${leases.map((l) => l.runNumber)}::int[],
-                      ${leases.map((l) => l.attempt)}::int[], ${leases.map((l) => l.workerId)}::text[],
-                      ${parsed.map((item) => jsonParam(item.output))}::jsonb[], ${eventIds}::uuid[])
-               AS i(job_id, run_number, attempt, worker_id, output, event_id)
-      ),
-      -- Lock the batch's rows in id order before updating, so two overlapping batches cannot deadlock.
-      locked AS MATERIALIZED (
-        SELECT jq.id
-          FROM runledger.job_queue jq
-          JOIN input i ON jq.id = i.job_id
-         WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-           AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-         ORDER BY jq.id
-           FOR UPDATE OF jq
-      ),
-      done AS (
-        UPDATE runledger.job_queue jq
-           SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-               output = i.output, finished_at = now(), updated_at = now()
-          FROM input i
-         WHERE jq.id = i.job_id AND jq.id IN (SELECT id FROM locked)
-           AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-           AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-        RETURNING jq.id, jq.run_number, jq.attempt, jq.finished_at, jq.output, i.event_id,
-                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
-      ),
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT event_id, id, 'SUCCEEDED'::runledger.job_event_type, run_number, attempt, NULL FROM done
-      )
-      SELECT id, finished_at, output, workflow_managed FROM done`;
-    const managed = rows.filter((row) => row.workflow_managed);
-    if (managed.length > 0) {
-      await processWorkflowJobTerminals(
-        tx,
-        managed.map((row) => ({ jobId: row.id, status: 'SUCCEEDED' as const, output: row.output })),
-        { transactionOwned: owned },
-      );
-    }
-    const done = new Map(rows.map((row) => [row.id, row.finished_at]));
-    return leases.map((l): CompleteJobOutcome => {
-      const finishedAt = done.get(l.jobId);
-      return finishedAt ? { jobId: l.jobId, outcome: 'succeeded', finishedAt } : { jobId: l.jobId, outcome: 'lease_owner_mismatch' };
+  const outcomes: (SettledCompleteOutcome | undefined)[] = new Array(parsed.length);
+  const settle = (indexes: readonly number[], rows: readonly CompletedRow[]): number[] => {
+    const done = new Map(rows.map((row) => [leaseKey(row.id, row.run_number, row.attempt, row.worker_id), row.finished_at]));
+    return indexes.filter((index) => {
+      const l = parsed[index]!.lease;
+      const finishedAt = done.get(leaseKey(l.jobId, l.runNumber, l.attempt, l.workerId));
+      if (finishedAt) outcomes[index] = { jobId: l.jobId, outcome: 'succeeded', finishedAt };
+      return !finishedAt;
     });
-  });
+  };
+  let open = parsed.map((_, index) => index);
+  const failAll = (error: unknown): SettledCompleteOutcome[] =>
+    parsed.map((item) => ({ jobId: item.lease.jobId, outcome: 'error' as const, error }));
+
+  let autocommit: boolean;
+  try {
+    autocommit = await run(() => canAutocommit(db, 'complete jobs'));
+  } catch (error) {
+    return failAll(error);
+  }
+  if (autocommit) {
+    // Fast path: direct jobs only, one autocommit statement, no hooks to call.
+    try {
+      const rows = await run(() => withStatement(db, 'complete jobs', (client) => completeStatement(client, parsed, eventIds, true)));
+      open = settle(open, rows);
+    } catch (error) {
+      return failAll(error);
+    }
+  }
+  if (open.length > 0) {
+    const subset = open.map((index) => parsed[index]!);
+    const subsetEventIds = open.map((index) => eventIds[index]!);
+    try {
+      const rows = await run(() =>
+        withTransaction(db, 'complete jobs', async ({ tx, owned }) => {
+          const completed = await completeStatement(tx, subset, subsetEventIds, false);
+          const managed = completed.filter((row) => row.workflow_managed);
+          if (managed.length > 0) {
+            await processWorkflowJobTerminals(
+              tx,
+              managed.map((row) => ({ jobId: row.id, status: 'SUCCEEDED' as const, output: row.output })),
+              { transactionOwned: owned },
+            );
+          }
+          return completed;
+        }),
+      );
+      open = settle(open, rows);
+    } catch (error) {
+      for (const index of open) outcomes[index] = { jobId: parsed[index]!.lease.jobId, outcome: 'error', error };
+      open = [];
+    }
+  }
+  for (const index of open) outcomes[index] = { jobId: parsed[index]!.lease.jobId, outcome: 'lease_owner_mismatch' };
+  return outcomes as SettledCompleteOutcome[];
+}
+
+/**
+ * The completion statement for a set of leases. `directOnly` leaves
+ * workflow-managed jobs untouched (not even locked): the fast path, whose
+ * result needs no hook.
+ */
+async function completeStatement(
+  client: Tx,
+  items: readonly ParsedCompleteItem[],
+  eventIds: readonly string[],
+  directOnly: boolean,
+): Promise<CompletedRow[]> {
+  const leases = items.map((item) => item.lease);
+  return client.$queryRaw<CompletedRow[]>`
+    WITH input AS (
+      SELECT *
+        FROM unnest(${leases.map((l) => l.jobId)}::uuid[], ${leases.map((l) => l.runNumber)}::int[],
+                    ${leases.map((l) => l.attempt)}::int[], ${leases.map((l) => l.workerId)}::text[],
+                    ${items.map((item) => jsonParam(item.output))}::jsonb[], ${eventIds as string[]}::uuid[])
+             AS i(job_id, run_number, attempt, worker_id, output, event_id)
+    ),
+    -- Lock the batch's rows in id order before updating, so two overlapping batches cannot deadlock.
+    locked AS MATERIALIZED (
+      SELECT jq.id
+        FROM runledger.job_queue jq
+        JOIN input i ON jq.id = i.job_id
+       WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+         AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+         AND (NOT ${directOnly}::boolean OR NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id))
+       ORDER BY jq.id
+         FOR UPDATE OF jq
+    ),
+    done AS (
+      UPDATE runledger.job_queue jq
+         SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             output = i.output, finished_at = now(), updated_at = now()
+        FROM input i
+       WHERE jq.id = i.job_id AND jq.id IN (SELECT id FROM locked)
+         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+         AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, i.event_id,
+                EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT event_id, id, 'SUCCEEDED'::runledger.job_event_type, run_number, attempt, NULL FROM done
+    )
+    SELECT id, run_number, attempt, worker_id, finished_at, output, workflow_managed FROM done`;
 }
 
 /**
@@ -204,46 +337,70 @@ export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOpti
   // The fence pins attempt = l.attempt, so the backoff can be computed here.
   const backoffMs = retryDelayMs(l.attempt);
   const eventId = newId();
+  const result = (row: FailedRow): FailJobResult => ({ jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null });
+  if (await canAutocommit(db, 'fail job')) {
+    // Fast path: a direct job in one autocommit statement. Nothing matched: workflow-managed or refused, see below.
+    const [row] = await withStatement(db, 'fail job', (client) => failStatement(client, l, o, backoffMs, eventId, true));
+    if (row) return result(row);
+  }
   return withTransaction(db, 'fail job', async ({ tx, owned }) => {
-    const rows = await tx.$queryRaw<{ status: 'PENDING' | 'DEAD_LETTERED'; next_run_at: Date; workflow_managed: boolean }[]>`
-      WITH failed AS (
-        UPDATE runledger.job_queue jq
-           SET status = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
-                             THEN 'PENDING'::runledger.job_status ELSE 'DEAD_LETTERED'::runledger.job_status END,
-               next_run_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
-                                  THEN GREATEST(now() + ${backoffMs}::int * interval '1 millisecond', ${o.retryNotBefore ?? null}::timestamptz)
-                                  ELSE jq.next_run_at END,
-               finished_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
-               lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-               last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now()
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-        RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts,
-                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
-      ),
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT ${eventId}::uuid, id,
-               CASE WHEN status = 'PENDING' THEN 'RETRY_SCHEDULED'::runledger.job_event_type
-                    ELSE 'DEAD_LETTERED'::runledger.job_event_type END,
-               run_number, attempt,
-               CASE WHEN status = 'PENDING'
-                    THEN jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
-                                            'delayMs', round(EXTRACT(EPOCH FROM (next_run_at - now())) * 1000)::bigint,
-                                            'nextRunAt', next_run_at)
-                    ELSE jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
-                                            'reason', CASE WHEN ${o.retryable}::boolean THEN 'attempts_exhausted' ELSE 'terminal' END)
-               END
-          FROM failed
-      )
-      SELECT status, next_run_at, workflow_managed FROM failed`;
-    const row = rows[0];
+    const [row] = await failStatement(tx, l, o, backoffMs, eventId, false);
     if (!row) throw leaseMismatch(l, 'fail job');
     if (row.workflow_managed && row.status === 'PENDING') {
       await markWorkflowStepsEnqueuedForRetry(tx, [{ jobId: l.jobId, errorCode: o.code, errorMessage: o.message }]);
     } else if (row.workflow_managed) {
       await processWorkflowJobTerminals(tx, [{ jobId: l.jobId, status: 'FAILED', errorCode: o.code, errorMessage: o.message }], { transactionOwned: owned });
     }
-    return { jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null };
+    return result(row);
   });
+}
+
+interface FailedRow {
+  status: 'PENDING' | 'DEAD_LETTERED';
+  next_run_at: Date;
+  workflow_managed: boolean;
+}
+
+/** The failure statement; `directOnly` leaves workflow-managed jobs untouched (the fast path). */
+async function failStatement(
+  client: Tx,
+  l: ParsedJobLease,
+  o: z.output<typeof failJobOptionsSchema>,
+  backoffMs: number,
+  eventId: string,
+  directOnly: boolean,
+): Promise<FailedRow[]> {
+  return client.$queryRaw<FailedRow[]>`
+    WITH failed AS (
+      UPDATE runledger.job_queue jq
+         SET status = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
+                           THEN 'PENDING'::runledger.job_status ELSE 'DEAD_LETTERED'::runledger.job_status END,
+             next_run_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
+                                THEN GREATEST(now() + ${backoffMs}::int * interval '1 millisecond', ${o.retryNotBefore ?? null}::timestamptz)
+                                ELSE jq.next_run_at END,
+             finished_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
+             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now()
+       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+         AND (NOT ${directOnly}::boolean OR NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id))
+      RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts,
+                EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT ${eventId}::uuid, id,
+             CASE WHEN status = 'PENDING' THEN 'RETRY_SCHEDULED'::runledger.job_event_type
+                  ELSE 'DEAD_LETTERED'::runledger.job_event_type END,
+             run_number, attempt,
+             CASE WHEN status = 'PENDING'
+                  THEN jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
+                                          'delayMs', round(EXTRACT(EPOCH FROM (next_run_at - now())) * 1000)::bigint,
+                                          'nextRunAt', next_run_at)
+                  ELSE jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
+                                          'reason', CASE WHEN ${o.retryable}::boolean THEN 'attempts_exhausted' ELSE 'terminal' END)
+             END
+        FROM failed
+    )
+    SELECT status, next_run_at, workflow_managed FROM failed`;
 }

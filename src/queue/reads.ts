@@ -2,9 +2,11 @@
  * Reads of jobs and their audit trail, always within an exact scope: global
  * sees only global jobs, an organization only its own, admin everything. A job
  * outside the scope is reported exactly like a missing one. Reads take no locks.
+ * Each read is one statement: autocommit on a root client (`withStatement`,
+ * any isolation), joined on a transaction client.
  */
 import type { Db } from '../client/types.js';
-import { withTransaction } from '../client/transaction.js';
+import { withStatement } from '../client/transaction.js';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
@@ -30,7 +32,7 @@ function jobNotFound(jobId: string, scope: Scope, operation: string): NotFoundEr
 export async function findJob(db: Db, scope: Scope, jobId: string): Promise<Job | null> {
   const ref = parseInput(jobRefSchema, { scope, jobId }, JOB_INVALID_INPUT);
   const s = scopeParams(ref.scope);
-  return withTransaction(db, 'find job', async ({ tx }) => {
+  return withStatement(db, 'find job', async (tx) => {
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
@@ -39,7 +41,7 @@ export async function findJob(db: Db, scope: Scope, jobId: string): Promise<Job 
        WHERE id = ${ref.jobId}::uuid
          AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
     return rows[0] ? toJob(rows[0]) : null;
-  });
+  }, { readCommitted: false });
 }
 
 /** The job; `job.not_found` when it does not exist in `scope`. */
@@ -60,7 +62,7 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<JobPage> {
   const filter = parseInput(listJobsInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(filter.scope);
   const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
-  return withTransaction(db, 'list jobs', async ({ tx }) => {
+  return withStatement(db, 'list jobs', async (tx) => {
     // One row beyond the page tells whether another page exists.
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
@@ -75,14 +77,14 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<JobPage> {
        LIMIT ${limit + 1}::int`;
     const jobs = rows.slice(0, limit).map(toJob);
     return { jobs, nextAfter: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
-  });
+  }, { readCommitted: false });
 }
 
 /** The audit trail of one job in the order it happened; `job.not_found` outside `scope`. */
 export async function listJobEvents(db: Db, scope: Scope, jobId: string): Promise<JobEvent[]> {
   const ref = parseInput(jobRefSchema, { scope, jobId }, JOB_INVALID_INPUT);
   const s = scopeParams(ref.scope);
-  return withTransaction(db, 'list job events', async ({ tx }) => {
+  return withStatement(db, 'list job events', async (tx) => {
     // LEFT JOIN: one row with a NULL event still proves the job is in scope.
     const rows = await tx.$queryRaw<(Omit<JobEventRow, 'id'> & { id: string | null })[]>`
       SELECT e.id, jq.id AS job_id, e.event_type, e.run_number, e.attempt, e.payload, e.created_at
@@ -93,5 +95,5 @@ export async function listJobEvents(db: Db, scope: Scope, jobId: string): Promis
        ORDER BY e.seq`;
     if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
     return rows.filter((row): row is JobEventRow => row.id !== null).map(toJobEvent);
-  });
+  }, { readCommitted: false });
 }

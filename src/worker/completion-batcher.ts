@@ -1,7 +1,7 @@
 /**
  * Batched success completion: handlers that finish close together are
- * recorded by one `completeJobsSuccess` statement (one commit) instead of one
- * commit each.
+ * recorded by one `completeJobsSuccess` statement (one commit, one autocommit
+ * round trip for direct jobs) instead of one commit each.
  *
  * A success waits at most `delayMs` (0: until the next turn of the event
  * loop) for company; a batch that reaches `maxBatch` leaves at once. One
@@ -10,14 +10,19 @@
  * outcome: `succeeded`, `lease_owner_mismatch` (the fence refused it; the
  * others in the batch are unaffected), or `error` (the statement failed even
  * after transient retries; the lease is then left to expire and the reaper
- * retries the job).
+ * retries the job). Direct jobs are completed by one statement and
+ * workflow-managed ones in a transaction after it
+ * (`completeJobsSuccessSettled`): each step is retried on its own, and an
+ * error is reported only for the items of the step that failed, so a success
+ * already committed is never reported as an error or, on a retry, as a lost
+ * lease.
  */
 import type { Db } from '../client/types.js';
-import { completeJobsSuccess, type CompleteJobOutcome, type LeaseIdentity } from '../queue/lifecycle.js';
+import { completeJobsSuccessSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { retryTransient } from './timing.js';
 
-export type CompletionResult = CompleteJobOutcome | { jobId: string; outcome: 'error'; error: unknown };
+export type CompletionResult = SettledCompleteOutcome;
 
 interface PendingCompletion {
   lease: LeaseIdentity;
@@ -83,11 +88,10 @@ export class CompletionBatcher {
   private async write(batch: PendingCompletion[]): Promise<void> {
     if (batch.length === 0) return;
     try {
-      const outcomes = await retryTransient(() =>
-        completeJobsSuccess(
-          this.db,
-          batch.map((item) => ({ lease: item.lease, output: item.output })),
-        ),
+      const outcomes = await completeJobsSuccessSettled(
+        this.db,
+        batch.map((item) => ({ lease: item.lease, output: item.output })),
+        (step) => retryTransient(step),
       );
       batch.forEach((item, index) => item.resolve(outcomes[index] ?? { jobId: item.lease.jobId, outcome: 'lease_owner_mismatch' }));
     } catch (error) {

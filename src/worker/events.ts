@@ -21,7 +21,11 @@ export interface JobInfo {
 export type WorkerOperation = 'claim' | 'heartbeat' | 'complete' | 'fail' | 'release' | 'reap' | 'listen';
 
 export interface WorkerStats {
-  /** Jobs holding a slot: leased by this worker, or handlers still settling. */
+  /**
+   * Jobs this worker holds: leased and not yet recorded, or handlers still
+   * settling. At most 2 x `concurrency` (running handlers plus successes
+   * waiting for their batched commit); running handlers never exceed `concurrency`.
+   */
   inFlight: number;
   claimed: number;
   succeeded: number;

@@ -16,10 +16,14 @@
  * - Heartbeats (every `heartbeatIntervalMs`, one at a time) stop when the
  *   outcome is taken: after that the lease is recorded, released or gone.
  * - `recorded` resolves once the outcome is committed (or known lost);
- *   `settled` once the handler has returned or thrown. The worker holds the
- *   job's concurrency slot until both: a handler that ignores its aborted
- *   signal keeps its slot, so the worker never runs more handler code at once
- *   than `concurrency` allows.
+ *   `settled` once the handler has returned or thrown; `slotFree` once the
+ *   handler has settled and the outcome is either recorded or a success
+ *   queued on the completion batcher (which needs no more handler code, only
+ *   a commit). The worker holds the job's handler slot until `slotFree`: a
+ *   handler that ignores its aborted signal keeps its slot, so the worker
+ *   never runs more handler code at once than `concurrency` allows. It holds
+ *   the job's lease (counted against its lease cap, and waited for at
+ *   shutdown) until both `recorded` and `settled`.
  * - Nothing here throws to the worker: every failure ends as a logged,
  *   counted outcome or a `worker:error` event.
  */
@@ -67,6 +71,8 @@ export class JobExecution {
   readonly recorded: Promise<void>;
   /** The handler returned or threw (or never ran: invalid payload). */
   readonly settled: Promise<void>;
+  /** Settled, and the outcome recorded or a success queued for the next completion batch: the handler slot is free. */
+  readonly slotFree: Promise<void>;
 
   private readonly controller = new AbortController();
   private readonly logger: WorkerLogger;
@@ -76,6 +82,7 @@ export class JobExecution {
   private timeoutTimer: NodeJS.Timeout | undefined;
   private markRecorded!: () => void;
   private markSettled!: () => void;
+  private markSuccessQueued!: () => void;
 
   constructor(
     private readonly job: ClaimedJob,
@@ -94,6 +101,8 @@ export class JobExecution {
     this.logger = withLogFields(deps.logger, { jobId: job.jobId, jobType: job.jobType, attempt: job.attempt });
     this.recorded = new Promise((resolve) => (this.markRecorded = resolve));
     this.settled = new Promise((resolve) => (this.markSettled = resolve));
+    const successQueued = new Promise<void>((resolve) => (this.markSuccessQueued = resolve));
+    this.slotFree = Promise.all([this.settled, Promise.race([this.recorded, successQueued])]).then(() => undefined);
   }
 
   /** True until an outcome is taken: the job still holds a live lease this worker may release. */
@@ -231,7 +240,9 @@ export class JobExecution {
   }
 
   private async recordSuccess(output: JsonValue | undefined): Promise<void> {
-    const result = await this.deps.batcher.complete(this.job, output);
+    const completion = this.deps.batcher.complete(this.job, output);
+    this.markSuccessQueued();
+    const result = await completion;
     if (result.outcome === 'succeeded') {
       this.deps.stats.succeeded += 1;
       this.logger.debug('job succeeded');

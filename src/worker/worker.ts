@@ -22,15 +22,25 @@
  *     NOTIFY for a registered type    -> wantClaim
  *     the poll timer (pollIntervalMs) -> wantClaim
  *     reaper returned jobs to PENDING -> wantClaim
+ *     a workflow job's outcome recorded -> wantClaim (its commit may have
+ *                                       released dependents that a claim
+ *                                       overlapping it could not see)
  *     a slot freed                    -> claims only if wantClaim is still set
  *                                       (a wake-up that came while all slots were busy)
  *   After a wake-up other than the timer the loop yields one macrotask, so the
  *   jobs of one completion batch all free their slots before the next claim
  *   sizes itself (one claim of N, not N claims of one).
  *     stop()                          -> leaves the loop
- *   limit = min(batchSize, free slots), so in-flight jobs never exceed
- *   `concurrency`. A slot is freed when the job's outcome is recorded and its
- *   handler has settled (see job-execution.ts).
+ *   limit = min(batchSize, free handler slots, free lease slots):
+ *   - handler slots (`concurrency`): a job holds one from claim until its
+ *     handler has settled and its outcome is recorded or its success queued
+ *     on the completion batcher (job-execution.ts `slotFree`). So at most
+ *     `concurrency` handlers run at once, and the next claim overlaps the
+ *     commit of the previous batch's successes instead of waiting for it.
+ *   - lease slots (`2 x concurrency`): a job holds one from claim until its
+ *     outcome is recorded and its handler has settled; this bounds the leases
+ *     the worker holds (running jobs plus successes waiting for their commit)
+ *     and is what `stats().inFlight` counts and shutdown waits for.
  *
  * Why polling stays the correctness path and LISTEN is only an accelerator:
  * a NOTIFY reaches only sessions listening when the enqueue commits (one sent
@@ -89,6 +99,9 @@ const stopOptionsSchema = z.strictObject({
   drainMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2_147_483_647).optional(),
 });
 
+/** Leases a worker may hold per unit of concurrency: running jobs plus successes waiting for their commit. */
+const LEASE_SLOTS_PER_HANDLER_SLOT = 2;
+
 /** Claim failures back off from this, doubling, up to the poll interval (at least 1 s, at most 30 s). */
 const CLAIM_BACKOFF_BASE_MS = 100;
 
@@ -125,7 +138,10 @@ class RunledgerWorker implements Worker {
   private readonly batcher: CompletionBatcher;
   private readonly jobTypes: string[];
   private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
+  /** Jobs holding a lease slot: claimed, and not yet both recorded and settled. */
   private readonly active = new Set<JobExecution>();
+  /** Jobs holding a handler slot: claimed, and not yet `slotFree`. */
+  private handlerSlotsUsed = 0;
   private readonly wakeup = new Wakeup();
   private readonly stopController = new AbortController();
   private listener: JobAvailableListener | undefined;
@@ -232,7 +248,7 @@ class RunledgerWorker implements Worker {
     const backoffCapMs = Math.min(30_000, Math.max(1_000, options.pollIntervalMs));
     let claimFailures = 0;
     while (!this.stopController.signal.aborted) {
-      const free = options.concurrency - this.active.size;
+      const free = Math.min(options.concurrency - this.handlerSlotsUsed, options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT - this.active.size);
       if (this.wantClaim && free > 0) {
         this.wantClaim = false;
         const limit = Math.min(options.batchSize, free);
@@ -282,8 +298,16 @@ class RunledgerWorker implements Worker {
       stats: this.counters,
     });
     this.active.add(execution);
+    this.handlerSlotsUsed += 1;
+    void execution.slotFree.then(() => {
+      this.handlerSlotsUsed -= 1;
+      this.wakeup.signal();
+    });
     void Promise.all([execution.recorded, execution.settled]).then(() => {
       this.active.delete(execution);
+      // A workflow job's outcome may have released dependent steps' jobs in its transaction. A claim that
+      // overlapped that commit (the handler slot frees before it) could not see them: claim once more.
+      if (job.workflowManaged) this.wantClaim = true;
       this.wakeup.signal();
     });
     execution.start();

@@ -8,6 +8,16 @@
  * RETURNING (`EXISTS (SELECT 1 FROM workflow_steps WHERE job_id = ...)`), and
  * calls these only for those, so direct jobs pay no extra round trip.
  *
+ * Step -> RUNNING has no function here: it is one UPDATE that the claim
+ * (src/queue/claim.ts) and mark-running (src/queue/lifecycle.ts) statements
+ * carry as a data-modifying CTE, so that each stays a single statement (one
+ * autocommit round trip on a root client). The rule, kept identical in both:
+ *   UPDATE runledger.workflow_steps SET status = 'RUNNING',
+ *          started_at = COALESCE(started_at, now()), output = NULL, updated_at = now()
+ *    WHERE job_id = ANY(<the jobs the statement claimed / marked, workflow-managed ones>)
+ *      AND status IN ('ENQUEUED', 'RUNNING')
+ * (a step a concurrent cancellation or terminal transition moved on stays).
+ *
  * Lock order: the queue already holds the job rows (FOR UPDATE or UPDATE);
  * these then lock step rows. See src/workflow/locking.ts for the protocol.
  */
@@ -24,19 +34,6 @@ export interface WorkflowJobTerminalTransition {
   errorMessage?: string | null;
   /** Kept only when status is SUCCEEDED. */
   output?: JsonValue | null;
-}
-
-/** Claim (or mark-running) of workflow jobs: their steps become RUNNING. One statement for the batch. */
-export async function markWorkflowStepsRunning(tx: Tx, jobIds: readonly string[]): Promise<void> {
-  if (jobIds.length === 0) return;
-  await tx.$executeRaw`
-    UPDATE runledger.workflow_steps
-       SET status = 'RUNNING',
-           started_at = COALESCE(started_at, now()),
-           output = NULL,
-           updated_at = now()
-     WHERE job_id = ANY(${jobIds as string[]}::uuid[])
-       AND status IN ('ENQUEUED', 'RUNNING')`;
 }
 
 /**
