@@ -4,10 +4,10 @@
  * handlers, completeJobsSuccess for the whole batch. The latency loop wakes on
  * LISTEN runledger_job_available and otherwise polls.
  */
-import { PrismaPg } from '@prisma/adapter-pg';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { createPrismaClient } from '../../src/client/connect.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import {
   JOB_AVAILABLE_CHANNEL,
   claimJobs,
@@ -27,7 +27,7 @@ const LEASE_SECONDS = 60;
 const IDLE_POLL_MS = 1_000;
 
 function newPrisma(url: string, max: number): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max }) });
+  return createPrismaClient(url, { max });
 }
 
 /** Runs `fn` on a fresh client that has connected and run one query (one harness commit). */

@@ -4,10 +4,10 @@
  * that nothing the file started (worker, listener, open transaction) still
  * holds a connection, then drops the database.
  */
-import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { createPrismaClient } from '../../src/client/connect.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { cloneDatabase, databaseUrl, dropDatabase } from '../../src/testing/test-database.js';
 
 export interface TestDatabase {
@@ -30,7 +30,9 @@ export function useTestDatabase(): TestDatabase {
   const pools: pg.Pool[] = [];
 
   const newClient = (options: { max?: number } = {}): PrismaClient => {
-    const client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: options.max ?? 10 }) });
+    // runledger's own client factory: prepared statements, as the worker and CLI use them.
+    // (Tests with a host application's client cover the unprepared path.)
+    const client = createPrismaClient(url, { max: options.max ?? 10 });
     clients.push(client);
     return client;
   };

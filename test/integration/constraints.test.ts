@@ -85,6 +85,23 @@ describe('job_queue constraints', () => {
   });
 });
 
+describe('job_events', () => {
+  it('are deleted with their jobs, and only theirs', async () => {
+    const [a, b, keep] = [newId(), newId(), newId()];
+    for (const id of [a, b, keep]) {
+      await insert('job_queue', job({ id }));
+      await insert('job_events', { id: newId(), job_id: id, event_type: 'ENQUEUED', run_number: 1, attempt: 0 });
+      await insert('job_events', { id: newId(), job_id: id, event_type: 'LEASED', run_number: 1, attempt: 1 });
+    }
+    await pool.query('DELETE FROM runledger.job_queue WHERE id = ANY($1::uuid[])', [[a, b]]);
+    const { rows } = await pool.query<{ job_id: string; n: number }>(
+      'SELECT job_id, count(*)::int AS n FROM runledger.job_events WHERE job_id = ANY($1::uuid[]) GROUP BY job_id',
+      [[a, b, keep]],
+    );
+    expect(rows).toEqual([{ job_id: keep, n: 2 }]);
+  });
+});
+
 describe('workflow constraints', () => {
   const run = (overrides: Row = {}): Row => ({ id: newId(), workflow_type: 'wf', ...overrides });
   let runId: string;

@@ -104,8 +104,9 @@ describe('every model through the generated client', () => {
       data: { sourceJobId: source.id, sourceRunNumber: 1, replayRequestKey: 'r-1', replayJobId: replay.id, reason: 'customer asked' },
     });
 
-    const readJob = await prisma.jobQueue.findUniqueOrThrow({ where: { id: source.id }, include: { events: true, replaysOf: true } });
-    expect(readJob).toMatchObject({ ...source, events: [event], replaysOf: [lineage] });
+    const readJob = await prisma.jobQueue.findUniqueOrThrow({ where: { id: source.id }, include: { replaysOf: true } });
+    expect(readJob).toMatchObject({ ...source, replaysOf: [lineage] });
+    expect(await prisma.jobEvent.findMany({ where: { jobId: source.id } })).toEqual([event]);
     expect(readJob.maxAttempts).toBe(5);
     expect(readJob.runNumber).toBe(1);
     const readRun = await prisma.workflowRun.findUniqueOrThrow({

@@ -211,8 +211,6 @@ CREATE INDEX "workflow_step_dependencies_run_idx" ON "runledger"."workflow_step_
 CREATE UNIQUE INDEX "job_replays_replay_job_id_key" ON "runledger"."job_replays" ("replay_job_id");
 
 -- AddForeignKey
--- Deleting a job deletes its audit trail.
-ALTER TABLE "runledger"."job_events" ADD CONSTRAINT "job_events_job_id_fkey" FOREIGN KEY ("job_id") REFERENCES "runledger"."job_queue"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 -- Deleting a run deletes its steps and edges.
 ALTER TABLE "runledger"."workflow_steps" ADD CONSTRAINT "workflow_steps_workflow_run_id_fkey" FOREIGN KEY ("workflow_run_id") REFERENCES "runledger"."workflow_runs"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 -- A workflow step's job cannot be deleted from under it: the step->job link is authoritative.
@@ -223,3 +221,17 @@ ALTER TABLE "runledger"."workflow_step_dependencies" ADD CONSTRAINT "workflow_st
 -- Deleting a replay source deletes its lineage; a replay job cannot be deleted alone while its lineage exists.
 ALTER TABLE "runledger"."job_replays" ADD CONSTRAINT "job_replays_source_job_id_fkey" FOREIGN KEY ("source_job_id") REFERENCES "runledger"."job_queue"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "runledger"."job_replays" ADD CONSTRAINT "job_replays_replay_job_id_fkey" FOREIGN KEY ("replay_job_id") REFERENCES "runledger"."job_queue"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+-- job_events has no foreign key to job_queue on purpose: the per-row RI check
+-- doubled the cost of every enqueue, claim and completion, each of which
+-- writes events. Events are written only in the statement that changes their
+-- job; deleting jobs deletes their events here, once per statement.
+CREATE FUNCTION "runledger"."delete_job_events"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM "runledger"."job_events" e USING deleted_jobs d WHERE e."job_id" = d."id";
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER "job_queue_delete_events" AFTER DELETE ON "runledger"."job_queue"
+    REFERENCING OLD TABLE AS deleted_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION "runledger"."delete_job_events"();
