@@ -10,8 +10,8 @@
  *   clock, and a LEASED event (plus a RUNNING event with `markRunning`, which
  *   folds the RUNNING transition into the claim so it costs no commit).
  * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
- *   in the same statement (a data-modifying CTE, the same UPDATE as
- *   `markWorkflowStepsRunning` in src/workflow/job-hooks.ts); direct jobs pay
+ *   in the same statement (a data-modifying CTE: the step -> RUNNING rule
+ *   written in the header of src/workflow/job-hooks.ts); direct jobs pay
  *   nothing for it.
  * - One statement in all, so on a root client it is sent as one autocommit
  *   statement (`withStatement`), and joins a caller's transaction otherwise.
@@ -117,7 +117,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
           ) e
          ORDER BY e.n, e.phase
       ),
-      -- The workflow hook (job-hooks.ts markWorkflowStepsRunning): steps of claimed workflow jobs become RUNNING.
+      -- The workflow hook (see src/workflow/job-hooks.ts): steps of claimed workflow jobs become RUNNING.
       steps AS (
         UPDATE runledger.workflow_steps ws
            SET status = 'RUNNING',

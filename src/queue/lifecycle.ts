@@ -80,7 +80,7 @@ export function leaseMismatch(lease: ParsedJobLease, operation: string): Conflic
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
   const eventId = newId();
-  // One statement: the step -> RUNNING hook (job-hooks.ts markWorkflowStepsRunning) is the `steps` CTE,
+  // One statement: the step -> RUNNING hook (the rule in job-hooks.ts's header) is the `steps` CTE,
   // which reads the updated job through an InitPlan, so the job row is locked before any step row.
   await withStatement(db, 'mark job running', async (client) => {
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
