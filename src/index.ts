@@ -21,6 +21,7 @@ export {
 
 export type { Db, Tx, PrismaClientLike, PrismaTransactionLike } from './client/types.js';
 export { isTransactionClient } from './client/types.js';
+export { preparedStatementName } from './client/connect.js';
 export {
   withTransaction,
   ensureReadCommitted,
