@@ -1,6 +1,6 @@
 /**
  * runledger through its own worker runtime (`createWorker` from src/worker):
- * batch claims of up to `batchSize` free slots, LISTEN wake-up, batched
+ * batch claims of up to `batchSize` (free slots plus a local buffer), LISTEN wake-up, batched
  * completions. Enqueue is the same as the loop variant. The reaper is off
  * (nothing expires in these runs); logging is silent.
  */
@@ -31,7 +31,7 @@ export const runledgerWorkerSystem: BenchSystem = {
   label: 'runledger createWorker',
 
   describe(config) {
-    return `createWorker(concurrency ${config.concurrency}, batchSize min(${config.claimBatch}, concurrency)), LISTEN + poll, reaper off`;
+    return `createWorker(concurrency ${config.concurrency}, batchSize ${config.claimBatch}: claims up to it, buffers claimed jobs), LISTEN + poll, reaper off`;
   },
 
   install: runledgerSystem.install,

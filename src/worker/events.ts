@@ -22,16 +22,18 @@ export type WorkerOperation = 'claim' | 'heartbeat' | 'complete' | 'fail' | 'rel
 
 export interface WorkerStats {
   /**
-   * Jobs this worker holds: leased and not yet recorded, or handlers still
-   * settling. At most 2 x `concurrency` (running handlers plus successes
-   * waiting for their batched commit); running handlers never exceed `concurrency`.
+   * Jobs this worker holds: leased and not yet recorded (buffered, running,
+   * or being released), or handlers still settling. At most
+   * 2 x `concurrency` + `batchSize` (running handlers, successes waiting for
+   * their batched commit, claimed jobs buffered for a slot); running handlers
+   * never exceed `concurrency`.
    */
   inFlight: number;
   claimed: number;
   succeeded: number;
   /** Failures recorded (retry scheduled or dead-lettered), timeouts included. */
   failed: number;
-  /** Leases given back unrun at shutdown (the attempt is not used up). */
+  /** Leases given back unrun (the attempt is not used up): at shutdown, or a buffered job that waited too long for a slot. */
   released: number;
   /** Jobs whose lease was found gone: nothing of theirs was recorded by this worker. */
   leaseLost: number;
@@ -53,7 +55,7 @@ export interface WorkerEvents {
     nextRunAt: Date | null;
     durationMs: number;
   };
-  /** The lease was given back at shutdown: the job is PENDING again, its attempt not used up. */
+  /** The lease was given back (`reason`: `job.worker_shutdown`, or `job.buffer_expired` for a buffered job that waited too long): the job is PENDING again, its attempt not used up. */
   'job:released': { job: JobInfo; reason: string };
   /** The lease fence refused this worker: another attempt owns the job now; nothing was recorded. */
   'job:lease_lost': { job: JobInfo; during: 'heartbeat' | 'save' | 'complete' | 'fail' | 'release' };

@@ -30,6 +30,7 @@ export {
   JOB_OUTPUT_INVALID,
   JOB_TIMEOUT,
   JOB_WORKER_SHUTDOWN,
+  JOB_BUFFER_EXPIRED,
   type RetryableErrorOptions,
   type TerminalErrorOptions,
   type JobAbortReason,

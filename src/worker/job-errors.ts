@@ -22,6 +22,8 @@ export const JOB_PAYLOAD_INVALID = 'job.payload_invalid';
 export const JOB_OUTPUT_INVALID = 'job.output_invalid';
 export const JOB_TIMEOUT = 'job.timeout';
 export const JOB_WORKER_SHUTDOWN = 'job.worker_shutdown';
+/** Release reason of a claimed job that waited in the worker's buffer too long to be started safely under its lease. */
+export const JOB_BUFFER_EXPIRED = 'job.buffer_expired';
 
 const MAX_CODE_LENGTH = 200;
 

@@ -7,6 +7,7 @@
  *   RUNNING --timeoutSeconds elapse-------> TIMEOUT   (abort signal; failJob job.timeout, retryable)
  *   RUNNING --heartbeat/save fenced out---> LEASE LOST (abort signal; nothing recorded)
  *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; failJob job.worker_shutdown, retryable)
+ *   (never started) --releaseUnstarted--> RELEASED (releaseJob: a buffered job given back unrun)
  *
  * Invariants:
  * - Exactly one outcome is taken, synchronously, by whichever of these comes
@@ -15,6 +16,10 @@
  *   also completed.
  * - Heartbeats (every `heartbeatIntervalMs`, one at a time) stop when the
  *   outcome is taken: after that the lease is recorded, released or gone.
+ *   The first one is due `heartbeatIntervalMs` after the claim (`claimedAt`),
+ *   not after the start, so time a job waited in the worker's buffer is not
+ *   added to its lease's exposure. The timeout clock and `durationMs` start
+ *   at `start()`.
  * - `recorded` resolves once the outcome is committed (or known lost);
  *   `settled` once the handler has returned or thrown; `slotFree` once the
  *   handler has settled and the outcome is either recorded or a success
@@ -63,7 +68,7 @@ export interface JobExecutionDeps {
   stats: Omit<WorkerStats, 'inFlight'>;
 }
 
-type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown';
+type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown' | 'released unstarted';
 
 export class JobExecution {
   readonly info: JobInfo;
@@ -76,7 +81,7 @@ export class JobExecution {
 
   private readonly controller = new AbortController();
   private readonly logger: WorkerLogger;
-  private readonly startedAt = Date.now();
+  private startedAt = Date.now();
   private outcome: Outcome | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
@@ -88,6 +93,8 @@ export class JobExecution {
     private readonly job: ClaimedJob,
     private readonly definition: AnyJobDefinition,
     private readonly deps: JobExecutionDeps,
+    /** When the claim was sent (`Date.now()`): the lease is at least this old. */
+    private readonly claimedAt: number = Date.now(),
   ) {
     this.info = {
       jobId: job.jobId,
@@ -112,11 +119,25 @@ export class JobExecution {
 
   /** Starts the timers and the handler; returns at once. */
   start(): void {
+    this.startedAt = Date.now();
     this.deps.events.emit('job:start', { job: this.info });
     const timeoutMs = Math.min(this.job.timeoutSeconds * 1000, MAX_TIMER_MS);
     this.timeoutTimer = setTimeout(() => this.onTimeout(), timeoutMs);
-    this.scheduleHeartbeat();
+    this.scheduleHeartbeat(Math.max(0, this.deps.heartbeatIntervalMs - (this.startedAt - this.claimedAt)));
     void this.run();
+  }
+
+  /**
+   * Gives back a job that was never started (it waited in the worker's
+   * buffer): its lease is released (PENDING again at once, the attempt not
+   * used up) and counted in `released`. Resolves when that is recorded.
+   */
+  async releaseUnstarted(reason: string): Promise<void> {
+    if (this.take('released unstarted')) {
+      this.markSettled();
+      await this.recordRelease(reason);
+    }
+    await this.recorded;
   }
 
   /**
@@ -196,8 +217,8 @@ export class JobExecution {
     void this.recordFailure({ code: JOB_TIMEOUT, message: reason.message, retryable: true }, reason);
   }
 
-  private scheduleHeartbeat(): void {
-    this.heartbeatTimer = setTimeout(() => void this.heartbeat(), this.deps.heartbeatIntervalMs);
+  private scheduleHeartbeat(delayMs = this.deps.heartbeatIntervalMs): void {
+    this.heartbeatTimer = setTimeout(() => void this.heartbeat(), delayMs);
   }
 
   private async heartbeat(): Promise<void> {

@@ -34,7 +34,11 @@ export interface WorkerOptions {
   handlers: readonly AnyJobDefinition[];
   /** Most jobs in flight at once. Default 10. */
   concurrency?: number;
-  /** Most jobs one claim leases (never more than the free slots). Default: `concurrency`. */
+  /**
+   * Most jobs one claim leases, and most claimed jobs waiting in the
+   * worker's local buffer for a handler slot (see worker.ts). Default:
+   * 2 x `concurrency` (at most the claim limit, 1000).
+   */
   batchSize?: number;
   /** Lease length, renewed by heartbeats. Default 60. */
   leaseSeconds?: number;
@@ -79,6 +83,8 @@ export const DEFAULT_REAPER_INTERVAL_MS = 15_000;
 export const DEFAULT_REAPER_LIMIT = 100;
 export const DEFAULT_HEARTBEAT_FRACTION = 1 / 3;
 export const DEFAULT_COMPLETION_BATCH_MS = 2;
+/** Default `batchSize` per unit of `concurrency`: one claim fills the free slots and the buffer. */
+export const DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT = 2;
 const MAX_CONCURRENCY = 1_000;
 
 const rootClientShape = z.custom<PrismaClientLike>(
@@ -133,7 +139,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     listenConnectionString: o.listen ? (o.listenConnectionString ?? o.connectionString) : undefined,
     registry: buildHandlerRegistry(o.handlers, WORKER_INVALID_OPTIONS),
     concurrency: o.concurrency,
-    batchSize: Math.min(o.batchSize ?? o.concurrency, o.concurrency, MAX_CLAIM_BATCH),
+    batchSize: Math.min(o.batchSize ?? o.concurrency * DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT, MAX_CLAIM_BATCH),
     leaseSeconds: o.leaseSeconds,
     pollIntervalMs: o.pollIntervalMs,
     workerId: o.workerId ?? defaultWorkerId(),

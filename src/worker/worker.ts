@@ -14,10 +14,15 @@
  * only on the event loop thread, so the flag checks below and the wait that
  * follows them cannot interleave with a wake-up):
  *
- *   IDLE --wantClaim && free slots--> CLAIMING    (wantClaim starts set: the first claim is at once)
- *   CLAIMING --got n == limit--> wantClaim stays set: claim again while slots are free
- *   CLAIMING --got n <  limit--> IDLE, wantClaim cleared (the queue has nothing more for us now)
- *   CLAIMING --error--> BACKOFF (exponential, capped) --> CLAIMING
+ *   IDLE --wantClaim && limit > 0 && buffer at most half full && < 2 claims in flight
+ *        && not backing off--> CLAIMING       (wantClaim starts set: the first claim is at once)
+ *   A claim is sent without awaiting it (at most MAX_CLAIMS_IN_FLIGHT = 2 at
+ *   once, so the next batch is on its way while one is being claimed); the
+ *   jobs a claim in flight may bring count as buffered when the next sizes itself.
+ *   CLAIMING --got n == limit--> wantClaim set: claim again while slots and buffer have room
+ *   CLAIMING --got n <  limit--> wantClaim cleared (the queue has nothing more for us now)
+ *   CLAIMING --error--> BACKOFF (exponential, capped; no claim until it passes) --> CLAIMING
+ *   Either way the claimed jobs go into the buffer and `pump` starts them.
  *   IDLE waits for one of:
  *     NOTIFY for a registered type    -> wantClaim
  *     the poll timer (pollIntervalMs) -> wantClaim
@@ -30,17 +35,43 @@
  *   After a wake-up other than the timer the loop yields one macrotask, so the
  *   jobs of one completion batch all free their slots before the next claim
  *   sizes itself (one claim of N, not N claims of one).
- *     stop()                          -> leaves the loop
- *   limit = min(batchSize, free handler slots, free lease slots):
- *   - handler slots (`concurrency`): a job holds one from claim until its
- *     handler has settled and its outcome is recorded or its success queued
- *     on the completion batcher (job-execution.ts `slotFree`). So at most
- *     `concurrency` handlers run at once, and the next claim overlaps the
+ *     stop()                          -> leaves the loop (after the claims in flight return)
+ *   limit = min(batchSize, free handler slots + batchSize - buffered, free lease slots):
+ *   - the local buffer (like graphile-worker's `localQueue`): claimed jobs
+ *     go into a FIFO buffer and start as handler slots free (`pump`), so a
+ *     slot that frees takes the next job at once instead of waiting for a
+ *     claim round trip. The buffer holds at most `batchSize` jobs beyond the
+ *     free slots; the loop refills it only once it is at most half full, so
+ *     claims stay large. `batchSize` defaults to 2 x `concurrency`.
+ *   - handler slots (`concurrency`): a job holds one from `start()` (it
+ *     leaves the buffer) until its handler has settled and its outcome is
+ *     recorded or its success queued on the completion batcher
+ *     (job-execution.ts `slotFree`). So at most `concurrency` handlers run at
+ *     once, however many jobs are buffered, and the next claim overlaps the
  *     commit of the previous batch's successes instead of waiting for it.
- *   - lease slots (`2 x concurrency`): a job holds one from claim until its
- *     outcome is recorded and its handler has settled; this bounds the leases
- *     the worker holds (running jobs plus successes waiting for their commit)
- *     and is what `stats().inFlight` counts and shutdown waits for.
+ *   - lease slots (`2 x concurrency + batchSize`): a job holds one from
+ *     claim until its outcome is recorded and its handler has settled (or,
+ *     for a buffered job, until its release is recorded); this bounds the
+ *     leases the worker holds (buffered jobs, running jobs and successes
+ *     waiting for their commit) and is what `stats().inFlight` counts.
+ *
+ * Buffered jobs and their leases. A buffered job's lease runs from its
+ * claim, and nothing heartbeats it until it starts. Choice: a job may wait
+ * in the buffer at most `heartbeatIntervalMs` (leaseSeconds x
+ * heartbeatFraction, default 1/3 of the lease) since its claim was sent;
+ * one older than that is released unrun (`releaseJob`, reason
+ * `job.buffer_expired`, counted in `released`, PENDING again at once with
+ * its attempt not used up) instead of started, by `pump` or by a timer set
+ * for the oldest buffered job, whichever comes first, and the worker then
+ * claims only for free handler slots (no prefetch) for one such interval, so
+ * long handlers do not make it claim and release the same jobs over and
+ * over. A started job's first heartbeat is due `heartbeatIntervalMs` after
+ * its claim (not after its start), so a buffered job's lease is renewed on
+ * the same schedule as a job started at once. The timeout clock
+ * (`timeoutSeconds`) and `durationMs` start when the handler starts. The
+ * claim writes the RUNNING event and `started_at` (`markRunning`), so for a
+ * buffered job they precede the handler's start by its wait in the buffer
+ * (milliseconds when slots keep up; at most `heartbeatIntervalMs`).
  *
  * Why polling stays the correctness path and LISTEN is only an accelerator:
  * a NOTIFY reaches only sessions listening when the enqueue commits (one sent
@@ -51,7 +82,10 @@
  * `pollIntervalMs`, and the claim statement, not the notification, decides
  * what runs. A lost notification costs at most one poll interval of latency.
  *
- * Shutdown (`stop({ drainMs })`): claiming stops at once; running handlers
+ * Shutdown (`stop({ drainMs })`): claiming stops at once; buffered jobs are
+ * released at once (`job.worker_shutdown`, counted in `released`; so are the
+ * jobs of a claim that returns after stop() was called), before running handlers are
+ * drained; running handlers
  * get `drainMs` to finish; then every job whose outcome is still open has its
  * signal aborted ('shutdown') and its lease released as a retryable failure
  * (`job.worker_shutdown`) rather than left to expire; pending successes are
@@ -67,6 +101,7 @@ import { claimJobs, type ClaimedJob } from '../queue/claim.js';
 import { parseInput } from '../validation/parse.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { WorkerEventEmitter, type WorkerEventListener, type WorkerEventName, type WorkerStats } from './events.js';
+import { JOB_BUFFER_EXPIRED, JOB_WORKER_SHUTDOWN } from './job-errors.js';
 import { JobExecution } from './job-execution.js';
 import { JobAvailableListener } from './listener.js';
 import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
@@ -99,8 +134,17 @@ const stopOptionsSchema = z.strictObject({
   drainMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2_147_483_647).optional(),
 });
 
-/** Leases a worker may hold per unit of concurrency: running jobs plus successes waiting for their commit. */
+/** Leases a worker may hold per unit of concurrency (running jobs plus successes waiting for their commit), on top of `batchSize` buffered ones. */
 const LEASE_SLOTS_PER_HANDLER_SLOT = 2;
+
+interface BufferedJob {
+  job: ClaimedJob;
+  /** `Date.now()` when the claim was sent: the lease is at least this old. */
+  claimedAt: number;
+}
+
+/** Claims sent before the first of them has returned: the next batch is on its way while one is claimed. */
+const MAX_CLAIMS_IN_FLIGHT = 2;
 
 /** Claim failures back off from this, doubling, up to the poll interval (at least 1 s, at most 30 s). */
 const CLAIM_BACKOFF_BASE_MS = 100;
@@ -138,9 +182,15 @@ class RunledgerWorker implements Worker {
   private readonly batcher: CompletionBatcher;
   private readonly jobTypes: string[];
   private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
-  /** Jobs holding a lease slot: claimed, and not yet both recorded and settled. */
+  /** Jobs holding a lease slot outside the buffer: started (or being released), and not yet both recorded and settled. */
   private readonly active = new Set<JobExecution>();
-  /** Jobs holding a handler slot: claimed, and not yet `slotFree`. */
+  /** Claimed jobs not started yet, oldest first; each holds a lease slot. */
+  private readonly buffer: BufferedJob[] = [];
+  private bufferTimer: NodeJS.Timeout | undefined;
+  private bufferTimerFor: BufferedJob | undefined;
+  /** Until then (a buffered job expired), claims are sized to the free handler slots only. */
+  private prefetchPausedUntil = 0;
+  /** Jobs holding a handler slot: started, and not yet `slotFree`. */
   private handlerSlotsUsed = 0;
   private readonly wakeup = new Wakeup();
   private readonly stopController = new AbortController();
@@ -149,6 +199,11 @@ class RunledgerWorker implements Worker {
   private loop: Promise<void> | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
+  /** Claims in flight (at most MAX_CLAIMS_IN_FLIGHT), and the jobs they may bring. */
+  private readonly claims = new Set<Promise<void>>();
+  private claimReserved = 0;
+  private claimFailures = 0;
+  private claimBackoffUntil = 0;
   /** Something suggests runnable jobs exist: a notification, the poll timer, a full last batch. */
   private wantClaim = true;
   private idleReported = false;
@@ -164,7 +219,7 @@ class RunledgerWorker implements Worker {
       this.ownedClient = createPrismaClient(options.connectionString!);
       this.db = this.ownedClient;
     }
-    this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, options.concurrency);
+    this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, Math.max(options.concurrency, options.batchSize));
   }
 
   get state(): WorkerState {
@@ -172,7 +227,7 @@ class RunledgerWorker implements Worker {
   }
 
   stats(): WorkerStats {
-    return { inFlight: this.active.size, ...this.counters };
+    return { inFlight: this.active.size + this.buffer.length, ...this.counters };
   }
 
   on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker {
@@ -244,63 +299,152 @@ class RunledgerWorker implements Worker {
   }
 
   private async claimLoop(): Promise<void> {
-    const { db, options } = this;
-    const backoffCapMs = Math.min(30_000, Math.max(1_000, options.pollIntervalMs));
-    let claimFailures = 0;
+    const { options } = this;
+    const leaseCap = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.batchSize;
     while (!this.stopController.signal.aborted) {
-      const free = Math.min(options.concurrency - this.handlerSlotsUsed, options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT - this.active.size);
-      if (this.wantClaim && free > 0) {
+      const now = Date.now();
+      const buffered = this.buffer.length;
+      // Jobs the claims in flight may still bring count as buffered.
+      const pipeline = buffered + this.claimReserved;
+      const prefetch = now >= this.prefetchPausedUntil ? options.batchSize : 0;
+      const limit = Math.min(
+        options.batchSize,
+        options.concurrency - this.handlerSlotsUsed + prefetch - pipeline,
+        leaseCap - this.active.size - pipeline,
+      );
+      if (this.wantClaim && limit > 0 && buffered * 2 <= options.batchSize && this.claims.size < MAX_CLAIMS_IN_FLIGHT && now >= this.claimBackoffUntil) {
         this.wantClaim = false;
-        const limit = Math.min(options.batchSize, free);
-        let jobs: ClaimedJob[];
-        try {
-          jobs = await claimJobs(db, { workerId: this.workerId, jobTypes: this.jobTypes, limit, leaseSeconds: options.leaseSeconds, markRunning: true });
-          claimFailures = 0;
-        } catch (error) {
-          claimFailures += 1;
-          this.wantClaim = true;
-          options.logger.warn('claiming jobs failed; backing off', { error, failures: claimFailures });
-          this.events.emit('worker:error', { error, operation: 'claim' });
-          await sleep(backoffMs(claimFailures, CLAIM_BACKOFF_BASE_MS, backoffCapMs), this.stopController.signal);
-          continue;
-        }
-        this.counters.claimed += jobs.length;
-        if (jobs.length === limit) this.wantClaim = true;
-        if (jobs.length > 0) {
-          this.idleReported = false;
-          options.logger.debug('claimed jobs', { count: jobs.length, limit });
-        }
-        for (const job of jobs) this.launch(job);
+        const claim = this.claim(limit);
+        this.claims.add(claim);
+        void claim.then(() => this.claims.delete(claim));
         continue;
       }
-      if (this.active.size === 0 && !this.wantClaim && !this.idleReported) {
+      if (this.active.size === 0 && buffered === 0 && this.claims.size === 0 && !this.wantClaim && !this.idleReported) {
         this.idleReported = true;
         this.events.emit('worker:idle', { workerId: this.workerId });
       }
-      if ((await this.wakeup.wait(options.pollIntervalMs)) === 'timeout') {
+      const backoffLeft = this.claimBackoffUntil - now;
+      const waitMs = backoffLeft > 0 ? Math.min(options.pollIntervalMs, backoffLeft) : options.pollIntervalMs;
+      if ((await this.wakeup.wait(waitMs)) === 'timeout') {
         this.wantClaim = true;
       } else {
         // Let the rest of a completed batch free its slots first, so the next claim is one batch, not many of one.
         await new Promise((resolve) => setImmediate(resolve));
       }
     }
+    await Promise.all(this.claims);
   }
 
-  private launch(job: ClaimedJob): void {
+  /** One claim of up to `limit` jobs into the buffer; never rejects (a failure backs the loop off). */
+  private async claim(limit: number): Promise<void> {
+    const { options } = this;
+    this.claimReserved += limit;
+    const claimedAt = Date.now();
+    try {
+      const jobs = await claimJobs(this.db, { workerId: this.workerId, jobTypes: this.jobTypes, limit, leaseSeconds: options.leaseSeconds, markRunning: true });
+      this.claimFailures = 0;
+      this.counters.claimed += jobs.length;
+      if (jobs.length === limit) this.wantClaim = true;
+      if (jobs.length > 0) {
+        this.idleReported = false;
+        options.logger.debug('claimed jobs', { count: jobs.length, limit });
+      }
+      for (const job of jobs) this.buffer.push({ job, claimedAt });
+    } catch (error) {
+      this.claimFailures += 1;
+      this.wantClaim = true;
+      const backoffCapMs = Math.min(30_000, Math.max(1_000, options.pollIntervalMs));
+      this.claimBackoffUntil = Date.now() + backoffMs(this.claimFailures, CLAIM_BACKOFF_BASE_MS, backoffCapMs);
+      options.logger.warn('claiming jobs failed; backing off', { error, failures: this.claimFailures });
+      this.events.emit('worker:error', { error, operation: 'claim' });
+    } finally {
+      this.claimReserved -= limit;
+    }
+    this.pump();
+    this.wakeup.signal();
+  }
+
+  /**
+   * Moves buffered jobs into free handler slots, oldest first; releases
+   * instead those that waited too long (see the module comment), and all of
+   * them once stop() was called. Synchronous: runs on every slot free and
+   * after every claim.
+   */
+  private pump(): void {
+    const { concurrency, heartbeatIntervalMs } = this.options;
+    if (this.stopController.signal.aborted) {
+      this.releaseBuffered(this.buffer.length, JOB_WORKER_SHUTDOWN);
+      return;
+    }
+    this.releaseExpired();
+    while (this.handlerSlotsUsed < concurrency && this.buffer.length > 0) {
+      const { job, claimedAt } = this.buffer.shift()!;
+      this.launch(job, claimedAt);
+    }
+    // One timer, for the oldest buffered job's expiry (re-armed only when the oldest changes).
+    const oldest = this.buffer[0];
+    if (oldest === this.bufferTimerFor) return;
+    clearTimeout(this.bufferTimer);
+    this.bufferTimer = undefined;
+    this.bufferTimerFor = oldest;
+    if (oldest) {
+      this.bufferTimer = setTimeout(() => {
+        this.bufferTimer = undefined;
+        this.bufferTimerFor = undefined;
+        this.pump();
+      }, Math.max(0, oldest.claimedAt + heartbeatIntervalMs - Date.now()) + 1);
+    }
+  }
+
+  /** Releases the buffered jobs that waited `heartbeatIntervalMs` or more, and pauses prefetching when there were any. */
+  private releaseExpired(): void {
+    const { heartbeatIntervalMs, logger } = this.options;
+    const now = Date.now();
+    let expired = 0;
+    while (expired < this.buffer.length && now - this.buffer[expired]!.claimedAt >= heartbeatIntervalMs) expired += 1;
+    if (expired === 0) return;
+    logger.warn('buffered jobs waited too long for a handler slot; releasing their leases unrun', { count: expired, maxWaitMs: heartbeatIntervalMs });
+    this.prefetchPausedUntil = now + heartbeatIntervalMs;
+    this.releaseBuffered(expired, JOB_BUFFER_EXPIRED);
+  }
+
+  /** Releases the `count` oldest buffered jobs; each holds its lease slot (in `active`) until its release is recorded. */
+  private releaseBuffered(count: number, reason: string): void {
+    for (const { job, claimedAt } of this.buffer.splice(0, count)) {
+      const execution = this.newExecution(job, claimedAt);
+      this.active.add(execution);
+      void execution.releaseUnstarted(reason).then(() => {
+        this.active.delete(execution);
+        this.wakeup.signal();
+      });
+    }
+  }
+
+  private newExecution(job: ClaimedJob, claimedAt: number): JobExecution {
     // The claim filters on the registered types, so the definition exists.
-    const execution = new JobExecution(job, this.options.registry.get(job.jobType)!, {
-      db: this.db,
-      leaseSeconds: this.options.leaseSeconds,
-      heartbeatIntervalMs: this.options.heartbeatIntervalMs,
-      logger: this.options.logger,
-      events: this.events,
-      batcher: this.batcher,
-      stats: this.counters,
-    });
+    return new JobExecution(
+      job,
+      this.options.registry.get(job.jobType)!,
+      {
+        db: this.db,
+        leaseSeconds: this.options.leaseSeconds,
+        heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+        logger: this.options.logger,
+        events: this.events,
+        batcher: this.batcher,
+        stats: this.counters,
+      },
+      claimedAt,
+    );
+  }
+
+  private launch(job: ClaimedJob, claimedAt: number): void {
+    const execution = this.newExecution(job, claimedAt);
     this.active.add(execution);
     this.handlerSlotsUsed += 1;
     void execution.slotFree.then(() => {
       this.handlerSlotsUsed -= 1;
+      this.pump();
       this.wakeup.signal();
     });
     void Promise.all([execution.recorded, execution.settled]).then(() => {
@@ -324,6 +468,8 @@ class RunledgerWorker implements Worker {
     // Claiming stops now, synchronously; a start() in progress sees it and starts no loop.
     this.currentState = 'stopping';
     this.stopController.abort();
+    // Buffered jobs go back at once (pump releases everything once stopped), before running handlers are drained.
+    this.pump();
     this.wakeup.signal();
     await this.startPromise;
     logger.info('worker stopping', { workerId: this.workerId, inFlight: this.active.size, drainMs });
@@ -338,6 +484,7 @@ class RunledgerWorker implements Worker {
     }
     await this.batcher.flush();
     await Promise.all([...this.active].map((execution) => execution.recorded));
+    clearTimeout(this.bufferTimer);
 
     await this.closeConnections();
     this.currentState = 'stopped';
