@@ -57,10 +57,11 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
     await lockRunJobRows(tx, runId);
     await lockRunStepRows(tx, runId);
 
-    // The run may have finished while we waited for the locks.
-    const current = await tx.$queryRaw<{ status: WorkflowRun['status'] }[]>`SELECT status FROM runledger.workflow_runs WHERE id = ${runId}::uuid`;
-    const status = current[0]?.status;
-    if (status === 'SUCCEEDED' || status === 'COMPLETED_WITH_ERRORS') throw alreadyFinished(runId, status);
+    // The run may have finished, or been canceled by a concurrent call, while we waited for the locks.
+    const current = (await tx.$queryRaw<WorkflowRunRow[]>`SELECT * FROM runledger.workflow_runs WHERE id = ${runId}::uuid`)[0];
+    if (!current) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
+    if (current.status === 'CANCELED') return toWorkflowRun(current);
+    if (current.status === 'SUCCEEDED' || current.status === 'COMPLETED_WITH_ERRORS') throw alreadyFinished(runId, current.status);
 
     const steps = await tx.$queryRaw<{ job_id: string | null }[]>`
       UPDATE runledger.workflow_steps

@@ -15,7 +15,7 @@ import {
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
-import { claimAll, listenForRunTerminal, runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
+import { barrier, claimAll, listenForRunTerminal, runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 let listener: Awaited<ReturnType<typeof listenForRunTerminal>>;
@@ -71,6 +71,19 @@ describe('cancelWorkflowRun', () => {
     // Idempotent on an already canceled run; notified exactly once.
     const again = await cancelWorkflowRun(db.prisma, { workflowRunId, scope: globalScope, reason: 'again' });
     expect(again).toMatchObject({ status: 'CANCELED', statusReason: 'customer request' });
+    await listener.flush();
+    expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'CANCELED' }]);
+  });
+
+  it('answers two concurrent cancellations with one canceled run and one notification', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('cancel-twice').job('a', 'twice.a', {}).external('b').build());
+    const clients = [db.newClient({ max: 1 }), db.newClient({ max: 1 })];
+    const start = barrier(2);
+    const runs = await Promise.all(
+      clients.map((client, i) => (async () => (await start(), cancelWorkflowRun(client, { workflowRunId, scope: globalScope, reason: `caller ${i}` })))()),
+    );
+    expect(runs.map((run) => run.status)).toEqual(['CANCELED', 'CANCELED']);
+    expect(runs[0]!.statusReason).toBe(runs[1]!.statusReason);
     await listener.flush();
     expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'CANCELED' }]);
   });
