@@ -161,6 +161,37 @@ describe('workflow concurrency', () => {
     expect(row).toEqual({ open_steps: 0, open_jobs: 0 });
   }
 
+  it('answers duplicate concurrent external completions with one transition and one release', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('dup-external').external('approve').job('ship', 'dup.ship', {}).afterSuccess('ship', ['approve']).build());
+    const start = barrier(10);
+    const input = { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
+    const outcomes = await Promise.all(
+      clients.slice(0, 10).map((client) => settle((async () => (await start(), completeExternalWorkflowStep(client, input)))())),
+    );
+    expect(outcomes).toEqual(Array(10).fill('ok'));
+    const steps = await stepsByKey(db.prisma, workflowRunId);
+    expect(steps.approve).toMatchObject({ status: 'SUCCEEDED', output: { by: 'ana' } });
+    expect(steps.ship).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
+    const [jobs] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_queue WHERE job_type = 'dup.ship'`;
+    expect(jobs!.n).toBe(1);
+  });
+
+  it('lets exactly one of two conflicting concurrent external completions win', async () => {
+    for (let round = 0; round < 10; round += 1) {
+      const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('conflict-external').external('approve').build());
+      const start = barrier(2);
+      const base = { workflowRunId, stepKey: 'approve', scope: globalScope };
+      const outcomes = await Promise.all([
+        settle((async () => (await start(), completeExternalWorkflowStep(clients[0]!, { ...base, outcome: { status: 'succeeded' } })))()),
+        settle((async () => (await start(), completeExternalWorkflowStep(clients[1]!, { ...base, outcome: { status: 'failed' } })))()),
+      ]);
+      expect(outcomes.filter((o) => o === 'ok')).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'workflow.external_step_conflicting_completion_retry')).toHaveLength(1);
+      const status = (await stepsByKey(db.prisma, workflowRunId)).approve!.status;
+      expect(status).toBe(outcomes[0] === 'ok' ? 'SUCCEEDED' : 'FAILED');
+    }
+  });
+
   it('fails closed on a cross-run edge: workflow.internal_state, nothing changed, no notification', async () => {
     const listener = await listenForRunTerminal(db.url);
     try {
