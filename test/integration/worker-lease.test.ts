@@ -30,10 +30,17 @@ afterEach(async () => {
 });
 
 /** Another worker takes the job over: the lease expires, the reaper returns the job, an intruder claims it. */
+/**
+ * Expires, reaps and re-claims the job for 'intruder' in ONE transaction: the
+ * worker under test polls (and claims ahead into its buffer), so it must never
+ * see the job PENDING in between.
+ */
 async function stealLease(jobId: string, jobType: string): Promise<ClaimedJob> {
-  await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
-  expect((await reapExpiredLeases(db.prisma, { limit: 10 })).retried).toEqual([jobId]);
-  const [claimed] = await claimJobs(db.prisma, { workerId: 'intruder', jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
+  const claimed = await db.prisma.$transaction(async (tx) => {
+    await tx.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    expect((await reapExpiredLeases(tx, { limit: 10 })).retried).toEqual([jobId]);
+    return (await claimJobs(tx, { workerId: 'intruder', jobTypes: [jobType], limit: 1, leaseSeconds: 60 }))[0];
+  });
   expect(claimed).toMatchObject({ jobId, attempt: 2, workerId: 'intruder' });
   return claimed!;
 }
