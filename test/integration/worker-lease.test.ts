@@ -1,37 +1,24 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { claimJobs, completeJobSuccess, enqueueJob, getJob, globalScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
 import {
-  createWorker,
   defineJob,
   JobAbortedError,
   RetryableError,
-  silentLogger,
   type JobContext,
   type Worker,
-  type WorkerOptions,
 } from '../../src/worker/index.js';
 import { latch, nextEvent, recordingLogger } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
+import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
 
-const workers: Worker[] = [];
+const startWorker = useWorkers(db);
 
-async function startWorker(options: Partial<WorkerOptions> & Pick<WorkerOptions, 'handlers'>): Promise<Worker> {
-  const worker = createWorker({ db: db.prisma, logger: silentLogger, reaper: false, listen: false, pollIntervalMs: 50, ...options });
-  workers.push(worker);
-  await worker.start();
-  return worker;
-}
-
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop({ drainMs: 0 })));
-});
-
-/** Another worker takes the job over: the lease expires, the reaper returns the job, an intruder claims it. */
 /**
- * Expires, reaps and re-claims the job for 'intruder' in ONE transaction: the
+ * Another worker takes the job over: the lease expires, the reaper returns the
+ * job, an intruder claims it. Expires, reaps and re-claims the job for 'intruder' in ONE transaction: the
  * worker under test polls (and claims ahead into its buffer), so it must never
  * see the job PENDING in between.
  */

@@ -1,39 +1,22 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { enqueueJob, getJob, globalScope } from '../../src/index.js';
 import {
-  createWorker,
   defineJob,
   JobAbortedError,
   RetryableError,
-  silentLogger,
   TerminalError,
   type Worker,
-  type WorkerOptions,
 } from '../../src/worker/index.js';
 import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
+import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
 
-const workers: Worker[] = [];
+const startWorker = useWorkers(db);
 
-async function startWorker(options: Partial<WorkerOptions> & Pick<WorkerOptions, 'handlers'>): Promise<Worker> {
-  const worker = createWorker({ db: db.prisma, logger: silentLogger, reaper: false, listen: false, pollIntervalMs: 50, ...options });
-  workers.push(worker);
-  await worker.start();
-  return worker;
-}
-
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop({ drainMs: 0 })));
-});
-
-/**
- * A job's event types, sorted by name: event ids are generated before their
- * statement runs, so a claim that started before the enqueue committed can
- * hold smaller ids than the ENQUEUED event; the multiset is what is asserted.
- */
+/** A job's event types, sorted by name: these tests assert which events exist, not their order. */
 async function eventTypes(jobId: string): Promise<string[]> {
   const rows = await db.prisma.$queryRaw<{ event_type: string }[]>`
     SELECT event_type::text FROM runledger.job_events WHERE job_id = ${jobId}::uuid`;
