@@ -26,7 +26,10 @@ export function organizationScope(organizationId: string): Scope {
 
 /**
  * SQL parameters for the exact-scope predicate, used as
- * `(${p.all} OR organization_id IS NOT DISTINCT FROM ${p.organizationId}::uuid)`.
+ * `(${p.all} OR organization_id IS NOT DISTINCT FROM ${p.organizationId}::uuid)`
+ * on lookups by id, and on lists, where an index on organization_id must stay
+ * usable (IS NOT DISTINCT FROM cannot use one), as
+ * `(${p.all} OR (${p.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${p.organizationId}::uuid)`.
  */
 export function scopeParams(scope: Scope): { all: boolean; organizationId: string | null } {
   switch (scope.kind) {

@@ -86,7 +86,7 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
     tx.$queryRaw<(WorkflowRunRow & { cursor_micros: string })[]>`
       SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_micros
         FROM runledger.workflow_runs
-       WHERE (${s.all} OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+       WHERE (${s.all} OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))
          AND (${afterMicros ?? null}::bigint IS NULL
@@ -108,7 +108,7 @@ export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Prom
   const rows = await withTransaction(db, 'count workflow runs', async ({ tx }) =>
     tx.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.workflow_runs
-       WHERE (${s.all} OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+       WHERE (${s.all} OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))`,
   );
