@@ -17,6 +17,19 @@ export interface JobInfo {
   workerId: string;
 }
 
+/** The identity fields of a claimed job, as events and the handler context carry them. */
+export function jobInfo(job: JobInfo): JobInfo {
+  return {
+    jobId: job.jobId,
+    jobType: job.jobType,
+    runNumber: job.runNumber,
+    attempt: job.attempt,
+    maxAttempts: job.maxAttempts,
+    organizationId: job.organizationId,
+    workerId: job.workerId,
+  };
+}
+
 /** Where the worker met an error it handled (logged, retried or left to the lease). */
 export type WorkerOperation = 'claim' | 'heartbeat' | 'complete' | 'fail' | 'release' | 'reap' | 'listen';
 

@@ -4,6 +4,7 @@
  * Both writes are heartbeats fenced to this attempt's lease: once the lease is
  * gone they throw `job.lease_owner_mismatch` and change nothing.
  */
+import { jobInfo } from './events.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { WorkerLogger } from './logger.js';
@@ -51,13 +52,7 @@ export function createJobContext(
   let progress = job.progress;
   let checkpoint = job.checkpoint;
   return Object.freeze({
-    jobId: job.jobId,
-    jobType: job.jobType,
-    runNumber: job.runNumber,
-    attempt: job.attempt,
-    maxAttempts: job.maxAttempts,
-    organizationId: job.organizationId,
-    workerId: job.workerId,
+    ...jobInfo(job),
     workflowManaged: job.workflowManaged,
     get progress() {
       return progress;

@@ -40,7 +40,7 @@ import { releaseJob } from '../queue/release.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
-import type { JobInfo, WorkerEventEmitter, WorkerEvents, WorkerStats } from './events.js';
+import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type SaveFields } from './job-context.js';
 import {
   JOB_OUTPUT_INVALID,
@@ -96,15 +96,7 @@ export class JobExecution {
     /** When the claim was sent (`Date.now()`): the lease is at least this old. */
     private readonly claimedAt: number = Date.now(),
   ) {
-    this.info = {
-      jobId: job.jobId,
-      jobType: job.jobType,
-      runNumber: job.runNumber,
-      attempt: job.attempt,
-      maxAttempts: job.maxAttempts,
-      organizationId: job.organizationId,
-      workerId: job.workerId,
-    };
+    this.info = jobInfo(job);
     this.logger = withLogFields(deps.logger, { jobId: job.jobId, jobType: job.jobType, attempt: job.attempt });
     this.recorded = new Promise((resolve) => (this.markRecorded = resolve));
     this.settled = new Promise((resolve) => (this.markSettled = resolve));

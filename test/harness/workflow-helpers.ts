@@ -1,5 +1,6 @@
 /** Helpers for workflow tests: drive jobs through the real queue, observe notifications. */
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { claimJobs, completeJobSuccess, failJob, globalScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/db/constants.js';
 
@@ -58,5 +59,22 @@ export function barrier(parties: number): () => Promise<void> {
     arrived += 1;
     if (arrived === parties) release();
     await gate;
+  };
+}
+
+/** A run-terminal listener for the whole test file, opened before and closed after its tests. */
+export function useRunTerminalListener(url: () => string): { readonly current: Awaited<ReturnType<typeof listenForRunTerminal>> } {
+  let listener: Awaited<ReturnType<typeof listenForRunTerminal>> | undefined;
+  beforeAll(async () => {
+    listener = await listenForRunTerminal(url());
+  });
+  afterAll(async () => {
+    await listener?.close();
+  });
+  return {
+    get current() {
+      if (!listener) throw new Error('the listener is ready only inside tests');
+      return listener;
+    },
   };
 }

@@ -1,5 +1,5 @@
 /** Run cancellation: what it cancels, what it keeps, idempotency, notification. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   cancelWorkflowRun,
   claimJobs,
@@ -15,16 +15,10 @@ import {
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
-import { barrier, claimAll, listenForRunTerminal, runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
+import { barrier, claimAll, useRunTerminalListener, runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
-let listener: Awaited<ReturnType<typeof listenForRunTerminal>>;
-beforeAll(async () => {
-  listener = await listenForRunTerminal(db.url);
-});
-afterAll(async () => {
-  await listener.close();
-});
+const terminal = useRunTerminalListener(() => db.url);
 
 describe('cancelWorkflowRun', () => {
   it('cancels every non-terminal step and its job, keeps finished steps, and notifies once', async () => {
@@ -71,8 +65,8 @@ describe('cancelWorkflowRun', () => {
     // Idempotent on an already canceled run; notified exactly once.
     const again = await cancelWorkflowRun(db.prisma, { workflowRunId, scope: globalScope, reason: 'again' });
     expect(again).toMatchObject({ status: 'CANCELED', statusReason: 'customer request' });
-    await listener.flush();
-    expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'CANCELED' }]);
+    await terminal.current.flush();
+    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'CANCELED' }]);
   });
 
   it('answers two concurrent cancellations with one canceled run and one notification', async () => {
@@ -84,8 +78,8 @@ describe('cancelWorkflowRun', () => {
     );
     expect(runs.map((run) => run.status)).toEqual(['CANCELED', 'CANCELED']);
     expect(runs[0]!.statusReason).toBe(runs[1]!.statusReason);
-    await listener.flush();
-    expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'CANCELED' }]);
+    await terminal.current.flush();
+    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'CANCELED' }]);
   });
 
   it('refuses a finished run and an invisible one', async () => {

@@ -3,7 +3,7 @@
  * vs ON_TERMINAL, the breadth-first cancel cascade, retries, run status and
  * the run-terminal notification.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   claimJobs,
   completeJobSuccess,
@@ -16,16 +16,10 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { claimAll, listenForRunTerminal, runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
+import { claimAll, useRunTerminalListener, runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
-let listener: Awaited<ReturnType<typeof listenForRunTerminal>>;
-beforeAll(async () => {
-  listener = await listenForRunTerminal(db.url);
-});
-afterAll(async () => {
-  await listener.close();
-});
+const terminal = useRunTerminalListener(() => db.url);
 
 describe('workflow execution', () => {
   it('runs a diamond: d only after b and c succeed, result = d output', async () => {
@@ -72,8 +66,8 @@ describe('workflow execution', () => {
     expect(run.finishedAt).toBeInstanceOf(Date);
     steps = await stepsByKey(db.prisma, workflowRunId);
     expect(Object.values(steps).every((s) => s.status === 'SUCCEEDED' && s.dependencyCountPending === 0)).toBe(true);
-    await listener.flush();
-    expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
+    await terminal.current.flush();
+    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
   });
 
   it('cancels ON_SUCCESS dependents of a failed step breadth-first but releases ON_TERMINAL ones', async () => {
@@ -97,8 +91,8 @@ describe('workflow execution', () => {
     expect(steps.report).toMatchObject({ status: 'SUCCEEDED', output: 'ok', dependencyCountUnsatisfied: 0 });
     const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
     expect(run).toMatchObject({ status: 'COMPLETED_WITH_ERRORS', result: null });
-    await listener.flush();
-    expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'COMPLETED_WITH_ERRORS' }]);
+    await terminal.current.flush();
+    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'COMPLETED_WITH_ERRORS' }]);
   });
 
   it('keeps a retried step ENQUEUED with its first start time, and finishes it on the next attempt', async () => {
@@ -142,11 +136,11 @@ describe('workflow execution', () => {
         throw marker;
       }),
     ).rejects.toBe(marker);
-    await listener.flush();
-    expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([]);
+    await terminal.current.flush();
+    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([]);
     expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('RUNNING');
     await completeJobSuccess(db.prisma, job!, { output: 1 });
-    await listener.flush();
-    expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
+    await terminal.current.flush();
+    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
   });
 });
