@@ -21,7 +21,7 @@ import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { ConflictError, InternalError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { ensureReadCommittedForWorkflowJobs, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
 import { toJob, type Job, type JobRow } from './rows.js';
 import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './schemas.js';
 
@@ -38,11 +38,13 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
   const { jobId, scope, reason } = parseInput(cancelJobInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(scope);
   const eventId = newId();
-  return withTransaction(db, 'cancel job', async ({ tx, owned }) => {
-    const locked = await tx.$queryRaw<JobRow[]>`
+  return withTransaction(db, 'cancel job', async (context) => {
+    const { tx } = context;
+    const locked = await tx.$queryRaw<(JobRow & { workflow_step_id: string | null })[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at,
+             workflow_step_id
         FROM runledger.job_queue
        WHERE id = ${jobId}::uuid
          AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
@@ -54,12 +56,17 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
         details: { jobId },
       });
     }
+    const { workflow_step_id: workflowStepId, ...currentJob } = current;
     // Idempotent: an already CANCELED job is returned as it is (the row lock makes this read final).
-    if (current.status === 'CANCELED') return toJob(current);
+    if (current.status === 'CANCELED') return toJob(currentJob);
     if (current.status === 'SUCCEEDED' || current.status === 'DEAD_LETTERED') {
       throw new ConflictError('job.not_cancelable', `A ${current.status} job cannot be canceled.`, {
         details: { jobId, status: current.status },
       });
+    }
+    // Before the first write: canceling a workflow job releases its step's dependents (READ COMMITTED only).
+    if (workflowStepId !== null) {
+      await ensureReadCommittedForWorkflowJobs(context, [jobId], 'workflow.terminal_completion_unsupported_isolation', 'Workflow job cancellation');
     }
     const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean })[]>`
       WITH canceled AS (
@@ -72,7 +79,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
                   jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key, jq.progress, jq.checkpoint, jq.output,
                   jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
                   jq.finished_at,
-                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
@@ -88,7 +95,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
       });
     }
     if (row.workflow_managed) {
-      await processWorkflowJobTerminals(tx, [{ jobId, status: 'CANCELED', statusReason: reason ?? DEFAULT_CANCEL_REASON }], { transactionOwned: owned });
+      await processWorkflowJobTerminals(tx, [{ jobId, status: 'CANCELED', statusReason: reason ?? DEFAULT_CANCEL_REASON }]);
     }
     const { workflow_managed: _managed, ...job } = row;
     return toJob(job);

@@ -95,7 +95,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
          WHERE jq.id = c.id
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
-                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
@@ -124,7 +124,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
                started_at = COALESCE(ws.started_at, now()),
                output = NULL,
                updated_at = now()
-         WHERE ws.job_id = ANY(ARRAY(SELECT id FROM claimed WHERE workflow_managed))
+         WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM claimed WHERE workflow_step_id IS NOT NULL))
            AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,

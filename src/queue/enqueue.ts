@@ -66,6 +66,8 @@ export interface InsertJobRow {
   enqueueRequest: JsonValue | null;
   /** Payload of the ENQUEUED event (the workflow engine records run and step here). */
   eventPayload: JsonValue | null;
+  /** The workflow step this job executes (set once, here); absent for a direct job. */
+  workflowStepId?: string | null;
 }
 
 /**
@@ -93,18 +95,20 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[]): Promi
           ${rows.map((r) => r.idempotencyKey)}::text[],
           ${rows.map((r) => jsonParam(r.enqueueRequest))}::jsonb[],
           ${rows.map((r) => jsonParam(r.eventPayload))}::jsonb[],
-          ${eventIds}::uuid[]
+          ${eventIds}::uuid[],
+          ${rows.map((r) => r.workflowStepId ?? null)}::uuid[]
         ) WITH ORDINALITY AS i(id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
-                               next_run_at, delay_ms, idempotency_key, enqueue_request, event_payload, event_id, ord)
+                               next_run_at, delay_ms, idempotency_key, enqueue_request, event_payload, event_id,
+                               workflow_step_id, ord)
     ),
     inserted AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
-              idempotency_key, enqueue_request)
+              idempotency_key, enqueue_request, workflow_step_id)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
              CASE WHEN delay_ms IS NOT NULL THEN now() + delay_ms * interval '1 millisecond'
                   ELSE COALESCE(next_run_at, now()) END,
-             idempotency_key, enqueue_request
+             idempotency_key, enqueue_request, workflow_step_id
         FROM input
        ORDER BY ord
       ON CONFLICT (job_type, COALESCE(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)

@@ -34,7 +34,7 @@ import { newId, newIds } from '../db/ids.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
 import { retryDelayMs } from './retry-policy.js';
 import { jsonParam, type JobLease } from './rows.js';
 import {
@@ -52,7 +52,10 @@ import {
 } from './schemas.js';
 
 /** The lease fields the fence reads; a ClaimedJob or JobLease fits. */
-export type LeaseIdentity = Pick<JobLease, 'jobId' | 'runNumber' | 'attempt' | 'workerId'>;
+export type LeaseIdentity = Pick<JobLease, 'jobId' | 'runNumber' | 'attempt' | 'workerId'> & {
+  /** Routing hint from the claim (ClaimedJob.workflowManaged); optional, never trusted for correctness. */
+  workflowManaged?: boolean;
+};
 
 export type CompleteJobOutcome =
   | { jobId: string; outcome: 'succeeded'; finishedAt: Date }
@@ -89,8 +92,8 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
            SET started_at = COALESCE(jq.started_at, now()), heartbeat_at = now(), updated_at = now()
          WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
            AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-        RETURNING jq.id, jq.run_number, jq.attempt,
-                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed,
+        RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed,
                   NOT EXISTS (SELECT 1 FROM runledger.job_events e
                                WHERE e.job_id = jq.id AND e.run_number = jq.run_number AND e.attempt = jq.attempt
                                  AND e.event_type = 'RUNNING') AS first_time
@@ -107,7 +110,7 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
                started_at = COALESCE(ws.started_at, now()),
                output = NULL,
                updated_at = now()
-         WHERE ws.job_id = ANY(ARRAY(SELECT id FROM running WHERE workflow_managed))
+         WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM running WHERE workflow_step_id IS NOT NULL))
            AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       SELECT workflow_managed FROM running`;
@@ -156,6 +159,29 @@ export async function completeJobSuccess(
   return { jobId: outcome.jobId, finishedAt: outcome.finishedAt };
 }
 
+/**
+ * Completes a batch (the way a worker batches completions). Each item
+ * succeeds or reports `lease_owner_mismatch` on its own; the others are
+ * unaffected. Outcomes are in input order.
+ *
+ * Round trips, whatever the batch size (see the module comment): a batch of
+ * direct jobs on a root client is one autocommit statement. A batch with
+ * workflow-managed jobs (known from the claim's `workflowManaged` hint, or
+ * left over by the direct statement) is one transaction of a constant number
+ * of statements: jobs, events and steps in one, the runs' release locks in
+ * one, one per cascade depth, two for the run statuses. If that transaction
+ * fails, its error is thrown; `completeJobsSuccessSettled` reports it per
+ * item instead, after giving each item its own transaction so that one run's
+ * trouble does not fail (and re-run) another run's work.
+ */
+export async function completeJobsSuccess(db: Db, items: readonly CompleteJobsItem[]): Promise<CompleteJobOutcome[]> {
+  const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
+  const outcomes = await completeParsed(db, parsed, runOnce, false);
+  const failed = outcomes.find((outcome) => outcome.outcome === 'error');
+  if (failed) throw failed.error;
+  return outcomes as CompleteJobOutcome[];
+}
+
 /** An item's outcome where an error is reported per item (`completeJobsSuccessSettled`). */
 export type SettledCompleteOutcome = CompleteJobOutcome | { jobId: string; outcome: 'error'; error: unknown };
 
@@ -165,32 +191,12 @@ export type StepRunner = <R>(step: () => Promise<R>) => Promise<R>;
 const runOnce: StepRunner = (step) => step();
 
 /**
- * Completes a batch (the way a worker batches completions). Each item
- * succeeds or reports `lease_owner_mismatch` on its own; the others are
- * unaffected. Outcomes are in input order.
- *
- * Round trips: on a root client, direct jobs are completed by one autocommit
- * statement; only workflow-managed jobs and refused leases then go through a
- * transaction (see the module comment). If that transaction fails, its error
- * is thrown, and the direct jobs of the batch stay completed (retrying the
- * call reports them as `lease_owner_mismatch`); `completeJobsSuccessSettled`
- * reports such an error per item instead. On a joined transaction the batch
- * is one statement in it, as before.
- */
-export async function completeJobsSuccess(db: Db, items: readonly CompleteJobsItem[]): Promise<CompleteJobOutcome[]> {
-  const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
-  const outcomes = await completeParsed(db, parsed, runOnce);
-  const failed = outcomes.find((outcome) => outcome.outcome === 'error');
-  if (failed) throw failed.error;
-  return outcomes as CompleteJobOutcome[];
-}
-
-/**
- * Like `completeJobsSuccess`, but never loses an outcome that was committed:
- * a failure of one step is reported as `error` for the items of that step
- * only, and `run` wraps each step (each is a whole statement or a whole
- * transaction, so retrying one is safe). The worker's completion batcher
- * uses it with its transient-failure retry.
+ * Like `completeJobsSuccess`, but never loses an outcome that was committed
+ * and isolates failures: `run` wraps each step (each is a whole statement or a
+ * whole transaction, so retrying one is safe); if the batch's transaction
+ * still fails, each of its items is tried again in a transaction of its own,
+ * and only the items that fail alone are reported as `error`. The worker's
+ * completion batcher uses it with its transient-failure retry.
  */
 export async function completeJobsSuccessSettled(
   db: Db,
@@ -198,7 +204,7 @@ export async function completeJobsSuccessSettled(
   run: StepRunner = runOnce,
 ): Promise<SettledCompleteOutcome[]> {
   const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
-  return completeParsed(db, parsed, run);
+  return completeParsed(db, parsed, run, true);
 }
 
 type ParsedCompleteItem = z.output<typeof completeJobsInputSchema>[number];
@@ -209,15 +215,16 @@ interface CompletedRow {
   attempt: number;
   worker_id: string;
   finished_at: Date;
-  output: JsonValue | null;
-  workflow_managed: boolean;
+  workflow_step_id: string | null;
+  /** Set when the job's step became terminal in this statement. */
+  step_run_id: string | null;
 }
 
 function leaseKey(jobId: string, runNumber: number, attempt: number, workerId: string): string {
   return `${jobId.toLowerCase()}|${runNumber}|${attempt}|${workerId}`;
 }
 
-async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run: StepRunner): Promise<SettledCompleteOutcome[]> {
+async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run: StepRunner, isolate: boolean): Promise<SettledCompleteOutcome[]> {
   if (parsed.length === 0) return [];
   const eventIds = newIds(parsed.length);
   const outcomes: (SettledCompleteOutcome | undefined)[] = new Array(parsed.length);
@@ -230,47 +237,71 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
       return !finishedAt;
     });
   };
+  const fail = (indexes: readonly number[], error: unknown): void => {
+    for (const index of indexes) outcomes[index] = { jobId: parsed[index]!.lease.jobId, outcome: 'error', error };
+  };
   let open = parsed.map((_, index) => index);
-  const failAll = (error: unknown): SettledCompleteOutcome[] =>
-    parsed.map((item) => ({ jobId: item.lease.jobId, outcome: 'error' as const, error }));
 
   let autocommit: boolean;
   try {
     autocommit = await run(() => canAutocommit(db, 'complete jobs'));
   } catch (error) {
-    return failAll(error);
+    fail(open, error);
+    return outcomes as SettledCompleteOutcome[];
   }
-  if (autocommit) {
-    // Fast path: direct jobs only, one autocommit statement, no hooks to call.
+  // Direct jobs only (by the claim's hint): one autocommit statement. A job
+  // the hint got wrong is left untouched by it and goes through the
+  // transaction below, which re-checks everything.
+  if (autocommit && !parsed.some((item) => item.lease.workflowManaged === true)) {
     try {
       const rows = await run(() => withStatement(db, 'complete jobs', (client) => completeStatement(client, parsed, eventIds, true)));
       open = settle(open, rows);
     } catch (error) {
-      return failAll(error);
+      fail(open, error);
+      return outcomes as SettledCompleteOutcome[];
     }
   }
+  const inTransaction = async (indexes: readonly number[]): Promise<CompletedRow[]> => {
+    const subset = indexes.map((index) => parsed[index]!);
+    const subsetEventIds = indexes.map((index) => eventIds[index]!);
+    return run(() =>
+      withTransaction(db, 'complete jobs', async (context) => {
+        await ensureReadCommittedForWorkflowJobs(
+          context,
+          subset.map((item) => item.lease.jobId),
+          'workflow.terminal_completion_unsupported_isolation',
+          'Workflow job completion',
+        );
+        const completed = await completeStatement(context.tx, subset, subsetEventIds, false);
+        await settleTerminalSteps(
+          context.tx,
+          completed.flatMap((row) =>
+            row.step_run_id === null ? [] : [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'SUCCEEDED' as const }],
+          ),
+        );
+        return completed;
+      }),
+    );
+  };
   if (open.length > 0) {
-    const subset = open.map((index) => parsed[index]!);
-    const subsetEventIds = open.map((index) => eventIds[index]!);
     try {
-      const rows = await run(() =>
-        withTransaction(db, 'complete jobs', async ({ tx, owned }) => {
-          const completed = await completeStatement(tx, subset, subsetEventIds, false);
-          const managed = completed.filter((row) => row.workflow_managed);
-          if (managed.length > 0) {
-            await processWorkflowJobTerminals(
-              tx,
-              managed.map((row) => ({ jobId: row.id, status: 'SUCCEEDED' as const, output: row.output })),
-              { transactionOwned: owned },
-            );
-          }
-          return completed;
-        }),
-      );
-      open = settle(open, rows);
+      open = settle(open, await inTransaction(open));
     } catch (error) {
-      for (const index of open) outcomes[index] = { jobId: parsed[index]!.lease.jobId, outcome: 'error', error };
-      open = [];
+      if (!isolate || open.length === 1) {
+        fail(open, error);
+        open = [];
+      } else {
+        // One run's trouble stays in that run: each item alone, so the others commit.
+        const retried: number[] = [];
+        for (const index of open) {
+          try {
+            retried.push(...settle([index], await inTransaction([index])));
+          } catch (itemError) {
+            fail([index], itemError);
+          }
+        }
+        open = retried;
+      }
     }
   }
   for (const index of open) outcomes[index] = { jobId: parsed[index]!.lease.jobId, outcome: 'lease_owner_mismatch' };
@@ -278,9 +309,16 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
 }
 
 /**
- * The completion statement for a set of leases. `directOnly` leaves
- * workflow-managed jobs untouched (not even locked): the fast path, whose
- * result needs no hook.
+ * The completion statement for a set of leases: job rows (locked in id
+ * order, rung 1), their SUCCEEDED events, and the steps of workflow-managed
+ * ones (locked in id order, rung 2a) moved to SUCCEEDED with the output, all
+ * in one statement. A step already terminal (a cancellation got there first)
+ * is left as it is. `directOnly` leaves workflow-managed jobs untouched (not
+ * even locked): the autocommit path, whose result needs no release.
+ *
+ * The fence reads `clock_timestamp()`, the moment the row is written, not
+ * the statement's start: a write that waited for the row past the lease's
+ * expiry is refused.
  */
 async function completeStatement(
   client: Tx,
@@ -297,14 +335,14 @@ async function completeStatement(
                     ${items.map((item) => jsonParam(item.output))}::jsonb[], ${eventIds as string[]}::uuid[])
              AS i(job_id, run_number, attempt, worker_id, output, event_id)
     ),
-    -- Lock the batch's rows in id order before updating, so two overlapping batches cannot deadlock.
+    -- Rung 1: the batch's job rows, in id order, so two overlapping batches cannot deadlock.
     locked AS MATERIALIZED (
       SELECT jq.id
         FROM runledger.job_queue jq
         JOIN input i ON jq.id = i.job_id
        WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-         AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-         AND (NOT ${directOnly}::boolean OR NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id))
+         AND jq.status = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
+         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
        ORDER BY jq.id
          FOR UPDATE OF jq
     ),
@@ -315,15 +353,32 @@ async function completeStatement(
         FROM input i
        WHERE jq.id = i.job_id AND jq.id IN (SELECT id FROM locked)
          AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-         AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, i.event_id,
-                EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+         AND jq.status = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
+      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, i.event_id, jq.workflow_step_id
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
       SELECT event_id, id, 'SUCCEEDED'::runledger.job_event_type, run_number, attempt, NULL FROM done
+    ),
+    -- Rung 2a: the steps of the workflow-managed jobs, in id order.
+    steps_locked AS MATERIALIZED (
+      SELECT ws.id FROM runledger.workflow_steps ws
+       WHERE ws.id IN (SELECT workflow_step_id FROM done WHERE workflow_step_id IS NOT NULL)
+       ORDER BY ws.id
+         FOR UPDATE
+    ),
+    steps AS (
+      UPDATE runledger.workflow_steps ws
+         SET status = 'SUCCEEDED', finished_at = COALESCE(ws.finished_at, now()),
+             status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
+             output = d.output, updated_at = now()
+        FROM done d
+       WHERE ws.id = d.workflow_step_id AND ws.id IN (SELECT id FROM steps_locked)
+         AND ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
+      RETURNING ws.id, ws.workflow_run_id
     )
-    SELECT id, run_number, attempt, worker_id, finished_at, output, workflow_managed FROM done`;
+    SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id
+      FROM done d LEFT JOIN steps s ON s.id = d.workflow_step_id`;
 }
 
 /**
@@ -338,18 +393,17 @@ export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOpti
   const backoffMs = retryDelayMs(l.attempt);
   const eventId = newId();
   const result = (row: FailedRow): FailJobResult => ({ jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null });
-  if (await canAutocommit(db, 'fail job')) {
+  if (l.workflowManaged !== true && (await canAutocommit(db, 'fail job'))) {
     // Fast path: a direct job in one autocommit statement. Nothing matched: workflow-managed or refused, see below.
     const [row] = await withStatement(db, 'fail job', (client) => failStatement(client, l, o, backoffMs, eventId, true));
     if (row) return result(row);
   }
-  return withTransaction(db, 'fail job', async ({ tx, owned }) => {
-    const [row] = await failStatement(tx, l, o, backoffMs, eventId, false);
+  return withTransaction(db, 'fail job', async (context) => {
+    await ensureReadCommittedForWorkflowJobs(context, [l.jobId], 'workflow.terminal_completion_unsupported_isolation', 'Workflow job failure');
+    const [row] = await failStatement(context.tx, l, o, backoffMs, eventId, false);
     if (!row) throw leaseMismatch(l, 'fail job');
-    if (row.workflow_managed && row.status === 'PENDING') {
-      await markWorkflowStepsEnqueuedForRetry(tx, [{ jobId: l.jobId, errorCode: o.code, errorMessage: o.message }]);
-    } else if (row.workflow_managed) {
-      await processWorkflowJobTerminals(tx, [{ jobId: l.jobId, status: 'FAILED', errorCode: o.code, errorMessage: o.message }], { transactionOwned: owned });
+    if (row.step_run_id !== null && row.status === 'DEAD_LETTERED') {
+      await settleTerminalSteps(context.tx, [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'FAILED' }]);
     }
     return result(row);
   });
@@ -358,10 +412,18 @@ export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOpti
 interface FailedRow {
   status: 'PENDING' | 'DEAD_LETTERED';
   next_run_at: Date;
-  workflow_managed: boolean;
+  workflow_step_id: string | null;
+  /** Set when the job's step became terminal (FAILED) in this statement. */
+  step_run_id: string | null;
 }
 
-/** The failure statement; `directOnly` leaves workflow-managed jobs untouched (the fast path). */
+/**
+ * The failure statement: the job row (fenced at `clock_timestamp()`), its
+ * event, and for a workflow-managed job its step (rung 2a): back to ENQUEUED
+ * with the error when a retry is scheduled, FAILED when dead-lettered (a step
+ * already terminal stays). `directOnly` leaves workflow-managed jobs
+ * untouched (the fast path).
+ */
 async function failStatement(
   client: Tx,
   l: ParsedJobLease,
@@ -382,10 +444,21 @@ async function failStatement(
              lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
              last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now()
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-         AND (NOT ${directOnly}::boolean OR NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id))
-      RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts,
-                EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
+         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
+      RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts, jq.workflow_step_id
+    ),
+    steps AS (
+      UPDATE runledger.workflow_steps ws
+         SET status = CASE WHEN f.status = 'PENDING' THEN 'ENQUEUED' ELSE 'FAILED' END::runledger.workflow_step_status,
+             finished_at = CASE WHEN f.status = 'PENDING' THEN NULL ELSE COALESCE(ws.finished_at, now()) END,
+             status_reason = CASE WHEN f.status = 'PENDING' THEN 'job.retry_scheduled' ELSE NULL END,
+             last_error_code = ${o.code}, last_error_message = ${o.message},
+             output = NULL, updated_at = now()
+        FROM failed f
+       WHERE ws.id = f.workflow_step_id
+         AND (CASE WHEN f.status = 'PENDING' THEN ws.status = 'RUNNING' ELSE ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED') END)
+      RETURNING ws.id, ws.workflow_run_id, ws.status
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
@@ -402,5 +475,7 @@ async function failStatement(
              END
         FROM failed
     )
-    SELECT status, next_run_at, workflow_managed FROM failed`;
+    SELECT f.status, f.next_run_at, f.workflow_step_id,
+           CASE WHEN s.status = 'FAILED' THEN s.workflow_run_id END AS step_run_id
+      FROM failed f LEFT JOIN steps s ON s.id = f.workflow_step_id`;
 }

@@ -11,7 +11,7 @@
  * step rows in the workflow hooks.
  */
 import type { Db } from '../client/types.js';
-import { withTransaction } from '../client/transaction.js';
+import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newIds } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
@@ -36,7 +36,10 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
   const { limit } = parseInput(reapExpiredLeasesInputSchema, input, JOB_INVALID_INPUT);
   // All LEASE_EXPIRED ids precede all DEAD_LETTERED ids, so a job's events sort as they happened.
   const eventIds = newIds(limit * 2);
-  return withTransaction(db, 'reap expired leases', async ({ tx, owned }) => {
+  return withTransaction(db, 'reap expired leases', async (context) => {
+    // Before the first write: dead-lettering a workflow job releases steps, which needs READ COMMITTED.
+    await ensureReadCommitted(context, 'job.reap_unsupported_isolation', 'Reaping expired leases');
+    const { tx } = context;
     const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean }[]>`
       WITH expired AS (
         SELECT id, lease_owner, lease_expires_at
@@ -59,7 +62,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
          WHERE jq.id = e.id AND jq.status = 'LEASED'
         RETURNING jq.id, jq.status, jq.job_type, jq.run_number, jq.attempt, e.lease_owner AS expired_owner,
                   e.lease_expires_at AS expired_at,
-                  EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       numbered AS (
         SELECT reaped.*, row_number() OVER (ORDER BY expired_at, id)::int AS n FROM reaped
@@ -102,7 +105,6 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
       await processWorkflowJobTerminals(
         tx,
         managedDead.map((row) => ({ jobId: row.id, status: 'FAILED' as const, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE })),
-        { transactionOwned: owned },
       );
     }
     return { retried: retried.map((row) => row.id), deadLettered: deadLettered.map((row) => row.id) };

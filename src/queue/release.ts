@@ -54,9 +54,9 @@ async function releaseStatement(
              lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, updated_at = now()
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
          AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-         AND (NOT ${directOnly}::boolean OR NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id))
+         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
       RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt,
-                EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+                jq.workflow_step_id IS NOT NULL AS workflow_managed
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)

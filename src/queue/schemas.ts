@@ -53,6 +53,13 @@ export const jobLeaseSchema = z.object({
   runNumber: positiveInt,
   attempt: positiveInt,
   workerId,
+  /**
+   * Routing hint (a ClaimedJob carries it): whether the job backs a workflow
+   * step. Lets a completion skip the direct-jobs-only autocommit statement
+   * when it would match nothing; never trusted for correctness (the SQL reads
+   * `workflow_step_id` itself).
+   */
+  workflowManaged: z.boolean().optional(),
 });
 export type ParsedJobLease = z.output<typeof jobLeaseSchema>;
 

@@ -155,7 +155,7 @@ async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promi
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
        AND jq.status = 'SUCCEEDED'::runledger.job_status
        AND jq.run_number = ${request.expectedRunNumber}::int
-       AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id)
+       AND jq.workflow_step_id IS NULL
        FOR NO KEY UPDATE OF jq`;
   return rows[0];
 }
@@ -168,7 +168,7 @@ async function readSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<Sourc
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
            jq.created_at, jq.updated_at, jq.started_at, jq.finished_at,
-           EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+           jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;

@@ -113,7 +113,7 @@ async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
        AND jq.status = ${request.expectedStatus}::runledger.job_status
        AND jq.run_number = ${request.expectedRunNumber}::int
-       AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id)
+       AND jq.workflow_step_id IS NULL
        FOR UPDATE OF jq`;
   return rows[0];
 }
@@ -125,7 +125,7 @@ async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
            jq.created_at, jq.updated_at, jq.started_at, jq.finished_at,
-           EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed
+           jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;

@@ -79,6 +79,7 @@ async function persistRun(tx: Tx, run: ValidatedWorkflowRun): Promise<EnqueueWor
       idempotencyKey: null,
       enqueueRequest: null,
       eventPayload: { workflowRunId: runId, stepId: id, stepKey: step.key },
+      workflowStepId: id,
     });
   }
   await insertJobsTx(tx, jobs);

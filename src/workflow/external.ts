@@ -18,8 +18,8 @@ import { jsonParam } from '../queue/rows.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonValue, nonBlank, uuid, type JsonValue } from '../validation/primitives.js';
 import { lockRunStepRows, releaseConflict, tryLockRunReleaseShared } from './locking.js';
-import { resolveTerminalStepQueue } from './release.js';
-import { recomputeWorkflowRunStatus } from './run-status.js';
+import { releaseDependents } from './release.js';
+import { recomputeWorkflowRunStatuses } from './run-status.js';
 import { isTerminalStepStatus, toWorkflowStep, type WorkflowStep, type WorkflowStepRow } from './rows.js';
 
 const optionalText = z.string().max(10_000).nullish();
@@ -127,8 +127,8 @@ export async function completeExternalWorkflowStep(db: Db, input: CompleteExtern
              updated_at = now()
        WHERE id = ${step.id}::uuid
       RETURNING *`;
-    await resolveTerminalStepQueue(tx, lock, step.id, status);
-    await recomputeWorkflowRunStatus(tx, step.workflowRunId);
+    await releaseDependents(tx, lock, [{ stepId: step.id, workflowRunId: step.workflowRunId, status }]);
+    await recomputeWorkflowRunStatuses(tx, [step.workflowRunId]);
     return toWorkflowStep(updated[0]!);
   });
 }

@@ -4,9 +4,11 @@
  *   claim / mark running   -> step RUNNING
  *   retry scheduled        -> step back to ENQUEUED (keeps started_at)
  *   succeeded / dead-lettered / canceled -> step terminal + dependency release
- * The queue learns which jobs are workflow-managed from its own UPDATE's
- * RETURNING (`EXISTS (SELECT 1 FROM workflow_steps WHERE job_id = ...)`), and
- * calls these only for those, so direct jobs pay no extra round trip.
+ * The queue learns which jobs are workflow-managed from the job row itself
+ * (`workflow_step_id`, set at insert, never changed), and calls these only
+ * for those, so direct jobs pay no extra round trip. Success and failure fold
+ * the step transition into the job's own statement (src/queue/lifecycle.ts)
+ * and call `settleTerminalSteps` for the release.
  *
  * Step -> RUNNING has no function here: it is one UPDATE that the claim
  * (src/queue/claim.ts) and mark-running (src/queue/lifecycle.ts) statements
@@ -14,27 +16,18 @@
  * autocommit round trip on a root client). The rule, kept identical in both:
  *   UPDATE runledger.workflow_steps SET status = 'RUNNING',
  *          started_at = COALESCE(started_at, now()), output = NULL, updated_at = now()
- *    WHERE job_id = ANY(<the jobs the statement claimed / marked, workflow-managed ones>)
+ *    WHERE id = ANY(<the workflow_step_id of the jobs the statement claimed / marked>)
  *      AND status IN ('ENQUEUED', 'RUNNING')
  * (a step a concurrent cancellation or terminal transition moved on stays).
  *
  * Lock order: the queue already holds the job rows (FOR UPDATE or UPDATE);
  * these then lock step rows. See src/workflow/locking.ts for the protocol.
  */
-import { ensureReadCommitted } from '../client/transaction.js';
+import type { TransactionContext } from '../client/transaction.js';
 import type { Tx } from '../client/types.js';
-import type { JsonValue } from '../validation/primitives.js';
-import { processWorkflowStepTerminalByJobId } from './terminal.js';
+import { ValidationError } from '../errors/runledger-error.js';
 
-export interface WorkflowJobTerminalTransition {
-  jobId: string;
-  status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
-  statusReason?: string | null;
-  errorCode?: string | null;
-  errorMessage?: string | null;
-  /** Kept only when status is SUCCEEDED. */
-  output?: JsonValue | null;
-}
+export { processWorkflowJobTerminals, settleTerminalSteps, type WorkflowJobTerminalTransition } from './terminal.js';
 
 /**
  * A retry was scheduled: the steps go back to ENQUEUED, keeping started_at as
@@ -62,24 +55,28 @@ export async function markWorkflowStepsEnqueuedForRetry(
 }
 
 /**
- * Terminal transitions of workflow jobs, each with its release cascade, in the
- * caller's transaction. Jobs are processed in id order so that two batches
- * touching the same runs take step locks in the same order.
+ * The isolation precondition of a job transition that may release workflow
+ * steps, checked BEFORE its first write (a caller that catches the error and
+ * commits must have changed nothing). A transaction runledger owns is READ
+ * COMMITTED by construction: no round trip. On a joined transaction one
+ * statement reads the isolation level and whether any of `jobIds` backs a
+ * workflow step; direct jobs do not need READ COMMITTED for this, so a batch
+ * of direct jobs is never refused.
  */
-export async function processWorkflowJobTerminals(
-  tx: Tx,
-  transitions: readonly WorkflowJobTerminalTransition[],
-  options: { transactionOwned?: boolean } = {},
+export async function ensureReadCommittedForWorkflowJobs(
+  context: TransactionContext,
+  jobIds: readonly string[],
+  code: string,
+  operationLabel: string,
 ): Promise<void> {
-  if (transitions.length === 0) return;
-  // Release relies on READ COMMITTED; a joined transaction is checked once per batch.
-  await ensureReadCommitted(
-    { tx, owned: options.transactionOwned ?? false },
-    'workflow.terminal_completion_unsupported_isolation',
-    'Workflow job completion',
-  );
-  const ordered = [...transitions].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
-  for (const transition of ordered) {
-    await processWorkflowStepTerminalByJobId(tx, transition);
-  }
+  if (context.owned || jobIds.length === 0) return;
+  const rows = await context.tx.$queryRaw<{ level: string; managed: boolean }[]>`
+    SELECT current_setting('transaction_isolation') AS level,
+           EXISTS (SELECT 1 FROM runledger.job_queue WHERE id = ANY(${[...jobIds]}::uuid[]) AND workflow_step_id IS NOT NULL) AS managed`;
+  const row = rows[0];
+  if (!row || !row.managed || row.level === 'read committed' || row.level === 'read uncommitted') return;
+  throw new ValidationError(code, 'transaction.isolationLevel', `${operationLabel} requires a READ COMMITTED transaction.`, {
+    internalMessage: `${operationLabel}: caller transaction isolation is ${row.level}`,
+    details: { isolationLevel: row.level },
+  });
 }

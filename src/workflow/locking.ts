@@ -1,37 +1,62 @@
 /**
  * The workflow lock protocol, written once.
  *
- * Locks, always taken in this order within a transaction:
- *   1. job_queue rows            (FOR UPDATE / UPDATE; several rows: ORDER BY id)
- *   2. workflow_steps rows       (FOR UPDATE; several rows: ORDER BY id)
- *   3. the run's release advisory lock (transaction-scoped; shared or exclusive)
- *   4. the workflow_runs row     (FOR UPDATE, last: status recompute)
+ * Lock classes, always taken in this order within a transaction, and within a
+ * class in one global order across everything the transaction touches (a
+ * worker's completion batch spans many runs: it takes each class for the
+ * WHOLE batch before the next class, never run by run):
+ *   1. job_queue rows            (FOR UPDATE / UPDATE; ORDER BY id)
+ *   2. workflow_steps rows       (FOR UPDATE; ORDER BY id)
+ *        2a. the steps of the batch's own jobs (or, for run-level operations,
+ *            all of the run's steps);
+ *   3. the runs' release advisory locks (transaction-scoped; shared or
+ *      exclusive; several runs: ORDER BY run id)
+ *        2b. then, per cascade depth, the dependents of that depth's newly
+ *            terminal steps (FOR UPDATE, ORDER BY id, all runs of the batch
+ *            in one statement);
+ *   4. the workflow_runs rows    (FOR UPDATE, ORDER BY id; last: status recompute)
  *
  * Who takes what:
- *   - Job-backed terminal completion (success, dead-letter, cancel of a job):
- *     job row -> its step row -> release lock SHARED, blocking but bounded
+ *   - Job-backed terminal completion of a batch (success, dead-letter, cancel
+ *     of a job, reaped lease): all job rows (1) -> their step rows (2a) ->
+ *     every affected run's release lock SHARED, blocking but bounded
  *     (RELEASE_LOCK_WAIT_MS, below PostgreSQL's 1 s deadlock_timeout so the
- *     bound fires before the deadlock detector) -> dependents' step rows in id
- *     order -> run row. A timeout becomes `workflow.release_conflict`.
- *   - External completion: all of the run's step rows in id order -> release
- *     lock SHARED by try-lock only (never waits: cancellation may hold the
- *     exclusive form while waiting for these step rows) -> run row.
- *   - Run cancellation: the run's job rows in id order -> release lock
+ *     bound fires before the deadlock detector) -> dependents (2b) depth by
+ *     depth -> run rows (4). A timeout becomes `workflow.release_conflict`.
+ *   - External completion: all of the run's step rows in id order (2a) ->
+ *     release lock SHARED by try-lock only (never waits: cancellation may hold
+ *     the exclusive form while waiting for these step rows) -> dependents (2b)
+ *     -> run row (4).
+ *   - Run cancellation: the run's job rows in id order (1) -> release lock
  *     EXCLUSIVE (waits for in-flight releases to finish; none can start after)
  *     -> job rows again (jobs released while it waited) -> all step rows in id
  *     order -> run row.
- *   - Claim / retry of a workflow job: job row -> step row (no release lock:
- *     they release nothing).
+ *   - Claim / retry / release of a workflow job: job rows -> step rows (no
+ *     release lock: they release nothing).
  *
- * Why it cannot deadlock: every path climbs the same ladder. The one exception
- * is cancellation re-locking job rows (1) after taking the exclusive lock (3):
- * a job-backed completion may hold such a row and wait for the shared lock.
- * That completion's wait is bounded and turns into `workflow.release_conflict`
- * (it rolls back, the job stays leased and is retried or reaped), so the cycle
- * always breaks on the completion's side, never by a deadlock error.
+ * Why it cannot deadlock. Two transactions can only wait on each other in a
+ * cycle if one holds a lock of a class (or an id within a class) that comes
+ * later than one it waits for. Every path above climbs the same ladder, and
+ * within one class takes its rows in id order in one statement, for its whole
+ * batch. The exceptions, each bounded:
+ *   - Cancellation re-locks job rows (1) after taking the exclusive lock (3):
+ *     a job-backed completion may hold such a row and wait for the shared
+ *     lock. That wait is bounded and turns into `workflow.release_conflict` (it
+ *     rolls back, the job stays leased and is retried), so the cycle always
+ *     breaks on the completion's side, never by a deadlock error.
+ *   - Dependents are locked depth by depth (2b): a step canceled at depth k
+ *     has its own dependents locked at depth k + 1, after depth k's rows. A
+ *     concurrent batch B can hold one of those (d, a dependent of a step B
+ *     completes) while waiting, in its own depth-1 statement, for a row after
+ *     d in id order that we locked at depth k. So from depth 2 on the wait is
+ *     bounded (RELEASE_LOCK_WAIT_MS) and becomes `workflow.release_conflict`:
+ *     we roll back, B proceeds, we are retried. Depth 1 waits unbounded.
  * Shared holders never block each other: concurrent completions in one run
- * release in parallel, serialised only by the dependent step rows they share
- * (locked in id order before any counter changes).
+ * release in parallel, serialised only by the dependent step rows they share.
+ * Why the old per-run loop deadlocked: batch A locked run X's dependent then
+ * waited for run Y's while batch B held Y's and waited for X's; taking class
+ * 2b for the whole batch in one id-ordered statement removes that order
+ * inversion.
  */
 import type { Tx } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
@@ -42,58 +67,63 @@ const RELEASE_LOCK_NAMESPACE = 0x52554e4c;
 /** Bound on waiting for the shared release lock; below deadlock_timeout (1 s by default). */
 export const RELEASE_LOCK_WAIT_MS = 500;
 
-/** Proof, for functions that release steps, that the caller holds the run's release lock (shared). */
-export interface ReleaseLockHeld {
-  readonly workflowRunId: string;
+/** Proof, for functions that release steps, that the caller holds these runs' release locks. */
+export interface ReleaseLocksHeld {
+  readonly workflowRunIds: ReadonlySet<string>;
   readonly mode: 'shared' | 'exclusive';
 }
 
-export function releaseConflict(workflowRunId: string, internal: string, cause?: unknown): ConflictError {
+export function releaseConflict(workflowRunId: string, internal: string, cause?: unknown, workflowRunIds?: readonly string[]): ConflictError {
   return new ConflictError('workflow.release_conflict', 'The workflow run is being changed concurrently (for example canceled); retry.', {
     internalMessage: `run ${workflowRunId}: ${internal}`,
-    details: { workflowRunId },
+    details: workflowRunIds && workflowRunIds.length > 1 ? { workflowRunIds: [...workflowRunIds] } : { workflowRunId },
     cause,
   });
 }
 
 /**
- * Blocking shared acquire with a bounded wait. The caller's own lock_timeout is
- * restored afterwards, so a joined transaction keeps its settings.
+ * Blocking shared acquire of several runs' release locks, in run id order,
+ * with a bounded wait, in one statement. The caller's own lock_timeout is
+ * read first and restored after the locks are granted, so a joined
+ * transaction keeps its settings; the nesting fixes the order: `prev` is
+ * materialised before `bounded` sets the bound, every lock is requested
+ * after it (a join needs both sides), and the restore runs on the aggregate
+ * of all grants.
  */
-export async function lockRunReleaseShared(tx: Tx, workflowRunId: string): Promise<ReleaseLockHeld> {
-  // Statement 1 reads the caller's lock_timeout before bounding it (the
-  // MATERIALIZED CTE row exists before the projection calls set_config).
-  const rows = await tx.$queryRaw<{ previous: string }[]>`
-    WITH prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous)
-    SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bounded FROM prev`;
-  const previous = rows[0]?.previous ?? '0';
+export async function lockRunsReleaseShared(tx: Tx, workflowRunIds: Iterable<string>): Promise<ReleaseLocksHeld> {
+  const ids = [...new Set(workflowRunIds)].sort();
+  if (ids.length === 0) return { workflowRunIds: new Set(), mode: 'shared' };
   try {
-    // Statement 2 waits for the lock, then restores the caller's setting; the
-    // OFFSET 0 subquery is evaluated first and is never flattened.
     await tx.$queryRaw`
-      SELECT set_config('lock_timeout', ${previous}, true) AS restored
-        FROM (SELECT pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text))::text AS granted OFFSET 0) locked`;
+      WITH prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous),
+      bounded AS MATERIALIZED (SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bound FROM prev),
+      granted AS MATERIALIZED (
+        SELECT count(pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(r.id::text)) IS NULL) AS n
+          FROM bounded,
+               (SELECT id FROM unnest(${ids}::uuid[]) WITH ORDINALITY AS u(id, ord) ORDER BY ord) r
+      )
+      SELECT set_config('lock_timeout', bounded.previous, true) AS restored FROM bounded, granted`;
   } catch (error) {
     if (databaseErrorInfo(error).sqlState === '55P03') {
-      throw releaseConflict(workflowRunId, `shared release lock not granted within ${RELEASE_LOCK_WAIT_MS} ms`, error);
+      throw releaseConflict(ids.length === 1 ? ids[0]! : `${ids.length} runs`, `shared release lock not granted within ${RELEASE_LOCK_WAIT_MS} ms`, error, ids);
     }
     throw error;
   }
-  return { workflowRunId, mode: 'shared' };
+  return { workflowRunIds: new Set(ids), mode: 'shared' };
 }
 
 /** Shared acquire that never waits: null when cancellation holds the exclusive form. */
-export async function tryLockRunReleaseShared(tx: Tx, workflowRunId: string): Promise<ReleaseLockHeld | null> {
+export async function tryLockRunReleaseShared(tx: Tx, workflowRunId: string): Promise<ReleaseLocksHeld | null> {
   const rows = await tx.$queryRaw<{ granted: boolean }[]>`
     SELECT pg_try_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text)) AS granted`;
-  return rows[0]?.granted ? { workflowRunId, mode: 'shared' } : null;
+  return rows[0]?.granted ? { workflowRunIds: new Set([workflowRunId]), mode: 'shared' } : null;
 }
 
 /** Exclusive acquire for cancellation: waits until in-flight releases commit. */
-export async function lockRunReleaseExclusive(tx: Tx, workflowRunId: string): Promise<ReleaseLockHeld> {
+export async function lockRunReleaseExclusive(tx: Tx, workflowRunId: string): Promise<ReleaseLocksHeld> {
   // $executeRaw: the function returns void, which $queryRaw cannot decode.
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(${RELEASE_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text))`;
-  return { workflowRunId, mode: 'exclusive' };
+  return { workflowRunIds: new Set([workflowRunId]), mode: 'exclusive' };
 }
 
 /** Locks every job row of the run's steps, in id order (rung 1). */

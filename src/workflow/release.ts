@@ -1,170 +1,240 @@
 /**
- * Dependency release: the breadth-first cascade that follows a step becoming
- * terminal (seed `resolve_terminal_step_queue_tx`).
+ * Dependency release: the breadth-first cascade that follows steps becoming
+ * terminal (seed `resolve_terminal_step_queue_tx`), set-based across a whole
+ * batch: one statement per cascade depth, whatever the number of steps, runs
+ * and dependents.
  *
- * For each newly terminal step, in queue order:
- *   1. read its outgoing edges; an edge belonging to another run fails closed
- *      (`workflow.internal_state`) before anything changes;
- *   2. lock the direct dependents FOR UPDATE in id order (intersecting
- *      fan-outs then take shared rows in one order), failing closed when one
- *      lies outside the run;
- *   3. one `unnest` UPDATE: pending - 1, and unsatisfied + 1 for ON_SUCCESS
- *      edges whose prerequisite did not succeed. It runs as a fresh READ
- *      COMMITTED statement after the lock wait, so it sees counters committed
- *      meanwhile;
- *   4. dependents now at pending = 0 and still BLOCKED are released when
- *      unsatisfied = 0 (job steps: their jobs inserted in one statement; all
- *      released steps updated in one statement), else canceled with
- *      `workflow.dependency_unsatisfied` in one statement and queued in turn.
- * Callers hold the run's release lock (shared), proven by `ReleaseLockHeld`.
+ * One level (`releaseLevel`), for a frontier of newly terminal steps of any
+ * number of runs:
+ *   1. read the frontier's outgoing edges; an edge recorded under another run
+ *      than its prerequisite's fails closed (`workflow.internal_state`) before
+ *      anything of the level changes (the schema's (run, step) foreign keys
+ *      already forbid it: this is defence in depth);
+ *   2. lock every direct dependent of the whole frontier FOR UPDATE in id
+ *      order (one global order across runs, so intersecting fan-outs and
+ *      cross-run batches take shared rows in one order); a dependent outside
+ *      its edge's run fails closed the same way;
+ *   3. one UPDATE over the dependents, aggregated per dependent: pending minus
+ *      the number of its frontier prerequisites, unsatisfied plus those of them
+ *      that did not succeed on an ON_SUCCESS edge. READ COMMITTED re-reads a
+ *      row updated concurrently, so the arithmetic applies to the latest
+ *      committed counters. A dependent that reaches pending = 0 while BLOCKED
+ *      moves in the same UPDATE: with unsatisfied = 0 a JOB step becomes
+ *      ENQUEUED with a new job id, an EXTERNAL step WAITING_FOR_EXTERNAL;
+ *      otherwise it is CANCELED with `workflow.dependency_unsatisfied`;
+ *   4. the released job steps' jobs, their ENQUEUED events and the wake-up
+ *      notification are inserted by the same statement.
+ * The steps canceled in 3 are the next level's frontier.
+ *
+ * Callers hold the release lock (shared) of every run in the frontier,
+ * proven by `ReleaseLocksHeld` (see locking.ts for the protocol).
  */
 import type { Tx } from '../client/types.js';
-import { newId } from '../db/ids.js';
+import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { InternalError } from '../errors/runledger-error.js';
-import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
-import type { ReleaseLockHeld } from './locking.js';
-import type { WorkflowDependencyReleaseMode, WorkflowStepRow, WorkflowStepStatus } from './rows.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/schemas.js';
+import { databaseErrorInfo } from '../errors/database-error.js';
+import { RELEASE_LOCK_WAIT_MS, releaseConflict, type ReleaseLocksHeld } from './locking.js';
 
 export const DEPENDENCY_UNSATISFIED = 'workflow.dependency_unsatisfied';
+const DEPENDENCY_UNSATISFIED_MESSAGE = 'Step dependency requirements were not satisfied.';
 
 export function internalState(internalMessage: string): InternalError {
   return new InternalError('workflow.internal_state', 'The workflow run is in an inconsistent state.', { internalMessage });
 }
 
-type UpdatedDependent = Pick<
-  WorkflowStepRow,
-  | 'id'
-  | 'step_key'
-  | 'execution_kind'
-  | 'job_type'
-  | 'organization_id'
-  | 'payload'
-  | 'priority'
-  | 'max_attempts'
-  | 'timeout_seconds'
-  | 'status'
-  | 'dependency_count_pending'
-  | 'dependency_count_unsatisfied'
->;
+/** A step that just became terminal, with its run (the run it must release within). */
+export interface TerminalStep {
+  stepId: string;
+  workflowRunId: string;
+  status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
+}
 
-export async function resolveTerminalStepQueue(
-  tx: Tx,
-  lock: ReleaseLockHeld,
-  initialStepId: string,
-  initialStatus: 'SUCCEEDED' | 'FAILED' | 'CANCELED',
-): Promise<void> {
-  const workflowRunId = lock.workflowRunId;
-  const queue: { stepId: string; status: WorkflowStepStatus }[] = [{ stepId: initialStepId, status: initialStatus }];
+export interface ReleaseSummary {
+  /** Statements sent (one per cascade depth that had edges). */
+  statements: number;
+  released: number;
+  canceled: number;
+}
 
-  for (let head = 0; head < queue.length; head += 1) {
-    const { stepId: prerequisiteId, status: prerequisiteStatus } = queue[head]!;
-    const edges = await tx.$queryRaw<{ workflow_run_id: string; dependent_step_id: string; release_mode: WorkflowDependencyReleaseMode }[]>`
-      SELECT workflow_run_id, dependent_step_id, release_mode
-        FROM runledger.workflow_step_dependencies
-       WHERE prerequisite_step_id = ${prerequisiteId}::uuid
-       ORDER BY dependent_step_id`;
-    if (edges.length === 0) continue;
-    const foreign = edges.find((edge) => edge.workflow_run_id !== workflowRunId);
-    if (foreign) {
-      throw internalState(`dependency edge from step ${prerequisiteId} belongs to run ${foreign.workflow_run_id}, expected ${workflowRunId}`);
+/** Runs the cascade from `initial` to the end: one statement per depth. */
+export async function releaseDependents(tx: Tx, locks: ReleaseLocksHeld, initial: readonly TerminalStep[]): Promise<ReleaseSummary> {
+  const summary: ReleaseSummary = { statements: 0, released: 0, canceled: 0 };
+  let frontier = [...initial];
+  while (frontier.length > 0) {
+    for (const step of frontier) {
+      if (!locks.workflowRunIds.has(step.workflowRunId)) {
+        throw internalState(`release of step ${step.stepId} in run ${step.workflowRunId} without its release lock`);
+      }
     }
-    const dependentIds = edges.map((edge) => edge.dependent_step_id);
-    const unsatisfied = edges.map((edge) => edge.release_mode === 'ON_SUCCESS' && prerequisiteStatus !== 'SUCCEEDED');
-
-    const locked = await tx.$queryRaw<{ id: string }[]>`
-      SELECT id FROM runledger.workflow_steps
-       WHERE id = ANY(${dependentIds}::uuid[]) AND workflow_run_id = ${workflowRunId}::uuid
-       ORDER BY id
-         FOR UPDATE`;
-    if (locked.length !== dependentIds.length) {
-      const lockedIds = new Set(locked.map((row) => row.id));
-      const outside = dependentIds.find((id) => !lockedIds.has(id));
-      throw internalState(`dependency edge from step ${prerequisiteId} references dependent ${outside} outside run ${workflowRunId}`);
-    }
-
-    const updated = await tx.$queryRaw<UpdatedDependent[]>`
-      UPDATE runledger.workflow_steps AS ws
-         SET dependency_count_pending = ws.dependency_count_pending - 1,
-             dependency_count_unsatisfied = ws.dependency_count_unsatisfied + CASE WHEN d.unsatisfied THEN 1 ELSE 0 END,
-             updated_at = now()
-        FROM unnest(${dependentIds}::uuid[], ${unsatisfied}::boolean[]) AS d(step_id, unsatisfied)
-       WHERE ws.id = d.step_id AND ws.workflow_run_id = ${workflowRunId}::uuid
-      RETURNING ws.id, ws.step_key, ws.execution_kind, ws.job_type, ws.organization_id, ws.payload, ws.priority,
-                ws.max_attempts, ws.timeout_seconds, ws.status, ws.dependency_count_pending, ws.dependency_count_unsatisfied`;
-    if (updated.length !== dependentIds.length) {
-      throw internalState(`counter update from step ${prerequisiteId} touched ${updated.length} of ${dependentIds.length} dependents in run ${workflowRunId}`);
-    }
-
-    const ready = updated.filter((row) => row.dependency_count_pending === 0 && row.status === 'BLOCKED').sort((a, b) => (a.id < b.id ? -1 : 1));
-    const toRelease = ready.filter((row) => row.dependency_count_unsatisfied === 0);
-    const toCancel = ready.filter((row) => row.dependency_count_unsatisfied > 0);
-    await releaseSteps(tx, workflowRunId, toRelease);
-    for (const id of await cancelUnsatisfied(tx, workflowRunId, toCancel.map((row) => row.id))) {
-      queue.push({ stepId: id, status: 'CANCELED' });
-    }
+    const level = await releaseLevel(tx, frontier, summary.statements > 0);
+    summary.statements += 1;
+    summary.released += level.released;
+    summary.canceled += level.canceled.length;
+    frontier = level.canceled;
   }
+  return summary;
+}
+
+interface LevelRow {
+  /** Null: the level had no edges (the row only carries the restored setting). */
+  kind: 'canceled' | 'released' | 'foreign_edge' | 'outside_run' | null;
+  step_id: string | null;
+  workflow_run_id: string | null;
+  detail: string | null;
 }
 
 /**
- * Releases BLOCKED steps whose prerequisites are all satisfied: job steps get
- * their job (all inserted by one statement) and become ENQUEUED; external
- * steps become WAITING_FOR_EXTERNAL. One UPDATE for all of them.
+ * One cascade depth. `boundedWait`: from the second depth on, waiting for a
+ * dependent's lock is bounded (RELEASE_LOCK_WAIT_MS) and a timeout becomes
+ * `workflow.release_conflict` (see locking.ts: the one lock wait that could
+ * otherwise close a cycle). The caller's lock_timeout is restored by the same
+ * statement (`restored` is the outer side of the final join, so it is always
+ * evaluated, after `locked` has taken every lock).
  */
-export async function releaseSteps(
-  tx: Tx,
-  workflowRunId: string,
-  steps: readonly Pick<UpdatedDependent, 'id' | 'step_key' | 'execution_kind' | 'job_type' | 'organization_id' | 'payload' | 'priority' | 'max_attempts' | 'timeout_seconds'>[],
-): Promise<void> {
-  if (steps.length === 0) return;
-  const jobs: InsertJobRow[] = [];
-  const jobIdByStep = new Map<string, string>();
-  for (const step of steps) {
-    if (step.execution_kind !== 'JOB') continue;
-    if (step.job_type === null || step.payload === null) throw internalState(`job step ${step.id} has no job type or payload`);
-    const jobId = newId();
-    jobIdByStep.set(step.id, jobId);
-    jobs.push({
-      id: jobId,
-      jobType: step.job_type,
-      organizationId: step.organization_id,
-      payload: step.payload,
-      priority: step.priority ?? 0,
-      maxAttempts: step.max_attempts ?? 5,
-      timeoutSeconds: step.timeout_seconds ?? 300,
-      nextRunAt: null,
-      idempotencyKey: null,
-      enqueueRequest: null,
-      eventPayload: { workflowRunId, stepId: step.id, stepKey: step.step_key },
-    });
+async function releaseLevel(tx: Tx, frontier: readonly TerminalStep[], boundedWait: boolean): Promise<{ canceled: TerminalStep[]; released: number }> {
+  let rows: LevelRow[];
+  try {
+    rows = await releaseLevelStatement(tx, frontier, boundedWait);
+  } catch (error) {
+    if (boundedWait && databaseErrorInfo(error).sqlState === '55P03') {
+      const runIds = [...new Set(frontier.map((step) => step.workflowRunId))];
+      throw releaseConflict(runIds.length === 1 ? runIds[0]! : `${runIds.length} runs`, `cascade dependents not locked within ${RELEASE_LOCK_WAIT_MS} ms`, error, runIds);
+    }
+    throw error;
   }
-  const inserted = await insertJobsTx(tx, jobs);
-  if (inserted.length !== jobs.length) throw internalState(`released ${jobs.length} job steps in run ${workflowRunId} but inserted ${inserted.length} jobs`);
-
-  const stepIds = steps.map((step) => step.id);
-  const jobIds = steps.map((step) => jobIdByStep.get(step.id) ?? null);
-  const released = await tx.$executeRaw`
-    UPDATE runledger.workflow_steps AS ws
-       SET status = CASE WHEN r.job_id IS NULL THEN 'WAITING_FOR_EXTERNAL' ELSE 'ENQUEUED' END::runledger.workflow_step_status,
-           job_id = r.job_id,
-           released_at = now(),
-           updated_at = now()
-      FROM unnest(${stepIds}::uuid[], ${jobIds}::uuid[]) AS r(step_id, job_id)
-     WHERE ws.id = r.step_id AND ws.workflow_run_id = ${workflowRunId}::uuid AND ws.status = 'BLOCKED'`;
-  if (released !== steps.length) throw internalState(`released ${released} of ${steps.length} steps in run ${workflowRunId}`);
+  return interpretLevel(rows);
 }
 
-async function cancelUnsatisfied(tx: Tx, workflowRunId: string, stepIds: readonly string[]): Promise<string[]> {
-  if (stepIds.length === 0) return [];
-  const rows = await tx.$queryRaw<{ id: string }[]>`
-    UPDATE runledger.workflow_steps
-       SET status = 'CANCELED',
-           finished_at = COALESCE(finished_at, now()),
-           status_reason = ${DEPENDENCY_UNSATISFIED},
-           last_error_code = ${DEPENDENCY_UNSATISFIED},
-           last_error_message = 'Step dependency requirements were not satisfied.',
-           output = NULL,
-           updated_at = now()
-     WHERE id = ANY(${stepIds as string[]}::uuid[]) AND workflow_run_id = ${workflowRunId}::uuid AND status = 'BLOCKED'
-    RETURNING id`;
-  return rows.map((row) => row.id).sort();
+async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], boundedWait: boolean): Promise<LevelRow[]> {
+  return tx.$queryRaw<LevelRow[]>`
+    WITH prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous),
+    bound AS MATERIALIZED (
+      SELECT set_config('lock_timeout', CASE WHEN ${boundedWait}::boolean THEN ${`${RELEASE_LOCK_WAIT_MS}ms`} ELSE previous END, true) AS v
+        FROM prev
+    ),
+    frontier AS (
+      SELECT * FROM unnest(${frontier.map((s) => s.stepId)}::uuid[], ${frontier.map((s) => s.workflowRunId)}::uuid[],
+                           ${frontier.map((s) => s.status)}::text[]) AS f(step_id, run_id, status)
+    ),
+    edges AS MATERIALIZED (
+      SELECT e.prerequisite_step_id, e.dependent_step_id, e.workflow_run_id AS edge_run_id, f.run_id,
+             (e.release_mode = 'ON_SUCCESS' AND f.status <> 'SUCCEEDED') AS unsatisfied
+        FROM runledger.workflow_step_dependencies e
+        JOIN frontier f ON f.step_id = e.prerequisite_step_id
+    ),
+    foreign_edge AS MATERIALIZED (
+      SELECT prerequisite_step_id, edge_run_id, run_id FROM edges WHERE edge_run_id <> run_id LIMIT 1
+    ),
+    per_dependent AS MATERIALIZED (
+      SELECT dependent_step_id, run_id, count(*)::int AS settled, (count(*) FILTER (WHERE unsatisfied))::int AS unsatisfied
+        FROM edges
+       GROUP BY dependent_step_id, run_id
+    ),
+    -- Rung 2 of the lock protocol: every dependent of the level, one global id order.
+    locked AS MATERIALIZED (
+      SELECT ws.id, ws.workflow_run_id, ws.status
+        FROM runledger.workflow_steps ws
+       WHERE ws.id IN (SELECT dependent_step_id FROM per_dependent)
+         AND NOT EXISTS (SELECT 1 FROM foreign_edge)
+         AND (SELECT v FROM bound) IS NOT NULL
+       ORDER BY ws.id
+         FOR UPDATE
+    ),
+    restored AS MATERIALIZED (
+      SELECT set_config('lock_timeout', previous, true) AS v FROM prev WHERE (SELECT count(*) FROM locked) >= 0
+    ),
+    outside_run AS MATERIALIZED (
+      SELECT p.dependent_step_id, p.run_id
+        FROM per_dependent p LEFT JOIN locked l ON l.id = p.dependent_step_id
+       WHERE NOT EXISTS (SELECT 1 FROM foreign_edge) AND (l.id IS NULL OR l.workflow_run_id <> p.run_id)
+       LIMIT 1
+    ),
+    updated AS (
+      UPDATE runledger.workflow_steps ws
+         SET dependency_count_pending = ws.dependency_count_pending - p.settled,
+             dependency_count_unsatisfied = ws.dependency_count_unsatisfied + p.unsatisfied,
+             status = CASE
+                        WHEN ws.status <> 'BLOCKED' OR ws.dependency_count_pending - p.settled > 0 THEN ws.status
+                        WHEN ws.dependency_count_unsatisfied + p.unsatisfied > 0 THEN 'CANCELED'
+                        WHEN ws.execution_kind = 'JOB' THEN 'ENQUEUED'
+                        ELSE 'WAITING_FOR_EXTERNAL'
+                      END::runledger.workflow_step_status,
+             job_id = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
+                             AND ws.dependency_count_unsatisfied + p.unsatisfied = 0 AND ws.execution_kind = 'JOB'
+                           THEN runledger.uuid_v7() ELSE ws.job_id END,
+             released_at = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
+                                  AND ws.dependency_count_unsatisfied + p.unsatisfied = 0
+                                THEN now() ELSE ws.released_at END,
+             finished_at = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
+                                  AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
+                                THEN COALESCE(ws.finished_at, now()) ELSE ws.finished_at END,
+             status_reason = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
+                                    AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
+                                  THEN ${DEPENDENCY_UNSATISFIED} ELSE ws.status_reason END,
+             last_error_code = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
+                                      AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
+                                    THEN ${DEPENDENCY_UNSATISFIED} ELSE ws.last_error_code END,
+             last_error_message = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
+                                         AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
+                                       THEN ${DEPENDENCY_UNSATISFIED_MESSAGE} ELSE ws.last_error_message END,
+             updated_at = now()
+        FROM per_dependent p
+        JOIN locked l ON l.id = p.dependent_step_id
+       WHERE ws.id = p.dependent_step_id
+         AND ws.workflow_run_id = p.run_id
+         AND NOT EXISTS (SELECT 1 FROM foreign_edge)
+         AND NOT EXISTS (SELECT 1 FROM outside_run)
+      RETURNING ws.id, ws.workflow_run_id, ws.step_key, ws.status, ws.job_id, ws.job_type, ws.organization_id, ws.payload,
+                ws.priority, ws.max_attempts, ws.timeout_seconds, l.status AS previous_status
+    ),
+    moved AS MATERIALIZED (
+      SELECT * FROM updated WHERE previous_status = 'BLOCKED' AND status <> 'BLOCKED'
+    ),
+    jobs AS (
+      INSERT INTO runledger.job_queue
+             (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at, workflow_step_id)
+      SELECT m.job_id, m.job_type, m.organization_id, m.payload,
+             COALESCE(m.priority, ${DEFAULT_PRIORITY}::int), COALESCE(m.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int),
+             COALESCE(m.timeout_seconds, ${DEFAULT_TIMEOUT_SECONDS}::int), now(), m.id
+        FROM moved m
+       WHERE m.status = 'ENQUEUED'
+       ORDER BY m.job_id
+      RETURNING id, job_type, run_number, attempt, workflow_step_id
+    ),
+    job_events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT runledger.uuid_v7(), j.id, 'ENQUEUED'::runledger.job_event_type, j.run_number, j.attempt,
+             jsonb_build_object('workflowRunId', m.workflow_run_id, 'stepId', m.id, 'stepKey', m.step_key)
+        FROM jobs j JOIN moved m ON m.id = j.workflow_step_id
+    ),
+    notified AS (
+      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM jobs) t
+    )
+    SELECT x.kind, x.step_id, x.workflow_run_id, x.detail
+      FROM restored
+      LEFT JOIN (
+        SELECT CASE WHEN m.status = 'CANCELED' THEN 'canceled' ELSE 'released' END AS kind,
+               m.id AS step_id, m.workflow_run_id, NULL::text AS detail
+          FROM moved m CROSS JOIN notified
+        UNION ALL
+        SELECT 'foreign_edge', prerequisite_step_id, run_id, edge_run_id::text FROM foreign_edge
+        UNION ALL
+        SELECT 'outside_run', dependent_step_id, run_id, NULL FROM outside_run
+      ) x ON true`;
+}
+
+function interpretLevel(allRows: readonly LevelRow[]): { canceled: TerminalStep[]; released: number } {
+  const rows = allRows.filter((row) => row.kind !== null);
+
+  const foreign = rows.find((row) => row.kind === 'foreign_edge');
+  if (foreign) {
+    throw internalState(`dependency edge from step ${foreign.step_id} belongs to run ${foreign.detail}, expected ${foreign.workflow_run_id}`);
+  }
+  const outside = rows.find((row) => row.kind === 'outside_run');
+  if (outside) throw internalState(`dependency edge references dependent ${outside.step_id} outside run ${outside.workflow_run_id}`);
+  const canceled = rows
+    .filter((row) => row.kind === 'canceled')
+    .map((row): TerminalStep => ({ stepId: row.step_id!, workflowRunId: row.workflow_run_id!, status: 'CANCELED' }));
+  return { canceled, released: rows.length - canceled.length };
 }

@@ -13,24 +13,40 @@ import type { Tx } from '../client/types.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
 import type { WorkflowRunStatus } from './rows.js';
 
-export async function recomputeWorkflowRunStatus(tx: Tx, workflowRunId: string): Promise<WorkflowRunStatus | null> {
-  // Statement 1 takes the run lock; statement 2 then counts steps with a fresh
-  // READ COMMITTED snapshot that includes every completion committed while we
-  // waited. (One statement would count with the snapshot from before the wait.)
-  const locked = await tx.$queryRaw<{ status: WorkflowRunStatus }[]>`
-    SELECT status FROM runledger.workflow_runs WHERE id = ${workflowRunId}::uuid FOR UPDATE`;
-  if (locked.length === 0) return null;
+/**
+ * Recomputes the statuses of several runs: two statements whatever their
+ * number. Statement 1 locks the run rows in id order (rung 4); statement 2
+ * then counts steps with a fresh READ COMMITTED snapshot that includes every
+ * completion committed while we waited (one statement would count with the
+ * snapshot from before the wait), updates the runs whose status changes, and
+ * notifies each run that enters a terminal status.
+ */
+export async function recomputeWorkflowRunStatuses(tx: Tx, workflowRunIds: Iterable<string>): Promise<Map<string, WorkflowRunStatus>> {
+  const ids = [...new Set(workflowRunIds)].sort();
+  const statuses = new Map<string, WorkflowRunStatus>();
+  if (ids.length === 0) return statuses;
+  const locked = await tx.$queryRaw<{ id: string }[]>`
+    SELECT id FROM runledger.workflow_runs WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`;
+  if (locked.length === 0) return statuses;
 
-  const rows = await tx.$queryRaw<{ status: WorkflowRunStatus }[]>`
-    WITH counts AS (
-      SELECT count(*) FILTER (WHERE status IN ('BLOCKED', 'ENQUEUED', 'RUNNING')) AS active,
-             count(*) FILTER (WHERE status = 'WAITING_FOR_EXTERNAL') AS waiting,
-             count(*) FILTER (WHERE status IN ('FAILED', 'CANCELED')) AS errored
-        FROM runledger.workflow_steps
-       WHERE workflow_run_id = ${workflowRunId}::uuid
+  const rows = await tx.$queryRaw<{ id: string; status: WorkflowRunStatus }[]>`
+    WITH runs AS (
+      SELECT r.id, r.status AS previous, r.result_step_key
+        FROM runledger.workflow_runs r
+       WHERE r.id = ANY(${locked.map((row) => row.id)}::uuid[])
+    ),
+    counts AS (
+      SELECT runs.id,
+             count(*) FILTER (WHERE ws.status IN ('BLOCKED', 'ENQUEUED', 'RUNNING')) AS active,
+             count(*) FILTER (WHERE ws.status = 'WAITING_FOR_EXTERNAL') AS waiting,
+             count(*) FILTER (WHERE ws.status IN ('FAILED', 'CANCELED')) AS errored
+        FROM runs
+        LEFT JOIN runledger.workflow_steps ws ON ws.workflow_run_id = runs.id
+       GROUP BY runs.id
     ),
     next AS (
-      SELECT CASE WHEN active > 0 THEN 'RUNNING'
+      SELECT id,
+             CASE WHEN active > 0 THEN 'RUNNING'
                   WHEN waiting > 0 THEN 'WAITING_FOR_EXTERNAL'
                   WHEN errored > 0 THEN 'COMPLETED_WITH_ERRORS'
                   ELSE 'SUCCEEDED' END::runledger.workflow_run_status AS status
@@ -47,20 +63,29 @@ export async function recomputeWorkflowRunStatus(tx: Tx, workflowRunId: string):
                            ELSE NULL END,
              updated_at = now()
         FROM next
-       WHERE r.id = ${workflowRunId}::uuid
+       WHERE r.id = next.id
          AND r.status <> 'CANCELED'
          AND r.status IS DISTINCT FROM next.status
-      RETURNING r.status, ${locked[0]!.status}::runledger.workflow_run_status AS previous
+      RETURNING r.id, r.status
     ),
     notified AS (
-      SELECT pg_notify(${WORKFLOW_RUN_TERMINAL_CHANNEL}, json_build_object('workflow_run_id', ${workflowRunId}::text, 'status', u.status::text)::text)
+      SELECT count(pg_notify(${WORKFLOW_RUN_TERMINAL_CHANNEL}, json_build_object('workflow_run_id', u.id::text, 'status', u.status::text)::text)) AS n
         FROM updated u
+        JOIN runs ON runs.id = u.id
        WHERE u.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-         AND u.previous NOT IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+         AND runs.previous NOT IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
     )
-    SELECT COALESCE((SELECT status FROM updated), ${locked[0]!.status}::runledger.workflow_run_status) AS status
-      FROM (SELECT count(*) FROM notified) n`;
-  return rows[0]?.status ?? null;
+    SELECT runs.id, COALESCE(u.status, runs.previous) AS status
+      FROM runs
+      LEFT JOIN updated u ON u.id = runs.id
+      CROSS JOIN notified`;
+  for (const row of rows) statuses.set(row.id, row.status);
+  return statuses;
+}
+
+/** One run's status (see recomputeWorkflowRunStatuses); null when the run does not exist. */
+export async function recomputeWorkflowRunStatus(tx: Tx, workflowRunId: string): Promise<WorkflowRunStatus | null> {
+  return (await recomputeWorkflowRunStatuses(tx, [workflowRunId])).get(workflowRunId) ?? null;
 }
 
 /** Notification for a run that entered CANCELED (cancellation writes the status itself). */

@@ -1,41 +1,104 @@
 /**
- * Terminal transitions of job-backed steps (seed `process_workflow_step_terminal_by_job_id_tx`).
- * The queue calls this while holding the job row (rung 1 of the lock protocol
- * in locking.ts): step row -> shared release lock (bounded wait) -> release
- * cascade -> run status. A step already terminal (a cancellation got there
- * first) is left as it is.
+ * Terminal transitions of job-backed steps (seed
+ * `process_workflow_step_terminal_by_job_id_tx`), for a whole batch at once.
+ *
+ * The queue calls these while holding the job rows (rung 1 of the lock
+ * protocol in locking.ts). `markStepsTerminalByJobIds` locks the jobs' step
+ * rows in id order and moves the live ones to their terminal status in one
+ * statement (a step already terminal, because a cancellation got there first,
+ * is left as it is); `settleTerminalSteps` then takes every affected run's
+ * release lock (shared, bounded), runs the release cascade across all runs
+ * together (one statement per depth) and recomputes the runs' statuses (two
+ * statements). The completion and failure statements in
+ * src/queue/lifecycle.ts fold the step transition into the job's own
+ * statement and call `settleTerminalSteps` directly.
  */
 import type { Tx } from '../client/types.js';
-import { jsonParam } from '../queue/rows.js';
-import type { WorkflowJobTerminalTransition } from './job-hooks.js';
-import { lockRunReleaseShared } from './locking.js';
-import { internalState, resolveTerminalStepQueue } from './release.js';
-import { recomputeWorkflowRunStatus } from './run-status.js';
-import { isTerminalStepStatus, type WorkflowStepStatus } from './rows.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { lockRunsReleaseShared } from './locking.js';
+import { internalState, releaseDependents, type TerminalStep } from './release.js';
+import { recomputeWorkflowRunStatuses } from './run-status.js';
 
-export async function processWorkflowStepTerminalByJobId(tx: Tx, transition: WorkflowJobTerminalTransition): Promise<void> {
-  const steps = await tx.$queryRaw<{ id: string; workflow_run_id: string; status: WorkflowStepStatus }[]>`
-    SELECT id, workflow_run_id, status FROM runledger.workflow_steps WHERE job_id = ${transition.jobId}::uuid FOR UPDATE`;
-  const step = steps[0];
-  if (!step) throw internalState(`workflow-managed job ${transition.jobId} lost its workflow_steps.job_id link while locked`);
-  if (isTerminalStepStatus(step.status)) return;
+export interface WorkflowJobTerminalTransition {
+  jobId: string;
+  status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
+  statusReason?: string | null;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  /** Kept only when status is SUCCEEDED. */
+  output?: JsonValue | null;
+}
 
-  const output = transition.status === 'SUCCEEDED' ? jsonParam(transition.output) : null;
-  await tx.$executeRaw`
-    UPDATE runledger.workflow_steps
-       SET status = ${transition.status}::runledger.workflow_step_status,
-           finished_at = COALESCE(finished_at, now()),
-           status_reason = ${transition.statusReason ?? null},
-           last_error_code = ${transition.errorCode ?? null},
-           last_error_message = ${transition.errorMessage ?? null},
-           output = ${output}::jsonb,
-           updated_at = now()
-     WHERE id = ${step.id}::uuid`;
+/** What settling a batch cost, for tests and benchmarks (statements sent by `settleTerminalSteps`). */
+export interface SettleSummary {
+  statements: number;
+  released: number;
+  canceled: number;
+}
 
-  // The job row is ours already; cancellation takes job rows before its
+/**
+ * Moves the steps of `transitions`' jobs to their terminal statuses (one
+ * statement) and settles them. A job without a step is an internal error:
+ * callers pass workflow-managed jobs only.
+ */
+export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly WorkflowJobTerminalTransition[]): Promise<SettleSummary> {
+  if (transitions.length === 0) return { statements: 0, released: 0, canceled: 0 };
+  const rows = await tx.$queryRaw<{ job_id: string; step_id: string | null; workflow_run_id: string | null; status: TerminalStep['status'] | null }[]>`
+    WITH input AS (
+      SELECT * FROM unnest(${transitions.map((t) => t.jobId)}::uuid[], ${transitions.map((t) => t.status)}::text[],
+                           ${transitions.map((t) => t.statusReason ?? null)}::text[], ${transitions.map((t) => t.errorCode ?? null)}::text[],
+                           ${transitions.map((t) => t.errorMessage ?? null)}::text[],
+                           ${transitions.map((t) => (t.status === 'SUCCEEDED' && t.output !== undefined && t.output !== null ? JSON.stringify(t.output) : null))}::jsonb[])
+             AS i(job_id, status, status_reason, error_code, error_message, output)
+    ),
+    -- Rung 2a: the batch's own steps, in id order.
+    locked AS MATERIALIZED (
+      SELECT ws.id, ws.job_id FROM runledger.workflow_steps ws
+       WHERE ws.job_id IN (SELECT job_id FROM input)
+       ORDER BY ws.id
+         FOR UPDATE
+    ),
+    moved AS (
+      UPDATE runledger.workflow_steps ws
+         SET status = i.status::runledger.workflow_step_status,
+             finished_at = COALESCE(ws.finished_at, now()),
+             status_reason = i.status_reason,
+             last_error_code = i.error_code,
+             last_error_message = i.error_message,
+             output = i.output,
+             updated_at = now()
+        FROM input i
+       WHERE ws.job_id = i.job_id
+         AND ws.id IN (SELECT id FROM locked)
+         AND ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
+      RETURNING ws.id, ws.job_id, ws.workflow_run_id, ws.status::text AS status
+    )
+    SELECT i.job_id, l.id AS step_id, m.workflow_run_id, m.status
+      FROM input i
+      LEFT JOIN locked l ON l.job_id = i.job_id
+      LEFT JOIN moved m ON m.job_id = i.job_id`;
+  const lost = rows.find((row) => row.step_id === null);
+  if (lost) throw internalState(`workflow-managed job ${lost.job_id} lost its workflow_steps.job_id link while locked`);
+  const terminal = rows.flatMap((row): TerminalStep[] =>
+    row.status === null ? [] : [{ stepId: row.step_id!, workflowRunId: row.workflow_run_id!, status: row.status }],
+  );
+  const summary = await settleTerminalSteps(tx, terminal);
+  return { ...summary, statements: summary.statements + 1 };
+}
+
+/**
+ * The part every job-backed terminal transition shares once its steps are
+ * terminal: release locks of all affected runs (shared, bounded wait, run id
+ * order) -> release cascade -> run statuses.
+ */
+export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]): Promise<SettleSummary> {
+  if (steps.length === 0) return { statements: 0, released: 0, canceled: 0 };
+  const runIds = new Set(steps.map((step) => step.workflowRunId));
+  // The job rows are ours already; cancellation takes job rows before its
   // exclusive lock, so waiting here is bounded and breaks the only possible
-  // cycle on our side (see locking.ts). Release runs on this same connection.
-  const lock = await lockRunReleaseShared(tx, step.workflow_run_id);
-  await resolveTerminalStepQueue(tx, lock, step.id, transition.status);
-  await recomputeWorkflowRunStatus(tx, step.workflow_run_id);
+  // cycle on our side (see locking.ts).
+  const locks = await lockRunsReleaseShared(tx, runIds);
+  const release = await releaseDependents(tx, locks, steps);
+  await recomputeWorkflowRunStatuses(tx, runIds);
+  return { statements: 1 + release.statements + 2, released: release.released, canceled: release.canceled };
 }

@@ -22,6 +22,28 @@ async function insert(table: string, row: Row): Promise<void> {
   await pool.query(sql, values);
 }
 
+/** Inserts rows in one transaction: the job <-> step link is checked at commit (deferred foreign keys). */
+async function insertTogether(rows: readonly [table: string, row: Row][]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    for (const [table, row] of rows) {
+      const columns = Object.keys(row);
+      const values = Object.values(row).map((v) => (v !== null && typeof v === 'object' && !(v instanceof Date) ? JSON.stringify(v) : v));
+      await client.query(
+        `INSERT INTO runledger.${table} (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+        values,
+      );
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
 async function violation(table: string, row: Row): Promise<string | undefined> {
   try {
     await insert(table, row);
@@ -156,24 +178,64 @@ describe('workflow constraints', () => {
     ).toBe('workflow_step_dependencies_no_self_edge');
   });
 
-  it('keeps a step job from being deleted alone and deletes steps and edges with their run', async () => {
+  it('keeps a step job from being deleted alone and deletes steps, edges and step jobs with their run', async () => {
+    const ownRun = newId();
+    await insert('workflow_runs', { id: ownRun, workflow_type: 'wf' });
     const jobId = newId();
-    await insert('job_queue', job({ id: jobId }));
-    const a = step({ status: 'ENQUEUED', job_id: jobId });
-    const b = step({ dependency_count_total: 1, dependency_count_pending: 1 });
-    await insert('workflow_steps', a);
+    const a = step({ status: 'ENQUEUED', job_id: jobId, workflow_run_id: ownRun });
+    const b = step({ dependency_count_total: 1, dependency_count_pending: 1, workflow_run_id: ownRun });
+    await insertTogether([
+      ['job_queue', job({ id: jobId, workflow_step_id: a.id })],
+      ['workflow_steps', a],
+    ]);
     await insert('workflow_steps', b);
-    await insert('workflow_step_dependencies', { prerequisite_step_id: a.id, dependent_step_id: b.id, workflow_run_id: runId, release_mode: 'ON_SUCCESS' });
+    await insert('workflow_step_dependencies', { prerequisite_step_id: a.id, dependent_step_id: b.id, workflow_run_id: ownRun, release_mode: 'ON_SUCCESS' });
     const error = await pool.query('DELETE FROM runledger.job_queue WHERE id = $1', [jobId]).catch((e: { code: string }) => e);
     // PostgreSQL 18 reports ON DELETE RESTRICT as 23001, earlier versions as 23503.
     expect(error).toMatchObject({ constraint: 'workflow_steps_job_id_fkey' });
     expect(['23001', '23503']).toContain((error as { code: string }).code);
-    await pool.query('DELETE FROM runledger.workflow_runs WHERE id = $1', [runId]);
-    const { rows } = await pool.query<{ steps: number; edges: number }>(
-      'SELECT (SELECT count(*)::int FROM runledger.workflow_steps WHERE workflow_run_id = $1) AS steps, (SELECT count(*)::int FROM runledger.workflow_step_dependencies WHERE workflow_run_id = $1) AS edges',
-      [runId],
+    await pool.query('DELETE FROM runledger.workflow_runs WHERE id = $1', [ownRun]);
+    const { rows } = await pool.query<{ steps: number; edges: number; jobs: number }>(
+      `SELECT (SELECT count(*)::int FROM runledger.workflow_steps WHERE workflow_run_id = $1) AS steps,
+              (SELECT count(*)::int FROM runledger.workflow_step_dependencies WHERE workflow_run_id = $1) AS edges,
+              (SELECT count(*)::int FROM runledger.job_queue WHERE id = $2) AS jobs`,
+      [ownRun, jobId],
     );
-    expect(rows[0]).toEqual({ steps: 0, edges: 0 });
+    expect(rows[0]).toEqual({ steps: 0, edges: 0, jobs: 0 });
+  });
+
+  it('keeps the job <-> step link consistent both ways', async () => {
+    const jobId = newId();
+    const other = newId();
+    const a = step({ status: 'ENQUEUED', job_id: jobId });
+    // The step names the job, but the job names no step (or another one): refused at commit.
+    const oneWay = await insertTogether([
+      ['job_queue', job({ id: jobId })],
+      ['workflow_steps', a],
+    ]).catch((e: { code: string; constraint: string }) => e);
+    expect(oneWay).toMatchObject({ code: '23503', constraint: 'workflow_steps_job_link_fkey' });
+    const s = step();
+    const dangling = await insertTogether([
+      ['workflow_steps', s],
+      ['job_queue', job({ id: other, workflow_step_id: s.id })],
+    ]).catch((e: { code: string; constraint: string }) => e);
+    expect(dangling).toMatchObject({ code: '23503', constraint: 'job_queue_workflow_step_link_fkey' });
+  });
+
+  it('refuses an edge whose steps belong to another run', async () => {
+    const otherRun = newId();
+    await insert('workflow_runs', { id: otherRun, workflow_type: 'wf' });
+    const mine = step();
+    const theirs = step({ workflow_run_id: otherRun });
+    await insert('workflow_steps', mine);
+    await insert('workflow_steps', theirs);
+    const error = await insert('workflow_step_dependencies', {
+      prerequisite_step_id: mine.id,
+      dependent_step_id: theirs.id,
+      workflow_run_id: runId,
+      release_mode: 'ON_SUCCESS',
+    }).catch((e: { code: string; constraint: string }) => e);
+    expect(error).toMatchObject({ code: '23503', constraint: 'workflow_step_dependencies_dependent_fkey' });
   });
 });
 

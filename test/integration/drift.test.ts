@@ -89,11 +89,17 @@ describe('every model through the generated client', () => {
       },
     });
     const replay = await prisma.jobQueue.create({ data: { id: newId(), jobType: 'billing.capture', payload: { amount: 10, tags: ['a'] } } });
+    const stepJobId = newId();
+    const jobStepId = newId();
     const event = await prisma.jobEvent.create({ data: { id: newId(), jobId: source.id, eventType: 'SUCCEEDED', runNumber: 1, attempt: 1, payload: { by: 'w1' } } });
     const run = await prisma.workflowRun.create({ data: { id: newId(), workflowType: 'onboarding', organizationId: org, metadata: { user: 'u1' }, resultStepKey: 'b' } });
-    const jobStep = await prisma.workflowStep.create({
-      data: { id: newId(), workflowRunId: run.id, stepKey: 'a', executionKind: 'JOB', jobType: 'x.a', payload: {}, status: 'ENQUEUED', jobId: replay.id, priority: 2, maxAttempts: 3, timeoutSeconds: 30 },
-    });
+    // The job <-> step link is checked at commit: both rows in one transaction.
+    const [stepJob, jobStep] = await prisma.$transaction([
+      prisma.jobQueue.create({ data: { id: stepJobId, jobType: 'x.a', payload: {}, workflowStepId: jobStepId } }),
+      prisma.workflowStep.create({
+        data: { id: jobStepId, workflowRunId: run.id, stepKey: 'a', executionKind: 'JOB', jobType: 'x.a', payload: {}, status: 'ENQUEUED', jobId: stepJobId, priority: 2, maxAttempts: 3, timeoutSeconds: 30 },
+      }),
+    ]);
     const externalStep = await prisma.workflowStep.create({
       data: { id: newId(), workflowRunId: run.id, stepKey: 'b', executionKind: 'EXTERNAL', dependencyCountTotal: 1, dependencyCountPending: 1 },
     });
@@ -116,7 +122,10 @@ describe('every model through the generated client', () => {
     expect(readRun).toMatchObject({ ...run, steps: [jobStep, externalStep], dependencies: [edge] });
     expect(readRun.status).toBe('RUNNING');
     expect(readRun.metadata).toEqual({ user: 'u1' });
-    const readStep = await prisma.workflowStep.findUniqueOrThrow({ where: { jobId: replay.id }, include: { job: { include: { replayedAs: true } } } });
-    expect(readStep.job?.replayedAs).toEqual(lineage);
+    const readStep = await prisma.workflowStep.findUniqueOrThrow({ where: { jobId: stepJob.id }, include: { job: true, jobOfStep: true } });
+    expect(readStep.job).toEqual(stepJob);
+    expect(readStep.jobOfStep).toEqual(stepJob);
+    const readReplay = await prisma.jobQueue.findUniqueOrThrow({ where: { id: replay.id }, include: { replayedAs: true } });
+    expect(readReplay.replayedAs).toEqual(lineage);
   });
 });

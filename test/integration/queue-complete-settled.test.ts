@@ -1,9 +1,9 @@
 /**
- * On a root client a completion batch is two steps when it holds a
- * workflow-managed job: one autocommit statement for the direct jobs, then a
- * transaction for the rest. A failure of the second step must not misreport
- * what the first one committed (the worker's batcher relies on
- * `completeJobsSuccessSettled` for that).
+ * A completion batch that holds a workflow-managed job is one transaction for
+ * the whole batch (direct jobs included). If it fails, `completeJobsSuccess`
+ * throws and nothing of the batch is kept; `completeJobsSuccessSettled` (the
+ * worker's batcher) gives each item a transaction of its own, so one item's
+ * trouble does not fail, and re-run, the others' work.
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -21,20 +21,20 @@ import {
 } from '../../src/index.js';
 import { completeJobsSuccessSettled } from '../../src/queue/lifecycle.js';
 import { CompletionBatcher } from '../../src/worker/completion-batcher.js';
-import type { WorkflowJobTerminalTransition } from '../../src/workflow/job-hooks.js';
+import type { TerminalStep } from '../../src/workflow/release.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
-// The workflow engine's terminal processing runs for real unless a failure is injected.
+// The workflow engine's release runs for real unless a failure is injected.
 const inject = vi.hoisted(() => ({ failures: [] as Error[] }));
-vi.mock('../../src/workflow/terminal.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/workflow/terminal.js')>();
+vi.mock('../../src/workflow/release.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/workflow/release.js')>();
   return {
     ...actual,
-    processWorkflowStepTerminalByJobId: async (tx: never, transition: WorkflowJobTerminalTransition) => {
+    releaseDependents: async (tx: never, locks: never, steps: readonly TerminalStep[]) => {
       const failure = inject.failures.shift();
       if (failure) throw failure;
-      return actual.processWorkflowStepTerminalByJobId(tx, transition);
+      return actual.releaseDependents(tx, locks, steps);
     },
   };
 });
@@ -64,7 +64,8 @@ describe('completion of a mixed batch when the workflow step fails', () => {
   it('settled: the direct job is reported succeeded, the workflow job as the error, and the workflow job is untouched', async () => {
     const { direct, managed, workflowRunId } = await directAndWorkflowLeases('settled');
     const injected = new InternalError('workflow.internal_state', 'injected failure');
-    inject.failures.push(injected);
+    // The batch's transaction fails, then the workflow job's own transaction fails too.
+    inject.failures.push(injected, injected);
     const outcomes = await completeJobsSuccessSettled(db.prisma, [{ lease: direct }, { lease: managed }]);
     expect(outcomes).toEqual([
       { jobId: direct.jobId, outcome: 'succeeded', finishedAt: expect.any(Date) },
@@ -76,15 +77,14 @@ describe('completion of a mixed batch when the workflow step fails', () => {
     expect(await succeededEvents(managed.jobId)).toBe(0);
   });
 
-  it('completeJobsSuccess throws the error; the direct job stays completed, once', async () => {
+  it('completeJobsSuccess throws the error and keeps nothing of the batch; called again, both complete once', async () => {
     const { direct, managed } = await directAndWorkflowLeases('thrown');
     inject.failures.push(new InternalError('workflow.internal_state', 'injected failure'));
     await expect(completeJobsSuccess(db.prisma, [{ lease: direct }, { lease: managed }])).rejects.toMatchObject({ code: 'workflow.internal_state' });
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'LEASED' });
     expect(await getJob(db.prisma, globalScope, managed.jobId)).toMatchObject({ status: 'LEASED' });
-    // Called again: the workflow job completes now; the direct one is refused by the fence, not completed twice.
     expect((await completeJobsSuccess(db.prisma, [{ lease: direct }, { lease: managed }])).map((o) => o.outcome)).toEqual([
-      'lease_owner_mismatch',
+      'succeeded',
       'succeeded',
     ]);
     expect(await succeededEvents(direct.jobId)).toBe(1);

@@ -1,3 +1,10 @@
+/**
+ * The queue's contract with the workflow engine: every transition of a
+ * workflow-managed job moves its step in the same transaction (claim ->
+ * RUNNING, retry -> ENQUEUED, success / dead-letter / cancel / reaped lease ->
+ * terminal and released), a failure of the release rolls the job transition
+ * back, and direct jobs never reach the engine.
+ */
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   InternalError,
@@ -5,51 +12,59 @@ import {
   claimJobs,
   completeJobSuccess,
   enqueueJob,
+  enqueueWorkflowRun,
   failJob,
   getJob,
   globalScope,
   markJobRunning,
   reapExpiredLeases,
+  workflow,
   type ClaimedJob,
 } from '../../src/index.js';
-import type { WorkflowJobTerminalTransition } from '../../src/workflow/job-hooks.js';
-import { newId } from '../../src/db/ids.js';
+import type { TerminalStep } from '../../src/workflow/release.js';
 import { useTestDatabase } from '../harness/database.js';
 
-// The workflow engine's terminal processing is observed here, not exercised: the
-// queue's contract is to call it, once per job, inside the transition's transaction.
-const terminal = vi.hoisted(() => ({ calls: [] as WorkflowJobTerminalTransition[], failNext: false }));
-vi.mock('../../src/workflow/terminal.js', () => ({
-  processWorkflowStepTerminalByJobId: async (_tx: unknown, transition: WorkflowJobTerminalTransition) => {
-    terminal.calls.push(transition);
-    if (terminal.failNext) throw new InternalError('workflow.internal_state', 'injected failure');
-  },
-}));
+// The release runs for real; calls are recorded and a failure can be injected.
+const release = vi.hoisted(() => ({ calls: [] as TerminalStep[][], failNext: false }));
+vi.mock('../../src/workflow/release.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/workflow/release.js')>();
+  return {
+    ...actual,
+    releaseDependents: async (tx: never, locks: never, steps: readonly TerminalStep[]) => {
+      release.calls.push([...steps]);
+      if (release.failNext) throw new InternalError('workflow.internal_state', 'injected failure');
+      return actual.releaseDependents(tx, locks, steps);
+    },
+  };
+});
 
 const db = useTestDatabase();
 
 beforeEach(() => {
-  terminal.calls.length = 0;
-  terminal.failNext = false;
+  release.calls.length = 0;
+  release.failNext = false;
 });
 
-/** A job enqueued for a step of a hand-written workflow run, as the workflow engine would leave it. */
-async function workflowJob(jobType: string, maxAttempts = 3): Promise<{ jobId: string; stepId: string }> {
-  const { jobId } = await enqueueJob(db.prisma, { jobType, payload: { step: jobType }, maxAttempts });
-  const runId = newId();
-  const stepId = newId();
-  await db.prisma.$executeRaw`
-    INSERT INTO runledger.workflow_runs (id, workflow_type) VALUES (${runId}::uuid, 'wf')`;
-  await db.prisma.$executeRaw`
-    INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, job_type, payload, status, job_id, released_at)
-    VALUES (${stepId}::uuid, ${runId}::uuid, ${jobType}, 'JOB', ${jobType}, '{}'::jsonb, 'ENQUEUED', ${jobId}::uuid, now())`;
-  return { jobId, stepId };
+/** A one-step workflow run; returns its job and step. */
+async function workflowJob(jobType: string, maxAttempts = 3): Promise<{ jobId: string; stepId: string; workflowRunId: string }> {
+  const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('wf').job('only', jobType, { step: jobType }, { maxAttempts }).build());
+  const [row] = await db.prisma.$queryRaw<{ id: string; job_id: string }[]>`
+    SELECT id, job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid`;
+  return { jobId: row!.job_id, stepId: row!.id, workflowRunId };
 }
 
 async function step(stepId: string) {
-  const [row] = await db.prisma.$queryRaw<{ status: string; started: boolean; last_error_code: string | null }[]>`
-    SELECT status, started_at IS NOT NULL AS started, last_error_code FROM runledger.workflow_steps WHERE id = ${stepId}::uuid`;
+  const [row] = await db.prisma.$queryRaw<
+    { status: string; started: boolean; status_reason: string | null; last_error_code: string | null; last_error_message: string | null; output: unknown }[]
+  >`
+    SELECT status, started_at IS NOT NULL AS started, status_reason, last_error_code, last_error_message, output
+      FROM runledger.workflow_steps WHERE id = ${stepId}::uuid`;
   return row!;
+}
+
+async function runStatus(workflowRunId: string): Promise<string> {
+  const [row] = await db.prisma.$queryRaw<{ status: string }[]>`SELECT status::text FROM runledger.workflow_runs WHERE id = ${workflowRunId}::uuid`;
+  return row!.status;
 }
 
 async function claim(jobType: string, markRunning = false): Promise<ClaimedJob> {
@@ -70,53 +85,61 @@ describe('workflow hooks of the queue', () => {
   it('puts the step back to ENQUEUED on a scheduled retry, keeping its start', async () => {
     const { stepId } = await workflowJob('wf.retry');
     await failJob(db.prisma, await claim('wf.retry'), { code: 'flaky', message: 'again', retryable: true });
-    expect(await step(stepId)).toEqual({ status: 'ENQUEUED', started: true, last_error_code: 'flaky' });
-    expect(terminal.calls).toEqual([]);
+    expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', started: true, last_error_code: 'flaky', status_reason: 'job.retry_scheduled' });
+    expect(release.calls).toEqual([]);
   });
 
   it('puts the step back to ENQUEUED when an expired lease is retried', async () => {
     const { jobId, stepId } = await workflowJob('wf.reap');
-    await claim('wf.reap');
+    await claim('wf.reap', true);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', last_error_code: 'job.lease_expired' });
   });
 
-  it('hands each terminal job transition to the workflow engine', async () => {
+  it('moves each terminal job transition onto its step and releases it, in the same transaction', async () => {
     const done = await workflowJob('wf.done');
     await completeJobSuccess(db.prisma, await claim('wf.done'), { output: { total: 3 } });
     const dead = await workflowJob('wf.dead');
     await failJob(db.prisma, await claim('wf.dead'), { code: 'fatal', message: 'no', retryable: false });
     const expired = await workflowJob('wf.expired', 1);
-    await claim('wf.expired');
+    await claim('wf.expired', true);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${expired.jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const canceled = await workflowJob('wf.cancel');
     await cancelJob(db.prisma, { jobId: canceled.jobId, scope: globalScope, reason: 'user' });
-    expect(terminal.calls).toEqual([
-      { jobId: done.jobId, status: 'SUCCEEDED', output: { total: 3 } },
-      { jobId: dead.jobId, status: 'FAILED', errorCode: 'fatal', errorMessage: 'no' },
-      { jobId: expired.jobId, status: 'FAILED', errorCode: 'job.lease_expired', errorMessage: expect.any(String) },
-      { jobId: canceled.jobId, status: 'CANCELED', statusReason: 'user' },
+
+    expect(await step(done.stepId)).toMatchObject({ status: 'SUCCEEDED', output: { total: 3 }, last_error_code: null });
+    expect(await step(dead.stepId)).toMatchObject({ status: 'FAILED', last_error_code: 'fatal', last_error_message: 'no', output: null });
+    expect(await step(expired.stepId)).toMatchObject({ status: 'FAILED', last_error_code: 'job.lease_expired' });
+    expect(await step(canceled.stepId)).toMatchObject({ status: 'CANCELED', status_reason: 'user' });
+    expect(await runStatus(done.workflowRunId)).toBe('SUCCEEDED');
+    for (const run of [dead, expired, canceled]) expect(await runStatus(run.workflowRunId)).toBe('COMPLETED_WITH_ERRORS');
+    expect(release.calls).toEqual([
+      [{ stepId: done.stepId, workflowRunId: done.workflowRunId, status: 'SUCCEEDED' }],
+      [{ stepId: dead.stepId, workflowRunId: dead.workflowRunId, status: 'FAILED' }],
+      [{ stepId: expired.stepId, workflowRunId: expired.workflowRunId, status: 'FAILED' }],
+      [{ stepId: canceled.stepId, workflowRunId: canceled.workflowRunId, status: 'CANCELED' }],
     ]);
   });
 
-  it('rolls the job transition back when the workflow engine fails', async () => {
-    const { jobId } = await workflowJob('wf.atomic');
+  it('rolls the job transition back when the release fails', async () => {
+    const { jobId, stepId } = await workflowJob('wf.atomic');
     const lease = await claim('wf.atomic');
-    terminal.failNext = true;
+    release.failNext = true;
     await expect(completeJobSuccess(db.prisma, lease, { output: 1 })).rejects.toMatchObject({ code: 'workflow.internal_state' });
     expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', output: null });
+    expect(await step(stepId)).toMatchObject({ status: 'RUNNING', output: null });
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.job_events WHERE job_id = ${jobId}::uuid AND event_type = 'SUCCEEDED'`;
     expect(row?.n).toBe(0);
   });
 
-  it('does not call the workflow engine for direct jobs', async () => {
+  it('does not reach the workflow engine for direct jobs', async () => {
     await enqueueJob(db.prisma, { jobType: 'direct', payload: {} });
     const claimed = await claim('direct');
     expect(claimed.workflowManaged).toBe(false);
     await completeJobSuccess(db.prisma, claimed);
-    expect(terminal.calls).toEqual([]);
+    expect(release.calls).toEqual([]);
   });
 });

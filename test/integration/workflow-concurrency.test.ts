@@ -199,10 +199,18 @@ describe('workflow concurrency', () => {
       const two = await enqueueWorkflowRun(db.prisma, workflow('corrupt-other').job('x', 'corrupt.x', {}).job('y', 'corrupt.y', {}).afterSuccess('y', ['x']).build());
       const a = (await stepsByKey(db.prisma, one.workflowRunId)).a!;
       const y = (await stepsByKey(db.prisma, two.workflowRunId)).y!;
-      // An edge recorded in run one whose dependent lives in run two: only a bug or a hand edit makes this.
-      await db.prisma.$executeRaw`
+      // An edge recorded in run one whose dependent lives in run two: the schema refuses it ((run, step) foreign
+      // keys); only a session that disables foreign-key triggers can store it. The runtime check is defence in depth.
+      const refused = await db.prisma.$executeRaw`
         INSERT INTO runledger.workflow_step_dependencies (prerequisite_step_id, dependent_step_id, workflow_run_id, release_mode)
-        VALUES (${a.id}::uuid, ${y.id}::uuid, ${one.workflowRunId}::uuid, 'ON_SUCCESS')`;
+        VALUES (${a.id}::uuid, ${y.id}::uuid, ${one.workflowRunId}::uuid, 'ON_SUCCESS')`.catch((e: unknown) => e);
+      expect(String((refused as Error).message)).toContain('workflow_step_dependencies_dependent_fkey');
+      await db.prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`SET LOCAL session_replication_role = replica`;
+        await tx.$executeRaw`
+          INSERT INTO runledger.workflow_step_dependencies (prerequisite_step_id, dependent_step_id, workflow_run_id, release_mode)
+          VALUES (${a.id}::uuid, ${y.id}::uuid, ${one.workflowRunId}::uuid, 'ON_SUCCESS')`;
+      });
       const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['corrupt.a'], limit: 1, leaseSeconds: 300, markRunning: true });
       const snapshot = async () =>
         db.prisma.$queryRaw`
@@ -217,9 +225,12 @@ describe('workflow concurrency', () => {
       expect((await getWorkflowRun(db.prisma, globalScope, one.workflowRunId)).status).toBe('RUNNING');
 
       // The same with the edge recorded in the other run.
-      await db.prisma.$executeRaw`
-        UPDATE runledger.workflow_step_dependencies SET workflow_run_id = ${two.workflowRunId}::uuid
-         WHERE prerequisite_step_id = ${a.id}::uuid`;
+      await db.prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`SET LOCAL session_replication_role = replica`;
+        await tx.$executeRaw`
+          UPDATE runledger.workflow_step_dependencies SET workflow_run_id = ${two.workflowRunId}::uuid
+           WHERE prerequisite_step_id = ${a.id}::uuid`;
+      });
       const again = await completeJobSuccess(db.prisma, job!, { output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(again, 'workflow.internal_state')).toBe(true);
       expect(await snapshot()).toEqual(before);
