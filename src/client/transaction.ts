@@ -48,8 +48,13 @@ export async function withTransaction<R>(
 ): Promise<R> {
   try {
     if (isTransactionClient(db)) return await fn({ tx: db, owned: false });
-    return await (db as PrismaClientLike).$transaction((tx: Tx) => fn({ tx, owned: true }), {
-      isolationLevel: 'ReadCommitted',
+    const root = db as PrismaClientLike;
+    // A client whose transactions already start READ COMMITTED (its session
+    // default and its own `transactionOptions`, checked once per client) needs
+    // no SET TRANSACTION: one round trip less per transaction.
+    const isolation = (await ownedTransactionsAreReadCommitted(root, operation)) ? {} : { isolationLevel: 'ReadCommitted' as const };
+    return await root.$transaction((tx: Tx) => fn({ tx, owned: true }), {
+      ...isolation,
       maxWait: options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
       timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     });
@@ -116,6 +121,36 @@ export async function autocommitIsReadCommitted(db: PrismaClientLike, operation 
     autocommitReadCommitted.set(db, check);
     check.catch(() => {
       if (autocommitReadCommitted.get(db) === check) autocommitReadCommitted.delete(db);
+    });
+  }
+  try {
+    return await check;
+  } catch (error) {
+    throw isDatabaseError(error) ? normalizeDatabaseError(error, operation) : error;
+  }
+}
+
+/** Per root client: whether a transaction opened without an isolation level runs at READ COMMITTED. */
+const defaultTransactionReadCommitted = new WeakMap<object, Promise<boolean>>();
+
+/**
+ * Whether `db.$transaction(fn)` without an isolation level runs at READ
+ * COMMITTED: asked once per client by opening one such transaction, so both
+ * the session default and a `transactionOptions.isolationLevel` given to the
+ * client's constructor are taken into account. A failed check is not
+ * remembered.
+ */
+async function ownedTransactionsAreReadCommitted(db: PrismaClientLike, operation: string): Promise<boolean> {
+  let check = defaultTransactionReadCommitted.get(db);
+  if (!check) {
+    check = db.$transaction(async (tx: Tx) => {
+      const rows = await tx.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`;
+      const level = rows[0]?.level;
+      return level === 'read committed' || level === 'read uncommitted';
+    });
+    defaultTransactionReadCommitted.set(db, check);
+    check.catch(() => {
+      if (defaultTransactionReadCommitted.get(db) === check) defaultTransactionReadCommitted.delete(db);
     });
   }
   try {

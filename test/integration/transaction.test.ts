@@ -177,3 +177,24 @@ describe('timeout helpers', () => {
     expect(after[0]!.t).toBe('0');
   });
 });
+
+describe('transactions runledger opens', () => {
+  it('run at READ COMMITTED even on a client whose own default is SERIALIZABLE', async () => {
+    const strict = new HostPrismaClient({
+      adapter: new PrismaPg({ connectionString: db.url, max: 2 }),
+      transactionOptions: { isolationLevel: 'Serializable' },
+    });
+    try {
+      for (let i = 0; i < 2; i += 1) {
+        const level = await withTransaction(strict, 'test', async ({ tx, owned }) => {
+          expect(owned).toBe(true);
+          const rows = await tx.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`;
+          return rows[0]!.level;
+        });
+        expect(level).toBe('read committed');
+      }
+    } finally {
+      await strict.$disconnect();
+    }
+  });
+});

@@ -1,0 +1,256 @@
+/**
+ * Completion batches that span runs: one global lock order (no deadlock
+ * between batches, whatever the interleaving), a constant number of
+ * statements per batch, every precondition before the first write, and one
+ * run's trouble kept inside that run.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  cancelJob,
+  claimJobs,
+  completeJobSuccess,
+  completeJobsSuccess,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  getJob,
+  globalScope,
+  isRunledgerError,
+  workflow,
+  type ClaimedJob,
+} from '../../src/index.js';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { preparedStatementName } from '../../src/client/connect.js';
+import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { completeJobsSuccessSettled } from '../../src/queue/lifecycle.js';
+import { useTestDatabase } from '../harness/database.js';
+import { barrier, stepsByKey } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+let clients: PrismaClient[];
+beforeAll(() => {
+  clients = Array.from({ length: 4 }, () => db.newClient({ max: 1 }));
+});
+
+/** Deterministic shuffle (a fixed seed keeps a failure reproducible). */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed;
+  for (let i = out.length - 1; i > 0; i -= 1) {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+async function claimType(jobType: string, limit = 1000): Promise<ClaimedJob[]> {
+  return claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit, leaseSeconds: 600, markRunning: true });
+}
+
+describe('completion batches across runs', () => {
+  it('two batches with interleaved job ids of two runs (x1 < y1 < x2 < y2) both commit: no deadlock', async () => {
+    // x1 and x2 share a dependent in run X, y1 and y2 in run Y; ids interleave across the runs.
+    for (let round = 0; round < 10; round += 1) {
+      const x = await enqueueWorkflowRun(db.prisma, workflow('x').job('x1', 'inter.x', {}).job('x2', 'inter.x', {}).job('dx', 'inter.d', {}).afterSuccess('dx', ['x1', 'x2']).build());
+      const y = await enqueueWorkflowRun(db.prisma, workflow('y').job('y1', 'inter.y', {}).job('y2', 'inter.y', {}).job('dy', 'inter.d', {}).afterSuccess('dy', ['y1', 'y2']).build());
+      const xs = (await claimType('inter.x')).sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
+      const ys = (await claimType('inter.y')).sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
+      const start = barrier(2);
+      const results = await Promise.all([
+        (async () => {
+          await start();
+          return completeJobsSuccess(clients[0]!, [{ lease: xs[0]! }, { lease: ys[1]! }]);
+        })(),
+        (async () => {
+          await start();
+          return completeJobsSuccess(clients[1]!, [{ lease: ys[0]! }, { lease: xs[1]! }]);
+        })(),
+      ]);
+      expect(results.flat().map((r) => r.outcome)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+      expect((await stepsByKey(db.prisma, x.workflowRunId)).dx).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
+      expect((await stepsByKey(db.prisma, y.workflowRunId)).dy).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
+    }
+  });
+
+  it('200 concurrent mixed cross-run batches from 4 connections: zero deadlocks, every dependent released exactly once', async () => {
+    const runs = 40;
+    const ids: string[] = [];
+    for (let r = 0; r < runs; r += 1) {
+      // Four roots, each a prerequisite of both shared dependents (ON_SUCCESS and ON_TERMINAL).
+      const builder = workflow('mixed');
+      for (let i = 0; i < 4; i += 1) builder.job(`r${i}`, 'mixed.root', { r, i });
+      builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', ['r0', 'r1', 'r2', 'r3']);
+      builder.job('d2', 'mixed.dep', {}).afterTerminal('d2', ['r0', 'r1', 'r2', 'r3']);
+      ids.push((await enqueueWorkflowRun(db.prisma, builder.build())).workflowRunId);
+    }
+    const roots = await claimType('mixed.root');
+    expect(roots).toHaveLength(runs * 4);
+    // Connection c gets root c of every run, shuffled, in batches of 4 (4 runs per batch): 4 x 10 rounds.
+    const byConnection = [0, 1, 2, 3].map((c) =>
+      shuffled(
+        roots.filter((job) => (job.payload as { i: number }).i === c),
+        c + 7,
+      ),
+    );
+    const errors: unknown[] = [];
+    const rounds = runs / 4;
+    // 5 passes over fresh runs would need 5x the setup; instead each round's batches race, and the
+    // batch size (4 runs) times 4 connections times 10 rounds is 40 batches per pass; the pass repeats
+    // over new runs 5 times below.
+    const pass = async (jobsPerConnection: ClaimedJob[][]): Promise<void> => {
+      for (let round = 0; round < rounds; round += 1) {
+        const start = barrier(4);
+        await Promise.all(
+          jobsPerConnection.map(async (jobs, c) => {
+            const batch = jobs.slice(round * 4, round * 4 + 4);
+            await start();
+            try {
+              const outcomes = await completeJobsSuccess(clients[c]!, batch.map((lease) => ({ lease })));
+              expect(outcomes.map((o) => o.outcome)).toEqual(batch.map(() => 'succeeded'));
+            } catch (error) {
+              errors.push(error);
+            }
+          }),
+        );
+      }
+    };
+    await pass(byConnection);
+    for (let again = 1; again < 5; again += 1) {
+      const more: string[] = [];
+      for (let r = 0; r < runs; r += 1) {
+        const builder = workflow('mixed');
+        for (let i = 0; i < 4; i += 1) builder.job(`r${i}`, 'mixed.root', { r, i });
+        builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', ['r0', 'r1', 'r2', 'r3']);
+        builder.job('d2', 'mixed.dep', {}).afterTerminal('d2', ['r0', 'r1', 'r2', 'r3']);
+        more.push((await enqueueWorkflowRun(db.prisma, builder.build())).workflowRunId);
+      }
+      ids.push(...more);
+      const next = await claimType('mixed.root');
+      await pass([0, 1, 2, 3].map((c) => shuffled(next.filter((job) => (job.payload as { i: number }).i === c), again * 13 + c)));
+    }
+    expect(errors.map((e) => (isRunledgerError(e) ? e.code : String(e)))).toEqual([]);
+    const [counts] = await db.prisma.$queryRaw<{ dependents: number; released: number; jobs: number; events: number }[]>`
+      SELECT count(*)::int AS dependents,
+             count(*) FILTER (WHERE ws.status = 'ENQUEUED' AND ws.dependency_count_pending = 0 AND ws.dependency_count_unsatisfied = 0)::int AS released,
+             count(DISTINCT jq.id)::int AS jobs,
+             (SELECT count(*)::int FROM runledger.job_events e JOIN runledger.job_queue j ON j.id = e.job_id
+               WHERE j.job_type = 'mixed.dep' AND e.event_type = 'ENQUEUED') AS events
+        FROM runledger.workflow_steps ws
+        JOIN runledger.job_queue jq ON jq.id = ws.job_id AND jq.workflow_step_id = ws.id
+       WHERE ws.workflow_run_id = ANY(${ids}::uuid[]) AND ws.step_key IN ('d1', 'd2')`;
+    expect(counts).toEqual({ dependents: ids.length * 2, released: ids.length * 2, jobs: ids.length * 2, events: ids.length * 2 });
+  });
+
+  it('costs the same number of statements for 1 and for 50 workflow jobs of 50 runs', async () => {
+    const statements = async (size: number): Promise<number> => {
+      for (let r = 0; r <= size; r += 1) {
+        await enqueueWorkflowRun(db.prisma, workflow('count').job('a', `count.${size}`, {}).job('b', 'count.next', {}).job('c', 'count.next', {}).afterSuccess('b', ['a']).afterSuccess('c', ['a']).build());
+      }
+      const jobs = await claimType(`count.${size}`);
+      expect(jobs).toHaveLength(size + 1);
+      const counter = countingClient();
+      try {
+        // Connect and let the client's one-time isolation checks run outside the count.
+        await completeJobsSuccess(counter.client, [{ lease: jobs[0]!, output: 'warm-up' }]);
+        const before = counter.count();
+        await completeJobsSuccess(counter.client, jobs.slice(1).map((lease) => ({ lease })));
+        return counter.count() - before;
+      } finally {
+        await counter.close();
+      }
+    };
+    const one = await statements(1);
+    const fifty = await statements(50);
+    expect(fifty).toBe(one);
+    // BEGIN, jobs+events+steps, release locks, one release depth, run locks, run statuses, COMMIT.
+    expect(one).toBe(7);
+  });
+});
+
+/** A Prisma client on one connection that counts every statement sent (BEGIN and COMMIT included). */
+function countingClient(): { client: PrismaClient; count(): number; close(): Promise<void> } {
+  const pool = db.newPool({ max: 1 });
+  let sent = 0;
+  pool.on('connect', (connection) => {
+    const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
+    (connection as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      sent += 1;
+      if (process.env.RL_LOG_SQL) console.log("SQL>", String(typeof args[0] === "string" ? args[0] : (args[0] as { text?: string })?.text).slice(0, 80).replace(/\s+/g, " "));
+      return query(...args);
+    };
+  });
+  const client = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName }) });
+  return { client, count: () => sent, close: () => client.$disconnect() };
+}
+
+describe('every precondition before the first write', () => {
+  for (const level of ['RepeatableRead', 'Serializable'] as const) {
+    it(`a refused ${level} completion, failure or cancellation that the caller commits changed nothing`, async () => {
+      const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('iso').job('a', `iso.${level}`, {}).job('b', 'iso.next', {}).afterSuccess('b', ['a']).build());
+      const [lease] = await claimType(`iso.${level}`);
+      const before = await stepsByKey(db.prisma, workflowRunId);
+      const attempts: [string, (tx: never) => Promise<unknown>][] = [
+        ['complete', (tx) => completeJobSuccess(tx, lease!, { output: 1 })],
+        ['fail', (tx) => failJob(tx, lease!, { code: 'x', message: 'y', retryable: false })],
+        ['cancel', (tx) => cancelJob(tx, { jobId: lease!.jobId, scope: globalScope })],
+      ];
+      for (const [name, attempt] of attempts) {
+        const caught = await db.prisma.$transaction(
+          async (tx) => {
+            const error = await attempt(tx as never).catch((e: unknown) => e);
+            await tx.$executeRaw`SELECT 1`; // the transaction is still usable
+            return error;
+          },
+          { isolationLevel: level },
+        );
+        expect(isRunledgerError(caught) ? caught.code : caught, name).toMatch(/unsupported_isolation$/);
+        expect(await getJob(db.prisma, globalScope, lease!.jobId), name).toMatchObject({ status: 'LEASED' });
+        expect(await stepsByKey(db.prisma, workflowRunId), name).toEqual(before);
+      }
+    });
+  }
+
+  it('a direct job still completes inside a REPEATABLE READ transaction', async () => {
+    await enqueueJob(db.prisma, { jobType: 'iso.direct', payload: {} });
+    const [lease] = await claimType('iso.direct');
+    await db.prisma.$transaction(async (tx) => completeJobSuccess(tx, lease!), { isolationLevel: 'RepeatableRead' });
+    expect(await getJob(db.prisma, globalScope, lease!.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+  });
+});
+
+describe("one run's trouble stays in that run", () => {
+  it('a batch with one run whose release cannot proceed commits the other runs and reports only that item', async () => {
+    const good = await enqueueWorkflowRun(db.prisma, workflow('good').job('a', 'trouble.job', { run: 'good' }).job('b', 'trouble.next', {}).afterSuccess('b', ['a']).build());
+    const bad = await enqueueWorkflowRun(db.prisma, workflow('bad').job('a', 'trouble.job', { run: 'bad' }).job('b', 'trouble.next', {}).afterSuccess('b', ['a']).build());
+    const jobs = await claimType('trouble.job');
+    const badLease = jobs.find((job) => (job.payload as { run: string }).run === 'bad')!;
+    const goodLease = jobs.find((job) => (job.payload as { run: string }).run === 'good')!;
+    // A cancellation of the bad run holds its release lock exclusively (and waits), so its release times out.
+    const holder = db.newClient({ max: 1 });
+    let releaseHolder!: () => void;
+    const held = new Promise<void>((resolve) => (releaseHolder = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holding = holder.$transaction(
+      async (tx) => {
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(${0x52554e4c}::int, hashtext(${bad.workflowRunId}::text))`;
+        locked();
+        await held;
+      },
+      { timeout: 30_000 },
+    );
+    await isLocked;
+    try {
+      const outcomes = await completeJobsSuccessSettled(db.prisma, [{ lease: badLease }, { lease: goodLease }]);
+      expect(outcomes[0]).toMatchObject({ outcome: 'error', error: expect.objectContaining({ code: 'workflow.release_conflict' }) });
+      expect(outcomes[1]).toMatchObject({ outcome: 'succeeded' });
+    } finally {
+      releaseHolder();
+      await holding;
+    }
+    expect((await stepsByKey(db.prisma, good.workflowRunId)).b).toMatchObject({ status: 'ENQUEUED' });
+    expect((await stepsByKey(db.prisma, bad.workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
+    expect(await getJob(db.prisma, globalScope, badLease.jobId)).toMatchObject({ status: 'LEASED' });
+  });
+});
