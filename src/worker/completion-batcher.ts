@@ -4,18 +4,22 @@
  * round trip for direct jobs) instead of one commit each.
  *
  * A success waits at most `delayMs` (0: until the next turn of the event
- * loop) for company; a batch that reaches `maxBatch` leaves at once. One
- * flush is in flight at a time, so under load the next batch grows while the
- * previous one commits (group commit). Each caller gets its own job's
- * outcome: `succeeded`, `lease_owner_mismatch` (the fence refused it; the
- * others in the batch are unaffected), or `error` (the statement failed even
- * after transient retries; the lease is then left to expire and the reaper
- * retries the job). Direct jobs are completed by one statement and
- * workflow-managed ones in a transaction after it
- * (`completeJobsSuccessSettled`): each step is retried on its own, and an
- * error is reported only for the items of the step that failed, so a success
- * already committed is never reported as an error or, on a retry, as a lost
- * lease.
+ * loop) for company; a batch that reaches `maxBatch` leaves at once. Up to
+ * `maxFlushes` batches are in flight at once (pipelining: the next batch
+ * commits while the previous one does, and claims never wait for either);
+ * beyond that the queue grows while they commit (group commit). Concurrent
+ * batches are safe: each takes its locks in the global order of
+ * src/workflow/locking.ts, so they cannot deadlock on shared runs.
+ *
+ * Each caller gets its own job's outcome: `succeeded`,
+ * `lease_owner_mismatch` (the fence refused it; the others in the batch are
+ * unaffected), or `error` (it failed even after transient retries and alone
+ * in its own transaction; the lease is then left to expire and the reaper
+ * retries the job). A batch of direct jobs is one statement; one with
+ * workflow-managed jobs one transaction (`completeJobsSuccessSettled`), which
+ * on failure is retried item by item so that one run's trouble never fails
+ * the others' work; a success already committed is never reported as an
+ * error or, on a retry, as a lost lease.
  */
 import type { Db } from '../client/types.js';
 import { completeJobsSuccessSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
@@ -23,6 +27,9 @@ import type { JsonValue } from '../validation/primitives.js';
 import { retryTransient } from './timing.js';
 
 export type CompletionResult = SettledCompleteOutcome;
+
+/** Batches committing at once; more would only queue on the database's connections. */
+export const DEFAULT_MAX_FLUSHES = 2;
 
 interface PendingCompletion {
   lease: LeaseIdentity;
@@ -33,13 +40,15 @@ interface PendingCompletion {
 export class CompletionBatcher {
   private pending: PendingCompletion[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private readonly flushing = new Set<Promise<void>>();
 
   constructor(
     private readonly db: Db,
     private readonly delayMs: number,
     private readonly maxBatch: number,
+    private readonly maxFlushes = DEFAULT_MAX_FLUSHES,
   ) {}
+
 
   /** Queues one success; resolves once it is committed (or refused). Never rejects. */
   complete(lease: LeaseIdentity, output: JsonValue | undefined): Promise<CompletionResult> {
@@ -53,14 +62,15 @@ export class CompletionBatcher {
   async flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    while (this.pending.length > 0 || this.flushing) {
-      if (this.flushing) await this.flushing;
-      else await this.startFlush();
+    while (this.pending.length > 0 || this.flushing.size > 0) {
+      if (this.pending.length > 0 && this.flushing.size < this.maxFlushes) void this.startFlush();
+      else await Promise.race(this.flushing);
     }
   }
 
   private schedule(): void {
-    if (this.flushing) return; // the in-flight flush picks the queue up when it finishes
+    if (this.pending.length === 0) return;
+    if (this.flushing.size >= this.maxFlushes) return; // a finishing flush picks the queue up
     if (this.pending.length >= this.maxBatch) {
       clearTimeout(this.timer);
       this.timer = undefined;
@@ -78,10 +88,10 @@ export class CompletionBatcher {
     this.timer = undefined;
     const batch = this.pending.splice(0, this.maxBatch);
     const flushing = this.write(batch).finally(() => {
-      this.flushing = undefined;
-      if (this.pending.length > 0) this.schedule();
+      this.flushing.delete(flushing);
+      this.schedule();
     });
-    this.flushing = flushing;
+    this.flushing.add(flushing);
     return flushing;
   }
 

@@ -72,7 +72,12 @@ export function backoffMs(failures: number, baseMs: number, maxMs: number): numb
 
 /** A failure after which the same write may succeed: the database was unreachable, slow, or a transaction conflicted. */
 export function isTransientFailure(error: unknown): boolean {
-  return isRunledgerError(error) && (error.category === 'unavailable' || error.code === 'database.transaction_conflict');
+  // `workflow.release_conflict`: a run's release lock was held exclusively (a cancellation) or a cascade
+  // wait hit its bound; the same completion succeeds (or is fenced out) once that transaction ends.
+  return (
+    isRunledgerError(error) &&
+    (error.category === 'unavailable' || error.code === 'database.transaction_conflict' || error.code === 'workflow.release_conflict')
+  );
 }
 
 /**

@@ -49,7 +49,8 @@
  *     (job-execution.ts `slotFree`). So at most `concurrency` handlers run at
  *     once, however many jobs are buffered, and the next claim overlaps the
  *     commit of the previous batch's successes instead of waiting for it.
- *   - lease slots (`2 x concurrency + batchSize`): a job holds one from
+ *   - lease slots (`2 x concurrency + 3 x batchSize`: two completion
+ *     batches may commit at once): a job holds one from
  *     claim until its outcome is recorded and its handler has settled (or,
  *     for a buffered job, until its release is recorded); this bounds the
  *     leases the worker holds (buffered jobs, running jobs and successes
@@ -99,7 +100,7 @@ import { ConflictError } from '../errors/runledger-error.js';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
 import { claimJobs, type ClaimedJob } from '../queue/claim.js';
 import { parseInput } from '../validation/parse.js';
-import { CompletionBatcher } from './completion-batcher.js';
+import { CompletionBatcher, DEFAULT_MAX_FLUSHES } from './completion-batcher.js';
 import { WorkerEventEmitter, type WorkerEventListener, type WorkerEventName, type WorkerStats } from './events.js';
 import { JOB_BUFFER_EXPIRED, JOB_WORKER_SHUTDOWN } from './job-errors.js';
 import { JobExecution } from './job-execution.js';
@@ -300,7 +301,10 @@ class RunledgerWorker implements Worker {
 
   private async claimLoop(): Promise<void> {
     const { options } = this;
-    const leaseCap = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.batchSize;
+    // Leases held: running handlers, the buffer, and successes waiting in (up
+    // to DEFAULT_MAX_FLUSHES) completion batches: committing batches must not
+    // stall claims.
+    const leaseCap = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.batchSize * (1 + DEFAULT_MAX_FLUSHES);
     while (!this.stopController.signal.aborted) {
       const now = Date.now();
       const buffered = this.buffer.length;
