@@ -3,7 +3,8 @@
  *
  * Invariants:
  * - Every write is fenced to the exact lease in its WHERE clause: job id, run
- *   number, attempt, owner, `status = 'LEASED'` and `lease_expires_at > now()`.
+ *   number, attempt, owner, `status = 'LEASED'` and a lease unexpired at the
+ *   moment the row is written (see "The lease clock" below).
  *   Zero rows means the lease is stale or foreign: `job.lease_owner_mismatch`,
  *   and nothing was changed (the statement matched nothing).
  * - Each transition appends its job_events row in the same statement.
@@ -72,6 +73,22 @@ export function leaseMismatch(lease: ParsedJobLease, operation: string): Conflic
   });
 }
 
+/*
+ * The lease clock. `now()` is the time the statement (or transaction) started;
+ * a fenced write that waited on the job row's lock (a cancellation, a batch,
+ * any transaction holding the row) could pass `lease_expires_at > now()` after
+ * the lease expired and store a "new" expiry already in the past. Checking
+ * `clock_timestamp()` in the UPDATE's WHERE is not enough either: a holder
+ * that only locked the row (FOR UPDATE, no change) lets the waiting UPDATE go
+ * on without re-evaluating its WHERE clause, which it evaluated before the
+ * wait. So a fenced statement first locks the row (`locked`), then reads the
+ * clock from that CTE (`clock`, evaluated only once the lock is held), and the
+ * UPDATE compares with and computes from that one instant. A holder that did
+ * change the row makes the UPDATE re-check its WHERE against the new row
+ * version, with the same instant. Cost: one more index probe of a row the
+ * statement writes anyway. release.ts does the same.
+ */
+
 /**
  * Records that the handler started. Idempotent per attempt: a second call
  * appends no second RUNNING event. `claimJobs({ markRunning: true })` does the
@@ -84,11 +101,20 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
   // which reads the updated job through an InitPlan, so the job row is locked before any step row.
   await withStatement(db, 'mark job running', async (client) => {
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
-      WITH running AS (
-        UPDATE runledger.job_queue jq
-           SET started_at = COALESCE(jq.started_at, now()), heartbeat_at = now(), updated_at = now()
+      WITH locked AS MATERIALIZED (
+        SELECT jq.id FROM runledger.job_queue jq
          WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+           AND jq.lease_owner = ${l.workerId}
+           FOR UPDATE
+      ),
+      -- Read after the lock above is held: the fence and the timestamps use the time of the write (module comment).
+      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+      running AS (
+        UPDATE runledger.job_queue jq
+           SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at
+          FROM clock c
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
         RETURNING jq.id, jq.run_number, jq.attempt,
                   EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed,
                   NOT EXISTS (SELECT 1 FROM runledger.job_events e
@@ -125,16 +151,25 @@ export async function heartbeatJob(db: Db, lease: LeaseIdentity, options: Heartb
   const o = parseInput(heartbeatOptionsSchema, options, JOB_INVALID_INPUT);
   return withStatement(db, 'heartbeat job', async (client) => {
     const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
+      WITH locked AS MATERIALIZED (
+        SELECT jq.id FROM runledger.job_queue jq
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId}
+           FOR UPDATE
+      ),
+      -- Read after the lock above is held: the fence and the new expiry use the time of the write (module comment).
+      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked)
       UPDATE runledger.job_queue jq
-         SET lease_expires_at = now() + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
-                                                 jq.lease_expires_at - jq.heartbeat_at,
-                                                 make_interval(secs => jq.timeout_seconds)),
-             heartbeat_at = now(),
+         SET lease_expires_at = c.at + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
+                                                jq.lease_expires_at - jq.heartbeat_at,
+                                                make_interval(secs => jq.timeout_seconds)),
+             heartbeat_at = c.at,
              progress = CASE WHEN ${o.progress !== undefined}::boolean THEN ${jsonParam(o.progress)}::jsonb ELSE jq.progress END,
              checkpoint = CASE WHEN ${o.checkpoint !== undefined}::boolean THEN ${jsonParam(o.checkpoint)}::jsonb ELSE jq.checkpoint END,
-             updated_at = now()
+             updated_at = c.at
+        FROM clock c
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
       RETURNING jq.lease_expires_at`;
     const row = rows[0];
     if (!row) throw leaseMismatch(l, 'heartbeat job');
