@@ -166,7 +166,7 @@ describe('queue fast paths on a root client', () => {
     const again = await claimOne('fastfail.a');
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
     await releaseJob(db.prisma, again, { reason: 'job.worker_shutdown' });
-    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'ENQUEUED', lastErrorCode: 'job.worker_shutdown' });
+    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'ENQUEUED', statusReason: null, lastErrorCode: null, lastErrorMessage: null });
     const last = await claimOne('fastfail.a');
     expect(await failJob(db.prisma, last, { code: 'fatal', message: 'no', retryable: false })).toMatchObject({ status: 'DEAD_LETTERED', nextRunAt: null });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'FAILED', lastErrorCode: 'fatal' });

@@ -5,8 +5,9 @@
  * computed from that same clock, never from the statement's start time.
  */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, heartbeatJob, markJobRunning, type ClaimedJob } from '../../src/index.js';
+import { claimJobs, enqueueJob, enqueueWorkflowRun, heartbeatJob, markJobRunning, releaseJob, workflow, type ClaimedJob } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { stepsByKey } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 
@@ -98,6 +99,24 @@ describe('lease fences use the clock at the moment of the write', () => {
     const outcome = await writeAfterHeldPastExpiry(lease.jobId, () => markJobRunning(db.prisma, lease));
     expectMismatch(outcome);
     expect(await snapshot(lease.jobId)).toEqual(before);
+  });
+
+  it('releaseJob fails on a lease that expired while it waited for the row, and releases nothing', async () => {
+    const lease = await claimOne('clock.release', 1);
+    const before = await snapshot(lease.jobId);
+    const outcome = await writeAfterHeldPastExpiry(lease.jobId, () => releaseJob(db.prisma, lease));
+    expectMismatch(outcome);
+    expect(await snapshot(lease.jobId)).toEqual(before);
+  });
+
+  it('releaseJob of a workflow job leaves its step RUNNING when the lease expired while it waited', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('clock.wf').job('a', 'clock.wf.a', {}).build());
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w1', jobTypes: ['clock.wf.a'], limit: 1, leaseSeconds: 1 });
+    const before = await snapshot(lease!.jobId);
+    const outcome = await writeAfterHeldPastExpiry(lease!.jobId, () => releaseJob(db.prisma, lease!));
+    expectMismatch(outcome);
+    expect(await snapshot(lease!.jobId)).toEqual(before);
+    expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
   });
 
   it('a heartbeat that waited (lease still live) computes the new expiry from the time of the write', async () => {
