@@ -117,9 +117,12 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
            AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
         RETURNING jq.id, jq.run_number, jq.attempt,
                   EXISTS (SELECT 1 FROM runledger.workflow_steps ws WHERE ws.job_id = jq.id) AS workflow_managed,
+                  -- Once per lease: a released attempt is claimed again under the same attempt number, so only a
+                  -- RUNNING event after this lease's LEASED event counts (the reaper reads "started" the same way).
                   NOT EXISTS (SELECT 1 FROM runledger.job_events e
-                               WHERE e.job_id = jq.id AND e.run_number = jq.run_number AND e.attempt = jq.attempt
-                                 AND e.event_type = 'RUNNING') AS first_time
+                               WHERE e.job_id = jq.id AND e.event_type = 'RUNNING'
+                                 AND e.seq > (SELECT max(le.seq) FROM runledger.job_events le
+                                               WHERE le.job_id = jq.id AND le.event_type = 'LEASED')) AS first_time
       ),
       events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)

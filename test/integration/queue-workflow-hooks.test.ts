@@ -76,10 +76,20 @@ describe('workflow hooks of the queue', () => {
 
   it('puts the step back to ENQUEUED when an expired lease is retried', async () => {
     const { jobId, stepId } = await workflowJob('wf.reap');
-    await claim('wf.reap');
+    await claim('wf.reap', true);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', last_error_code: 'job.lease_expired' });
+  });
+
+  it('puts the step back as unclaimed when a lease that never started expires, with no terminal transition', async () => {
+    const { jobId, stepId } = await workflowJob('wf.unstarted', 1);
+    await claim('wf.unstarted');
+    expect(await step(stepId)).toMatchObject({ status: 'RUNNING', started: true });
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [jobId], deadLettered: [] });
+    expect(await step(stepId)).toEqual({ status: 'ENQUEUED', started: false, last_error_code: null });
+    expect(terminal.calls).toEqual([]);
   });
 
   it('hands each terminal job transition to the workflow engine', async () => {
@@ -88,7 +98,7 @@ describe('workflow hooks of the queue', () => {
     const dead = await workflowJob('wf.dead');
     await failJob(db.prisma, await claim('wf.dead'), { code: 'fatal', message: 'no', retryable: false });
     const expired = await workflowJob('wf.expired', 1);
-    await claim('wf.expired');
+    await claim('wf.expired', true);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${expired.jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const canceled = await workflowJob('wf.cancel');
