@@ -9,9 +9,12 @@
  * Idempotency: with a key, the canonical request (the validated run, defaults
  * resolved) is stored; the same request again returns the existing run, a
  * different one is `workflow.idempotency_conflict`. Keys are scoped by
- * (workflow type, organization).
+ * (workflow type, organization). Like a keyed job enqueue (src/queue/enqueue.ts)
+ * it needs READ COMMITTED to see a concurrent winner of the key, so a joined
+ * transaction at a stronger level is refused
+ * (`workflow.enqueue_idempotency_unsupported_isolation`) before any write.
  */
-import { withTransaction } from '../client/transaction.js';
+import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -37,7 +40,12 @@ export interface EnqueueWorkflowRunResult {
  */
 export async function enqueueWorkflowRun(db: Db, input: WorkflowRunInput): Promise<EnqueueWorkflowRunResult> {
   const run = validateWorkflowRun(input);
-  return withTransaction(db, 'enqueue workflow run', ({ tx }) => persistRun(tx, run));
+  return withTransaction(db, 'enqueue workflow run', async ({ tx, owned }) => {
+    if (run.idempotencyKey !== null) {
+      await ensureReadCommitted({ tx, owned }, 'workflow.enqueue_idempotency_unsupported_isolation', 'Workflow enqueue with an idempotency key');
+    }
+    return persistRun(tx, run);
+  });
 }
 
 async function persistRun(tx: Tx, run: ValidatedWorkflowRun): Promise<EnqueueWorkflowRunResult> {
