@@ -1,8 +1,8 @@
 /**
  * The autocommit fast paths of the queue (src/client/transaction.ts
  * `withStatement`): on a root client, claim, heartbeat, mark running, enqueue
- * without keys and the completion/failure/release of direct jobs are one
- * statement each. These tests pin the semantics those paths must keep: the
+ * without keys, the completion/failure of direct jobs and the release of any
+ * job (its step included) are one statement each. These tests pin the semantics those paths must keep: the
  * lease fence, the workflow hooks, and the fallback to a transaction for
  * workflow-managed jobs and refused leases.
  */
