@@ -16,12 +16,19 @@
  * joined one the batch's own uncommitted rows are deleted before the error
  * propagates (the caller might catch it and commit).
  *
+ * Keyed enqueue needs READ COMMITTED: under REPEATABLE READ or SERIALIZABLE
+ * the read of a skipped key cannot see a concurrent winner that committed
+ * after the transaction's snapshot, so neither 'existing' nor a conflict can
+ * be reported truthfully. A joined transaction at such a level is refused
+ * (`job.enqueue_idempotency_unsupported_isolation`) before anything is
+ * written; the check is a read, so the caller's transaction stays usable.
+ *
  * Notification: `pg_notify` runs inside the transaction (or the autocommit
  * statement), so it is delivered at commit and never for a rolled-back enqueue. Only job types with a job that is
  * runnable now are announced; delayed jobs are found by polling.
  */
 import type { Db, Tx } from '../client/types.js';
-import { withStatement, withTransaction } from '../client/transaction.js';
+import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId, newIds } from '../db/ids.js';
 import { ConflictError, InternalError, isRunledgerError } from '../errors/runledger-error.js';
@@ -168,6 +175,7 @@ async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[]): 
     return rows.map((row) => ({ jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const }));
   }
   return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
+    await ensureReadCommitted({ tx, owned }, 'job.enqueue_idempotency_unsupported_isolation', 'Enqueue with an idempotency key');
     const inserted = new Set(await insertJobsTx(tx, rows));
     const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
     let existing = new Map<number, EnqueueJobResult>();

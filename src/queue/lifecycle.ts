@@ -3,7 +3,8 @@
  *
  * Invariants:
  * - Every write is fenced to the exact lease in its WHERE clause: job id, run
- *   number, attempt, owner, `status = 'LEASED'` and `lease_expires_at > now()`.
+ *   number, attempt, owner, `status = 'LEASED'` and a lease unexpired at the
+ *   moment the row is written (see "The lease clock" below).
  *   Zero rows means the lease is stale or foreign: `job.lease_owner_mismatch`,
  *   and nothing was changed (the statement matched nothing).
  * - Each transition appends its job_events row in the same statement.
@@ -75,6 +76,22 @@ export function leaseMismatch(lease: ParsedJobLease, operation: string): Conflic
   });
 }
 
+/*
+ * The lease clock. `now()` is the time the statement (or transaction) started;
+ * a fenced write that waited on the job row's lock (a cancellation, a batch,
+ * any transaction holding the row) could pass `lease_expires_at > now()` after
+ * the lease expired and store a "new" expiry already in the past. Checking
+ * `clock_timestamp()` in the UPDATE's WHERE is not enough either: a holder
+ * that only locked the row (FOR UPDATE, no change) lets the waiting UPDATE go
+ * on without re-evaluating its WHERE clause, which it evaluated before the
+ * wait. So a fenced statement first locks the row (`locked`), then reads the
+ * clock from that CTE (`clock`, evaluated only once the lock is held), and the
+ * UPDATE compares with and computes from that one instant. A holder that did
+ * change the row makes the UPDATE re-check its WHERE against the new row
+ * version, with the same instant. Cost: one more index probe of a row the
+ * statement writes anyway. release.ts does the same.
+ */
+
 /**
  * Records that the handler started. Idempotent per attempt: a second call
  * appends no second RUNNING event. `claimJobs({ markRunning: true })` does the
@@ -87,16 +104,28 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
   // which reads the updated job through an InitPlan, so the job row is locked before any step row.
   await withStatement(db, 'mark job running', async (client) => {
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
-      WITH running AS (
-        UPDATE runledger.job_queue jq
-           SET started_at = COALESCE(jq.started_at, now()), heartbeat_at = now(), updated_at = now()
+      WITH locked AS MATERIALIZED (
+        SELECT jq.id FROM runledger.job_queue jq
          WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+           AND jq.lease_owner = ${l.workerId}
+           FOR UPDATE
+      ),
+      -- Read after the lock above is held: the fence and the timestamps use the time of the write (module comment).
+      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+      running AS (
+        UPDATE runledger.job_queue jq
+           SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at
+          FROM clock c
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
         RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed,
+                  -- Once per lease: a released attempt is claimed again under the same attempt number, so only a
+                  -- RUNNING event after this lease's LEASED event counts (the reaper reads "started" the same way).
                   NOT EXISTS (SELECT 1 FROM runledger.job_events e
-                               WHERE e.job_id = jq.id AND e.run_number = jq.run_number AND e.attempt = jq.attempt
-                                 AND e.event_type = 'RUNNING') AS first_time
+                               WHERE e.job_id = jq.id AND e.event_type = 'RUNNING'
+                                 AND e.seq > (SELECT max(le.seq) FROM runledger.job_events le
+                                               WHERE le.job_id = jq.id AND le.event_type = 'LEASED')) AS first_time
       ),
       events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
@@ -128,16 +157,25 @@ export async function heartbeatJob(db: Db, lease: LeaseIdentity, options: Heartb
   const o = parseInput(heartbeatOptionsSchema, options, JOB_INVALID_INPUT);
   return withStatement(db, 'heartbeat job', async (client) => {
     const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
+      WITH locked AS MATERIALIZED (
+        SELECT jq.id FROM runledger.job_queue jq
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId}
+           FOR UPDATE
+      ),
+      -- Read after the lock above is held: the fence and the new expiry use the time of the write (module comment).
+      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked)
       UPDATE runledger.job_queue jq
-         SET lease_expires_at = now() + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
-                                                 jq.lease_expires_at - jq.heartbeat_at,
-                                                 make_interval(secs => jq.timeout_seconds)),
-             heartbeat_at = now(),
+         SET lease_expires_at = c.at + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
+                                                jq.lease_expires_at - jq.heartbeat_at,
+                                                make_interval(secs => jq.timeout_seconds)),
+             heartbeat_at = c.at,
              progress = CASE WHEN ${o.progress !== undefined}::boolean THEN ${jsonParam(o.progress)}::jsonb ELSE jq.progress END,
              checkpoint = CASE WHEN ${o.checkpoint !== undefined}::boolean THEN ${jsonParam(o.checkpoint)}::jsonb ELSE jq.checkpoint END,
-             updated_at = now()
+             updated_at = c.at
+        FROM clock c
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
       RETURNING jq.lease_expires_at`;
     const row = rows[0];
     if (!row) throw leaseMismatch(l, 'heartbeat job');
@@ -316,9 +354,9 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
  * is left as it is. `directOnly` leaves workflow-managed jobs untouched (not
  * even locked): the autocommit path, whose result needs no release.
  *
- * The fence reads `clock_timestamp()`, the moment the row is written, not
- * the statement's start: a write that waited for the row past the lease's
- * expiry is refused.
+ * The fence compares with `clock_timestamp()` read once the rows are locked,
+ * the moment of the write, not the statement's start: a write that waited for
+ * a row past the lease's expiry is refused.
  */
 async function completeStatement(
   client: Tx,
@@ -346,6 +384,9 @@ async function completeStatement(
        ORDER BY jq.id
          FOR UPDATE OF jq
     ),
+    -- Read once every lock above is held: a row another transaction only locked is not re-checked after the
+    -- wait, so the fence below compares with the time of the write (see markJobRunning).
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
     done AS (
       UPDATE runledger.job_queue jq
          SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
@@ -353,7 +394,7 @@ async function completeStatement(
         FROM input i
        WHERE jq.id = i.job_id AND jq.id IN (SELECT id FROM locked)
          AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-         AND jq.status = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
+         AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
       RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, i.event_id, jq.workflow_step_id
     ),
     events AS (
@@ -418,7 +459,7 @@ interface FailedRow {
 }
 
 /**
- * The failure statement: the job row (fenced at `clock_timestamp()`), its
+ * The failure statement: the job row (fenced at the time of the write), its
  * event, and for a workflow-managed job its step (rung 2a): back to ENQUEUED
  * with the error when a retry is scheduled, FAILED when dead-lettered (a step
  * already terminal stays). `directOnly` leaves workflow-managed jobs
@@ -433,7 +474,16 @@ async function failStatement(
   directOnly: boolean,
 ): Promise<FailedRow[]> {
   return client.$queryRaw<FailedRow[]>`
-    WITH failed AS (
+    WITH locked AS MATERIALIZED (
+      SELECT jq.id FROM runledger.job_queue jq
+       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+         AND jq.lease_owner = ${l.workerId}
+         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
+         FOR UPDATE
+    ),
+    -- Read after the lock above is held (see markJobRunning).
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
+    failed AS (
       UPDATE runledger.job_queue jq
          SET status = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
                            THEN 'PENDING'::runledger.job_status ELSE 'DEAD_LETTERED'::runledger.job_status END,
@@ -444,8 +494,8 @@ async function failStatement(
              lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
              last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now()
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
-         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
+         AND jq.id IN (SELECT id FROM locked)
       RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts, jq.workflow_step_id
     ),
     steps AS (

@@ -1,10 +1,24 @@
 /**
  * Reaping: leases whose expiry has passed belong to workers that crashed or
  * stalled. One statement handles a bounded batch:
+ *   never started          -> PENDING, runnable now, attempt given back (LEASE_EXPIRED, started: false)
  *   attempt < max_attempts -> PENDING, runnable now          (LEASE_EXPIRED)
  *   otherwise              -> DEAD_LETTERED, job.lease_expired (LEASE_EXPIRED, DEAD_LETTERED)
  * The stale worker's later writes fail their lease fence (status and owner
  * changed), so its result is never recorded over the next attempt's.
+ *
+ * "Never started": claimed without `markRunning` and no `markJobRunning`
+ * since, i.e. no RUNNING event after the lease's LEASED event (the job row has
+ * no per-lease start mark: `started_at` is the first start ever, and a
+ * released attempt is claimed again under the same number, so an older
+ * RUNNING event of the same attempt does not count). No handler ran, so the
+ * expiry is no failure of the job: it is returned as `releaseJob` would
+ * return it (attempt - 1, its last error kept, a workflow step put back as
+ * unclaimed by the rule in src/queue/release.ts), and never dead-lettered,
+ * even at `maxAttempts: 1`. A RUNNING event committed after this statement's
+ * snapshot is not seen; that needs a mark-running written before the lease
+ * expired (its fence) yet committed after the reaper started, and costs at
+ * most one uncharged attempt.
  *
  * Lock order: job rows oldest expiry first with SKIP LOCKED (a row a worker is
  * completing right now is left for the next pass, never waited for), then
@@ -22,7 +36,7 @@ export const LEASE_EXPIRED_CODE = 'job.lease_expired';
 const LEASE_EXPIRED_MESSAGE = 'The lease expired before the job finished.';
 
 export interface ReapResult {
-  /** Back to PENDING for another attempt. */
+  /** Back to PENDING for another attempt (a lease that never started: without using one up). */
   retried: string[];
   /** Out of attempts. */
   deadLettered: string[];
@@ -40,28 +54,34 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
     // Before the first write: dead-lettering a workflow job releases steps, which needs READ COMMITTED.
     await ensureReadCommitted(context, 'job.reap_unsupported_isolation', 'Reaping expired leases');
     const { tx } = context;
-    const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean }[]>`
+    const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean; started: boolean }[]>`
       WITH expired AS (
-        SELECT id, lease_owner, lease_expires_at
-          FROM runledger.job_queue
-         WHERE status = 'LEASED' AND lease_expires_at <= now()
-         ORDER BY lease_expires_at, id
+        SELECT jq.id, jq.lease_owner, jq.lease_expires_at, jq.attempt AS lease_attempt,
+               EXISTS (SELECT 1 FROM runledger.job_events r
+                        WHERE r.job_id = jq.id AND r.event_type = 'RUNNING'
+                          AND r.seq > (SELECT max(le.seq) FROM runledger.job_events le
+                                        WHERE le.job_id = jq.id AND le.event_type = 'LEASED')) AS started
+          FROM runledger.job_queue jq
+         WHERE jq.status = 'LEASED' AND jq.lease_expires_at <= now()
+         ORDER BY jq.lease_expires_at, jq.id
          LIMIT ${limit}::int
-           FOR UPDATE SKIP LOCKED
+           FOR UPDATE OF jq SKIP LOCKED
       ),
       reaped AS (
         UPDATE runledger.job_queue jq
-           SET status = CASE WHEN jq.attempt < jq.max_attempts
+           SET status = CASE WHEN NOT e.started OR jq.attempt < jq.max_attempts
                              THEN 'PENDING'::runledger.job_status ELSE 'DEAD_LETTERED'::runledger.job_status END,
-               next_run_at = CASE WHEN jq.attempt < jq.max_attempts THEN now() ELSE jq.next_run_at END,
-               finished_at = CASE WHEN jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
+               attempt = CASE WHEN e.started THEN jq.attempt ELSE jq.attempt - 1 END,
+               next_run_at = CASE WHEN NOT e.started OR jq.attempt < jq.max_attempts THEN now() ELSE jq.next_run_at END,
+               finished_at = CASE WHEN NOT e.started OR jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
                lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-               last_error_code = ${LEASE_EXPIRED_CODE}, last_error_message = ${LEASE_EXPIRED_MESSAGE},
+               last_error_code = CASE WHEN e.started THEN ${LEASE_EXPIRED_CODE} ELSE jq.last_error_code END,
+               last_error_message = CASE WHEN e.started THEN ${LEASE_EXPIRED_MESSAGE} ELSE jq.last_error_message END,
                updated_at = now()
           FROM expired e
          WHERE jq.id = e.id AND jq.status = 'LEASED'
-        RETURNING jq.id, jq.status, jq.job_type, jq.run_number, jq.attempt, e.lease_owner AS expired_owner,
-                  e.lease_expires_at AS expired_at,
+        RETURNING jq.id, jq.status, jq.job_type, jq.run_number, jq.attempt, e.lease_attempt, e.started,
+                  e.lease_owner AS expired_owner, e.lease_expires_at AS expired_at,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       numbered AS (
@@ -73,7 +93,9 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
         SELECT e.event_id, e.job_id, e.event_type, e.run_number, e.attempt, e.payload
           FROM (
             SELECT (${eventIds}::uuid[])[n] AS event_id, id AS job_id, 'LEASE_EXPIRED'::runledger.job_event_type AS event_type,
-                   run_number, attempt, jsonb_build_object('workerId', expired_owner, 'leaseExpiresAt', expired_at) AS payload,
+                   run_number, attempt,
+                   jsonb_build_object('workerId', expired_owner, 'leaseExpiresAt', expired_at, 'started', started,
+                                      'leaseAttempt', lease_attempt) AS payload,
                    n, 0 AS phase
               FROM numbered
             UNION ALL
@@ -85,15 +107,28 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
           ) e
          ORDER BY e.n, e.phase
       ),
+      -- Steps of never-started workflow jobs: put back as unclaimed (the rule in src/queue/release.ts). The
+      -- InitPlans run the job UPDATE to completion first, so job rows are locked before step rows.
+      unclaimed_steps AS (
+        UPDATE runledger.workflow_steps ws
+           SET status = 'ENQUEUED',
+               started_at = CASE WHEN ws.job_id = ANY(ARRAY(SELECT id FROM reaped WHERE NOT started AND attempt = 0))
+                                 THEN NULL ELSE ws.started_at END,
+               finished_at = NULL, status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
+               output = NULL, updated_at = now()
+         WHERE ws.job_id = ANY(ARRAY(SELECT id FROM reaped WHERE NOT started AND workflow_managed))
+           AND ws.status = 'RUNNING'
+      ),
       -- Retried jobs are runnable now: wake listening workers (polling would find them too, later).
       notified AS (
         SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n
           FROM (SELECT DISTINCT job_type FROM numbered WHERE status = 'PENDING') t
       )
-      SELECT id, status, workflow_managed FROM numbered CROSS JOIN notified ORDER BY numbered.n`;
+      SELECT id, status, workflow_managed, started FROM numbered CROSS JOIN notified ORDER BY numbered.n`;
     const retried = rows.filter((row) => row.status === 'PENDING');
     const deadLettered = rows.filter((row) => row.status === 'DEAD_LETTERED');
-    const managedRetries = retried.filter((row) => row.workflow_managed);
+    // Never-started ones had their steps put back in the statement above.
+    const managedRetries = retried.filter((row) => row.workflow_managed && row.started);
     if (managedRetries.length > 0) {
       await markWorkflowStepsEnqueuedForRetry(
         tx,

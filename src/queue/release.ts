@@ -2,21 +2,33 @@
  * Releasing a lease without using up the attempt: a worker that stops (or
  * otherwise gives a job back unrun) returns it to PENDING at once, as if it
  * had never been claimed: attempt - 1, no backoff, RELEASED event, wake-up
- * notification. Fenced to the exact lease like every lifecycle write; a
- * workflow step goes back to ENQUEUED in the same transaction.
+ * notification. Fenced to the exact lease like every lifecycle write, with
+ * the expiry checked against the clock at the moment the row is written (the
+ * lease clock, src/queue/lifecycle.ts).
  *
- * On a root client a direct job is released by one autocommit statement (it
- * matches only jobs no step points at); a workflow-managed job, or a lease
- * the fence refuses, then goes through the transaction, which re-checks the
- * fence and reports the mismatch (see src/queue/lifecycle.ts).
+ * A workflow step goes back to ENQUEUED in the same statement, looking
+ * unclaimed (seed 002, claim release): no status reason, error code, message
+ * or output, and no start time unless an earlier attempt started it (the job
+ * is back at attempt 0). A failed earlier attempt's marks are cleared too: the
+ * step is waiting for its next claim, not reporting a failure. The step rule
+ * (the reaper applies it to a lease that never started, src/queue/reap.ts):
+ *   UPDATE runledger.workflow_steps SET status = 'ENQUEUED',
+ *          started_at = CASE WHEN <job attempt now 0> THEN NULL ELSE started_at END,
+ *          finished_at = NULL, status_reason = NULL, last_error_code = NULL,
+ *          last_error_message = NULL, output = NULL, updated_at = now()
+ *    WHERE job_id = <the released job> AND status = 'RUNNING'
+ * (a step a concurrent cancellation or terminal transition moved on stays).
+ *
+ * One statement for direct and workflow jobs alike, so on a root client it is
+ * one autocommit statement. Lock order: the job row (`locked`), then the step
+ * row: the step UPDATE reads the released job through an InitPlan.
  */
-import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
+import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { z } from 'zod';
-import { markWorkflowStepsEnqueuedForRetry } from '../workflow/job-hooks.js';
 import { leaseMismatch, type LeaseIdentity } from './lifecycle.js';
 import { JOB_INVALID_INPUT, jobLeaseSchema, type ParsedJobLease } from './schemas.js';
 
@@ -27,36 +39,29 @@ export async function releaseJob(db: Db, lease: LeaseIdentity, options: { reason
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
   const { reason } = parseInput(releaseOptionsSchema, options, JOB_INVALID_INPUT);
   const eventId = newId();
-  if (await canAutocommit(db, 'release job')) {
-    const [row] = await withStatement(db, 'release job', (client) => releaseStatement(client, l, reason, eventId, true));
-    if (row) return { jobId: l.jobId, status: 'PENDING' as const };
-  }
-  return withTransaction(db, 'release job', async ({ tx }) => {
-    const [row] = await releaseStatement(tx, l, reason, eventId, false);
-    if (!row) throw leaseMismatch(l, 'release job');
-    if (row.workflow_managed) await markWorkflowStepsEnqueuedForRetry(tx, [{ jobId: l.jobId, errorCode: reason, errorMessage: 'The lease was released unrun.' }]);
-    return { jobId: l.jobId, status: 'PENDING' as const };
-  });
+  const [row] = await withStatement(db, 'release job', (client) => releaseStatement(client, l, reason, eventId));
+  if (!row) throw leaseMismatch(l, 'release job');
+  return { jobId: l.jobId, status: 'PENDING' as const };
 }
 
-/** The release statement; `directOnly` leaves workflow-managed jobs untouched (the fast path). */
-async function releaseStatement(
-  client: Tx,
-  l: ParsedJobLease,
-  reason: string,
-  eventId: string,
-  directOnly: boolean,
-): Promise<{ workflow_managed: boolean }[]> {
-  return client.$queryRaw<{ workflow_managed: boolean }[]>`
-    WITH released AS (
-      UPDATE runledger.job_queue jq
-         SET status = 'PENDING', attempt = jq.attempt - 1, next_run_at = now(),
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, updated_at = now()
+async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, eventId: string): Promise<{ id: string }[]> {
+  return client.$queryRaw<{ id: string }[]>`
+    WITH locked AS MATERIALIZED (
+      SELECT jq.id FROM runledger.job_queue jq
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > now()
-         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
-      RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt,
-                jq.workflow_step_id IS NOT NULL AS workflow_managed
+         AND jq.lease_owner = ${l.workerId}
+         FOR UPDATE
+    ),
+    -- Read after the lock above is held (the lease clock, src/queue/lifecycle.ts).
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+    released AS (
+      UPDATE runledger.job_queue jq
+         SET status = 'PENDING', attempt = jq.attempt - 1, next_run_at = c.at,
+             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, updated_at = c.at
+        FROM clock c
+       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+      RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
@@ -64,6 +69,16 @@ async function releaseStatement(
              jsonb_build_object('reason', ${reason}::text, 'workerId', ${l.workerId}::text, 'releasedAttempt', ${l.attempt}::int)
         FROM released
     ),
+    -- The step rule in the module comment; a direct job matches no step row.
+    steps AS (
+      UPDATE runledger.workflow_steps ws
+         SET status = 'ENQUEUED',
+             started_at = CASE WHEN (SELECT attempt FROM released) = 0 THEN NULL ELSE ws.started_at END,
+             finished_at = NULL, status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
+             output = NULL, updated_at = now()
+       WHERE ws.job_id = ANY(ARRAY(SELECT id FROM released))
+         AND ws.status = 'RUNNING'
+    ),
     notified AS (SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, job_type)) AS n FROM released)
-    SELECT workflow_managed FROM released CROSS JOIN notified`;
+    SELECT id FROM released CROSS JOIN notified`;
 }

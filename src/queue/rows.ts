@@ -15,7 +15,8 @@
  *   LEASED  -> SUCCEEDED      SUCCEEDED
  *   LEASED  -> PENDING        RETRY_SCHEDULED (retryable failure, attempts left)
  *   LEASED  -> DEAD_LETTERED  DEAD_LETTERED (terminal failure or attempts exhausted)
- *   LEASED  -> PENDING        LEASE_EXPIRED (reaped, attempts left)
+ *   LEASED  -> PENDING        RELEASED (releaseJob: attempt given back)
+ *   LEASED  -> PENDING        LEASE_EXPIRED (reaped, attempts left; or never started: attempt given back)
  *   LEASED  -> DEAD_LETTERED  LEASE_EXPIRED + DEAD_LETTERED (reaped, exhausted)
  *   PENDING | LEASED -> CANCELED  CANCELED (a leased job keeps lease_expires_at)
  */

@@ -8,10 +8,20 @@
  *
  * Idempotency: with a key, the canonical request (the validated run, defaults
  * resolved) is stored; the same request again returns the existing run, a
- * different one is `workflow.idempotency_conflict`. Keys are scoped by
- * (workflow type, organization).
+ * different one is `workflow.idempotency_conflict`. "The same" is equality
+ * of the snapshots as jsonb, the rule the job queue's `enqueue_request` uses
+ * (object key order and number spelling do not matter: 1 = 1.0 = 1e0), with
+ * steps and each step's dependency list treated as sets: sorted by key on
+ * both sides before comparing (`existingRun`). The sort happens in SQL on the
+ * stored snapshot too, so runs stored before snapshots were sorted (steps in
+ * the topological order of the original input) keep matching the same DAG.
+ * New snapshots are stored sorted as well, for whoever reads them. Keys are scoped by
+ * (workflow type, organization). Like a keyed job enqueue (src/queue/enqueue.ts)
+ * it needs READ COMMITTED to see a concurrent winner of the key, so a joined
+ * transaction at a stronger level is refused
+ * (`workflow.enqueue_idempotency_unsupported_isolation`) before any write.
  */
-import { withTransaction } from '../client/transaction.js';
+import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -37,7 +47,12 @@ export interface EnqueueWorkflowRunResult {
  */
 export async function enqueueWorkflowRun(db: Db, input: WorkflowRunInput): Promise<EnqueueWorkflowRunResult> {
   const run = validateWorkflowRun(input);
-  return withTransaction(db, 'enqueue workflow run', ({ tx }) => persistRun(tx, run));
+  return withTransaction(db, 'enqueue workflow run', async ({ tx, owned }) => {
+    if (run.idempotencyKey !== null) {
+      await ensureReadCommitted({ tx, owned }, 'workflow.enqueue_idempotency_unsupported_isolation', 'Workflow enqueue with an idempotency key');
+    }
+    return persistRun(tx, run);
+  });
 }
 
 async function persistRun(tx: Tx, run: ValidatedWorkflowRun): Promise<EnqueueWorkflowRunResult> {
@@ -119,12 +134,32 @@ async function persistRun(tx: Tx, run: ValidatedWorkflowRun): Promise<EnqueueWor
 
 /** The key was taken (possibly by a concurrent request that just committed): same request, or conflict. */
 async function existingRun(tx: Tx, run: ValidatedWorkflowRun, canonical: JsonValue | null): Promise<EnqueueWorkflowRunResult> {
-  const rows = await tx.$queryRaw<{ id: string; status: WorkflowRunStatus; same: boolean }[]>`
-    SELECT id, status, enqueue_request = ${jsonParam(canonical)}::jsonb AS same
-      FROM runledger.workflow_runs
-     WHERE workflow_type = ${run.workflowType}
-       AND organization_id IS NOT DISTINCT FROM ${run.organizationId}::uuid
-       AND idempotency_key = ${run.idempotencyKey}`;
+  // Both snapshots, the stored one and this request's, go through the same normalisation (module comment).
+  // COLLATE "C": a fixed order whatever the database's collation; any fixed order will do, as both sides use it.
+  const rows = await tx.$queryRaw<{ id: string; status: WorkflowRunStatus; same: boolean | null }[]>`
+    WITH sides AS (
+      SELECT wr.id, wr.status, side.stored, side.request
+        FROM runledger.workflow_runs wr
+       CROSS JOIN LATERAL (VALUES (true, wr.enqueue_request), (false, ${jsonParam(canonical)}::jsonb)) AS side(stored, request)
+       WHERE wr.workflow_type = ${run.workflowType}
+         AND wr.organization_id IS NOT DISTINCT FROM ${run.organizationId}::uuid
+         AND wr.idempotency_key = ${run.idempotencyKey}
+    ),
+    normalised AS (
+      SELECT id, status, stored,
+             jsonb_set(request, '{steps}', (
+               SELECT COALESCE(jsonb_agg(
+                        jsonb_set(s.step, '{dependsOn}', (
+                          SELECT COALESCE(jsonb_agg(d.dep ORDER BY d.dep->>'step' COLLATE "C"), '[]'::jsonb)
+                            FROM jsonb_array_elements(COALESCE(s.step->'dependsOn', '[]'::jsonb)) AS d(dep)))
+                        ORDER BY s.step->>'key' COLLATE "C"), '[]'::jsonb)
+                 FROM jsonb_array_elements(COALESCE(request->'steps', '[]'::jsonb)) AS s(step))) AS request
+        FROM sides
+    )
+    SELECT s.id, s.status, s.request = g.request AS same
+      FROM normalised s
+      JOIN normalised g ON g.id = s.id AND NOT g.stored
+     WHERE s.stored`;
   const existing = rows[0];
   if (!existing) {
     // Only possible if the conflicting row was deleted between our two statements.
@@ -132,7 +167,7 @@ async function existingRun(tx: Tx, run: ValidatedWorkflowRun, canonical: JsonVal
       internalMessage: `workflow run key ${run.idempotencyKey}: conflict on insert, no row on read`,
     });
   }
-  if (!existing.same) {
+  if (existing.same !== true) {
     throw new ConflictError('workflow.idempotency_conflict', 'The idempotency key was already used for a different workflow run request.', {
       details: { workflowRunId: existing.id },
     });
@@ -140,13 +175,24 @@ async function existingRun(tx: Tx, run: ValidatedWorkflowRun, canonical: JsonVal
   return { workflowRunId: existing.id, status: existing.status, disposition: 'existing' };
 }
 
-/** Key order is fixed by construction so equal requests compare equal as jsonb. */
+const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The stored snapshot: the validated run with steps sorted by key and each
+ * dependency list by prerequisite key (compared as sets, see the module
+ * comment); jsonb takes care of object key order and number spelling.
+ */
 function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
   return {
     workflowType: run.workflowType,
     organizationId: run.organizationId,
     metadata: run.metadata,
     resultStepKey: run.resultStepKey,
-    steps: run.steps.map((step) => ({ ...step, dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })) })),
+    steps: [...run.steps]
+      .sort((a, b) => byKey(a.key, b.key))
+      .map((step) => ({
+        ...step,
+        dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),
+      })),
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The autocommit fast paths of the queue (src/client/transaction.ts
  * `withStatement`): on a root client, claim, heartbeat, mark running, enqueue
- * without keys and the completion/failure/release of direct jobs are one
- * statement each. These tests pin the semantics those paths must keep: the
+ * without keys, the completion/failure of direct jobs and the release of any
+ * job (its step included) are one statement each. These tests pin the semantics those paths must keep: the
  * lease fence, the workflow hooks, and the fallback to a transaction for
  * workflow-managed jobs and refused leases.
  */
@@ -166,7 +166,7 @@ describe('queue fast paths on a root client', () => {
     const again = await claimOne('fastfail.a');
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
     await releaseJob(db.prisma, again, { reason: 'job.worker_shutdown' });
-    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'ENQUEUED', lastErrorCode: 'job.worker_shutdown' });
+    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'ENQUEUED', statusReason: null, lastErrorCode: null, lastErrorMessage: null });
     const last = await claimOne('fastfail.a');
     expect(await failJob(db.prisma, last, { code: 'fatal', message: 'no', retryable: false })).toMatchObject({ status: 'DEAD_LETTERED', nextRunAt: null });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'FAILED', lastErrorCode: 'fatal' });

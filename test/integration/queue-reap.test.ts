@@ -6,7 +6,9 @@ import {
   enqueueJobs,
   getJob,
   globalScope,
+  markJobRunning,
   reapExpiredLeases,
+  releaseJob,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
@@ -30,7 +32,7 @@ async function events(jobId: string) {
 describe('reapExpiredLeases', () => {
   it('hands an expired job to the next worker and refuses the first worker afterwards', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'reap.handover', payload: {} });
-    const [first] = await claimJobs(db.prisma, { workerId: 'worker-a', limit: 1, leaseSeconds: 1 });
+    const [first] = await claimJobs(db.prisma, { workerId: 'worker-a', limit: 1, leaseSeconds: 1, markRunning: true });
     await expireLeases([jobId]);
 
     expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [jobId], deadLettered: [] });
@@ -46,16 +48,17 @@ describe('reapExpiredLeases', () => {
     expect((await events(jobId)).map((e) => [e.event_type, e.attempt])).toEqual([
       ['ENQUEUED', 0],
       ['LEASED', 1],
+      ['RUNNING', 1],
       ['LEASE_EXPIRED', 1],
       ['LEASED', 2],
       ['SUCCEEDED', 2],
     ]);
-    expect((await events(jobId))[2]!.payload).toMatchObject({ workerId: 'worker-a' });
+    expect((await events(jobId))[3]!.payload).toMatchObject({ workerId: 'worker-a', started: true });
   });
 
   it('dead-letters an expired job that has no attempts left', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'reap.exhausted', payload: {}, maxAttempts: 1 });
-    await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30 });
+    await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30, markRunning: true });
     await expireLeases([jobId]);
     expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [], deadLettered: [jobId] });
     const job = await getJob(db.prisma, globalScope, jobId);
@@ -64,9 +67,59 @@ describe('reapExpiredLeases', () => {
     expect((await events(jobId)).map((e) => [e.event_type, e.run_number, e.attempt])).toEqual([
       ['ENQUEUED', 1, 0],
       ['LEASED', 1, 1],
+      ['RUNNING', 1, 1],
       ['LEASE_EXPIRED', 1, 1],
       ['DEAD_LETTERED', 1, 1],
     ]);
+  });
+
+  it('returns a lease that never started to PENDING without using up the attempt, even at maxAttempts 1', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'reap.unstarted', payload: {}, maxAttempts: 1 });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30 });
+    expect(lease!.attempt).toBe(1);
+    await expireLeases([jobId]);
+    expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [jobId], deadLettered: [] });
+    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({
+      status: 'PENDING', attempt: 0, lastErrorCode: null, lastErrorMessage: null, leaseOwner: null, finishedAt: null,
+    });
+    const trail = await events(jobId);
+    expect(trail.map((e) => [e.event_type, e.run_number, e.attempt])).toEqual([
+      ['ENQUEUED', 1, 0],
+      ['LEASED', 1, 1],
+      ['LEASE_EXPIRED', 1, 0],
+    ]);
+    expect(trail[2]!.payload).toMatchObject({ workerId: 'w', started: false, leaseAttempt: 1 });
+    // The attempt was given back: the job can still run its one attempt, and the stale lease is fenced out.
+    const [again] = await claimJobs(db.prisma, { workerId: 'w2', limit: 1, leaseSeconds: 30, markRunning: true });
+    expect(again).toMatchObject({ jobId, attempt: 1 });
+    await expect(completeJobSuccess(db.prisma, lease!, { output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await completeJobSuccess(db.prisma, again!, { output: 'ok' });
+    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+  });
+
+  it('counts a start per lease: a released attempt claimed again and marked running is charged when it expires', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'reap.restarted', payload: {}, maxAttempts: 1 });
+    const [first] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30, markRunning: true });
+    await releaseJob(db.prisma, first!);
+    // Same attempt number again; this lease starts through markJobRunning, after an older RUNNING of attempt 1.
+    const [second] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30 });
+    expect(second!.attempt).toBe(1);
+    await markJobRunning(db.prisma, second!);
+    expect((await events(jobId)).map((e) => e.event_type)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'RELEASED', 'LEASED', 'RUNNING']);
+    await expireLeases([jobId]);
+    expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [], deadLettered: [jobId] });
+  });
+
+  it('reaps started and never-started leases of one batch each by its own rule', async () => {
+    const jobs = await enqueueJobs(db.prisma, [
+      { jobType: 'reap.mixed.started', payload: {}, maxAttempts: 1 },
+      { jobType: 'reap.mixed.unstarted', payload: {}, maxAttempts: 1 },
+    ]);
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['reap.mixed.started'], limit: 1, leaseSeconds: 30, markRunning: true });
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['reap.mixed.unstarted'], limit: 1, leaseSeconds: 30 });
+    await expireLeases(jobs.map((j) => j.jobId));
+    const reaped = await reapExpiredLeases(db.prisma, { limit: 10 });
+    expect(reaped).toEqual({ retried: [jobs[1]!.jobId], deadLettered: [jobs[0]!.jobId] });
   });
 
   it('leaves live leases alone', async () => {

@@ -1,6 +1,6 @@
 /** Releasing a lease unrun: PENDING at once, attempt given back, fenced, workflow step back to ENQUEUED. */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, enqueueWorkflowRun, getJob, globalScope, isRunledgerError, listJobEvents, releaseJob, workflow } from '../../src/index.js';
+import { claimJobs, enqueueJob, enqueueWorkflowRun, failJob, getJob, globalScope, isRunledgerError, listJobEvents, releaseJob, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -29,5 +29,23 @@ describe('releaseJob', () => {
     expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
     await releaseJob(db.prisma, lease!);
     expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('ENQUEUED');
+  });
+
+  it('leaves the step looking unclaimed: no reason, error code or message, start time only from earlier attempts', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('release.clear').job('a', 'release.clear.a', {}).build());
+    const claim = async () => (await claimJobs(db.prisma, { workerId: 'w1', jobTypes: ['release.clear.a'], limit: 1, leaseSeconds: 60, markRunning: true }))[0]!;
+    const cleared = { status: 'ENQUEUED', statusReason: null, lastErrorCode: null, lastErrorMessage: null, finishedAt: null, output: null };
+
+    // First claim released: as if it had never been claimed, so no start time either.
+    await releaseJob(db.prisma, await claim(), { reason: 'job.worker_shutdown' });
+    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ ...cleared, startedAt: null });
+
+    // An attempt that ran and failed, then a released retry: the failure's marks go, the first start stays.
+    await failJob(db.prisma, await claim(), { code: 'test.flaky', message: 'try again', retryable: true });
+    const failed = (await stepsByKey(db.prisma, workflowRunId)).a!;
+    expect(failed).toMatchObject({ status: 'ENQUEUED', statusReason: 'job.retry_scheduled', lastErrorCode: 'test.flaky' });
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE status = 'PENDING'`;
+    await releaseJob(db.prisma, await claim(), { reason: 'job.worker_shutdown' });
+    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ ...cleared, startedAt: failed.startedAt });
   });
 });

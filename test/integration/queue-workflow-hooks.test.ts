@@ -97,6 +97,16 @@ describe('workflow hooks of the queue', () => {
     expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', last_error_code: 'job.lease_expired' });
   });
 
+  it('puts the step back as unclaimed when a lease that never started expires, with no terminal transition', async () => {
+    const { jobId, stepId } = await workflowJob('wf.unstarted', 1);
+    await claim('wf.unstarted');
+    expect(await step(stepId)).toMatchObject({ status: 'RUNNING', started: true });
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [jobId], deadLettered: [] });
+    expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', started: false, last_error_code: null });
+    expect(release.calls).toEqual([]);
+  });
+
   it('moves each terminal job transition onto its step and releases it, in the same transaction', async () => {
     const done = await workflowJob('wf.done');
     await completeJobSuccess(db.prisma, await claim('wf.done'), { output: { total: 3 } });

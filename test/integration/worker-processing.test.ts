@@ -149,7 +149,8 @@ describe('worker processing', () => {
       return 'rescued';
     });
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'proc.orphan', payload: {} });
-    const [orphan] = await claimJobs(db.prisma, { workerId: 'crashed', jobTypes: ['proc.orphan'], limit: 1, leaseSeconds: 60 });
+    // Claimed as a worker claims (markRunning): the handler started, so the expired attempt counts.
+    const [orphan] = await claimJobs(db.prisma, { workerId: 'crashed', jobTypes: ['proc.orphan'], limit: 1, leaseSeconds: 60, markRunning: true });
     expect(orphan?.jobId).toBe(jobId);
     // The crashed worker's lease runs out (moved into the past instead of waiting a minute).
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
