@@ -5,7 +5,18 @@
  * computed from that same clock, never from the statement's start time.
  */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, enqueueWorkflowRun, heartbeatJob, markJobRunning, releaseJob, workflow, type ClaimedJob } from '../../src/index.js';
+import {
+  claimJobs,
+  completeJobSuccess,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  heartbeatJob,
+  markJobRunning,
+  releaseJob,
+  workflow,
+  type ClaimedJob,
+} from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -107,6 +118,17 @@ describe('lease fences use the clock at the moment of the write', () => {
     const outcome = await writeAfterHeldPastExpiry(lease.jobId, () => releaseJob(db.prisma, lease));
     expectMismatch(outcome);
     expect(await snapshot(lease.jobId)).toEqual(before);
+  });
+
+  it('completeJobSuccess and failJob fail on a lease that expired while they waited for the row, and change nothing', async () => {
+    const done = await claimOne('clock.complete', 1);
+    const doneBefore = await snapshot(done.jobId);
+    expectMismatch(await writeAfterHeldPastExpiry(done.jobId, () => completeJobSuccess(db.prisma, done, { output: 1 })));
+    expect(await snapshot(done.jobId)).toEqual(doneBefore);
+    const failed = await claimOne('clock.fail', 1);
+    const failedBefore = await snapshot(failed.jobId);
+    expectMismatch(await writeAfterHeldPastExpiry(failed.jobId, () => failJob(db.prisma, failed, { code: 'x', message: 'y', retryable: true })));
+    expect(await snapshot(failed.jobId)).toEqual(failedBefore);
   });
 
   it('releaseJob of a workflow job leaves its step RUNNING when the lease expired while it waited', async () => {
