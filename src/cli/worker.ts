@@ -6,12 +6,7 @@ import { isJobDefinition, type AnyJobDefinition } from '../worker/define-job.js'
 import type { LogFields, WorkerLogger } from '../worker/logger.js';
 import { createWorker } from '../worker/worker.js';
 import { UsageError, type CliContext } from './context.js';
-
-const positiveInt = (name: string) => (value: string) => {
-  const n = Number.parseInt(value, 10);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer.`);
-  return n;
-};
+import { integerOption } from './options.js';
 
 /** The module's `handlers` export, or its default export: an array of defineJob(...) definitions. */
 export async function loadHandlers(modulePath: string): Promise<AnyJobDefinition[]> {
@@ -38,9 +33,9 @@ export function registerWorkerCommand(program: Command, context: CliContext): vo
     .command('worker')
     .description('run a worker for the job definitions exported by a module')
     .requiredOption('--handlers <module>', 'module exporting `handlers`: an array of defineJob(...) definitions (compiled JS, or TS under a loader such as tsx)')
-    .option('--concurrency <n>', 'handlers running at once', positiveInt('concurrency'), 10)
-    .option('--lease-seconds <n>', 'lease length; heartbeats renew it', positiveInt('lease-seconds'), 60)
-    .option('--drain-ms <n>', 'on SIGINT/SIGTERM, how long running handlers may finish', positiveInt('drain-ms'), 10_000)
+    .option('--concurrency <n>', 'handlers running at once', integerOption({ min: 1 }), 10)
+    .option('--lease-seconds <n>', 'lease length; heartbeats renew it', integerOption({ min: 1 }), 60)
+    .option('--drain-ms <n>', 'on SIGINT/SIGTERM, how long running handlers may finish (0: release them at once)', integerOption({ min: 0, max: 2_147_483_647 }), 10_000)
     .option('--until-idle', 'exit once nothing runnable is left (cron-style runs, scripts)', false)
     .action(async (options: { handlers: string; concurrency: number; leaseSeconds: number; drainMs: number; untilIdle: boolean }) => {
       const handlers = await loadHandlers(options.handlers);
