@@ -11,6 +11,7 @@ import { migrate } from '../migrate/migrate.js';
 import type { Scope } from '../db/scope.js';
 import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
+import { registerReapCommand } from './reap.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -69,6 +70,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerRunCommands(program, context);
   registerJobCommands(program, context);
   registerWorkerCommand(program, context);
+  registerReapCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 
