@@ -64,7 +64,12 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     .command('migrate')
     .description("apply runledger's migrations (safe to run concurrently; a no-op when up to date)")
     .action(async () => {
-      const result = await migrate({ connectionString: context.connectionString() });
+      const result = await migrate({ connectionString: context.connectionString() }).catch((error: unknown) => {
+        // The statements that repair a misplaced history are in the error's details, which human output does not print.
+        const fixSql = isRunledgerError(error) ? error.details.fixSql : undefined;
+        if (!context.json && Array.isArray(fixSql)) process.stderr.write(`To move the history rows, run:\n${fixSql.map((sql) => `  ${sql};\n`).join('')}`);
+        throw error;
+      });
       context.print(`${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`, result);
     });
   registerRunCommands(program, context);

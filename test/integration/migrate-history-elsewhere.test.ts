@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isRunledgerError, migrate, PACKAGED_MIGRATIONS_DIR, type RunledgerError } from '../../src/index.js';
 import { readMigrationFiles, type MigrationFile } from '../../src/migrate/migration-files.js';
+import { runCli } from '../harness/cli.js';
 import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
 
 const databases = useEmptyDatabases();
@@ -73,6 +74,18 @@ describe('migrate() with the history in another schema', () => {
     expect(result).toEqual({ applied: [], alreadyApplied: files.map((f) => f.name) });
     expect(await historyIn(url, 'runledger')).toEqual(files.map((f) => f.name));
     expect(await historyIn(url, 'public')).toEqual(['20250101000000_host_init']);
+  });
+
+  it('prints the repair statements from `runledger migrate` and exits with the conflict code', async () => {
+    const url = await databases.create();
+    await applyLikePrismaCliWithoutSchema(url, await readMigrationFiles());
+    const result = await runCli(url, 'migrate');
+    expect(result.code).toBe(4);
+    expect(result.stderr).toContain('migrate.history_in_other_schema');
+    expect(result.stderr).toMatch(/To move the history rows, run:\n  INSERT INTO "runledger"\._prisma_migrations .* FROM "public"\._prisma_migrations/);
+    const json = await runCli(url, '--json', 'migrate');
+    expect(json.code).toBe(4);
+    expect(JSON.parse(json.stderr).details.fixSql).toHaveLength(2);
   });
 
   it('names only the later migration when the first was recorded in runledger and the next one elsewhere', async () => {
