@@ -38,7 +38,10 @@ export function registerReapCommand(program: Command, context: CliContext): void
     .description('retry or dead-letter jobs whose lease expired (their worker died); every organization')
     .action(async () => {
       // Leases are reaped across organizations (a worker serves all of them), so a scope would be silently ignored.
-      if (context.scope.kind !== 'admin') throw new UsageError('reap acts on every organization; --org and --global do not apply.', { code: 'cli.scope_not_supported', field: '--org' });
+      const scope = context.scope;
+      if (scope.kind !== 'admin') {
+        throw new UsageError('reap acts on every organization; --org and --global do not apply.', { code: 'cli.scope_not_supported', field: scope.kind === 'global' ? '--global' : '--org' });
+      }
       const totals = await reapAllExpiredLeases(context.db());
       const human =
         totals.retried.length + totals.deadLettered.length === 0

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { isJobDefinition, type AnyJobDefinition } from '../worker/define-job.js';
 import type { LogFields, WorkerLogger } from '../worker/logger.js';
-import { createWorker } from '../worker/worker.js';
+import { createWorker, type Worker } from '../worker/worker.js';
 import type { WorkerStats } from '../worker/events.js';
 import { UsageError, type CliContext } from './context.js';
 import { integerOption } from './options.js';
@@ -41,8 +41,13 @@ export function registerWorkerCommand(program: Command, context: CliContext): vo
     .option('--until-idle', 'reap expired leases, run until nothing runnable is left, then exit (cron-style runs, scripts)', false)
     .action(async (options: WorkerCommandOptions) => {
       const handlers = await loadHandlers(options.handlers);
-      const run = options.untilIdle ? await runUntilIdle(context, handlers, options) : await runOnce(context, handlers, options, false);
-      context.print(`worker ${run.workerId} stopped`, run);
+      const interruption = onInterrupt(options.drainMs);
+      try {
+        const run = options.untilIdle ? await runUntilIdle(context, handlers, options, interruption) : await runWorker(context, handlers, options, interruption, false);
+        context.print(`worker ${run.workerId} stopped`, run);
+      } finally {
+        interruption.dispose();
+      }
     });
 }
 
@@ -61,11 +66,42 @@ interface WorkerRun {
   reaped?: { retried: number; deadLettered: number };
 }
 
+interface Interruption {
+  /** A SIGINT/SIGTERM arrived: stop the current worker (draining) and start no other. */
+  readonly interrupted: boolean;
+  /** The worker a signal stops. */
+  current: Worker | undefined;
+  dispose(): void;
+}
+
 /**
- * Runs one worker until SIGINT/SIGTERM or, with `stopWhenIdle`, until it first
- * reports idle. `interrupted` tells the caller a signal ended it.
+ * One handler for the whole command, so a signal that arrives between two
+ * workers of --until-idle (while reaping) still ends it. `once`: a second
+ * signal gets Node's default (exit at once), an operator's way out of a long drain.
  */
-async function runOnce(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions, stopWhenIdle: boolean): Promise<WorkerRun & { interrupted: boolean }> {
+function onInterrupt(drainMs: number): Interruption {
+  let interrupted = false;
+  const state: Interruption = {
+    get interrupted() {
+      return interrupted;
+    },
+    current: undefined,
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+  function onSignal() {
+    interrupted = true;
+    void state.current?.stop({ drainMs });
+  }
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return state;
+}
+
+/** Runs one worker until a signal or, with `stopWhenIdle`, until it first reports idle. */
+async function runWorker(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions, interruption: Interruption, stopWhenIdle: boolean): Promise<WorkerRun> {
   const worker = createWorker({
     connectionString: context.connectionString(),
     handlers,
@@ -73,25 +109,16 @@ async function runOnce(context: CliContext, handlers: AnyJobDefinition[], option
     leaseSeconds: options.leaseSeconds,
     logger: stderrLogger,
   });
-  let interrupted = false;
-  const stop = () => void worker.stop({ drainMs: options.drainMs });
-  const onSignal = () => {
-    interrupted = true;
-    stop();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  try {
-    const stopped = new Promise<void>((resolve) => worker.once('worker:stopped', () => resolve()));
-    if (stopWhenIdle) worker.once('worker:idle', stop);
-    await worker.start();
-    process.stderr.write(`worker ${worker.workerId} running ${handlers.map((h) => h.jobType).join(', ')}\n`);
-    await stopped;
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
-  return { workerId: worker.workerId, stats: worker.stats(), interrupted };
+  const stopped = new Promise<void>((resolve) => worker.once('worker:stopped', () => resolve()));
+  if (stopWhenIdle) worker.once('worker:idle', () => void worker.stop({ drainMs: options.drainMs }));
+  await worker.start();
+  process.stderr.write(`worker ${worker.workerId} running ${handlers.map((h) => h.jobType).join(', ')}\n`);
+  // A signal during start() found no worker to stop: stop it now.
+  interruption.current = worker;
+  if (interruption.interrupted) void worker.stop({ drainMs: options.drainMs });
+  await stopped;
+  interruption.current = undefined;
+  return { workerId: worker.workerId, stats: worker.stats() };
 }
 
 /**
@@ -102,9 +129,10 @@ async function runOnce(context: CliContext, handlers: AnyJobDefinition[], option
  * stop only when a reap right after going idle finds nothing. A reap that
  * found something starts a fresh worker, because jobs it returned to PENDING
  * (or dependents released by a job it dead-lettered) may be ours, and a fresh
- * worker claims at once and reports idle again whether or not they were.
+ * worker claims at once and reports idle again whether or not they were
+ * (the worker reports idle once per idle period, after a claim that found jobs).
  */
-async function runUntilIdle(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions): Promise<WorkerRun> {
+async function runUntilIdle(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions, interruption: Interruption): Promise<WorkerRun> {
   const stats: WorkerStats = { inFlight: 0, claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
   const reaped = { retried: 0, deadLettered: 0 };
   const reap = async () => {
@@ -118,8 +146,10 @@ async function runUntilIdle(context: CliContext, handlers: AnyJobDefinition[], o
   };
   await reap();
   for (;;) {
-    const run = await runOnce(context, handlers, options, true);
+    const run = await runWorker(context, handlers, options, interruption, true);
     for (const key of Object.keys(stats) as (keyof WorkerStats)[]) stats[key] += run.stats[key];
-    if (run.interrupted || (await reap()) === 0) return { workerId: run.workerId, stats, reaped };
+    if (interruption.interrupted) return { workerId: run.workerId, stats, reaped };
+    const found = await reap();
+    if (found === 0 || interruption.interrupted) return { workerId: run.workerId, stats, reaped };
   }
 }
