@@ -118,7 +118,9 @@ function writeJsonError(error: RunledgerError): void {
 function usageErrorFromCommander(error: CommanderError): UsageError {
   const reason = error.code === 'commander.help' ? 'missing_command' : error.code.replace(/^commander\./, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
   const message = error.code === 'commander.help' ? 'A command is required; see --help.' : error.message.replace(/^error: /, '');
-  return new UsageError(message, { code: `cli.${reason}` });
+  // Commander quotes what it objects to first ("option '--limit <n>' argument '1.5' is invalid"): that names the field.
+  const quoted = /'([^' ]+)/.exec(message)?.[1];
+  return new UsageError(message, { code: `cli.${reason}`, field: quoted ?? 'argv' });
 }
 
 // Run when executed as the `runledger` binary (not when imported by tests).

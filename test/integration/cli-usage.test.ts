@@ -45,16 +45,16 @@ describe('runledger CLI usage', () => {
   });
 
   it('prints a usage error as one JSON object on stderr with --json, and nothing on stdout', async () => {
-    const cases: [string[], string][] = [
-      [['runs', 'show'], 'cli.missing_argument'],
-      [['runs', 'list', '--bogus'], 'cli.unknown_option'],
-      [['runs', 'list', '--limit', '1.5'], 'cli.invalid_argument'],
-      [['jobs', 'replay', '00000000-0000-0000-0000-000000000000', '--key', 'k'], 'cli.missing_mandatory_option_value'],
-      [['no-such-command'], 'cli.unknown_command'],
-      [['runs'], 'cli.missing_command'],
-      [['steps', 'complete', '00000000-0000-0000-0000-000000000000', 'e', '--output', '{nope'], 'cli.invalid_argument'],
+    const cases: [string[], string, string][] = [
+      [['runs', 'show'], 'cli.missing_argument', 'workflowRunId'],
+      [['runs', 'list', '--bogus'], 'cli.unknown_option', '--bogus'],
+      [['runs', 'list', '--limit', '1.5'], 'cli.invalid_argument', '--limit'],
+      [['jobs', 'replay', '00000000-0000-0000-0000-000000000000', '--key', 'k'], 'cli.missing_mandatory_option_value', '--reason'],
+      [['no-such-command'], 'cli.unknown_command', 'no-such-command'],
+      [['runs'], 'cli.missing_command', 'argv'],
+      [['steps', 'complete', '00000000-0000-0000-0000-000000000000', 'e', '--output', '{nope'], 'cli.invalid_argument', '--output'],
     ];
-    for (const [args, code] of cases) {
+    for (const [args, code, field] of cases) {
       // --json after the command works as well as before it.
       for (const argv of [['--json', ...args], [...args, '--json']]) {
         const result = await cli(...argv);
@@ -62,7 +62,7 @@ describe('runledger CLI usage', () => {
         expect(result.stdout).toBe('');
         const lines = result.stderr.trim().split('\n');
         expect(lines).toHaveLength(1);
-        expect(JSON.parse(lines[0]!)).toMatchObject({ code, category: 'validation', name: 'UsageError' });
+        expect(JSON.parse(lines[0]!)).toMatchObject({ code, category: 'validation', name: 'UsageError', details: { field } });
       }
     }
   });
