@@ -110,6 +110,8 @@ export {
   DEFAULT_RESULT_TIMEOUT_MS,
   type WorkflowRunHandle,
   type WorkflowRunHandleOptions,
+  type EnqueueWorkflowRunHandleOptions,
+  type EnqueuedWorkflowRunHandle,
   type GetResultOptions,
 } from './workflow/handle.js';
 export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/run-listener.js';

@@ -1,6 +1,7 @@
 /** What every CLI command receives. */
 import type { RunledgerPrismaClient } from '../client/connect.js';
 import type { Scope } from '../db/scope.js';
+import { ValidationError } from '../errors/runledger-error.js';
 
 export interface CliContext {
   json: boolean;
@@ -11,5 +12,13 @@ export interface CliContext {
   connectionString(): string;
 }
 
-/** Wrong usage of the CLI itself (exit code 2). */
-export class UsageError extends Error {}
+/**
+ * Wrong usage of the CLI itself (exit code 2). A ValidationError, so `--json`
+ * prints it in the same shape as every other error; `field` names the option
+ * or argument at fault.
+ */
+export class UsageError extends ValidationError {
+  constructor(message: string, options: { code?: string; field?: string } = {}) {
+    super(options.code ?? 'cli.usage', options.field ?? 'argv', message);
+  }
+}

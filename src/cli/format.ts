@@ -49,7 +49,8 @@ export function formatRunDag(run: WorkflowRun, steps: readonly WorkflowStep[], e
       const after = (prerequisites.get(step.stepKey) ?? [])
         .map((edge) => `${edge.prerequisiteStepKey}${edge.releaseMode === 'ON_TERMINAL' ? ' (any outcome)' : ''}`)
         .join(', ');
-      const what = step.executionKind === 'JOB' ? `job ${step.jobType}` : 'external';
+      // The job id is what `jobs show`, `jobs replay` and `jobs requeue` take, so an operator can go from the DAG to the job.
+      const what = step.executionKind === 'JOB' ? `job ${step.jobType}${step.jobId ? ` (id ${step.jobId})` : ''}` : 'external';
       const detail = step.lastErrorCode ? `  [${step.lastErrorCode}]` : '';
       lines.push(`    ${STATUS_MARK[step.status]} ${step.stepKey.padEnd(18)} ${step.status.padEnd(21)} ${what}${after ? `  ← ${after}` : ''}${detail}`);
     }

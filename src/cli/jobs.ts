@@ -5,12 +5,9 @@ import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { UsageError, type CliContext } from './context.js';
 import { table } from './format.js';
+import { integerOption } from './options.js';
 
-const runNumber = (value: string): number => {
-  const n = Number.parseInt(value, 10);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError('--run must be a positive integer.');
-  return n;
-};
+const runNumber = integerOption({ min: 1 });
 
 export function registerJobCommands(program: Command, context: CliContext): void {
   const jobs = program.command('jobs').description('inspect, replay and requeue jobs');
@@ -57,7 +54,7 @@ export function registerJobCommands(program: Command, context: CliContext): void
       const db = context.db();
       const current = await getJob(db, context.scope, jobId);
       if (current.status !== 'DEAD_LETTERED' && current.status !== 'CANCELED') {
-        throw new UsageError(`Job ${jobId} is ${current.status}; only DEAD_LETTERED or CANCELED jobs can be requeued.`);
+        throw new UsageError(`Job ${jobId} is ${current.status}; only DEAD_LETTERED or CANCELED jobs can be requeued.`, { code: 'cli.requeue_status', field: 'jobId' });
       }
       const result = await compareAndRequeueJob(db, {
         scope: context.scope,

@@ -4,26 +4,36 @@
  * Exit codes: 0 success, 1 internal error, 2 invalid input, 3 not found,
  * 4 conflict, 5 database unavailable.
  */
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
-import { isRunledgerError, type ErrorCategory } from '../errors/runledger-error.js';
+import { isRunledgerError, type ErrorCategory, type RunledgerError } from '../errors/runledger-error.js';
 import { migrate } from '../migrate/migrate.js';
 import type { Scope } from '../db/scope.js';
 import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
+import { registerReapCommand } from './reap.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
 const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
 
-export function buildProgram(): { program: Command; context: CliContext; close(): Promise<void> } {
-  const program = new Command('runledger')
+/** `argv` lets usage errors raised before `--json` is parsed still honour it. */
+export function buildProgram(argv: readonly string[] = []): { program: Command; context: CliContext; close(): Promise<void> } {
+  const program = new Command('runledger');
+  // With --json, stderr carries exactly one JSON error object (printed by main()), so commander's own text is held back.
+  const jsonRequested = () => options().json || argv.includes('--json');
+  const writeErr = (text: string) => void (jsonRequested() || process.stderr.write(text));
+  // Before any subcommand is added: commander copies these settings into each subcommand when it is created,
+  // so a usage error in `runs show` (missing argument, unknown option) throws to main() instead of calling process.exit(1).
+  program
+    .exitOverride()
+    .configureOutput({ writeErr, outputError: (text) => writeErr(text) })
+    .showHelpAfterError()
     .description('Operate runledger: migrations, workers, workflow runs, external steps, replays.')
     .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
     .option('--json', 'machine-readable JSON output', false)
     .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('global'))
-    .option('--global', 'act within the global scope only (organization-less rows)', false)
-    .showHelpAfterError();
+    .option('--global', 'act within the global scope only (organization-less rows)', false);
 
   let client: RunledgerPrismaClient | undefined;
   const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; global: boolean }>();
@@ -38,7 +48,7 @@ export function buildProgram(): { program: Command; context: CliContext; close()
     },
     connectionString() {
       const url = options().databaseUrl ?? process.env.DATABASE_URL;
-      if (!url) throw new UsageError('No database: pass --database-url or set DATABASE_URL.');
+      if (!url) throw new UsageError('No database: pass --database-url or set DATABASE_URL.', { code: 'cli.missing_database_url', field: '--database-url' });
       return url;
     },
     db() {
@@ -54,18 +64,23 @@ export function buildProgram(): { program: Command; context: CliContext; close()
     .command('migrate')
     .description("apply runledger's migrations (safe to run concurrently; a no-op when up to date)")
     .action(async () => {
-      const result = await migrate({ connectionString: context.connectionString() });
+      const result = await migrate({ connectionString: context.connectionString() }).catch((error: unknown) => {
+        // The statements that repair a misplaced history are in the error's details, which human output does not print.
+        const fixSql = isRunledgerError(error) ? error.details.fixSql : undefined;
+        if (!context.json && Array.isArray(fixSql)) process.stderr.write(`To move the history rows, run:\n${fixSql.map((sql) => `  ${sql};\n`).join('')}`);
+        throw error;
+      });
       context.print(`${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`, result);
     });
   registerRunCommands(program, context);
   registerJobCommands(program, context);
   registerWorkerCommand(program, context);
+  registerReapCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const { program, context, close } = buildProgram();
-  program.exitOverride();
+  const { program, context, close } = buildProgram(argv);
   try {
     await program.parseAsync(argv);
     // A command may set a non-zero code for an outcome that is not an error (e.g. expectation mismatch).
@@ -73,16 +88,17 @@ export async function main(argv: string[]): Promise<number> {
     process.exitCode = undefined;
     return code;
   } catch (error) {
-    const commanderCode = (error as { code?: string }).code;
-    if (commanderCode === 'commander.helpDisplayed' || commanderCode === 'commander.version' || commanderCode === 'commander.help') return 0;
-    if (commanderCode?.startsWith('commander.')) return 2;
-    if (error instanceof UsageError) {
-      process.stderr.write(`${error.message}\n`);
+    const json = context.json || argv.includes('--json');
+    if (error instanceof CommanderError) {
+      // --help and --version end parsing with exit code 0; every other commander error is wrong usage.
+      if (error.exitCode === 0) return 0;
+      // In human mode commander has already printed the message (and the help hint).
+      if (json) writeJsonError(usageErrorFromCommander(error));
       return 2;
     }
     if (isRunledgerError(error)) {
-      if (context.json) process.stderr.write(`${JSON.stringify(error.toJSON())}\n`);
-      else process.stderr.write(`${error.code}: ${error.message}\n`);
+      if (json) writeJsonError(error);
+      else process.stderr.write(error instanceof UsageError ? `${error.message}\n` : `${error.code}: ${error.message}\n`);
       if (process.env.RUNLEDGER_DEBUG) process.stderr.write(`${error.internalMessage}\n`);
       return EXIT_CODES[error.category];
     }
@@ -91,6 +107,20 @@ export async function main(argv: string[]): Promise<number> {
   } finally {
     await close();
   }
+}
+
+/** Errors go to stderr in both modes, so stdout holds only a command's result (and with --json, stays parseable or empty). */
+function writeJsonError(error: RunledgerError): void {
+  process.stderr.write(`${JSON.stringify(error.toJSON())}\n`);
+}
+
+/** `commander.missingArgument` -> `cli.missing_argument`; the message without commander's "error: " prefix. */
+function usageErrorFromCommander(error: CommanderError): UsageError {
+  const reason = error.code === 'commander.help' ? 'missing_command' : error.code.replace(/^commander\./, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  const message = error.code === 'commander.help' ? 'A command is required; see --help.' : error.message.replace(/^error: /, '');
+  // Commander quotes what it objects to first ("option '--limit <n>' argument '1.5' is invalid"): that names the field.
+  const quoted = /'([^' ]+)/.exec(message)?.[1];
+  return new UsageError(message, { code: `cli.${reason}`, field: quoted ?? 'argv' });
 }
 
 // Run when executed as the `runledger` binary (not when imported by tests).

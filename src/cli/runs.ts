@@ -7,6 +7,7 @@ import type { WorkflowRunStatus } from '../workflow/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { formatRunDag, formatRunList } from './format.js';
 import { UsageError, type CliContext } from './context.js';
+import { integerOption } from './options.js';
 
 export function registerRunCommands(program: Command, context: CliContext): void {
   const runs = program.command('runs').description('inspect and cancel workflow runs');
@@ -15,7 +16,7 @@ export function registerRunCommands(program: Command, context: CliContext): void
     .description('list workflow runs, newest first')
     .option('--type <workflowType>', 'only this workflow type')
     .option('--status <status...>', 'only these statuses (RUNNING, WAITING_FOR_EXTERNAL, SUCCEEDED, COMPLETED_WITH_ERRORS, CANCELED)')
-    .option('--limit <n>', 'page size', (value) => Number.parseInt(value, 10), 20)
+    .option('--limit <n>', 'page size (1 to 500)', integerOption({ min: 1, max: 500 }), 20)
     .option('--after <cursor>', 'the cursor printed after the previous page')
     .action(async (options: { type?: string; status?: WorkflowRunStatus[]; limit: number; after?: string }) => {
       const page = await listWorkflowRuns(context.db(), {
@@ -62,17 +63,17 @@ export function registerRunCommands(program: Command, context: CliContext): void
         stepKey: string,
         options: { output?: string; failed: boolean; canceled: boolean; reason?: string; errorCode?: string; errorMessage?: string },
       ) => {
-        if (options.failed && options.canceled) throw new UsageError('Choose at most one of --failed and --canceled.');
+        if (options.failed && options.canceled) throw new UsageError('Choose at most one of --failed and --canceled.', { code: 'cli.conflicting_options', field: '--failed' });
         let output: JsonValue | undefined;
         if (options.output !== undefined) {
           try {
             output = JSON.parse(options.output) as JsonValue;
           } catch {
-            throw new UsageError('--output must be valid JSON.');
+            throw new UsageError('--output must be valid JSON.', { code: 'cli.invalid_argument', field: '--output' });
           }
         }
         const outcome = options.failed ? ({ status: 'failed' } as const) : options.canceled ? ({ status: 'canceled' } as const) : { status: 'succeeded' as const, ...(output === undefined ? {} : { output }) };
-        if (output !== undefined && outcome.status !== 'succeeded') throw new UsageError('--output is only allowed for a succeeded step.');
+        if (output !== undefined && outcome.status !== 'succeeded') throw new UsageError('--output is only allowed for a succeeded step.', { code: 'cli.conflicting_options', field: '--output' });
         const step = await completeExternalWorkflowStep(context.db(), {
           workflowRunId,
           stepKey,

@@ -4,14 +4,11 @@ import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { isJobDefinition, type AnyJobDefinition } from '../worker/define-job.js';
 import type { LogFields, WorkerLogger } from '../worker/logger.js';
-import { createWorker } from '../worker/worker.js';
+import { createWorker, type Worker } from '../worker/worker.js';
+import type { WorkerStats } from '../worker/events.js';
 import { UsageError, type CliContext } from './context.js';
-
-const positiveInt = (name: string) => (value: string) => {
-  const n = Number.parseInt(value, 10);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer.`);
-  return n;
-};
+import { integerOption } from './options.js';
+import { reapAllExpiredLeases } from './reap.js';
 
 /** The module's `handlers` export, or its default export: an array of defineJob(...) definitions. */
 export async function loadHandlers(modulePath: string): Promise<AnyJobDefinition[]> {
@@ -38,30 +35,121 @@ export function registerWorkerCommand(program: Command, context: CliContext): vo
     .command('worker')
     .description('run a worker for the job definitions exported by a module')
     .requiredOption('--handlers <module>', 'module exporting `handlers`: an array of defineJob(...) definitions (compiled JS, or TS under a loader such as tsx)')
-    .option('--concurrency <n>', 'handlers running at once', positiveInt('concurrency'), 10)
-    .option('--lease-seconds <n>', 'lease length; heartbeats renew it', positiveInt('lease-seconds'), 60)
-    .option('--drain-ms <n>', 'on SIGINT/SIGTERM, how long running handlers may finish', positiveInt('drain-ms'), 10_000)
-    .option('--until-idle', 'exit once nothing runnable is left (cron-style runs, scripts)', false)
-    .action(async (options: { handlers: string; concurrency: number; leaseSeconds: number; drainMs: number; untilIdle: boolean }) => {
+    .option('--concurrency <n>', 'handlers running at once', integerOption({ min: 1 }), 10)
+    .option('--lease-seconds <n>', 'lease length; heartbeats renew it', integerOption({ min: 1 }), 60)
+    .option('--drain-ms <n>', 'on SIGINT/SIGTERM, how long running handlers may finish (0: release them at once)', integerOption({ min: 0, max: 2_147_483_647 }), 10_000)
+    .option('--until-idle', 'reap expired leases, run until nothing runnable is left, then exit (cron-style runs, scripts)', false)
+    .action(async (options: WorkerCommandOptions) => {
       const handlers = await loadHandlers(options.handlers);
-      const worker = createWorker({
-        connectionString: context.connectionString(),
-        handlers,
-        concurrency: options.concurrency,
-        leaseSeconds: options.leaseSeconds,
-        logger: stderrLogger,
-        ...(options.untilIdle ? { reaper: false } : {}),
-      });
-      const stop = () => void worker.stop({ drainMs: options.drainMs });
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      const stopped = new Promise<void>((resolve) => worker.once('worker:stopped', () => resolve()));
-      if (options.untilIdle) worker.once('worker:idle', stop);
-      await worker.start();
-      process.stderr.write(`worker ${worker.workerId} running ${handlers.map((h) => h.jobType).join(', ')}\n`);
-      await stopped;
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      context.print(`worker ${worker.workerId} stopped`, { workerId: worker.workerId, stats: worker.stats() });
+      const interruption = onInterrupt(options.drainMs);
+      try {
+        const run = options.untilIdle ? await runUntilIdle(context, handlers, options, interruption) : await runWorker(context, handlers, options, interruption, false);
+        context.print(`worker ${run.workerId} stopped`, run);
+      } finally {
+        interruption.dispose();
+      }
     });
+}
+
+interface WorkerCommandOptions {
+  handlers: string;
+  concurrency: number;
+  leaseSeconds: number;
+  drainMs: number;
+  untilIdle: boolean;
+}
+
+interface WorkerRun {
+  workerId: string;
+  stats: WorkerStats;
+  /** Only with --until-idle: leases reaped before going idle. */
+  reaped?: { retried: number; deadLettered: number };
+}
+
+interface Interruption {
+  /** A SIGINT/SIGTERM arrived: stop the current worker (draining) and start no other. */
+  readonly interrupted: boolean;
+  /** The worker a signal stops. */
+  current: Worker | undefined;
+  dispose(): void;
+}
+
+/**
+ * One handler for the whole command, so a signal that arrives between two
+ * workers of --until-idle (while reaping) still ends it. `once`: a second
+ * signal gets Node's default (exit at once), an operator's way out of a long drain.
+ */
+function onInterrupt(drainMs: number): Interruption {
+  let interrupted = false;
+  const state: Interruption = {
+    get interrupted() {
+      return interrupted;
+    },
+    current: undefined,
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+  function onSignal() {
+    interrupted = true;
+    void state.current?.stop({ drainMs });
+  }
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return state;
+}
+
+/** Runs one worker until a signal or, with `stopWhenIdle`, until it first reports idle. */
+async function runWorker(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions, interruption: Interruption, stopWhenIdle: boolean): Promise<WorkerRun> {
+  const worker = createWorker({
+    connectionString: context.connectionString(),
+    handlers,
+    concurrency: options.concurrency,
+    leaseSeconds: options.leaseSeconds,
+    logger: stderrLogger,
+  });
+  const stopped = new Promise<void>((resolve) => worker.once('worker:stopped', () => resolve()));
+  if (stopWhenIdle) worker.once('worker:idle', () => void worker.stop({ drainMs: options.drainMs }));
+  await worker.start();
+  process.stderr.write(`worker ${worker.workerId} running ${handlers.map((h) => h.jobType).join(', ')}\n`);
+  // A signal during start() found no worker to stop: stop it now.
+  interruption.current = worker;
+  if (interruption.interrupted) void worker.stop({ drainMs: options.drainMs });
+  await stopped;
+  interruption.current = undefined;
+  return { workerId: worker.workerId, stats: worker.stats() };
+}
+
+/**
+ * --until-idle. A worker that found nothing to claim is not done while a
+ * crashed worker's job sits LEASED with an expired lease: that job would
+ * otherwise wait for a long-running worker's reaper that a cron-style
+ * deployment never has. So: reap, run a worker until it is idle, reap again;
+ * stop only when a reap right after going idle finds nothing. A reap that
+ * found something starts a fresh worker, because jobs it returned to PENDING
+ * (or dependents released by a job it dead-lettered) may be ours, and a fresh
+ * worker claims at once and reports idle again whether or not they were
+ * (the worker reports idle once per idle period, after a claim that found jobs).
+ */
+async function runUntilIdle(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions, interruption: Interruption): Promise<WorkerRun> {
+  const stats: WorkerStats = { inFlight: 0, claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
+  const reaped = { retried: 0, deadLettered: 0 };
+  const reap = async () => {
+    const totals = await reapAllExpiredLeases(context.db());
+    reaped.retried += totals.retried.length;
+    reaped.deadLettered += totals.deadLettered.length;
+    if (totals.retried.length + totals.deadLettered.length > 0) {
+      stderrLogger.info('reaped expired leases', { retried: totals.retried.length, deadLettered: totals.deadLettered.length });
+    }
+    return totals.retried.length + totals.deadLettered.length;
+  };
+  await reap();
+  for (;;) {
+    const run = await runWorker(context, handlers, options, interruption, true);
+    for (const key of Object.keys(stats) as (keyof WorkerStats)[]) stats[key] += run.stats[key];
+    if (interruption.interrupted) return { workerId: run.workerId, stats, reaped };
+    const found = await reap();
+    if (found === 0 || interruption.interrupted) return { workerId: run.workerId, stats, reaped };
+  }
 }

@@ -15,6 +15,7 @@ import pg from 'pg';
 import { ConflictError, InternalError, RunledgerError, UnavailableError } from '../errors/runledger-error.js';
 import { normalizeDatabaseError } from '../errors/database-error.js';
 import { RUNLEDGER_SCHEMA } from '../db/constants.js';
+import { ensurePendingNotAppliedElsewhere } from './history-elsewhere.js';
 import { PACKAGED_MIGRATIONS_DIR, readMigrationFiles } from './migration-files.js';
 
 /** The key Prisma's schema engine locks during `migrate deploy`. */
@@ -106,6 +107,12 @@ async function applyPending(
     });
   }
   const applied = new Map(rows.filter((row) => row.finished_at !== null && row.rolled_back_at === null).map((row) => [row.migration_name, row]));
+
+  await ensurePendingNotAppliedElsewhere(
+    client,
+    files.filter((file) => !applied.has(file.name)).map((file) => file.name),
+    applied.size,
+  );
 
   const result: MigrateResult = { applied: [], alreadyApplied: [] };
   for (const file of files) {

@@ -2,8 +2,15 @@
  * Workflow run handles: read a run's status and wait for its result. Waiting
  * wakes on the run-terminal notification when a listener is given and polls
  * otherwise (polling decides; a notification only shortens the wait).
+ *
+ * A handle reads with a root Prisma client, never a transaction client: it is
+ * used after the transaction that enqueued the run has ended, when a
+ * transaction client only fails (Prisma P2028). Prisma 7 gives no way back
+ * from a transaction client to its root (its `$parent` is bound to the same
+ * transaction), so the caller names the root (`readWith`); the types require
+ * it and a transaction client is refused before anything is written.
  */
-import type { Db } from '../client/types.js';
+import { isTransactionClient, type Db, type PrismaClientLike, type PrismaTransactionLike } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
 import type { JsonValue } from '../validation/primitives.js';
@@ -41,7 +48,12 @@ export interface WorkflowRunHandle {
   getResult<T extends JsonValue | null = JsonValue | null>(options?: GetResultOptions): Promise<T>;
 }
 
-export function workflowRunHandle(db: Db, scope: Scope, workflowRunId: string, options: WorkflowRunHandleOptions = {}): WorkflowRunHandle {
+/**
+ * A handle on an existing run. `db` must be a root client (see the module
+ * comment): to read inside your own transaction, call `getWorkflowRun(tx, ...)`.
+ */
+export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRunId: string, options: WorkflowRunHandleOptions = {}): WorkflowRunHandle {
+  ensureRootClient(db, 'db');
   const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRun> => {
     const run = await findWorkflowRun(db, scope, workflowRunId);
@@ -84,15 +96,54 @@ export function workflowRunHandle(db: Db, scope: Scope, workflowRunId: string, o
   };
 }
 
-/** Enqueues a run and returns its handle. */
-export async function enqueueWorkflowRunHandle(
-  db: Db,
+export interface EnqueueWorkflowRunHandleOptions extends WorkflowRunHandleOptions {
+  /** Scope the handle reads in; default the run's organization, else global. */
+  scope?: Scope;
+  /**
+   * The root client the handle reads with. Required when `db` is a
+   * transaction client, so the handle keeps working after that transaction
+   * commits (and reports `workflow.run_not_found` if it rolled back).
+   */
+  readWith?: PrismaClientLike;
+}
+
+export type EnqueuedWorkflowRunHandle = WorkflowRunHandle & { enqueued: EnqueueWorkflowRunResult };
+
+/**
+ * Enqueues a run and returns its handle.
+ *
+ * @example Inside your own transaction: the run commits with your writes, the handle outlives `tx`.
+ * ```ts
+ * const run = await prisma.$transaction(async (tx) => {
+ *   const order = await tx.order.create({ data });
+ *   return enqueueWorkflowRunHandle(tx, fulfil(order), { readWith: prisma });
+ * });
+ * await run.getResult({ timeoutMs: 60_000 });
+ * ```
+ */
+export function enqueueWorkflowRunHandle(db: PrismaClientLike, input: WorkflowRunInput, options?: EnqueueWorkflowRunHandleOptions): Promise<EnqueuedWorkflowRunHandle>;
+export function enqueueWorkflowRunHandle(
+  tx: PrismaTransactionLike,
   input: WorkflowRunInput,
-  options: WorkflowRunHandleOptions & { scope?: Scope } = {},
-): Promise<WorkflowRunHandle & { enqueued: EnqueueWorkflowRunResult }> {
+  options: EnqueueWorkflowRunHandleOptions & { readWith: PrismaClientLike },
+): Promise<EnqueuedWorkflowRunHandle>;
+export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, options: EnqueueWorkflowRunHandleOptions = {}): Promise<EnqueuedWorkflowRunHandle> {
+  const { readWith, scope: givenScope, ...handleOptions } = options;
+  // Checked before the enqueue, so a handle that could not outlive `tx` is refused with nothing written.
+  const reader = ensureRootClient(readWith ?? db, 'readWith');
   const enqueued = await enqueueWorkflowRun(db, input);
-  const scope: Scope = options.scope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'global' });
-  return { ...workflowRunHandle(db, scope, enqueued.workflowRunId, options), enqueued };
+  const scope: Scope = givenScope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'global' });
+  return { ...workflowRunHandle(reader, scope, enqueued.workflowRunId, handleOptions), enqueued };
+}
+
+/** A handle's reads must not be tied to a transaction that ends before the handle does. */
+function ensureRootClient(db: Db, field: string): PrismaClientLike {
+  if (!isTransactionClient(db)) return db as PrismaClientLike;
+  throw new ValidationError(
+    'workflow.handle_requires_root_client',
+    field,
+    'A workflow run handle reads with a root Prisma client; a transaction client stops working when its transaction ends. Pass { readWith: prisma } when enqueueing inside a transaction.',
+  );
 }
 
 /** A wait that ends on the run's notification, after `pollMs`, at the deadline, or on abort. */

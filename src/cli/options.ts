@@ -1,0 +1,28 @@
+/**
+ * Strict parsing of the CLI's numeric options. `Number.parseInt` reads a
+ * prefix ("1.5" -> 1, "1e3" -> 1, "0x10" -> 0), so a typo would act on the
+ * wrong run; every numeric option accepts only a plain decimal integer in its
+ * range and is otherwise a usage error (exit code 2) naming the option.
+ */
+import { InvalidArgumentError } from 'commander';
+
+/** Plain decimal digits, no sign, no spaces, no leading zeros (could be read as octal elsewhere). */
+const DECIMAL_INTEGER = /^(0|[1-9][0-9]*)$/;
+
+export interface IntegerRange {
+  min: number;
+  max?: number;
+}
+
+/** An argParser for `.option('--name <n>', ..., integerOption({ min: 1 }))`. */
+export function integerOption(range: IntegerRange): (value: string) => number {
+  const max = range.max ?? Number.MAX_SAFE_INTEGER;
+  return (value: string) => {
+    const n = DECIMAL_INTEGER.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < range.min || n > max) {
+      const bounds = range.max === undefined ? `an integer >= ${range.min}` : `an integer from ${range.min} to ${range.max}`;
+      throw new InvalidArgumentError(`Expected ${bounds}, written in plain decimal digits.`);
+    }
+    return n;
+  };
+}
