@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, createWorker, enqueueJob, heartbeatJob, ValidationError } from '../../src/index.js';
+import { claimJobs, createWorker, enqueueJob, heartbeatJob, ValidationError, withTransaction } from '../../src/index.js';
 import { runUntilIdle } from '../../src/testing/index.js';
 import { defineJob } from '../../src/worker/index.js';
 import { MAX_LEASE_SECONDS } from '../../src/validation/primitives.js';
@@ -56,5 +56,19 @@ describe('timer-fed options', () => {
       const error = await errorOf(() => runUntilIdle(db.prisma, [handler], { timeoutMs }));
       expect(error).toMatchObject({ code: 'testing.invalid_options', field: 'timeoutMs' });
     }
+  });
+});
+
+describe('withTransaction options', () => {
+  it('refuses a Prisma transaction timeout or wait a timer cannot honour, before opening anything', async () => {
+    for (const [options, field] of [
+      [{ timeoutMs: Number.NaN }, 'timeoutMs'],
+      [{ timeoutMs: 0 }, 'timeoutMs'],
+      [{ maxWaitMs: 2 ** 31 }, 'maxWaitMs'],
+    ] as const) {
+      const error = await errorOf(() => withTransaction(db.prisma, 'test', async () => 1, options));
+      expect(error).toMatchObject({ code: 'client.invalid_options', field });
+    }
+    expect(await withTransaction(db.prisma, 'test', async () => 1, { timeoutMs: 5_000, maxWaitMs: 5_000 })).toBe(1);
   });
 });
