@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { adminScope, enqueueJob, getJob, ValidationError } from '../../src/index.js';
-import { findJsonProblem, formatJsonPath, textProblem } from '../../src/validation/storable.js';
+import { findJsonProblem, formatJsonPath, MAX_JSON_DEPTH, textProblem } from '../../src/validation/storable.js';
 import { trickyJson, trickyString } from '../fixtures/storable/arbitraries.js';
 import { useTestDatabase } from '../harness/database.js';
 
@@ -71,5 +71,16 @@ describe('storable values round-trip through PostgreSQL', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it(`stores JSON nested the full ${MAX_JSON_DEPTH} levels unchanged, and refuses one level more`, async () => {
+    for (const wrap of [(v: unknown) => ({ a: v }), (v: unknown) => [v]]) {
+      let payload: unknown = 'leaf';
+      for (let i = 0; i < MAX_JSON_DEPTH; i += 1) payload = wrap(payload);
+      const { jobId } = await enqueueJob(db.prisma, { jobType: 'storable.deep', payload: payload as never });
+      expect((await getJob(db.prisma, adminScope, jobId)).payload).toStrictEqual(payload);
+      const error = await refusal(enqueueJob(db.prisma, { jobType: 'storable.deep', payload: wrap(payload) as never }));
+      expect(error?.message).toMatch(/nested deeper than 256 levels/);
+    }
   });
 });
