@@ -10,10 +10,13 @@
  * even catch it and carry on. Refusing such values at the boundary keeps the
  * host's transaction usable and makes every stored value round-trip exactly.
  *
- * JSON values are walked iteratively (an explicit stack, never recursion), so
- * a 100,000-level value is refused with a coded error instead of a RangeError,
- * and the depth bound keeps every later recursive step (JSON.stringify,
- * PostgreSQL's jsonb parser, canonical comparisons) far from its own limits.
+ * The JSON walk recurses, but never past MAX_JSON_DEPTH + 1 frames: it stops
+ * at the first level too deep, so a 100,000-level value is refused with a
+ * coded error instead of a RangeError, and the bound keeps every later
+ * recursive step (JSON.stringify, PostgreSQL's jsonb parser, canonical
+ * comparisons) far from its own limits. (A bounded recursion is about ten
+ * times faster than an explicit stack of frame objects, and this check runs
+ * on every payload and output.)
  */
 
 /**
@@ -27,6 +30,8 @@ const REPLACEMENT_CHARACTER = '\uFFFD';
 
 /** Why `text` cannot be stored as PostgreSQL text, or undefined when it can. */
 export function textProblem(text: string): string | undefined {
+  // One native scan decides the common case: no NUL and no surrogate at all.
+  if (!SUSPECT_UNIT.test(text)) return undefined;
   if (text.includes('\u0000')) return 'contains NUL (U+0000), which PostgreSQL cannot store';
   const lone = LONE_SURROGATE.exec(text);
   if (lone) {
@@ -41,6 +46,7 @@ export function textProblem(text: string): string | undefined {
  * the pattern sees code units, which is what a lone surrogate is.
  * (`String.prototype.isWellFormed` would do, but is not in the ES2023 lib.)
  */
+const SUSPECT_UNIT = /[\u0000\uD800-\uDFFF]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
 
@@ -73,24 +79,6 @@ export function formatJsonPath(path: ReadonlyArray<string | number>): string {
   return path.map((segment) => (typeof segment === 'string' ? toStorableText(segment) : String(segment))).join('.');
 }
 
-interface Frame {
-  value: unknown;
-  key: string | number | undefined;
-  parent: Frame | undefined;
-  depth: number;
-}
-
-/** The end of a container's children: it is no longer an ancestor (cycle detection). */
-interface ExitMarker {
-  exit: object;
-}
-
-function pathOf(frame: Frame | undefined): (string | number)[] {
-  const path: (string | number)[] = [];
-  for (let f = frame; f && f.key !== undefined; f = f.parent) path.push(f.key);
-  return path.reverse();
-}
-
 /**
  * The first member of `root` (in document order) that cannot be stored as
  * jsonb exactly as given, or undefined when all of it can: plain objects,
@@ -98,48 +86,61 @@ function pathOf(frame: Frame | undefined): (string | number)[] {
  * included), nested at most `maxDepth` deep, without cycles.
  */
 export function findJsonProblem(root: unknown, maxDepth: number = MAX_JSON_DEPTH): JsonProblem | undefined {
-  const stack: (Frame | ExitMarker)[] = [{ value: root, key: undefined, parent: undefined, depth: 0 }];
-  const ancestors = new Set<object>();
-  while (stack.length > 0) {
-    const frame = stack.pop()!;
-    if ('exit' in frame) {
-      ancestors.delete(frame.exit);
-      continue;
+  const found = visit(root, 0, [], maxDepth);
+  if (!found) return undefined;
+  return { path: found.reversedPath.reverse(), reason: found.reason };
+}
+
+/** A problem on its way up: each level adds its key, so the path is built only on failure. */
+interface Found {
+  reversedPath: (string | number)[];
+  reason: string;
+}
+
+function visit(value: unknown, depth: number, ancestors: object[], maxDepth: number): Found | undefined {
+  switch (typeof value) {
+    case 'string': {
+      const problem = textProblem(value);
+      return problem ? { reversedPath: [], reason: problem } : undefined;
     }
-    const { value } = frame;
-    const problem = (reason: string, at: Frame | undefined = frame): JsonProblem => ({ path: pathOf(at), reason });
-    if (value === null || typeof value === 'boolean') continue;
-    if (typeof value === 'string') {
-      const text = textProblem(value);
-      if (text) return problem(text);
-      continue;
-    }
-    if (typeof value === 'number') {
-      if (!Number.isFinite(value)) return problem('numbers must be finite');
-      continue;
-    }
-    if (typeof value !== 'object') return problem(value === undefined ? 'undefined is not JSON' : `a ${typeof value} is not JSON`);
-    if (ancestors.has(value)) return problem('contains a cycle');
-    const depth = frame.depth + 1;
-    if (depth > maxDepth) return problem(`is nested deeper than ${maxDepth} levels`);
-    let children: Frame[];
-    if (Array.isArray(value)) {
-      children = [];
-      for (let i = 0; i < value.length; i += 1) children.push({ value: value[i], key: i, parent: frame, depth });
-    } else {
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) return problem('only plain objects are JSON');
-      children = [];
-      for (const [key, member] of Object.entries(value)) {
-        const child: Frame = { value: member, key, parent: frame, depth };
-        const keyProblem = textProblem(key);
-        if (keyProblem) return problem(`has a key that ${keyProblem}`, child);
-        children.push(child);
+    case 'number':
+      return Number.isFinite(value) ? undefined : { reversedPath: [], reason: 'numbers must be finite' };
+    case 'boolean':
+      return undefined;
+    case 'object':
+      if (value === null) return undefined;
+      break;
+    case 'undefined':
+      return { reversedPath: [], reason: 'undefined is not JSON' };
+    default:
+      return { reversedPath: [], reason: `a ${typeof value} is not JSON` };
+  }
+  // Only the chain from the root is searched: a value shared by two branches is not a cycle.
+  if (ancestors.includes(value)) return { reversedPath: [], reason: 'contains a cycle' };
+  if (depth >= maxDepth) return { reversedPath: [], reason: `is nested deeper than ${maxDepth} levels` };
+  ancestors.push(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) {
+      const found = visit(value[i], depth + 1, ancestors, maxDepth);
+      if (found) {
+        found.reversedPath.push(i);
+        return found;
       }
     }
-    ancestors.add(value);
-    stack.push({ exit: value });
-    for (let i = children.length - 1; i >= 0; i -= 1) stack.push(children[i]!);
+  } else {
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return { reversedPath: [], reason: 'only plain objects are JSON' };
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      const keyProblem = textProblem(key);
+      if (keyProblem) return { reversedPath: [key], reason: `has a key that ${keyProblem}` };
+      const found = visit(record[key], depth + 1, ancestors, maxDepth);
+      if (found) {
+        found.reversedPath.push(key);
+        return found;
+      }
+    }
   }
+  ancestors.pop();
   return undefined;
 }
