@@ -22,7 +22,12 @@ const DEFAULT_POLL_INTERVAL_MS = 500;
 const handleOptionsSchema = z.object({ pollIntervalMs: timerMs.min(1, 'must be at least 1').optional() });
 const getResultOptionsSchema = z.object({
   timeoutMs: timerMs.optional(),
-  signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional(),
+  // Duck-typed: a signal from another realm or a polyfill is still a signal.
+  signal: z
+    .custom<AbortSignal>((v) => typeof (v as AbortSignal | null)?.addEventListener === 'function' && typeof (v as AbortSignal).aborted === 'boolean', {
+      error: 'must be an AbortSignal',
+    })
+    .optional(),
 });
 const INVALID = 'workflow.invalid_input';
 
