@@ -17,6 +17,7 @@
  */
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { ValidationError } from '../errors/runledger-error.js';
+import { MAX_TIMER_MS } from '../validation/primitives.js';
 import { isTransactionClient, type Db, type PrismaClientLike, type Tx } from './types.js';
 
 export interface OwnedTransactionOptions {
@@ -46,6 +47,8 @@ export async function withTransaction<R>(
   fn: (context: TransactionContext) => Promise<R>,
   options: OwnedTransactionOptions = {},
 ): Promise<R> {
+  const maxWait = timerOption(options.maxWaitMs, 'maxWaitMs', DEFAULT_MAX_WAIT_MS);
+  const timeout = timerOption(options.timeoutMs, 'timeoutMs', DEFAULT_TIMEOUT_MS);
   try {
     if (isTransactionClient(db)) return await fn({ tx: db, owned: false });
     const root = db as PrismaClientLike;
@@ -53,14 +56,17 @@ export async function withTransaction<R>(
     // default and its own `transactionOptions`, checked once per client) needs
     // no SET TRANSACTION: one round trip less per transaction.
     const isolation = (await ownedTransactionsAreReadCommitted(root, operation)) ? {} : { isolationLevel: 'ReadCommitted' as const };
-    return await root.$transaction((tx: Tx) => fn({ tx, owned: true }), {
-      ...isolation,
-      maxWait: options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
-      timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    });
+    return await root.$transaction((tx: Tx) => fn({ tx, owned: true }), { ...isolation, maxWait, timeout });
   } catch (error) {
     throw isDatabaseError(error) ? normalizeDatabaseError(error, operation) : error;
   }
+}
+
+/** Prisma arms Node timers with these: NaN, 0 or more than 2^31-1 ms would fire them at once. */
+function timerOption(value: number | undefined, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (Number.isInteger(value) && value >= 1 && value <= MAX_TIMER_MS) return value;
+  throw new ValidationError('client.invalid_options', field, `Invalid ${field}: must be an integer number of milliseconds from 1 to ${MAX_TIMER_MS}.`);
 }
 
 export interface StatementOptions {

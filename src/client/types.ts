@@ -5,6 +5,7 @@
  * without runledger importing their types (test/types proves it against a
  * client generated from another schema).
  */
+import { ValidationError } from '../errors/runledger-error.js';
 
 /** What a tagged `$queryRaw`/`$executeRaw` accepts: the template and its values. */
 export type RawQueryArgs = [query: TemplateStringsArray, ...values: unknown[]];
@@ -46,5 +47,23 @@ export type Tx = RawSqlCapable;
  * every client, the root included.)
  */
 export function isTransactionClient(db: Db): db is PrismaTransactionLike {
+  assertDb(db);
   return typeof (db as { $connect?: unknown }).$connect !== 'function';
+}
+
+export const CLIENT_INVALID = 'client.invalid';
+
+/**
+ * Refuses anything that is not a Prisma client or transaction client with a
+ * coded error instead of the TypeError its first use would throw. Every
+ * operation reaches it before any SQL: `withTransaction`, `withStatement` and
+ * `canAutocommit` all ask `isTransactionClient` first.
+ */
+export function assertDb(db: unknown, field = 'db'): asserts db is Db {
+  const client = db as Partial<Record<'$queryRaw' | '$executeRaw', unknown>> | null | undefined;
+  if ((typeof client === 'object' || typeof client === 'function') && client !== null && typeof client.$queryRaw === 'function' && typeof client.$executeRaw === 'function') {
+    return;
+  }
+  const given = db === null ? 'null' : Array.isArray(db) ? 'an array' : typeof db === 'object' ? 'an object without $queryRaw/$executeRaw' : typeof db;
+  throw new ValidationError(CLIENT_INVALID, field, `Invalid ${field}: must be a Prisma client or interactive-transaction client (got ${given}).`);
 }

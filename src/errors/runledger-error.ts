@@ -11,6 +11,13 @@ export interface RunledgerErrorOptions {
   internalMessage?: string;
   /** Structured, client-safe facts about the failure (field path, step key, ...). */
   details?: Record<string, unknown>;
+  /**
+   * Facts the caller's code may need but no client or log line may see
+   * (idempotency and replay keys: they can be bearer-like request
+   * identifiers). Kept in `sensitiveDetails`, a non-enumerable property, so
+   * `toJSON()`, `JSON.stringify` and `util.inspect` never show them.
+   */
+  sensitiveDetails?: Record<string, unknown>;
   cause?: unknown;
 }
 
@@ -19,6 +26,8 @@ export class RunledgerError extends Error {
   readonly category: ErrorCategory;
   readonly internalMessage: string;
   readonly details: Readonly<Record<string, unknown>>;
+  /** See `RunledgerErrorOptions.sensitiveDetails`: read it in code, it is never serialised. */
+  declare readonly sensitiveDetails: Readonly<Record<string, unknown>>;
 
   constructor(category: ErrorCategory, code: string, message: string, options: RunledgerErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -27,6 +36,7 @@ export class RunledgerError extends Error {
     this.code = code;
     this.internalMessage = options.internalMessage ?? message;
     this.details = Object.freeze({ ...(options.details ?? {}) });
+    Object.defineProperty(this, 'sensitiveDetails', { value: Object.freeze({ ...(options.sensitiveDetails ?? {}) }), enumerable: false });
   }
 
   /** A log-friendly, client-safe shape (no internal message, no cause). */

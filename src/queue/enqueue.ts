@@ -263,7 +263,8 @@ async function resolveExisting(
     if (row.same_request !== true) {
       throw new ConflictError('job.idempotency_conflict', 'The idempotency key was already used with a different request.', {
         internalMessage: `enqueue jobs: key of input ${row.ord} (job type ${input.jobType}) is held by job ${row.id} with another request`,
-        details: { index: row.ord, jobType: input.jobType, idempotencyKey: input.idempotencyKey },
+        details: { index: row.ord, jobType: input.jobType },
+        sensitiveDetails: { idempotencyKey: input.idempotencyKey },
       });
     }
     results.set(row.ord, { jobId: row.id, status: row.status, runNumber: row.run_number, disposition: 'existing' });

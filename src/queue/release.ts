@@ -28,11 +28,12 @@ import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
+import { storableText } from '../validation/primitives.js';
 import { z } from 'zod';
 import { leaseMismatch, type LeaseIdentity } from './lifecycle.js';
 import { JOB_INVALID_INPUT, jobLeaseSchema, type ParsedJobLease } from './schemas.js';
 
-const releaseOptionsSchema = z.strictObject({ reason: z.string().min(1).max(200).default('job.released') });
+const releaseOptionsSchema = z.strictObject({ reason: storableText.min(1).max(200).default('job.released') });
 
 /** @example await releaseJob(prisma, lease, { reason: 'job.worker_shutdown' }); */
 export async function releaseJob(db: Db, lease: LeaseIdentity, options: { reason?: string } = {}): Promise<{ jobId: string; status: 'PENDING' }> {

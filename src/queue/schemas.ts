@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
-import { int32, jsonValue, nonBlank, positiveInt, requestKey, uuid } from '../validation/primitives.js';
+import { truncateText } from '../validation/storable.js';
+import { int32, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
 
@@ -21,7 +22,7 @@ export const MAX_REAP_BATCH = 10_000;
 export const MAX_LIST_LIMIT = 500;
 
 /** Longer failure messages are cut rather than refused: a worker must always be able to record a failure. */
-const MAX_ERROR_MESSAGE_LENGTH = 4_000;
+export const MAX_ERROR_MESSAGE_LENGTH = 4_000;
 
 const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED']);
 const workerId = nonBlank(200);
@@ -67,13 +68,13 @@ export const claimJobsInputSchema = z.strictObject({
   workerId,
   jobTypes: z.array(nonBlank(200)).min(1, 'must name at least one job type').optional(),
   limit: positiveInt.max(MAX_CLAIM_BATCH),
-  leaseSeconds: positiveInt,
+  leaseSeconds,
   markRunning: z.boolean().optional(),
 });
 export type ClaimJobsInput = z.input<typeof claimJobsInputSchema>;
 
 export const heartbeatOptionsSchema = z.strictObject({
-  leaseSeconds: positiveInt.optional(),
+  leaseSeconds: leaseSeconds.optional(),
   progress: jsonValue.optional(),
   checkpoint: jsonValue.optional(),
 });
@@ -98,7 +99,7 @@ export type CompleteJobsItem = z.input<typeof completeJobsInputSchema>[number];
 
 export const failJobOptionsSchema = z.strictObject({
   code: nonBlank(200),
-  message: z.string().transform((s) => s.slice(0, MAX_ERROR_MESSAGE_LENGTH)),
+  message: storableText.transform((s) => truncateText(s, MAX_ERROR_MESSAGE_LENGTH)),
   retryable: z.boolean(),
   retryNotBefore: z.date().optional(),
 });

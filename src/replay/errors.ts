@@ -16,7 +16,8 @@ export function workflowRequeueNotSupported(jobId: string, operation: string): C
 export function replayIdempotencyConflict(sourceJobId: string, sourceRunNumber: number, replayRequestKey: string): ConflictError {
   return new ConflictError('job.replay_idempotency_conflict', 'The replay request key was already used with a different reason.', {
     internalMessage: `compare and replay: key of source ${sourceJobId} run ${sourceRunNumber} is held by a replay with another reason`,
-    details: { sourceJobId, sourceRunNumber, replayRequestKey },
+    details: { sourceJobId, sourceRunNumber },
+    sensitiveDetails: { replayRequestKey },
   });
 }
 

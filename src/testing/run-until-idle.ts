@@ -6,11 +6,17 @@
  * picked up in the same call; retries scheduled in the future are not
  * runnable now and are left for a later call.
  */
+import { z } from 'zod';
 import type { PrismaClientLike } from '../client/types.js';
 import { RunledgerError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import { timerMs } from '../validation/primitives.js';
 import type { AnyJobDefinition } from '../worker/define-job.js';
 import { silentLogger, type WorkerLogger } from '../worker/logger.js';
 import { createWorker } from '../worker/worker.js';
+
+/** `timeoutMs` feeds a Node timer: NaN or more than 2^31-1 ms would fire it at once. The rest is checked by createWorker. */
+const runUntilIdleOptionsSchema = z.object({ timeoutMs: timerMs.optional() });
 
 export interface RunUntilIdleOptions {
   /** Handlers run one at a time by default, so the order is the claim order (priority, then due time). */
@@ -37,6 +43,7 @@ export interface RunUntilIdleResult {
 }
 
 export async function runUntilIdle(db: PrismaClientLike, handlers: readonly AnyJobDefinition[], options: RunUntilIdleOptions = {}): Promise<RunUntilIdleResult> {
+  const { timeoutMs = 30_000 } = parseInput(runUntilIdleOptionsSchema, options, 'testing.invalid_options');
   const jobs: RunUntilIdleJob[] = [];
   const worker = createWorker({
     db,
@@ -55,7 +62,6 @@ export async function runUntilIdle(db: PrismaClientLike, handlers: readonly AnyJ
   );
   worker.on('job:lease_lost', ({ job }) => jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: 'lease_lost' }));
   const idle = new Promise<void>((resolve) => worker.once('worker:idle', () => resolve()));
-  const timeoutMs = options.timeoutMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
   try {

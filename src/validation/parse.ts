@@ -6,14 +6,17 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
+import { formatJsonPath } from './storable.js';
 
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown, code: string): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
-  const field = issue && issue.path.length > 0 ? issue.path.map(String).join('.') : 'input';
+  // The path can hold the caller's own keys, NUL included: printable form only.
+  const pathOf = (i: z.core.$ZodIssue) => formatJsonPath(i.path.map((segment) => (typeof segment === 'number' ? segment : String(segment))));
+  const field = issue && issue.path.length > 0 ? pathOf(issue) : 'input';
   const reason = issue?.message ?? 'is invalid';
   throw new ValidationError(code, field, `Invalid ${field}: ${reason}`, {
-    details: { issues: result.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })) },
+    details: { issues: result.error.issues.map((i) => ({ path: pathOf(i), message: i.message })) },
   });
 }

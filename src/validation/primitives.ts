@@ -1,57 +1,68 @@
-/** Shared zod building blocks for public inputs. */
+/**
+ * Shared zod building blocks for public inputs. Every string and JSON value
+ * that runledger stores (or sends as a query parameter) is built from these,
+ * so the storable check (storable.ts: no NUL, no lone surrogate, bounded
+ * depth) is written once and no schema can forget it.
+ */
 import { z } from 'zod';
+import { findJsonProblem, MAX_JSON_DEPTH, textProblem } from './storable.js';
+
+export { MAX_JSON_DEPTH };
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-/** Why `value` is not plain JSON, or undefined when it is. */
-export function jsonProblem(value: unknown, seen: Set<object> = new Set()): string | undefined {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : 'numbers must be finite';
-  if (typeof value !== 'object') return `a ${typeof value} is not JSON`;
-  if (seen.has(value)) return 'contains a cycle';
-  seen.add(value);
-  try {
-    if (Array.isArray(value)) {
-      for (const item of value) {
-        const problem = jsonProblem(item, seen);
-        if (problem) return problem;
-      }
-      return undefined;
-    }
-    const proto = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) return 'only plain objects are JSON';
-    for (const item of Object.values(value)) {
-      const problem = item === undefined ? 'contains an undefined value' : jsonProblem(item, seen);
-      if (problem) return problem;
-    }
-    return undefined;
-  } finally {
-    seen.delete(value);
-  }
+/**
+ * Why `value` cannot be stored as jsonb, with the path inside it
+ * (`a.0.b: contains NUL ...`), or undefined when it can.
+ */
+export function jsonProblem(value: unknown): string | undefined {
+  const problem = findJsonProblem(value);
+  if (!problem) return undefined;
+  return problem.path.length > 0 ? `${problem.path.join('.')}: ${problem.reason}` : problem.reason;
 }
 
-export const jsonValue = z.custom<JsonValue>((value) => jsonProblem(value) === undefined, {
-  error: (issue) => `must be JSON-serialisable (${jsonProblem(issue.input) ?? 'invalid'})`,
-});
+/** Adds the issue at the offending member, so the field reads `payload.a.b`. */
+function checkStorableJson(value: unknown, ctx: z.RefinementCtx): void {
+  const problem = findJsonProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: `must be storable JSON: ${problem.reason}`, input: value });
+}
 
-export const jsonObject = z.custom<{ [key: string]: JsonValue }>(
-  (value) => value !== null && typeof value === 'object' && !Array.isArray(value) && jsonProblem(value) === undefined,
-  { error: 'must be a JSON object' },
-);
+/** Any JSON value PostgreSQL stores as jsonb exactly as given. */
+export const jsonValue = z.custom<JsonValue>(() => true).superRefine(checkStorableJson);
+
+export const jsonObject = z
+  .custom<{ [key: string]: JsonValue }>((value) => value !== null && typeof value === 'object' && !Array.isArray(value), { error: 'must be a JSON object' })
+  .superRefine(checkStorableJson);
+
+/** A string PostgreSQL stores exactly as given (see storable.ts). */
+export const storableText = z.string().superRefine((text, ctx) => {
+  const problem = textProblem(text);
+  if (problem) ctx.addIssue({ code: 'custom', message: `must be storable text: ${problem}`, input: text });
+});
 
 export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
 
 export const nonBlank = (max = 200) =>
-  z
-    .string()
-    .refine((s) => s.trim().length > 0, 'must not be blank')
-    .refine((s) => s.length <= max, `must be at most ${max} characters`);
+  storableText.refine((s) => s.trim().length > 0, 'must not be blank').refine((s) => s.length <= max, `must be at most ${max} characters`);
 
 /** Idempotency and replay keys: non-blank, at most 512 bytes of UTF-8. */
-export const requestKey = z
-  .string()
+export const requestKey = storableText
   .refine((s) => s.trim().length > 0, 'must not be blank')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= 512, 'must be at most 512 bytes (UTF-8)');
 
 export const int32 = z.number().int('must be an integer').min(-2147483648).max(2147483647);
 export const positiveInt = z.number().int('must be an integer').min(1, 'must be at least 1').max(2147483647);
+
+/** The largest delay a Node timer (setTimeout/setInterval) honours; longer ones fire at once, with a warning. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** A duration in ms that feeds a Node timer: a finite integer in [0, 2^31-1]. */
+export const timerMs = z
+  .number()
+  .int('must be an integer number of milliseconds')
+  .min(0, 'must not be negative')
+  .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (the longest a Node timer can wait)`);
+
+/** A lease in seconds: short enough that its ms (timers, heartbeats) fit a Node timer. */
+export const MAX_LEASE_SECONDS = Math.floor(MAX_TIMER_MS / 1000);
+export const leaseSeconds = positiveInt.max(MAX_LEASE_SECONDS, `must be at most ${MAX_LEASE_SECONDS} seconds (its ms must fit a Node timer)`);

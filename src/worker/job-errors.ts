@@ -13,7 +13,8 @@
  * and carry only the intent and the code to record. A RunledgerError thrown
  * inside a handler (say, an enqueue that conflicted) is "anything else".
  */
-import { jsonProblem } from '../validation/primitives.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { findJsonProblem, formatJsonPath, textProblem, toStorableText } from '../validation/storable.js';
 
 export const JOB_HANDLER_ERROR = 'job.handler_error';
 export const JOB_RETRY_REQUESTED = 'job.retry_requested';
@@ -100,7 +101,13 @@ export interface FailureRecord {
   retryNotBefore?: Date;
 }
 
-/** Classifies what a handler threw. */
+/**
+ * Classifies what a handler threw. The record is always one `failJob`
+ * accepts: a message PostgreSQL cannot store (NUL, lone surrogates) is
+ * sanitised and cut to the column's limit rather than refused, since a
+ * failure that cannot be recorded would re-run the job every attempt and
+ * dead-letter it as `job.lease_expired`, its real cause lost.
+ */
 export function describeFailure(error: unknown): FailureRecord {
   if (error instanceof TerminalError) {
     return { code: safeCode(error.code, JOB_TERMINAL_ERROR), message: messageOf(error), retryable: false };
@@ -117,22 +124,43 @@ export function describeFailure(error: unknown): FailureRecord {
   return { code: JOB_HANDLER_ERROR, message: messageOf(error), retryable: true };
 }
 
-/** Why `output` cannot be stored as the job's jsonb output, or undefined when it can. */
+/**
+ * Why `output` cannot be stored as the job's jsonb output, naming where in it
+ * (`Invalid output.items.3.name: contains NUL ...`), or undefined when it can.
+ */
 export function outputProblem(output: unknown): string | undefined {
-  return output === undefined ? undefined : jsonProblem(output);
+  if (output === undefined) return undefined;
+  const problem = findJsonProblem(output);
+  if (!problem) return undefined;
+  return `Invalid ${formatJsonPath(['output', ...problem.path])}: must be storable JSON: ${problem.reason}`;
 }
 
-/** A failure must always be recordable: a code the queue would refuse falls back to the default. */
+/**
+ * A failure must always be recordable: a code the queue would refuse (blank,
+ * too long) falls back to the default; one PostgreSQL cannot store is
+ * sanitised like a message, so the handler's code still shows.
+ */
 function safeCode(code: unknown, fallback: string): string {
-  return typeof code === 'string' && code.trim().length > 0 && code.length <= MAX_CODE_LENGTH ? code : fallback;
+  if (typeof code !== 'string') return fallback;
+  const storable = textProblem(code) ? toStorableText(code) : code;
+  return storable.trim().length > 0 && storable.length <= MAX_CODE_LENGTH ? storable : fallback;
 }
 
 function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
+  return toStorableText(rawMessageOf(error), MAX_ERROR_MESSAGE_LENGTH);
+}
+
+function rawMessageOf(error: unknown): string {
+  if (error instanceof Error) return String(error.message) || error.name;
   if (typeof error === 'string') return error;
   try {
     return JSON.stringify(error) ?? String(error);
   } catch {
-    return String(error);
+    // Cycles, BigInts, 10,000-deep objects, objects without a prototype (no toString).
+    try {
+      return String(error);
+    } catch {
+      return Object.prototype.toString.call(error);
+    }
   }
 }

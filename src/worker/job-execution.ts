@@ -37,7 +37,9 @@ import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import { failJob, heartbeatJob } from '../queue/lifecycle.js';
 import { releaseJob } from '../queue/release.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
@@ -187,7 +189,7 @@ export class JobExecution {
     }
     const problem = outputProblem(result.output);
     if (problem) {
-      await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: `Invalid output: must be JSON-serialisable (${problem})`, retryable: false }, result.output);
+      await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, result.output);
       return;
     }
     await this.recordSuccess(result.output as JsonValue | undefined);
@@ -301,6 +303,7 @@ export class JobExecution {
 /** zod's first issue, named like runledger names fields: `payload.amount`. */
 function payloadFailure(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): FailureRecord {
   const issue = error.issues[0];
-  const field = ['payload', ...(issue?.path ?? []).map(String)].join('.');
-  return { code: JOB_PAYLOAD_INVALID, message: `Invalid ${field}: ${issue?.message ?? 'is invalid'}`, retryable: false };
+  const field = formatJsonPath(['payload', ...(issue?.path ?? []).map(String)]);
+  // The schema's messages are the host's text: recorded sanitised, never refused.
+  return { code: JOB_PAYLOAD_INVALID, message: toStorableText(`Invalid ${field}: ${issue?.message ?? 'is invalid'}`, MAX_ERROR_MESSAGE_LENGTH), retryable: false };
 }

@@ -9,7 +9,7 @@ import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/schemas.js';
 import { parseInput } from '../validation/parse.js';
-import { nonBlank, positiveInt } from '../validation/primitives.js';
+import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
 import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
 import { createConsoleLogger, guardLogger, isWorkerLogger, type WorkerLogger } from './logger.js';
 
@@ -106,7 +106,7 @@ const workerOptionsSchema = z
       .min(1, 'must register at least one handler'),
     concurrency: positiveInt.max(MAX_CONCURRENCY).default(DEFAULT_CONCURRENCY),
     batchSize: positiveInt.max(MAX_CLAIM_BATCH).optional(),
-    leaseSeconds: positiveInt.default(DEFAULT_LEASE_SECONDS),
+    leaseSeconds: leaseSeconds.default(DEFAULT_LEASE_SECONDS),
     pollIntervalMs: positiveInt.default(DEFAULT_POLL_INTERVAL_MS),
     workerId: nonBlank(200).optional(),
     logger: z.custom<WorkerLogger>(isWorkerLogger, { error: 'must have debug, info, warn and error methods' }).optional(),

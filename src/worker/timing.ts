@@ -4,9 +4,10 @@
  * database failure.
  */
 import { isRunledgerError } from '../errors/runledger-error.js';
+import { MAX_TIMER_MS } from '../validation/primitives.js';
 
 /** The longest delay a Node timer honours (about 24.8 days); longer ones fire at once. */
-export const MAX_TIMER_MS = 2_147_483_647;
+export { MAX_TIMER_MS };
 
 /**
  * A one-waiter latch. `signal()` wakes the waiter, or, with nobody waiting,

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, uuid, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;
@@ -18,13 +18,13 @@ const DEFAULT_STEP_MAX_ATTEMPTS = 5;
 const DEFAULT_STEP_TIMEOUT_SECONDS = 300;
 
 const dependencySchema = z.strictObject({
-  step: z.string(),
+  step: storableText,
   /** `on_success` (default): the prerequisite must succeed. `on_terminal`: any terminal outcome releases. */
   mode: z.enum(['on_success', 'on_terminal']).default('on_success'),
 });
 
 const jobStepSchema = z.strictObject({
-  key: z.string(),
+  key: storableText,
   kind: z.literal('job'),
   jobType: nonBlank(200),
   payload: jsonValue,
@@ -36,7 +36,7 @@ const jobStepSchema = z.strictObject({
 });
 
 const externalStepSchema = z.strictObject({
-  key: z.string(),
+  key: storableText,
   kind: z.literal('external'),
   dependsOn: z.array(dependencySchema).default([]),
   result: z.boolean().default(false),

@@ -164,12 +164,14 @@ async function existingRun(tx: Tx, run: ValidatedWorkflowRun, canonical: JsonVal
   if (!existing) {
     // Only possible if the conflicting row was deleted between our two statements.
     throw new ConflictError('workflow.idempotency_conflict', 'The idempotency key is being reused concurrently; retry.', {
-      internalMessage: `workflow run key ${run.idempotencyKey}: conflict on insert, no row on read`,
+      internalMessage: `workflow run of type ${run.workflowType}: idempotency key conflict on insert, no row on read`,
+      sensitiveDetails: { idempotencyKey: run.idempotencyKey },
     });
   }
   if (existing.same !== true) {
     throw new ConflictError('workflow.idempotency_conflict', 'The idempotency key was already used for a different workflow run request.', {
       details: { workflowRunId: existing.id },
+      sensitiveDetails: { idempotencyKey: run.idempotencyKey },
     });
   }
   return { workflowRunId: existing.id, status: existing.status, disposition: 'existing' };

@@ -16,13 +16,13 @@ import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { jsonParam } from '../queue/rows.js';
 import { parseInput } from '../validation/parse.js';
-import { jsonValue, nonBlank, uuid, type JsonValue } from '../validation/primitives.js';
+import { jsonValue, nonBlank, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 import { lockRunStepRows, releaseConflict, tryLockRunReleaseShared } from './locking.js';
 import { releaseDependents } from './release.js';
 import { recomputeWorkflowRunStatuses } from './run-status.js';
 import { isTerminalStepStatus, toWorkflowStep, type WorkflowStep, type WorkflowStepRow } from './rows.js';
 
-const optionalText = z.string().max(10_000).nullish();
+const optionalText = storableText.max(10_000).nullish();
 
 const completeExternalStepSchema = z.strictObject({
   workflowRunId: uuid,

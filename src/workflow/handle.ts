@@ -10,10 +10,12 @@
  * transaction), so the caller names the root (`readWith`); the types require
  * it and a transaction client is refused before anything is written.
  */
+import { z } from 'zod';
 import { isTransactionClient, type Db, type PrismaClientLike, type PrismaTransactionLike } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
-import type { JsonValue } from '../validation/primitives.js';
+import { parseInput } from '../validation/parse.js';
+import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.js';
 import type { WorkflowRunInput } from './definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';
 import { findWorkflowRun } from './reads.js';
@@ -23,6 +25,19 @@ import type { WorkflowRunListener } from './run-listener.js';
 export const DEFAULT_RESULT_TIMEOUT_MS = 30_000;
 const DEFAULT_POLL_INTERVAL_MS = 500;
 
+/** Both feed Node timers, so both are bounded by what a timer can wait (2^31-1 ms). */
+const handleOptionsSchema = z.object({ pollIntervalMs: timerMs.min(1, 'must be at least 1').optional() });
+const getResultOptionsSchema = z.object({
+  timeoutMs: timerMs.optional(),
+  // Duck-typed: a signal from another realm or a polyfill is still a signal.
+  signal: z
+    .custom<AbortSignal>((v) => typeof (v as AbortSignal | null)?.addEventListener === 'function' && typeof (v as AbortSignal).aborted === 'boolean', {
+      error: 'must be an AbortSignal',
+    })
+    .optional(),
+});
+const INVALID = 'workflow.invalid_input';
+
 export interface WorkflowRunHandleOptions {
   /** Wakes `getResult` as soon as the run ends; without it, `getResult` polls. */
   listener?: WorkflowRunListener;
@@ -30,7 +45,7 @@ export interface WorkflowRunHandleOptions {
 }
 
 export interface GetResultOptions {
-  /** Give up after this long (default 30 s) with `workflow.result_wait_timeout`. */
+  /** Give up after this long (default 30 s, at most 2^31-1 ms) with `workflow.result_wait_timeout`. */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -42,6 +57,8 @@ export interface WorkflowRunHandle {
   /**
    * The result step's output once the run SUCCEEDED. Throws
    * `workflow.result_not_declared` when the run has no result step,
+   * `workflow.result_missing` when the result step succeeded without output
+   * (a handler that returned nothing or `null`: there is no result to give),
    * `workflow.result_unsuccessful_terminal` when it ended otherwise,
    * `workflow.result_wait_timeout` when it is still running at the deadline.
    */
@@ -54,7 +71,7 @@ export interface WorkflowRunHandle {
  */
 export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRunId: string, options: WorkflowRunHandleOptions = {}): WorkflowRunHandle {
   ensureRootClient(db, 'db');
-  const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRun> => {
     const run = await findWorkflowRun(db, scope, workflowRunId);
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
@@ -65,7 +82,8 @@ export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRu
     getRun,
     getStatus: async () => (await getRun()).status,
     async getResult<T extends JsonValue | null>(resultOptions: GetResultOptions = {}): Promise<T> {
-      const timeoutMs = resultOptions.timeoutMs ?? DEFAULT_RESULT_TIMEOUT_MS;
+      // NaN, negative, Infinity or > 2^31-1 would make the deadline never (or at once) come.
+      const timeoutMs = parseInput(getResultOptionsSchema, resultOptions, INVALID).timeoutMs ?? DEFAULT_RESULT_TIMEOUT_MS;
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         // Register for the wake-up before reading, so a notification sent
@@ -76,7 +94,15 @@ export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRu
           if (run.resultStepKey === null) {
             throw new ValidationError('workflow.result_not_declared', 'resultStepKey', 'This workflow run declares no result step.', { details: { workflowRunId } });
           }
-          if (run.status === 'SUCCEEDED') return run.result as T;
+          if (run.status === 'SUCCEEDED') {
+            // Output null and no output are both stored as SQL NULL: either way there is no result to return.
+            if (run.result === null) {
+              throw new ConflictError('workflow.result_missing', `The workflow run succeeded but its result step "${run.resultStepKey}" recorded no output.`, {
+                details: { workflowRunId, resultStepKey: run.resultStepKey },
+              });
+            }
+            return run.result as T;
+          }
           if (isTerminalRunStatus(run.status)) {
             throw new ConflictError('workflow.result_unsuccessful_terminal', `The workflow run ended ${run.status} without a result.`, {
               details: { workflowRunId, status: run.status },
@@ -155,7 +181,7 @@ function startWait(
   outer: AbortSignal | undefined,
 ): { done: Promise<void>; cancel(): void } {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), Math.max(0, Math.min(pollMs, deadline - Date.now())));
+  const timer = setTimeout(() => controller.abort(), Math.max(0, Math.min(pollMs, deadline - Date.now(), MAX_TIMER_MS)));
   const onOuterAbort = () => controller.abort();
   outer?.addEventListener('abort', onOuterAbort, { once: true });
   const done = listener

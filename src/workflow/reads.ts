@@ -9,7 +9,7 @@ import type { Db } from '../client/types.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { uuid } from '../validation/primitives.js';
+import { storableText, uuid } from '../validation/primitives.js';
 import {
   toWorkflowRun,
   toWorkflowStep,
@@ -28,7 +28,7 @@ const runStatus = z.enum(['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPL
 
 const filterSchema = z.strictObject({
   scope: scopeSchema,
-  workflowType: z.string().min(1).optional(),
+  workflowType: storableText.min(1).optional(),
   status: z.union([runStatus, z.array(runStatus).min(1)]).optional(),
 });
 const listSchema = filterSchema.extend({

@@ -41,10 +41,10 @@ describe('queue input validation', () => {
     ['a blank job type', { ...valid, jobType: '   ' }, 'jobType'],
     ['a non-integer priority', { ...valid, priority: 1.5 }, 'priority'],
     ['max attempts below 1', { ...valid, maxAttempts: 0 }, 'maxAttempts'],
-    ['a payload with a function', { ...valid, payload: { f: () => 1 } }, 'payload'],
-    ['a payload with a bigint', { ...valid, payload: { n: 1n } }, 'payload'],
-    ['a cyclic payload', { ...valid, payload: cyclic }, 'payload'],
-    ['a payload with a Date', { ...valid, payload: { at: new Date() } }, 'payload'],
+    ['a payload with a function', { ...valid, payload: { f: () => 1 } }, 'payload.f'],
+    ['a payload with a bigint', { ...valid, payload: { n: 1n } }, 'payload.n'],
+    ['a cyclic payload', { ...valid, payload: cyclic }, 'payload.self'],
+    ['a payload with a Date', { ...valid, payload: { at: new Date() } }, 'payload.at'],
     ['a missing payload', { jobType: 'x' }, 'payload'],
     ['an idempotency key over 512 bytes', { ...valid, idempotencyKey: 'é'.repeat(257) }, 'idempotencyKey'],
     ['a blank idempotency key', { ...valid, idempotencyKey: ' ' }, 'idempotencyKey'],
@@ -75,7 +75,7 @@ describe('queue input validation', () => {
     await expectInvalid(claimJobs(db.prisma, { workerId: 'w', limit: 0, leaseSeconds: 30 }), 'limit');
     await expectInvalid(claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30, jobTypes: [] }), 'jobTypes');
     await expectInvalid(heartbeatJob(db.prisma, { ...lease, attempt: 0 }), 'attempt');
-    await expectInvalid(heartbeatJob(db.prisma, lease, { progress: { n: Number.NaN } }), 'progress');
+    await expectInvalid(heartbeatJob(db.prisma, lease, { progress: { n: Number.NaN } }), 'progress.n');
     await expectInvalid(failJob(db.prisma, lease, { code: '', message: 'm', retryable: true }), 'code');
     await expectInvalid(failJob(db.prisma, { ...lease, jobId: 'nope' }, { code: 'c', message: 'm', retryable: true }), 'jobId');
     await expectInvalid(

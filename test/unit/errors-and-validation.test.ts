@@ -79,8 +79,8 @@ describe('input validation', () => {
     expect(jsonProblem({ a: [1, 'x', null, true, { b: 2 }] })).toBeUndefined();
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
-    expect(jsonProblem(cyclic)).toBe('contains a cycle');
-    expect(jsonProblem({ a: undefined })).toBe('contains an undefined value');
+    expect(jsonProblem(cyclic)).toBe('self: contains a cycle');
+    expect(jsonProblem({ a: undefined })).toBe('a: undefined is not JSON');
     expect(jsonProblem(10n)).toBe('a bigint is not JSON');
     expect(jsonProblem(Number.NaN)).toBe('numbers must be finite');
     expect(jsonProblem(new Date())).toBe('only plain objects are JSON');

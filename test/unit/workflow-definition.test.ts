@@ -34,7 +34,7 @@ describe('workflow definition', () => {
     ['an external step with job settings', { workflowType: 'wf', steps: [{ key: 'e', kind: 'external', priority: 1 }] }, 'workflow.external_step_job_settings', 'steps.0.priority'],
     ['no steps', { workflowType: 'wf', steps: [] }, 'workflow.invalid_input', 'steps'],
     ['a blank workflow type', { workflowType: '', steps: [job('a')] }, 'workflow.invalid_input', 'workflowType'],
-    ['a payload that is not JSON', { workflowType: 'wf', steps: [{ ...job('a'), payload: { n: 1n } }] }, 'workflow.invalid_input', 'steps.0.payload'],
+    ['a payload that is not JSON', { workflowType: 'wf', steps: [{ ...job('a'), payload: { n: 1n } }] }, 'workflow.invalid_input', 'steps.0.payload.n'],
   ])('rejects %s, naming the field', (_name, input, code, field) => {
     const error = failure(input);
     expect(error.code).toBe(code);

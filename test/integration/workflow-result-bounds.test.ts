@@ -1,0 +1,61 @@
+/** getResult: a result step that succeeded without output has no result; its waits are bounded like any Node timer. */
+import { describe, expect, it } from 'vitest';
+import { ConflictError, enqueueWorkflowRunHandle, globalScope, isRunledgerError, ValidationError, workflow, workflowRunHandle } from '../../src/index.js';
+import { useTestDatabase } from '../harness/database.js';
+import { runRunnableJobs } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+
+async function errorOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+describe('getResult', () => {
+  it('is workflow.result_missing, not null, when the result step succeeded without output', async () => {
+    const handle = await enqueueWorkflowRunHandle(db.prisma, workflow('result.none').job('a', 'result.none', {}).resultStep('a').build());
+    await runRunnableJobs(db.prisma, () => ({ ok: true }));
+    expect(await handle.getStatus()).toBe('SUCCEEDED');
+    const error = await errorOf(handle.getResult({ timeoutMs: 5_000 }));
+    expect(error).toBeInstanceOf(ConflictError);
+    expect(error).toMatchObject({ code: 'workflow.result_missing', details: { workflowRunId: handle.workflowRunId, resultStepKey: 'a' } });
+  });
+
+  it('still returns a falsy output that was recorded (0, false, empty string)', async () => {
+    for (const output of [0, false, '']) {
+      const handle = await enqueueWorkflowRunHandle(db.prisma, workflow('result.falsy').job('a', 'result.falsy', {}).resultStep('a').build());
+      await runRunnableJobs(db.prisma, () => ({ ok: true, output }));
+      expect(await handle.getResult({ timeoutMs: 5_000 })).toBe(output);
+    }
+  });
+
+  it.each([Number.NaN, -1, Number.POSITIVE_INFINITY, 2 ** 31, 1.5])('refuses timeoutMs %s at once, naming the field', async (timeoutMs) => {
+    const handle = await enqueueWorkflowRunHandle(db.prisma, workflow('result.bounds').external('e').resultStep('e').build());
+    const started = Date.now();
+    const error = await errorOf(handle.getResult({ timeoutMs }));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error).toMatchObject({ code: 'workflow.invalid_input', field: 'timeoutMs' });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('accepts the longest timer (2^31-1 ms) and a zero timeout', async () => {
+    const handle = await enqueueWorkflowRunHandle(db.prisma, workflow('result.max').external('e').resultStep('e').build(), { pollIntervalMs: 2 ** 31 - 1 });
+    const controller = new AbortController();
+    const waiting = errorOf(handle.getResult({ timeoutMs: 2 ** 31 - 1, signal: controller.signal }));
+    controller.abort();
+    expect(isRunledgerError(await waiting, 'workflow.result_wait_timeout')).toBe(true);
+    expect(isRunledgerError(await errorOf(handle.getResult({ timeoutMs: 0 })), 'workflow.result_wait_timeout')).toBe(true);
+  });
+
+  it('refuses a handle poll interval a timer cannot wait', () => {
+    for (const pollIntervalMs of [Number.NaN, 0, 2 ** 31]) {
+      expect(() => workflowRunHandle(db.prisma, globalScope, '0190a3e0-0000-7000-8000-0000000000aa', { pollIntervalMs })).toThrow(
+        expect.objectContaining({ code: 'workflow.invalid_input', field: 'pollIntervalMs' }),
+      );
+    }
+  });
+});
