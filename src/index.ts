@@ -81,7 +81,7 @@ export {
   type WorkflowDependencyInput,
   type ValidatedWorkflowRun,
 } from './workflow/definition.js';
-export { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
+export { MAX_WORKFLOW_RUN_BATCH, enqueueWorkflowRun, enqueueWorkflowRuns, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
 export { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from './workflow/external.js';
 export { cancelWorkflowRun, type CancelWorkflowRunInput } from './workflow/cancel.js';
 export {

@@ -24,11 +24,11 @@
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
-import { ConflictError } from '../errors/runledger-error.js';
+import { ConflictError, ValidationError } from '../errors/runledger-error.js';
 import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
 import { jsonParam } from '../queue/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './definition.js';
+import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './definition.js';
 import type { WorkflowRunStatus } from './rows.js';
 
 export interface EnqueueWorkflowRunResult {
@@ -46,107 +46,204 @@ export interface EnqueueWorkflowRunResult {
  * const { workflowRunId } = await enqueueWorkflowRun(prisma, workflow('onboarding').job('a', 'x.a', {}).build());
  */
 export async function enqueueWorkflowRun(db: Db, input: WorkflowRunInput): Promise<EnqueueWorkflowRunResult> {
-  const run = validateWorkflowRun(input);
-  return withTransaction(db, 'enqueue workflow run', async ({ tx, owned }) => {
-    if (run.idempotencyKey !== null) {
-      await ensureReadCommitted({ tx, owned }, 'workflow.enqueue_idempotency_unsupported_isolation', 'Workflow enqueue with an idempotency key');
+  const [result] = await enqueueWorkflowRuns(db, [input]);
+  return result!;
+}
+
+/** Most runs one `enqueueWorkflowRuns` call takes (its statements carry every step and edge as arrays). */
+export const MAX_WORKFLOW_RUN_BATCH = 1_000;
+
+/**
+ * Validates and persists several runs in a constant number of statements,
+ * whatever their number: the runs, the root jobs, the steps and the edges,
+ * one statement each (plus one when some idempotency keys already exist).
+ * Results are in input order. All or nothing: an invalid run (its field named
+ * `<index>.<field>`) or an idempotency conflict leaves nothing of the batch
+ * (an owned transaction rolls back; in a joined one the batch's own runs are
+ * deleted before the error propagates, so the caller may catch it and
+ * commit).
+ *
+ * @example
+ * await enqueueWorkflowRuns(prisma, orders.map((order) => fulfilment(order).build()));
+ */
+export async function enqueueWorkflowRuns(db: Db, inputs: readonly WorkflowRunInput[]): Promise<EnqueueWorkflowRunResult[]> {
+  if (!Array.isArray(inputs)) throw new ValidationError(WORKFLOW_INVALID_INPUT, 'runs', 'Expected an array of workflow runs.');
+  if (inputs.length > MAX_WORKFLOW_RUN_BATCH) {
+    throw new ValidationError(WORKFLOW_INVALID_INPUT, 'runs', `At most ${MAX_WORKFLOW_RUN_BATCH} workflow runs per call.`);
+  }
+  const runs = inputs.map((input, index) => {
+    try {
+      return validateWorkflowRun(input);
+    } catch (error) {
+      if (inputs.length > 1 && error instanceof ValidationError) {
+        throw new ValidationError(error.code, `${index}.${error.field}`, error.message, { cause: error });
+      }
+      throw error;
     }
-    return persistRun(tx, run);
+  });
+  if (runs.length === 0) return [];
+  return withTransaction(db, runs.length === 1 ? 'enqueue workflow run' : 'enqueue workflow runs', async (context) => {
+    if (runs.some((run) => run.idempotencyKey !== null)) {
+      await ensureReadCommitted(context, 'workflow.enqueue_idempotency_unsupported_isolation', 'Workflow enqueue with an idempotency key');
+    }
+    return persistRuns(context.tx, runs, context.owned);
   });
 }
 
-async function persistRun(tx: Tx, run: ValidatedWorkflowRun): Promise<EnqueueWorkflowRunResult> {
-  const runId = newId();
-  const stepIds = run.steps.map(() => newId());
-  const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
-  const initialStatus: WorkflowRunStatus = run.steps.every((step) => step.kind === 'external' && step.dependsOn.length === 0)
-    ? 'WAITING_FOR_EXTERNAL'
-    : 'RUNNING';
-  const canonical = run.idempotencyKey === null ? null : canonicalRequest(run);
+interface PlannedRun {
+  run: ValidatedWorkflowRun;
+  runId: string;
+  stepIds: string[];
+  status: WorkflowRunStatus;
+  canonical: JsonValue | null;
+}
 
+async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[], owned: boolean): Promise<EnqueueWorkflowRunResult[]> {
+  const planned: PlannedRun[] = runs.map((run) => ({
+    run,
+    runId: newId(),
+    stepIds: run.steps.map(() => newId()),
+    status: run.steps.every((step) => step.kind === 'external' && step.dependsOn.length === 0) ? 'WAITING_FOR_EXTERNAL' : 'RUNNING',
+    canonical: run.idempotencyKey === null ? null : canonicalRequest(run),
+  }));
+
+  // Statement 1: every run; a key that exists already (or twice in this batch) is skipped.
   const inserted = await tx.$queryRaw<{ id: string }[]>`
     INSERT INTO runledger.workflow_runs
            (id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key)
-    VALUES (${runId}::uuid, ${run.workflowType}, ${run.organizationId}::uuid, ${initialStatus}::runledger.workflow_run_status,
-            ${jsonParam(run.metadata)}::jsonb, ${run.idempotencyKey}, ${jsonParam(canonical)}::jsonb, ${run.resultStepKey})
+    SELECT r.id, r.workflow_type, r.organization_id, r.status::runledger.workflow_run_status, r.metadata, r.idempotency_key,
+           r.enqueue_request, r.result_step_key
+      FROM unnest(${planned.map((p) => p.runId)}::uuid[], ${planned.map((p) => p.run.workflowType)}::text[],
+                  ${planned.map((p) => p.run.organizationId)}::uuid[], ${planned.map((p) => p.status)}::text[],
+                  ${planned.map((p) => jsonParam(p.run.metadata))}::jsonb[], ${planned.map((p) => p.run.idempotencyKey)}::text[],
+                  ${planned.map((p) => jsonParam(p.canonical))}::jsonb[], ${planned.map((p) => p.run.resultStepKey)}::text[])
+           WITH ORDINALITY AS r(id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key, ord)
+     ORDER BY r.ord
     ON CONFLICT (workflow_type, COALESCE(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
        WHERE idempotency_key IS NOT NULL
     DO NOTHING
     RETURNING id`;
-  if (inserted.length === 0) return existingRun(tx, run, canonical);
+  const insertedIds = new Set(inserted.map((row) => row.id));
+  const fresh = planned.filter((p) => insertedIds.has(p.runId));
+  const skipped = planned.filter((p) => !insertedIds.has(p.runId));
 
-  const roots = run.steps.flatMap((step, index) => (step.dependsOn.length === 0 ? [{ step, id: stepIds[index]! }] : []));
-  const jobIdByStep = new Map<string, string>();
+  // Statement 2 (only when keys were taken): same request -> the existing run, else a conflict.
+  const existing = skipped.length === 0 ? new Map<PlannedRun, ExistingRun>() : await existingRuns(tx, skipped);
+  const conflict = skipped.find((p) => existing.get(p)?.same !== true);
+  if (conflict) {
+    if (!owned && fresh.length > 0) {
+      // A joined transaction may catch the error and commit: keep nothing of this batch.
+      await tx.$executeRaw`DELETE FROM runledger.workflow_runs WHERE id = ANY(${fresh.map((p) => p.runId)}::uuid[])`;
+    }
+    throw idempotencyConflict(conflict, existing.get(conflict));
+  }
+
+  if (fresh.length > 0) await insertStepsAndEdges(tx, fresh);
+  return planned.map((p): EnqueueWorkflowRunResult => {
+    const found = existing.get(p);
+    return found ? { workflowRunId: found.id, status: found.status, disposition: 'existing' } : { workflowRunId: p.runId, status: p.status, disposition: 'inserted' };
+  });
+}
+
+/** Statements 3-5: the root jobs, every step, every edge of the new runs. */
+async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promise<void> {
   const jobs: InsertJobRow[] = [];
-  for (const { step, id } of roots) {
-    if (step.kind !== 'job') continue;
-    const jobId = newId();
-    jobIdByStep.set(id, jobId);
-    jobs.push({
-      id: jobId,
-      jobType: step.jobType,
-      organizationId: run.organizationId,
-      payload: step.payload,
-      priority: step.priority,
-      maxAttempts: step.maxAttempts,
-      timeoutSeconds: step.timeoutSeconds,
-      nextRunAt: null,
-      idempotencyKey: null,
-      enqueueRequest: null,
-      eventPayload: { workflowRunId: runId, stepId: id, stepKey: step.key },
-      workflowStepId: id,
+  const jobIdByStep = new Map<string, string>();
+  for (const { run, runId, stepIds } of fresh) {
+    run.steps.forEach((step, index) => {
+      if (step.kind !== 'job' || step.dependsOn.length > 0) return;
+      const stepId = stepIds[index]!;
+      const jobId = newId();
+      jobIdByStep.set(stepId, jobId);
+      jobs.push({
+        id: jobId,
+        jobType: step.jobType,
+        organizationId: run.organizationId,
+        payload: step.payload,
+        priority: step.priority,
+        maxAttempts: step.maxAttempts,
+        timeoutSeconds: step.timeoutSeconds,
+        nextRunAt: null,
+        idempotencyKey: null,
+        enqueueRequest: null,
+        eventPayload: { workflowRunId: runId, stepId, stepKey: step.key },
+        workflowStepId: stepId,
+      });
     });
   }
   await insertJobsTx(tx, jobs);
 
-  const col = <T>(pick: (step: ValidatedWorkflowRun['steps'][number], index: number) => T): T[] => run.steps.map(pick);
+  const steps = fresh.flatMap(({ run, runId, stepIds }) => run.steps.map((step, index) => ({ step, run, runId, id: stepIds[index]! })));
+  const col = <T>(pick: (entry: (typeof steps)[number]) => T): T[] => steps.map(pick);
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
             timeout_seconds, status, job_id, released_at, dependency_count_total, dependency_count_pending)
-    SELECT s.id, ${runId}::uuid, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, ${run.organizationId}::uuid,
+    SELECT s.id, s.run_id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, s.organization_id,
            s.payload, s.priority, s.max_attempts, s.timeout_seconds,
            CASE WHEN s.deps > 0 THEN 'BLOCKED' WHEN s.kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL' ELSE 'ENQUEUED' END::runledger.workflow_step_status,
            s.job_id, CASE WHEN s.deps = 0 THEN now() END, s.deps, s.deps
       FROM unnest(
-             ${stepIds}::uuid[],
-             ${col((s) => s.key)}::text[],
-             ${col((s) => (s.kind === 'job' ? 'JOB' : 'EXTERNAL'))}::text[],
-             ${col((s) => (s.kind === 'job' ? s.jobType : null))}::text[],
-             ${col((s) => (s.kind === 'job' ? JSON.stringify(s.payload) : null))}::jsonb[],
-             ${col((s) => (s.kind === 'job' ? s.priority : null))}::int[],
-             ${col((s) => (s.kind === 'job' ? s.maxAttempts : null))}::int[],
-             ${col((s) => (s.kind === 'job' ? s.timeoutSeconds : null))}::int[],
-             ${col((_, i) => jobIdByStep.get(stepIds[i]!) ?? null)}::uuid[],
-             ${col((s) => s.dependsOn.length)}::int[]
-           ) AS s(id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds, job_id, deps)`;
+             ${col((e) => e.id)}::uuid[],
+             ${col((e) => e.runId)}::uuid[],
+             ${col((e) => e.run.organizationId)}::uuid[],
+             ${col((e) => e.step.key)}::text[],
+             ${col((e) => (e.step.kind === 'job' ? 'JOB' : 'EXTERNAL'))}::text[],
+             ${col((e) => (e.step.kind === 'job' ? e.step.jobType : null))}::text[],
+             ${col((e) => (e.step.kind === 'job' ? JSON.stringify(e.step.payload) : null))}::jsonb[],
+             ${col((e) => (e.step.kind === 'job' ? e.step.priority : null))}::int[],
+             ${col((e) => (e.step.kind === 'job' ? e.step.maxAttempts : null))}::int[],
+             ${col((e) => (e.step.kind === 'job' ? e.step.timeoutSeconds : null))}::int[],
+             ${col((e) => jobIdByStep.get(e.id) ?? null)}::uuid[],
+             ${col((e) => e.step.dependsOn.length)}::int[]
+           ) AS s(id, run_id, organization_id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds, job_id, deps)`;
 
-  const edges = run.steps.flatMap((step) => step.dependsOn.map((d) => ({ prerequisite: idByKey.get(d.step)!, dependent: idByKey.get(step.key)!, mode: d.mode })));
+  const edges = fresh.flatMap(({ run, runId, stepIds }) => {
+    const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
+    return run.steps.flatMap((step) => step.dependsOn.map((d) => ({ runId, prerequisite: idByKey.get(d.step)!, dependent: idByKey.get(step.key)!, mode: d.mode })));
+  });
   if (edges.length > 0) {
     await tx.$executeRaw`
       INSERT INTO runledger.workflow_step_dependencies (prerequisite_step_id, dependent_step_id, workflow_run_id, release_mode)
-      SELECT e.prerequisite, e.dependent, ${runId}::uuid, e.mode::runledger.workflow_dependency_release_mode
-        FROM unnest(${edges.map((e) => e.prerequisite)}::uuid[], ${edges.map((e) => e.dependent)}::uuid[], ${edges.map((e) => e.mode)}::text[])
-             AS e(prerequisite, dependent, mode)`;
+      SELECT e.prerequisite, e.dependent, e.run_id, e.mode::runledger.workflow_dependency_release_mode
+        FROM unnest(${edges.map((e) => e.prerequisite)}::uuid[], ${edges.map((e) => e.dependent)}::uuid[],
+                    ${edges.map((e) => e.runId)}::uuid[], ${edges.map((e) => e.mode)}::text[])
+             AS e(prerequisite, dependent, run_id, mode)`;
   }
-  return { workflowRunId: runId, status: initialStatus, disposition: 'inserted' };
 }
 
-/** The key was taken (possibly by a concurrent request that just committed): same request, or conflict. */
-async function existingRun(tx: Tx, run: ValidatedWorkflowRun, canonical: JsonValue | null): Promise<EnqueueWorkflowRunResult> {
-  // Both snapshots, the stored one and this request's, go through the same normalisation (module comment).
-  // COLLATE "C": a fixed order whatever the database's collation; any fixed order will do, as both sides use it.
-  const rows = await tx.$queryRaw<{ id: string; status: WorkflowRunStatus; same: boolean | null }[]>`
-    WITH sides AS (
-      SELECT wr.id, wr.status, side.stored, side.request
-        FROM runledger.workflow_runs wr
-       CROSS JOIN LATERAL (VALUES (true, wr.enqueue_request), (false, ${jsonParam(canonical)}::jsonb)) AS side(stored, request)
-       WHERE wr.workflow_type = ${run.workflowType}
-         AND wr.organization_id IS NOT DISTINCT FROM ${run.organizationId}::uuid
-         AND wr.idempotency_key = ${run.idempotencyKey}
+/**
+ * The keys were taken (possibly by concurrent requests that just committed,
+ * or earlier in this batch): for each, the existing run when its request is
+ * the same, absent when it differs. One statement for all of them; both
+ * snapshots, the stored one and the request's, go through the same
+ * normalisation (module comment). COLLATE "C": a fixed order whatever the
+ * database's collation; any fixed order will do, as both sides use it.
+ */
+interface ExistingRun {
+  id: string;
+  status: WorkflowRunStatus;
+  same: boolean;
+}
+
+async function existingRuns(tx: Tx, skipped: readonly PlannedRun[]): Promise<Map<PlannedRun, ExistingRun>> {
+  const rows = await tx.$queryRaw<{ ord: number; id: string; status: WorkflowRunStatus; same: boolean | null }[]>`
+    WITH asked AS (
+      SELECT * FROM unnest(${skipped.map((p) => p.run.workflowType)}::text[], ${skipped.map((p) => p.run.organizationId)}::uuid[],
+                           ${skipped.map((p) => p.run.idempotencyKey)}::text[], ${skipped.map((p) => jsonParam(p.canonical))}::jsonb[])
+             WITH ORDINALITY AS a(workflow_type, organization_id, idempotency_key, request, ord)
+    ),
+    sides AS (
+      SELECT a.ord, wr.id, wr.status, side.stored, side.request
+        FROM asked a
+        JOIN runledger.workflow_runs wr
+          ON wr.workflow_type = a.workflow_type
+         AND wr.organization_id IS NOT DISTINCT FROM a.organization_id
+         AND wr.idempotency_key = a.idempotency_key
+       CROSS JOIN LATERAL (VALUES (true, wr.enqueue_request), (false, a.request)) AS side(stored, request)
     ),
     normalised AS (
-      SELECT id, status, stored,
+      SELECT ord, id, status, stored,
              jsonb_set(request, '{steps}', (
                SELECT COALESCE(jsonb_agg(
                         jsonb_set(s.step, '{dependsOn}', (
@@ -156,25 +253,25 @@ async function existingRun(tx: Tx, run: ValidatedWorkflowRun, canonical: JsonVal
                  FROM jsonb_array_elements(COALESCE(request->'steps', '[]'::jsonb)) AS s(step))) AS request
         FROM sides
     )
-    SELECT s.id, s.status, s.request = g.request AS same
+    SELECT s.ord::int AS ord, s.id, s.status, s.request = g.request AS same
       FROM normalised s
-      JOIN normalised g ON g.id = s.id AND NOT g.stored
+      JOIN normalised g ON g.ord = s.ord AND NOT g.stored
      WHERE s.stored`;
-  const existing = rows[0];
+  return new Map(rows.map((row) => [skipped[row.ord - 1]!, { id: row.id, status: row.status, same: row.same === true }]));
+}
+
+function idempotencyConflict(p: PlannedRun, existing: ExistingRun | undefined): ConflictError {
   if (!existing) {
     // Only possible if the conflicting row was deleted between our two statements.
-    throw new ConflictError('workflow.idempotency_conflict', 'The idempotency key is being reused concurrently; retry.', {
-      internalMessage: `workflow run of type ${run.workflowType}: idempotency key conflict on insert, no row on read`,
-      sensitiveDetails: { idempotencyKey: run.idempotencyKey },
+    return new ConflictError('workflow.idempotency_conflict', 'The idempotency key is being reused concurrently; retry.', {
+      internalMessage: `workflow run of type ${p.run.workflowType}: idempotency key conflict on insert, no row on read`,
+      sensitiveDetails: { idempotencyKey: p.run.idempotencyKey },
     });
   }
-  if (existing.same !== true) {
-    throw new ConflictError('workflow.idempotency_conflict', 'The idempotency key was already used for a different workflow run request.', {
-      details: { workflowRunId: existing.id },
-      sensitiveDetails: { idempotencyKey: run.idempotencyKey },
-    });
-  }
-  return { workflowRunId: existing.id, status: existing.status, disposition: 'existing' };
+  return new ConflictError('workflow.idempotency_conflict', 'The idempotency key was already used for a different workflow run request.', {
+    details: { workflowRunId: existing.id },
+    sensitiveDetails: { idempotencyKey: p.run.idempotencyKey },
+  });
 }
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

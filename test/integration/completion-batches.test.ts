@@ -19,9 +19,8 @@ import {
   workflow,
   type ClaimedJob,
 } from '../../src/index.js';
-import { PrismaPg } from '@prisma/adapter-pg';
-import { preparedStatementName } from '../../src/client/connect.js';
-import { PrismaClient } from '../../src/generated/prisma/client.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
+import { countingClient } from '../harness/counting-client.js';
 import { completeJobsSuccessSettled } from '../../src/queue/lifecycle.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier, stepsByKey } from '../harness/workflow-helpers.js';
@@ -149,7 +148,7 @@ describe('completion batches across runs', () => {
       }
       const jobs = await claimType(`count.${size}`);
       expect(jobs).toHaveLength(size + 1);
-      const counter = countingClient();
+      const counter = countingClient(db);
       try {
         // Connect and let the client's one-time isolation checks run outside the count.
         await completeJobsSuccess(counter.client, [{ lease: jobs[0]!, output: 'warm-up' }]);
@@ -167,22 +166,6 @@ describe('completion batches across runs', () => {
     expect(one).toBe(7);
   });
 });
-
-/** A Prisma client on one connection that counts every statement sent (BEGIN and COMMIT included). */
-function countingClient(): { client: PrismaClient; count(): number; close(): Promise<void> } {
-  const pool = db.newPool({ max: 1 });
-  let sent = 0;
-  pool.on('connect', (connection) => {
-    const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
-    (connection as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      sent += 1;
-      if (process.env.RL_LOG_SQL) console.log("SQL>", String(typeof args[0] === "string" ? args[0] : (args[0] as { text?: string })?.text).slice(0, 80).replace(/\s+/g, " "));
-      return query(...args);
-    };
-  });
-  const client = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName }) });
-  return { client, count: () => sent, close: () => client.$disconnect() };
-}
 
 describe('every precondition before the first write', () => {
   for (const level of ['RepeatableRead', 'Serializable'] as const) {
