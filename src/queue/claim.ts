@@ -72,15 +72,39 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
   const eventIds = newIds(markRunning ? limit * 2 : limit);
   return withStatement(db, 'claim jobs', async (client) => {
     const rows = await client.$queryRaw<ClaimedRow[]>`
+      -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
+      -- other types' backlog: one ordered scan of job_queue_claim_by_type_idx per requested type, each
+      -- locking at most \`limit\` rows, merged; or, with no type filter, one ordered scan of
+      -- job_queue_claim_idx (its branch has a one-time filter, so only one of the two branches runs; its
+      -- always-true \`priority IS NOT NULL\` matches that index's predicate, which keeps the typed branch,
+      -- whose planner cannot know how types and priorities correlate, off it: see the migration).
+      -- Rows a type's scan locked beyond the merged \`limit\` are unlocked when the statement commits.
       WITH candidates AS (
-        SELECT id
-          FROM runledger.job_queue
-         WHERE status = 'PENDING'
-           AND next_run_at <= now()
-           AND (${jobTypes ?? null}::text[] IS NULL OR job_type = ANY(${jobTypes ?? null}::text[]))
+        SELECT id FROM (
+          SELECT c.id, c.priority, c.next_run_at
+            FROM unnest(COALESCE(${jobTypes ?? null}::text[], '{}'::text[])) AS t(job_type)
+           CROSS JOIN LATERAL (
+             SELECT jq.id, jq.priority, jq.next_run_at
+               FROM runledger.job_queue jq
+              WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
+              ORDER BY jq.priority DESC, jq.next_run_at, jq.id
+              LIMIT ${limit}::int
+                FOR UPDATE SKIP LOCKED
+           ) c
+          UNION ALL
+          SELECT u.id, u.priority, u.next_run_at
+            FROM (
+              SELECT jq.id, jq.priority, jq.next_run_at
+                FROM runledger.job_queue jq
+               WHERE ${jobTypes ?? null}::text[] IS NULL AND jq.status = 'PENDING' AND jq.priority IS NOT NULL
+                 AND jq.next_run_at <= now()
+               ORDER BY jq.priority DESC, jq.next_run_at, jq.id
+               LIMIT ${limit}::int
+                 FOR UPDATE SKIP LOCKED
+            ) u
+        ) merged
          ORDER BY priority DESC, next_run_at, id
          LIMIT ${limit}::int
-         FOR UPDATE SKIP LOCKED
       ),
       claimed AS (
         UPDATE runledger.job_queue jq

@@ -54,3 +54,13 @@ CREATE FUNCTION "runledger"."uuid_v7"() RETURNS uuid LANGUAGE sql VOLATILE PARAL
             52, 1), 53, 1),
         'hex')::uuid
 $$;
+
+-- 4. The untyped claim's index carries a predicate (`priority IS NOT NULL`,
+--    always true) that only the untyped claim states, so the typed claim can
+--    never pick it: with another type's backlog ahead of the wanted type in
+--    priority order, the planner (which cannot know that correlation) chose
+--    it and filtered job_type row by row, reading the whole backlog on every
+--    claim. The typed claim now always scans job_queue_claim_by_type_idx.
+DROP INDEX "runledger"."job_queue_claim_idx";
+CREATE INDEX "job_queue_claim_idx" ON "runledger"."job_queue" ("priority" DESC, "next_run_at", "id")
+    WHERE "status" = 'PENDING' AND "priority" IS NOT NULL;
