@@ -233,4 +233,10 @@ describe('the CLI', () => {
     }
     expect(JSON.parse((await cli('--json', '--database-url', url, 'jobs', 'show', newId())).stderr)).toMatchObject({ code: 'database.unavailable' });
   });
+
+  it('lists its exit codes in --help', async () => {
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Exit codes:[\s\S]*5\s+database unavailable/);
+  });
 });
