@@ -30,6 +30,13 @@ export const LISTEN_RECONNECT_BASE_MS = 100;
 export const LISTEN_RECONNECT_MAX_MS = 2_000;
 /** A connect that hangs (a black-holed network) counts as failed after this. */
 const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * A connection the network silently dropped (no RST: a NAT timeout, a
+ * partition) looks idle forever. A query every HEALTH_CHECK_MS that gets no
+ * answer within HEALTH_CHECK_TIMEOUT_MS counts as a lost connection.
+ */
+const HEALTH_CHECK_MS = 15_000;
+const HEALTH_CHECK_TIMEOUT_MS = 5_000;
 /** Channels are sent as quoted identifiers; only runledger's own names are expected. */
 const CHANNEL_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -89,6 +96,7 @@ class ListenHub {
   private readonly listened = new Set<string>();
   private syncing: Promise<void> | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  private healthTimer: NodeJS.Timeout | undefined;
   private consecutiveFailures = 0;
   private connects = 0;
   private failures = 0;
@@ -135,6 +143,7 @@ class ListenHub {
     this.closed = true;
     this.onClosed();
     clearTimeout(this.reconnectTimer);
+    clearTimeout(this.healthTimer);
     this.reconnectTimer = undefined;
     const client = this.client;
     this.client = undefined;
@@ -150,6 +159,7 @@ class ListenHub {
       application_name: LISTEN_APPLICATION_NAME,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       keepAlive: true,
+      keepAliveInitialDelayMillis: HEALTH_CHECK_MS,
     });
     this.client = client;
     this.connected = false;
@@ -167,7 +177,36 @@ class ListenHub {
     if (this.client !== client) return; // failed or closed while connecting
     this.connected = true;
     this.connects += 1;
+    this.scheduleHealthCheck(client);
     await this.sync();
+  }
+
+  private scheduleHealthCheck(client: pg.Client): void {
+    clearTimeout(this.healthTimer);
+    this.healthTimer = setTimeout(() => void this.checkHealth(client), HEALTH_CHECK_MS);
+    // Only a liveness probe: it must not keep a process alive on its own.
+    this.healthTimer.unref();
+  }
+
+  private async checkHealth(client: pg.Client): Promise<void> {
+    if (this.client !== client || !this.connected) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), HEALTH_CHECK_TIMEOUT_MS);
+    });
+    try {
+      const outcome = await Promise.race([client.query('SELECT 1').then(() => 'ok' as const), timedOut]);
+      if (outcome === 'timeout') {
+        this.fail(client, Object.assign(new Error('LISTEN connection did not answer a health check'), { code: 'ETIMEDOUT' }));
+        return;
+      }
+    } catch (error) {
+      this.fail(client, error);
+      return;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (this.client === client) this.scheduleHealthCheck(client);
   }
 
   /**
@@ -228,7 +267,10 @@ class ListenHub {
     this.client = undefined;
     this.connected = false;
     this.listened.clear();
+    clearTimeout(this.healthTimer);
+    // end() waits for the server's goodbye, which a dead network never sends: destroy the socket too.
     void endQuietly(client);
+    destroySocket(client);
     this.consecutiveFailures += 1;
     this.failures += 1;
     const error = normalizeDatabaseError(cause, 'listen');
@@ -254,6 +296,10 @@ function call(fn: () => void): void {
   } catch {
     // The subscriber's own failure; it has its own logging.
   }
+}
+
+function destroySocket(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
 }
 
 async function endQuietly(client: pg.Client | undefined): Promise<void> {

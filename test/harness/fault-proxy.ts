@@ -7,6 +7,8 @@
  * "Connection terminated unexpectedly" or ECONNRESET mid-query).
  * `swallowResponses()` lets requests through but drops what the server
  * answers: a statement commits and its client never hears (a lost response).
+ * `freeze()` drops everything both ways and closes nothing: a network that
+ * silently stopped (a NAT timeout, a partition), which only a timeout notices.
  */
 import net from 'node:net';
 
@@ -19,6 +21,8 @@ export interface FaultProxy {
   readonly isCut: boolean;
   /** From now until `cut()`, requests reach PostgreSQL but its answers are dropped. */
   swallowResponses(): void;
+  /** From now until `restore()`, nothing is forwarded either way and nothing is closed. */
+  freeze(): void;
   /** Destroys every open connection and closes the port until `restore()`. */
   cut(): Promise<void>;
   /** Opens the port again (same number): new connections reach PostgreSQL. */
@@ -34,6 +38,7 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
   let accepted = 0;
   let cut = false;
   let swallow = false;
+  let frozen = false;
 
   const server = net.createServer((client) => {
     accepted += 1;
@@ -48,9 +53,11 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    client.on('data', (chunk) => upstream.write(chunk));
+    client.on('data', (chunk) => {
+      if (!frozen) upstream.write(chunk);
+    });
     upstream.on('data', (chunk) => {
-      if (!swallow) client.write(chunk);
+      if (!swallow && !frozen) client.write(chunk);
     });
   });
 
@@ -86,6 +93,9 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
     swallowResponses() {
       swallow = true;
     },
+    freeze() {
+      frozen = true;
+    },
     async cut() {
       cut = true;
       swallow = false;
@@ -94,6 +104,7 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
       await closed;
     },
     async restore() {
+      frozen = false;
       if (!cut) return;
       await listen(port);
       cut = false;

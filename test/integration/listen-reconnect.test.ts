@@ -89,6 +89,36 @@ describe('the shared LISTEN connection', () => {
     expect(listenConnectionStats(db.url)).toBeUndefined();
   });
 
+  it('notices a network that silently stopped answering, and comes back once it answers again', async () => {
+    const proxy = await startFaultProxy(db.url);
+    const listening = occurrences<number>();
+    const failed = occurrences<RunledgerError>();
+    const notified = occurrences<string>();
+    const subscription = listen(proxy.url, CHANNEL, {
+      onNotification: (payload) => notified.fire(payload),
+      onListening: () => listening.fire(Date.now()),
+      onError: (error) => failed.fire(error),
+    });
+    try {
+      expect(await subscription.ready).toBe(true);
+      const frozenAt = Date.now();
+      const noticed = failed.next();
+      proxy.freeze(); // no RST, no FIN: only the health check can tell
+      expect((await within(noticed, 25_000, 'the dead connection noticed')).code).toBe('database.unavailable');
+      expect(Date.now() - frozenAt).toBeLessThan(21_000);
+
+      const back = listening.next();
+      await proxy.restore();
+      await within(back, 10_000, 'LISTEN back after the network answers again');
+      const heard = notified.next((payload) => payload === 'after-freeze');
+      await db.prisma.$executeRaw`SELECT pg_notify(${CHANNEL}, 'after-freeze')`;
+      await within(heard, 5_000, 'notification after the freeze');
+    } finally {
+      await subscription.close();
+      await proxy.close();
+    }
+  }, 60_000);
+
   it('serves a worker and a run listener over one session, and both hear again within 2 s of a 5 s network outage', async () => {
     const proxy = await startFaultProxy(db.url);
     const runListenerErrors: RunledgerError[] = [];
