@@ -86,7 +86,7 @@ async function withProxiedWorker<T>(
 }
 
 describe('a worker through a database outage', () => {
-  it('runs every job exactly once when the network is cut for 4 s while its handlers finish', async () => {
+  it('runs every job exactly once when the network is cut for 8 s (the outage of issue 9) while its handlers finish', async () => {
     const { runs, gate, handlers } = gatedHandlers('outage');
     const direct = await enqueueJobs(db.prisma, Array.from({ length: 20 }, (_, n) => ({ jobType: 'outage.ok', payload: { n } })));
     const failing = await enqueueJobs(db.prisma, Array.from({ length: 4 }, () => ({ jobType: 'outage.fail', payload: {} })));
@@ -109,7 +109,7 @@ describe('a worker through a database outage', () => {
       await proxy.cut();
       gate.open(); // every handler returns now, while nothing can be recorded
       // The outage itself (seconds, as in a server restart); writes keep retrying meanwhile.
-      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      await new Promise((resolve) => setTimeout(resolve, 8_000));
       const leased = await Promise.all([...direct, ...failing].map(({ jobId }) => getJob(db.prisma, globalScope, jobId)));
       expect(leased.every((job) => job.status === 'LEASED')).toBe(true); // nothing got through: the outage was real
       await proxy.restore();
