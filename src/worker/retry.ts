@@ -58,8 +58,9 @@ export interface LeaseRetryOptions {
 }
 
 /**
- * Runs `write`, retrying transient failures (`database.unavailable`,
- * `database.timeout`, `database.transaction_conflict`) with capped
+ * Runs `write`, retrying transient failures (`isTransientFailure`:
+ * `database.unavailable`, `database.timeout`, `database.transaction_conflict`,
+ * `workflow.release_conflict`) with capped
  * exponential backoff (100 ms doubling to 2 s, jittered down to half) until
  * `deadline`. Anything else, and the last failure at the deadline, is thrown.
  */
