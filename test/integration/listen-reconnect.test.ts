@@ -104,8 +104,9 @@ describe('the shared LISTEN connection', () => {
       const frozenAt = Date.now();
       const noticed = failed.next();
       proxy.freeze(); // no RST, no FIN: only the health check can tell
-      expect((await within(noticed, 25_000, 'the dead connection noticed')).code).toBe('database.unavailable');
-      expect(Date.now() - frozenAt).toBeLessThan(21_000);
+      expect((await within(noticed, 30_000, 'the dead connection noticed')).code).toBe('database.unavailable');
+      // A check is due at most 15 s after the freeze and given 5 s to answer (the rest is slack for a loaded machine).
+      expect(Date.now() - frozenAt).toBeLessThan(24_000);
 
       const back = listening.next();
       await proxy.restore();
