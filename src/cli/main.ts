@@ -6,6 +6,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
+import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { isRunledgerError, type ErrorCategory, type RunledgerError } from '../errors/runledger-error.js';
 import { migrate } from '../migrate/migrate.js';
 import type { Scope } from '../db/scope.js';
@@ -16,6 +17,15 @@ import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
 const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
+const EXIT_CODES_HELP = `
+Exit codes:
+  0  success
+  1  internal error
+  2  invalid input (or wrong usage)
+  3  not found
+  4  conflict
+  5  database unavailable (refused, lost or timed-out connection): retry later
+Errors are one line on stderr (the error's JSON with --json); RUNLEDGER_DEBUG=1 adds the internal detail.`;
 
 /** `argv` lets usage errors raised before `--json` is parsed still honour it. */
 export function buildProgram(argv: readonly string[] = []): { program: Command; context: CliContext; close(): Promise<void> } {
@@ -33,7 +43,8 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
     .option('--json', 'machine-readable JSON output', false)
     .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('global'))
-    .option('--global', 'act within the global scope only (organization-less rows)', false);
+    .option('--global', 'act within the global scope only (organization-less rows)', false)
+    .addHelpText('after', EXIT_CODES_HELP);
 
   let client: RunledgerPrismaClient | undefined;
   const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; global: boolean }>();
@@ -96,6 +107,8 @@ export async function main(argv: string[]): Promise<number> {
       if (json) writeJsonError(usageErrorFromCommander(error));
       return 2;
     }
+    // A driver error that escaped normalisation (a bug) still gets its category's exit code, not a stack trace.
+    if (!isRunledgerError(error) && isDatabaseError(error)) error = normalizeDatabaseError(error, 'runledger cli');
     if (isRunledgerError(error)) {
       if (json) writeJsonError(error);
       else process.stderr.write(error instanceof UsageError ? `${error.message}\n` : `${error.code}: ${error.message}\n`);
@@ -105,7 +118,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     return 1;
   } finally {
-    await close();
+    // Closing a pool whose connections are already gone must not turn the exit code into a crash.
+    await close().catch(() => undefined);
   }
 }
 

@@ -2,6 +2,12 @@
  * The one place where driver errors (Prisma's P2010 wrapper around a driver
  * adapter error, or a raw `pg` DatabaseError) become RunledgerErrors. Callers
  * never inspect Prisma error shapes themselves.
+ *
+ * Connection faults (refused, reset, terminated by the server, timed out,
+ * pool exhausted) are `database.unavailable` (category `unavailable`) however
+ * they arrive: a Node socket code, a Prisma P1xxx code, a driver-adapter
+ * error kind, a SQLSTATE of class 08/53/57P, or pg's code-less "Connection
+ * terminated unexpectedly". Retrying callers (the worker) key on that.
  */
 import { ConflictError, InternalError, RunledgerError, UnavailableError } from './runledger-error.js';
 
@@ -24,7 +30,7 @@ export function databaseErrorInfo(error: unknown): DatabaseErrorInfo {
       const code = adapterCause.originalCode ?? adapterCause.code;
       return {
         sqlState: typeof code === 'string' && SQLSTATE.test(code) ? code : undefined,
-        message: String(adapterCause.originalMessage ?? adapterCause.message ?? ''),
+        message: String(adapterCause.originalMessage ?? adapterCause.message ?? adapterCause.kind ?? ''),
       };
     }
     // Prisma's interactive transaction API reports P2034 for serialization failures.
@@ -45,8 +51,6 @@ export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
   '57014', // query_canceled (statement_timeout)
 ]);
 
-const CONNECTION_CLASS = ['08', '53', '57P'];
-
 /**
  * Wraps any non-runledger error thrown during `operation` into the family.
  * RunledgerErrors pass through untouched.
@@ -55,6 +59,16 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
   if (error instanceof RunledgerError) return error;
   const { sqlState, message } = databaseErrorInfo(error);
   const internalMessage = `${operation}: ${sqlState ?? 'no sqlstate'}: ${message}`;
+  // Before the SQLSTATE rules: a connection that died inside a statement can
+  // carry the statement's own code too, and the cure is the same (retry later).
+  const fault = connectionFault(error);
+  if (fault !== undefined) {
+    return new UnavailableError('database.unavailable', 'The database is unavailable; retry later.', {
+      internalMessage: `${operation}: connection fault (${fault}): ${message || describe(error)}`,
+      cause: error,
+      details: { reason: fault },
+    });
+  }
   if (sqlState === '40001' || sqlState === '40P01') {
     return new ConflictError('database.transaction_conflict', 'The operation conflicted with a concurrent one; retry it.', {
       internalMessage,
@@ -69,12 +83,6 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
       details: { sqlState },
     });
   }
-  if (sqlState !== undefined && CONNECTION_CLASS.some((prefix) => sqlState.startsWith(prefix))) {
-    return new UnavailableError('database.unavailable', 'The database is unavailable.', { internalMessage, cause: error });
-  }
-  if (sqlState === undefined && isConnectionFailure(error)) {
-    return new UnavailableError('database.unavailable', 'The database is unavailable.', { internalMessage, cause: error });
-  }
   return new InternalError('database.error', 'The operation failed inside the database.', {
     internalMessage,
     cause: error,
@@ -85,12 +93,100 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
 /** True for errors raised by PostgreSQL, the pg driver or Prisma (as opposed to a caller's own errors). */
 export function isDatabaseError(error: unknown): boolean {
   if (error instanceof RunledgerError) return false;
-  if (databaseErrorInfo(error).sqlState !== undefined || isConnectionFailure(error)) return true;
+  if (databaseErrorInfo(error).sqlState !== undefined || connectionFault(error) !== undefined) return true;
   const name = (error as { name?: unknown } | null)?.name;
   return typeof name === 'string' && (name.startsWith('PrismaClient') || name === 'DriverAdapterError' || name === 'DatabaseError');
 }
 
-function isConnectionFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'P1001', 'P1017', 'P2028'].includes(code);
+/** True when `error` says the connection to PostgreSQL failed or was lost (see `connectionFault`). */
+export function isConnectionFault(error: unknown): boolean {
+  return connectionFault(error) !== undefined;
+}
+
+/** Socket-level failures Node reports by `code` on the error pg or pg-pool raises. */
+const SOCKET_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+]);
+
+/**
+ * Prisma's codes for an unreachable server (P1001), a connect timeout
+ * (P1002), a socket timeout (P1008), a closed connection (P1017), and
+ * P2028, an interactive transaction that could not start in time (its pool
+ * could not get a connection) or whose connection went away.
+ */
+const PRISMA_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2028']);
+
+/** @prisma/adapter-pg's error kinds for the same failures (`meta.driverAdapterError.cause.kind`). */
+const ADAPTER_KINDS: ReadonlySet<string> = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+
+/**
+ * SQLSTATEs of a lost or refused session: class 08 (connection exception),
+ * class 53 (insufficient resources: too many connections, out of memory),
+ * 57P01-57P05 (admin shutdown / pg_terminate_backend, crash shutdown, cannot
+ * connect now, database dropped, idle session timeout).
+ */
+function isConnectionSqlState(sqlState: string): boolean {
+  return sqlState.startsWith('08') || sqlState.startsWith('53') || sqlState.startsWith('57P');
+}
+
+/**
+ * pg raises these as plain Errors without a code: the socket closed under a
+ * query ("Connection terminated unexpectedly"), the client was ended with
+ * queries queued ("Connection terminated"), a connect or pool wait timed out,
+ * or a query was sent on a client that already failed. @prisma/adapter-pg
+ * rethrows them untouched, so their message is all there is to go by.
+ */
+const PG_CONNECTION_MESSAGES: readonly RegExp[] = [
+  /\bConnection terminated( unexpectedly| due to connection timeout)?$/m,
+  /\bClient has encountered a connection error and is not queryable$/m,
+  /\bClient was closed and is not queryable$/m,
+  /\btimeout exceeded when trying to connect$/m,
+  /^timeout expired$/m,
+  /\bQuery read timeout$/m,
+];
+
+/**
+ * Why `error` is a connection fault (a short reason for logs and `details`),
+ * or undefined when it is not one. Walks the wrappers Prisma, the driver
+ * adapter and pg-pool put around the original error (`cause`,
+ * `meta.driverAdapterError`). An unavailable RunledgerError stays one.
+ */
+function connectionFault(error: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [error];
+  while (queue.length > 0 && seen.size < 12) {
+    const current = queue.shift();
+    if (current === null || typeof current !== 'object' || seen.has(current)) continue;
+    seen.add(current);
+    if (current instanceof RunledgerError) {
+      if (current.code === 'database.unavailable') return String(current.details.reason ?? 'unavailable');
+      continue;
+    }
+    const record = current as Record<string, unknown>;
+    const code = typeof record.code === 'string' ? record.code : undefined;
+    const originalCode = typeof record.originalCode === 'string' ? record.originalCode : undefined;
+    if (code && SOCKET_CODES.has(code)) return code;
+    if (code && PRISMA_CODES.has(code)) return code;
+    if (typeof record.kind === 'string' && ADAPTER_KINDS.has(record.kind)) return record.kind;
+    const sqlState = originalCode ?? code;
+    if (sqlState && SQLSTATE.test(sqlState) && isConnectionSqlState(sqlState)) return sqlState;
+    if (typeof record.message === 'string' && PG_CONNECTION_MESSAGES.some((pattern) => pattern.test(record.message as string))) {
+      return record.message;
+    }
+    queue.push(record.cause, (record.meta as Record<string, unknown> | undefined)?.driverAdapterError);
+  }
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

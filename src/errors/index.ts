@@ -1,2 +1,2 @@
 export * from './runledger-error.js';
-export { databaseErrorInfo, isDatabaseError, normalizeDatabaseError, RETRYABLE_SQLSTATES, type DatabaseErrorInfo } from './database-error.js';
+export { databaseErrorInfo, isConnectionFault, isDatabaseError, normalizeDatabaseError, RETRYABLE_SQLSTATES, type DatabaseErrorInfo } from './database-error.js';

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ConflictError, InternalError, RunledgerError, UnavailableError } from '../errors/runledger-error.js';
-import { normalizeDatabaseError } from '../errors/database-error.js';
+import { isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
 import { RUNLEDGER_SCHEMA } from '../db/constants.js';
 import { ensurePendingNotAppliedElsewhere } from './history-elsewhere.js';
 import { PACKAGED_MIGRATIONS_DIR, readMigrationFiles } from './migration-files.js';
@@ -45,6 +45,8 @@ const HISTORY_TABLE = `"${RUNLEDGER_SCHEMA}"."_prisma_migrations"`;
 export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   const files = await readMigrationFiles(options.migrationsDir ?? PACKAGED_MIGRATIONS_DIR);
   const ownClient = options.pool ? undefined : new pg.Client({ connectionString: options.connectionString });
+  // A connection lost between queries is raised as an 'error' event; unheard, it would crash the process (the next query reports it).
+  ownClient?.on('error', () => undefined);
   let client: pg.ClientBase;
   try {
     if (ownClient) {
@@ -148,6 +150,8 @@ async function applyOne(client: pg.ClientBase, file: { name: string; sql: string
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
+    // A lost connection says nothing about the migration: the transaction died with it, retry later.
+    if (isConnectionFault(error)) throw normalizeDatabaseError(error, `migration ${file.name}`);
     throw new InternalError('migrate.migration_failed', `Migration ${file.name} failed and was rolled back.`, {
       internalMessage: `migration ${file.name}: ${(error as Error).message}`,
       details: { migration: file.name },

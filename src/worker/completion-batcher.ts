@@ -13,9 +13,9 @@
  *
  * Each caller gets its own job's outcome: `succeeded`,
  * `lease_owner_mismatch` (the fence refused it; the others in the batch are
- * unaffected), or `error` (it failed even after transient retries and alone
- * in its own transaction; the lease is then left to expire and the reaper
- * retries the job). A batch of direct jobs is one statement; one with
+ * unaffected), or `error` (it failed even after retrying transient failures
+ * until the leases would expire, see retry.ts, and alone in its own
+ * transaction; the reaper then retries the job). A batch of direct jobs is one statement; one with
  * workflow-managed jobs one transaction (`completeJobsSuccessSettled`), which
  * on failure is retried item by item so that one run's trouble never fails
  * the others' work; a success already committed is never reported as an
@@ -24,7 +24,7 @@
 import type { Db } from '../client/types.js';
 import { completeJobsSuccessSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { retryTransient } from './timing.js';
+import { confirmCompletions, retryUntilLeasesExpire } from './retry.js';
 
 export type CompletionResult = SettledCompleteOutcome;
 
@@ -98,11 +98,8 @@ export class CompletionBatcher {
   private async write(batch: PendingCompletion[]): Promise<void> {
     if (batch.length === 0) return;
     try {
-      const outcomes = await completeJobsSuccessSettled(
-        this.db,
-        batch.map((item) => ({ lease: item.lease, output: item.output })),
-        (step) => retryTransient(step),
-      );
+      const leases = batch.map((item) => item.lease);
+      const outcomes = await confirmCompletions(this.db, leases, await completeJobsSuccessSettled(this.db, batch.map((item) => ({ lease: item.lease, output: item.output })), retryUntilLeasesExpire(leases)));
       batch.forEach((item, index) => item.resolve(outcomes[index] ?? { jobId: item.lease.jobId, outcome: 'lease_owner_mismatch' }));
     } catch (error) {
       for (const item of batch) item.resolve({ jobId: item.lease.jobId, outcome: 'error', error });

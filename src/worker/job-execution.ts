@@ -55,7 +55,8 @@ import {
   type FailureRecord,
 } from './job-errors.js';
 import { withLogFields, type WorkerLogger } from './logger.js';
-import { MAX_TIMER_MS, retryTransient } from './timing.js';
+import { leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
+import { MAX_TIMER_MS } from './timing.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 
@@ -99,6 +100,7 @@ export class JobExecution {
     private readonly claimedAt: number = Date.now(),
   ) {
     this.info = jobInfo(job);
+    leaseGranted(job, claimedAt, deps.leaseSeconds);
     this.logger = withLogFields(deps.logger, { jobId: job.jobId, jobType: job.jobType, attempt: job.attempt });
     this.recorded = new Promise((resolve) => (this.markRecorded = resolve));
     this.settled = new Promise((resolve) => (this.markSettled = resolve));
@@ -149,7 +151,7 @@ export class JobExecution {
 
   private async recordRelease(reason: string): Promise<void> {
     try {
-      await retryTransient(() => releaseJob(this.deps.db, this.job, { reason }));
+      await retryLeaseWrite(() => releaseJob(this.deps.db, this.job, { reason }), { deadline: () => leaseDeadline(this.job) });
       this.deps.stats.released += 1;
       this.logger.info('lease released unrun', { reason });
       this.deps.events.emit('job:released', { job: this.info, reason });
@@ -218,7 +220,8 @@ export class JobExecution {
   private async heartbeat(): Promise<void> {
     if (this.outcome !== undefined) return;
     try {
-      await heartbeatJob(this.deps.db, this.job, { leaseSeconds: this.deps.leaseSeconds });
+      // Retried until the lease would expire, and no longer once an outcome is taken (deadline 0).
+      await retryLeaseWrite(() => this.extendLease(), { deadline: () => (this.outcome === undefined ? leaseDeadline(this.job) : 0) });
     } catch (error) {
       if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
         this.loseLease('heartbeat');
@@ -234,11 +237,18 @@ export class JobExecution {
   /** ctx.saveProgress / ctx.saveCheckpoint: a heartbeat carrying the field, fenced like every heartbeat. */
   private async save(fields: SaveFields): Promise<void> {
     try {
-      await heartbeatJob(this.deps.db, this.job, { leaseSeconds: this.deps.leaseSeconds, ...fields });
+      await this.extendLease(fields);
     } catch (error) {
       if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
       throw error;
     }
+  }
+
+  /** One heartbeat; on success the lease is known to last `leaseSeconds` from when it was sent. */
+  private async extendLease(fields?: SaveFields): Promise<void> {
+    const sentAt = Date.now();
+    await heartbeatJob(this.deps.db, this.job, { leaseSeconds: this.deps.leaseSeconds, ...fields });
+    leaseGranted(this.job, sentAt, this.deps.leaseSeconds);
   }
 
   private loseLease(during: 'heartbeat' | 'save'): void {
@@ -273,7 +283,7 @@ export class JobExecution {
 
   private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
     try {
-      const result = await retryTransient(() => failJob(this.deps.db, this.job, failure));
+      const result = await retryLeaseWrite(() => failJob(this.deps.db, this.job, failure), { deadline: () => leaseDeadline(this.job) });
       this.deps.stats.failed += 1;
       const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
       if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);

@@ -270,7 +270,11 @@ class RunledgerWorker implements Worker {
         onNotify: (jobType) => {
           if (this.options.registry.has(jobType)) this.requestClaim();
         },
-        onListening: () => this.requestClaim(),
+        // LISTEN (back) in effect means the database answers again: claim now, not after the claim backoff.
+        onListening: () => {
+          this.claimBackoffUntil = 0;
+          this.requestClaim();
+        },
         onError: (error) => this.events.emit('worker:error', { error, operation: 'listen' }),
       });
       // Awaited so that a job enqueued after start() resolves is announced to us (when LISTEN is up).

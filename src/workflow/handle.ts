@@ -88,7 +88,7 @@ export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRu
       for (;;) {
         // Register for the wake-up before reading, so a notification sent
         // between the read and the wait is not missed.
-        const wait = startWait(workflowRunId, options.listener, options.listener ? Math.max(pollIntervalMs, 5_000) : pollIntervalMs, deadline, resultOptions.signal);
+        const wait = startWait(workflowRunId, options.listener, options.listener && options.listener.listening !== false ? Math.max(pollIntervalMs, 5_000) : pollIntervalMs, deadline, resultOptions.signal);
         try {
           const run = await getRun();
           if (run.resultStepKey === null) {

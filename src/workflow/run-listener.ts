@@ -1,55 +1,56 @@
 /**
- * One LISTEN connection on the run-terminal channel, shared by any number of
- * waiters. Notifications only wake waiters early: callers still read the run
- * from the database (polling is the correctness path), so a missed
- * notification (reconnect, listener started late) costs latency, never
- * correctness. Prisma cannot LISTEN, hence a plain `pg` client.
+ * Waiters for run-terminal notifications, on the library's shared LISTEN
+ * connection (src/notify/listen-client.ts). Notifications only wake waiters
+ * early: callers still read the run from the database (polling is the
+ * correctness path), so a missed notification costs latency, never
+ * correctness. The shared connection reconnects forever (backoff capped at
+ * 2 s) and every waiter is woken once LISTEN is back in effect, to re-read
+ * the run in case its notification was sent while the connection was down.
  */
-import pg from 'pg';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
+import type { RunledgerError } from '../errors/runledger-error.js';
+import { listen } from '../notify/listen-client.js';
 
 export interface WorkflowRunListener {
-  /** Resolves on the next terminal notification for `workflowRunId`, or when `signal` aborts. */
+  /** Resolves on the next terminal notification for `workflowRunId`, on a reconnect, or when `signal` aborts. */
   wake(workflowRunId: string, signal: AbortSignal): Promise<void>;
+  /** False while LISTEN is not in effect (reconnecting): a waiter then polls at its own pace. */
+  readonly listening?: boolean;
   close(): Promise<void>;
 }
 
-export async function createWorkflowRunListener(options: { connectionString: string; onError?: (error: Error) => void }): Promise<WorkflowRunListener> {
+/**
+ * Subscribes to the run-terminal channel. Resolves after the first attempt
+ * to LISTEN, even when it failed: the listener keeps reconnecting (each
+ * failure goes to `onError`, a `database.unavailable` RunledgerError for a
+ * connection fault), and waiters poll meanwhile.
+ */
+export async function createWorkflowRunListener(options: { connectionString: string; onError?: (error: RunledgerError) => void }): Promise<WorkflowRunListener> {
   const waiters = new Map<string, Set<() => void>>();
-  let client: pg.Client | undefined;
-  let closed = false;
-  let reconnectDelayMs = 100;
-
-  const connect = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString: options.connectionString });
-    next.on('notification', (message) => {
-      if (message.channel !== WORKFLOW_RUN_TERMINAL_CHANNEL || !message.payload) return;
-      let runId: string | undefined;
+  const wakeAll = () => {
+    for (const set of [...waiters.values()]) for (const wakeUp of [...set]) wakeUp();
+  };
+  const subscription = listen(options.connectionString, WORKFLOW_RUN_TERMINAL_CHANNEL, {
+    onNotification(payload) {
+      let runId: unknown;
       try {
-        runId = (JSON.parse(message.payload) as { workflow_run_id?: string }).workflow_run_id;
+        runId = (JSON.parse(payload) as { workflow_run_id?: unknown }).workflow_run_id;
       } catch {
         return;
       }
-      for (const wakeUp of waiters.get(runId ?? '') ?? []) wakeUp();
-    });
-    next.on('error', (error) => {
-      options.onError?.(error);
-      void next.end().catch(() => undefined);
-      if (client === next) client = undefined;
-      if (!closed) setTimeout(() => void connect().catch((e: Error) => options.onError?.(e)), reconnectDelayMs).unref();
-      reconnectDelayMs = Math.min(reconnectDelayMs * 2, 10_000);
-    });
-    await next.connect();
-    await next.query(`LISTEN ${WORKFLOW_RUN_TERMINAL_CHANNEL}`);
-    reconnectDelayMs = 100;
-    if (closed) await next.end();
-    else client = next;
+      if (typeof runId !== 'string') return;
+      for (const wakeUp of [...(waiters.get(runId) ?? [])]) wakeUp();
+    },
     // Anyone waiting across a reconnect re-reads the run now.
-    for (const set of waiters.values()) for (const wakeUp of set) wakeUp();
-  };
-  await connect();
+    onListening: wakeAll,
+    onError: (error) => options.onError?.(error),
+  });
+  await subscription.ready;
 
   return {
+    get listening() {
+      return subscription.listening;
+    },
     wake(workflowRunId, signal) {
       return new Promise<void>((resolve) => {
         const set = waiters.get(workflowRunId) ?? new Set();
@@ -66,11 +67,8 @@ export async function createWorkflowRunListener(options: { connectionString: str
       });
     },
     async close() {
-      closed = true;
-      for (const set of waiters.values()) for (const wakeUp of set) wakeUp();
-      const current = client;
-      client = undefined;
-      await current?.end();
+      wakeAll();
+      await subscription.close();
     },
   };
 }

@@ -1,0 +1,242 @@
+/**
+ * Connection faults reach callers as `database.unavailable` (category
+ * `unavailable`, a message without SQL) from every public entry point: a
+ * refused connection, a session the server terminates mid-statement
+ * (pg_terminate_backend: SQLSTATE 57P01), and a connection dropped under a
+ * statement (pg's code-less "Connection terminated unexpectedly"). The CLI
+ * maps them to exit code 5 with one line on stderr.
+ */
+import net from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import { createPrismaClient } from '../../src/client/connect.js';
+import {
+  cancelJob,
+  cancelWorkflowRun,
+  claimJobs,
+  compareAndReplaySucceededJob,
+  completeExternalWorkflowStep,
+  completeJobSuccess,
+  enqueueJob,
+  enqueueJobs,
+  enqueueWorkflowRun,
+  failJob,
+  getJob,
+  getWorkflowRun,
+  globalScope,
+  heartbeatJob,
+  listJobEvents,
+  listJobs,
+  listWorkflowRuns,
+  migrate,
+  reapExpiredLeases,
+  releaseJob,
+  RunledgerError,
+  workflow,
+  type ClaimedJob,
+  type Db,
+} from '../../src/index.js';
+import { newId } from '../../src/db/ids.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
+import { useTestDatabase } from '../harness/database.js';
+import { startFaultProxy } from '../harness/fault-proxy.js';
+
+const db = useTestDatabase();
+
+/** A URL on which nothing listens: a port this process bound and released. */
+async function refusedUrl(): Promise<string> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const url = new URL(db.url);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return url.toString();
+}
+
+async function failure(promise: Promise<unknown>): Promise<RunledgerError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error, 'the call should have failed').toBeInstanceOf(RunledgerError);
+  return error as RunledgerError;
+}
+
+function expectUnavailable(error: RunledgerError, label: string): void {
+  expect({ label, code: error.code, category: error.category }).toEqual({ label, code: 'database.unavailable', category: 'unavailable' });
+  expect(error.message).not.toMatch(/select|update|insert|runledger\.|prisma/i);
+  expect(JSON.stringify(error)).not.toMatch(/select|update|insert/i);
+}
+
+const lease = (): ClaimedJob =>
+  ({ jobId: newId(), runNumber: 1, attempt: 1, workerId: 'w', leaseExpiresAt: new Date() }) as unknown as ClaimedJob;
+
+describe('a refused connection', () => {
+  let refused: PrismaClient;
+  let url: string;
+  beforeAll(async () => {
+    url = await refusedUrl();
+    refused = createPrismaClient(url, { max: 2 });
+  });
+  afterAll(async () => {
+    await refused.$disconnect();
+  });
+
+  it('is database.unavailable from every kind of public function', async () => {
+    const calls: Record<string, (db: Db) => Promise<unknown>> = {
+      enqueueJob: (c) => enqueueJob(c, { jobType: 'faults.x', payload: {} }),
+      'enqueueJob (keyed)': (c) => enqueueJob(c, { jobType: 'faults.x', payload: {}, idempotencyKey: 'k' }),
+      enqueueJobs: (c) => enqueueJobs(c, [{ jobType: 'faults.x', payload: {} }]),
+      getJob: (c) => getJob(c, globalScope, newId()),
+      listJobs: (c) => listJobs(c, { scope: globalScope }),
+      listJobEvents: (c) => listJobEvents(c, globalScope, newId()),
+      claimJobs: (c) => claimJobs(c, { workerId: 'w', limit: 1, leaseSeconds: 30 }),
+      heartbeatJob: (c) => heartbeatJob(c, lease()),
+      completeJobSuccess: (c) => completeJobSuccess(c, lease()),
+      failJob: (c) => failJob(c, lease(), { code: 'x.y', message: 'm', retryable: true }),
+      releaseJob: (c) => releaseJob(c, lease()),
+      cancelJob: (c) => cancelJob(c, { jobId: newId(), scope: globalScope }),
+      reapExpiredLeases: (c) => reapExpiredLeases(c, { limit: 10 }),
+      enqueueWorkflowRun: (c) => enqueueWorkflowRun(c, workflow('faults.wf').job('a', 'faults.a', {}).build()),
+      getWorkflowRun: (c) => getWorkflowRun(c, globalScope, newId()),
+      listWorkflowRuns: (c) => listWorkflowRuns(c, { scope: globalScope }),
+      completeExternalWorkflowStep: (c) =>
+        completeExternalWorkflowStep(c, { workflowRunId: newId(), stepKey: 'e', scope: globalScope, outcome: { status: 'succeeded', output: null } }),
+      cancelWorkflowRun: (c) => cancelWorkflowRun(c, { workflowRunId: newId(), scope: globalScope }),
+      compareAndReplaySucceededJob: (c) =>
+        compareAndReplaySucceededJob(c, { scope: globalScope, sourceJobId: newId(), expectedRunNumber: 1, replayRequestKey: 'r', reason: 'again' }),
+    };
+    for (const [label, call] of Object.entries(calls)) expectUnavailable(await failure(call(refused)), label);
+    expect((await failure(migrate({ connectionString: url }))).category).toBe('unavailable');
+  });
+});
+
+describe('a connection lost under a statement', () => {
+
+  /**
+   * Runs `call` through the proxy while a transaction on the direct client,
+   * opened by `hold`, makes its statement wait for a lock; once PostgreSQL
+   * shows it waiting, `kill` ends its connection: pg_terminate_backend
+   * (57P01 reaches the client) or a cut network (pg's "Connection terminated
+   * unexpectedly"). Returns what the call threw.
+   */
+  async function loseConnectionUnder(hold: (tx: Db) => Promise<unknown>, call: (c: Db) => Promise<unknown>, kill: 'terminate' | 'cut'): Promise<RunledgerError> {
+    const proxy = await startFaultProxy(db.url);
+    const client = createPrismaClient(proxy.url, { max: 1 });
+    await getJob(client, globalScope, newId()).catch(() => undefined); // warm: the isolation check and the pooled connection
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const holder = db.prisma.$transaction(
+      async (tx) => {
+        await hold(tx);
+        holding();
+        await released;
+      },
+      { timeout: 30_000 },
+    );
+    try {
+      await held;
+      const outcome = failure(call(client));
+      const pid = await waitForLockWaiter();
+      if (kill === 'terminate') await db.prisma.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+      else await proxy.cut();
+      return await outcome;
+    } finally {
+      release();
+      await holder;
+      if (kill === 'cut') {
+        // The same client works again once the network does.
+        await proxy.restore();
+        expect(await failure(getJob(client, globalScope, newId())).then((e) => e.code)).toBe('job.not_found');
+      }
+      await client.$disconnect();
+      await proxy.close();
+    }
+  }
+
+  /** The pid of the backend waiting for a lock (bounded wait, polling the condition). */
+  async function waitForLockWaiter(): Promise<number> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const rows = await db.prisma.$queryRaw<{ pid: number }[]>`
+        SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+      if (rows[0]) return rows[0].pid;
+      if (Date.now() > deadline) throw new Error('the call never waited for the lock');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  async function leasedJob(): Promise<ClaimedJob> {
+    const jobType = `faults.${newId()}`;
+    await enqueueJob(db.prisma, { jobType, payload: {} });
+    const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
+    return job!;
+  }
+
+  const lockJob = (job: ClaimedJob) => async (tx: Db) => tx.$queryRaw`SELECT 1 FROM runledger.job_queue WHERE id = ${job.jobId}::uuid FOR UPDATE`;
+
+  it.each(['terminate', 'cut'] as const)('is database.unavailable from the lifecycle writes (%s)', async (kill) => {
+    const cases: [string, (job: ClaimedJob) => (c: Db) => Promise<unknown>][] = [
+      ['heartbeatJob', (job) => (c) => heartbeatJob(c, job)],
+      ['completeJobSuccess', (job) => (c) => completeJobSuccess(c, job, { output: 1 })],
+      ['failJob', (job) => (c) => failJob(c, job, { code: 'x.y', message: 'm', retryable: true })],
+      ['releaseJob', (job) => (c) => releaseJob(c, job)],
+      ['cancelJob', (job) => (c) => cancelJob(c, { jobId: job.jobId, scope: globalScope })],
+    ];
+    for (const [label, makeCall] of cases) {
+      const job = await leasedJob();
+      expectUnavailable(await loseConnectionUnder(lockJob(job), makeCall(job), kill), `${label} (${kill})`);
+      // A terminated backend rolled its statement back. (A cut one may have committed: the response is what was lost.)
+      if (kill === 'terminate') expect(await getJob(db.prisma, globalScope, job.jobId)).toMatchObject({ status: 'LEASED', attempt: 1 });
+    }
+  });
+
+  it.each(['terminate', 'cut'] as const)('is database.unavailable from a keyed enqueue waiting on an uncommitted duplicate (%s)', async (kill) => {
+    const key = `faults-${newId()}`;
+    const enqueue = (c: Db) => enqueueJob(c, { jobType: 'faults.k', payload: {}, idempotencyKey: key });
+    expectUnavailable(await loseConnectionUnder(enqueue, enqueue, kill), `enqueueJob (${kill})`);
+  });
+});
+
+describe('the CLI', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const out: string[] = [];
+    const err: string[] = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(String(chunk)), true));
+    try {
+      const code = await main(['node', 'runledger', ...args]);
+      return { code, stdout: out.join(''), stderr: err.join('') };
+    } finally {
+      vi.restoreAllMocks();
+    }
+  }
+
+  it('exits 5 with one line on stderr when the database is unavailable, and prints the error JSON with --json', async () => {
+    const url = await refusedUrl();
+    for (const command of [['jobs', 'show', newId()], ['runs', 'list'], ['migrate']]) {
+      const human = await cli('--database-url', url, ...command);
+      expect({ command, code: human.code }).toEqual({ command, code: 5 });
+      expect(human.stderr.trim().split('\n')).toHaveLength(1);
+      expect(human.stderr).not.toMatch(/\n\s+at /);
+      expect(human.stdout).toBe('');
+
+      const json = await cli('--json', '--database-url', url, ...command);
+      expect(json.code).toBe(5);
+      expect(JSON.parse(json.stderr)).toMatchObject({ category: 'unavailable' });
+    }
+    expect(JSON.parse((await cli('--json', '--database-url', url, 'jobs', 'show', newId())).stderr)).toMatchObject({ code: 'database.unavailable' });
+  });
+
+  it('lists its exit codes in --help', async () => {
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Exit codes:[\s\S]*5\s+database unavailable/);
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * The shapes connection faults take on their way out of pg, pg-pool,
+ * @prisma/adapter-pg and Prisma 7 (each copied from a real failure:
+ * a closed port, pg_terminate_backend, a cut network), and the worker's
+ * retry of lease-fenced writes until the lease would expire.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConflictError, isConnectionFault, normalizeDatabaseError, ValidationError } from '../../src/errors/index.js';
+import { LEASE_RETRY_MAX_MS, leaseDeadline, leaseGranted, retryLeaseWrite } from '../../src/worker/retry.js';
+import { UnavailableError } from '../../src/errors/runledger-error.js';
+
+/** What Prisma 7 throws for a raw query whose driver adapter failed. */
+const adapterError = (code: string, cause: Record<string, unknown>) =>
+  Object.assign(new Error('Invalid `prisma.$queryRaw()` invocation: Raw query failed. Code: `N/A`.'), {
+    name: 'PrismaClientKnownRequestError',
+    code,
+    clientVersion: '7.10.1',
+    meta: { driverAdapterError: Object.assign(new Error(String(cause.kind)), { name: 'DriverAdapterError', cause }) },
+  });
+
+const faults: [string, unknown][] = [
+  ['refused, raw query (P2010 wrapping DatabaseNotReachable)', adapterError('P2010', { kind: 'DatabaseNotReachable', host: '127.0.0.1', port: 1 })],
+  ['refused, $transaction start (P1001)', adapterError('P1001', { kind: 'DatabaseNotReachable', host: '127.0.0.1', port: 1 })],
+  ['reset (ConnectionClosed, P1017)', adapterError('P1017', { kind: 'ConnectionClosed' })],
+  ['socket timeout (SocketTimeout)', adapterError('P2010', { kind: 'SocketTimeout' })],
+  [
+    'terminated by the server (57P01 through the adapter)',
+    adapterError('P2010', { kind: 'postgres', code: '57P01', originalCode: '57P01', originalMessage: 'terminating connection due to administrator command' }),
+  ],
+  ['connection lost mid-query (pg, rethrown raw by the adapter)', Object.assign(new Error('Connection terminated unexpectedly'), { clientVersion: '7.10.1' })],
+  ['connection timeout (pg-pool)', new Error('Connection terminated due to connection timeout', { cause: new Error('Connection terminated unexpectedly') })],
+  ['pool wait timeout (pg-pool)', new Error('timeout exceeded when trying to connect')],
+  ['a client that already failed', new Error('Client has encountered a connection error and is not queryable')],
+  ['ECONNREFUSED from net', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED', errno: -111, syscall: 'connect' })],
+  ['ENOTFOUND from dns', Object.assign(new Error('getaddrinfo ENOTFOUND db'), { code: 'ENOTFOUND', syscall: 'getaddrinfo' })],
+  ['EAI_AGAIN from dns', Object.assign(new Error('getaddrinfo EAI_AGAIN db'), { code: 'EAI_AGAIN', syscall: 'getaddrinfo' })],
+  ['EPIPE', Object.assign(new Error('write EPIPE'), { code: 'EPIPE', syscall: 'write' })],
+  ['class 08 from pg', Object.assign(new Error('connection failure'), { code: '08006', severity: 'FATAL' })],
+  ['57P03 cannot connect now', Object.assign(new Error('the database system is starting up'), { code: '57P03', severity: 'FATAL' })],
+  ['Prisma interactive transaction could not start in time (P2028)', Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' })],
+];
+
+describe('connection fault classification', () => {
+  it.each(faults)('%s is database.unavailable, with a message that leaks nothing', (_label, error) => {
+    expect(isConnectionFault(error)).toBe(true);
+    const normalized = normalizeDatabaseError(error, 'complete jobs');
+    expect(normalized).toBeInstanceOf(UnavailableError);
+    expect(normalized).toMatchObject({ code: 'database.unavailable', category: 'unavailable' });
+    expect(normalized.message).toBe('The database is unavailable; retry later.');
+    expect(normalized.internalMessage).toContain('complete jobs');
+  });
+
+  it('leaves other database errors and non-database errors alone', () => {
+    const uniqueViolation = adapterError('P2010', { kind: 'UniqueConstraintViolation', originalCode: '23505', originalMessage: 'duplicate key' });
+    expect(isConnectionFault(uniqueViolation)).toBe(false);
+    expect(normalizeDatabaseError(uniqueViolation, 'x').code).toBe('database.error');
+    expect(isConnectionFault(new Error('Connection terminated by the handler on purpose, really'))).toBe(false);
+    expect(isConnectionFault(new TypeError('x is undefined'))).toBe(false);
+    expect(isConnectionFault(new ValidationError('job.invalid_input', 'payload', 'bad'))).toBe(false);
+    // A RunledgerError's cause is not re-read: a conflict stays a conflict.
+    expect(isConnectionFault(new ConflictError('job.lease_owner_mismatch', 'lost', { cause: new Error('Connection terminated unexpectedly') }))).toBe(false);
+  });
+});
+
+describe('retrying a lease-fenced write', () => {
+  const unavailable = () => new UnavailableError('database.unavailable', 'The database is unavailable; retry later.');
+
+  it('retries transient failures with pauses that never exceed 2 s, until the write gets through', async () => {
+    const delays: number[] = [];
+    let calls = 0;
+    const result = await retryLeaseWrite(
+      async () => {
+        calls += 1;
+        if (calls < 4) throw unavailable();
+        return 'written';
+      },
+      { deadline: () => Date.now() + 60_000, onRetry: (_error, _failures, delayMs) => delays.push(delayMs), random: () => 0 },
+    );
+    expect(result).toBe('written');
+    expect(delays).toEqual([50, 100, 200]);
+    expect(delays.every((delay) => delay <= LEASE_RETRY_MAX_MS)).toBe(true);
+  });
+
+  it('gives up at the lease deadline, not after a number of attempts', async () => {
+    const started = Date.now();
+    let calls = 0;
+    const error = await retryLeaseWrite(
+      async () => {
+        calls += 1;
+        throw unavailable();
+      },
+      { deadline: () => started + 700 },
+    ).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'database.unavailable' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(650);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(calls).toBeGreaterThan(3);
+  });
+
+  it('does not retry what a retry cannot fix', async () => {
+    let calls = 0;
+    const mismatch = new ConflictError('job.lease_owner_mismatch', 'The job is no longer leased to this worker.');
+    const error = await retryLeaseWrite(
+      async () => {
+        calls += 1;
+        throw mismatch;
+      },
+      { deadline: () => Date.now() + 60_000 },
+    ).catch((e: unknown) => e);
+    expect(error).toBe(mismatch);
+    expect(calls).toBe(1);
+  });
+
+  it('keeps the lease deadline on the local clock from when the grant was sent', () => {
+    const lease = { jobId: 'j', leaseExpiresAt: new Date(0) };
+    expect(leaseDeadline(lease)).toBe(0); // unknown to the worker: the database's expiry
+    leaseGranted(lease, 1_000, 30);
+    expect(leaseDeadline(lease)).toBe(31_000);
+  });
+});
