@@ -117,23 +117,7 @@ const autocommitReadCommitted = new WeakMap<object, Promise<boolean>>();
  * is not remembered.
  */
 export async function autocommitIsReadCommitted(db: PrismaClientLike, operation = 'check isolation'): Promise<boolean> {
-  let check = autocommitReadCommitted.get(db);
-  if (!check) {
-    check = (async () => {
-      const rows = await db.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`;
-      const level = rows[0]?.level;
-      return level === 'read committed' || level === 'read uncommitted';
-    })();
-    autocommitReadCommitted.set(db, check);
-    check.catch(() => {
-      if (autocommitReadCommitted.get(db) === check) autocommitReadCommitted.delete(db);
-    });
-  }
-  try {
-    return await check;
-  } catch (error) {
-    throw isDatabaseError(error) ? normalizeDatabaseError(error, operation) : error;
-  }
+  return rememberedPerClient(autocommitReadCommitted, db, operation, async () => isReadCommitted(db));
 }
 
 /** Per root client: whether a transaction opened without an isolation level runs at READ COMMITTED. */
@@ -147,16 +131,23 @@ const defaultTransactionReadCommitted = new WeakMap<object, Promise<boolean>>();
  * remembered.
  */
 async function ownedTransactionsAreReadCommitted(db: PrismaClientLike, operation: string): Promise<boolean> {
-  let check = defaultTransactionReadCommitted.get(db);
+  return rememberedPerClient(defaultTransactionReadCommitted, db, operation, () => db.$transaction((tx: Tx) => isReadCommitted(tx)));
+}
+
+async function isReadCommitted(client: Tx): Promise<boolean> {
+  const rows = await client.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`;
+  const level = rows[0]?.level;
+  return level === 'read committed' || level === 'read uncommitted';
+}
+
+/** One answer per client, shared by concurrent callers; a failure is forgotten so the next call asks again. */
+async function rememberedPerClient(cache: WeakMap<object, Promise<boolean>>, db: object, operation: string, ask: () => Promise<boolean>): Promise<boolean> {
+  let check = cache.get(db);
   if (!check) {
-    check = db.$transaction(async (tx: Tx) => {
-      const rows = await tx.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`;
-      const level = rows[0]?.level;
-      return level === 'read committed' || level === 'read uncommitted';
-    });
-    defaultTransactionReadCommitted.set(db, check);
+    check = ask();
+    cache.set(db, check);
     check.catch(() => {
-      if (defaultTransactionReadCommitted.get(db) === check) defaultTransactionReadCommitted.delete(db);
+      if (cache.get(db) === check) cache.delete(db);
     });
   }
   try {

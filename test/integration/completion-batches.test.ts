@@ -12,12 +12,14 @@ import {
   completeJobsSuccess,
   enqueueJob,
   enqueueWorkflowRun,
+  enqueueWorkflowRuns,
   failJob,
   getJob,
   globalScope,
   isRunledgerError,
   workflow,
   type ClaimedJob,
+  type WorkflowRunInput,
 } from '../../src/index.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { countingClient } from '../harness/counting-client.js';
@@ -73,35 +75,30 @@ describe('completion batches across runs', () => {
   });
 
   it('200 concurrent mixed cross-run batches from 4 connections: zero deadlocks, every dependent released exactly once', async () => {
-    const runs = 40;
-    const ids: string[] = [];
-    for (let r = 0; r < runs; r += 1) {
-      // Four roots, each a prerequisite of both shared dependents (ON_SUCCESS and ON_TERMINAL).
+    // Each run: four roots, each a prerequisite of both shared dependents (ON_SUCCESS and ON_TERMINAL).
+    const mixedRun = (r: number): WorkflowRunInput => {
       const builder = workflow('mixed');
       for (let i = 0; i < 4; i += 1) builder.job(`r${i}`, 'mixed.root', { r, i });
       builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', ['r0', 'r1', 'r2', 'r3']);
       builder.job('d2', 'mixed.dep', {}).afterTerminal('d2', ['r0', 'r1', 'r2', 'r3']);
-      ids.push((await enqueueWorkflowRun(db.prisma, builder.build())).workflowRunId);
-    }
-    const roots = await claimType('mixed.root');
-    expect(roots).toHaveLength(runs * 4);
-    // Connection c gets root c of every run, shuffled, in batches of 4 (4 runs per batch): 4 x 10 rounds.
-    const byConnection = [0, 1, 2, 3].map((c) =>
-      shuffled(
-        roots.filter((job) => (job.payload as { i: number }).i === c),
-        c + 7,
-      ),
-    );
+      return builder.build();
+    };
+    const runs = 40;
+    const ids: string[] = [];
     const errors: unknown[] = [];
-    const rounds = runs / 4;
-    // 5 passes over fresh runs would need 5x the setup; instead each round's batches race, and the
-    // batch size (4 runs) times 4 connections times 10 rounds is 40 batches per pass; the pass repeats
-    // over new runs 5 times below.
-    const pass = async (jobsPerConnection: ClaimedJob[][]): Promise<void> => {
-      for (let round = 0; round < rounds; round += 1) {
+    // 5 passes over 40 fresh runs; in each, connection c completes root c of every run, shuffled, in
+    // batches of 4 (so 4 runs per batch), and the 4 connections' batches race round by round:
+    // 4 connections x 10 rounds x 5 passes = 200 batches.
+    for (let pass = 0; pass < 5; pass += 1) {
+      const enqueued = await enqueueWorkflowRuns(db.prisma, Array.from({ length: runs }, (_, r) => mixedRun(r)));
+      ids.push(...enqueued.map((run) => run.workflowRunId));
+      const roots = await claimType('mixed.root');
+      expect(roots).toHaveLength(runs * 4);
+      const byConnection = [0, 1, 2, 3].map((c) => shuffled(roots.filter((job) => (job.payload as { i: number }).i === c), pass * 13 + c));
+      for (let round = 0; round < runs / 4; round += 1) {
         const start = barrier(4);
         await Promise.all(
-          jobsPerConnection.map(async (jobs, c) => {
+          byConnection.map(async (jobs, c) => {
             const batch = jobs.slice(round * 4, round * 4 + 4);
             await start();
             try {
@@ -113,20 +110,6 @@ describe('completion batches across runs', () => {
           }),
         );
       }
-    };
-    await pass(byConnection);
-    for (let again = 1; again < 5; again += 1) {
-      const more: string[] = [];
-      for (let r = 0; r < runs; r += 1) {
-        const builder = workflow('mixed');
-        for (let i = 0; i < 4; i += 1) builder.job(`r${i}`, 'mixed.root', { r, i });
-        builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', ['r0', 'r1', 'r2', 'r3']);
-        builder.job('d2', 'mixed.dep', {}).afterTerminal('d2', ['r0', 'r1', 'r2', 'r3']);
-        more.push((await enqueueWorkflowRun(db.prisma, builder.build())).workflowRunId);
-      }
-      ids.push(...more);
-      const next = await claimType('mixed.root');
-      await pass([0, 1, 2, 3].map((c) => shuffled(next.filter((job) => (job.payload as { i: number }).i === c), again * 13 + c)));
     }
     expect(errors.map((e) => (isRunledgerError(e) ? e.code : String(e)))).toEqual([]);
     const [counts] = await db.prisma.$queryRaw<{ dependents: number; released: number; jobs: number; events: number }[]>`
