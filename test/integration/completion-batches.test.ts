@@ -51,26 +51,44 @@ async function claimType(jobType: string, limit = 1000): Promise<ClaimedJob[]> {
 
 describe('completion batches across runs', () => {
   it('two batches with interleaved job ids of two runs (x1 < y1 < x2 < y2) both commit: no deadlock', async () => {
-    // x1 and x2 share a dependent in run X, y1 and y2 in run Y; ids interleave across the runs.
+    // x1 and x2 share a dependent in run X, y1 and y2 in run Y. x2 and y2 are released by completing a
+    // helper root each, in turn, so their job ids interleave across the runs: x1 < y1 < x2 < y2. Batch one
+    // is [x1, y2] (X before Y in id order), batch two [y1, x2] (Y before X).
+    const twoRoots = (name: string) =>
+      workflow(name)
+        .job('r1', `inter.${name}.first`, {})
+        .job('helper', `inter.${name}.helper`, {})
+        .job('r2', `inter.${name}.second`, {})
+        .job('shared', 'inter.shared', {})
+        .afterSuccess('r2', ['helper'])
+        .afterSuccess('shared', ['r1', 'r2'])
+        .build();
     for (let round = 0; round < 10; round += 1) {
-      const x = await enqueueWorkflowRun(db.prisma, workflow('x').job('x1', 'inter.x', {}).job('x2', 'inter.x', {}).job('dx', 'inter.d', {}).afterSuccess('dx', ['x1', 'x2']).build());
-      const y = await enqueueWorkflowRun(db.prisma, workflow('y').job('y1', 'inter.y', {}).job('y2', 'inter.y', {}).job('dy', 'inter.d', {}).afterSuccess('dy', ['y1', 'y2']).build());
-      const xs = (await claimType('inter.x')).sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
-      const ys = (await claimType('inter.y')).sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
+      const x = await enqueueWorkflowRun(db.prisma, twoRoots('x'));
+      const y = await enqueueWorkflowRun(db.prisma, twoRoots('y'));
+      for (const name of ['x', 'y']) {
+        const [helper] = await claimType(`inter.${name}.helper`);
+        await completeJobSuccess(db.prisma, helper!);
+      }
+      const [x1] = await claimType('inter.x.first');
+      const [y1] = await claimType('inter.y.first');
+      const [x2] = await claimType('inter.x.second');
+      const [y2] = await claimType('inter.y.second');
+      expect([x1, y1, x2, y2].map((job) => job!.jobId)).toEqual([x1, y1, x2, y2].map((job) => job!.jobId).sort());
       const start = barrier(2);
       const results = await Promise.all([
         (async () => {
           await start();
-          return completeJobsSuccess(clients[0]!, [{ lease: xs[0]! }, { lease: ys[1]! }]);
+          return completeJobsSuccess(clients[0]!, [{ lease: x1! }, { lease: y2! }]);
         })(),
         (async () => {
           await start();
-          return completeJobsSuccess(clients[1]!, [{ lease: ys[0]! }, { lease: xs[1]! }]);
+          return completeJobsSuccess(clients[1]!, [{ lease: y1! }, { lease: x2! }]);
         })(),
       ]);
       expect(results.flat().map((r) => r.outcome)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
-      expect((await stepsByKey(db.prisma, x.workflowRunId)).dx).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
-      expect((await stepsByKey(db.prisma, y.workflowRunId)).dy).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
+      expect((await stepsByKey(db.prisma, x.workflowRunId)).shared).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
+      expect((await stepsByKey(db.prisma, y.workflowRunId)).shared).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
     }
   });
 
