@@ -256,6 +256,7 @@ interface CompletedRow {
   workflow_step_id: string | null;
   /** Set when the job's step became terminal in this statement. */
   step_run_id: string | null;
+  has_dependents: boolean | null;
 }
 
 function leaseKey(jobId: string, runNumber: number, attempt: number, workerId: string): string {
@@ -314,7 +315,9 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
         await settleTerminalSteps(
           context.tx,
           completed.flatMap((row) =>
-            row.step_run_id === null ? [] : [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'SUCCEEDED' as const }],
+            row.step_run_id === null
+              ? []
+              : [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'SUCCEEDED' as const, hasDependents: row.has_dependents !== false }],
           ),
         );
         return completed;
@@ -416,9 +419,11 @@ async function completeStatement(
         FROM done d
        WHERE ws.id = d.workflow_step_id AND ws.id IN (SELECT id FROM steps_locked)
          AND ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
-      RETURNING ws.id, ws.workflow_run_id
+      RETURNING ws.id, ws.workflow_run_id,
+                EXISTS (SELECT 1 FROM runledger.workflow_step_dependencies e WHERE e.prerequisite_step_id = ws.id) AS has_dependents
     )
-    SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id
+    SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id,
+           s.has_dependents
       FROM done d LEFT JOIN steps s ON s.id = d.workflow_step_id`;
 }
 

@@ -48,6 +48,8 @@ export interface TerminalStep {
   stepId: string;
   workflowRunId: string;
   status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
+  /** False when the step is known to have no dependents (nothing to release); unknown counts as true. */
+  hasDependents?: boolean;
 }
 
 export interface ReleaseSummary {
@@ -55,11 +57,13 @@ export interface ReleaseSummary {
   statements: number;
   released: number;
   canceled: number;
+  /** Runs in which a job step was released (ENQUEUED): they have live work, so they are RUNNING. */
+  runsWithReleasedJobs: Set<string>;
 }
 
 /** Runs the cascade from `initial` to the end: one statement per depth. */
 export async function releaseDependents(tx: Tx, locks: ReleaseLocksHeld, initial: readonly TerminalStep[]): Promise<ReleaseSummary> {
-  const summary: ReleaseSummary = { statements: 0, released: 0, canceled: 0 };
+  const summary: ReleaseSummary = { statements: 0, released: 0, canceled: 0, runsWithReleasedJobs: new Set() };
   let frontier = [...initial];
   while (frontier.length > 0) {
     for (const step of frontier) {
@@ -71,6 +75,7 @@ export async function releaseDependents(tx: Tx, locks: ReleaseLocksHeld, initial
     summary.statements += 1;
     summary.released += level.released;
     summary.canceled += level.canceled.length;
+    for (const runId of level.runsWithReleasedJobs) summary.runsWithReleasedJobs.add(runId);
     frontier = level.canceled;
   }
   return summary;
@@ -78,7 +83,7 @@ export async function releaseDependents(tx: Tx, locks: ReleaseLocksHeld, initial
 
 interface LevelRow {
   /** Null: the level had no edges (the row only carries the restored setting). */
-  kind: 'canceled' | 'released' | 'foreign_edge' | 'outside_run' | null;
+  kind: 'canceled' | 'released_job' | 'released_external' | 'foreign_edge' | 'outside_run' | null;
   step_id: string | null;
   workflow_run_id: string | null;
   detail: string | null;
@@ -92,7 +97,13 @@ interface LevelRow {
  * statement (`restored` is the outer side of the final join, so it is always
  * evaluated, after `locked` has taken every lock).
  */
-async function releaseLevel(tx: Tx, frontier: readonly TerminalStep[], boundedWait: boolean): Promise<{ canceled: TerminalStep[]; released: number }> {
+interface LevelOutcome {
+  canceled: TerminalStep[];
+  released: number;
+  runsWithReleasedJobs: Set<string>;
+}
+
+async function releaseLevel(tx: Tx, frontier: readonly TerminalStep[], boundedWait: boolean): Promise<LevelOutcome> {
   let rows: LevelRow[];
   try {
     rows = await releaseLevelStatement(tx, frontier, boundedWait);
@@ -214,7 +225,7 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
     SELECT x.kind, x.step_id, x.workflow_run_id, x.detail
       FROM restored
       LEFT JOIN (
-        SELECT CASE WHEN m.status = 'CANCELED' THEN 'canceled' ELSE 'released' END AS kind,
+        SELECT CASE m.status WHEN 'CANCELED' THEN 'canceled' WHEN 'ENQUEUED' THEN 'released_job' ELSE 'released_external' END AS kind,
                m.id AS step_id, m.workflow_run_id, NULL::text AS detail
           FROM moved m CROSS JOIN notified
         UNION ALL
@@ -224,7 +235,7 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
       ) x ON true`;
 }
 
-function interpretLevel(allRows: readonly LevelRow[]): { canceled: TerminalStep[]; released: number } {
+function interpretLevel(allRows: readonly LevelRow[]): LevelOutcome {
   const rows = allRows.filter((row) => row.kind !== null);
 
   const foreign = rows.find((row) => row.kind === 'foreign_edge');
@@ -236,5 +247,6 @@ function interpretLevel(allRows: readonly LevelRow[]): { canceled: TerminalStep[
   const canceled = rows
     .filter((row) => row.kind === 'canceled')
     .map((row): TerminalStep => ({ stepId: row.step_id!, workflowRunId: row.workflow_run_id!, status: 'CANCELED' }));
-  return { canceled, released: rows.length - canceled.length };
+  const runsWithReleasedJobs = new Set(rows.filter((row) => row.kind === 'released_job').map((row) => row.workflow_run_id!));
+  return { canceled, released: rows.length - canceled.length, runsWithReleasedJobs };
 }

@@ -88,17 +88,38 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
 
 /**
  * The part every job-backed terminal transition shares once its steps are
- * terminal: release locks of all affected runs (shared, bounded wait, run id
- * order) -> release cascade -> run statuses.
+ * terminal: release locks of the affected runs (shared, bounded wait, run id
+ * order) -> release cascade -> run statuses. Two shortcuts, both exact:
+ *   - steps known to have no dependents release nothing, so they need neither
+ *     the release lock nor a cascade statement (a run whose terminal steps are
+ *     all leaves goes straight to its status);
+ *   - a run in which this transaction released a job step has live work, so
+ *     it is RUNNING, as it already was (a job-backed step was live in it): its
+ *     status needs no recompute. (Not so for external completions, whose run
+ *     may be WAITING_FOR_EXTERNAL: they recompute always, in external.ts.)
  */
 export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]): Promise<SettleSummary> {
   if (steps.length === 0) return { statements: 0, released: 0, canceled: 0 };
-  const runIds = new Set(steps.map((step) => step.workflowRunId));
-  // The job rows are ours already; cancellation takes job rows before its
-  // exclusive lock, so waiting here is bounded and breaks the only possible
-  // cycle on our side (see locking.ts).
-  const locks = await lockRunsReleaseShared(tx, runIds);
-  const release = await releaseDependents(tx, locks, steps);
-  await recomputeWorkflowRunStatuses(tx, runIds);
-  return { statements: 1 + release.statements + 2, released: release.released, canceled: release.canceled };
+  const withDependents = steps.filter((step) => step.hasDependents !== false);
+  let statements = 0;
+  let released = 0;
+  let canceled = 0;
+  let runsWithLiveWork = new Set<string>();
+  if (withDependents.length > 0) {
+    // The job rows are ours already; cancellation takes job rows before its
+    // exclusive lock, so waiting here is bounded and breaks the only possible
+    // cycle on our side (see locking.ts).
+    const locks = await lockRunsReleaseShared(tx, withDependents.map((step) => step.workflowRunId));
+    const release = await releaseDependents(tx, locks, withDependents);
+    statements += 1 + release.statements;
+    released = release.released;
+    canceled = release.canceled;
+    runsWithLiveWork = release.runsWithReleasedJobs;
+  }
+  const toRecompute = new Set(steps.map((step) => step.workflowRunId).filter((runId) => !runsWithLiveWork.has(runId)));
+  if (toRecompute.size > 0) {
+    await recomputeWorkflowRunStatuses(tx, toRecompute);
+    statements += 2;
+  }
+  return { statements, released, canceled };
 }

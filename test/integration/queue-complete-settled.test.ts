@@ -52,7 +52,8 @@ async function claimOne(jobType: string): Promise<ClaimedJob> {
 
 async function directAndWorkflowLeases(name: string): Promise<{ direct: ClaimedJob; managed: ClaimedJob; workflowRunId: string }> {
   await enqueueJob(db.prisma, { jobType: `${name}.direct`, payload: {} });
-  const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow(name).job('a', `${name}.a`, {}).build());
+  // A dependent, so that completing `a` goes through the release (where failures are injected).
+  const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow(name).job('a', `${name}.a`, {}).job('b', `${name}.b`, {}).afterSuccess('b', ['a']).build());
   return { direct: await claimOne(`${name}.direct`), managed: await claimOne(`${name}.a`), workflowRunId };
 }
 

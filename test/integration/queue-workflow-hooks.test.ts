@@ -45,11 +45,14 @@ beforeEach(() => {
   release.failNext = false;
 });
 
-/** A one-step workflow run; returns its job and step. */
+/** A run of one job step followed (on any outcome) by an external step; returns the job step and its job. */
 async function workflowJob(jobType: string, maxAttempts = 3): Promise<{ jobId: string; stepId: string; workflowRunId: string }> {
-  const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('wf').job('only', jobType, { step: jobType }, { maxAttempts }).build());
+  const { workflowRunId } = await enqueueWorkflowRun(
+    db.prisma,
+    workflow('wf').job('only', jobType, { step: jobType }, { maxAttempts }).external('after').afterTerminal('after', ['only']).build(),
+  );
   const [row] = await db.prisma.$queryRaw<{ id: string; job_id: string }[]>`
-    SELECT id, job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid`;
+    SELECT id, job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid AND step_key = 'only'`;
   return { jobId: row!.job_id, stepId: row!.id, workflowRunId };
 }
 
@@ -123,10 +126,10 @@ describe('workflow hooks of the queue', () => {
     expect(await step(dead.stepId)).toMatchObject({ status: 'FAILED', last_error_code: 'fatal', last_error_message: 'no', output: null });
     expect(await step(expired.stepId)).toMatchObject({ status: 'FAILED', last_error_code: 'job.lease_expired' });
     expect(await step(canceled.stepId)).toMatchObject({ status: 'CANCELED', status_reason: 'user' });
-    expect(await runStatus(done.workflowRunId)).toBe('SUCCEEDED');
-    for (const run of [dead, expired, canceled]) expect(await runStatus(run.workflowRunId)).toBe('COMPLETED_WITH_ERRORS');
+    // Each released its external dependent: the runs now wait for it.
+    for (const run of [done, dead, expired, canceled]) expect(await runStatus(run.workflowRunId)).toBe('WAITING_FOR_EXTERNAL');
     expect(release.calls).toEqual([
-      [{ stepId: done.stepId, workflowRunId: done.workflowRunId, status: 'SUCCEEDED' }],
+      [{ stepId: done.stepId, workflowRunId: done.workflowRunId, status: 'SUCCEEDED', hasDependents: true }],
       [{ stepId: dead.stepId, workflowRunId: dead.workflowRunId, status: 'FAILED' }],
       [{ stepId: expired.stepId, workflowRunId: expired.workflowRunId, status: 'FAILED' }],
       [{ stepId: canceled.stepId, workflowRunId: canceled.workflowRunId, status: 'CANCELED' }],
