@@ -142,23 +142,29 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
         FROM edges
        GROUP BY dependent_step_id, run_id
     ),
-    -- Rung 2 of the lock protocol: every dependent of the level, one global id order.
+    -- Rung 2 of the lock protocol: every dependent of the level, one global id order. The settle
+    -- counts ride along, so no later part of the statement joins two CTEs (a CTE has no index: such
+    -- joins ran as nested loops, O(width^2), under unnest's small row estimate).
     locked AS MATERIALIZED (
-      SELECT ws.id, ws.workflow_run_id, ws.status
-        FROM runledger.workflow_steps ws
-       WHERE ws.id IN (SELECT dependent_step_id FROM per_dependent)
-         AND NOT EXISTS (SELECT 1 FROM foreign_edge)
+      SELECT ws.id, ws.workflow_run_id, ws.status, p.run_id, p.settled, p.unsatisfied
+        FROM per_dependent p
+        JOIN runledger.workflow_steps ws ON ws.id = p.dependent_step_id
+       WHERE NOT EXISTS (SELECT 1 FROM foreign_edge)
          AND (SELECT v FROM bound) IS NOT NULL
        ORDER BY ws.id
-         FOR UPDATE
+         FOR UPDATE OF ws
     ),
     restored AS MATERIALIZED (
       SELECT set_config('lock_timeout', previous, true) AS v FROM prev WHERE (SELECT count(*) FROM locked) >= 0
     ),
+    -- A dependent missing (hashed NOT IN) or in another run than its edge's.
     outside_run AS MATERIALIZED (
       SELECT p.dependent_step_id, p.run_id
-        FROM per_dependent p LEFT JOIN locked l ON l.id = p.dependent_step_id
-       WHERE NOT EXISTS (SELECT 1 FROM foreign_edge) AND (l.id IS NULL OR l.workflow_run_id <> p.run_id)
+        FROM per_dependent p
+       WHERE NOT EXISTS (SELECT 1 FROM foreign_edge)
+         AND p.dependent_step_id NOT IN (SELECT id FROM locked)
+      UNION ALL
+      SELECT l.id, l.run_id FROM locked l WHERE l.workflow_run_id <> l.run_id
        LIMIT 1
     ),
     updated AS (
@@ -190,14 +196,13 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
                                          AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
                                        THEN ${DEPENDENCY_UNSATISFIED_MESSAGE} ELSE ws.last_error_message END,
              updated_at = now()
-        FROM per_dependent p
-        JOIN locked l ON l.id = p.dependent_step_id
-       WHERE ws.id = p.dependent_step_id
+        FROM locked p
+       WHERE ws.id = p.id
          AND ws.workflow_run_id = p.run_id
          AND NOT EXISTS (SELECT 1 FROM foreign_edge)
          AND NOT EXISTS (SELECT 1 FROM outside_run)
       RETURNING ws.id, ws.workflow_run_id, ws.step_key, ws.status, ws.job_id, ws.job_type, ws.organization_id, ws.payload,
-                ws.priority, ws.max_attempts, ws.timeout_seconds, l.status AS previous_status
+                ws.priority, ws.max_attempts, ws.timeout_seconds, p.status AS previous_status
     ),
     moved AS MATERIALIZED (
       SELECT * FROM updated WHERE previous_status = 'BLOCKED' AND status <> 'BLOCKED'
@@ -211,13 +216,15 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
         FROM moved m
        WHERE m.status = 'ENQUEUED'
        ORDER BY m.job_id
-      RETURNING id, job_type, run_number, attempt, workflow_step_id
+      RETURNING id, job_type
     ),
+    -- From \`moved\`, not a join of \`jobs\` with it: a new job is run 1, attempt 0 (the column defaults).
     job_events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-      SELECT runledger.uuid_v7(), j.id, 'ENQUEUED'::runledger.job_event_type, j.run_number, j.attempt,
+      SELECT runledger.uuid_v7(), m.job_id, 'ENQUEUED'::runledger.job_event_type, 1, 0,
              jsonb_build_object('workflowRunId', m.workflow_run_id, 'stepId', m.id, 'stepKey', m.step_key)
-        FROM jobs j JOIN moved m ON m.id = j.workflow_step_id
+        FROM moved m
+       WHERE m.status = 'ENQUEUED'
     ),
     notified AS (
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM jobs) t
