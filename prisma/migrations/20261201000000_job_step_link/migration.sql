@@ -9,7 +9,10 @@
 --      workflow_steps (job_id, id)        -> job_queue (id, workflow_step_id)
 --      job_queue (workflow_step_id, id)   -> workflow_steps (id, job_id)
 --    A NULL on either side (a direct job; a step not yet released) is not
---    checked (MATCH SIMPLE). Deleting a step (its run) deletes its job.
+--    checked (MATCH SIMPLE). Deleting a step (its run) deletes its job. One
+--    job per step needs no index of its own: a job naming step s must match
+--    s's single job_id. (Every index on job_queue costs each claim and each
+--    completion, which are not HOT updates.)
 -- 2. Edges reference (run, step) on both ends, so an edge whose steps belong to
 --    another run cannot be stored; the runtime check stays as defence in depth.
 -- 3. `uuid_v7()`: ids for rows that a set-based statement creates (the jobs of
@@ -23,7 +26,6 @@ UPDATE "runledger"."job_queue" jq
   FROM "runledger"."workflow_steps" ws
  WHERE ws."job_id" = jq."id";
 
-CREATE UNIQUE INDEX "job_queue_workflow_step_id_key" ON "runledger"."job_queue" ("workflow_step_id");
 CREATE UNIQUE INDEX "job_queue_workflow_step_id_id_key" ON "runledger"."job_queue" ("workflow_step_id", "id");
 CREATE UNIQUE INDEX "workflow_steps_id_job_id_key" ON "runledger"."workflow_steps" ("id", "job_id");
 CREATE UNIQUE INDEX "workflow_steps_run_id_id_key" ON "runledger"."workflow_steps" ("workflow_run_id", "id");
