@@ -93,10 +93,14 @@ describe('completion batches across runs', () => {
   });
 
   it('200 concurrent mixed cross-run batches from 4 connections: zero deadlocks, every dependent released exactly once', async () => {
-    // Each run: four roots, each a prerequisite of both shared dependents (ON_SUCCESS and ON_TERMINAL).
+    // Each run: four jobs r0..r3, each behind a helper root h0..h3, and two dependents of all four
+    // (ON_SUCCESS and ON_TERMINAL). Completing the helpers level by level releases every run's r0,
+    // then every run's r1, ...: so job ids interleave across runs (x.r0 < y.r0 < x.r1 < y.r1 ...), and
+    // random batches of four then lock the runs' shared dependents in conflicting orders unless the
+    // whole batch takes them in one global order.
     const mixedRun = (r: number): WorkflowRunInput => {
       const builder = workflow('mixed');
-      for (let i = 0; i < 4; i += 1) builder.job(`r${i}`, 'mixed.root', { r, i });
+      for (let i = 0; i < 4; i += 1) builder.job(`h${i}`, `mixed.helper${i}`, {}).job(`r${i}`, 'mixed.root', { r, i }).afterSuccess(`r${i}`, [`h${i}`]);
       builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', ['r0', 'r1', 'r2', 'r3']);
       builder.job('d2', 'mixed.dep', {}).afterTerminal('d2', ['r0', 'r1', 'r2', 'r3']);
       return builder.build();
@@ -104,20 +108,22 @@ describe('completion batches across runs', () => {
     const runs = 40;
     const ids: string[] = [];
     const errors: unknown[] = [];
-    // 5 passes over 40 fresh runs; in each, connection c completes root c of every run, shuffled, in
-    // batches of 4 (so 4 runs per batch), and the 4 connections' batches race round by round:
-    // 4 connections x 10 rounds x 5 passes = 200 batches.
+    // 5 passes over 40 fresh runs; in each, the 160 root jobs are shuffled into 40 batches of four,
+    // raced four at a time from four connections: 10 rounds x 4 connections x 5 passes = 200 batches.
     for (let pass = 0; pass < 5; pass += 1) {
       const enqueued = await enqueueWorkflowRuns(db.prisma, Array.from({ length: runs }, (_, r) => mixedRun(r)));
       ids.push(...enqueued.map((run) => run.workflowRunId));
-      const roots = await claimType('mixed.root');
+      for (let i = 0; i < 4; i += 1) {
+        const helpers = await claimType(`mixed.helper${i}`);
+        await completeJobsSuccess(db.prisma, helpers.map((lease) => ({ lease })));
+      }
+      const roots = shuffled(await claimType('mixed.root'), pass + 7);
       expect(roots).toHaveLength(runs * 4);
-      const byConnection = [0, 1, 2, 3].map((c) => shuffled(roots.filter((job) => (job.payload as { i: number }).i === c), pass * 13 + c));
       for (let round = 0; round < runs / 4; round += 1) {
         const start = barrier(4);
         await Promise.all(
-          byConnection.map(async (jobs, c) => {
-            const batch = jobs.slice(round * 4, round * 4 + 4);
+          [0, 1, 2, 3].map(async (c) => {
+            const batch = roots.slice((round * 4 + c) * 4, (round * 4 + c) * 4 + 4);
             await start();
             try {
               const outcomes = await completeJobsSuccess(clients[c]!, batch.map((lease) => ({ lease })));
