@@ -36,6 +36,8 @@ import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
+import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../workflow/locking.js';
+import { databaseErrorInfo } from '../errors/database-error.js';
 import { retryDelayMs } from './retry-policy.js';
 import { jsonParam, type JobLease } from './rows.js';
 import {
@@ -311,15 +313,14 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
           'workflow.terminal_completion_unsupported_isolation',
           'Workflow job completion',
         );
-        const completed = await completeStatement(context.tx, subset, subsetEventIds, false);
-        await settleTerminalSteps(
-          context.tx,
-          completed.flatMap((row) =>
-            row.step_run_id === null
-              ? []
-              : [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'SUCCEEDED' as const, hasDependents: row.has_dependents !== false }],
-          ),
+        const completed = await completeStatementLockingReleases(context.tx, subset, subsetEventIds);
+        const terminal = completed.flatMap((row) =>
+          row.step_run_id === null
+            ? []
+            : [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'SUCCEEDED' as const, hasDependents: row.has_dependents !== false }],
         );
+        const held = new Set(terminal.filter((step) => step.hasDependents).map((step) => step.workflowRunId));
+        await settleTerminalSteps(context.tx, terminal, { workflowRunIds: held, mode: 'shared' });
         return completed;
       }),
     );
@@ -349,12 +350,25 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
   return outcomes as SettledCompleteOutcome[];
 }
 
+/** The completion statement in a transaction: a timed-out release lock is `workflow.release_conflict`. */
+async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCompleteItem[], eventIds: readonly string[]): Promise<CompletedRow[]> {
+  try {
+    return await completeStatement(tx, items, eventIds, false);
+  } catch (error) {
+    if (databaseErrorInfo(error).sqlState === '55P03') {
+      throw releaseConflict(`${items.length} jobs' runs`, `shared release lock not granted within ${RELEASE_LOCK_WAIT_MS} ms`, error);
+    }
+    throw error;
+  }
+}
+
 /**
  * The completion statement for a set of leases: job rows (locked in id
  * order, rung 1), their SUCCEEDED events, and the steps of workflow-managed
  * ones (locked in id order, rung 2a) moved to SUCCEEDED with the output, all
- * in one statement. A step already terminal (a cancellation got there first)
- * is left as it is. `directOnly` leaves workflow-managed jobs untouched (not
+ * in one statement, which then takes the release locks (rung 3) of the runs
+ * whose new terminal steps have dependents. A step already terminal (a
+ * cancellation got there first) is left as it is. `directOnly` leaves workflow-managed jobs untouched (not
  * even locked): the autocommit path, whose result needs no release.
  *
  * The fence compares with `clock_timestamp()` read once the rows are locked,
@@ -421,10 +435,24 @@ async function completeStatement(
          AND ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
       RETURNING ws.id, ws.workflow_run_id,
                 EXISTS (SELECT 1 FROM runledger.workflow_step_dependencies e WHERE e.prerequisite_step_id = ws.id) AS has_dependents
-    )
-    SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id,
-           s.has_dependents
-      FROM done d LEFT JOIN steps s ON s.id = d.workflow_step_id`;
+    ),
+    -- Rung 3 in the same statement: the release locks (shared) of the runs whose new terminal steps have
+    -- dependents, in run id order, after every job and step lock above (\`prev\` reads \`steps\` whole), with
+    -- a bounded wait (see src/workflow/locking.ts); the caller's lock_timeout is read first and restored
+    -- last (\`restored\` is the outer side of the final join, so it always runs).
+    prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous, (SELECT count(*) FROM steps) AS n),
+    bounded AS MATERIALIZED (SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bound FROM prev),
+    granted AS MATERIALIZED (
+      SELECT count(pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(r.id::text)) IS NULL) AS n
+        FROM bounded, (SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1) r
+    ),
+    restored AS MATERIALIZED (SELECT set_config('lock_timeout', bounded.previous, true) AS v FROM bounded, granted)
+    SELECT x.* FROM restored LEFT JOIN (
+      SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id,
+             s.has_dependents
+        FROM done d LEFT JOIN steps s ON s.id = d.workflow_step_id
+    ) x ON true
+     WHERE x.id IS NOT NULL`;
 }
 
 /**

@@ -63,7 +63,7 @@ import { databaseErrorInfo } from '../errors/database-error.js';
 import { ConflictError } from '../errors/runledger-error.js';
 
 /** Namespace of runledger's two-key advisory locks ('RUNL'). */
-const RELEASE_LOCK_NAMESPACE = 0x52554e4c;
+export const RELEASE_LOCK_NAMESPACE = 0x52554e4c;
 /** Bound on waiting for the shared release lock; below deadlock_timeout (1 s by default). */
 export const RELEASE_LOCK_WAIT_MS = 500;
 

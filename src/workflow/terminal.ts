@@ -15,7 +15,7 @@
  */
 import type { Tx } from '../client/types.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { lockRunsReleaseShared } from './locking.js';
+import { lockRunsReleaseShared, type ReleaseLocksHeld } from './locking.js';
 import { internalState, releaseDependents, type TerminalStep } from './release.js';
 import { recomputeWorkflowRunStatuses } from './run-status.js';
 
@@ -98,7 +98,7 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
  *     status needs no recompute. (Not so for external completions, whose run
  *     may be WAITING_FOR_EXTERNAL: they recompute always, in external.ts.)
  */
-export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]): Promise<SettleSummary> {
+export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[], held?: ReleaseLocksHeld): Promise<SettleSummary> {
   if (steps.length === 0) return { statements: 0, released: 0, canceled: 0 };
   const withDependents = steps.filter((step) => step.hasDependents !== false);
   let statements = 0;
@@ -109,9 +109,10 @@ export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]
     // The job rows are ours already; cancellation takes job rows before its
     // exclusive lock, so waiting here is bounded and breaks the only possible
     // cycle on our side (see locking.ts).
-    const locks = await lockRunsReleaseShared(tx, withDependents.map((step) => step.workflowRunId));
+    // `held`: the caller's own statement took them already (the completion statement does, in rung order).
+    const locks = held ?? (await lockRunsReleaseShared(tx, withDependents.map((step) => step.workflowRunId)));
     const release = await releaseDependents(tx, locks, withDependents);
-    statements += 1 + release.statements;
+    statements += (held ? 0 : 1) + release.statements;
     released = release.released;
     canceled = release.canceled;
     runsWithLiveWork = release.runsWithReleasedJobs;

@@ -169,10 +169,10 @@ describe('completion batches across runs', () => {
     const one = await statements(1);
     const fifty = await statements(50);
     expect(fifty).toBe(one);
-    // BEGIN, jobs+events+steps, release locks, one release depth, COMMIT: b and c were released, so
+    // BEGIN, jobs+events+steps+release locks, one release depth, COMMIT: b and c were released, so
     // the runs are RUNNING as before and need no status recompute (a batch that ends runs adds the two
     // run statements; leaves with no dependents skip the release lock and depth instead).
-    expect(one).toBe(5);
+    expect(one).toBe(4);
   });
 });
 
