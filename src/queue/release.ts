@@ -30,7 +30,7 @@ import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { storableText } from '../validation/primitives.js';
 import { z } from 'zod';
-import { leaseMismatch, type LeaseIdentity } from './lifecycle.js';
+import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { JOB_INVALID_INPUT, jobLeaseSchema, type ParsedJobLease } from './schemas.js';
 
 const releaseOptionsSchema = z.strictObject({ reason: storableText.min(1).max(200).default('job.released') });

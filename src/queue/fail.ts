@@ -1,0 +1,128 @@
+/**
+ * Failing a leased job: a retry (back to PENDING after a backoff, its step
+ * back to ENQUEUED) or a dead-letter (its step FAILED and its dependents
+ * released). Fencing, the lease clock and round trips: see lifecycle.ts.
+ */
+import type { z } from 'zod';
+import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
+import type { Db, Tx } from '../client/types.js';
+import { newId } from '../db/ids.js';
+import { parseInput } from '../validation/parse.js';
+import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
+import { leaseMismatch, type FailJobResult, type LeaseIdentity } from './lease.js';
+import { retryDelayMs } from './retry-policy.js';
+import {
+  JOB_INVALID_INPUT,
+  failJobOptionsSchema,
+  jobLeaseSchema,
+  type FailJobOptions,
+  type ParsedJobLease,
+} from './schemas.js';
+
+/**
+ * Records a failed attempt. Retryable with attempts left: back to PENDING
+ * after an exponential, jittered backoff, never before `retryNotBefore`
+ * (RETRY_SCHEDULED). Otherwise DEAD_LETTERED.
+ */
+export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOptions): Promise<FailJobResult> {
+  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
+  const o = parseInput(failJobOptionsSchema, options, JOB_INVALID_INPUT);
+  // The fence pins attempt = l.attempt, so the backoff can be computed here.
+  const backoffMs = retryDelayMs(l.attempt);
+  const eventId = newId();
+  const result = (row: FailedRow): FailJobResult => ({ jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null });
+  if (l.workflowManaged !== true && (await canAutocommit(db, 'fail job'))) {
+    // Fast path: a direct job in one autocommit statement. Nothing matched: workflow-managed or refused, see below.
+    const [row] = await withStatement(db, 'fail job', (client) => failStatement(client, l, o, backoffMs, eventId, true));
+    if (row) return result(row);
+  }
+  return withTransaction(db, 'fail job', async (context) => {
+    await ensureReadCommittedForWorkflowJobs(context, [l.jobId], 'workflow.terminal_completion_unsupported_isolation', 'Workflow job failure');
+    const [row] = await failStatement(context.tx, l, o, backoffMs, eventId, false);
+    if (!row) throw leaseMismatch(l, 'fail job');
+    if (row.step_run_id !== null && row.status === 'DEAD_LETTERED') {
+      await settleTerminalSteps(context.tx, [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'FAILED' }]);
+    }
+    return result(row);
+  });
+}
+
+interface FailedRow {
+  status: 'PENDING' | 'DEAD_LETTERED';
+  next_run_at: Date;
+  workflow_step_id: string | null;
+  /** Set when the job's step became terminal (FAILED) in this statement. */
+  step_run_id: string | null;
+}
+
+/**
+ * The failure statement: the job row (fenced at the time of the write), its
+ * event, and for a workflow-managed job its step (rung 2a): back to ENQUEUED
+ * with the error when a retry is scheduled, FAILED when dead-lettered (a step
+ * already terminal stays). `directOnly` leaves workflow-managed jobs
+ * untouched (the fast path).
+ */
+async function failStatement(
+  client: Tx,
+  l: ParsedJobLease,
+  o: z.output<typeof failJobOptionsSchema>,
+  backoffMs: number,
+  eventId: string,
+  directOnly: boolean,
+): Promise<FailedRow[]> {
+  return client.$queryRaw<FailedRow[]>`
+    WITH locked AS MATERIALIZED (
+      SELECT jq.id FROM runledger.job_queue jq
+       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+         AND jq.lease_owner = ${l.workerId}
+         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
+         FOR UPDATE
+    ),
+    -- Read after the lock above is held (see markJobRunning).
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
+    failed AS (
+      UPDATE runledger.job_queue jq
+         SET status = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
+                           THEN 'PENDING'::runledger.job_status ELSE 'DEAD_LETTERED'::runledger.job_status END,
+             next_run_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
+                                THEN GREATEST(now() + ${backoffMs}::int * interval '1 millisecond', ${o.retryNotBefore ?? null}::timestamptz)
+                                ELSE jq.next_run_at END,
+             finished_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
+             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now()
+       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
+         AND jq.id IN (SELECT id FROM locked)
+      RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts, jq.workflow_step_id
+    ),
+    steps AS (
+      UPDATE runledger.workflow_steps ws
+         SET status = CASE WHEN f.status = 'PENDING' THEN 'ENQUEUED' ELSE 'FAILED' END::runledger.workflow_step_status,
+             finished_at = CASE WHEN f.status = 'PENDING' THEN NULL ELSE COALESCE(ws.finished_at, now()) END,
+             status_reason = CASE WHEN f.status = 'PENDING' THEN 'job.retry_scheduled' ELSE NULL END,
+             last_error_code = ${o.code}, last_error_message = ${o.message},
+             output = NULL, updated_at = now()
+        FROM failed f
+       WHERE ws.id = f.workflow_step_id
+         AND (CASE WHEN f.status = 'PENDING' THEN ws.status = 'RUNNING' ELSE ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED') END)
+      RETURNING ws.id, ws.workflow_run_id, ws.status
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT ${eventId}::uuid, id,
+             CASE WHEN status = 'PENDING' THEN 'RETRY_SCHEDULED'::runledger.job_event_type
+                  ELSE 'DEAD_LETTERED'::runledger.job_event_type END,
+             run_number, attempt,
+             CASE WHEN status = 'PENDING'
+                  THEN jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
+                                          'delayMs', round(EXTRACT(EPOCH FROM (next_run_at - now())) * 1000)::bigint,
+                                          'nextRunAt', next_run_at)
+                  ELSE jsonb_build_object('code', ${o.code}::text, 'message', ${o.message}::text,
+                                          'reason', CASE WHEN ${o.retryable}::boolean THEN 'attempts_exhausted' ELSE 'terminal' END)
+             END
+        FROM failed
+    )
+    SELECT f.status, f.next_run_at, f.workflow_step_id,
+           CASE WHEN s.status = 'FAILED' THEN s.workflow_run_id END AS step_run_id
+      FROM failed f LEFT JOIN steps s ON s.id = f.workflow_step_id`;
+}
