@@ -1,29 +1,55 @@
 /**
- * Benchmark parameters, read once from the environment. Every system gets the
- * same numbers in one run; change them with BENCH_* variables.
+ * Benchmark sizes and switches, read once from the environment. Every system
+ * gets the same numbers in one run. Three size sets: the full one (the issue's
+ * workloads), BENCH_QUICK=1 (a smoke run that proves every workload runs for
+ * every system in a few minutes) and BENCH_BIG=1 (the 10M/1M claim table,
+ * which takes minutes to build). Any size can be overridden by its variable.
  */
 
-export interface BenchConfig {
-  /** Jobs enqueued (scenario a) and then drained (scenario b). */
-  jobs: number;
-  /** Concurrent workers: claim loops for runledger and pg-boss, `concurrency` for graphile-worker. */
-  concurrency: number;
-  /** Jobs per enqueue call. */
-  enqueueBatch: number;
-  /** Jobs per claim/fetch (runledger claimJobs limit, pg-boss batchSize, graphile-worker localQueue.size in the batched variant). */
-  claimBatch: number;
-  /** Jobs enqueued one at a time in the latency scenario. */
-  latencyJobs: number;
+export interface ClaimLatencySizes {
+  /** Finished (SUCCEEDED) rows of other types, the "history". */
+  finished: number;
+  /** PENDING rows of other types, due earlier than the claimed type's, so they sit ahead in the claim index. */
+  otherPending: number;
+  /** Sequential claims timed on each table. */
+  samples: number;
+  /** `claimJobs` limit per call. */
+  limit: number;
 }
 
-/** Server settings applied to the one PostgreSQL the benchmark starts (identical for every system). */
-export const SERVER_SETTINGS: Readonly<Record<string, string>> = {
-  // Durability of each commit is not what is compared; fsync stays on (default).
-  synchronous_commit: 'off',
-  max_connections: '200',
-};
+export interface BenchConfig {
+  quick: boolean;
+  big: boolean;
+  /** Repetitions of each (system, workload); medians, min and max are reported. */
+  repeats: number;
+  /** Handler concurrency of the workflow, enqueue-latency and default drain workloads. */
+  concurrency: number;
+  drainJobs: number;
+  drainConcurrencies: number[];
+  chains: number;
+  fanOutRuns: number;
+  fanOutWidth: number;
+  enqueueBatches: number;
+  enqueueBatchSize: number;
+  enqueueSingleJobs: number;
+  enqueueInFlight: number;
+  latencyJobs: number;
+  /** Jobs per claim of the runledger hand loop, per fetch of the pg-boss variants. */
+  claimBatch: number;
+  /** graphile-worker's `localQueue.size` in its batched variant. */
+  graphileLocalQueue: number;
+  /** Dependents of the one prerequisite in the wide fan-out workload. */
+  wideWidths: number[];
+  claimLatency: ClaimLatencySizes;
+  /** Only these workloads (keys), when set. */
+  workloads: string[] | null;
+  /** Only these systems (keys), when set. */
+  systems: string[] | null;
+  /** `synchronous_commit` for the embedded server; the headline runs on the default (on). */
+  synchronousCommit: string | null;
+}
 
-function positiveIntFromEnv(name: string, fallback: number): number {
+function intFromEnv(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -31,12 +57,59 @@ function positiveIntFromEnv(name: string, fallback: number): number {
   return value;
 }
 
+function intListFromEnv(name: string, fallback: number[]): number[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  return raw.split(',').map((part) => {
+    const value = Number(part.trim());
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a comma-separated list of positive integers, got "${raw}"`);
+    return value;
+  });
+}
+
+function listFromEnv(name: string): string[] | null {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return null;
+  return raw.split(',').map((part) => part.trim()).filter((part) => part !== '');
+}
+
+const flag = (name: string): boolean => ['1', 'true', 'yes'].includes((process.env[name] ?? '').toLowerCase());
+
 export function readConfig(): BenchConfig {
+  const quick = flag('BENCH_QUICK');
+  const big = flag('BENCH_BIG');
+  const pick = (full: number, small: number): number => (quick ? small : full);
+  const claimDefaults: ClaimLatencySizes = big
+    ? { finished: 10_000_000, otherPending: 1_000_000, samples: 200, limit: 10 }
+    : quick
+      ? { finished: 20_000, otherPending: 2_000, samples: 30, limit: 10 }
+      : { finished: 1_000_000, otherPending: 100_000, samples: 200, limit: 10 };
   return {
-    jobs: positiveIntFromEnv('BENCH_JOBS', 5000),
-    concurrency: positiveIntFromEnv('BENCH_CONCURRENCY', 10),
-    enqueueBatch: positiveIntFromEnv('BENCH_ENQUEUE_BATCH', 500),
-    claimBatch: positiveIntFromEnv('BENCH_CLAIM_BATCH', 20),
-    latencyJobs: positiveIntFromEnv('BENCH_LATENCY_JOBS', 200),
+    quick,
+    big,
+    repeats: intFromEnv('BENCH_REPEATS', pick(3, 1)),
+    concurrency: intFromEnv('BENCH_CONCURRENCY', 10),
+    drainJobs: intFromEnv('BENCH_DRAIN_JOBS', pick(20_000, 1_000)),
+    drainConcurrencies: intListFromEnv('BENCH_DRAIN_CONCURRENCIES', [10, 50]),
+    chains: intFromEnv('BENCH_CHAINS', pick(1_000, 50)),
+    fanOutRuns: intFromEnv('BENCH_FANOUT_RUNS', pick(100, 5)),
+    fanOutWidth: intFromEnv('BENCH_FANOUT_WIDTH', 20),
+    enqueueBatches: intFromEnv('BENCH_ENQUEUE_BATCHES', pick(20, 4)),
+    enqueueBatchSize: intFromEnv('BENCH_ENQUEUE_BATCH_SIZE', pick(1_000, 250)),
+    enqueueSingleJobs: intFromEnv('BENCH_ENQUEUE_SINGLE_JOBS', pick(2_000, 200)),
+    enqueueInFlight: intFromEnv('BENCH_ENQUEUE_IN_FLIGHT', 10),
+    latencyJobs: intFromEnv('BENCH_LATENCY_JOBS', pick(200, 30)),
+    claimBatch: intFromEnv('BENCH_CLAIM_BATCH', 50),
+    graphileLocalQueue: intFromEnv('BENCH_GRAPHILE_LOCAL_QUEUE', 500),
+    wideWidths: intListFromEnv('BENCH_WIDE_WIDTHS', quick ? [100, 1_000] : [100, 1_000, 10_000]),
+    claimLatency: {
+      finished: intFromEnv('BENCH_CLAIM_FINISHED', claimDefaults.finished),
+      otherPending: intFromEnv('BENCH_CLAIM_OTHER_PENDING', claimDefaults.otherPending),
+      samples: intFromEnv('BENCH_CLAIM_SAMPLES', claimDefaults.samples),
+      limit: intFromEnv('BENCH_CLAIM_LIMIT', claimDefaults.limit),
+    },
+    workloads: listFromEnv('BENCH_WORKLOADS'),
+    systems: listFromEnv('BENCH_SYSTEMS'),
+    synchronousCommit: process.env.BENCH_SYNCHRONOUS_COMMIT?.trim() || null,
   };
 }

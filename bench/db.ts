@@ -38,6 +38,24 @@ export async function countRows(url: string, sql: string, params: unknown[] = []
   });
 }
 
+/**
+ * Waits until no client backend is connected to `database`. A pool's end()
+ * resolves once it has sent its connections' Terminate messages, before the
+ * backends have exited; dropping the database then would kill them mid-exit.
+ */
+export async function waitForNoConnections(admin: pg.Client, database: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await admin.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`,
+      [database],
+    );
+    if (Number(rows[0]?.n ?? 0) === 0) return;
+    if (Date.now() > deadline) throw new Error(`connections to ${database} are still open; a system did not close its pool`);
+    await sleep(20);
+  }
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -51,15 +69,7 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
  */
 export async function settledCommits(admin: pg.Client, database: string, quietMs = 500): Promise<number> {
   const deadline = Date.now() + 15_000;
-  for (;;) {
-    const { rows } = await admin.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`,
-      [database],
-    );
-    if (Number(rows[0]?.n ?? 0) === 0) break;
-    if (Date.now() > deadline) throw new Error(`connections to ${database} are still open; a system did not close its pool`);
-    await sleep(50);
-  }
+  await waitForNoConnections(admin, database);
   const read = async (): Promise<number> => {
     const { rows } = await admin.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1', [database]);
     return Number(rows[0]?.n ?? 0);

@@ -1,143 +1,122 @@
-/** Result shapes, percentiles and the printed tables. */
-import type { BenchConfig } from './config.js';
-import type { LatencySample } from './systems/types.js';
+/** Markdown for a run's results: the headline table and one table per workload. */
+import type { Spread } from './stats.js';
+import type { BenchResults, LatencyResult, TableResult, ThroughputResult, WorkloadResult } from './workloads/types.js';
+import { singular } from './workloads/throughput.js';
 
-export interface PhaseResult {
-  jobs: number;
-  wallMs: number;
-  jobsPerSecond: number;
-  /** xact_commit delta on the system's database, the harness's own commits subtracted. */
-  commits: number;
-  commitsPerJob: number;
-}
-
-export interface LatencyResult {
-  count: number;
-  pickupP50Ms: number;
-  pickupP95Ms: number;
-  completeP50Ms: number | null;
-  completeP95Ms: number | null;
-}
-
-export interface SystemResult {
-  key: string;
-  label: string;
-  description: string;
-  enqueue: PhaseResult;
-  drain: PhaseResult & { unfinishedAfter: number };
-  latency: LatencyResult;
-}
-
-export interface BenchResults {
-  date: string;
-  node: string;
-  cpus: number;
-  server: { kind: string; version: string; settings: Record<string, string> };
-  config: BenchConfig;
-  systems: SystemResult[];
-  notes: string[];
-}
-
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank]!;
-}
-
-export function summarizeLatency(samples: readonly LatencySample[]): LatencyResult {
-  const pickups = samples.map((s) => s.pickupMs);
-  const completes = samples.map((s) => s.completeMs).filter((v): v is number => v !== null);
-  const complete = completes.length === samples.length && samples.length > 0;
-  return {
-    count: samples.length,
-    pickupP50Ms: percentile(pickups, 50),
-    pickupP95Ms: percentile(pickups, 95),
-    completeP50Ms: complete ? percentile(completes, 50) : null,
-    completeP95Ms: complete ? percentile(completes, 95) : null,
-  };
-}
+const num = (value: number | null | undefined, digits = 0): string =>
+  value === null || value === undefined || Number.isNaN(value) ? 'n/a' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const ratio = (value: number | null): string => (value === null || Number.isNaN(value) ? '-' : `${value.toFixed(2)}x`);
+const range = (s: Spread | null, digits = 0): string => (s === null ? 'n/a' : `${num(s.min, digits)}-${num(s.max, digits)}`);
 
 function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  const rule = `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
-  return [line(headers), rule, ...rows.map(line)].join('\n');
+  const align = headers.map((_, i) => (i === 0 ? '---' : '---:'));
+  return [headers, align, ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 }
 
-const fmt = (value: number | null, digits = 0): string => (value === null || Number.isNaN(value) ? 'n/a' : value.toFixed(digits));
-const ratio = (ours: number | null, theirs: number | null): string =>
-  ours === null || theirs === null || theirs === 0 || Number.isNaN(ours) || Number.isNaN(theirs) ? 'n/a' : `${(ours / theirs).toFixed(2)}x`;
+function throughputTable(w: ThroughputResult): string {
+  const unit = singular(w.unit);
+  return table(
+    ['system', `${w.unit}/s (median)`, 'min-max', `commits/${unit}`, `statements/${unit}`, 'ratio to best peer'],
+    w.rows.map((r) => [
+      r.system === w.bestPeer ? `${r.label} (best peer)` : r.label,
+      num(r.rate.median),
+      range(r.rate),
+      num(r.commitsPerUnit.median, 3),
+      r.statementsPerUnit ? num(r.statementsPerUnit.median, 3) : 'n/a',
+      ratio(r.ratioToBestPeer),
+    ]),
+  );
+}
 
-/** Renders every scenario's table. Systems whose key starts with "runledger" are the references of the ratio columns. */
-export function renderReport(results: BenchResults): string {
-  const refs = results.systems.filter((s) => s.key.startsWith('runledger'));
-  const [ours] = refs;
-  if (!ours) return 'no runledger results';
-  const { config } = results;
-  const out: string[] = [];
-  const ratioHeaders = (what: string) => refs.map((r) => `${r.label}/${what}`);
-  const ratios = (pick: (s: SystemResult) => number | null) => (s: SystemResult) =>
-    refs.map((r) => (s === r ? '(self)' : ratio(pick(r), pick(s))));
+function latencyTable(w: LatencyResult): string {
+  return table(
+    ['system', 'pickup p50 ms', 'min-max', 'pickup p95 ms', 'min-max', 'complete p50 ms', 'ratio p50', 'ratio p95'],
+    w.rows.map((r) => [
+      r.system === w.bestPeer ? `${r.label} (best peer)` : r.label,
+      num(r.pickupP50.median, 2),
+      range(r.pickupP50, 2),
+      num(r.pickupP95.median, 2),
+      range(r.pickupP95, 2),
+      r.completeP50 ? num(r.completeP50.median, 2) : 'n/a',
+      ratio(r.ratioP50ToBestPeer),
+      ratio(r.ratioP95ToBestPeer),
+    ]),
+  );
+}
 
-  out.push(
-    `runledger benchmark, ${results.date}`,
-    `server: PostgreSQL ${results.server.version} (${results.server.kind}); settings: ${Object.entries(results.server.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`,
-    `node ${results.node}, ${results.cpus} CPUs; N=${config.jobs} jobs, concurrency=${config.concurrency}, enqueue batch=${config.enqueueBatch}, claim batch=${config.claimBatch}, latency jobs=${config.latencyJobs}`,
+function genericTable(w: TableResult): string {
+  return table(w.headers, w.rows.map((row) => row.map((cell) => (cell === null ? 'n/a' : String(cell)))));
+}
+
+function workloadSection(w: WorkloadResult): string {
+  const body = w.kind === 'throughput' ? throughputTable(w) : w.kind === 'latency' ? latencyTable(w) : genericTable(w);
+  const notes = w.notes.map((n) => `- ${n}`);
+  return [`### ${w.title}`, '', `Size: ${w.size}.`, '', body, ...(notes.length > 0 ? ['', ...notes] : [])].join('\n');
+}
+
+/**
+ * One line per workload: each runledger variant's median and its ratio to the
+ * best peer variant. Ratios > 1 are better for runledger (faster, or lower
+ * latency); the runledger-only workloads summarise their own target.
+ */
+export function headlineTable(results: BenchResults): string {
+  const ours = results.systems.filter((s) => !s.peer);
+  const headers = ['workload', ...ours.map((s) => s.label), 'best peer'];
+  const rows: string[][] = [];
+  for (const w of results.workloads) {
+    if (w.kind === 'throughput') {
+      const best = w.rows.find((r) => r.system === w.bestPeer);
+      rows.push([
+        w.title,
+        ...ours.map((s) => {
+          const row = w.rows.find((r) => r.system === s.key);
+          return row ? `${num(row.rate.median)} ${w.unit}/s (${ratio(row.ratioToBestPeer)})` : '-';
+        }),
+        best ? `${best.label}: ${num(best.rate.median)} ${w.unit}/s` : '-',
+      ]);
+    } else if (w.kind === 'latency') {
+      const best = w.rows.find((r) => r.system === w.bestPeer);
+      rows.push([
+        `${w.title}, p50 / p95`,
+        ...ours.map((s) => {
+          const row = w.rows.find((r) => r.system === s.key);
+          return row ? `${num(row.pickupP50.median, 2)} / ${num(row.pickupP95.median, 2)} ms (${ratio(row.ratioP50ToBestPeer)} / ${ratio(row.ratioP95ToBestPeer)})` : '-';
+        }),
+        best ? `${best.label}: ${num(best.pickupP50.median, 2)} / ${num(best.pickupP95.median, 2)} ms` : '-',
+      ]);
+    } else {
+      rows.push([w.title, ...ours.map((s, i) => (i === 0 ? (w.notes.at(-1) ?? '') : '')), 'runledger only']);
+    }
+  }
+  return table(headers, rows);
+}
+
+export function environmentLine(results: BenchResults): string {
+  const settings = Object.entries(results.server.settings).map(([k, v]) => `${k}=${v}`).join(', ');
+  return `${results.date}, ${results.quick ? 'quick sizes (BENCH_QUICK=1)' : 'full sizes'}, ${results.config.repeats} run(s) per figure (median; min-max in the tables); PostgreSQL ${results.server.version} (${results.server.kind}; ${settings}); Node ${results.node}, ${results.cpus} CPUs`;
+}
+
+export function renderMarkdown(results: BenchResults): string {
+  return [
+    `# runledger benchmark, ${results.date}`,
     '',
-    'systems:',
-    ...results.systems.map((s) => `  ${s.label}: ${s.description}`),
+    environmentLine(results),
     '',
-  );
-
-  out.push(`(a) enqueue throughput: ${config.jobs} jobs in batches of ${config.enqueueBatch}. Ratio x/peer: >1 means x (runledger) is faster.`);
-  out.push(
-    table(
-      ['system', 'wall ms', 'jobs/s', 'commits', ...ratioHeaders('peer')],
-      results.systems.map((s) => [s.label, fmt(s.enqueue.wallMs), fmt(s.enqueue.jobsPerSecond), fmt(s.enqueue.commits), ...ratios((x) => x.enqueue.jobsPerSecond)(s)]),
-    ),
+    'Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system\'s database (harness commits subtracted); statements are counted in runledger\'s client pool (BEGIN/COMMIT included).',
     '',
-  );
-
-  out.push(`(b) claim + run + complete of the ${config.jobs} enqueued no-op jobs. Ratio x/peer: >1 means x (runledger) is faster.`);
-  out.push(
-    table(
-      ['system', 'wall ms', 'jobs/s', 'left unfinished', ...ratioHeaders('peer')],
-      results.systems.map((s) => [s.label, fmt(s.drain.wallMs), fmt(s.drain.jobsPerSecond), String(s.drain.unfinishedAfter), ...ratios((x) => x.drain.jobsPerSecond)(s)]),
-    ),
+    '## Headline',
     '',
-  );
-
-  out.push(
-    `(c) commits per job during (b): pg_stat_database.xact_commit delta, harness commits subtracted. Lower is better; ratio x/peer <1 means x (runledger) commits less. runledger target: <= 1.5.`,
-  );
-  out.push(
-    table(
-      ['system', 'commits', 'commits/job', ...ratioHeaders('peer')],
-      results.systems.map((s) => [s.label, fmt(s.drain.commits), fmt(s.drain.commitsPerJob, 3), ...ratios((x) => x.drain.commitsPerJob)(s)]),
-    ),
-  );
-  for (const r of refs) out.push(`${r.label} commits/job ${fmt(r.drain.commitsPerJob, 3)} vs target 1.5: ${r.drain.commitsPerJob <= 1.5 ? 'PASS' : 'FAIL'}`);
-  out.push('');
-
-  out.push(
-    `(d) end-to-end latency, ${config.latencyJobs} jobs enqueued one at a time with a worker running (ms). Lower is better; ratio x/peer <1 means x (runledger) is faster.`,
-    '    pickup = enqueue call -> handler start; complete = enqueue call -> completion committed (n/a where the system does not expose it).',
-  );
-  out.push(
-    table(
-      ['system', 'pickup p50', 'pickup p95', 'complete p50', 'complete p95', ...ratioHeaders('peer pickup p50')],
-      results.systems.map((s) => [
-        s.label,
-        fmt(s.latency.pickupP50Ms, 1),
-        fmt(s.latency.pickupP95Ms, 1),
-        fmt(s.latency.completeP50Ms, 1),
-        fmt(s.latency.completeP95Ms, 1),
-        ...ratios((x) => x.latency.pickupP50Ms)(s),
-      ]),
-    ),
+    headlineTable(results),
     '',
-  );
-  if (results.notes.length > 0) out.push('notes:', ...results.notes.map((n) => `  - ${n}`));
-  return out.join('\n');
+    '## Systems',
+    '',
+    ...results.systems.map((s) => `- **${s.label}**: ${s.description}`),
+    '',
+    '## Workloads',
+    '',
+    results.workloads.map(workloadSection).join('\n\n'),
+    '',
+    `Total bench time: ${results.wallSeconds.toFixed(0)} s.`,
+    '',
+  ].join('\n');
 }

@@ -1,59 +1,94 @@
 /**
- * `npm run bench`: runledger side by side with pg-boss and graphile-worker, in
- * one run, on one PostgreSQL server, one fresh database per system.
+ * `npm run bench`: runledger (its hand loop and createWorker) side by side
+ * with pg-boss 12 and graphile-worker 0.18 (bench/peers, installed on first
+ * use), in one run, on one PostgreSQL server, on the server's default
+ * settings (synchronous_commit on) unless BENCH_SYNCHRONOUS_COMMIT is set.
  *
- * Order: install every system, then each scenario for every system in turn
- * (a: enqueue N; b: drain those N; c: commits of b; d: sequential latency).
- * Commit counts are read from the maintenance database after the system has
- * closed all its connections (see settledCommits). Everything started here is
- * stopped in the `finally`, and a watchdog bounds the whole run.
+ * Each system's schema is installed once into a template database; every
+ * repetition of every workload runs on a fresh clone of it, so no run sees
+ * another's rows or bloat. Before measuring, every system runs every workload
+ * it supports once at a tiny size (untimed), so none pays module compilation
+ * and JIT warm-up inside a clock, and a broken adapter fails in seconds.
+ * Everything started here is stopped in the `finally`; a watchdog bounds the run.
  */
-import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { startPostgresServer, type PostgresServer } from '../src/testing/postgres-server.js';
-import { SERVER_SETTINGS, readConfig, type BenchConfig } from './config.js';
-import { createDatabase, databaseUrl, dropDatabase, settledCommits } from './db.js';
-import { renderReport, summarizeLatency, type BenchResults, type PhaseResult, type SystemResult } from './report.js';
-import type { BenchSystem, PhaseTiming } from './systems/types.js';
-
-const WATCHDOG_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 10 * 60_000);
-/** Jobs each system enqueues and drains in its untimed warm-up. */
-const WARMUP_JOBS = 200;
-
-interface Target {
-  system: BenchSystem;
-  database: string;
-  url: string;
-}
+import { readConfig, type BenchConfig } from './config.js';
+import { createDatabase, databaseUrl, dropDatabase, settledCommits, waitForNoConnections } from './db.js';
+import { renderMarkdown } from './report.js';
+import { writeResults } from './results.js';
+import type { BenchSystem } from './systems/types.js';
+import { claimLatencyWorkload } from './workloads/claim-latency.js';
+import { pickupLatencyWorkload } from './workloads/pickup-latency.js';
+import { drainWorkload, enqueueBulkWorkload, enqueueSingleWorkload } from './workloads/queue.js';
+import type { BenchContext, BenchResults, Workload, WorkloadResult } from './workloads/types.js';
+import { wideFanOutWorkload } from './workloads/wide-fanout.js';
+import { chainsWorkload, fanOutWorkload } from './workloads/workflows.js';
 
 function log(line: string): void {
   console.log(`[bench] ${line}`);
 }
 
-async function loadSystems(): Promise<BenchSystem[]> {
-  // graphile-worker reads NO_LOG_SUCCESS when its modules load: set it before importing them.
+async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
+  // graphile-worker reads NO_LOG_SUCCESS when its modules load: set it before they are imported.
   process.env.NO_LOG_SUCCESS ??= '1';
-  const { runledgerSystem } = await import('./systems/runledger.js');
-  const { pgBossSystem } = await import('./systems/pg-boss.js');
-  const { graphileWorkerSystem } = await import('./systems/graphile-worker.js');
+  const wanted = (key: string) => config.systems === null || config.systems.includes(key);
+  const { runledgerLoopSystem } = await import('./systems/runledger.js');
   const { runledgerWorkerSystem } = await import('./systems/runledger-worker.js');
-  return [runledgerSystem, runledgerWorkerSystem, pgBossSystem, graphileWorkerSystem(false), graphileWorkerSystem(true)];
+  const systems: BenchSystem[] = [runledgerLoopSystem({ claimBatch: config.claimBatch }), runledgerWorkerSystem()];
+  if (['pgboss', 'pgboss_fetch'].some(wanted)) {
+    const { pgBossSystems } = await import('./systems/pg-boss.js');
+    systems.push(...pgBossSystems({ claimBatch: config.claimBatch }));
+  }
+  if (['graphile', 'graphile_batched'].some(wanted)) {
+    const { graphileWorkerSystems } = await import('./systems/graphile-worker.js');
+    systems.push(...graphileWorkerSystems({ localQueueSize: config.graphileLocalQueue }));
+  }
+  return systems.filter((s) => wanted(s.key));
 }
 
-/** Times `fn` and counts the commits it caused on the target's database. */
-async function measured(
-  admin: pg.Client,
-  target: Target,
-  jobs: number,
-  fn: () => Promise<PhaseTiming>,
-): Promise<PhaseResult> {
-  const before = await settledCommits(admin, target.database);
-  const { wallMs, harnessCommits } = await fn();
-  const after = await settledCommits(admin, target.database);
-  const commits = after - before - harnessCommits;
-  return { jobs, wallMs, jobsPerSecond: (jobs / wallMs) * 1000, commits, commitsPerJob: commits / jobs };
+function workloads(config: BenchConfig): Workload[] {
+  const all = [
+    chainsWorkload(config),
+    fanOutWorkload(config),
+    ...config.drainConcurrencies.map((c) => drainWorkload(config, c)),
+    enqueueBulkWorkload(config),
+    enqueueSingleWorkload(config),
+    pickupLatencyWorkload(config),
+    wideFanOutWorkload(config.wideWidths, config.repeats),
+    claimLatencyWorkload(config.claimLatency),
+  ];
+  return all.filter((w) => config.workloads === null || config.workloads.some((k) => w.key === k || w.key.startsWith(`${k}_`)));
+}
+
+/** Every supported workload once at a tiny size, untimed. */
+async function warmUp(context: BenchContext, system: BenchSystem): Promise<void> {
+  const c = context.config.concurrency;
+  await context.withDatabase(system, async (url) => {
+    if (system.enqueueBulk) await system.enqueueBulk(url, 2, 50);
+    if (system.enqueueSingle) await system.enqueueSingle(url, 20, 5);
+  });
+  if (system.seedNoop && system.drain) {
+    await context.withDatabase(system, async (url) => {
+      await system.seedNoop!(url, 200);
+      await system.drain!(url, { jobs: 200, concurrency: c });
+    });
+  }
+  if (system.seedChains && system.chains) {
+    await context.withDatabase(system, async (url) => {
+      await system.seedChains!(url, 10);
+      await system.chains!(url, { chains: 10, concurrency: c });
+    });
+  }
+  if (system.seedFanOut && system.fanOut) {
+    await context.withDatabase(system, async (url) => {
+      await system.seedFanOut!(url, 2, 5);
+      await system.fanOut!(url, { runs: 2, width: 5, concurrency: c });
+    });
+  }
+  if (system.latency) await context.withDatabase(system, (url) => system.latency!(url, 5, c));
 }
 
 async function serverFacts(admin: pg.Client): Promise<{ version: string; settings: Record<string, string> }> {
@@ -67,116 +102,85 @@ async function serverFacts(admin: pg.Client): Promise<{ version: string; setting
 }
 
 async function runAll(server: PostgresServer, config: BenchConfig): Promise<BenchResults> {
+  const started = performance.now();
   const admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
-  const targets: Target[] = [];
+  const templates = new Map<string, string>();
   try {
     const facts = await serverFacts(admin);
-    log(`PostgreSQL ${facts.version} (${server.kind}); N=${config.jobs}, concurrency=${config.concurrency}`);
-    for (const system of await loadSystems()) {
-      const database = `bench_${system.key}`;
-      await createDatabase(admin, database);
-      // Applies on any server, including one given by DATABASE_URL, for every system alike.
-      await admin.query(`ALTER DATABASE "${database}" SET synchronous_commit = off`);
-      targets.push({ system, database, url: databaseUrl(server.url, database) });
+    log(`PostgreSQL ${facts.version} (${server.kind}); ${config.quick ? 'quick sizes' : 'full sizes'}, ${config.repeats} run(s) per figure`);
+    const systems = await loadSystems(config);
+    for (const system of systems) {
+      const template = `bench_tpl_${system.key}`;
+      log(`install ${system.label} into ${template}`);
+      await createDatabase(admin, template);
+      templates.set(system.key, template);
+      await system.install(databaseUrl(server.url, template));
+      await settledCommits(admin, template, 0); // waits until the installer has closed its connections (cloning needs that)
     }
-    for (const t of targets) {
-      log(`install ${t.system.label}`);
-      await t.system.install(t.url);
+    const context: BenchContext = {
+      config,
+      admin,
+      log,
+      async withDatabase(system, fn) {
+        const template = templates.get(system.key);
+        if (!template) throw new Error(`no template for ${system.key}`);
+        const database = `bench_run_${system.key}`;
+        await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+        await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${template}"`);
+        try {
+          const result = await fn(databaseUrl(server.url, database), database);
+          await waitForNoConnections(admin, database);
+          return result;
+        } finally {
+          await dropDatabase(admin, database);
+        }
+      },
+    };
+    for (const system of systems) {
+      log(`warm-up (every workload at a tiny size, untimed): ${system.label}`);
+      await warmUp(context, system);
     }
-
-    // Warm-up: every system enqueues and drains a small batch in a throwaway database first, so no system
-    // (in particular the first one measured) pays its module compilation and JIT warm-up inside a clock.
-    const warmConfig: BenchConfig = { ...config, jobs: Math.min(config.jobs, WARMUP_JOBS), enqueueBatch: Math.min(config.enqueueBatch, WARMUP_JOBS) };
-    for (const t of targets) {
-      log(`warm-up (${warmConfig.jobs} jobs): ${t.system.label}`);
-      const database = `${t.database}_warmup`;
-      await createDatabase(admin, database);
-      try {
-        const url = databaseUrl(server.url, database);
-        await t.system.install(url);
-        await t.system.enqueue(url, warmConfig);
-        await t.system.drain(url, warmConfig);
-        await settledCommits(admin, database, 0); // waits until the system has closed its connections
-      } finally {
-        await dropDatabase(admin, database);
-      }
-    }
-
-    const enqueue = new Map<Target, PhaseResult>();
-    for (const t of targets) {
-      log(`(a) enqueue ${config.jobs} jobs: ${t.system.label}`);
-      enqueue.set(t, await measured(admin, t, config.jobs, () => t.system.enqueue(t.url, config)));
-    }
-
-    const drain = new Map<Target, PhaseResult & { unfinishedAfter: number }>();
-    for (const t of targets) {
-      log(`(b) claim+run+complete ${config.jobs} jobs: ${t.system.label}`);
-      let completed = 0;
-      const phase = await measured(admin, t, config.jobs, async () => {
-        const result = await t.system.drain(t.url, config);
-        completed = result.completed;
-        return result;
-      });
-      const unfinishedAfter = await t.system.countUnfinished(t.url);
-      if (completed !== config.jobs || unfinishedAfter !== 0) {
-        throw new Error(`${t.system.label}: ${completed} of ${config.jobs} jobs reported done, ${unfinishedAfter} left unfinished`);
-      }
-      drain.set(t, { ...phase, unfinishedAfter });
-    }
-
-    const systems: SystemResult[] = [];
-    for (const t of targets) {
-      log(`(d) latency, ${config.latencyJobs} sequential jobs: ${t.system.label}`);
-      const samples = await t.system.latency(t.url, config);
-      systems.push({
-        key: t.system.key,
-        label: t.system.label,
-        description: t.system.describe(config),
-        enqueue: enqueue.get(t)!,
-        drain: drain.get(t)!,
-        latency: summarizeLatency(samples),
-      });
-    }
-
+    const results: WorkloadResult[] = [];
+    for (const workload of workloads(config)) results.push(await workload.run(context, systems));
     return {
       date: new Date().toISOString(),
+      quick: config.quick,
       node: process.version,
       cpus: os.cpus().length,
-      server: { kind: server.kind, version: facts.version, settings: { ...facts.settings, 'synchronous_commit (bench databases)': 'off' } },
+      host: `${os.type()} ${os.release()} ${os.arch()}`,
+      server: { kind: server.kind, version: facts.version, settings: facts.settings },
       config,
-      systems,
-      notes: [
-        'one server, one database per system; synchronous_commit=off for every system (server flag and ALTER DATABASE), fsync left on',
-        'throughput clocks start once the system\'s client is started and warm (graphile-worker drain: at its first task, one fetch in) and stop at the last committed write; start-up and teardown are outside',
-        'commit counts include each system\'s own start-up queries and one start-up transaction per new connection',
-        'pg-boss latency uses work() woken by notifyWorker() after send (its in-process best case; pg-boss 10 has no LISTEN/NOTIFY, a producer in another process waits for the next poll, >= 0.5 s)',
-        'graphile-worker completes jobs without awaiting the commit, so its completion latency is not observable (n/a)',
-        'noisy on small machines: compare ratios within one run, not absolute numbers across runs',
-      ],
+      systems: systems.map((s) => ({ key: s.key, label: s.label, peer: s.peer, description: s.describe() })),
+      workloads: results,
+      wallSeconds: (performance.now() - started) / 1000,
     };
   } finally {
-    for (const t of targets) await dropDatabase(admin, t.database).catch(() => undefined);
+    for (const template of templates.values()) await dropDatabase(admin, template).catch(() => undefined);
     await admin.end();
   }
 }
 
 async function main(): Promise<void> {
   const config = readConfig();
-  const server = await startPostgresServer({ containers: false, settings: { ...SERVER_SETTINGS }, log });
+  const watchdogMs = Number(process.env.BENCH_TIMEOUT_MS ?? (config.quick ? 30 : 240) * 60_000);
+  const settings: Record<string, string> = { max_connections: '200' };
+  // The headline runs on the server's default; this is for comparing with a relaxed-durability run.
+  if (config.synchronousCommit) settings.synchronous_commit = config.synchronousCommit;
+  const server = await startPostgresServer({ containers: false, settings, log });
   let stopping: Promise<void> | undefined;
   const stopServer = (): Promise<void> => (stopping ??= server.stop());
   const watchdog = setTimeout(() => {
-    console.error(`[bench] exceeded ${WATCHDOG_MS} ms; stopping`);
+    console.error(`[bench] exceeded ${watchdogMs} ms; stopping`);
     void stopServer().finally(() => process.exit(1));
-  }, WATCHDOG_MS);
+  }, watchdogMs);
   watchdog.unref();
   try {
+    if (server.kind === 'url' && config.synchronousCommit) log('BENCH_SYNCHRONOUS_COMMIT applies to an embedded server only; the given server keeps its settings');
     const results = await runAll(server, config);
-    console.log(`\n${renderReport(results)}\n`);
-    const file = path.join(os.tmpdir(), `runledger-bench-${results.date.replace(/[:.]/g, '-')}.json`);
-    await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
-    log(`results written to ${file}`);
+    console.log(`\n${renderMarkdown(results)}`);
+    const files = await writeResults(results);
+    log(`results written to ${files.json} and ${files.markdown} (and latest.json / latest.md)`);
   } finally {
     clearTimeout(watchdog);
     await stopServer();

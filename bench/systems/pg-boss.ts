@@ -1,105 +1,243 @@
 /**
- * pg-boss 10 (the newest line whose `engines` accepts Node 20). Throughput
- * uses its fetch(batchSize) + complete(ids) API in `concurrency` loops, the
- * same shape as the runledger loop; `work()` would add its polling sleep
- * (pollingIntervalSeconds, minimum 0.5 s) between batches. Latency uses
- * `work()`, woken with `notifyWorker` right after each send: pg-boss 10 has no
- * LISTEN/NOTIFY, so this is its best case (a producer in the worker's own
- * process); a producer elsewhere waits for the next poll.
+ * pg-boss 12 (bench/peers). Two variants:
+ * - "work()": its worker API the way its docs recommend for throughput:
+ *   `work(queue, { batchSize, localConcurrency, burstWhenBatchFull })`, with
+ *   `useListenNotify` and `notify: true` queues so new jobs wake workers.
+ *   Chains: the handler inserts each job's next step. Fan-out/fan-in: a
+ *   `transactional` worker whose transaction decrements a counter row and,
+ *   when it reaches 0, sends the fan-in job with the same transaction.
+ *   pg-boss completes after the handler returns without telling the caller
+ *   when that committed, so the end is read from its job table.
+ * - "fetch loop": `concurrency` loops of fetch({ batchSize }) + complete(ids),
+ *   the shape of the runledger hand loop (drain only).
  * Maintenance (`supervise`) and cron (`schedule`) are off while measuring.
  */
 import { performance } from 'node:perf_hooks';
-import PgBoss from 'pg-boss';
-import type { BenchConfig } from '../config.js';
-import { countRows, sleep } from '../db.js';
+import type { PgBoss, PgBossDb, PgBossJob, PgBossWorkOptions } from '../peers/api.js';
+import { loadPgBoss, peerVersion } from '../peers/load.js';
+import { withClient } from '../db.js';
+import { Countdown, pollUntilZero, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
-import { BENCH_JOB_TYPE, type BenchSystem, type DrainResult, type LatencySample, type PhaseTiming } from './types.js';
+import { BENCH_JOB_TYPE, FAN_COUNTER_TABLE, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
+const CHAIN_QUEUE = 'bench_chain';
+const FAN_QUEUE = 'bench_fan';
+const QUEUES = [BENCH_JOB_TYPE, CHAIN_QUEUE, FAN_QUEUE];
+/** The base poll; NOTIFY wakes workers sooner (its documented minimum is 0.5 s). */
 const POLLING_INTERVAL_SECONDS = 0.5;
+const UNFINISHED_SQL = `SELECT count(*) AS n FROM pgboss.job WHERE name = $1 AND state <> 'completed'`;
+
+interface ChainData {
+  chain: number;
+  step: number;
+}
+interface FanData {
+  kind: 'root' | 'child' | 'in';
+  run: number;
+  width: number;
+}
 
 async function withBoss<R>(url: string, max: number, fn: (boss: PgBoss) => Promise<R>): Promise<R> {
-  const boss = new PgBoss({ connectionString: url, max, supervise: false, schedule: false, migrate: true });
+  const { PgBoss: PgBossClass } = await loadPgBoss();
+  const boss = new PgBossClass({ connectionString: url, max, supervise: false, schedule: false, migrate: true, useListenNotify: true });
   boss.on('error', (error: Error) => console.error(`pg-boss error: ${error.message}`));
   await boss.start();
   try {
     return await fn(boss);
   } finally {
-    await boss.stop({ graceful: false, close: true });
+    await boss.stop({ graceful: false, close: true, timeout: 5_000 });
   }
 }
 
-export const pgBossSystem: BenchSystem = {
-  key: 'pgboss',
-  label: 'pg-boss',
+export interface PgBossVariantOptions {
+  claimBatch: number;
+}
 
-  describe(config: BenchConfig) {
-    return `fetch(batchSize ${config.claimBatch}) + complete(ids), ${config.concurrency} loops; supervise/schedule off`;
-  },
+function workOptions(claimBatch: number, concurrency: number): PgBossWorkOptions {
+  return { batchSize: claimBatch, localConcurrency: concurrency, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS, burstWhenBatchFull: true };
+}
 
-  async install(url) {
-    await withBoss(url, 2, (boss) => boss.createQueue(BENCH_JOB_TYPE));
-  },
-
-  async enqueue(url, config): Promise<PhaseTiming> {
-    return withBoss(url, 2, async (boss) => {
-      const started = performance.now();
-      for (let start = 0; start < config.jobs; start += config.enqueueBatch) {
-        const size = Math.min(config.enqueueBatch, config.jobs - start);
-        await boss.insert(Array.from({ length: size }, (_, i) => ({ name: BENCH_JOB_TYPE, data: { n: start + i } })));
-      }
-      return { wallMs: performance.now() - started, harnessCommits: 0 };
-    });
-  },
-
-  async drain(url, config): Promise<DrainResult> {
-    let wallMs = 0;
-    const completed = await withBoss(url, config.concurrency + 2, async (boss) => {
-      const started = performance.now();
-      const loops = Array.from({ length: config.concurrency }, async () => {
-        let done = 0;
-        for (let round = 0; round <= config.jobs; round += 1) {
-          const jobs = await boss.fetch<{ n: number }>(BENCH_JOB_TYPE, { batchSize: config.claimBatch });
-          if (jobs.length === 0) break;
-          await Promise.all(jobs.map(async () => undefined));
-          await boss.complete(BENCH_JOB_TYPE, jobs.map((job) => job.id));
-          done += jobs.length;
-        }
-        return done;
-      });
-      const total = (await Promise.all(loops)).reduce((sum, n) => sum + n, 0);
-      wallMs = performance.now() - started;
-      return total;
-    });
-    return { completed, harnessCommits: 0, wallMs };
-  },
-
-  async latency(url, config): Promise<LatencySample[]> {
-    return withBoss(url, 4, async (boss) => {
-      const probe = new LatencyProbe();
-      const workerId = await boss.work<{ seq: number }>(
-        BENCH_JOB_TYPE,
-        { batchSize: config.claimBatch, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS },
-        async (jobs) => {
-          for (const job of jobs) probe.picked(seqOf(job.data));
-          // work() completes without awaiting; completing here makes the commit observable (the later one is a no-op).
-          await boss.complete(BENCH_JOB_TYPE, jobs.map((job) => job.id));
-          for (const job of jobs) probe.markDone(seqOf(job.data), true);
-        },
-      );
+/**
+ * Runs `work()` on `queue` until `countdown` is done (the handler counts), then until the
+ * queue has no unfinished job (the completions are committed); returns the timing.
+ */
+async function timedWork<T>(
+  url: string,
+  queue: string,
+  options: PgBossWorkOptions,
+  countdown: Countdown,
+  handler: (boss: PgBoss, jobs: PgBossJob<T>[], tx: PgBossDb) => Promise<void>,
+): Promise<Timed> {
+  const concurrency = options.localConcurrency ?? 1;
+  return withBoss(url, concurrency + 4, async (boss) => {
+    const started = performance.now();
+    await boss.work<T>(queue, options, async (jobs, tx) => {
       try {
-        return await probe.run(config.latencyJobs, async (seq) => {
-          await boss.send(BENCH_JOB_TYPE, { seq });
-          boss.notifyWorker(workerId);
-        });
-      } finally {
-        await boss.offWork(BENCH_JOB_TYPE);
-        // offWork does not wait for the loop; let an in-flight fetch finish before the pool closes.
-        await sleep(200);
+        await handler(boss, jobs, tx);
+      } catch (error) {
+        countdown.fail(error);
+        throw error;
       }
     });
-  },
+    try {
+      await countdown.done;
+      const harnessCommits = await pollUntilZero(url, UNFINISHED_SQL, [queue], `pg-boss ${queue}`);
+      return { wallMs: performance.now() - started, harnessCommits };
+    } finally {
+      await boss.offWork(queue, { wait: true });
+    }
+  });
+}
 
-  countUnfinished(url) {
-    return countRows(url, `SELECT count(*) AS n FROM pgboss.job WHERE name = $1 AND state <> 'completed'`, [BENCH_JOB_TYPE]);
-  },
-};
+export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
+  const { claimBatch } = options;
+  const version = peerVersion('pg-boss');
+
+  const work: BenchSystem = {
+    key: 'pgboss',
+    label: `pg-boss ${version} work()`,
+    peer: true,
+
+    describe() {
+      return `work(batchSize ${claimBatch}, localConcurrency = concurrency, burstWhenBatchFull), useListenNotify + notify queues; fan-out: transactional worker + counter row; supervise/schedule off`;
+    },
+
+    async install(url) {
+      await withBoss(url, 2, async (boss) => {
+        for (const queue of QUEUES) await boss.createQueue(queue, { notify: true });
+      });
+    },
+
+    async enqueueBulk(url, batches, batchSize): Promise<Timed> {
+      return withBoss(url, 2, async (boss) => {
+        const started = performance.now();
+        for (let b = 0; b < batches; b += 1) {
+          await boss.insert(BENCH_JOB_TYPE, Array.from({ length: batchSize }, (_, i) => ({ data: { n: b * batchSize + i } })));
+        }
+        return { wallMs: performance.now() - started, harnessCommits: 0 };
+      });
+    },
+
+    async enqueueSingle(url, jobs, inFlight): Promise<Timed> {
+      return withBoss(url, inFlight + 1, async (boss) => {
+        const started = performance.now();
+        await runInFlight(jobs, inFlight, async (n) => {
+          await boss.send(BENCH_JOB_TYPE, { n });
+        });
+        return { wallMs: performance.now() - started, harnessCommits: 0 };
+      });
+    },
+
+    async seedNoop(url, jobs) {
+      await withBoss(url, 2, async (boss) => {
+        for (let start = 0; start < jobs; start += 1_000) {
+          const size = Math.min(1_000, jobs - start);
+          await boss.insert(BENCH_JOB_TYPE, Array.from({ length: size }, (_, i) => ({ data: { n: start + i } })));
+        }
+      });
+    },
+
+    drain(url, { jobs, concurrency }) {
+      const countdown = new Countdown(jobs, 'pg-boss drain');
+      return timedWork(url, BENCH_JOB_TYPE, workOptions(claimBatch, concurrency), countdown, async (_boss, batch) => countdown.hit(batch.length));
+    },
+
+    async seedChains(url, chains) {
+      await withBoss(url, 2, async (boss) => {
+        await boss.insert(CHAIN_QUEUE, Array.from({ length: chains }, (_, chain) => ({ data: { chain, step: 0 } satisfies ChainData })));
+      });
+    },
+
+    chains(url, { chains, concurrency }) {
+      const countdown = new Countdown(chains, 'pg-boss chains');
+      return timedWork<ChainData>(url, CHAIN_QUEUE, workOptions(claimBatch, concurrency), countdown, async (boss, batch) => {
+        const next = batch.filter((job) => job.data.step < 2).map((job) => ({ data: { chain: job.data.chain, step: job.data.step + 1 } }));
+        if (next.length > 0) await boss.insert(CHAIN_QUEUE, next);
+        countdown.hit(batch.length - next.length);
+      });
+    },
+
+    async seedFanOut(url, runs, width) {
+      await withClient(url, async (client) => {
+        await client.query(`CREATE TABLE ${FAN_COUNTER_TABLE} (run int PRIMARY KEY, remaining int NOT NULL)`);
+        await client.query(`INSERT INTO ${FAN_COUNTER_TABLE} SELECT g, $1 FROM generate_series(0, $2 - 1) g`, [width, runs]);
+      });
+      await withBoss(url, 2, async (boss) => {
+        await boss.insert(FAN_QUEUE, Array.from({ length: runs }, (_, run) => ({ data: { kind: 'root', run, width } satisfies FanData })));
+      });
+    },
+
+    fanOut(url, { runs, concurrency }) {
+      const countdown = new Countdown(runs, 'pg-boss fan-out');
+      const options: PgBossWorkOptions = { ...workOptions(claimBatch, concurrency), transactional: true };
+      return timedWork<FanData>(url, FAN_QUEUE, options, countdown, async (boss, batch, tx) => {
+        const children: { data: FanData }[] = [];
+        const finishedChildren = new Map<number, number>();
+        let fanIns = 0;
+        for (const { data } of batch) {
+          if (data.kind === 'root') for (let i = 0; i < data.width; i += 1) children.push({ data: { kind: 'child', run: data.run, width: data.width } });
+          else if (data.kind === 'child') finishedChildren.set(data.run, (finishedChildren.get(data.run) ?? 0) + 1);
+          else fanIns += 1;
+        }
+        if (children.length > 0) await boss.insert(FAN_QUEUE, children, { db: tx });
+        for (const [run, n] of finishedChildren) {
+          const { rows } = await tx.executeSql(`UPDATE ${FAN_COUNTER_TABLE} SET remaining = remaining - $2 WHERE run = $1 RETURNING remaining`, [run, n]);
+          // The last child to finish enqueues the fan-in, in the transaction that completes it.
+          if (Number(rows[0]?.remaining) === 0) await boss.send(FAN_QUEUE, { kind: 'in', run, width: 0 } satisfies FanData, { db: tx });
+        }
+        countdown.hit(fanIns);
+      });
+    },
+
+    async latency(url, jobs, concurrency): Promise<LatencySample[]> {
+      return withBoss(url, concurrency + 4, async (boss) => {
+        const probe = new LatencyProbe();
+        await boss.work<{ seq: number }>(BENCH_JOB_TYPE, workOptions(claimBatch, concurrency), async (batch) => {
+          for (const job of batch) probe.picked(seqOf(job.data));
+          // work() completes after the handler without exposing the commit: order only (n/a).
+          for (const job of batch) queueMicrotask(() => probe.markDone(seqOf(job.data), false));
+        });
+        try {
+          return await probe.run(jobs, async (seq) => {
+            await boss.send(BENCH_JOB_TYPE, { seq });
+          });
+        } finally {
+          await boss.offWork(BENCH_JOB_TYPE, { wait: true });
+        }
+      });
+    },
+  };
+
+  const fetchLoop: BenchSystem = {
+    key: 'pgboss_fetch',
+    label: `pg-boss ${version} fetch loop`,
+    peer: true,
+
+    describe() {
+      return `concurrency loops x fetch(batchSize ${claimBatch}) + complete(ids) (drain only)`;
+    },
+
+    install: work.install,
+    seedNoop: work.seedNoop!,
+
+    async drain(url, { jobs, concurrency }): Promise<Timed> {
+      return withBoss(url, concurrency + 2, async (boss) => {
+        const started = performance.now();
+        const loops = Array.from({ length: concurrency }, async () => {
+          let done = 0;
+          for (;;) {
+            const batch = await boss.fetch<{ n: number }>(BENCH_JOB_TYPE, { batchSize: claimBatch });
+            if (batch.length === 0) return done;
+            await boss.complete(BENCH_JOB_TYPE, batch.map((job) => job.id));
+            done += batch.length;
+          }
+        });
+        const total = (await Promise.all(loops)).reduce((sum, n) => sum + n, 0);
+        if (total !== jobs) throw new Error(`pg-boss fetch loop completed ${total} of ${jobs}`);
+        return { wallMs: performance.now() - started, harnessCommits: 0 };
+      });
+    },
+  };
+
+  return [work, fetchLoop];
+}

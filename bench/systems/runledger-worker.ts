@@ -1,90 +1,100 @@
 /**
- * runledger through its own worker runtime (`createWorker` from src/worker):
- * batch claims of up to `batchSize` (free slots plus a local buffer), LISTEN wake-up, batched
- * completions. Enqueue is the same as the loop variant. The reaper is off
- * (nothing expires in these runs); logging is silent.
+ * runledger through its own worker runtime, `createWorker`, with its defaults
+ * (batchSize, completion batching, LISTEN + poll) except `concurrency`, a
+ * silent logger and the reaper off (nothing expires in these runs, and its
+ * sweeps would add commits). It shares the loop variant's seeding and the
+ * enqueue workloads are measured once, under the loop variant.
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { createWorker, defineJob, enqueueJob, silentLogger, type Worker } from '../../src/index.js';
-import type { BenchConfig } from '../config.js';
+import { Countdown } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
-import { runledgerSystem, withPrisma } from './runledger.js';
-import { BENCH_JOB_TYPE, type BenchSystem, type DrainResult, type LatencySample } from './types.js';
+import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
+import { runledgerLoopSystem, seedChainRuns, seedFanOutRuns, seedNoopJobs } from './runledger.js';
+import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
-type Prisma = Parameters<Parameters<typeof withPrisma>[2]>[0];
+type Handler = (payload: unknown, jobId: string) => void;
 
-function newWorker(prisma: Prisma, url: string, config: BenchConfig, handler: (payload: unknown, jobId: string) => void): Worker {
+function newWorker({ prisma }: CountingPrisma, url: string, concurrency: number, jobTypes: readonly string[], handler: Handler = () => undefined): Worker {
   return createWorker({
     db: prisma,
     listenConnectionString: url,
-    handlers: [defineJob(BENCH_JOB_TYPE, z.unknown(), async (payload, ctx) => handler(payload, ctx.jobId))],
-    concurrency: config.concurrency,
-    batchSize: config.claimBatch,
+    handlers: jobTypes.map((type) => defineJob(type, z.unknown(), async (payload, ctx) => handler(payload, ctx.jobId))),
+    concurrency,
     logger: silentLogger,
     reaper: false,
   });
 }
 
-export const runledgerWorkerSystem: BenchSystem = {
-  key: 'runledger_worker',
-  label: 'runledger createWorker',
-
-  describe(config) {
-    return `createWorker(concurrency ${config.concurrency}, batchSize ${config.claimBatch}: claims up to it, buffers claimed jobs), LISTEN + poll, reaper off`;
-  },
-
-  install: runledgerSystem.install,
-  enqueue: runledgerSystem.enqueue,
-  countUnfinished: runledgerSystem.countUnfinished,
-
-  async drain(url, config): Promise<DrainResult> {
-    return withPrisma(url, config.concurrency + 2, async (prisma) => {
-      let succeeded = 0;
-      let allDone: () => void = () => undefined;
-      const done = new Promise<void>((resolve) => (allDone = resolve));
-      const worker = newWorker(prisma, url, config, () => undefined);
-      // 'job:success' is emitted once the success is committed.
-      worker.on('job:success', () => {
-        succeeded += 1;
-        if (succeeded === config.jobs) allDone();
-      });
-      const started = performance.now();
-      let wallMs: number;
-      try {
-        await worker.start();
-        const timeout = setTimeout(allDone, 120_000);
-        await done;
-        clearTimeout(timeout);
-        wallMs = performance.now() - started;
-      } finally {
-        await worker.stop({ drainMs: 5_000 });
-      }
-      return { completed: succeeded, harnessCommits: 1, wallMs };
+/** Starts a worker and times it until `target` successes of `finalType` (any type when null) are committed. */
+async function timedWorker(url: string, concurrency: number, jobTypes: readonly string[], target: number, finalType: string | null, what: string): Promise<Timed> {
+  // Pool: the worker's claims and completion flushes plus headroom; the LISTEN connection is separate.
+  return withCountingPrisma(url, concurrency + 4, async (client) => {
+    const countdown = new Countdown(target, what);
+    const worker = newWorker(client, url, concurrency, jobTypes);
+    // 'job:success' is emitted once the success is committed.
+    worker.on('job:success', ({ job }) => {
+      if (finalType === null || job.jobType === finalType) countdown.hit();
     });
-  },
-
-  async latency(url, config): Promise<LatencySample[]> {
-    return withPrisma(url, config.concurrency + 4, async (prisma) => {
-      const probe = new LatencyProbe();
-      const seqByJob = new Map<string, number>();
-      const worker = newWorker(prisma, url, config, (payload, jobId) => {
-        const seq = seqOf(payload);
-        seqByJob.set(jobId, seq);
-        probe.picked(seq);
-      });
-      worker.on('job:success', ({ job }) => {
-        const seq = seqByJob.get(job.jobId);
-        if (seq !== undefined) probe.markDone(seq, true);
-      });
+    // Reported, not fatal: a stall still fails the run through the countdown's timeout.
+    worker.on('worker:error', ({ error, operation }) => console.error(`[bench] createWorker ${operation} error:`, error));
+    const before = client.statements();
+    const started = performance.now();
+    try {
       await worker.start();
-      try {
-        return await probe.run(config.latencyJobs, async (seq) => {
-          await enqueueJob(prisma, { jobType: BENCH_JOB_TYPE, payload: { seq } });
+      await countdown.done;
+      return { wallMs: performance.now() - started, harnessCommits: 1, statements: client.statements() - before };
+    } finally {
+      await worker.stop({ drainMs: 5_000 });
+    }
+  });
+}
+
+export function runledgerWorkerSystem(): BenchSystem {
+  const loop = runledgerLoopSystem({ claimBatch: 1 });
+  return {
+    key: 'runledger_worker',
+    label: 'runledger createWorker',
+    peer: false,
+
+    describe() {
+      return 'createWorker({ concurrency }) with its defaults (batchSize 2 x concurrency, completion batching), LISTEN + poll, reaper off';
+    },
+
+    install: loop.install,
+
+    seedNoop: seedNoopJobs,
+    drain: (url, { jobs, concurrency }) => timedWorker(url, concurrency, [BENCH_JOB_TYPE], jobs, null, 'createWorker drain'),
+
+    seedChains: seedChainRuns,
+    chains: (url, { chains, concurrency }) => timedWorker(url, concurrency, CHAIN_STEPS, chains, CHAIN_STEPS[2], 'createWorker chains'),
+
+    seedFanOut: seedFanOutRuns,
+    fanOut: (url, { runs, concurrency }) => timedWorker(url, concurrency, [FAN_ROOT, FAN_CHILD, FAN_IN], runs, FAN_IN, 'createWorker fan-out'),
+
+    async latency(url, jobs, concurrency): Promise<LatencySample[]> {
+      return withCountingPrisma(url, concurrency + 4, async (client) => {
+        const probe = new LatencyProbe();
+        const seqByJob = new Map<string, number>();
+        const worker = newWorker(client, url, concurrency, [BENCH_JOB_TYPE], (payload, jobId) => {
+          const seq = seqOf(payload);
+          seqByJob.set(jobId, seq);
+          probe.picked(seq);
         });
-      } finally {
-        await worker.stop({ drainMs: 5_000 });
-      }
-    });
-  },
-};
+        worker.on('job:success', ({ job }) => {
+          const seq = seqByJob.get(job.jobId);
+          if (seq !== undefined) probe.markDone(seq, true);
+        });
+        await worker.start();
+        try {
+          return await probe.run(jobs, async (seq) => {
+            await enqueueJob(client.prisma, { jobType: BENCH_JOB_TYPE, payload: { seq } });
+          });
+        } finally {
+          await worker.stop({ drainMs: 5_000 });
+        }
+      });
+    },
+  };
+}

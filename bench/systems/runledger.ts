@@ -1,13 +1,14 @@
 /**
- * runledger, driven by a minimal worker loop written here: claimJobs (a batch,
- * `markRunning: true`, so RUNNING costs no commit of its own), run the no-op
- * handlers, completeJobsSuccess for the whole batch. The latency loop wakes on
- * LISTEN runledger_job_available and otherwise polls.
+ * runledger driven by a minimal worker loop written here (the "hand loop"):
+ * `concurrency` loops, each claimJobs(limit claimBatch, markRunning: true, so
+ * RUNNING costs no commit of its own), run the no-op handlers, then
+ * completeJobsSuccess for the whole batch. A loop that finds nothing waits for
+ * a NOTIFY on JOB_AVAILABLE_CHANNEL (workflow steps are released by other
+ * loops' completions) or a short poll. Enqueue workloads are measured here
+ * only (the createWorker variant enqueues through the same functions).
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { createPrismaClient } from '../../src/client/connect.js';
-import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import {
   JOB_AVAILABLE_CHANNEL,
   claimJobs,
@@ -17,129 +18,180 @@ import {
   migrate,
   type ClaimedJob,
 } from '../../src/index.js';
-import type { BenchConfig } from '../config.js';
-import { countRows } from '../db.js';
+import { Countdown, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
 import { Waker } from '../waker.js';
-import { BENCH_JOB_TYPE, type BenchSystem, type DrainResult, type LatencySample, type PhaseTiming } from './types.js';
+import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
+import { chainRun, enqueueRuns, fanOutRun } from './runledger-workflows.js';
+import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
 const LEASE_SECONDS = 60;
-const IDLE_POLL_MS = 1_000;
+/** Idle wait of a loop that found nothing: a NOTIFY ends it sooner, so this is only the fallback poll (createWorker's default). */
+const IDLE_WAIT_MS = 1_000;
+/** Most jobs per enqueueJobs call when seeding (the API's limit is 10,000). */
+const SEED_BATCH = 1_000;
 
-function newPrisma(url: string, max: number): PrismaClient {
-  return createPrismaClient(url, { max });
+export interface LoopOptions {
+  claimBatch: number;
 }
 
-/** Runs `fn` on a fresh client that has connected and run one query (one harness commit). */
-export async function withPrisma<R>(url: string, max: number, fn: (prisma: PrismaClient) => Promise<R>): Promise<R> {
-  const prisma = newPrisma(url, max);
+/** Runs `loops` claim/run/complete loops over `jobTypes` until `countdown` is done. */
+async function runLoops(
+  { prisma }: CountingPrisma,
+  url: string,
+  loops: number,
+  claimBatch: number,
+  jobTypes: string[],
+  countdown: Countdown,
+  onCompleted: (jobs: ClaimedJob[]) => void,
+  handler: (job: ClaimedJob) => void = () => undefined,
+): Promise<void> {
+  // One latch per loop: a Waker releases one waiter, and a NOTIFY must wake every idle loop.
+  const wakers = Array.from({ length: loops }, () => new Waker());
+  const wakeAll = (): void => wakers.forEach((w) => w.wake());
+  const listener = new pg.Client({ connectionString: url });
+  await listener.connect();
+  listener.on('notification', wakeAll);
+  await listener.query(`LISTEN "${JOB_AVAILABLE_CHANNEL}"`);
+  let stopping = false;
+  void countdown.done.then(
+    () => ((stopping = true), wakeAll()),
+    () => ((stopping = true), wakeAll()),
+  );
   try {
-    await prisma.$queryRaw`SELECT 1`;
-    return await fn(prisma);
+    const workers = wakers.map(async (waker, index) => {
+      const workerId = `bench-loop-${index}`;
+      while (!stopping) {
+        waker.arm();
+        const jobs = await claimJobs(prisma, { workerId, jobTypes, limit: claimBatch, leaseSeconds: LEASE_SECONDS, markRunning: true });
+        if (jobs.length === 0) {
+          await waker.wait(IDLE_WAIT_MS);
+          continue;
+        }
+        for (const job of jobs) handler(job);
+        const outcomes = await completeJobsSuccess(prisma, jobs.map((job) => ({ lease: job })));
+        const refused = outcomes.filter((outcome) => outcome.outcome !== 'succeeded');
+        if (refused.length > 0) throw new Error(`runledger refused ${refused.length} completions (lease mismatch)`);
+        onCompleted(jobs); // completeJobsSuccess has returned: these completions are committed
+      }
+    });
+    await Promise.all(workers.map((w) => w.catch((error: unknown) => countdown.fail(error))));
+    await countdown.done;
   } finally {
-    await prisma.$disconnect();
+    await listener.end();
   }
 }
 
-/** One claim -> run -> complete round; returns the jobs it completed (none: nothing was runnable). */
-async function runOneBatch(
-  prisma: PrismaClient,
-  workerId: string,
-  limit: number,
-  handler: (job: ClaimedJob) => Promise<void>,
-): Promise<ClaimedJob[]> {
-  const jobs = await claimJobs(prisma, { workerId, jobTypes: [BENCH_JOB_TYPE], limit, leaseSeconds: LEASE_SECONDS, markRunning: true });
-  if (jobs.length === 0) return jobs;
-  await Promise.all(jobs.map(handler));
-  const outcomes = await completeJobsSuccess(prisma, jobs.map((job) => ({ lease: job })));
-  const refused = outcomes.filter((outcome) => outcome.outcome !== 'succeeded');
-  if (refused.length > 0) throw new Error(`runledger refused ${refused.length} completions (lease mismatch)`);
-  return jobs;
+/** Times a processing run: the clock starts when the loops start and stops at the last committed completion. */
+async function timedLoops(url: string, loops: number, claimBatch: number, jobTypes: string[], target: number, finalType: string | null, what: string): Promise<Timed> {
+  return withCountingPrisma(url, loops + 2, async (client) => {
+    const countdown = new Countdown(target, what);
+    const before = client.statements();
+    const started = performance.now();
+    await runLoops(client, url, loops, claimBatch, jobTypes, countdown, (jobs) => {
+      countdown.hit(finalType === null ? jobs.length : jobs.filter((job) => job.jobType === finalType).length);
+    });
+    return { wallMs: performance.now() - started, harnessCommits: 1, statements: client.statements() - before };
+  });
 }
 
-export const runledgerSystem: BenchSystem = {
-  key: 'runledger',
-  label: 'runledger',
+export async function seedNoopJobs(url: string, jobs: number): Promise<void> {
+  await withCountingPrisma(url, 2, async ({ prisma }) => {
+    for (let start = 0; start < jobs; start += SEED_BATCH) {
+      const size = Math.min(SEED_BATCH, jobs - start);
+      await enqueueJobs(prisma, Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i } })));
+    }
+  });
+}
 
-  describe(config) {
-    return `claimJobs(limit ${config.claimBatch}, markRunning) + completeJobsSuccess(batch), ${config.concurrency} loops, Prisma 7 + adapter-pg`;
-  },
+export async function seedChainRuns(url: string, chains: number): Promise<void> {
+  await withCountingPrisma(url, 2, async ({ prisma }) => {
+    await enqueueRuns(prisma, Array.from({ length: chains }, (_, i) => chainRun(i)));
+  });
+}
 
-  async install(url) {
-    await migrate({ connectionString: url });
-  },
+export async function seedFanOutRuns(url: string, runs: number, width: number): Promise<void> {
+  await withCountingPrisma(url, 2, async ({ prisma }) => {
+    await enqueueRuns(prisma, Array.from({ length: runs }, (_, i) => fanOutRun(i, width)));
+  });
+}
 
-  async enqueue(url, config): Promise<PhaseTiming> {
-    return withPrisma(url, 2, async (prisma) => {
-      const started = performance.now();
-      for (let start = 0; start < config.jobs; start += config.enqueueBatch) {
-        const size = Math.min(config.enqueueBatch, config.jobs - start);
-        await enqueueJobs(prisma, Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i } })));
-      }
-      return { wallMs: performance.now() - started, harnessCommits: 1 };
-    });
-  },
+export function runledgerLoopSystem(options: LoopOptions): BenchSystem {
+  const { claimBatch } = options;
+  return {
+    key: 'runledger',
+    label: 'runledger (hand loop)',
+    peer: false,
 
-  async drain(url, config): Promise<DrainResult> {
-    let wallMs = 0;
-    const completed = await withPrisma(url, config.concurrency + 2, async (prisma) => {
-      const started = performance.now();
-      const loops = Array.from({ length: config.concurrency }, async (_, index) => {
-        let done = 0;
-        // Bounded: every round completes at least one job or ends the loop.
-        for (let round = 0; round <= config.jobs; round += 1) {
-          const jobs = await runOneBatch(prisma, `bench-${index}`, config.claimBatch, async () => undefined);
-          if (jobs.length === 0) break;
-          done += jobs.length;
+    describe() {
+      return `concurrency loops x claimJobs(limit ${claimBatch}, markRunning) + completeJobsSuccess(batch); LISTEN wake-up; workflows via ${enqueueRunsLabel()}`;
+    },
+
+    async install(url) {
+      await migrate({ connectionString: url });
+    },
+
+    async enqueueBulk(url, batches, batchSize): Promise<Timed> {
+      return withCountingPrisma(url, 2, async ({ prisma, statements }) => {
+        const before = statements();
+        const started = performance.now();
+        for (let b = 0; b < batches; b += 1) {
+          await enqueueJobs(prisma, Array.from({ length: batchSize }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: b * batchSize + i } })));
         }
-        return done;
+        return { wallMs: performance.now() - started, harnessCommits: 1, statements: statements() - before };
       });
-      const total = (await Promise.all(loops)).reduce((sum, n) => sum + n, 0);
-      wallMs = performance.now() - started;
-      return total;
-    });
-    return { completed, harnessCommits: 1, wallMs };
-  },
+    },
 
-  async latency(url, config): Promise<LatencySample[]> {
-    const probe = new LatencyProbe();
-    const waker = new Waker();
-    const listener = new pg.Client({ connectionString: url });
-    await listener.connect();
-    listener.on('notification', () => waker.wake());
-    await listener.query(`LISTEN "${JOB_AVAILABLE_CHANNEL}"`);
-    try {
-      return await withPrisma(url, 4, async (prisma) => {
-        let stopping = false;
-        let loopError: unknown;
-        const loop = (async () => {
-          while (!stopping) {
-            waker.arm();
-            const jobs = await runOneBatch(prisma, 'bench-latency', config.claimBatch, async (job) => probe.picked(seqOf(job.payload)));
-            // completeJobsSuccess has returned: the completions are committed.
-            for (const job of jobs) probe.markDone(seqOf(job.payload), true);
-            if (jobs.length === 0) await waker.wait(IDLE_POLL_MS);
-          }
-        })().catch((error: unknown) => {
-          loopError = error;
+    async enqueueSingle(url, jobs, inFlight): Promise<Timed> {
+      return withCountingPrisma(url, inFlight + 1, async ({ prisma, statements }) => {
+        const before = statements();
+        const started = performance.now();
+        await runInFlight(jobs, inFlight, async (n) => {
+          await enqueueJob(prisma, { jobType: BENCH_JOB_TYPE, payload: { n } });
         });
+        return { wallMs: performance.now() - started, harnessCommits: 1, statements: statements() - before };
+      });
+    },
+
+    seedNoop: seedNoopJobs,
+    drain: (url, { jobs, concurrency }) => timedLoops(url, concurrency, claimBatch, [BENCH_JOB_TYPE], jobs, null, 'runledger drain'),
+
+    seedChains: seedChainRuns,
+    chains: (url, { chains, concurrency }) => timedLoops(url, concurrency, claimBatch, [...CHAIN_STEPS], chains, CHAIN_STEPS[2], 'runledger chains'),
+
+    seedFanOut: seedFanOutRuns,
+    fanOut: (url, { runs, concurrency }) => timedLoops(url, concurrency, claimBatch, [FAN_ROOT, FAN_CHILD, FAN_IN], runs, FAN_IN, 'runledger fan-out'),
+
+    async latency(url, jobs): Promise<LatencySample[]> {
+      // One loop, claiming one job at a time: the sequential probe never has more than one job out.
+      return withCountingPrisma(url, 4, async (client) => {
+        const probe = new LatencyProbe();
+        const countdown = new Countdown(Number.POSITIVE_INFINITY, 'runledger latency');
+        const loop = runLoops(
+          client,
+          url,
+          1,
+          1,
+          [BENCH_JOB_TYPE],
+          countdown,
+          (done) => {
+            for (const job of done) probe.markDone(seqOf(job.payload), true);
+          },
+          (job) => probe.picked(seqOf(job.payload)),
+        );
         try {
-          return await probe.run(config.latencyJobs, async (seq) => {
-            await enqueueJob(prisma, { jobType: BENCH_JOB_TYPE, payload: { seq } });
+          return await probe.run(jobs, async (seq) => {
+            await enqueueJob(client.prisma, { jobType: BENCH_JOB_TYPE, payload: { seq } });
           });
         } finally {
-          stopping = true;
-          waker.wake();
+          countdown.hit(Number.POSITIVE_INFINITY);
           await loop;
-          if (loopError) throw loopError;
         }
       });
-    } finally {
-      await listener.end();
-    }
-  },
+    },
+  };
+}
 
-  countUnfinished(url) {
-    return countRows(url, `SELECT count(*) AS n FROM runledger.job_queue WHERE status <> 'SUCCEEDED'`);
-  },
-};
+function enqueueRunsLabel(): string {
+  return 'enqueueWorkflowRuns (batch) when exported, else enqueueWorkflowRun per run';
+}

@@ -1,24 +1,21 @@
 /**
- * What the runner asks of each queue under test. One instance per system and
- * database; every method opens its own connections and closes them all before
- * it returns, so the runner can read settled commit counters afterwards.
+ * What the runner asks of each system variant. Every method opens its own
+ * connections and closes them all before it returns, so the runner can read
+ * settled commit counters around it. A variant implements only the workloads
+ * that are meaningful for it (variants sharing an enqueue path implement the
+ * enqueue workloads once); the runner skips the missing ones.
+ *
+ * A workload is `seed*` (untimed, its commits not counted) then the timed
+ * method, which processes until the last expected write is committed.
  */
-import type { BenchConfig } from '../config.js';
 
-/**
- * A timed phase. The clock starts once the system's client is started and
- * warm (connected, first query done) and stops when the last write is
- * committed; start-up and teardown are outside it.
- */
-export interface PhaseTiming {
+/** A timed run. The clock covers only the work itself; start-up and teardown are outside. */
+export interface Timed {
   wallMs: number;
-  /** Commits the harness itself made on the system's database (warm-up, completion polling), to subtract. */
+  /** Commits the harness itself made on the system's database (warm-up query, completion polling), to subtract. */
   harnessCommits: number;
-}
-
-export interface DrainResult extends PhaseTiming {
-  /** Jobs the system reported as completed. */
-  completed: number;
+  /** Statements the client sent (BEGIN/COMMIT included), where the variant counts them (runledger). */
+  statements?: number;
 }
 
 export interface LatencySample {
@@ -28,24 +25,56 @@ export interface LatencySample {
   completeMs: number | null;
 }
 
+export interface DrainInput {
+  jobs: number;
+  concurrency: number;
+}
+
+export interface ChainsInput {
+  chains: number;
+  concurrency: number;
+}
+
+export interface FanOutInput {
+  runs: number;
+  width: number;
+  concurrency: number;
+}
+
 export interface BenchSystem {
-  /** Short key, also used in the database name. */
+  /** Short key, also used in database names. */
   readonly key: string;
   /** Display name. */
   readonly label: string;
-  /** How the system is configured for this run, for the report. */
-  describe(config: BenchConfig): string;
-  /** Creates the system's schema through its own API. */
+  /** runledger variants are measured; the others are the peers the ratios compare against. */
+  readonly peer: boolean;
+  /** How the variant is configured for each workload, for the report. */
+  describe(): string;
+  /** Creates the system's schema through its own API (once, into a template database). */
   install(url: string): Promise<void>;
-  /** Scenario a: enqueues `config.jobs` no-op jobs in batches of `config.enqueueBatch`. */
-  enqueue(url: string, config: BenchConfig): Promise<PhaseTiming>;
-  /** Scenario b: claims, runs and completes every enqueued job, then stops. */
-  drain(url: string, config: BenchConfig): Promise<DrainResult>;
-  /** Scenario d: with a worker running, enqueues `config.latencyJobs` jobs one at a time. */
-  latency(url: string, config: BenchConfig): Promise<LatencySample[]>;
-  /** Jobs left unfinished in the database (a correctness check after scenario b). */
-  countUnfinished(url: string): Promise<number>;
+
+  enqueueBulk?(url: string, batches: number, batchSize: number): Promise<Timed>;
+  enqueueSingle?(url: string, jobs: number, inFlight: number): Promise<Timed>;
+
+  seedNoop?(url: string, jobs: number): Promise<void>;
+  drain?(url: string, input: DrainInput): Promise<Timed>;
+
+  seedChains?(url: string, chains: number): Promise<void>;
+  chains?(url: string, input: ChainsInput): Promise<Timed>;
+
+  seedFanOut?(url: string, runs: number, width: number): Promise<void>;
+  fanOut?(url: string, input: FanOutInput): Promise<Timed>;
+
+  latency?(url: string, jobs: number, concurrency: number): Promise<LatencySample[]>;
 }
 
-/** The job type / task name / queue name every system uses. */
+/** The job type / task name / queue name of the no-op jobs. */
 export const BENCH_JOB_TYPE = 'bench_noop';
+/** Chains: A -> B -> C. */
+export const CHAIN_STEPS = ['chain_a', 'chain_b', 'chain_c'] as const;
+/** Fan-out/fan-in: root -> width x child -> fan-in. */
+export const FAN_ROOT = 'fan_root';
+export const FAN_CHILD = 'fan_child';
+export const FAN_IN = 'fan_in';
+/** Peers keep the fan-in counter here (created by seedFanOut); runledger counts in its own dependency rows. */
+export const FAN_COUNTER_TABLE = 'bench_fan_counter';

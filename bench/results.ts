@@ -1,0 +1,20 @@
+/** Writes a run's results under bench/results/: one JSON and one markdown file per run, plus latest.json/latest.md. */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { renderMarkdown } from './report.js';
+import type { BenchResults } from './workloads/types.js';
+
+export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
+
+export async function writeResults(results: BenchResults): Promise<{ json: string; markdown: string }> {
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const stem = `${results.date.replace(/[:.]/g, '-')}${results.quick ? '-quick' : ''}`;
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  const markdown = renderMarkdown(results);
+  const files = { json: `${RESULTS_DIR}${stem}.json`, markdown: `${RESULTS_DIR}${stem}.md` };
+  await writeFile(files.json, json);
+  await writeFile(files.markdown, markdown);
+  await writeFile(`${RESULTS_DIR}latest.json`, json);
+  await writeFile(`${RESULTS_DIR}latest.md`, markdown);
+  return files;
+}

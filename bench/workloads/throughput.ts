@@ -1,0 +1,81 @@
+/**
+ * The shape shared by every throughput workload: for each system that
+ * supports it, `repeats` times, clone a fresh database, seed (untimed, not
+ * counted), read the settled commit counter, run the timed part, read it
+ * again. Medians of the repetitions, min and max, commits and statements per
+ * unit, and each runledger variant's ratio to the best peer variant.
+ */
+import { settledCommits } from '../db.js';
+import { spread } from '../stats.js';
+import type { BenchSystem, Timed } from '../systems/types.js';
+import type { BenchContext, RepMeasure, ThroughputResult, ThroughputRow, Workload } from './types.js';
+
+export interface ThroughputSpec {
+  key: string;
+  title: string;
+  size: string;
+  unit: string;
+  notes?: string[];
+  units: number;
+  supports(system: BenchSystem): boolean;
+  seed?(system: BenchSystem, url: string): Promise<void>;
+  run(system: BenchSystem, url: string): Promise<Timed>;
+}
+
+export async function measureRep(context: BenchContext, system: BenchSystem, spec: ThroughputSpec): Promise<RepMeasure> {
+  return context.withDatabase(system, async (url, database) => {
+    if (spec.seed) await spec.seed(system, url);
+    const quietMs = context.config.quick ? 300 : 500;
+    const before = await settledCommits(context.admin, database, quietMs);
+    const timed = await spec.run(system, url);
+    const after = await settledCommits(context.admin, database, quietMs);
+    const commits = after - before - timed.harnessCommits;
+    const statements = timed.statements ?? null;
+    return {
+      wallMs: timed.wallMs,
+      units: spec.units,
+      rate: (spec.units / timed.wallMs) * 1000,
+      commits,
+      commitsPerUnit: commits / spec.units,
+      statements,
+      statementsPerUnit: statements === null ? null : statements / spec.units,
+    };
+  });
+}
+
+export function throughputWorkload(spec: ThroughputSpec): Workload {
+  return {
+    key: spec.key,
+    async run(context, systems): Promise<ThroughputResult> {
+      const rows: ThroughputRow[] = [];
+      for (const system of systems.filter((s) => spec.supports(s))) {
+        const reps: RepMeasure[] = [];
+        for (let rep = 0; rep < context.config.repeats; rep += 1) {
+          context.log(`${spec.key}: ${system.label}, run ${rep + 1}/${context.config.repeats}`);
+          const measure = await measureRep(context, system, spec);
+          context.log(`  ${measure.rate.toFixed(0)} ${spec.unit}/s, ${measure.commitsPerUnit.toFixed(3)} commits/${singular(spec.unit)}`);
+          reps.push(measure);
+        }
+        const statements = reps.map((r) => r.statementsPerUnit).filter((v): v is number => v !== null);
+        rows.push({
+          system: system.key,
+          label: system.label,
+          peer: system.peer,
+          reps,
+          rate: spread(reps.map((r) => r.rate)),
+          commitsPerUnit: spread(reps.map((r) => r.commitsPerUnit)),
+          statementsPerUnit: statements.length === reps.length ? spread(statements) : null,
+          ratioToBestPeer: null,
+        });
+      }
+      const peers = rows.filter((r) => r.peer);
+      const best = peers.reduce<ThroughputRow | null>((acc, r) => (acc === null || r.rate.median > acc.rate.median ? r : acc), null);
+      for (const row of rows) if (!row.peer && best) row.ratioToBestPeer = row.rate.median / best.rate.median;
+      return { kind: 'throughput', key: spec.key, title: spec.title, size: spec.size, unit: spec.unit, notes: spec.notes ?? [], bestPeer: best?.system ?? null, rows };
+    },
+  };
+}
+
+export function singular(unit: string): string {
+  return unit.endsWith('s') ? unit.slice(0, -1) : unit;
+}

@@ -1,0 +1,112 @@
+/** What a workload is, and the result shapes written to bench/results/. */
+import type pg from 'pg';
+import type { BenchConfig } from '../config.js';
+import type { Spread } from '../stats.js';
+import type { BenchSystem } from '../systems/types.js';
+
+export interface BenchContext {
+  config: BenchConfig;
+  /** Superuser connection to the server's maintenance database (reads counters; creates and drops databases). */
+  admin: pg.Client;
+  log(line: string): void;
+  /** Clones the system's installed template into a fresh database, runs `fn`, drops the database. */
+  withDatabase<R>(system: BenchSystem, fn: (url: string, database: string) => Promise<R>): Promise<R>;
+}
+
+export interface Workload {
+  key: string;
+  /** Only these systems; default: every system that implements what the workload needs. */
+  run(context: BenchContext, systems: BenchSystem[]): Promise<WorkloadResult>;
+}
+
+/** One repetition of a throughput workload. */
+export interface RepMeasure {
+  wallMs: number;
+  units: number;
+  rate: number;
+  /** pg_stat_database.xact_commit delta of the system's database, harness commits subtracted. */
+  commits: number;
+  commitsPerUnit: number;
+  statements: number | null;
+  statementsPerUnit: number | null;
+}
+
+export interface ThroughputRow {
+  system: string;
+  label: string;
+  peer: boolean;
+  reps: RepMeasure[];
+  rate: Spread;
+  commitsPerUnit: Spread;
+  statementsPerUnit: Spread | null;
+  /** Median rate / the best peer variant's median rate: > 1 means faster than the best peer. Null for peers. */
+  ratioToBestPeer: number | null;
+}
+
+export interface LatencyRep {
+  count: number;
+  pickupP50Ms: number;
+  pickupP95Ms: number;
+  completeP50Ms: number | null;
+  completeP95Ms: number | null;
+}
+
+export interface LatencyRow {
+  system: string;
+  label: string;
+  peer: boolean;
+  reps: LatencyRep[];
+  pickupP50: Spread;
+  pickupP95: Spread;
+  completeP50: Spread | null;
+  completeP95: Spread | null;
+  /** Best peer's median p50 / this median p50: > 1 means lower latency than the best peer. Null for peers. */
+  ratioP50ToBestPeer: number | null;
+  ratioP95ToBestPeer: number | null;
+}
+
+interface WorkloadResultBase {
+  key: string;
+  title: string;
+  /** The sizes that ran, in words. */
+  size: string;
+  notes: string[];
+}
+
+export interface ThroughputResult extends WorkloadResultBase {
+  kind: 'throughput';
+  /** What a unit is: "jobs" or "steps". */
+  unit: string;
+  bestPeer: string | null;
+  rows: ThroughputRow[];
+}
+
+export interface LatencyResult extends WorkloadResultBase {
+  kind: 'latency';
+  bestPeer: string | null;
+  rows: LatencyRow[];
+}
+
+/** Workloads with their own columns (runledger only: wide fan-out, claim latency). */
+export interface TableResult extends WorkloadResultBase {
+  kind: 'table';
+  headers: string[];
+  rows: (string | number | null)[][];
+  /** The measurements behind the table, for tools. */
+  data: unknown;
+}
+
+export type WorkloadResult = ThroughputResult | LatencyResult | TableResult;
+
+export interface BenchResults {
+  date: string;
+  quick: boolean;
+  node: string;
+  cpus: number;
+  host: string;
+  server: { kind: string; version: string; settings: Record<string, string> };
+  config: BenchConfig;
+  systems: { key: string; label: string; peer: boolean; description: string }[];
+  workloads: WorkloadResult[];
+  wallSeconds: number;
+}
