@@ -47,6 +47,12 @@ export interface BenchConfig {
   systems: string[] | null;
   /** `synchronous_commit` for the embedded server; the headline runs on the default (on). */
   synchronousCommit: string | null;
+  /**
+   * Preload pg_stat_statements in the embedded server, so the wide fan-out
+   * also reports the statements the server executed (a cross-check of the
+   * client-side count). Off by default: the headline runs on server defaults.
+   */
+  pgStatStatements: boolean;
 }
 
 function intFromEnv(name: string, fallback: number): number {
@@ -111,5 +117,6 @@ export function readConfig(): BenchConfig {
     workloads: listFromEnv('BENCH_WORKLOADS'),
     systems: listFromEnv('BENCH_SYSTEMS'),
     synchronousCommit: process.env.BENCH_SYNCHRONOUS_COMMIT?.trim() || null,
+    pgStatStatements: flag('BENCH_PG_STAT_STATEMENTS'),
   };
 }

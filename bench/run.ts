@@ -94,7 +94,7 @@ async function warmUp(context: BenchContext, system: BenchSystem): Promise<void>
 async function serverFacts(admin: pg.Client): Promise<{ version: string; settings: Record<string, string> }> {
   const { rows } = await admin.query<{ name: string; setting: string }>(
     `SELECT name, setting FROM pg_settings WHERE name = ANY($1::text[]) ORDER BY name`,
-    [['server_version', 'synchronous_commit', 'fsync', 'full_page_writes', 'shared_buffers', 'max_connections', 'autovacuum']],
+    [['server_version', 'synchronous_commit', 'fsync', 'full_page_writes', 'shared_buffers', 'max_connections', 'autovacuum', 'shared_preload_libraries']],
   );
   const all = Object.fromEntries(rows.map((r) => [r.name, r.setting]));
   const { server_version: version = 'unknown', ...settings } = all;
@@ -167,6 +167,7 @@ async function main(): Promise<void> {
   const settings: Record<string, string> = { max_connections: '200' };
   // The headline runs on the server's default; this is for comparing with a relaxed-durability run.
   if (config.synchronousCommit) settings.synchronous_commit = config.synchronousCommit;
+  if (config.pgStatStatements) settings.shared_preload_libraries = 'pg_stat_statements';
   const server = await startPostgresServer({ containers: false, settings, log });
   let stopping: Promise<void> | undefined;
   const stopServer = (): Promise<void> => (stopping ??= server.stop());

@@ -22,7 +22,7 @@ import { Countdown, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
 import { Waker } from '../waker.js';
 import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
-import { chainRun, enqueueRuns, fanOutRun } from './runledger-workflows.js';
+import { batchEnqueueApi, chainRun, enqueueRuns, fanOutRun } from './runledger-workflows.js';
 import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
 const LEASE_SECONDS = 60;
@@ -124,7 +124,7 @@ export function runledgerLoopSystem(options: LoopOptions): BenchSystem {
     peer: false,
 
     describe() {
-      return `concurrency loops x claimJobs(limit ${claimBatch}, markRunning) + completeJobsSuccess(batch); LISTEN wake-up; workflows via ${enqueueRunsLabel()}`;
+      return `concurrency loops x claimJobs(limit ${claimBatch}, markRunning) + completeJobsSuccess(batch); LISTEN wake-up; workflows seeded with ${enqueueRunsLabel()}`;
     },
 
     async install(url) {
@@ -193,5 +193,5 @@ export function runledgerLoopSystem(options: LoopOptions): BenchSystem {
 }
 
 function enqueueRunsLabel(): string {
-  return 'enqueueWorkflowRuns (batch) when exported, else enqueueWorkflowRun per run';
+  return batchEnqueueApi() ? 'enqueueWorkflowRuns (100 runs per call)' : 'enqueueWorkflowRun per run (this checkout exports no enqueueWorkflowRuns)';
 }

@@ -8,6 +8,11 @@
  * then ANALYZEd, which takes minutes at the 10M/1M size (BENCH_BIG=1); the
  * claimed type's jobs go through enqueueJobs. The target: p50 on the big
  * table <= 1.5x the empty one.
+ *
+ * Unlike the other workloads, these two databases run with
+ * synchronous_commit off: the question is the claim statement's cost as the
+ * table grows, and a WAL flush per claim (several ms on a slow disk, the same
+ * on both tables) would hide it and pull the ratio towards 1.
  */
 import { performance } from 'node:perf_hooks';
 import { claimJobs, enqueueJobs } from '../../src/index.js';
@@ -91,7 +96,10 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes): Workload {
       if (system) {
         for (const table of ['empty', 'big'] as const) {
           context.log(`claim_latency: ${table} table`);
-          const measure = await context.withDatabase(system, (url) => measureTable(context, url, table, sizes));
+          const measure = await context.withDatabase(system, async (url, database) => {
+            await context.admin.query(`ALTER DATABASE "${database}" SET synchronous_commit = off`);
+            return measureTable(context, url, table, sizes);
+          });
           context.log(`  p50 ${measure.p50Ms.toFixed(2)} ms, p95 ${measure.p95Ms.toFixed(2)} ms (setup ${measure.setupSeconds.toFixed(0)} s)`);
           measures.push(measure);
         }
@@ -105,7 +113,10 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes): Workload {
         key: 'claim_latency',
         title: `claim latency: claimJobs(limit ${sizes.limit}, one type) with ${fmtN(sizes.finished)} finished rows + ${fmtN(sizes.otherPending)} pending of other types vs an empty table`,
         size: `${fmtN(sizes.finished)} finished, ${fmtN(sizes.otherPending)} other pending, ${sizes.samples} timed claims per table${sizes.finished < 10_000_000 ? ' (the 10M/1M size needs BENCH_BIG=1)' : ''}`,
-        notes: ratio === null ? [] : [`p50 big / empty = ${ratio.toFixed(2)}x (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'missed'})`],
+        notes: [
+          'both databases run with synchronous_commit off, so the figure is the claim statement, not the WAL flush of its commit',
+          ...(ratio === null ? [] : [`p50 big / empty = ${ratio.toFixed(2)}x (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'missed'})`]),
+        ],
         headers: ['table', 'p50 ms', 'p95 ms', 'max ms', 'claims', 'setup s'],
         rows: measures.map((m) => [m.table, m.p50Ms.toFixed(2), m.p95Ms.toFixed(2), m.maxMs.toFixed(2), m.samples, m.setupSeconds.toFixed(1)]),
         data: { sizes, measures, ratioP50: ratio },

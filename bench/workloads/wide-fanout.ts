@@ -30,6 +30,10 @@ interface WidthMeasure {
   width: number;
   wallMs: Spread;
   statements: Spread;
+  /** Statements pg_stat_statements saw (top level, utility included), when the server preloads it. */
+  serverStatements: Spread | null;
+  /** Of those, foreign-key checks (one per referencing row written). */
+  fkChecks: Spread | null;
   commits: Spread;
   rowsWritten: Spread;
   rowsLocked: Record<string, number> | null;
@@ -42,6 +46,49 @@ async function tupleCount(url: string): Promise<number> {
       `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) AS n FROM pg_stat_user_tables WHERE schemaname = 'runledger'`,
     );
     return Number(rows[0]?.n ?? 0);
+  });
+}
+
+/**
+ * pg_stat_statements, when the server preloads it (BENCH_PG_STAT_STATEMENTS=1
+ * for the embedded server): reset before the timed call, summed after. Its
+ * own queries are excluded; the harness's `SELECT 1` is subtracted by the caller.
+ */
+async function resetServerStatements(url: string): Promise<boolean> {
+  return withClient(url, async (client) => {
+    try {
+      await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      await client.query('SELECT pg_stat_statements_reset()');
+      return true;
+    } catch {
+      return false; // not in shared_preload_libraries: the client-side count stands alone
+    }
+  });
+}
+
+/**
+ * Total statements, and how many of them are foreign-key checks: PostgreSQL
+ * runs a referential-integrity query per inserted or updated referencing row
+ * (`SELECT 1 FROM ONLY <table> x WHERE ... FOR KEY SHARE OF x`), and
+ * pg_stat_statements lists them as top-level statements. They are the
+ * server-side work that grows with W while the client's statements do not.
+ */
+async function serverStatementCount(url: string): Promise<{ total: number; fkChecks: number }> {
+  return withClient(url, async (client) => {
+    const { rows } = await client.query<{ n: string; fk: string }>(
+      `SELECT coalesce(sum(calls), 0) AS n,
+              coalesce(sum(calls) FILTER (WHERE query ~ '^SELECT \\S+ FROM ONLY .* FOR KEY SHARE OF x$'), 0) AS fk
+         FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat_statements%'`,
+    );
+    if (process.env.BENCH_DEBUG_PGSS) {
+      const top = await client.query<{ calls: string; toplevel: boolean; query: string }>(
+        `SELECT calls, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query FROM pg_stat_statements
+          WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY calls DESC LIMIT 15`,
+      );
+      for (const row of top.rows) console.log(`[pgss] ${row.calls} ${row.toplevel ? 'top' : 'nested'} ${row.query}`);
+    }
+    return { total: Number(rows[0]?.n ?? 0), fkChecks: Number(rows[0]?.fk ?? 0) };
   });
 }
 
@@ -104,7 +151,7 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
       if (system) {
         for (const requested of widths) {
           let width = requested;
-          const reps: { wallMs: number; statements: number; commits: number; rowsWritten: number }[] = [];
+          const reps: { wallMs: number; statements: number; serverStatements: number | null; fkChecks: number | null; commits: number; rowsWritten: number }[] = [];
           for (let rep = 0; rep < repeats; rep += 1) {
             context.log(`wide_fan_out: ${width} dependents, run ${rep + 1}/${repeats}`);
             const measured = await context.withDatabase(system, async (url, database) => {
@@ -116,6 +163,7 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
                 if (!root) throw new Error('wide fan-out: could not enqueue the capped width');
               }
               const tuplesBefore = await tupleCount(url);
+              const serverCounting = await resetServerStatements(url);
               const before = await settledCommits(context.admin, database);
               const result = await withCountingPrisma(url, 2, async ({ prisma, statements }) => {
                 const sent = statements();
@@ -126,11 +174,14 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
                 return { wallMs, statements: statements() - sent };
               });
               const after = await settledCommits(context.admin, database);
+              // The harness's SELECT 1 on connect is the one statement (and commit) to subtract.
+              const server = serverCounting ? await serverStatementCount(url) : null;
               const rowsWritten = (await tupleCount(url)) - tuplesBefore;
-              // The harness's SELECT 1 on connect is the one commit to subtract.
-              return { ...result, commits: after - before - 1, rowsWritten };
+              return { ...result, serverStatements: server ? server.total - 1 : null, fkChecks: server?.fkChecks ?? null, commits: after - before - 1, rowsWritten };
             });
-            context.log(`  ${measured.wallMs.toFixed(1)} ms, ${measured.statements} statements, ${measured.rowsWritten} rows written`);
+            context.log(
+              `  ${measured.wallMs.toFixed(1)} ms, ${measured.statements} statements${measured.serverStatements === null ? '' : ` (server: ${measured.serverStatements}, ${measured.fkChecks} FK checks)`}, ${measured.rowsWritten} rows written`,
+            );
             reps.push(measured);
           }
           context.log(`wide_fan_out: ${width} dependents, rows locked (inside a transaction)`);
@@ -140,6 +191,8 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
             width,
             wallMs: spread(reps.map((r) => r.wallMs)),
             statements: spread(reps.map((r) => r.statements)),
+            serverStatements: reps.every((r) => r.serverStatements !== null) ? spread(reps.map((r) => r.serverStatements!)) : null,
+            fkChecks: reps.every((r) => r.fkChecks !== null) ? spread(reps.map((r) => r.fkChecks!)) : null,
             commits: spread(reps.map((r) => r.commits)),
             rowsWritten: spread(reps.map((r) => r.rowsWritten)),
             rowsLocked,
@@ -159,11 +212,12 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
         title: 'wide fan-out: completing one prerequisite with W dependents (runledger hand loop client)',
         size: `W = ${measures.map((m) => m.width).join(', ')}; ${repeats} run(s) each`,
         notes,
-        headers: ['dependents', 'wall ms (median, min-max)', 'statements', 'commits', 'rows written', 'rows locked (jobs/steps/deps/runs/events)'],
+        headers: ['dependents', 'wall ms (median, min-max)', 'statements (client)', 'server statements (pg_stat_statements; of which FK checks)', 'commits', 'rows written', 'rows locked (jobs/steps/deps/runs/events)'],
         rows: measures.map((m) => [
           m.width,
           `${m.wallMs.median.toFixed(1)} (${m.wallMs.min.toFixed(1)}-${m.wallMs.max.toFixed(1)})`,
           m.statements.median,
+          m.serverStatements ? `${m.serverStatements.median} (${m.fkChecks?.median ?? 'n/a'})` : 'n/a (needs BENCH_PG_STAT_STATEMENTS=1)',
           m.commits.median,
           m.rowsWritten.median,
           m.rowsLocked
