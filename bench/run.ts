@@ -18,6 +18,7 @@ import { startPostgresServer, type PostgresServer } from '../src/testing/postgre
 import { readConfig, type BenchConfig } from './config.js';
 import { createDatabase, databaseUrl, dropDatabase, settledCommits, waitForNoConnections } from './db.js';
 import { renderMarkdown } from './report.js';
+import { spread } from './stats.js';
 import { writeResults } from './results.js';
 import type { BenchSystem } from './systems/types.js';
 import { claimLatencyWorkload } from './workloads/claim-latency.js';
@@ -101,6 +102,36 @@ async function serverFacts(admin: pg.Client): Promise<{ version: string; setting
   return { version, settings };
 }
 
+/**
+ * The median time of one autocommit single-row INSERT on this server: with
+ * synchronous_commit on it is mostly the WAL flush, which bounds every
+ * commit-per-call workload (single enqueue, latency, per-job completions) on
+ * every system alike, and differs by an order of magnitude between disks.
+ */
+async function commitLatencyMs(admin: pg.Client, serverUrl: string): Promise<number> {
+  const database = 'bench_commit_probe';
+  await createDatabase(admin, database);
+  try {
+    const client = new pg.Client({ connectionString: databaseUrl(serverUrl, database) });
+    await client.connect();
+    try {
+      await client.query('CREATE TABLE probe (id serial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())');
+      const times: number[] = [];
+      for (let i = 0; i < 100; i += 1) {
+        const started = performance.now();
+        await client.query('INSERT INTO probe DEFAULT VALUES');
+        times.push(performance.now() - started);
+      }
+      return spread(times).median;
+    } finally {
+      await client.end();
+    }
+  } finally {
+    await waitForNoConnections(admin, database);
+    await dropDatabase(admin, database);
+  }
+}
+
 async function runAll(server: PostgresServer, config: BenchConfig): Promise<BenchResults> {
   const started = performance.now();
   const admin = new pg.Client({ connectionString: server.url });
@@ -108,6 +139,7 @@ async function runAll(server: PostgresServer, config: BenchConfig): Promise<Benc
   const templates = new Map<string, string>();
   try {
     const facts = await serverFacts(admin);
+    facts.settings['commit latency ms (median autocommit INSERT)'] = (await commitLatencyMs(admin, server.url)).toFixed(2);
     log(`PostgreSQL ${facts.version} (${server.kind}); ${config.quick ? 'quick sizes' : 'full sizes'}, ${config.repeats} run(s) per figure`);
     const systems = await loadSystems(config);
     for (const system of systems) {
@@ -181,7 +213,7 @@ async function main(): Promise<void> {
     const results = await runAll(server, config);
     console.log(`\n${renderMarkdown(results)}`);
     const files = await writeResults(results);
-    log(`results written to ${files.json} and ${files.markdown} (and latest.json / latest.md)`);
+    log(`results written to ${files.json} and ${files.markdown} (and ${files.latest})`);
   } finally {
     clearTimeout(watchdog);
     await stopServer();
