@@ -97,7 +97,8 @@ async function serverFacts(admin: pg.Client): Promise<{ version: string; setting
     `SELECT name, setting FROM pg_settings WHERE name = ANY($1::text[]) ORDER BY name`,
     [['server_version', 'synchronous_commit', 'fsync', 'full_page_writes', 'shared_buffers', 'max_connections', 'autovacuum', 'shared_preload_libraries']],
   );
-  const all = Object.fromEntries(rows.map((r) => [r.name, r.setting]));
+  // Empty settings (e.g. no shared_preload_libraries) say nothing; leave them out of the report.
+  const all = Object.fromEntries(rows.filter((r) => r.setting !== '').map((r) => [r.name, r.setting]));
   const { server_version: version = 'unknown', ...settings } = all;
   return { version, settings };
 }

@@ -82,11 +82,11 @@ async function serverStatementCount(url: string): Promise<{ total: number; fkChe
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat_statements%'`,
     );
     if (process.env.BENCH_DEBUG_PGSS) {
-      const top = await client.query<{ calls: string; toplevel: boolean; query: string }>(
-        `SELECT calls, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query FROM pg_stat_statements
-          WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY calls DESC LIMIT 15`,
+      const top = await client.query<{ calls: string; ms: string; toplevel: boolean; query: string }>(
+        `SELECT calls, round(total_exec_time::numeric, 1) AS ms, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS query FROM pg_stat_statements
+          WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 15`,
       );
-      for (const row of top.rows) console.log(`[pgss] ${row.calls} ${row.toplevel ? 'top' : 'nested'} ${row.query}`);
+      for (const row of top.rows) console.log(`[pgss] ${row.calls} calls, ${row.ms} ms, ${row.toplevel ? 'top' : 'nested'}: ${row.query}`);
     }
     return { total: Number(rows[0]?.n ?? 0), fkChecks: Number(rows[0]?.fk ?? 0) };
   });
