@@ -43,7 +43,7 @@ export function enqueueSingleWorkload(config: BenchConfig): Workload {
     size: `${jobs} jobs`,
     unit: 'jobs',
     units: jobs,
-    notes: ['runledger enqueueJob, pg-boss send (its queue has notify on), graphile-worker addJob'],
+    notes: ['runledger enqueueJob (notifies), pg-boss send to a queue with notify off (its default and faster enqueue), graphile-worker addJob (notifies)'],
     supports: (s) => typeof s.enqueueSingle === 'function',
     run: (s, url) => s.enqueueSingle!(url, jobs, inFlight),
   });
