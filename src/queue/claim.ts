@@ -24,7 +24,8 @@
  * itself does not modify steps); a step row changed concurrently is waited
  * for and re-checked (`status IN ('ENQUEUED', 'RUNNING')`) as in any UPDATE.
  */
-import type { Db } from '../client/types.js';
+import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
+import type { Db, RawQueryArgs } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { newIds } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
@@ -70,42 +71,45 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
   const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
   // Event ids are generated in order: all LEASED ids precede all RUNNING ids, so a job's events sort as they happened.
   const eventIds = newIds(markRunning ? limit * 2 : limit);
-  return withStatement(db, 'claim jobs', async (client) => {
-    const rows = await client.$queryRaw<ClaimedRow[]>`
-      -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
-      -- other types' backlog: one ordered scan of job_queue_claim_by_type_idx per requested type, each
-      -- locking at most \`limit\` rows, merged; or, with no type filter, one ordered scan of
-      -- job_queue_claim_idx (its branch has a one-time filter, so only one of the two branches runs; its
-      -- always-true \`priority IS NOT NULL\` matches that index's predicate, which keeps the typed branch,
-      -- whose planner cannot know how types and priorities correlate, off it: see the migration).
-      -- Rows a type's scan locked beyond the merged \`limit\` are unlocked when the statement commits.
-      WITH candidates AS (
-        SELECT id FROM (
-          SELECT c.id, c.priority, c.next_run_at
-            FROM unnest(COALESCE(${jobTypes ?? null}::text[], '{}'::text[])) AS t(job_type)
-           CROSS JOIN LATERAL (
-             SELECT jq.id, jq.priority, jq.next_run_at
-               FROM runledger.job_queue jq
-              WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
-              ORDER BY jq.priority DESC, jq.next_run_at, jq.id
-              LIMIT ${limit}::int
-                FOR UPDATE SKIP LOCKED
-           ) c
-          UNION ALL
-          SELECT u.id, u.priority, u.next_run_at
-            FROM (
-              SELECT jq.id, jq.priority, jq.next_run_at
-                FROM runledger.job_queue jq
-               WHERE ${jobTypes ?? null}::text[] IS NULL AND jq.status = 'PENDING' AND jq.priority IS NOT NULL
-                 AND jq.next_run_at <= now()
-               ORDER BY jq.priority DESC, jq.next_run_at, jq.id
-               LIMIT ${limit}::int
-                 FOR UPDATE SKIP LOCKED
-            ) u
-        ) merged
-         ORDER BY priority DESC, next_run_at, id
+  // Statement shapes whose generic plan (a prepared statement's, see preparedStatementName) costs what a
+  // custom one does while the backlog is small, so PostgreSQL reuses it instead of planning the whole CTE
+  // on every claim (planning cost about as much as running it): typed and untyped claims each have only
+  // their own branch (a dead branch behind a one-time filter on a parameter is costed as if it ran), the
+  // types are one VALUES row each (an unnest of an array parameter is estimated at 10 rows, whatever its
+  // length), so a worker's claims share one statement per distinct number of types.
+  const candidates =
+    jobTypes === undefined
+      ? sqltag`
+        -- No type filter: one ordered scan of job_queue_claim_idx. Its always-true \`priority IS NOT NULL\`
+        -- matches that index's predicate, which only this shape states, so a typed claim (whose planner
+        -- cannot know how types and priorities correlate) never picks that index: see the migration.
+        SELECT jq.id
+          FROM runledger.job_queue jq
+         WHERE jq.status = 'PENDING' AND jq.priority IS NOT NULL AND jq.next_run_at <= now()
+         ORDER BY jq.priority DESC, jq.next_run_at, jq.id
          LIMIT ${limit}::int
-      ),
+           FOR UPDATE SKIP LOCKED`
+      : sqltag`
+        -- One ordered scan of job_queue_claim_by_type_idx per requested type, each locking at most
+        -- \`limit\` rows, merged. Rows a type's scan locked beyond the merged \`limit\` are unlocked when
+        -- the statement commits.
+        SELECT c.id
+          FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
+         CROSS JOIN LATERAL (
+           SELECT jq.id, jq.priority, jq.next_run_at
+             FROM runledger.job_queue jq
+            WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
+            ORDER BY jq.priority DESC, jq.next_run_at, jq.id
+            LIMIT ${limit}::int
+              FOR UPDATE SKIP LOCKED
+         ) c
+         ORDER BY c.priority DESC, c.next_run_at, c.id
+         LIMIT ${limit}::int`;
+  return withStatement(db, 'claim jobs', async (client) => {
+    const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(sqltag`
+      -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
+      -- other types' backlog.
+      WITH candidates AS (${candidates}),
       claimed AS (
         UPDATE runledger.job_queue jq
            SET status = 'LEASED',
@@ -115,8 +119,9 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
                heartbeat_at = now(),
                started_at = CASE WHEN ${markRunning}::boolean THEN COALESCE(jq.started_at, now()) ELSE jq.started_at END,
                updated_at = now()
-          FROM candidates c
-         WHERE jq.id = c.id
+         -- By primary key through an InitPlan (like the steps below): the same plan, custom or generic, whatever
+         -- the candidates' row estimate (a join could turn into a hash join over the whole table).
+         WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed
@@ -154,9 +159,19 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,
              progress, timeout_seconds, max_attempts, workflow_managed
         FROM numbered
-       ORDER BY n`;
+       ORDER BY n`));
     return rows.map(toClaimedJob);
   });
+}
+
+/**
+ * A statement composed of fragments (`sqltag`, which flattens nested fragments into one list of strings and
+ * values) handed to `$queryRaw` as the tagged-template call runledger's client types accept: the same
+ * parameterized statement, no text is spliced in.
+ */
+function asTemplate(query: Sql): RawQueryArgs {
+  const strings = Object.assign([...query.strings], { raw: [...query.strings] }) as unknown as TemplateStringsArray;
+  return [strings, ...query.values];
 }
 
 function toClaimedJob(row: ClaimedRow): ClaimedJob {

@@ -25,7 +25,9 @@
  *
  * Notification: `pg_notify` runs inside the transaction (or the autocommit
  * statement), so it is delivered at commit and never for a rolled-back enqueue. Only job types with a job that is
- * runnable now are announced; delayed jobs are found by polling.
+ * runnable now are announced, once per distinct type per statement however many jobs it inserts (payload:
+ * the job type); delayed jobs are found by polling. `{ notify: false }` sends none (the same statement, a
+ * boolean parameter): workers then find the jobs by polling.
  */
 import type { Db, Tx } from '../client/types.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
@@ -43,7 +45,9 @@ import {
   JOB_INVALID_INPUT,
   enqueueJobInputSchema,
   enqueueJobsInputSchema,
+  enqueueOptionsSchema,
   type EnqueueJobInput,
+  type EnqueueOptions,
   type ParsedEnqueueJobInput,
 } from './schemas.js';
 
@@ -83,7 +87,8 @@ export interface InsertJobRow {
  * already exists are skipped; returns the ids actually inserted (each is
  * PENDING with run number 1).
  */
-export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[]): Promise<string[]> {
+export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], options: { notify?: boolean } = {}): Promise<string[]> {
+  const notify = options.notify ?? true;
   if (rows.length === 0) return [];
   const eventIds = newIds(rows.length);
   const inserted = await tx.$queryRaw<{ id: string }[]>`
@@ -131,7 +136,7 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[]): Promi
     ),
     notified AS (
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n
-        FROM (SELECT DISTINCT job_type FROM inserted WHERE next_run_at <= now()) t
+        FROM (SELECT DISTINCT job_type FROM inserted WHERE ${notify}::boolean AND next_run_at <= now()) t
     )
     SELECT ins.id FROM inserted ins CROSS JOIN notified`;
   return inserted.map((row) => row.id);
@@ -140,33 +145,37 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[]): Promi
 /**
  * Enqueues one job. With `idempotencyKey`, the same request again returns the
  * existing job; a different request under the key is `job.idempotency_conflict`.
+ * `options.notify` (default true): false sends no wake-up NOTIFY (workers poll).
  *
  * @example
  * const { jobId } = await enqueueJob(prisma, { jobType: 'email.send', payload: { to: 'a@b.c' } });
  */
-export async function enqueueJob(db: Db, input: EnqueueJobInput): Promise<EnqueueJobResult> {
+export async function enqueueJob(db: Db, input: EnqueueJobInput, options: EnqueueOptions = {}): Promise<EnqueueJobResult> {
   const parsed = parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
-  const [result] = await enqueueParsed(db, [parsed]);
+  const { notify = true } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  const [result] = await enqueueParsed(db, [parsed], notify);
   return result!;
 }
 
 /**
  * Enqueues a batch in one statement (plus one read when keys were already
  * taken). Results are in input order. All or nothing: one idempotency
- * conflict aborts the whole batch.
+ * conflict aborts the whole batch. One NOTIFY per distinct job type made
+ * runnable now, none with `{ notify: false }`.
  */
-export async function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[]): Promise<EnqueueJobResult[]> {
+export async function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[], options: EnqueueOptions = {}): Promise<EnqueueJobResult[]> {
   const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT);
-  return enqueueParsed(db, parsed);
+  const { notify = true } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  return enqueueParsed(db, parsed, notify);
 }
 
-async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[]): Promise<EnqueueJobResult[]> {
+async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], notify: boolean): Promise<EnqueueJobResult[]> {
   if (inputs.length === 0) return [];
   const rows = inputs.map(toInsertRow);
   if (rows.every((row) => row.idempotencyKey === null)) {
     // No key: nothing can be skipped, so the batch is the one INSERT statement, autocommitted on a root
     // client. An INSERT of new rows behaves the same at every isolation level, so no READ COMMITTED check.
-    const inserted = await withStatement(db, 'enqueue jobs', (client) => insertJobsTx(client, rows), { readCommitted: false });
+    const inserted = await withStatement(db, 'enqueue jobs', (client) => insertJobsTx(client, rows, { notify }), { readCommitted: false });
     if (inserted.length !== rows.length) {
       throw new InternalError('job.internal_state', 'The enqueue did not insert every job.', {
         internalMessage: `enqueue jobs: inserted ${inserted.length} of ${rows.length} jobs without idempotency keys`,
@@ -176,7 +185,7 @@ async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[]): 
   }
   return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
     await ensureReadCommitted({ tx, owned }, 'job.enqueue_idempotency_unsupported_isolation', 'Enqueue with an idempotency key');
-    const inserted = new Set(await insertJobsTx(tx, rows));
+    const inserted = new Set(await insertJobsTx(tx, rows, { notify }));
     const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
     let existing = new Map<number, EnqueueJobResult>();
     if (skipped.length > 0) {

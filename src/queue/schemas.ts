@@ -49,6 +49,17 @@ export type ParsedEnqueueJobInput = z.output<typeof enqueueJobInputSchema>;
 
 export const enqueueJobsInputSchema = z.array(enqueueJobInputSchema).max(MAX_ENQUEUE_BATCH);
 
+/** Options of one `enqueueJob` / `enqueueJobs` call (not part of any job's request or idempotency key). */
+export const enqueueOptionsSchema = z.strictObject({
+  /**
+   * Send the wake-up NOTIFY for the job types this call makes runnable now (default true). false: workers
+   * find the jobs by polling (`pollIntervalMs`) or when a claim is already due; use it for bulk loads or
+   * producers whose workers poll (`listen: false`), to spare the listeners the wake-ups.
+   */
+  notify: z.boolean().optional(),
+});
+export type EnqueueOptions = z.input<typeof enqueueOptionsSchema>;
+
 export const jobLeaseSchema = z.object({
   jobId: uuid,
   runNumber: positiveInt,

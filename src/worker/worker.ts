@@ -32,9 +32,11 @@
  *                                       overlapping it could not see)
  *     a slot freed                    -> claims only if wantClaim is still set
  *                                       (a wake-up that came while all slots were busy)
- *   After a wake-up other than the timer the loop yields one macrotask, so the
- *   jobs of one completion batch all free their slots before the next claim
- *   sizes itself (one claim of N, not N claims of one).
+ *   After a wake-up other than the timer, while any job is in flight, the loop
+ *   yields one macrotask, so the jobs of one completion batch all free their
+ *   slots before the next claim sizes itself (one claim of N, not N claims of
+ *   one). With no job in flight no slot can free meanwhile, so it does not
+ *   yield: a NOTIFY on an idle worker sends the claim in the same turn.
  *     stop()                          -> leaves the loop (after the claims in flight return)
  *   limit = min(batchSize, free handler slots + batchSize - buffered, free lease slots):
  *   - the local buffer (like graphile-worker's `localQueue`): claimed jobs
@@ -322,9 +324,12 @@ class RunledgerWorker implements Worker {
       );
       if (this.wantClaim && limit > 0 && buffered * 2 <= options.batchSize && this.claims.size < MAX_CLAIMS_IN_FLIGHT && now >= this.claimBackoffUntil) {
         this.wantClaim = false;
-        const claim = this.claim(limit);
+        // The loop is woken once the claim has left `claims`, so what it sees then (idle or not) is current.
+        const claim: Promise<void> = this.claim(limit).then(() => {
+          this.claims.delete(claim);
+          this.wakeup.signal();
+        });
         this.claims.add(claim);
-        void claim.then(() => this.claims.delete(claim));
         continue;
       }
       if (this.active.size === 0 && buffered === 0 && this.claims.size === 0 && !this.wantClaim && !this.idleReported) {
@@ -335,15 +340,16 @@ class RunledgerWorker implements Worker {
       const waitMs = backoffLeft > 0 ? Math.min(options.pollIntervalMs, backoffLeft) : options.pollIntervalMs;
       if ((await this.wakeup.wait(waitMs)) === 'timeout') {
         this.wantClaim = true;
-      } else {
+      } else if (this.active.size > 0) {
         // Let the rest of a completed batch free its slots first, so the next claim is one batch, not many of one.
+        // With no job in flight no slot can free meanwhile: a wake-up (a NOTIFY on an idle worker) claims at once.
         await new Promise((resolve) => setImmediate(resolve));
       }
     }
     await Promise.all(this.claims);
   }
 
-  /** One claim of up to `limit` jobs into the buffer; never rejects (a failure backs the loop off). */
+  /** One claim of up to `limit` jobs into the buffer; never rejects (a failure backs the loop off). The caller wakes the loop. */
   private async claim(limit: number): Promise<void> {
     const { options } = this;
     this.claimReserved += limit;
@@ -369,7 +375,6 @@ class RunledgerWorker implements Worker {
       this.claimReserved -= limit;
     }
     this.pump();
-    this.wakeup.signal();
   }
 
   /**

@@ -125,6 +125,58 @@ describe('enqueueJobs', () => {
     }
   });
 
+  it('sends one notification per distinct runnable job type for a whole statement', async () => {
+    const listener = await listen(db.newPool({ max: 2 }));
+    try {
+      await enqueueJobs(
+        db.prisma,
+        Array.from({ length: 100 }, (_, i) => ({ jobType: i % 2 === 0 ? 'coalesce.a' : 'coalesce.b', payload: i })),
+      );
+      await listener.until('marker-coalesced');
+      expect(listener.received.sort()).toEqual(['coalesce.a', 'coalesce.b', 'marker-coalesced']);
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('sends no notification with notify: false, and still enqueues', async () => {
+    const listener = await listen(db.newPool({ max: 2 }));
+    try {
+      const batch = await enqueueJobs(
+        db.prisma,
+        Array.from({ length: 10 }, (_, i) => ({ jobType: 'quiet.batch', payload: i })),
+        { notify: false },
+      );
+      const single = await enqueueJob(db.prisma, { jobType: 'quiet.single', payload: {} }, { notify: false });
+      // The keyed path (its own transaction) takes the option too.
+      const keyed = await enqueueJob(db.prisma, { jobType: 'quiet.keyed', payload: {}, idempotencyKey: 'quiet-1' }, { notify: false });
+      // And inside a caller's transaction.
+      await db.prisma.$transaction(async (tx) => {
+        await enqueueJob(tx, { jobType: 'quiet.tx', payload: {} }, { notify: false });
+      });
+      // The marker is sent after every enqueue above committed: delivered in commit order, anything they sent precedes it.
+      await listener.until('marker-quiet');
+      expect(listener.received).toEqual(['marker-quiet']);
+      expect(batch).toHaveLength(10);
+      for (const { jobId } of [...batch, single, keyed]) {
+        expect((await getJob(db.prisma, globalScope, jobId)).status).toBe('PENDING');
+      }
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('refuses unknown or mistyped enqueue options before writing', async () => {
+    await expect(enqueueJob(db.prisma, { jobType: 'opts.bad', payload: {} }, { notify: 'no' } as never)).rejects.toMatchObject({
+      code: 'job.invalid_input',
+    });
+    await expect(enqueueJobs(db.prisma, [{ jobType: 'opts.bad', payload: {} }], { notfy: false } as never)).rejects.toMatchObject({
+      code: 'job.invalid_input',
+    });
+    const rows = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_queue WHERE job_type = 'opts.bad'`;
+    expect(rows[0]!.n).toBe(0);
+  });
+
   it('announces nothing when the enqueuing transaction rolls back', async () => {
     const listener = await listen(db.newPool({ max: 2 }));
     try {
