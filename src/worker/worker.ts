@@ -51,8 +51,8 @@
  *     (job-execution.ts `slotFree`). So at most `concurrency` handlers run at
  *     once, however many jobs are buffered, and the next claim overlaps the
  *     commit of the previous batch's successes instead of waiting for it.
- *   - lease slots (`2 x concurrency + 3 x batchSize`: two completion
- *     batches may commit at once): a job holds one from
+ *   - lease slots (`2 x concurrency + batchSize + 2 x completionBatchSize`:
+ *     two completion batches may commit at once): a job holds one from
  *     claim until its outcome is recorded and its handler has settled (or,
  *     for a buffered job, until its release is recorded); this bounds the
  *     leases the worker holds (buffered jobs, running jobs and successes
@@ -222,7 +222,7 @@ class RunledgerWorker implements Worker {
       this.ownedClient = createPrismaClient(options.connectionString!);
       this.db = this.ownedClient;
     }
-    this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, Math.max(options.concurrency, options.batchSize));
+    this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, options.completionBatchSize);
   }
 
   get state(): WorkerState {
@@ -310,7 +310,7 @@ class RunledgerWorker implements Worker {
     // Leases held: running handlers, the buffer, and successes waiting in (up
     // to DEFAULT_MAX_FLUSHES) completion batches: committing batches must not
     // stall claims.
-    const leaseCap = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.batchSize * (1 + DEFAULT_MAX_FLUSHES);
+    const leaseCap = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.batchSize + options.completionBatchSize * DEFAULT_MAX_FLUSHES;
     while (!this.stopController.signal.aborted) {
       const now = Date.now();
       const buffered = this.buffer.length;

@@ -44,6 +44,8 @@ describe('createWorker options', () => {
   it('names the offending numeric option', () => {
     expect(invalid({ db: db.prisma, handlers: [noop], concurrency: 0 })).toMatchObject({ field: 'concurrency' });
     expect(invalid({ db: db.prisma, handlers: [noop], heartbeatFraction: 1 })).toMatchObject({ field: 'heartbeatFraction' });
+    expect(invalid({ db: db.prisma, handlers: [noop], completionBatchSize: 0 })).toMatchObject({ field: 'completionBatchSize' });
+    expect(invalid({ db: db.prisma, handlers: [noop], completionBatchSize: 1001 })).toMatchObject({ field: 'completionBatchSize' });
     expect(invalid({ db: db.prisma, handlers: [noop], reaper: { intervalMs: -1 } })).toMatchObject({ field: 'reaper.intervalMs' });
     expect(invalid({ db: db.prisma, handlers: [noop], unknownOption: true })).toMatchObject({ code: 'worker.invalid_options' });
   });

@@ -2,7 +2,7 @@
  * Handler slots free once a success is queued on the completion batcher, so
  * claims overlap completion commits (src/worker/worker.ts). These pin what
  * that must not change: at most `concurrency` handlers at once, at most
- * 2 x `concurrency` + 3 x `batchSize` leases held (running, committing, buffered), and a workflow chain still runs through a
+ * 2 x `concurrency` + `batchSize` + 2 x `completionBatchSize` leases held (running, committing, buffered), and a workflow chain still runs through a
  * polling-only worker without waiting for a poll (the dependent is released
  * by the completion a claim may have overlapped).
  */
@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 describe('worker slots', () => {
-  it('never runs more than concurrency handlers nor holds more than 2 x concurrency + 3 x batchSize leases', async () => {
+  it('never runs more than concurrency handlers nor holds more than 2 x concurrency + batchSize + 2 x completionBatchSize leases', async () => {
     let running = 0;
     let maxRunning = 0;
     let maxHeld = 0;
@@ -35,7 +35,7 @@ describe('worker slots', () => {
     });
     await enqueueJobs(db.prisma, Array.from({ length: 120 }, (_, n) => ({ jobType: 'slots.count', payload: { n } })));
     // A long completion batch delay keeps successes queued, so the lease cap is what stops the claims.
-    worker = createWorker({ db: db.prisma, handlers: [handler], concurrency: 4, batchSize: 8, completionBatchMs: 20, listen: false, pollIntervalMs: 50, reaper: false, logger: silentLogger });
+    worker = createWorker({ db: db.prisma, handlers: [handler], concurrency: 4, batchSize: 8, completionBatchSize: 8, completionBatchMs: 20, listen: false, pollIntervalMs: 50, reaper: false, logger: silentLogger });
     workers.push(worker);
     const held: number[] = [];
     worker.on('job:start', () => held.push(worker!.stats().inFlight));
@@ -44,7 +44,7 @@ describe('worker slots', () => {
     await worker.start();
     await within(done.promise, 30_000, '120 successes');
     expect(maxRunning).toBeLessThanOrEqual(4);
-    expect(Math.max(...held, maxHeld)).toBeLessThanOrEqual(2 * 4 + 3 * 8);
+    expect(Math.max(...held, maxHeld)).toBeLessThanOrEqual(2 * 4 + 8 + 2 * 8);
     expect(Math.max(...held)).toBeGreaterThan(4); // claims did overlap queued successes
     expect(worker.stats()).toMatchObject({ claimed: 120, succeeded: 120, leaseLost: 0 });
   });
