@@ -41,7 +41,9 @@ export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOpti
     const [row] = await failStatement(context.tx, l, o, backoffMs, eventId, false);
     if (!row) throw leaseMismatch(l, 'fail job');
     if (row.step_run_id !== null && row.status === 'DEAD_LETTERED') {
-      await settleTerminalSteps(context.tx, [{ stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'FAILED' }]);
+      await settleTerminalSteps(context.tx, [
+        { stepId: row.workflow_step_id!, workflowRunId: row.step_run_id, status: 'FAILED', hasDependents: row.has_dependents !== false },
+      ]);
     }
     return result(row);
   });
@@ -53,6 +55,7 @@ interface FailedRow {
   workflow_step_id: string | null;
   /** Set when the job's step became terminal (FAILED) in this statement. */
   step_run_id: string | null;
+  has_dependents: boolean | null;
 }
 
 /**
@@ -105,7 +108,8 @@ async function failStatement(
         FROM failed f
        WHERE ws.id = f.workflow_step_id
          AND (CASE WHEN f.status = 'PENDING' THEN ws.status = 'RUNNING' ELSE ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED') END)
-      RETURNING ws.id, ws.workflow_run_id, ws.status
+      RETURNING ws.id, ws.workflow_run_id, ws.status,
+                EXISTS (SELECT 1 FROM runledger.workflow_step_dependencies e WHERE e.prerequisite_step_id = ws.id) AS has_dependents
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
@@ -123,6 +127,6 @@ async function failStatement(
         FROM failed
     )
     SELECT f.status, f.next_run_at, f.workflow_step_id,
-           CASE WHEN s.status = 'FAILED' THEN s.workflow_run_id END AS step_run_id
+           CASE WHEN s.status = 'FAILED' THEN s.workflow_run_id END AS step_run_id, s.has_dependents
       FROM failed f LEFT JOIN steps s ON s.id = f.workflow_step_id`;
 }

@@ -52,33 +52,25 @@ export interface TerminalStep {
   hasDependents?: boolean;
 }
 
-export interface ReleaseSummary {
-  /** Statements sent (one per cascade depth that had edges). */
-  statements: number;
-  released: number;
-  canceled: number;
-  /** Runs in which a job step was released (ENQUEUED): they have live work, so they are RUNNING. */
-  runsWithReleasedJobs: Set<string>;
-}
-
-/** Runs the cascade from `initial` to the end: one statement per depth. */
-export async function releaseDependents(tx: Tx, locks: ReleaseLocksHeld, initial: readonly TerminalStep[]): Promise<ReleaseSummary> {
-  const summary: ReleaseSummary = { statements: 0, released: 0, canceled: 0, runsWithReleasedJobs: new Set() };
+/**
+ * Runs the cascade from `initial` to the end: one statement per depth.
+ * Returns the runs in which a job step was released (ENQUEUED): they have
+ * live work, so they are RUNNING.
+ */
+export async function releaseDependents(tx: Tx, locks: ReleaseLocksHeld, initial: readonly TerminalStep[]): Promise<Set<string>> {
+  const runsWithReleasedJobs = new Set<string>();
   let frontier = [...initial];
-  while (frontier.length > 0) {
+  for (let depth = 1; frontier.length > 0; depth += 1) {
     for (const step of frontier) {
       if (!locks.workflowRunIds.has(step.workflowRunId)) {
         throw internalState(`release of step ${step.stepId} in run ${step.workflowRunId} without its release lock`);
       }
     }
-    const level = await releaseLevel(tx, frontier, summary.statements > 0);
-    summary.statements += 1;
-    summary.released += level.released;
-    summary.canceled += level.canceled.length;
-    for (const runId of level.runsWithReleasedJobs) summary.runsWithReleasedJobs.add(runId);
+    const level = await releaseLevel(tx, frontier, depth > 1);
+    for (const runId of level.runsWithReleasedJobs) runsWithReleasedJobs.add(runId);
     frontier = level.canceled;
   }
-  return summary;
+  return runsWithReleasedJobs;
 }
 
 interface LevelRow {
@@ -99,7 +91,6 @@ interface LevelRow {
  */
 interface LevelOutcome {
   canceled: TerminalStep[];
-  released: number;
   runsWithReleasedJobs: Set<string>;
 }
 
@@ -255,5 +246,5 @@ function interpretLevel(allRows: readonly LevelRow[]): LevelOutcome {
     .filter((row) => row.kind === 'canceled')
     .map((row): TerminalStep => ({ stepId: row.step_id!, workflowRunId: row.workflow_run_id!, status: 'CANCELED' }));
   const runsWithReleasedJobs = new Set(rows.filter((row) => row.kind === 'released_job').map((row) => row.workflow_run_id!));
-  return { canceled, released: rows.length - canceled.length, runsWithReleasedJobs };
+  return { canceled, runsWithReleasedJobs };
 }

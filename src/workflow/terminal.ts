@@ -29,21 +29,16 @@ export interface WorkflowJobTerminalTransition {
   output?: JsonValue | null;
 }
 
-/** What settling a batch cost, for tests and benchmarks (statements sent by `settleTerminalSteps`). */
-export interface SettleSummary {
-  statements: number;
-  released: number;
-  canceled: number;
-}
-
 /**
  * Moves the steps of `transitions`' jobs to their terminal statuses (one
  * statement) and settles them. A job without a step is an internal error:
  * callers pass workflow-managed jobs only.
  */
-export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly WorkflowJobTerminalTransition[]): Promise<SettleSummary> {
-  if (transitions.length === 0) return { statements: 0, released: 0, canceled: 0 };
-  const rows = await tx.$queryRaw<{ job_id: string; step_id: string | null; workflow_run_id: string | null; status: TerminalStep['status'] | null }[]>`
+export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly WorkflowJobTerminalTransition[]): Promise<void> {
+  if (transitions.length === 0) return;
+  const rows = await tx.$queryRaw<
+    { job_id: string; step_id: string | null; workflow_run_id: string | null; status: TerminalStep['status'] | null; has_dependents: boolean | null }[]
+  >`
     WITH input AS (
       SELECT * FROM unnest(${transitions.map((t) => t.jobId)}::uuid[], ${transitions.map((t) => t.status)}::text[],
                            ${transitions.map((t) => t.statusReason ?? null)}::text[], ${transitions.map((t) => t.errorCode ?? null)}::text[],
@@ -71,19 +66,19 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
        WHERE ws.job_id = i.job_id
          AND ws.id IN (SELECT id FROM locked)
          AND ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
-      RETURNING ws.id, ws.job_id, ws.workflow_run_id, ws.status::text AS status
+      RETURNING ws.id, ws.job_id, ws.workflow_run_id, ws.status::text AS status,
+                EXISTS (SELECT 1 FROM runledger.workflow_step_dependencies e WHERE e.prerequisite_step_id = ws.id) AS has_dependents
     )
-    SELECT i.job_id, l.id AS step_id, m.workflow_run_id, m.status
+    SELECT i.job_id, l.id AS step_id, m.workflow_run_id, m.status, m.has_dependents
       FROM input i
       LEFT JOIN locked l ON l.job_id = i.job_id
       LEFT JOIN moved m ON m.job_id = i.job_id`;
   const lost = rows.find((row) => row.step_id === null);
   if (lost) throw internalState(`workflow-managed job ${lost.job_id} lost its workflow_steps.job_id link while locked`);
   const terminal = rows.flatMap((row): TerminalStep[] =>
-    row.status === null ? [] : [{ stepId: row.step_id!, workflowRunId: row.workflow_run_id!, status: row.status }],
+    row.status === null ? [] : [{ stepId: row.step_id!, workflowRunId: row.workflow_run_id!, status: row.status, hasDependents: row.has_dependents !== false }],
   );
-  const summary = await settleTerminalSteps(tx, terminal);
-  return { ...summary, statements: summary.statements + 1 };
+  await settleTerminalSteps(tx, terminal);
 }
 
 /**
@@ -98,12 +93,9 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
  *     status needs no recompute. (Not so for external completions, whose run
  *     may be WAITING_FOR_EXTERNAL: they recompute always, in external.ts.)
  */
-export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[], held?: ReleaseLocksHeld): Promise<SettleSummary> {
-  if (steps.length === 0) return { statements: 0, released: 0, canceled: 0 };
+export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[], held?: ReleaseLocksHeld): Promise<void> {
+  if (steps.length === 0) return;
   const withDependents = steps.filter((step) => step.hasDependents !== false);
-  let statements = 0;
-  let released = 0;
-  let canceled = 0;
   let runsWithLiveWork = new Set<string>();
   if (withDependents.length > 0) {
     // The job rows are ours already; cancellation takes job rows before its
@@ -111,16 +103,8 @@ export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]
     // cycle on our side (see locking.ts).
     // `held`: the caller's own statement took them already (the completion statement does, in rung order).
     const locks = held ?? (await lockRunsReleaseShared(tx, withDependents.map((step) => step.workflowRunId)));
-    const release = await releaseDependents(tx, locks, withDependents);
-    statements += (held ? 0 : 1) + release.statements;
-    released = release.released;
-    canceled = release.canceled;
-    runsWithLiveWork = release.runsWithReleasedJobs;
+    runsWithLiveWork = await releaseDependents(tx, locks, withDependents);
   }
   const toRecompute = new Set(steps.map((step) => step.workflowRunId).filter((runId) => !runsWithLiveWork.has(runId)));
-  if (toRecompute.size > 0) {
-    await recomputeWorkflowRunStatuses(tx, toRecompute);
-    statements += 2;
-  }
-  return { statements, released, canceled };
+  if (toRecompute.size > 0) await recomputeWorkflowRunStatuses(tx, toRecompute);
 }

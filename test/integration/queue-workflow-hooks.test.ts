@@ -130,9 +130,9 @@ describe('workflow hooks of the queue', () => {
     for (const run of [done, dead, expired, canceled]) expect(await runStatus(run.workflowRunId)).toBe('WAITING_FOR_EXTERNAL');
     expect(release.calls).toEqual([
       [{ stepId: done.stepId, workflowRunId: done.workflowRunId, status: 'SUCCEEDED', hasDependents: true }],
-      [{ stepId: dead.stepId, workflowRunId: dead.workflowRunId, status: 'FAILED' }],
-      [{ stepId: expired.stepId, workflowRunId: expired.workflowRunId, status: 'FAILED' }],
-      [{ stepId: canceled.stepId, workflowRunId: canceled.workflowRunId, status: 'CANCELED' }],
+      [{ stepId: dead.stepId, workflowRunId: dead.workflowRunId, status: 'FAILED', hasDependents: true }],
+      [{ stepId: expired.stepId, workflowRunId: expired.workflowRunId, status: 'FAILED', hasDependents: true }],
+      [{ stepId: canceled.stepId, workflowRunId: canceled.workflowRunId, status: 'CANCELED', hasDependents: true }],
     ]);
   });
 
