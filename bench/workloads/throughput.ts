@@ -6,6 +6,7 @@
  * unit, and each runledger variant's ratio to the best peer variant.
  */
 import { settledCommits } from '../db.js';
+import { resetServerStatements, serverStatementCount } from '../pgss.js';
 import { spread } from '../stats.js';
 import type { BenchSystem, Timed } from '../systems/types.js';
 import type { BenchContext, RepMeasure, ThroughputResult, ThroughputRow, Workload } from './types.js';
@@ -26,9 +27,12 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
   return context.withDatabase(system, async (url, database) => {
     if (spec.seed) await spec.seed(system, url);
     const quietMs = context.config.quick ? 300 : 500;
+    // Profiling aid (BENCH_DEBUG_PGSS=1 with a server preloading pg_stat_statements): what the server spent its time on.
+    const profiling = process.env.BENCH_DEBUG_PGSS ? await resetServerStatements(url) : false;
     const before = await settledCommits(context.admin, database, quietMs);
     const timed = await spec.run(system, url);
     const after = await settledCommits(context.admin, database, quietMs);
+    if (profiling) await serverStatementCount(url);
     const commits = after - before - timed.harnessCommits;
     const statements = timed.statements ?? null;
     return {

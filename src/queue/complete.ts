@@ -231,14 +231,19 @@ async function completeStatement(
                     ${items.map((item) => jsonParam(item.output))}::jsonb[], ${eventIds as string[]}::uuid[])
              AS i(job_id, run_number, attempt, worker_id, output, event_id)
     ),
-    -- Rung 1: the batch's job rows, in id order, so two overlapping batches cannot deadlock.
+    -- Rung 1: the batch's job rows, in id order, so two overlapping batches cannot deadlock. Found by
+    -- primary key through an InitPlan (\`= ANY(ARRAY(...))\`), whatever the statistics: with a fresh table's
+    -- estimates the planner otherwise ANDs bitmaps of the lease index and of the step-link index, whose
+    -- NULL entries (one per direct job) it reads whole. The direct-only filter is written so no index can
+    -- serve it, for the same reason.
     locked AS MATERIALIZED (
       SELECT jq.id
         FROM runledger.job_queue jq
         JOIN input i ON jq.id = i.job_id
-       WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+       WHERE jq.id = ANY(ARRAY(SELECT job_id FROM input))
+         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
          AND jq.status = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
-         AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
+         AND (jq.workflow_step_id IS NULL OR NOT ${directOnly}::boolean) IS TRUE
        ORDER BY jq.id
          FOR UPDATE OF jq
     ),
@@ -250,7 +255,7 @@ async function completeStatement(
          SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
              output = i.output, finished_at = now(), updated_at = now()
         FROM input i
-       WHERE jq.id = i.job_id AND jq.id IN (SELECT id FROM locked)
+       WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked))
          AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
          AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
       RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, i.event_id, jq.workflow_step_id
