@@ -16,6 +16,19 @@
  * - One statement in all, so on a root client it is sent as one autocommit
  *   statement (`withStatement`), and joins a caller's transaction otherwise.
  *
+ * Execution resources: a job with a `resource_key` is a candidate only when
+ * it is its key's head (the key's first due PENDING job in claim order, so a
+ * key's jobs run oldest first and none starves behind later ones) and no job
+ * of the key holds it (LEASED, or CANCELED inside the lease it had, whose
+ * handler may still be running). So one claim leases at most one job per
+ * key, a blocked job is skipped before it is locked (it stays PENDING at
+ * attempt 0 and takes no claim slot), and jobs without a key pay one
+ * `IS NULL` test. The check reads the statement's snapshot; a lease of the
+ * same key committed while this statement ran is caught by the schema
+ * (job_queue_resource_leased_uidx), and the claim is retried (see
+ * `claimJobs`). The job row is the reservation: every transition out of
+ * LEASED releases the key in the statement that writes it.
+ *
  * Lock order: job rows (SKIP LOCKED, so no waits), then step rows: the step
  * UPDATE reads the claimed ids through an InitPlan (`= ANY(ARRAY(...))`),
  * which runs the claim to completion before any step row is touched. Like
@@ -26,7 +39,10 @@
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Db, RawQueryArgs } from '../client/types.js';
+import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
+import { ConflictError } from '../errors/runledger-error.js';
+import { databaseErrorInfo } from '../errors/database-error.js';
 import { newIds } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
@@ -43,6 +59,8 @@ export interface ClaimedJob extends JobLease {
   timeoutSeconds: number;
   maxAttempts: number;
   workflowManaged: boolean;
+  /** The job's execution resource key (null: none); its lease holds the key. */
+  resourceKey: string | null;
 }
 
 interface ClaimedRow {
@@ -59,6 +77,7 @@ interface ClaimedRow {
   timeout_seconds: number;
   max_attempts: number;
   workflow_managed: boolean;
+  resource_key: string | null;
 }
 
 /**
@@ -86,6 +105,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
         SELECT jq.id
           FROM runledger.job_queue jq
          WHERE jq.status = 'PENDING' AND jq.priority IS NOT NULL AND jq.next_run_at <= now()
+           AND ${RESOURCE_FREE_HEAD}
          ORDER BY jq.priority DESC, jq.next_run_at, jq.id
          LIMIT ${limit}::int
            FOR UPDATE SKIP LOCKED`
@@ -99,13 +119,14 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
            SELECT jq.id, jq.priority, jq.next_run_at
              FROM runledger.job_queue jq
             WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
+              AND ${RESOURCE_FREE_HEAD}
             ORDER BY jq.priority DESC, jq.next_run_at, jq.id
             LIMIT ${limit}::int
               FOR UPDATE SKIP LOCKED
          ) c
          ORDER BY c.priority DESC, c.next_run_at, c.id
          LIMIT ${limit}::int`;
-  return withStatement(db, 'claim jobs', async (client) => {
+  const claim = (): Promise<ClaimedJob[]> => withStatement(db, 'claim jobs', async (client) => {
     const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(sqltag`
       -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
       -- other types' backlog.
@@ -124,7 +145,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
          WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
-                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed
+                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key
       ),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
@@ -157,12 +178,52 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
            AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,
-             progress, timeout_seconds, max_attempts, workflow_managed
+             progress, timeout_seconds, max_attempts, workflow_managed, resource_key
         FROM numbered
        ORDER BY n`));
     return rows.map(toClaimedJob);
   });
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await claim();
+    } catch (error) {
+      if (!isResourceClaimRace(error)) throw error;
+      // A concurrent claim leased another job of a key this one picked, and committed while this statement ran
+      // (its snapshot still showed the key free): nothing was written. A fresh statement sees that lease.
+      if (isTransactionClient(db) || attempt >= MAX_RESOURCE_RACE_RETRIES) {
+        throw new ConflictError('job.resource_claim_conflict', 'A concurrent claim took the same execution resource; retry the claim.', {
+          internalMessage: `claim jobs: job_queue_resource_leased_uidx violated (${attempt} attempt(s))`,
+          cause: error,
+        });
+      }
+    }
+  }
 }
+
+/** Attempts of a root-client claim that lost a resource race to a concurrent one (rare: see the header). */
+const MAX_RESOURCE_RACE_RETRIES = 5;
+
+/** A claim that lost the race for a resource key (exported for the test that feeds it the real error). */
+export function isResourceClaimRace(error: unknown): boolean {
+  const { sqlState, message } = databaseErrorInfo(error);
+  return sqlState === '23505' && message.includes('job_queue_resource_leased_uidx');
+}
+
+/**
+ * The execution-resource condition of a candidate (see the header): no key, or the key free and this job its
+ * head. Each probe is one partial-index lookup (the execution_resources migration), evaluated left to right
+ * and only for jobs with a key; the held test comes first because most blocked jobs fail it. A claim reads
+ * past the blocked jobs ahead of the first runnable ones at two probes each, so a deep backlog of one key
+ * ahead of other work costs each claim in proportion to that backlog (the README says so).
+ */
+const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR (
+        NOT EXISTS (SELECT 1 FROM runledger.job_queue l WHERE l.resource_key = jq.resource_key AND l.status = 'LEASED')
+        AND jq.id = (SELECT h.id FROM runledger.job_queue h
+                      WHERE h.resource_key = jq.resource_key AND h.status = 'PENDING' AND h.next_run_at <= now()
+                      ORDER BY h.priority DESC, h.next_run_at, h.id
+                      LIMIT 1)
+        AND NOT EXISTS (SELECT 1 FROM runledger.job_queue q
+                         WHERE q.resource_key = jq.resource_key AND q.status = 'CANCELED' AND q.lease_expires_at > now())))`;
 
 /**
  * A statement composed of fragments (`sqltag`, which flattens nested fragments into one list of strings and
@@ -189,5 +250,6 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
     timeoutSeconds: row.timeout_seconds,
     maxAttempts: row.max_attempts,
     workflowManaged: row.workflow_managed,
+    resourceKey: row.resource_key,
   };
 }

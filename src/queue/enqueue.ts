@@ -79,6 +79,8 @@ export interface InsertJobRow {
   eventPayload: JsonValue | null;
   /** The workflow step this job executes (set once, here); absent for a direct job. */
   workflowStepId?: string | null;
+  /** Execution resource key (at most one LEASED job per key); absent or null for none. */
+  resourceKey?: string | null;
 }
 
 /**
@@ -108,19 +110,20 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
           ${rows.map((r) => jsonParam(r.enqueueRequest))}::jsonb[],
           ${rows.map((r) => jsonParam(r.eventPayload))}::jsonb[],
           ${eventIds}::uuid[],
-          ${rows.map((r) => r.workflowStepId ?? null)}::uuid[]
+          ${rows.map((r) => r.workflowStepId ?? null)}::uuid[],
+          ${rows.map((r) => r.resourceKey ?? null)}::text[]
         ) WITH ORDINALITY AS i(id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
                                next_run_at, delay_ms, idempotency_key, enqueue_request, event_payload, event_id,
-                               workflow_step_id, ord)
+                               workflow_step_id, resource_key, ord)
     ),
     inserted AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
-              idempotency_key, enqueue_request, workflow_step_id)
+              idempotency_key, enqueue_request, workflow_step_id, resource_key)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
              CASE WHEN delay_ms IS NOT NULL THEN now() + delay_ms * interval '1 millisecond'
                   ELSE COALESCE(next_run_at, now()) END,
-             idempotency_key, enqueue_request, workflow_step_id
+             idempotency_key, enqueue_request, workflow_step_id, resource_key
         FROM input
        ORDER BY ord
       ON CONFLICT (job_type, COALESCE(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
@@ -214,6 +217,7 @@ function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const timeoutSeconds = input.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const key = input.idempotencyKey ?? null;
+  const resourceKey = input.resource ?? null;
   return {
     id: newId(),
     jobType: input.jobType,
@@ -226,8 +230,12 @@ function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     delayMs: input.delayMs ?? null,
     idempotencyKey: key,
     enqueueRequest:
-      key === null ? null : { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds },
+      key === null
+        ? null
+        : // \`resource\` only when set, so requests stored before resources existed still compare equal.
+          { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, ...(resourceKey === null ? {} : { resource: resourceKey }) },
     eventPayload: null,
+    resourceKey,
   };
 }
 

@@ -36,7 +36,7 @@ export async function findJob(db: Db, scope: Scope, jobId: string): Promise<Job 
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
         FROM runledger.job_queue
        WHERE id = ${ref.jobId}::uuid
          AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
@@ -67,7 +67,7 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<JobPage> {
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
         FROM runledger.job_queue
        WHERE (${s.all}::boolean OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
          AND (${filter.status ?? null}::runledger.job_status IS NULL OR status = ${filter.status ?? null}::runledger.job_status)

@@ -61,6 +61,7 @@ export interface JobRow {
   updated_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  resource_key: string | null;
 }
 
 export interface Job {
@@ -93,6 +94,8 @@ export interface Job {
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** Execution resource: at most one LEASED job per key at any time (null: none). */
+  resourceKey: string | null;
 }
 
 export function toJob(row: JobRow): Job {
@@ -121,6 +124,7 @@ export function toJob(row: JobRow): Job {
     updatedAt: row.updated_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    resourceKey: row.resource_key,
   };
 }
 

@@ -39,6 +39,11 @@ export const enqueueJobInputSchema = z
     /** Measured on the database clock, as claiming is. */
     delayMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2147483647).optional(),
     idempotencyKey: requestKey.optional(),
+    /**
+     * Execution resource: at most one job per key is LEASED at any time, across workers, job types and
+     * organizations (src/queue/claim.ts). Non-blank, at most 512 bytes.
+     */
+    resource: requestKey.optional(),
   })
   .refine((input) => input.runAt === undefined || input.delayMs === undefined, {
     path: ['runAt'],

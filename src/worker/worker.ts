@@ -27,9 +27,10 @@
  *     NOTIFY for a registered type    -> wantClaim
  *     the poll timer (pollIntervalMs) -> wantClaim
  *     reaper returned jobs to PENDING -> wantClaim
- *     a workflow job's outcome recorded -> wantClaim (its commit may have
- *                                       released dependents that a claim
- *                                       overlapping it could not see)
+ *     a workflow or resource job's outcome recorded -> wantClaim (its
+ *                                       commit may have released dependents,
+ *                                       or freed its resource key, which a
+ *                                       claim overlapping it could not see)
  *     a slot freed                    -> claims only if wantClaim is still set
  *                                       (a wake-up that came while all slots were busy)
  *   After a wake-up other than the timer, while any job is in flight, the loop
@@ -462,9 +463,10 @@ class RunledgerWorker implements Worker {
     });
     void Promise.all([execution.recorded, execution.settled]).then(() => {
       this.active.delete(execution);
-      // A workflow job's outcome may have released dependent steps' jobs in its transaction. A claim that
-      // overlapped that commit (the handler slot frees before it) could not see them: claim once more.
-      if (job.workflowManaged) this.wantClaim = true;
+      // A workflow job's outcome may have released dependent steps' jobs in its transaction, and a resource
+      // job's outcome frees its key for the key's next job (no NOTIFY announces either). A claim that overlapped
+      // that commit (the handler slot frees before it) could not see them: claim once more.
+      if (job.workflowManaged || job.resourceKey !== null) this.wantClaim = true;
       this.wakeup.signal();
     });
     execution.start();

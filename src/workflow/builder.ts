@@ -22,6 +22,8 @@ export interface JobStepSettings {
   priority?: number;
   maxAttempts?: number;
   timeoutSeconds?: number;
+  /** Execution resource: at most one job per key runs at a time (see enqueueJob). */
+  resource?: string;
 }
 
 export class WorkflowBuilder {

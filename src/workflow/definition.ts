@@ -31,6 +31,8 @@ const jobStepSchema = z.strictObject({
   priority: int32.optional(),
   maxAttempts: positiveInt.optional(),
   timeoutSeconds: positiveInt.optional(),
+  /** Execution resource of the step's job (see enqueueJob's \`resource\`). */
+  resource: requestKey.optional(),
   dependsOn: z.array(dependencySchema).default([]),
   result: z.boolean().default(false),
 });
@@ -66,7 +68,17 @@ export interface ValidatedWorkflowRun {
 }
 
 export type ValidatedStep =
-  | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority: number; maxAttempts: number; timeoutSeconds: number; dependsOn: ValidatedDependency[] }
+  | {
+      key: string;
+      kind: 'job';
+      jobType: string;
+      payload: JsonValue;
+      priority: number;
+      maxAttempts: number;
+      timeoutSeconds: number;
+      resourceKey: string | null;
+      dependsOn: ValidatedDependency[];
+    }
   | { key: string; kind: 'external'; dependsOn: ValidatedDependency[] };
 
 export interface ValidatedDependency {
@@ -74,7 +86,7 @@ export interface ValidatedDependency {
   mode: 'ON_SUCCESS' | 'ON_TERMINAL';
 }
 
-const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds'] as const;
+const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource'] as const;
 
 function fail(code: string, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });
@@ -144,6 +156,7 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
             priority: step.priority ?? DEFAULT_STEP_PRIORITY,
             maxAttempts: step.maxAttempts ?? DEFAULT_STEP_MAX_ATTEMPTS,
             timeoutSeconds: step.timeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
+            resourceKey: step.resource ?? null,
             dependsOn,
           }
         : { key: step.key, kind: 'external' as const, dependsOn };

@@ -168,6 +168,7 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
         enqueueRequest: null,
         eventPayload: { workflowRunId: runId, stepId, stepKey: step.key },
         workflowStepId: stepId,
+        resourceKey: step.resourceKey,
       });
     });
   }
@@ -178,9 +179,9 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-            timeout_seconds, status, job_id, released_at, dependency_count_total, dependency_count_pending)
+            timeout_seconds, resource_key, status, job_id, released_at, dependency_count_total, dependency_count_pending)
     SELECT s.id, s.run_id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, s.organization_id,
-           s.payload, s.priority, s.max_attempts, s.timeout_seconds,
+           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key,
            CASE WHEN s.deps > 0 THEN 'BLOCKED' WHEN s.kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL' ELSE 'ENQUEUED' END::runledger.workflow_step_status,
            s.job_id, CASE WHEN s.deps = 0 THEN now() END, s.deps, s.deps
       FROM unnest(
@@ -194,9 +195,11 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
              ${col((e) => (e.step.kind === 'job' ? e.step.priority : null))}::int[],
              ${col((e) => (e.step.kind === 'job' ? e.step.maxAttempts : null))}::int[],
              ${col((e) => (e.step.kind === 'job' ? e.step.timeoutSeconds : null))}::int[],
+             ${col((e) => (e.step.kind === 'job' ? e.step.resourceKey : null))}::text[],
              ${col((e) => jobIdByStep.get(e.id) ?? null)}::uuid[],
              ${col((e) => e.step.dependsOn.length)}::int[]
-           ) AS s(id, run_id, organization_id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds, job_id, deps)`;
+           ) AS s(id, run_id, organization_id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds,
+                  resource_key, job_id, deps)`;
 
   const edges = fresh.flatMap(({ run, runId, stepIds }) => {
     const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
@@ -289,9 +292,14 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
     resultStepKey: run.resultStepKey,
     steps: [...run.steps]
       .sort((a, b) => byKey(a.key, b.key))
-      .map((step) => ({
-        ...step,
-        dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),
-      })),
+      .map((step) => {
+        // A null resource key is left out, so snapshots stored before resources existed still compare equal.
+        const { resourceKey, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null };
+        return {
+          ...rest,
+          ...(resourceKey === null ? {} : { resourceKey }),
+          dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),
+        };
+      }),
   };
 }

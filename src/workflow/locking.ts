@@ -33,6 +33,15 @@
  *     order -> run row.
  *   - Claim / retry / release of a workflow job: job rows -> step rows (no
  *     release lock: they release nothing).
+ *   - Execution resources add no lock of their own: a claim locks job rows
+ *     with SKIP LOCKED (never waits) and at most one job per key, and the
+ *     key's reservation is the unique index over leased jobs' keys. Inserting
+ *     into it waits only if another claim leased the same key in a statement
+ *     whose snapshot missed ours, which the head rule makes rare; two such
+ *     claims over two keys in opposite order would meet PostgreSQL's deadlock
+ *     detector (40P01, `database.transaction_conflict`: retried like any
+ *     failed claim), and a lost race is a unique violation that claimJobs
+ *     retries (src/queue/claim.ts).
  *
  * Why it cannot deadlock. Two transactions can only wait on each other in a
  * cycle if one holds a lock of a class (or an id within a class) that comes
