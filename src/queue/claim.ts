@@ -217,13 +217,16 @@ export function isResourceClaimRace(error: unknown): boolean {
  * ahead of other work costs each claim in proportion to that backlog (the README says so).
  */
 const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR (
-        NOT EXISTS (SELECT 1 FROM runledger.job_queue l WHERE l.resource_key = jq.resource_key AND l.status = 'LEASED')
+        -- Scalar subqueries with LIMIT, not NOT EXISTS: inside an OR, PostgreSQL may turn a NOT EXISTS into a
+        -- hashed subplan built from every LEASED or CANCELED row (a sequential scan) at the first keyed job.
+        (SELECT l.id FROM runledger.job_queue l WHERE l.resource_key = jq.resource_key AND l.status = 'LEASED' LIMIT 1) IS NULL
         AND jq.id = (SELECT h.id FROM runledger.job_queue h
                       WHERE h.resource_key = jq.resource_key AND h.status = 'PENDING' AND h.next_run_at <= now()
                       ORDER BY h.priority DESC, h.next_run_at, h.id
                       LIMIT 1)
-        AND NOT EXISTS (SELECT 1 FROM runledger.job_queue q
-                         WHERE q.resource_key = jq.resource_key AND q.status = 'CANCELED' AND q.lease_expires_at > now())))`;
+        AND (SELECT q.id FROM runledger.job_queue q
+              WHERE q.resource_key = jq.resource_key AND q.status = 'CANCELED' AND q.lease_expires_at > now()
+              LIMIT 1) IS NULL))`;
 
 /**
  * A statement composed of fragments (`sqltag`, which flattens nested fragments into one list of strings and
