@@ -17,6 +17,10 @@ export {
   type JobDefinition,
   type AnyJobDefinition,
   type JobHandler,
+  type JobSettings,
+  type JobPayload,
+  type JobParsedPayload,
+  type JobOutput,
 } from './define-job.js';
 export type { JobContext } from './job-context.js';
 export {

@@ -14,7 +14,7 @@
  * inside a handler (say, an enqueue that conflicted) is "anything else".
  */
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
-import { findJsonProblem, formatJsonPath, textProblem, toStorableText } from '../validation/storable.js';
+import { formatJsonPath, textProblem, toStorableText, type JsonProblem } from '../validation/storable.js';
 
 export const JOB_HANDLER_ERROR = 'job.handler_error';
 export const JOB_RETRY_REQUESTED = 'job.retry_requested';
@@ -124,14 +124,8 @@ export function describeFailure(error: unknown): FailureRecord {
   return { code: JOB_HANDLER_ERROR, message: messageOf(error), retryable: true };
 }
 
-/**
- * Why `output` cannot be stored as the job's jsonb output, naming where in it
- * (`Invalid output.items.3.name: contains NUL ...`), or undefined when it can.
- */
-export function outputProblem(output: unknown): string | undefined {
-  if (output === undefined) return undefined;
-  const problem = findJsonProblem(output);
-  if (!problem) return undefined;
+/** The message of an output that cannot be stored, naming where in it (`Invalid output.items.3.name: contains NUL ...`). */
+export function outputProblem(problem: JsonProblem): string {
   return `Invalid ${formatJsonPath(['output', ...problem.path])}: must be storable JSON: ${problem.reason}`;
 }
 

@@ -39,6 +39,8 @@ import { failJob, heartbeatJob } from '../queue/lifecycle.js';
 import { releaseJob } from '../queue/release.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import { toStorableJson } from '../validation/jsonified.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
@@ -169,14 +171,14 @@ export class JobExecution {
   private async run(): Promise<void> {
     let result: { ok: true; output: unknown } | { ok: false; error: unknown };
     try {
-      const parsed = await this.definition.schema.safeParseAsync(this.job.payload);
-      if (!parsed.success) {
+      const parsed = await this.definition.schema['~standard'].validate(this.job.payload);
+      if (parsed.issues) {
         this.markSettled();
-        if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.error), parsed.error);
+        if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.issues), parsed.issues);
         return;
       }
       const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields));
-      result = { ok: true, output: await this.definition.handler(parsed.data, ctx) };
+      result = { ok: true, output: await this.definition.handler(parsed.value, ctx) };
     } catch (error) {
       result = { ok: false, error };
     }
@@ -189,12 +191,15 @@ export class JobExecution {
       await this.recordFailure(describeFailure(result.error), result.error);
       return;
     }
-    const problem = outputProblem(result.output);
-    if (problem) {
+    // The handler's side effects have happened: an output that is not plain JSON (Dates, toJSON, undefined
+    // members) is stored as JSON.stringify writes it rather than refused; only what JSON cannot hold fails.
+    const storable = toStorableJson(result.output);
+    if (!storable.ok) {
+      const problem = outputProblem(storable.problem);
       await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, result.output);
       return;
     }
-    await this.recordSuccess(result.output as JsonValue | undefined);
+    await this.recordSuccess(storable.value as JsonValue | undefined);
   }
 
   /** Takes the outcome if nobody has; stops the timers when it does. */
@@ -283,7 +288,7 @@ export class JobExecution {
 
   private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
     try {
-      const result = await retryLeaseWrite(() => failJob(this.deps.db, this.job, failure), { deadline: () => leaseDeadline(this.job) });
+      const result = await retryLeaseWrite(() => failJob(this.deps.db, this.job, { ...failure, backoff: this.definition.backoff }), { deadline: () => leaseDeadline(this.job) });
       this.deps.stats.failed += 1;
       const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
       if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);
@@ -310,10 +315,10 @@ export class JobExecution {
   }
 }
 
-/** zod's first issue, named like runledger names fields: `payload.amount`. */
-function payloadFailure(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): FailureRecord {
-  const issue = error.issues[0];
-  const field = formatJsonPath(['payload', ...(issue?.path ?? []).map(String)]);
+/** The schema's first issue, named like runledger names fields: `payload.amount`. */
+function payloadFailure(issues: ReadonlyArray<StandardSchemaV1.Issue>): FailureRecord {
+  const issue = issues[0];
+  const field = formatJsonPath(['payload', ...(issue ? issuePath(issue) : []).map(String)]);
   // The schema's messages are the host's text: recorded sanitised, never refused.
   return { code: JOB_PAYLOAD_INVALID, message: toStorableText(`Invalid ${field}: ${issue?.message ?? 'is invalid'}`, MAX_ERROR_MESSAGE_LENGTH), retryable: false };
 }
