@@ -46,6 +46,7 @@ import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type SaveFields } from './job-context.js';
+import type { StepInputs } from '../workflow/step-inputs.js';
 import {
   JOB_OUTPUT_INVALID,
   JOB_PAYLOAD_INVALID,
@@ -69,6 +70,8 @@ export interface JobExecutionDeps {
   logger: WorkerLogger;
   events: WorkerEventEmitter;
   batcher: CompletionBatcher;
+  /** Reads a workflow job's step inputs, batched with the other jobs started in the same turn (step-inputs.ts). */
+  loadStepInputs: (jobId: string) => Promise<StepInputs | undefined>;
   /** Counters the execution increments (the worker's `stats()` reads them). */
   stats: Omit<WorkerStats, 'inFlight'>;
 }
@@ -171,13 +174,16 @@ export class JobExecution {
   private async run(): Promise<void> {
     let result: { ok: true; output: unknown } | { ok: false; error: unknown };
     try {
+      const step = this.job.workflowManaged ? this.deps.loadStepInputs(this.job.jobId) : undefined;
+      // Handled below (awaited or not): a failed read must not surface as an unhandled rejection.
+      step?.catch(() => undefined);
       const parsed = await this.definition.schema['~standard'].validate(this.job.payload);
       if (parsed.issues) {
         this.markSettled();
         if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.issues), parsed.issues);
         return;
       }
-      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields));
+      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), await step);
       result = { ok: true, output: await this.definition.handler(parsed.value, ctx) };
     } catch (error) {
       result = { ok: false, error };
