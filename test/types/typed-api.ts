@@ -26,6 +26,7 @@ import {
   type JsonValue,
   type PrismaClientLike,
 } from 'runledger';
+import { countAllWords } from '../../examples/readme/fan-in.js';
 
 declare const prisma: PrismaClientLike;
 
@@ -116,4 +117,9 @@ export function otherSchemaLibraries() {
   void enqueueJob(prisma, fromValibot, { id: 'a', count: '1' });
   // @ts-expect-error not a schema
   defineJob('s.bad', { parse: (x: unknown) => x }, () => 1);
+}
+
+export function readmeExamples() {
+  // The README's fan-in example: the join step's output types the run's result.
+  expectTypeOf<Awaited<ReturnType<typeof countAllWords>>>().toEqualTypeOf<{ total: number; parts: number; run: string | null }>();
 }
