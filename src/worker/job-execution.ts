@@ -4,6 +4,7 @@
  *   RUNNING --handler returns-------------> SUCCESS   (queued on the completion batch)
  *   RUNNING --handler throws--------------> FAILURE   (failJob: retry or dead-letter)
  *   RUNNING --payload/output invalid------> FAILURE   (failJob, terminal)
+ *   RUNNING --step inputs unreadable------> FAILURE   (failJob job.step_inputs_unavailable, retryable; handler not run)
  *   RUNNING --timeoutSeconds elapse-------> TIMEOUT   (abort signal; failJob job.timeout, retryable)
  *   RUNNING --heartbeat/save fenced out---> LEASE LOST (abort signal; nothing recorded)
  *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; failJob job.worker_shutdown, retryable)
@@ -50,6 +51,7 @@ import type { StepInputs } from '../workflow/step-inputs.js';
 import {
   JOB_OUTPUT_INVALID,
   JOB_PAYLOAD_INVALID,
+  JOB_STEP_INPUTS_UNAVAILABLE,
   JOB_TIMEOUT,
   JOB_WORKER_SHUTDOWN,
   JobAbortedError,
@@ -183,7 +185,17 @@ export class JobExecution {
         if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.issues), parsed.issues);
         return;
       }
-      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), await step);
+      let stepInputs: StepInputs | undefined;
+      try {
+        stepInputs = await step;
+      } catch (error) {
+        // The handler never ran. A recorded, retryable failure (not a release) so that a read failing for
+        // good backs off and ends dead-lettered instead of claiming and releasing in a loop.
+        this.markSettled();
+        if (this.take('handler')) await this.recordFailure(stepInputsFailure(), error);
+        return;
+      }
+      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), stepInputs);
       result = { ok: true, output: await this.definition.handler(parsed.value, ctx) };
     } catch (error) {
       result = { ok: false, error };
@@ -319,6 +331,10 @@ export class JobExecution {
     }
     this.markRecorded();
   }
+}
+
+function stepInputsFailure(): FailureRecord {
+  return { code: JOB_STEP_INPUTS_UNAVAILABLE, message: "Reading the step's prerequisites failed; the handler did not run.", retryable: true };
 }
 
 /** The schema's first issue, named like runledger names fields: `payload.amount`. */

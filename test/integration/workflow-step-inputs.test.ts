@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueWorkflowRun, failJob, workflow } from '../../src/index.js';
+import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueWorkflowRun, globalScope, listWorkflowSteps, failJob, workflow } from '../../src/index.js';
 import { defineJob, type JobContext } from '../../src/worker/index.js';
 import { readStepInputs } from '../../src/workflow/step-inputs.js';
 import { countAllWords, countWords, sumCounts } from '../../examples/readme/fan-in.js';
-import { latch } from '../fixtures/worker-support/latches.js';
+import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { countingClient } from '../harness/counting-client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
@@ -93,6 +93,28 @@ describe('step inputs', () => {
     const result = await countAllWords(db.prisma, ['one two three', 'four five', '', 'six']);
     expect(result).toMatchObject({ total: 6, parts: 4 });
     expect(typeof result.run).toBe('string');
+  });
+
+  it("records a retryable job.step_inputs_unavailable, without running the handler, when the step's inputs cannot be read", async () => {
+    let ran = 0;
+    const step = defineJob('inputs.unreadable', z.object({}), () => {
+      ran += 1;
+      return null;
+    });
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('inputs.unreadable').job('only', step, {}, { maxAttempts: 3 }).build());
+    // Only the step-inputs read names this column; recording the failure does not.
+    await db.prisma.$executeRaw`ALTER TABLE runledger.workflow_step_dependencies RENAME COLUMN release_mode TO release_mode_away`;
+    try {
+      const worker = await startWorker({ handlers: [step] });
+      const failed = nextEvent(worker, 'job:failure');
+      expect(await failed).toMatchObject({ code: 'job.step_inputs_unavailable', retryable: true, status: 'PENDING' });
+      await worker.stop({ drainMs: 0 });
+      expect(ran).toBe(0);
+      const [only] = await listWorkflowSteps(db.prisma, globalScope, workflowRunId);
+      expect(only?.status).toBe('ENQUEUED');
+    } finally {
+      await db.prisma.$executeRaw`ALTER TABLE runledger.workflow_step_dependencies RENAME COLUMN release_mode_away TO release_mode`;
+    }
   });
 
   it('refuses to type a prerequisite with the definition of another job type', async () => {
