@@ -176,7 +176,10 @@ export class JobExecution {
   private async run(): Promise<void> {
     let result: { ok: true; output: unknown } | { ok: false; error: unknown };
     try {
-      const step = this.job.workflowManaged ? this.deps.loadStepInputs(this.job.jobId) : undefined;
+      // Retried through an outage like the lease writes (until the lease expires or an outcome is taken).
+      const step = this.job.workflowManaged
+        ? retryLeaseWrite(() => this.deps.loadStepInputs(this.job.jobId), { deadline: () => leaseDeadline(this.job), signal: this.controller.signal })
+        : undefined;
       // Handled below (awaited or not): a failed read must not surface as an unhandled rejection.
       step?.catch(() => undefined);
       const parsed = await this.definition.schema['~standard'].validate(this.job.payload);

@@ -125,8 +125,10 @@ function stepPrerequisites(list: readonly StepPrerequisite[]): StepPrerequisites
 
 /**
  * Batches `load(jobId)` calls made in the same event-loop turn into one
- * `readStepInputs` statement. A failed read rejects every load of its batch
- * (each job then fails its attempt, retryably, and runs again).
+ * `readStepInputs` statement. A failed read rejects every load of its batch;
+ * the worker retries a transient failure (an outage) until the job's lease
+ * expires, and records anything else as a retryable failure of the attempt
+ * (`job.step_inputs_unavailable`) without running the handler.
  */
 export function createStepInputLoader(db: Db): (jobId: string) => Promise<StepInputs | undefined> {
   let pending: { ids: string[]; done: Promise<Map<string, StepInputs>> } | undefined;
