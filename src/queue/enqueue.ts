@@ -160,13 +160,14 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
  * await enqueueJob(prisma, capture, { invoiceId }, { idempotencyKey: `capture:${invoiceId}` });
  * await enqueueJob(prisma, { jobType: 'email.send', payload: { to: 'a@b.c' } });
  */
+// The definition form last: a wrong payload's error then names the payload, not the by-name form.
+export function enqueueJob(db: Db, input: EnqueueJobInput, options?: EnqueueOptions): Promise<EnqueueJobResult>;
 export function enqueueJob<D extends AnyJobDefinition>(
   db: Db,
   definition: D,
   payload: JobPayload<D>,
   settings?: EnqueueJobSettings & EnqueueOptions,
 ): Promise<EnqueueJobResult>;
-export function enqueueJob(db: Db, input: EnqueueJobInput, options?: EnqueueOptions): Promise<EnqueueJobResult>;
 export async function enqueueJob(db: Db, first: AnyJobDefinition | EnqueueJobInput, ...rest: unknown[]): Promise<EnqueueJobResult> {
   let input: unknown;
   let options: unknown;
@@ -196,13 +197,13 @@ export async function enqueueJob(db: Db, first: AnyJobDefinition | EnqueueJobInp
  * @example
  * await enqueueJobs(prisma, capture, invoices.map((i) => ({ payload: { invoiceId: i.id }, idempotencyKey: i.id })));
  */
+export function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[], options?: EnqueueOptions): Promise<EnqueueJobResult[]>;
 export function enqueueJobs<D extends AnyJobDefinition>(
   db: Db,
   definition: D,
   items: readonly (EnqueueJobSettings & { payload: JobPayload<D> })[],
   options?: EnqueueOptions,
 ): Promise<EnqueueJobResult[]>;
-export function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[], options?: EnqueueOptions): Promise<EnqueueJobResult[]>;
 export async function enqueueJobs(db: Db, first: AnyJobDefinition | readonly EnqueueJobInput[], ...rest: unknown[]): Promise<EnqueueJobResult[]> {
   let inputs: unknown = first;
   let options: unknown = rest[0] ?? {};

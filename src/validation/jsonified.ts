@@ -62,11 +62,20 @@ export function toStorableJson(value: unknown): { ok: true; value: unknown } | {
     const text = JSON.stringify(value);
     // undefined: the value itself is dropped by JSON (a function, a symbol): nothing to store.
     normalised = text === undefined ? undefined : JSON.parse(text);
-  } catch {
-    // A cycle or a BigInt: JSON cannot write it; report what the fast check found.
-    return { ok: false, problem };
+  } catch (error) {
+    // A cycle or a BigInt (or a toJSON that threw): JSON cannot write it. The fast check's problem may be a
+    // member normalisation would have fixed (a Date before the cycle), so the reason comes from the throw.
+    const reason = stringifyFailure(error);
+    return { ok: false, problem: problem.reason === reason ? problem : { path: [], reason } };
   }
   if (normalised === undefined) return { ok: true, value: undefined };
   const remaining = findJsonProblem(normalised);
   return remaining ? { ok: false, problem: remaining } : { ok: true, value: normalised };
+}
+
+function stringifyFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  if (/circular/i.test(message)) return 'contains a cycle';
+  if (/bigint/i.test(message)) return 'a bigint is not JSON';
+  return 'JSON.stringify could not write it (a toJSON threw)';
 }

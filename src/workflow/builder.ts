@@ -59,13 +59,14 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
    * `settings` say otherwise), or of the job type named `jobType` (payload
    * `unknown` to the compiler).
    */
+  // The definition form last: a wrong payload's error then names the payload.
+  job<K extends string>(key: K, jobType: string, payload: unknown, settings?: JobStepSettings): WorkflowBuilder<Steps & { [P in K]: unknown }, Result>;
   job<K extends string, D extends AnyJobDefinition>(
     key: K,
     definition: D,
     payload: JobPayload<D>,
     settings?: JobStepSettings,
   ): WorkflowBuilder<Steps & { [P in K]: JobOutput<D> }, Result>;
-  job<K extends string>(key: K, jobType: string, payload: unknown, settings?: JobStepSettings): WorkflowBuilder<Steps & { [P in K]: unknown }, Result>;
   job(key: string, job: string | AnyJobDefinition, payload: unknown, settings: JobStepSettings = {}): WorkflowBuilder<Record<string, unknown>, unknown> {
     if (isJobDefinition(job)) {
       const defaults = {
