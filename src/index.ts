@@ -60,7 +60,7 @@ export { releaseJob } from './queue/release.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents, type JobPage } from './queue/reads.js';
 export { retryDelayMs, retryDelayCeilingMs, type RetryPolicy, type BackoffPolicy } from './queue/retry-policy.js';
-export { DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_SECONDS, DEFAULT_BACKOFF } from './queue/defaults.js';
+export { DEFAULT_BACKOFF } from './queue/defaults.js';
 export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';
 export type {
   EnqueueJobInput,
@@ -119,6 +119,7 @@ export {
   type GetResultOptions,
 } from './workflow/handle.js';
 export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/run-listener.js';
+export type { StepPrerequisite, StepPrerequisites } from './workflow/step-inputs.js';
 
 // ---------------------------------------------------------------------------
 // Replay and recovery

@@ -15,6 +15,7 @@ import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { AnyJobDefinition, JobOutput } from '../worker/define-job.js';
+import { TerminalError } from '../worker/job-errors.js';
 import type { WorkflowDependencyReleaseMode, WorkflowStepStatus } from './rows.js';
 
 /** One prerequisite of the running step, as it ended. */
@@ -39,8 +40,9 @@ export interface StepPrerequisites {
   get(key: string): StepPrerequisite | undefined;
   /**
    * The prerequisite `key`, its output typed by the definition that ran it.
-   * Throws a TypeError when that step ran another job type, so a wrong
-   * definition is caught instead of mistyping the output.
+   * Throws a TerminalError (`workflow.prerequisite_type_mismatch`: the job
+   * dead-letters) when that step ran another job type, so a wrong definition
+   * is caught instead of mistyping the output.
    */
   get<D extends AnyJobDefinition>(key: string, definition: D): StepPrerequisite<Exclude<JobOutput<D>, null>> | undefined;
 }
@@ -116,7 +118,10 @@ function stepPrerequisites(list: readonly StepPrerequisite[]): StepPrerequisites
     get(key: string, definition?: AnyJobDefinition) {
       const found = byKey.get(key);
       if (found && definition && found.jobType !== definition.jobType) {
-        throw new TypeError(`Prerequisite "${key}" ran job type ${String(found.jobType)}, not ${definition.jobType}.`);
+        // A bug in the handler, not a passing fault: dead-lettered at once rather than retried.
+        throw new TerminalError(`Prerequisite "${key}" ran job type ${String(found.jobType)}, not ${definition.jobType}.`, {
+          code: 'workflow.prerequisite_type_mismatch',
+        });
       }
       return found;
     },

@@ -123,6 +123,6 @@ describe('step inputs', () => {
     const [b] = await claimAll(db.prisma);
     const step = (await readStepInputs(db.prisma, [b!.jobId])).get(b!.jobId)!;
     expect(step.workflowRunId).toBe(workflowRunId);
-    expect(() => step.prerequisites.get('a', countWords)).toThrow(TypeError);
+    expect(() => step.prerequisites.get('a', countWords)).toThrow(expect.objectContaining({ name: 'TerminalError', code: 'workflow.prerequisite_type_mismatch' }));
   });
 });
