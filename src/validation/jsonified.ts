@@ -13,7 +13,7 @@
  * itself cannot hold still fails, with `job.output_invalid`: a cycle, a
  * BigInt, a lone surrogate, nesting beyond MAX_JSON_DEPTH.
  */
-import { findJsonProblem, type JsonProblem } from './storable.js';
+import { findJsonProblem, MAX_JSON_DEPTH, type JsonProblem } from './storable.js';
 
 type Primitive = string | number | boolean | null;
 /** Members JSON.stringify leaves out of objects (and writes as null in arrays). */
@@ -57,6 +57,8 @@ type Simplify<T> = { [K in keyof T]: T[K] } & {};
 export function toStorableJson(value: unknown): { ok: true; value: unknown } | { ok: false; problem: JsonProblem } {
   const problem = findJsonProblem(value);
   if (!problem) return { ok: true, value };
+  // NUL, a lone surrogate, a cycle, too deep, a BigInt: JSON.stringify would not make it storable.
+  if (!NORMALISABLE.some((pattern) => pattern.test(problem.reason))) return { ok: false, problem };
   let normalised: unknown;
   try {
     const text = JSON.stringify(value);
@@ -73,9 +75,13 @@ export function toStorableJson(value: unknown): { ok: true; value: unknown } | {
   return remaining ? { ok: false, problem: remaining } : { ok: true, value: normalised };
 }
 
+/** The problems (reasons of storable.ts) that JSON.stringify resolves: it writes or drops such members. */
+const NORMALISABLE = [/^only plain objects are JSON$/, /^undefined is not JSON$/, /^a (function|symbol) is not JSON$/, /^numbers must be finite$/];
+
 function stringifyFailure(error: unknown): string {
   const message = error instanceof Error ? error.message : '';
   if (/circular/i.test(message)) return 'contains a cycle';
   if (/bigint/i.test(message)) return 'a bigint is not JSON';
+  if (error instanceof RangeError) return `is nested deeper than ${MAX_JSON_DEPTH} levels`;
   return 'JSON.stringify could not write it (a toJSON threw)';
 }

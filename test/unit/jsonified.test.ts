@@ -37,6 +37,12 @@ describe('toStorableJson', () => {
     expect(toStorableJson({ at: new Date(), name: 'a\uD800b' })).toMatchObject({ ok: false, problem: { path: ['name'], reason: expect.stringContaining('lone surrogate') } });
   });
 
+  it('refuses a value too deep for JSON.stringify itself without throwing', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i += 1) deep = { a: deep };
+    expect(toStorableJson({ at: new Date(0), deep })).toMatchObject({ ok: false, problem: { reason: expect.stringContaining('nested deeper') } });
+  });
+
   it('refuses a value nested deeper than the storable limit after normalisation', () => {
     let deep: unknown = new Date(0);
     for (let i = 0; i < 300; i += 1) deep = { d: deep };
