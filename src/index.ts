@@ -35,13 +35,15 @@ export { migrate, PRISMA_MIGRATE_ADVISORY_LOCK_KEY, type MigrateOptions, type Mi
 export { PACKAGED_MIGRATIONS_DIR } from './migrate/migration-files.js';
 export { RUNLEDGER_SCHEMA, WORKFLOW_RUN_TERMINAL_CHANNEL, JOB_AVAILABLE_CHANNEL } from './db/constants.js';
 export type { JsonValue } from './validation/primitives.js';
+export type { Jsonified } from './validation/jsonified.js';
+export type { StandardSchemaV1 } from './schema/standard-schema.js';
 
 // ---------------------------------------------------------------------------
 // Queue
 // ---------------------------------------------------------------------------
 export { globalScope, adminScope, organizationScope, type Scope } from './db/scope.js';
 export { enqueueJob, enqueueJobs, type EnqueueJobResult } from './queue/enqueue.js';
-export type { EnqueueOptions } from './queue/schemas.js';
+export type { EnqueueOptions, EnqueueJobSettings } from './queue/schemas.js';
 export { claimJobs, type ClaimedJob } from './queue/claim.js';
 export {
   markJobRunning,
@@ -57,7 +59,8 @@ export { cancelJob } from './queue/cancel.js';
 export { releaseJob } from './queue/release.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents, type JobPage } from './queue/reads.js';
-export { retryDelayMs, retryDelayCeilingMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from './queue/retry-policy.js';
+export { retryDelayMs, retryDelayCeilingMs, type RetryPolicy, type BackoffPolicy } from './queue/retry-policy.js';
+export { DEFAULT_BACKOFF } from './queue/defaults.js';
 export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';
 export type {
   EnqueueJobInput,
@@ -74,7 +77,7 @@ export type {
 // ---------------------------------------------------------------------------
 // Workflows
 // ---------------------------------------------------------------------------
-export { workflow, WorkflowBuilder, type JobStepSettings } from './workflow/builder.js';
+export { workflow, WorkflowBuilder, type JobStepSettings, type TypedWorkflowRunInput } from './workflow/builder.js';
 export {
   validateWorkflowRun,
   type WorkflowRunInput,
@@ -116,6 +119,7 @@ export {
   type GetResultOptions,
 } from './workflow/handle.js';
 export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/run-listener.js';
+export type { StepPrerequisite, StepPrerequisites } from './workflow/step-inputs.js';
 
 // ---------------------------------------------------------------------------
 // Replay and recovery

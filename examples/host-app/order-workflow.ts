@@ -18,9 +18,9 @@ export async function placeOrder(prisma: PrismaClient, order: { id: string; cust
     const run = await enqueueWorkflowRun(
       tx,
       workflow('shop.fulfil', { orderId: order.id })
-        .job('reserve', 'shop.reserve_stock', { orderId: order.id })
-        .job('charge', 'shop.charge_card', { orderId: order.id, total: order.total })
-        .job('ship', 'shop.ship', { orderId: order.id })
+        .job('reserve', reserveStock, { orderId: order.id })
+        .job('charge', chargeCard, { orderId: order.id, total: order.total })
+        .job('ship', shipOrder, { orderId: order.id })
         .afterSuccess('ship', ['reserve', 'charge'])
         .resultStep('ship')
         .idempotencyKey(`order:${order.id}`)

@@ -36,6 +36,7 @@ import { newId, newIds } from '../db/ids.js';
 import { ConflictError, InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
 import type { JobStatus } from './rows.js';
 import { jsonParam } from './rows.js';
 import {
@@ -47,6 +48,7 @@ import {
   enqueueJobsInputSchema,
   enqueueOptionsSchema,
   type EnqueueJobInput,
+  type EnqueueJobSettings,
   type EnqueueOptions,
   type ParsedEnqueueJobInput,
 } from './schemas.js';
@@ -150,10 +152,36 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
  * existing job; a different request under the key is `job.idempotency_conflict`.
  * `options.notify` (default true): false sends no wake-up NOTIFY (workers poll).
  *
+ * Two forms. Through a definition (`defineJob`), the compiler checks the
+ * payload against the definition's schema and the definition's
+ * `retry.maxAttempts` / `timeoutSeconds` apply unless the settings say
+ * otherwise. By job-type name, for hosts that enqueue without importing the
+ * handlers: the payload is `unknown` to the compiler (checked as storable
+ * JSON at run time, and by the schema when a worker claims it).
+ *
  * @example
- * const { jobId } = await enqueueJob(prisma, { jobType: 'email.send', payload: { to: 'a@b.c' } });
+ * await enqueueJob(prisma, capture, { invoiceId }, { idempotencyKey: `capture:${invoiceId}` });
+ * await enqueueJob(prisma, { jobType: 'email.send', payload: { to: 'a@b.c' } });
  */
-export async function enqueueJob(db: Db, input: EnqueueJobInput, options: EnqueueOptions = {}): Promise<EnqueueJobResult> {
+// The definition form last: a wrong payload's error then names the payload, not the by-name form.
+export function enqueueJob(db: Db, input: EnqueueJobInput, options?: EnqueueOptions): Promise<EnqueueJobResult>;
+export function enqueueJob<D extends AnyJobDefinition>(
+  db: Db,
+  definition: D,
+  payload: JobPayload<D>,
+  settings?: EnqueueJobSettings & EnqueueOptions,
+): Promise<EnqueueJobResult>;
+export async function enqueueJob(db: Db, first: AnyJobDefinition | EnqueueJobInput, ...rest: unknown[]): Promise<EnqueueJobResult> {
+  let input: unknown;
+  let options: unknown;
+  if (isJobDefinition(first)) {
+    const { notify, ...settings } = (rest[1] ?? {}) as EnqueueJobSettings & EnqueueOptions;
+    input = definedJobInput(first, { ...settings, payload: rest[0] });
+    options = notify === undefined ? {} : { notify };
+  } else {
+    input = first;
+    options = rest[0] ?? {};
+  }
   const parsed = parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
   const { notify = true } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
   const [result] = await enqueueParsed(db, [parsed], notify);
@@ -165,11 +193,46 @@ export async function enqueueJob(db: Db, input: EnqueueJobInput, options: Enqueu
  * taken). Results are in input order. All or nothing: one idempotency
  * conflict aborts the whole batch. One NOTIFY per distinct job type made
  * runnable now, none with `{ notify: false }`.
+ *
+ * Through a definition, each item is `{ payload, ...settings }` and every
+ * payload is checked by the compiler; by name, each item names its job type.
+ *
+ * @example
+ * await enqueueJobs(prisma, capture, invoices.map((i) => ({ payload: { invoiceId: i.id }, idempotencyKey: i.id })));
  */
-export async function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[], options: EnqueueOptions = {}): Promise<EnqueueJobResult[]> {
+export function enqueueJobs(db: Db, inputs: readonly EnqueueJobInput[], options?: EnqueueOptions): Promise<EnqueueJobResult[]>;
+export function enqueueJobs<D extends AnyJobDefinition>(
+  db: Db,
+  definition: D,
+  items: readonly (EnqueueJobSettings & { payload: JobPayload<D> })[],
+  options?: EnqueueOptions,
+): Promise<EnqueueJobResult[]>;
+export async function enqueueJobs(db: Db, first: AnyJobDefinition | readonly EnqueueJobInput[], ...rest: unknown[]): Promise<EnqueueJobResult[]> {
+  let inputs: unknown = first;
+  let options: unknown = rest[0] ?? {};
+  if (isJobDefinition(first)) {
+    const items = rest[0];
+    inputs = Array.isArray(items) ? items.map((item: unknown) => definedJobInput(first, item)) : items;
+    options = rest[1] ?? {};
+  }
   const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT);
   const { notify = true } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
   return enqueueParsed(db, parsed, notify);
+}
+
+/** The by-name input of one job of `definition`: its type, and its settings under the enqueue's own. */
+function definedJobInput(definition: AnyJobDefinition, item: unknown): unknown {
+  // Not an object: left for the schema to refuse, naming the field.
+  if (typeof item !== 'object' || item === null) return item;
+  const defaults = {
+    ...(definition.maxAttempts === undefined ? {} : { maxAttempts: definition.maxAttempts }),
+    ...(definition.timeoutSeconds === undefined ? {} : { timeoutSeconds: definition.timeoutSeconds }),
+  };
+  return { ...defaults, ...stripUndefined(item as Record<string, unknown>), jobType: definition.jobType };
+}
+
+function stripUndefined(record: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).filter(([key, value]) => value !== undefined || key === 'payload'));
 }
 
 async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], notify: boolean): Promise<EnqueueJobResult[]> {

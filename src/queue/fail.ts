@@ -10,7 +10,7 @@ import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
 import { leaseMismatch, type FailJobResult, type LeaseIdentity } from './lease.js';
-import { retryDelayMs } from './retry-policy.js';
+import { resolveBackoff, retryDelayMs } from './retry-policy.js';
 import {
   JOB_INVALID_INPUT,
   failJobOptionsSchema,
@@ -27,8 +27,8 @@ import {
 export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOptions): Promise<FailJobResult> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
   const o = parseInput(failJobOptionsSchema, options, JOB_INVALID_INPUT);
-  // The fence pins attempt = l.attempt, so the backoff can be computed here.
-  const backoffMs = retryDelayMs(l.attempt);
+  // The fence pins attempt = l.attempt, so the backoff can be computed here (the job type's policy, given by the worker).
+  const backoffMs = retryDelayMs(l.attempt, resolveBackoff(o.backoff));
   const eventId = newId();
   const result = (row: FailedRow): FailJobResult => ({ jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null });
   if (l.workflowManaged !== true && (await canAutocommit(db, 'fail job'))) {

@@ -6,14 +6,13 @@
  */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
+import { backoffPolicySchema } from './retry-policy.js';
 import { truncateText } from '../validation/storable.js';
-import { int32, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid } from '../validation/primitives.js';
+import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
 
-export const DEFAULT_PRIORITY = 0;
-export const DEFAULT_MAX_ATTEMPTS = 5;
-export const DEFAULT_TIMEOUT_SECONDS = 300;
+export { DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_SECONDS } from './defaults.js';
 
 /** Upper bounds that keep one statement's arrays (and its locks) bounded. */
 export const MAX_ENQUEUE_BATCH = 10_000;
@@ -30,7 +29,7 @@ const workerId = nonBlank(200);
 export const enqueueJobInputSchema = z
   .strictObject({
     jobType: nonBlank(200),
-    payload: jsonValue,
+    payload: jsonInput,
     organizationId: uuid.nullish(),
     priority: int32.optional(),
     maxAttempts: positiveInt.optional(),
@@ -49,7 +48,10 @@ export const enqueueJobInputSchema = z
     path: ['runAt'],
     message: 'give runAt or delayMs, not both',
   });
-export type EnqueueJobInput = z.input<typeof enqueueJobInputSchema>;
+/** One job of the string job-type form: the payload is `unknown` to the compiler, checked as storable JSON at run time. */
+export type EnqueueJobInput = Omit<z.input<typeof enqueueJobInputSchema>, 'payload'> & { payload: unknown };
+/** An enqueue's own settings for one job of a definition (`enqueueJob(db, definition, payload, settings)`). */
+export type EnqueueJobSettings = Omit<EnqueueJobInput, 'jobType' | 'payload'>;
 export type ParsedEnqueueJobInput = z.output<typeof enqueueJobInputSchema>;
 
 export const enqueueJobsInputSchema = z.array(enqueueJobInputSchema).max(MAX_ENQUEUE_BATCH);
@@ -118,6 +120,8 @@ export const failJobOptionsSchema = z.strictObject({
   message: storableText.transform((s) => truncateText(s, MAX_ERROR_MESSAGE_LENGTH)),
   retryable: z.boolean(),
   retryNotBefore: z.date().optional(),
+  /** The backoff of the job's type (a worker passes its definition's); default DEFAULT_BACKOFF. */
+  backoff: backoffPolicySchema.optional(),
 });
 export type FailJobOptions = z.input<typeof failJobOptionsSchema>;
 

@@ -30,6 +30,17 @@ function checkStorableJson(value: unknown, ctx: z.RefinementCtx): void {
 /** Any JSON value PostgreSQL stores as jsonb exactly as given. */
 export const jsonValue = z.custom<JsonValue>(() => true).superRefine(checkStorableJson);
 
+/**
+ * A JSON value typed `unknown` where the caller's type cannot be known (the
+ * string job-type forms): a host's `interface`-typed value fits, which
+ * `JsonValue` refuses (an interface has no index signature). Checked as
+ * storable JSON at run time, like `jsonValue`.
+ */
+export const jsonInput = z
+  .unknown()
+  .superRefine(checkStorableJson)
+  .transform((value) => value as JsonValue);
+
 export const jsonObject = z
   .custom<{ [key: string]: JsonValue }>((value) => value !== null && typeof value === 'object' && !Array.isArray(value), { error: 'must be a JSON object' })
   .superRefine(checkStorableJson);

@@ -1,66 +1,120 @@
 /**
- * The typed handler registry: `defineJob` ties a job type to the zod schema
- * of its payload and the function that runs it; a worker is given a list of
- * definitions and claims only their job types.
+ * A job definition is the typed handle of one job type: `defineJob` ties the
+ * type's name to the schema of its payload (any Standard Schema v1 schema:
+ * zod 3.24+ or 4, valibot, arktype, ...), the function that runs it and its
+ * execution settings (retry policy, timeout). The compiler takes the payload
+ * type from the schema and the output type from the handler, and every
+ * enqueue, workflow step and result that names the definition is checked
+ * against them (`enqueueJob(db, capture, { invoiceId })`).
  *
+ * A worker is given a list of definitions and claims only their job types.
  * A job whose type no handler in the worker is registered for is never
  * claimed by that worker (the claim filters on the registered types), so it
  * waits, PENDING, for a worker that knows it. It is not failed: a rolling
  * deploy may run an old worker next to a new one.
+ *
+ * Settings precedence (defaults in src/queue/defaults.ts): an enqueue's own
+ * `maxAttempts` / `timeoutSeconds`, else the definition's when the job is
+ * enqueued through it (they are written on the job row then), else the
+ * defaults. The backoff is the definition's for every job of its type: the
+ * worker that runs the job applies it when a retryable failure is recorded.
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { BackoffPolicy } from '../queue/defaults.js';
+import { resolveBackoff, retryPolicySchema, type RetryPolicy } from '../queue/retry-policy.js';
+import { isStandardSchema, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import type { Jsonified } from '../validation/jsonified.js';
 import { parseInput } from '../validation/parse.js';
-import { nonBlank } from '../validation/primitives.js';
+import { nonBlank, positiveInt } from '../validation/primitives.js';
 import type { JobContext } from './job-context.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 
 /**
  * A job handler: receives the parsed payload and the context of this attempt,
- * returns the job's output (JSON, or undefined for none).
+ * returns the job's output. The output is stored the way JSON.stringify
+ * writes it (see `Jsonified`); undefined or null: no output.
  */
-export type JobHandler<P, O> = (payload: P, ctx: JobContext) => Promise<O> | O;
+export type JobHandler<Payload, Output> = (payload: Payload, ctx: JobContext) => Promise<Output> | Output;
 
-export interface JobDefinition<S extends z.ZodType = z.ZodType, O = unknown> {
+/** A definition's own execution settings (the fourth argument of `defineJob`). */
+export interface JobSettings {
+  /** Attempts and backoff for this job type. */
+  retry?: RetryPolicy;
+  /** How long one attempt may run (its signal aborts; a retryable `job.timeout` is recorded). Default 300. */
+  timeoutSeconds?: number;
+}
+
+/**
+ * The typed handle of one job type. `Payload` is what the handler receives
+ * (the schema's output), `Input` what an enqueue gives (the schema's input),
+ * `Output` what the handler returns.
+ */
+export interface JobDefinition<Payload = unknown, Output = unknown, Input = Payload> {
   readonly jobType: string;
-  /** Parses the stored payload before the handler runs; a failure dead-letters the job (`job.payload_invalid`). */
-  readonly schema: S;
-  readonly handler: JobHandler<z.output<S>, O>;
+  /** Validates the stored payload before the handler runs; a failure dead-letters the job (`job.payload_invalid`). */
+  readonly schema: StandardSchemaV1<Input, Payload>;
+  readonly handler: JobHandler<Payload, Output>;
+  /** `retry.maxAttempts` and `timeoutSeconds`: undefined when the definition leaves them to the defaults. */
+  readonly maxAttempts: number | undefined;
+  readonly timeoutSeconds: number | undefined;
+  /** Resolved: the definition's backoff with the defaults filled in. */
+  readonly backoff: Readonly<BackoffPolicy>;
 }
 
 /** Any definition, whatever its payload and output types (what a worker's `handlers` list holds). */
 // The handler's parameter is contravariant, so a precise definition fits only a wide one declared with `any`.
-export type AnyJobDefinition = JobDefinition<z.ZodType, unknown> | JobDefinition<any, any>;
+export type AnyJobDefinition = JobDefinition<any, any, any>;
+
+/** What an enqueue of `D` must give as its payload: the schema's input type. */
+export type JobPayload<D extends AnyJobDefinition> = D extends JobDefinition<any, any, infer Input> ? Input : never;
+/** What the handler of `D` receives: the schema's output type. */
+export type JobParsedPayload<D extends AnyJobDefinition> = D extends JobDefinition<infer Payload, any, any> ? Payload : never;
+/** What `D`'s job stores as its output (null: the handler returned nothing). */
+export type JobOutput<D extends AnyJobDefinition> = D extends JobDefinition<any, infer Output, any> ? Jsonified<Output> | null : never;
 
 const BRAND = Symbol.for('runledger.JobDefinition');
 
-const jobTypeSchema = z.object({ jobType: nonBlank(200) });
+const definitionSchema = z.strictObject({
+  jobType: nonBlank(200),
+  settings: z.strictObject({ retry: retryPolicySchema.optional(), timeoutSeconds: positiveInt.optional() }),
+});
 
 /**
  * Defines the handler of one job type.
  *
  * @example
- * const capture = defineJob('billing.capture', z.object({ invoiceId: z.string().uuid() }), async (payload, ctx) => {
+ * const capture = defineJob('billing.capture', z.object({ invoiceId: z.string() }), async (payload, ctx) => {
  *   const receipt = await payments.capture(payload.invoiceId, { signal: ctx.signal });
  *   return { receiptId: receipt.id };
- * });
+ * }, { retry: { maxAttempts: 8, backoff: { baseDelayMs: 5_000 } }, timeoutSeconds: 60 });
  * const worker = createWorker({ db: prisma, handlers: [capture] });
+ * await enqueueJob(prisma, capture, { invoiceId }); // payload checked by the compiler
  */
-export function defineJob<S extends z.ZodType, O>(
+export function defineJob<S extends StandardSchemaV1, O>(
   jobType: string,
   schema: S,
-  handler: JobHandler<z.output<S>, O>,
-): JobDefinition<S, O> {
-  const { jobType: type } = parseInput(jobTypeSchema, { jobType }, WORKER_INVALID_JOB_DEFINITION);
-  // Duck-typed rather than `instanceof`, so a schema from another copy of zod fits.
-  if (typeof (schema as { safeParseAsync?: unknown } | null)?.safeParseAsync !== 'function') {
-    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'schema', 'Invalid schema: must be a zod schema');
+  handler: JobHandler<StandardSchemaV1.InferOutput<S>, O>,
+  settings: JobSettings = {},
+): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>> {
+  const parsed = parseInput(definitionSchema, { jobType, settings }, WORKER_INVALID_JOB_DEFINITION);
+  // Duck-typed rather than `instanceof`, so a schema from any library (or another copy of one) fits.
+  if (!isStandardSchema(schema)) {
+    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'schema', 'Invalid schema: must implement Standard Schema v1 (zod 3.24+, zod 4, valibot, arktype, ...)');
   }
   if (typeof handler !== 'function') {
     throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'handler', 'Invalid handler: must be a function');
   }
-  return Object.freeze({ jobType: type, schema, handler, [BRAND]: true });
+  return Object.freeze({
+    jobType: parsed.jobType,
+    schema: schema as StandardSchemaV1<StandardSchemaV1.InferInput<S>, StandardSchemaV1.InferOutput<S>>,
+    handler,
+    maxAttempts: parsed.settings.retry?.maxAttempts,
+    timeoutSeconds: parsed.settings.timeoutSeconds,
+    backoff: Object.freeze(resolveBackoff(parsed.settings.retry?.backoff)),
+    [BRAND]: true,
+  });
 }
 
 export function isJobDefinition(value: unknown): value is AnyJobDefinition {

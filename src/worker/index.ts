@@ -17,6 +17,10 @@ export {
   type JobDefinition,
   type AnyJobDefinition,
   type JobHandler,
+  type JobSettings,
+  type JobPayload,
+  type JobParsedPayload,
+  type JobOutput,
 } from './define-job.js';
 export type { JobContext } from './job-context.js';
 export {
@@ -29,6 +33,7 @@ export {
   JOB_PAYLOAD_INVALID,
   JOB_OUTPUT_INVALID,
   JOB_TIMEOUT,
+  JOB_STEP_INPUTS_UNAVAILABLE,
   JOB_WORKER_SHUTDOWN,
   JOB_BUFFER_EXPIRED,
   type RetryableErrorOptions,

@@ -8,6 +8,7 @@ import { jobInfo } from './events.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { WorkerLogger } from './logger.js';
+import { NO_PREREQUISITES, type StepInputs, type StepPrerequisites } from '../workflow/step-inputs.js';
 
 export interface JobContext {
   readonly jobId: string;
@@ -23,6 +24,16 @@ export interface JobContext {
   readonly workerId: string;
   /** True when the job backs a workflow step. */
   readonly workflowManaged: boolean;
+  /** The workflow run of the step this job backs; null for a direct job. The run's organization is `organizationId`. */
+  readonly workflowRunId: string | null;
+  /** The key of the step this job backs; null for a direct job. */
+  readonly stepKey: string | null;
+  /**
+   * The step's prerequisites with their terminal status and output
+   * (`ctx.prerequisites.get('crawl')?.output`; typed with
+   * `ctx.prerequisites.get('crawl', crawl)`). Empty for a direct job.
+   */
+  readonly prerequisites: StepPrerequisites;
   /** The checkpoint a previous attempt saved (or this one, after `saveCheckpoint`). */
   readonly checkpoint: JsonValue | null;
   /** The last saved progress. */
@@ -48,12 +59,16 @@ export function createJobContext(
   signal: AbortSignal,
   logger: WorkerLogger,
   save: (fields: SaveFields) => Promise<void>,
+  step: StepInputs | undefined,
 ): JobContext {
   let progress = job.progress;
   let checkpoint = job.checkpoint;
   return Object.freeze({
     ...jobInfo(job),
     workflowManaged: job.workflowManaged,
+    workflowRunId: step?.workflowRunId ?? null,
+    stepKey: step?.stepKey ?? null,
+    prerequisites: step?.prerequisites ?? NO_PREREQUISITES,
     get progress() {
       return progress;
     },

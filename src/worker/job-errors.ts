@@ -14,7 +14,7 @@
  * inside a handler (say, an enqueue that conflicted) is "anything else".
  */
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
-import { findJsonProblem, formatJsonPath, textProblem, toStorableText } from '../validation/storable.js';
+import { formatJsonPath, textProblem, toStorableText, type JsonProblem } from '../validation/storable.js';
 
 export const JOB_HANDLER_ERROR = 'job.handler_error';
 export const JOB_RETRY_REQUESTED = 'job.retry_requested';
@@ -22,6 +22,8 @@ export const JOB_TERMINAL_ERROR = 'job.terminal_error';
 export const JOB_PAYLOAD_INVALID = 'job.payload_invalid';
 export const JOB_OUTPUT_INVALID = 'job.output_invalid';
 export const JOB_TIMEOUT = 'job.timeout';
+/** A workflow job's prerequisites could not be read (src/workflow/step-inputs.ts); the attempt is retried. */
+export const JOB_STEP_INPUTS_UNAVAILABLE = 'job.step_inputs_unavailable';
 export const JOB_WORKER_SHUTDOWN = 'job.worker_shutdown';
 /** Release reason of a claimed job that waited in the worker's buffer too long to be started safely under its lease. */
 export const JOB_BUFFER_EXPIRED = 'job.buffer_expired';
@@ -124,14 +126,8 @@ export function describeFailure(error: unknown): FailureRecord {
   return { code: JOB_HANDLER_ERROR, message: messageOf(error), retryable: true };
 }
 
-/**
- * Why `output` cannot be stored as the job's jsonb output, naming where in it
- * (`Invalid output.items.3.name: contains NUL ...`), or undefined when it can.
- */
-export function outputProblem(output: unknown): string | undefined {
-  if (output === undefined) return undefined;
-  const problem = findJsonProblem(output);
-  if (!problem) return undefined;
+/** The message of an output that cannot be stored, naming where in it (`Invalid output.items.3.name: contains NUL ...`). */
+export function outputProblem(problem: JsonProblem): string {
   return `Invalid ${formatJsonPath(['output', ...problem.path])}: must be storable JSON: ${problem.reason}`;
 }
 

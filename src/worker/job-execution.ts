@@ -4,6 +4,7 @@
  *   RUNNING --handler returns-------------> SUCCESS   (queued on the completion batch)
  *   RUNNING --handler throws--------------> FAILURE   (failJob: retry or dead-letter)
  *   RUNNING --payload/output invalid------> FAILURE   (failJob, terminal)
+ *   RUNNING --step inputs unreadable------> FAILURE   (failJob job.step_inputs_unavailable, retryable; handler not run)
  *   RUNNING --timeoutSeconds elapse-------> TIMEOUT   (abort signal; failJob job.timeout, retryable)
  *   RUNNING --heartbeat/save fenced out---> LEASE LOST (abort signal; nothing recorded)
  *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; failJob job.worker_shutdown, retryable)
@@ -39,14 +40,18 @@ import { failJob, heartbeatJob } from '../queue/lifecycle.js';
 import { releaseJob } from '../queue/release.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import { toStorableJson } from '../validation/jsonified.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type SaveFields } from './job-context.js';
+import type { StepInputs } from '../workflow/step-inputs.js';
 import {
   JOB_OUTPUT_INVALID,
   JOB_PAYLOAD_INVALID,
+  JOB_STEP_INPUTS_UNAVAILABLE,
   JOB_TIMEOUT,
   JOB_WORKER_SHUTDOWN,
   JobAbortedError,
@@ -67,6 +72,8 @@ export interface JobExecutionDeps {
   logger: WorkerLogger;
   events: WorkerEventEmitter;
   batcher: CompletionBatcher;
+  /** Reads a workflow job's step inputs, batched with the other jobs started in the same turn (step-inputs.ts). */
+  loadStepInputs: (jobId: string) => Promise<StepInputs | undefined>;
   /** Counters the execution increments (the worker's `stats()` reads them). */
   stats: Omit<WorkerStats, 'inFlight'>;
 }
@@ -169,14 +176,30 @@ export class JobExecution {
   private async run(): Promise<void> {
     let result: { ok: true; output: unknown } | { ok: false; error: unknown };
     try {
-      const parsed = await this.definition.schema.safeParseAsync(this.job.payload);
-      if (!parsed.success) {
+      // Retried through an outage like the lease writes (until the lease expires or an outcome is taken).
+      const step = this.job.workflowManaged
+        ? retryLeaseWrite(() => this.deps.loadStepInputs(this.job.jobId), { deadline: () => leaseDeadline(this.job), signal: this.controller.signal })
+        : undefined;
+      // Handled below (awaited or not): a failed read must not surface as an unhandled rejection.
+      step?.catch(() => undefined);
+      const parsed = await this.definition.schema['~standard'].validate(this.job.payload);
+      if (parsed.issues) {
         this.markSettled();
-        if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.error), parsed.error);
+        if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.issues), parsed.issues);
         return;
       }
-      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields));
-      result = { ok: true, output: await this.definition.handler(parsed.data, ctx) };
+      let stepInputs: StepInputs | undefined;
+      try {
+        stepInputs = await step;
+      } catch (error) {
+        // The handler never ran. A recorded, retryable failure (not a release) so that a read failing for
+        // good backs off and ends dead-lettered instead of claiming and releasing in a loop.
+        this.markSettled();
+        if (this.take('handler')) await this.recordFailure(stepInputsFailure(), error);
+        return;
+      }
+      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), stepInputs);
+      result = { ok: true, output: await this.definition.handler(parsed.value, ctx) };
     } catch (error) {
       result = { ok: false, error };
     }
@@ -189,12 +212,15 @@ export class JobExecution {
       await this.recordFailure(describeFailure(result.error), result.error);
       return;
     }
-    const problem = outputProblem(result.output);
-    if (problem) {
+    // The handler's side effects have happened: an output that is not plain JSON (Dates, toJSON, undefined
+    // members) is stored as JSON.stringify writes it rather than refused; only what JSON cannot hold fails.
+    const storable = toStorableJson(result.output);
+    if (!storable.ok) {
+      const problem = outputProblem(storable.problem);
       await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, result.output);
       return;
     }
-    await this.recordSuccess(result.output as JsonValue | undefined);
+    await this.recordSuccess(storable.value as JsonValue | undefined);
   }
 
   /** Takes the outcome if nobody has; stops the timers when it does. */
@@ -283,7 +309,7 @@ export class JobExecution {
 
   private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
     try {
-      const result = await retryLeaseWrite(() => failJob(this.deps.db, this.job, failure), { deadline: () => leaseDeadline(this.job) });
+      const result = await retryLeaseWrite(() => failJob(this.deps.db, this.job, { ...failure, backoff: this.definition.backoff }), { deadline: () => leaseDeadline(this.job) });
       this.deps.stats.failed += 1;
       const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
       if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);
@@ -310,10 +336,14 @@ export class JobExecution {
   }
 }
 
-/** zod's first issue, named like runledger names fields: `payload.amount`. */
-function payloadFailure(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): FailureRecord {
-  const issue = error.issues[0];
-  const field = formatJsonPath(['payload', ...(issue?.path ?? []).map(String)]);
+function stepInputsFailure(): FailureRecord {
+  return { code: JOB_STEP_INPUTS_UNAVAILABLE, message: "Reading the step's prerequisites failed; the handler did not run.", retryable: true };
+}
+
+/** The schema's first issue, named like runledger names fields: `payload.amount`. */
+function payloadFailure(issues: ReadonlyArray<StandardSchemaV1.Issue>): FailureRecord {
+  const issue = issues[0];
+  const field = formatJsonPath(['payload', ...(issue ? issuePath(issue) : []).map(String)]);
   // The schema's messages are the host's text: recorded sanitised, never refused.
   return { code: JOB_PAYLOAD_INVALID, message: toStorableText(`Invalid ${field}: ${issue?.message ?? 'is invalid'}`, MAX_ERROR_MESSAGE_LENGTH), retryable: false };
 }

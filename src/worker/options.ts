@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
+import { DEFAULT_LEASE_SECONDS } from '../queue/defaults.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/schemas.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
@@ -86,8 +87,8 @@ export interface ResolvedWorkerOptions {
   completionBatchSize: number;
 }
 
+export { DEFAULT_LEASE_SECONDS };
 export const DEFAULT_CONCURRENCY = 10;
-export const DEFAULT_LEASE_SECONDS = 60;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_REAPER_INTERVAL_MS = 15_000;
 export const DEFAULT_REAPER_LIMIT = 100;

@@ -4,7 +4,7 @@
  *
  * @example
  * const run = workflow('profiles.refresh', { requestedBy: 'u1' })
- *   .job('crawl', 'profiles.crawl', { url })
+ *   .job('crawl', crawl, { url })            // a definition: payload checked, output typed
  *   .job('score', 'profiles.score', {})
  *   .afterSuccess('score', ['crawl'])
  *   .external('approval')
@@ -16,17 +16,34 @@
  */
 import { ValidationError } from '../errors/runledger-error.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { isJobDefinition, type AnyJobDefinition, type JobOutput, type JobPayload } from '../worker/define-job.js';
 import type { WorkflowDependencyInput, WorkflowRunInput, WorkflowStepInput } from './definition.js';
 
 export interface JobStepSettings {
   priority?: number;
+  /** Default: the definition's `retry.maxAttempts` (a step given by definition), else 5. */
   maxAttempts?: number;
+  /** Default: the definition's `timeoutSeconds` (a step given by definition), else 300. */
   timeoutSeconds?: number;
   /** Execution resource: at most one job per key runs at a time (see enqueueJob). */
   resource?: string;
 }
 
-export class WorkflowBuilder {
+/**
+ * Type-only mark on a built run: the type of its result step's output, so
+ * `enqueueWorkflowRunHandle(db, run).getResult()` is typed. No such property
+ * exists at run time.
+ */
+declare const RESULT: unique symbol;
+export type TypedWorkflowRunInput<Result> = WorkflowRunInput & { readonly [RESULT]?: Result };
+
+/**
+ * `Steps` maps each step key to what its step stores as output: the
+ * definition's output type for a step given by definition, `unknown` for one
+ * given by job-type name or completed externally. `Result` is the result
+ * step's output type once `resultStep` names it.
+ */
+export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result = unknown> {
   private readonly steps: WorkflowStepInput[] = [];
   private readonly dependencies = new Map<string, WorkflowDependencyInput[]>();
   private readonly resultKeys: string[] = [];
@@ -38,16 +55,37 @@ export class WorkflowBuilder {
     private readonly metadata: { [key: string]: JsonValue } = {},
   ) {}
 
-  /** A step executed by a job of `jobType` with `payload`. */
-  job(key: string, jobType: string, payload: JsonValue, settings: JobStepSettings = {}): this {
-    this.steps.push({ key, kind: 'job', jobType, payload, ...settings });
-    return this;
+  /**
+   * A step executed by a job of `definition` (payload checked by the
+   * compiler; the definition's maxAttempts and timeout apply unless
+   * `settings` say otherwise), or of the job type named `jobType` (payload
+   * `unknown` to the compiler).
+   */
+  // The definition form last: a wrong payload's error then names the payload.
+  job<K extends string>(key: K, jobType: string, payload: unknown, settings?: JobStepSettings): WorkflowBuilder<Steps & { [P in K]: unknown }, Result>;
+  job<K extends string, D extends AnyJobDefinition>(
+    key: K,
+    definition: D,
+    payload: JobPayload<D>,
+    settings?: JobStepSettings,
+  ): WorkflowBuilder<Steps & { [P in K]: JobOutput<D> }, Result>;
+  job(key: string, job: string | AnyJobDefinition, payload: unknown, settings: JobStepSettings = {}): WorkflowBuilder<Record<string, unknown>, unknown> {
+    if (isJobDefinition(job)) {
+      const defaults = {
+        ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
+        ...(job.timeoutSeconds === undefined ? {} : { timeoutSeconds: job.timeoutSeconds }),
+      };
+      this.steps.push({ key, kind: 'job', jobType: job.jobType, payload, ...defaults, ...withoutUndefined(settings) });
+    } else {
+      this.steps.push({ key, kind: 'job', jobType: job, payload, ...settings });
+    }
+    return this as unknown as WorkflowBuilder<Record<string, unknown>, unknown>;
   }
 
   /** A step completed from outside (a human approval, a webhook) with `completeExternalWorkflowStep`. */
-  external(key: string): this {
+  external<K extends string>(key: K): WorkflowBuilder<Steps & { [P in K]: unknown }, Result> {
     this.steps.push({ key, kind: 'external' });
-    return this;
+    return this as unknown as WorkflowBuilder<Steps & { [P in K]: unknown }, Result>;
   }
 
   /** `step` runs only once every one of `prerequisites` SUCCEEDED; otherwise it is canceled. */
@@ -61,9 +99,9 @@ export class WorkflowBuilder {
   }
 
   /** The step whose output becomes the run's result when the run SUCCEEDED. */
-  resultStep(key: string): this {
+  resultStep<K extends string>(key: K): WorkflowBuilder<Steps, K extends keyof Steps ? NonNullable<Steps[K]> : unknown> {
     this.resultKeys.push(key);
-    return this;
+    return this as unknown as WorkflowBuilder<Steps, K extends keyof Steps ? NonNullable<Steps[K]> : unknown>;
   }
 
   organization(organizationId: string | null): this {
@@ -81,7 +119,7 @@ export class WorkflowBuilder {
    * `enqueueWorkflowRun`; what only the builder can get wrong (a dependency or
    * result declared for a step that was never added) is refused here.
    */
-  build(): WorkflowRunInput {
+  build(): TypedWorkflowRunInput<Result> {
     const declared = new Set(this.steps.map((s) => s.key));
     for (const key of this.dependencies.keys()) {
       if (!declared.has(key)) throw new ValidationError('workflow.unknown_step', `steps.${key}`, `Dependencies were declared for unknown step "${key}".`);
@@ -112,4 +150,8 @@ export class WorkflowBuilder {
 
 export function workflow(workflowType: string, metadata: { [key: string]: JsonValue } = {}): WorkflowBuilder {
   return new WorkflowBuilder(workflowType, metadata);
+}
+
+function withoutUndefined<T extends object>(record: T): Partial<T> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as Partial<T>;
 }

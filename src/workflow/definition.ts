@@ -7,15 +7,13 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/defaults.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonInput, jsonObject, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;
 
-const DEFAULT_STEP_PRIORITY = 0;
-const DEFAULT_STEP_MAX_ATTEMPTS = 5;
-const DEFAULT_STEP_TIMEOUT_SECONDS = 300;
 
 const dependencySchema = z.strictObject({
   step: storableText,
@@ -27,7 +25,7 @@ const jobStepSchema = z.strictObject({
   key: storableText,
   kind: z.literal('job'),
   jobType: nonBlank(200),
-  payload: jsonValue,
+  payload: jsonInput,
   priority: int32.optional(),
   maxAttempts: positiveInt.optional(),
   timeoutSeconds: positiveInt.optional(),
@@ -153,9 +151,9 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
             kind: 'job' as const,
             jobType: step.jobType,
             payload: step.payload,
-            priority: step.priority ?? DEFAULT_STEP_PRIORITY,
-            maxAttempts: step.maxAttempts ?? DEFAULT_STEP_MAX_ATTEMPTS,
-            timeoutSeconds: step.timeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
+            priority: step.priority ?? DEFAULT_PRIORITY,
+            maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+            timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
             resourceKey: step.resource ?? null,
             dependsOn,
           }

@@ -16,6 +16,7 @@ import type { Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.js';
+import type { TypedWorkflowRunInput } from './builder.js';
 import type { WorkflowRunInput } from './definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';
 import { findWorkflowRun } from './reads.js';
@@ -50,7 +51,15 @@ export interface GetResultOptions {
   signal?: AbortSignal;
 }
 
-export interface WorkflowRunHandle {
+/** What `getResult` returns when the handle knows no result type: any JSON value. */
+type DefaultResult<R> = unknown extends R ? JsonValue : R;
+
+/**
+ * `Result`: the result step's output type, known when the run was built
+ * from definitions (`workflow(...).job('ship', ship, ...).resultStep('ship')`);
+ * `getResult` then returns it and refuses a type argument that does not fit.
+ */
+export interface WorkflowRunHandle<Result = unknown> {
   readonly workflowRunId: string;
   getRun(): Promise<WorkflowRun>;
   getStatus(): Promise<WorkflowRunStatus>;
@@ -62,14 +71,19 @@ export interface WorkflowRunHandle {
    * `workflow.result_unsuccessful_terminal` when it ended otherwise,
    * `workflow.result_wait_timeout` when it is still running at the deadline.
    */
-  getResult<T extends JsonValue | null = JsonValue | null>(options?: GetResultOptions): Promise<T>;
+  getResult<T extends Result = DefaultResult<Result> & Result>(options?: GetResultOptions): Promise<T>;
 }
 
 /**
  * A handle on an existing run. `db` must be a root client (see the module
  * comment): to read inside your own transaction, call `getWorkflowRun(tx, ...)`.
  */
-export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRunId: string, options: WorkflowRunHandleOptions = {}): WorkflowRunHandle {
+export function workflowRunHandle<Result = unknown>(
+  db: PrismaClientLike,
+  scope: Scope,
+  workflowRunId: string,
+  options: WorkflowRunHandleOptions = {},
+): WorkflowRunHandle<Result> {
   ensureRootClient(db, 'db');
   const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRun> => {
@@ -81,7 +95,7 @@ export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRu
     workflowRunId,
     getRun,
     getStatus: async () => (await getRun()).status,
-    async getResult<T extends JsonValue | null>(resultOptions: GetResultOptions = {}): Promise<T> {
+    async getResult<T>(resultOptions: GetResultOptions = {}): Promise<T> {
       // NaN, negative, Infinity or > 2^31-1 would make the deadline never (or at once) come.
       const timeoutMs = parseInput(getResultOptionsSchema, resultOptions, INVALID).timeoutMs ?? DEFAULT_RESULT_TIMEOUT_MS;
       const deadline = Date.now() + timeoutMs;
@@ -133,7 +147,7 @@ export interface EnqueueWorkflowRunHandleOptions extends WorkflowRunHandleOption
   readWith?: PrismaClientLike;
 }
 
-export type EnqueuedWorkflowRunHandle = WorkflowRunHandle & { enqueued: EnqueueWorkflowRunResult };
+export type EnqueuedWorkflowRunHandle<Result = unknown> = WorkflowRunHandle<Result> & { enqueued: EnqueueWorkflowRunResult };
 
 /**
  * Enqueues a run and returns its handle.
@@ -147,12 +161,16 @@ export type EnqueuedWorkflowRunHandle = WorkflowRunHandle & { enqueued: EnqueueW
  * await run.getResult({ timeoutMs: 60_000 });
  * ```
  */
-export function enqueueWorkflowRunHandle(db: PrismaClientLike, input: WorkflowRunInput, options?: EnqueueWorkflowRunHandleOptions): Promise<EnqueuedWorkflowRunHandle>;
-export function enqueueWorkflowRunHandle(
+export function enqueueWorkflowRunHandle<Result = unknown>(
+  db: PrismaClientLike,
+  input: TypedWorkflowRunInput<Result>,
+  options?: EnqueueWorkflowRunHandleOptions,
+): Promise<EnqueuedWorkflowRunHandle<Result>>;
+export function enqueueWorkflowRunHandle<Result = unknown>(
   tx: PrismaTransactionLike,
-  input: WorkflowRunInput,
+  input: TypedWorkflowRunInput<Result>,
   options: EnqueueWorkflowRunHandleOptions & { readWith: PrismaClientLike },
-): Promise<EnqueuedWorkflowRunHandle>;
+): Promise<EnqueuedWorkflowRunHandle<Result>>;
 export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, options: EnqueueWorkflowRunHandleOptions = {}): Promise<EnqueuedWorkflowRunHandle> {
   const { readWith, scope: givenScope, ...handleOptions } = options;
   // Checked before the enqueue, so a handle that could not outlive `tx` is refused with nothing written.

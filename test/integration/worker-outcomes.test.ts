@@ -96,8 +96,25 @@ describe('handler outcomes', () => {
     expect(ran).toBe(false);
   });
 
-  it('dead-letters an output that is not JSON with job.output_invalid', async () => {
-    const handler = defineJob('out.output', z.object({}), async () => ({ at: new Date() }));
+  it('stores an output that is not plain JSON the way JSON.stringify writes it, instead of losing the finished work', async () => {
+    const at = new Date('2026-12-01T10:00:00.000Z');
+    const money = { toJSON: () => '12.50' };
+    const handler = defineJob('out.jsonified', z.object({}), async () => ({ at, money, skipped: undefined, list: [undefined, 1] }));
+    const worker = await startWorker({ handlers: [handler] });
+    const succeeded = nextEvent(worker, 'job:success');
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.jsonified', payload: {} });
+    await succeeded;
+    const job = await getJob(db.prisma, globalScope, jobId);
+    expect(job.status).toBe('SUCCEEDED');
+    expect(job.output).toEqual({ at: '2026-12-01T10:00:00.000Z', money: '12.50', list: [null, 1] });
+  });
+
+  it('dead-letters an output JSON cannot hold (a cycle) with job.output_invalid', async () => {
+    const handler = defineJob('out.output', z.object({}), async () => {
+      const node: { self?: unknown; at: Date } = { at: new Date() };
+      node.self = node;
+      return node;
+    });
     const worker = await startWorker({ handlers: [handler] });
     const failed = nextEvent(worker, 'job:failure');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.output', payload: {} });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_POLICY, retryDelayCeilingMs, retryDelayMs } from '../../src/queue/retry-policy.js';
+import { DEFAULT_BACKOFF } from '../../src/queue/defaults.js';
+import { retryDelayCeilingMs, retryDelayMs } from '../../src/queue/retry-policy.js';
 
 const low = () => 0;
 const high = () => 1;
@@ -7,8 +8,8 @@ const high = () => 1;
 describe('retry policy', () => {
   it('starts at the base delay after the first failed attempt', () => {
     expect(retryDelayCeilingMs(1)).toBe(1_000);
-    expect(retryDelayMs(1, DEFAULT_RETRY_POLICY, high)).toBe(1_000);
-    expect(retryDelayMs(1, DEFAULT_RETRY_POLICY, low)).toBe(500);
+    expect(retryDelayMs(1, DEFAULT_BACKOFF, high)).toBe(1_000);
+    expect(retryDelayMs(1, DEFAULT_BACKOFF, low)).toBe(500);
   });
 
   it('doubles the ceiling with every failed attempt', () => {
@@ -18,7 +19,7 @@ describe('retry policy', () => {
   it('never exceeds the cap, however many attempts failed', () => {
     expect(retryDelayCeilingMs(13)).toBe(3_600_000);
     expect(retryDelayCeilingMs(1_000)).toBe(3_600_000);
-    expect(retryDelayMs(1_000_000, DEFAULT_RETRY_POLICY, high)).toBe(3_600_000);
+    expect(retryDelayMs(1_000_000, DEFAULT_BACKOFF, high)).toBe(3_600_000);
     expect(Number.isFinite(retryDelayMs(Number.MAX_SAFE_INTEGER))).toBe(true);
   });
 
@@ -32,7 +33,7 @@ describe('retry policy', () => {
         expect(Number.isInteger(delay)).toBe(true);
       }
     }
-    expect(retryDelayMs(3, DEFAULT_RETRY_POLICY, () => 0.5)).toBe(3_000);
+    expect(retryDelayMs(3, DEFAULT_BACKOFF, () => 0.5)).toBe(3_000);
   });
 
   it('spreads simultaneous failures over the jitter window', () => {
@@ -43,8 +44,8 @@ describe('retry policy', () => {
   it('treats an attempt below 1 as the first and clamps a misbehaving random source', () => {
     expect(retryDelayCeilingMs(0)).toBe(1_000);
     expect(retryDelayCeilingMs(-5)).toBe(1_000);
-    expect(retryDelayMs(1, DEFAULT_RETRY_POLICY, () => 7)).toBe(1_000);
-    expect(retryDelayMs(1, DEFAULT_RETRY_POLICY, () => -7)).toBe(500);
+    expect(retryDelayMs(1, DEFAULT_BACKOFF, () => 7)).toBe(1_000);
+    expect(retryDelayMs(1, DEFAULT_BACKOFF, () => -7)).toBe(500);
   });
 
   it('follows a custom policy', () => {

@@ -1,0 +1,125 @@
+/**
+ * Type tests of the typed API, checked by `npm run typecheck` (tsc over
+ * test/): every `@ts-expect-error` line must fail to compile (tsc reports an
+ * unused directive otherwise) and every other line must compile. Nothing
+ * here runs; the functions are never called.
+ *
+ * The wrong calls are the ones issue 11 found compiling and dead-lettering at
+ * run time: a wrong payload shape for a defined job, a wrong step payload, a
+ * result type that does not match the result step's handler.
+ */
+import { expectTypeOf } from 'vitest';
+import { z } from 'zod';
+import { z as z3 } from 'zod3';
+import * as v from 'valibot';
+import {
+  defineJob,
+  enqueueJob,
+  enqueueJobs,
+  enqueueWorkflowRunHandle,
+  workflow,
+  workflowRunHandle,
+  organizationScope,
+  type JobOutput,
+  type JobPayload,
+  type Jsonified,
+  type JsonValue,
+  type PrismaClientLike,
+} from 'runledger';
+import { countAllWords } from '../../examples/readme/fan-in.js';
+
+declare const prisma: PrismaClientLike;
+
+const capture = defineJob('billing.capture', z.object({ invoiceId: z.string() }), async (payload) => {
+  expectTypeOf(payload).toEqualTypeOf<{ invoiceId: string }>();
+  return `receipt:${payload.invoiceId}`;
+});
+
+interface Invoice {
+  invoiceId: string;
+}
+
+export async function definedJobs(invoice: Invoice) {
+  await enqueueJob(prisma, capture, { invoiceId: 'inv_1' });
+  await enqueueJob(prisma, capture, { invoiceId: 'inv_1' }, { idempotencyKey: 'k', maxAttempts: 3, notify: false });
+  // A payload typed as an interface is accepted (JsonValue's index signature refused it).
+  await enqueueJob(prisma, capture, invoice);
+  // @ts-expect-error a number where the schema says string
+  await enqueueJob(prisma, capture, { invoiceId: 42 });
+  // @ts-expect-error a misspelled field
+  await enqueueJob(prisma, capture, { invoiceID: 'inv_1' });
+  // @ts-expect-error a missing payload
+  await enqueueJob(prisma, capture);
+  // @ts-expect-error an unknown setting
+  await enqueueJob(prisma, capture, { invoiceId: 'inv_1' }, { retries: 3 });
+
+  await enqueueJobs(prisma, capture, [{ payload: { invoiceId: 'a' } }, { payload: invoice, idempotencyKey: 'b' }]);
+  // @ts-expect-error one bad payload in a batch
+  await enqueueJobs(prisma, capture, [{ payload: { invoiceId: 'a' } }, { payload: { invoiceId: 1 } }]);
+
+  // The string form stays for hosts that enqueue without importing handlers: the payload is unknown.
+  await enqueueJob(prisma, { jobType: 'billing.capture', payload: invoice });
+  await enqueueJobs(prisma, [{ jobType: 'billing.capture', payload: { invoiceId: 'a' } }]);
+}
+
+export function payloadAndOutputTypes() {
+  // The enqueue gives the schema's input, the handler receives its output.
+  const parsed = defineJob('t.coerce', z.object({ n: z.coerce.number(), tag: z.string().default('x') }), (p) => {
+    expectTypeOf(p).toEqualTypeOf<{ n: number; tag: string }>();
+    return { at: new Date(), n: p.n, note: undefined as string | undefined, skip: () => 1 };
+  });
+  expectTypeOf<JobPayload<typeof parsed>>().toEqualTypeOf<{ n: unknown; tag?: string | undefined }>();
+  // The stored output is what JSON.stringify writes: the Date becomes a string, functions and undefined go.
+  expectTypeOf<JobOutput<typeof parsed>>().toEqualTypeOf<{ at: string; n: number; note?: string } | null>();
+  expectTypeOf<JobOutput<typeof capture>>().toEqualTypeOf<string | null>();
+}
+
+export function jsonifiedRules() {
+  expectTypeOf<Jsonified<{ a: Date; b: bigint | string; c?: number; d: undefined }>>().toEqualTypeOf<{ a: string; b: string; c?: number }>();
+  expectTypeOf<Jsonified<[Date, undefined, number]>>().toEqualTypeOf<[string, null, number]>();
+  expectTypeOf<Jsonified<{ toJSON(): { v: 1 } }>>().toEqualTypeOf<{ v: 1 }>();
+}
+
+export async function workflows() {
+  const crawl = defineJob('p.crawl', z.object({ url: z.string() }), async ({ url }) => ({ url, bytes: 10 }));
+  const ship = defineJob('p.ship', z.object({ orderId: z.string() }), async ({ orderId }) => ({ trackingNumber: `TRK-${orderId}` }));
+
+  const run = workflow('p.refresh')
+    .job('crawl', crawl, { url: 'https://example.com' })
+    .job('ship', ship, { orderId: 'o1' }, { maxAttempts: 2 })
+    .job('legacy', 'p.legacy', { anything: true })
+    .afterSuccess('ship', ['crawl'])
+    .resultStep('ship')
+    .build();
+  const handle = await enqueueWorkflowRunHandle(prisma, run);
+  expectTypeOf(await handle.getResult()).toEqualTypeOf<{ trackingNumber: string }>();
+  // @ts-expect-error the result step returns { trackingNumber: string }, not a receipt
+  await handle.getResult<{ receiptId: number }>();
+
+  workflow('p.refresh')
+    // @ts-expect-error a wrong step payload
+    .job('crawl', crawl, { url: 42 });
+
+  // A handle without a known result type returns JSON, and a type argument narrows it.
+  const untyped = workflowRunHandle(prisma as never, organizationScope('org_1'), 'id');
+  expectTypeOf(await untyped.getResult()).toEqualTypeOf<JsonValue>();
+  expectTypeOf(await untyped.getResult<{ receiptId: number }>()).toEqualTypeOf<{ receiptId: number }>();
+}
+
+export function otherSchemaLibraries() {
+  // zod 3 (3.24+ implements Standard Schema) and valibot: no zod 4 type leaks into the definition.
+  const fromZod3 = defineJob('s.zod3', z3.object({ id: z3.string() }), (p) => p.id.length);
+  const fromValibot = defineJob('s.valibot', v.object({ id: v.string(), count: v.number() }), (p) => p.count);
+  expectTypeOf<JobPayload<typeof fromZod3>>().toEqualTypeOf<{ id: string }>();
+  expectTypeOf<JobPayload<typeof fromValibot>>().toEqualTypeOf<{ id: string; count: number }>();
+  expectTypeOf<JobOutput<typeof fromValibot>>().toEqualTypeOf<number | null>();
+  // @ts-expect-error valibot says count is a number
+  void enqueueJob(prisma, fromValibot, { id: 'a', count: '1' });
+  // @ts-expect-error not a schema
+  defineJob('s.bad', { parse: (x: unknown) => x }, () => 1);
+}
+
+export function readmeExamples() {
+  // The README's fan-in example: the join step's output types the run's result.
+  expectTypeOf<Awaited<ReturnType<typeof countAllWords>>>().toEqualTypeOf<{ total: number; parts: number; run: string | null }>();
+}
