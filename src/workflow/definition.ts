@@ -13,9 +13,9 @@ import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storab
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;
 
-const DEFAULT_STEP_PRIORITY = 0;
-const DEFAULT_STEP_MAX_ATTEMPTS = 5;
-const DEFAULT_STEP_TIMEOUT_SECONDS = 300;
+export const DEFAULT_STEP_PRIORITY = 0;
+export const DEFAULT_STEP_MAX_ATTEMPTS = 5;
+export const DEFAULT_STEP_TIMEOUT_SECONDS = 300;
 
 const dependencySchema = z.strictObject({
   step: storableText,

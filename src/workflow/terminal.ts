@@ -17,7 +17,7 @@ import type { Tx } from '../client/types.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { lockRunsReleaseShared, type ReleaseLocksHeld } from './locking.js';
 import { internalState, releaseDependents, type TerminalStep } from './release.js';
-import { recomputeWorkflowRunStatuses } from './run-status.js';
+import { recomputeAfterTerminal, recomputeWorkflowRunStatuses } from './run-status.js';
 
 export interface WorkflowJobTerminalTransition {
   jobId: string;
@@ -105,6 +105,15 @@ export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]
     const locks = held ?? (await lockRunsReleaseShared(tx, withDependents.map((step) => step.workflowRunId)));
     runsWithLiveWork = await releaseDependents(tx, locks, withDependents);
   }
+  const leaves = steps.filter((step) => step.hasDependents === false);
   const toRecompute = new Set(steps.map((step) => step.workflowRunId).filter((runId) => !runsWithLiveWork.has(runId)));
-  if (toRecompute.size > 0) await recomputeWorkflowRunStatuses(tx, toRecompute);
+  if (toRecompute.size === 0 && leaves.length === 0) return;
+  // The leaves are checked again for dependents appended meanwhile (locking.ts, "Appends and the
+  // 'no dependents' shortcut"); only when some turn up does this cost more statements.
+  const { late } = await recomputeAfterTerminal(tx, toRecompute, leaves.map((step) => step.stepId));
+  if (late.length === 0) return;
+  const locks = await lockRunsReleaseShared(tx, late.map((step) => step.workflowRunId));
+  const lateLive = await releaseDependents(tx, locks, late);
+  const remaining = [...toRecompute, ...late.map((step) => step.workflowRunId)].filter((runId) => !lateLive.has(runId) && !runsWithLiveWork.has(runId));
+  await recomputeWorkflowRunStatuses(tx, remaining);
 }
