@@ -112,7 +112,7 @@ export async function enqueueOrGetActiveWorkflow(db: Db, input: EnqueueActiveWor
     if (holder) {
       // Over and quiescent, not yet swept: the key is free; release it here rather than wait for the reaper.
       await tx.$executeRaw`
-        UPDATE runledger.workflow_active_keys SET released_at = now()
+        UPDATE runledger.workflow_active_keys SET released_at = clock_timestamp()
          WHERE workflow_run_id = ${holder.workflow_run_id}::uuid AND released_at IS NULL`;
     }
 
@@ -157,6 +157,7 @@ async function idempotentOutcome(
     throw new ConflictError('workflow.idempotency_conflict', 'The idempotency key was already used for a different workflow run request.', {
       details: { workflowRunId: result.workflowRunId },
       internalMessage: 'same run request, different (or no) active key',
+      sensitiveDetails: { activeKey },
     });
   }
   return { outcome: 'existing_idempotent', workflowRunId: result.workflowRunId, status: result.status };
@@ -171,7 +172,7 @@ export async function releaseActiveKeysOfRuns(tx: Tx, workflowRunIds: readonly s
   if (workflowRunIds.length === 0) return 0;
   return tx.$executeRaw`
     UPDATE runledger.workflow_active_keys k
-       SET released_at = now()
+       SET released_at = clock_timestamp()
       FROM runledger.workflow_runs wr
      WHERE k.workflow_run_id = ANY(${[...workflowRunIds]}::uuid[]) AND wr.id = k.workflow_run_id AND k.released_at IS NULL
        AND wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
@@ -207,7 +208,7 @@ export async function releaseQuiescedActiveKeysTx(tx: Tx, limit: number): Promis
          FOR UPDATE OF k SKIP LOCKED
     )
     UPDATE runledger.workflow_active_keys k
-       SET released_at = now()
+       SET released_at = clock_timestamp()
       FROM releasable r
      WHERE k.workflow_run_id = r.workflow_run_id`;
 }

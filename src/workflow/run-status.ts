@@ -125,7 +125,7 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
     -- enqueue of that key finds the lease run out. Same predicate as releaseActiveKeysOfRuns.
     released_keys AS (
       UPDATE runledger.workflow_active_keys k
-         SET released_at = now()
+         SET released_at = clock_timestamp()
         FROM updated u
        WHERE k.workflow_run_id = u.id AND k.released_at IS NULL
          AND u.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')

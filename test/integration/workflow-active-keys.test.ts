@@ -18,6 +18,8 @@ import {
   type ActiveWorkflowOutcome,
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
+import { silentLogger } from '../../src/worker/logger.js';
+import { Reaper } from '../../src/worker/reaper.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier } from '../harness/workflow-helpers.js';
@@ -155,6 +157,31 @@ describe('enqueueOrGetActiveWorkflow', () => {
     const third = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     expect(third.outcome).toBe('inserted');
     expect((await claimsOf('sync:cancel')).map((c) => c.released)).toEqual([true, true, false]);
+  });
+
+  it("is released by the worker's reaper loop once the canceled lease has run out", async () => {
+    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.reaper'), activeKey: 'sync:reaper' });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.reaper'], limit: 1, leaseSeconds: 300, markRunning: true });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: globalScope });
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
+    const reaper = new Reaper({ db: db.prisma, intervalMs: 10, limit: 10, logger: silentLogger, onRetried: () => undefined, onError: () => undefined });
+    reaper.start();
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!(await claimsOf('sync:reaper'))[0]!.released) {
+        if (Date.now() > deadline) throw new Error('the reaper did not release the key within 10 s');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await reaper.stop();
+    }
+    // Released only after every canceled lease of the run had run out.
+    const [late] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM runledger.workflow_active_keys k
+        JOIN runledger.workflow_steps ws ON ws.workflow_run_id = k.workflow_run_id
+        JOIN runledger.job_queue jq ON jq.id = ws.job_id
+       WHERE k.workflow_run_id = ${first.workflowRunId}::uuid AND jq.status = 'CANCELED' AND jq.lease_expires_at > k.released_at`;
+    expect(late!.n).toBe(0);
   });
 
   it('releases at once when a run is canceled with no live lease', async () => {

@@ -146,7 +146,11 @@ describe('appendWorkflowSteps', () => {
       { ...request, edges: [request.edges![0]!] },
       { ...request, window: 'a' },
     ]) {
-      await expect(appendWorkflowSteps(db.prisma, different)).rejects.toMatchObject({ code: 'workflow.append_conflicting_retry', category: 'conflict' });
+      const error = await appendWorkflowSteps(db.prisma, different).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'workflow.append_conflicting_retry', category: 'conflict', sensitiveDetails: { mutationKey: 'add-review' } });
+      // The mutation key is the caller's request identifier: never in what a client or a log line sees.
+      expect(JSON.stringify(error)).not.toContain('add-review');
+      expect((error as Error).message).not.toContain('add-review');
     }
     expect(await stepCount(workflowRunId)).toBe(3);
     expect(await mutationCount(workflowRunId)).toBe(1);
