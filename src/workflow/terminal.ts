@@ -92,6 +92,13 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
  *     it is RUNNING, as it already was (a job-backed step was live in it): its
  *     status needs no recompute. (Not so for external completions, whose run
  *     may be WAITING_FOR_EXTERNAL: they recompute always, in external.ts.)
+ * "No dependents" was read by the caller's statement, whose snapshot may
+ * predate an append that committed while that statement waited for the step
+ * row (locking.ts). So the leaves' edges are read again by the first
+ * statement of the recompute, with a fresh snapshot, before it locks any run
+ * row; dependents found there ("late") are released like any others, and
+ * only then are the run rows locked. In the common case this costs no
+ * statement: the check rides in the statement that locks the run rows.
  */
 export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[], held?: ReleaseLocksHeld): Promise<void> {
   if (steps.length === 0) return;
