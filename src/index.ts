@@ -89,6 +89,13 @@ export { MAX_WORKFLOW_RUN_BATCH, enqueueWorkflowRun, enqueueWorkflowRuns, type E
 export { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from './workflow/external.js';
 export { cancelWorkflowRun, type CancelWorkflowRunInput } from './workflow/cancel.js';
 export {
+  enqueueOrGetActiveWorkflow,
+  releaseQuiescedActiveKeys,
+  type EnqueueActiveWorkflowInput,
+  type ActiveWorkflowOutcome,
+} from './workflow/active-keys.js';
+export { appendWorkflowSteps, type AppendWorkflowStepsInput, type AppendWorkflowStepsResult, type AppendedStep } from './workflow/append.js';
+export {
   getWorkflowRun,
   findWorkflowRun,
   listWorkflowRuns,

@@ -1,7 +1,8 @@
 /**
  * The reaper loop: every `intervalMs` (jittered by ±20%, so workers started
  * together spread out), `reapExpiredLeases` returns the jobs of crashed or
- * stalled workers to PENDING (or dead-letters those out of attempts). A full
+ * stalled workers to PENDING (or dead-letters those out of attempts), then
+ * active workflow keys whose canceled leases have run out are released. A full
  * batch is followed at once by another, up to a bound, so a backlog drains
  * without waiting an interval per batch. Any worker may reap any job: the
  * statement skips rows another transaction holds, so several reapers never
@@ -9,6 +10,7 @@
  */
 import type { Db } from '../client/types.js';
 import { reapExpiredLeases } from '../queue/reap.js';
+import { releaseQuiescedActiveKeys } from '../workflow/active-keys.js';
 import type { WorkerLogger } from './logger.js';
 import { jitter, sleep } from './timing.js';
 
@@ -62,6 +64,8 @@ export class Reaper {
         deadLettered += result.deadLettered.length;
         if (result.retried.length + result.deadLettered.length < limit) break;
       }
+      // Active keys of runs that ended while a canceled lease was live: released once it has run out.
+      await releaseQuiescedActiveKeys(db, { limit });
     } catch (error) {
       logger.warn('reaping expired leases failed; the next pass retries', { error });
       this.options.onError(error);

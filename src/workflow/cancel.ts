@@ -17,6 +17,7 @@ import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, uuid } from '../validation/primitives.js';
+import { releaseActiveKeysOfRuns } from './active-keys.js';
 import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from './locking.js';
 import { notifyWorkflowRunTerminal } from './run-status.js';
 import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from './rows.js';
@@ -105,6 +106,8 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
        WHERE id = ${runId}::uuid
       RETURNING *`;
     await notifyWorkflowRunTerminal(tx, runId, 'CANCELED');
+    // Its active key, if it has one and no canceled lease is live (else the reaper's sweep releases it later).
+    await releaseActiveKeysOfRuns(tx, [runId]);
     return toWorkflowRun(updated[0]!);
   });
 }

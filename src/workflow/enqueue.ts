@@ -98,7 +98,7 @@ interface PlannedRun {
   canonical: JsonValue | null;
 }
 
-async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[], owned: boolean): Promise<EnqueueWorkflowRunResult[]> {
+export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[], owned: boolean): Promise<EnqueueWorkflowRunResult[]> {
   const planned: PlannedRun[] = runs.map((run) => ({
     run,
     runId: newId(),

@@ -42,6 +42,44 @@
  *     detector (40P01, `database.transaction_conflict`: retried like any
  *     failed claim), and a lost race is a unique violation that claimJobs
  *     retries (src/queue/claim.ts).
+ *   - Appending steps to a run (append.ts): the run's APPEND advisory lock
+ *     (rung 0, blocking, taken only by appends, so appends to one run are
+ *     serialised and each sees every step the previous one added) -> release
+ *     lock SHARED by try-lock only (a cancellation that holds the exclusive
+ *     form refuses the append at once: `workflow.release_conflict`) -> all of
+ *     the run's step rows in id order (2a) -> run row (4), under which the
+ *     run's status and the mutation key are read, the new rows written (new
+ *     rows: nobody waits on them) and the status recomputed.
+ *   - Enqueue with an active key (active-keys.ts): the key's ACTIVE-KEY
+ *     advisory lock (rung 0, blocking; taken by nothing else, so it only
+ *     orders enqueues of one key) -> the key's claim rows (5) -> the new run's
+ *     rows (new: nobody waits on them).
+ *   - Releasing active keys: claim rows (5) after the run rows (4), by the
+ *     status recompute and by cancellation; the reaper's sweep takes claim
+ *     rows with SKIP LOCKED (never waits).
+ *
+ * The append takes rung 3 before rung 2, and that cannot close a cycle: the
+ * try-lock itself never waits, and the only transaction that waits without a
+ * bound for a shared holder is a cancellation requesting the exclusive form,
+ * which holds no step row while it waits (it locks them after). A completion
+ * queued for the shared form behind such a cancellation waits bounded, as
+ * always. So an append that holds the shared lock and waits for step rows
+ * waits only for transactions that finish without it.
+ *
+ * Rungs 0 and 5. Rung 0 locks are taken first and by nothing that holds
+ * another lock class, so no waiter on them holds anything a rung-0 holder
+ * waits for. Claim rows (5) are taken last; their only blocking takers are
+ * enqueues of a key (for a terminal holder's claim, which no status path
+ * changes any more) and the release paths (for their own runs' claims).
+ *
+ * Appends and the "no dependents" shortcut. Job-backed completion decides in
+ * one statement whether its step has dependents (terminal.ts: steps without
+ * any skip the release lock and the cascade). That statement may wait for the
+ * step row an append holds and then read the edges with its older snapshot,
+ * missing the edges the append just committed. So the status recompute that
+ * follows reads the edges of those steps again with a fresh snapshot (the
+ * append committed before the step row was granted) and releases late
+ * dependents before any run row is locked (`recomputeAfterTerminal`).
  *
  * Why it cannot deadlock. Two transactions can only wait on each other in a
  * cycle if one holds a lock of a class (or an id within a class) that comes
@@ -73,6 +111,10 @@ import { ConflictError } from '../errors/runledger-error.js';
 
 /** Namespace of runledger's two-key advisory locks ('RUNL'). */
 export const RELEASE_LOCK_NAMESPACE = 0x52554e4c;
+/** Namespace of the per-run append locks ('RUNA'), rung 0. */
+export const APPEND_LOCK_NAMESPACE = 0x52554e41;
+/** Namespace of the per-(scope, key) active-key locks ('RUNK'), rung 0. */
+export const ACTIVE_KEY_LOCK_NAMESPACE = 0x52554e4b;
 /** Bound on waiting for the shared release lock; below deadlock_timeout (1 s by default). */
 export const RELEASE_LOCK_WAIT_MS = 500;
 
@@ -154,4 +196,18 @@ export async function lockRunStepRows(tx: Tx, workflowRunId: string): Promise<nu
      ORDER BY id
        FOR UPDATE`;
   return rows.length;
+}
+
+/** Rung 0 for appends: serialises appends to one run (blocking; held until the transaction ends). */
+export async function lockRunAppend(tx: Tx, workflowRunId: string): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${APPEND_LOCK_NAMESPACE}::int, hashtext(${workflowRunId}::text))`;
+}
+
+/**
+ * Rung 0 for an active key: serialises enqueues of one (scope, key). A hash
+ * collision only serialises two unrelated keys, never merges them: the claim
+ * itself is decided by the rows.
+ */
+export async function lockActiveKey(tx: Tx, scope: string, activeKey: string): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ACTIVE_KEY_LOCK_NAMESPACE}::int, hashtext(${scope}::text || chr(10) || ${activeKey}::text))`;
 }

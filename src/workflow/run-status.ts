@@ -27,7 +27,59 @@ export async function recomputeWorkflowRunStatuses(tx: Tx, workflowRunIds: Itera
   if (ids.length === 0) return statuses;
   const locked = await tx.$queryRaw<{ id: string }[]>`
     SELECT id FROM runledger.workflow_runs WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`;
-  if (locked.length === 0) return statuses;
+  return recomputeLockedRunStatuses(tx, locked.map((row) => row.id));
+}
+
+/** A terminal step whose dependents were appended after its completion statement's snapshot. */
+export interface LateSettledStep {
+  stepId: string;
+  workflowRunId: string;
+  status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
+}
+
+/**
+ * Statement 1 of the recompute for the settle path (terminal.ts), with the
+ * append check of the lock protocol (locking.ts): `leafStepIds` are steps
+ * this transaction made terminal believing they had no dependents. Their
+ * edges are read again with this statement's fresh snapshot; when some have
+ * dependents after all (an append committed while the completion waited for
+ * the step row), nothing is locked and they are returned, for the caller to
+ * release (release lock, cascade) before it locks run rows. Otherwise the
+ * runs are locked in id order and recomputed.
+ */
+export async function recomputeAfterTerminal(
+  tx: Tx,
+  workflowRunIds: Iterable<string>,
+  leafStepIds: readonly string[],
+): Promise<{ late: LateSettledStep[]; statuses: Map<string, WorkflowRunStatus> }> {
+  const ids = [...new Set(workflowRunIds)].sort();
+  if (leafStepIds.length === 0) return { late: [], statuses: await recomputeWorkflowRunStatuses(tx, ids) };
+  const rows = await tx.$queryRaw<{ kind: 'late' | 'run'; id: string; workflow_run_id: string; status: LateSettledStep['status'] | null }[]>`
+    WITH late AS MATERIALIZED (
+      SELECT DISTINCT ws.id, ws.workflow_run_id, ws.status::text AS status
+        FROM runledger.workflow_step_dependencies e
+        JOIN runledger.workflow_steps ws ON ws.id = e.prerequisite_step_id
+       WHERE e.prerequisite_step_id = ANY(${[...leafStepIds]}::uuid[])
+    ),
+    locked AS MATERIALIZED (
+      SELECT id FROM runledger.workflow_runs
+       WHERE id = ANY(${ids}::uuid[]) AND NOT EXISTS (SELECT 1 FROM late)
+       ORDER BY id
+         FOR UPDATE
+    )
+    SELECT 'late' AS kind, id, workflow_run_id, status FROM late
+    UNION ALL
+    SELECT 'run', id, id, NULL FROM locked`;
+  const late = rows.filter((row) => row.kind === 'late').map((row) => ({ stepId: row.id, workflowRunId: row.workflow_run_id, status: row.status! }));
+  if (late.length > 0) return { late, statuses: new Map() };
+  return { late, statuses: await recomputeLockedRunStatuses(tx, rows.map((row) => row.id)) };
+}
+
+/** Statement 2 of the recompute: the caller holds the rows of `lockedIds` (rung 4). */
+async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]): Promise<Map<string, WorkflowRunStatus>> {
+  const statuses = new Map<string, WorkflowRunStatus>();
+  if (lockedIds.length === 0) return statuses;
+  const locked = lockedIds.map((id) => ({ id }));
 
   const rows = await tx.$queryRaw<{ id: string; status: WorkflowRunStatus }[]>`
     WITH runs AS (
@@ -67,6 +119,18 @@ export async function recomputeWorkflowRunStatuses(tx: Tx, workflowRunIds: Itera
          AND r.status <> 'CANCELED'
          AND r.status IS DISTINCT FROM next.status
       RETURNING r.id, r.status
+    ),
+    -- A run that ends releases its active key (active-keys.ts) unless one of its canceled jobs still has a
+    -- live lease (the quiescence marker): then the key stays claimed until the reaper's sweep or the next
+    -- enqueue of that key finds the lease run out. Same predicate as releaseActiveKeysOfRuns.
+    released_keys AS (
+      UPDATE runledger.workflow_active_keys k
+         SET released_at = clock_timestamp()
+        FROM updated u
+       WHERE k.workflow_run_id = u.id AND k.released_at IS NULL
+         AND u.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+         AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
+                          WHERE ws.workflow_run_id = u.id AND jq.status = 'CANCELED' AND jq.lease_expires_at > clock_timestamp())
     ),
     notified AS (
       SELECT count(pg_notify(${WORKFLOW_RUN_TERMINAL_CHANNEL}, json_build_object('workflow_run_id', u.id::text, 'status', u.status::text)::text)) AS n

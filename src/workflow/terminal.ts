@@ -17,7 +17,7 @@ import type { Tx } from '../client/types.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { lockRunsReleaseShared, type ReleaseLocksHeld } from './locking.js';
 import { internalState, releaseDependents, type TerminalStep } from './release.js';
-import { recomputeWorkflowRunStatuses } from './run-status.js';
+import { recomputeAfterTerminal, recomputeWorkflowRunStatuses } from './run-status.js';
 
 export interface WorkflowJobTerminalTransition {
   jobId: string;
@@ -92,6 +92,13 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
  *     it is RUNNING, as it already was (a job-backed step was live in it): its
  *     status needs no recompute. (Not so for external completions, whose run
  *     may be WAITING_FOR_EXTERNAL: they recompute always, in external.ts.)
+ * "No dependents" was read by the caller's statement, whose snapshot may
+ * predate an append that committed while that statement waited for the step
+ * row (locking.ts). So the leaves' edges are read again by the first
+ * statement of the recompute, with a fresh snapshot, before it locks any run
+ * row; dependents found there ("late") are released like any others, and
+ * only then are the run rows locked. In the common case this costs no
+ * statement: the check rides in the statement that locks the run rows.
  */
 export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[], held?: ReleaseLocksHeld): Promise<void> {
   if (steps.length === 0) return;
@@ -105,6 +112,15 @@ export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]
     const locks = held ?? (await lockRunsReleaseShared(tx, withDependents.map((step) => step.workflowRunId)));
     runsWithLiveWork = await releaseDependents(tx, locks, withDependents);
   }
+  const leaves = steps.filter((step) => step.hasDependents === false);
   const toRecompute = new Set(steps.map((step) => step.workflowRunId).filter((runId) => !runsWithLiveWork.has(runId)));
-  if (toRecompute.size > 0) await recomputeWorkflowRunStatuses(tx, toRecompute);
+  if (toRecompute.size === 0 && leaves.length === 0) return;
+  // The leaves are checked again for dependents appended meanwhile (locking.ts, "Appends and the
+  // 'no dependents' shortcut"); only when some turn up does this cost more statements.
+  const { late } = await recomputeAfterTerminal(tx, toRecompute, leaves.map((step) => step.stepId));
+  if (late.length === 0) return;
+  const locks = await lockRunsReleaseShared(tx, late.map((step) => step.workflowRunId));
+  const lateLive = await releaseDependents(tx, locks, late);
+  const remaining = [...toRecompute, ...late.map((step) => step.workflowRunId)].filter((runId) => !lateLive.has(runId) && !runsWithLiveWork.has(runId));
+  await recomputeWorkflowRunStatuses(tx, remaining);
 }

@@ -1,0 +1,224 @@
+/**
+ * The input of `appendWorkflowSteps`, its zod schema, and the checks that need
+ * no database: step keys non-blank and unique within the request, no
+ * self-edge, no duplicate edge, no cycle among the new steps, job settings
+ * resolved to their defaults, and the canonical form stored per mutation key.
+ *
+ * The checks against the run (append.ts) come later, under its locks: new
+ * keys unused in the run, every prerequisite an existing or new step, every
+ * dependent a NEW step (existing steps cannot gain prerequisites), the
+ * window, the run's step limit.
+ *
+ * Why no cycle can pass through old and new steps: the existing DAG is
+ * acyclic, and every appended edge ends at a new step. A cycle through an old
+ * step would need an edge into it, and there is none; so a cycle lies wholly
+ * among the new steps, and that is what `orderNewSteps` rules out.
+ */
+import { z } from 'zod';
+import { scopeSchema } from '../db/scope.js';
+import { ValidationError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
+import type { Scope } from '../db/scope.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/defaults.js';
+import {
+  MAX_WORKFLOW_STEPS,
+  WORKFLOW_INVALID_INPUT,
+  type ValidatedDependency,
+  type ValidatedStep,
+} from './definition.js';
+
+const appendJobStepSchema = z.strictObject({
+  key: storableText,
+  kind: z.literal('job'),
+  jobType: nonBlank(200),
+  payload: jsonValue,
+  priority: int32.optional(),
+  maxAttempts: positiveInt.optional(),
+  timeoutSeconds: positiveInt.optional(),
+  /** Execution resource of the step's job (see enqueueJob's \`resource\`). */
+  resource: requestKey.optional(),
+});
+
+const appendExternalStepSchema = z.strictObject({ key: storableText, kind: z.literal('external') });
+
+const appendEdgeSchema = z.strictObject({
+  prerequisite: storableText,
+  dependent: storableText,
+  /** `on_success` (default): the prerequisite must succeed. `on_terminal`: any terminal outcome releases. */
+  mode: z.enum(['on_success', 'on_terminal']).default('on_success'),
+});
+
+export const appendWorkflowStepsSchema = z.strictObject({
+  workflowRunId: uuid,
+  scope: scopeSchema,
+  /** Idempotency of the append within its run: non-blank, at most 512 bytes. */
+  mutationKey: requestKey,
+  /** Key of an external step that must still be open (WAITING_FOR_EXTERNAL) for the append to be accepted. */
+  window: nonBlank(200).optional(),
+  steps: z.array(z.discriminatedUnion('kind', [appendJobStepSchema, appendExternalStepSchema])).min(1, 'an append needs at least one step').max(MAX_WORKFLOW_STEPS),
+  edges: z.array(appendEdgeSchema).max(MAX_WORKFLOW_STEPS * 10).default([]),
+});
+
+export interface AppendWorkflowStepsInput {
+  workflowRunId: string;
+  scope: Scope;
+  mutationKey: string;
+  /** An open append window: the key of an external step still WAITING_FOR_EXTERNAL. */
+  window?: string;
+  steps: (
+    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number; maxAttempts?: number; timeoutSeconds?: number }
+    | { key: string; kind: 'external' }
+  )[];
+  /** `dependent` must be one of `steps`; `prerequisite` an existing step of the run or one of `steps`. */
+  edges?: { prerequisite: string; dependent: string; mode?: 'on_success' | 'on_terminal' }[];
+}
+
+export interface ValidatedAppend {
+  workflowRunId: string;
+  scope: Scope;
+  mutationKey: string;
+  window: string | null;
+  /** The new step keys in the caller's order. */
+  inputOrder: string[];
+  /** Topological order among the new steps; `dependsOn` lists every prerequisite, existing or new. */
+  steps: ValidatedStep[];
+  /** The edges as given (their index names the field of an error found under the run's locks). */
+  edges: { prerequisite: string; dependent: string; mode: 'on_success' | 'on_terminal' }[];
+  canonical: JsonValue;
+}
+
+function fail(code: string, field: string, message: string, details: Record<string, unknown> = {}): never {
+  throw new ValidationError(code, field, message, { details });
+}
+
+export const edgeId = (dependent: string, prerequisite: string): string => JSON.stringify([dependent, prerequisite]);
+
+export function validateAppend(input: unknown): ValidatedAppend {
+  const rawSteps = (input as { steps?: unknown } | null)?.steps;
+  if (Array.isArray(rawSteps)) {
+    rawSteps.forEach((step, index) => {
+      if (step && typeof step === 'object' && (step as { kind?: unknown }).kind === 'external') {
+        const setting = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds'].find((key) => key in step);
+        if (setting) fail('workflow.external_step_job_settings', `steps.${index}.${setting}`, `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`);
+      }
+    });
+  }
+  const parsed = parseInput(appendWorkflowStepsSchema, input, WORKFLOW_INVALID_INPUT);
+
+  const indexByKey = new Map<string, number>();
+  parsed.steps.forEach((step, index) => {
+    if (step.key.trim().length === 0) fail('workflow.blank_step_key', `steps.${index}.key`, `Step ${index} has a blank key.`);
+    if (step.key.length > 200) fail(WORKFLOW_INVALID_INPUT, `steps.${index}.key`, `Step key "${step.key.slice(0, 20)}..." is longer than 200 characters.`);
+    const previous = indexByKey.get(step.key);
+    if (previous !== undefined) fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
+    indexByKey.set(step.key, index);
+  });
+
+  const dependsOn: ValidatedDependency[][] = parsed.steps.map(() => []);
+  const edgeIndex = new Map<string, number>();
+  parsed.edges.forEach((edge, index) => {
+    if (edge.prerequisite === edge.dependent) fail('workflow.self_dependency', `edges.${index}.prerequisite`, `Step "${edge.dependent}" depends on itself.`, { stepKey: edge.dependent });
+    const id = edgeId(edge.dependent, edge.prerequisite);
+    if (edgeIndex.has(id)) {
+      fail('workflow.duplicate_dependency', `edges.${index}`, `Step "${edge.dependent}" depends on "${edge.prerequisite}" more than once.`, { stepKey: edge.dependent, prerequisite: edge.prerequisite });
+    }
+    edgeIndex.set(id, index);
+    const dependent = indexByKey.get(edge.dependent);
+    // Whether it names an existing step (refused) or nothing at all is known only under the run's locks.
+    if (dependent === undefined) return;
+    dependsOn[dependent]!.push({ step: edge.prerequisite, mode: edge.mode === 'on_terminal' ? 'ON_TERMINAL' : 'ON_SUCCESS' });
+  });
+
+  const order = orderNewSteps(
+    parsed.steps.map((step, index) => ({ key: step.key, newPrerequisites: dependsOn[index]!.map((d) => d.step).filter((key) => indexByKey.has(key)) })),
+    edgeIndex,
+  );
+  const steps: ValidatedStep[] = order.map((index) => {
+    const step = parsed.steps[index]!;
+    return step.kind === 'job'
+      ? {
+          key: step.key,
+          kind: 'job' as const,
+          jobType: step.jobType,
+          payload: step.payload,
+          priority: step.priority ?? DEFAULT_PRIORITY,
+          maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+          timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+          resourceKey: step.resource ?? null,
+          dependsOn: dependsOn[index]!,
+        }
+      : { key: step.key, kind: 'external' as const, dependsOn: dependsOn[index]! };
+  });
+
+  return {
+    workflowRunId: parsed.workflowRunId,
+    scope: parsed.scope,
+    mutationKey: parsed.mutationKey,
+    window: parsed.window ?? null,
+    inputOrder: parsed.steps.map((step) => step.key),
+    steps,
+    edges: parsed.edges,
+    canonical: canonicalAppend(parsed.window ?? null, steps, parsed.edges),
+  };
+}
+
+/** Kahn's algorithm over the new steps only (see the module comment); on a cycle, names one. */
+function orderNewSteps(steps: readonly { key: string; newPrerequisites: readonly string[] }[], edgeIndex: ReadonlyMap<string, number>): number[] {
+  const indexByKey = new Map(steps.map((step, index) => [step.key, index]));
+  const remaining = steps.map((step) => step.newPrerequisites.length);
+  const dependents: number[][] = steps.map(() => []);
+  steps.forEach((step, index) => step.newPrerequisites.forEach((key) => dependents[indexByKey.get(key)!]!.push(index)));
+  const ready = steps.flatMap((_, index) => (remaining[index] === 0 ? [index] : []));
+  const order: number[] = [];
+  for (let head = 0; head < ready.length; head += 1) {
+    const index = ready[head]!;
+    order.push(index);
+    for (const dependent of dependents[index]!) {
+      remaining[dependent]! -= 1;
+      if (remaining[dependent] === 0) ready.push(dependent);
+    }
+  }
+  if (order.length === steps.length) return order;
+  const placed = new Set(order);
+  let current = steps.findIndex((_, index) => !placed.has(index));
+  const path: number[] = [];
+  const onPath = new Map<number, number>();
+  while (!onPath.has(current)) {
+    onPath.set(current, path.length);
+    path.push(current);
+    current = steps[current]!.newPrerequisites.map((key) => indexByKey.get(key)!).find((p) => !placed.has(p))!;
+  }
+  const cycle = path.slice(onPath.get(current)!).reverse();
+  const names = [...cycle, cycle[0]!].map((index) => steps[index]!.key);
+  const first = edgeIndex.get(edgeId(names[1]!, names[0]!));
+  fail('workflow.cycle', first === undefined ? 'edges' : `edges.${first}`, `The dependencies form a cycle: ${names.join(' -> ')}.`, { cycle: names });
+}
+
+const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * What a mutation key is bound to: the window, the steps sorted by key with
+ * their settings resolved, the edges sorted by (dependent, prerequisite). So
+ * a retry that lists the same steps and edges in another order, or spells a
+ * default out, is the same request; compared as jsonb (key order and number
+ * spelling do not matter).
+ */
+function canonicalAppend(
+  window: string | null,
+  steps: readonly ValidatedStep[],
+  edges: readonly { prerequisite: string; dependent: string; mode: 'on_success' | 'on_terminal' }[],
+): JsonValue {
+  return {
+    window,
+    steps: [...steps]
+      .sort((a, b) => byKey(a.key, b.key))
+      .map((step) => {
+        const { dependsOn: _dependsOn, ...rest } = step;
+        return rest as unknown as JsonValue;
+      }),
+    edges: [...edges]
+      .sort((a, b) => byKey(a.dependent, b.dependent) || byKey(a.prerequisite, b.prerequisite))
+      .map((edge) => ({ prerequisite: edge.prerequisite, dependent: edge.dependent, mode: edge.mode })),
+  };
+}
