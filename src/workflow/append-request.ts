@@ -67,7 +67,17 @@ export interface AppendWorkflowStepsInput {
   /** An open append window: the key of an external step still WAITING_FOR_EXTERNAL. */
   window?: string;
   steps: (
-    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number; maxAttempts?: number; timeoutSeconds?: number }
+    | {
+        key: string;
+        kind: 'job';
+        jobType: string;
+        payload: JsonValue;
+        priority?: number;
+        maxAttempts?: number;
+        timeoutSeconds?: number;
+        /** Execution resource of the step's job (see enqueueJob). */
+        resource?: string;
+      }
     | { key: string; kind: 'external' }
   )[];
   /** `dependent` must be one of `steps`; `prerequisite` an existing step of the run or one of `steps`. */

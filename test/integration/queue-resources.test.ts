@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  appendWorkflowSteps,
   cancelJob,
   claimJobs,
   completeJobsSuccess,
@@ -164,6 +165,37 @@ describe('execution resources', () => {
     expect(new Set([first, second, third].map((jobs) => (jobs[0]!.payload as { k: string }).k))).toEqual(new Set(['a', 'b', 'c']));
     const [row] = await db.prisma.$queryRaw<{ resource_key: string }[]>`SELECT resource_key FROM runledger.job_queue WHERE id = ${third[0]!.jobId}::uuid`;
     expect(row!.resource_key).toBe('wf-key');
+  });
+
+  it('carries an appended step’s resource to its job, released at once or later', async () => {
+    const type = freshType();
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('res.append').job('a', type, { k: 'a' }, { resource: 'ap-key' }).build());
+    await appendWorkflowSteps(db.prisma, {
+      workflowRunId,
+      scope: globalScope,
+      mutationKey: 'm1',
+      steps: [
+        { kind: 'job', key: 'now', jobType: type, payload: { k: 'now' }, resource: 'ap-key' },
+        { kind: 'job', key: 'later', jobType: type, payload: { k: 'later' }, resource: 'ap-key' },
+      ],
+      edges: [{ prerequisite: 'a', dependent: 'later' }],
+    });
+    const keys = await db.prisma.$queryRaw<{ step_key: string; step_resource: string | null; job_resource: string | null }[]>`
+      SELECT ws.step_key, ws.resource_key AS step_resource, jq.resource_key AS job_resource
+        FROM runledger.workflow_steps ws LEFT JOIN runledger.job_queue jq ON jq.id = ws.job_id
+       WHERE ws.workflow_run_id = ${workflowRunId}::uuid ORDER BY ws.step_key`;
+    expect(keys).toEqual([
+      { step_key: 'a', step_resource: 'ap-key', job_resource: 'ap-key' },
+      { step_key: 'later', step_resource: 'ap-key', job_resource: null },
+      { step_key: 'now', step_resource: 'ap-key', job_resource: 'ap-key' },
+    ]);
+    // a and now share the key: one at a time.
+    const first = await claim(type);
+    expect(first).toHaveLength(1);
+    await completeJobsSuccess(db.prisma, [{ lease: first[0]! }]);
+    const second = await claim(type);
+    expect(second).toHaveLength(1);
+    expect(second[0]!.resourceKey).toBe('ap-key');
   });
 
   it('makes the resource part of an idempotent request', async () => {
