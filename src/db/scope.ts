@@ -5,7 +5,7 @@
  * organization can never see or change another organization's rows.
  */
 import { z } from 'zod';
-import { uuid } from '../validation/primitives.js';
+import { organizationId } from '../validation/primitives.js';
 
 export type Scope =
   | { kind: 'global' }
@@ -14,7 +14,7 @@ export type Scope =
 
 export const scopeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('global') }),
-  z.object({ kind: z.literal('organization'), organizationId: uuid }),
+  z.object({ kind: z.literal('organization'), organizationId }),
   z.object({ kind: z.literal('admin') }),
 ]);
 
@@ -26,10 +26,10 @@ export function organizationScope(organizationId: string): Scope {
 
 /**
  * SQL parameters for the exact-scope predicate, used as
- * `(${p.all} OR organization_id IS NOT DISTINCT FROM ${p.organizationId}::uuid)`
+ * `(${p.all} OR organization_id IS NOT DISTINCT FROM ${p.organizationId}::text)`
  * on lookups by id, and on lists, where an index on organization_id must stay
  * usable (IS NOT DISTINCT FROM cannot use one), as
- * `(${p.all} OR (${p.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${p.organizationId}::uuid)`.
+ * `(${p.all} OR (${p.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${p.organizationId}::text)`.
  */
 export function scopeParams(scope: Scope): { all: boolean; organizationId: string | null } {
   switch (scope.kind) {

@@ -39,7 +39,7 @@ export async function findJob(db: Db, scope: Scope, jobId: string): Promise<Job 
              checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at
         FROM runledger.job_queue
        WHERE id = ${ref.jobId}::uuid
-         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
+         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
     return rows[0] ? toJob(rows[0]) : null;
   }, { readCommitted: false });
 }
@@ -69,7 +69,7 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<JobPage> {
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
              checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at
         FROM runledger.job_queue
-       WHERE (${s.all}::boolean OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
+       WHERE (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
          AND (${filter.status ?? null}::runledger.job_status IS NULL OR status = ${filter.status ?? null}::runledger.job_status)
          AND (${filter.jobType ?? null}::text IS NULL OR job_type = ${filter.jobType ?? null}::text)
          AND (${filter.after ?? null}::uuid IS NULL OR id < ${filter.after ?? null}::uuid)
@@ -91,7 +91,7 @@ export async function listJobEvents(db: Db, scope: Scope, jobId: string): Promis
         FROM runledger.job_queue jq
         LEFT JOIN runledger.job_events e ON e.job_id = jq.id
        WHERE jq.id = ${ref.jobId}::uuid
-         AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+         AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        ORDER BY e.seq`;
     if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
     return rows.filter((row): row is JobEventRow => row.id !== null).map(toJobEvent);

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
 import { truncateText } from '../validation/storable.js';
-import { int32, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid } from '../validation/primitives.js';
+import { int32, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
 
@@ -31,7 +31,7 @@ export const enqueueJobInputSchema = z
   .strictObject({
     jobType: nonBlank(200),
     payload: jsonValue,
-    organizationId: uuid.nullish(),
+    organizationId: organizationId.nullish(),
     priority: int32.optional(),
     maxAttempts: positiveInt.optional(),
     timeoutSeconds: positiveInt.optional(),

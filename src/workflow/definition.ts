@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId, type JsonValue } from '../validation/primitives.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;
@@ -44,7 +44,7 @@ const externalStepSchema = z.strictObject({
 
 export const workflowRunInputSchema = z.strictObject({
   workflowType: nonBlank(200),
-  organizationId: uuid.nullish(),
+  organizationId: organizationId.nullish(),
   metadata: jsonObject.optional(),
   idempotencyKey: requestKey.optional(),
   steps: z.array(z.discriminatedUnion('kind', [jobStepSchema, externalStepSchema])).min(1, 'a workflow needs at least one step').max(MAX_WORKFLOW_STEPS),

@@ -58,7 +58,7 @@ async function runInScope(db: Db, scope: Scope, workflowRunId: string): Promise<
   const rows = await withTransaction(db, 'read workflow run', async ({ tx }) =>
     tx.$queryRaw<WorkflowRunRow[]>`
       SELECT * FROM runledger.workflow_runs
-       WHERE id = ${id}::uuid AND (${s.all} OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`,
+       WHERE id = ${id}::uuid AND (${s.all} OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`,
   );
   return rows[0] ? toWorkflowRun(rows[0]) : null;
 }
@@ -86,7 +86,7 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
     tx.$queryRaw<(WorkflowRunRow & { cursor_micros: string })[]>`
       SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_micros
         FROM runledger.workflow_runs
-       WHERE (${s.all} OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
+       WHERE (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))
          AND (${afterMicros ?? null}::bigint IS NULL
@@ -108,7 +108,7 @@ export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Prom
   const rows = await withTransaction(db, 'count workflow runs', async ({ tx }) =>
     tx.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.workflow_runs
-       WHERE (${s.all} OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
+       WHERE (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))`,
   );
@@ -123,7 +123,7 @@ export async function listWorkflowSteps(db: Db, scope: Scope, workflowRunId: str
     tx.$queryRaw<WorkflowStepRow[]>`
       SELECT ws.* FROM runledger.workflow_steps ws
         JOIN runledger.workflow_runs wr ON wr.id = ws.workflow_run_id
-       WHERE ws.workflow_run_id = ${id}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+       WHERE ws.workflow_run_id = ${id}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        ORDER BY ws.id`,
   );
   return rows.map(toWorkflowStep);
@@ -140,7 +140,7 @@ export async function listWorkflowStepDependencies(db: Db, scope: Scope, workflo
         JOIN runledger.workflow_runs wr ON wr.id = d.workflow_run_id
         JOIN runledger.workflow_steps p ON p.id = d.prerequisite_step_id
         JOIN runledger.workflow_steps c ON c.id = d.dependent_step_id
-       WHERE d.workflow_run_id = ${id}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+       WHERE d.workflow_run_id = ${id}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        ORDER BY d.prerequisite_step_id, d.dependent_step_id`,
   );
   return rows.map(toWorkflowStepDependency);

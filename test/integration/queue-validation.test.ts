@@ -49,7 +49,9 @@ describe('queue input validation', () => {
     ['an idempotency key over 512 bytes', { ...valid, idempotencyKey: 'é'.repeat(257) }, 'idempotencyKey'],
     ['a blank idempotency key', { ...valid, idempotencyKey: ' ' }, 'idempotencyKey'],
     ['a timeout of zero', { ...valid, timeoutSeconds: 0 }, 'timeoutSeconds'],
-    ['a malformed organization id', { ...valid, organizationId: 'org-1' }, 'organizationId'],
+    ['an empty organization id', { ...valid, organizationId: '' }, 'organizationId'],
+    ['an organization id over 255 characters', { ...valid, organizationId: 'o'.repeat(256) }, 'organizationId'],
+    ['an organization id with NUL', { ...valid, organizationId: 'org\u0000' }, 'organizationId'],
     ['both runAt and delayMs', { ...valid, runAt: new Date(), delayMs: 5 }, 'runAt'],
     ['a negative delay', { ...valid, delayMs: -1 }, 'delayMs'],
     ['an unknown option', { ...valid, maxAttempt: 3 }, 'input'],
@@ -82,7 +84,7 @@ describe('queue input validation', () => {
       completeJobsSuccess(db.prisma, [{ lease }, { lease }]),
       '1.lease.jobId',
     );
-    await expectInvalid(cancelJob(db.prisma, { jobId: JOB_ID, scope: { kind: 'organization', organizationId: 'x' } as never }), 'scope.organizationId');
+    await expectInvalid(cancelJob(db.prisma, { jobId: JOB_ID, scope: { kind: 'organization', organizationId: '' } as never }), 'scope.organizationId');
     await expectInvalid(listJobs(db.prisma, { scope: { kind: 'admin' }, limit: 100_000 }), 'limit');
   });
 });
