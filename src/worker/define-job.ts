@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank } from '../validation/primitives.js';
 import type { JobContext } from './job-context.js';
@@ -68,7 +69,7 @@ export function isJobDefinition(value: unknown): value is AnyJobDefinition {
 }
 
 /** Job type -> definition; refuses a type defined twice. */
-export function buildHandlerRegistry(definitions: readonly AnyJobDefinition[], code: string): ReadonlyMap<string, AnyJobDefinition> {
+export function buildHandlerRegistry(definitions: readonly AnyJobDefinition[], code: ErrorCode): ReadonlyMap<string, AnyJobDefinition> {
   const registry = new Map<string, AnyJobDefinition>();
   definitions.forEach((definition, index) => {
     if (registry.has(definition.jobType)) {

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId, type JsonValue } from '../validation/primitives.js';
 
@@ -76,7 +77,7 @@ export interface ValidatedDependency {
 
 const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds'] as const;
 
-function fail(code: string, field: string, message: string, details: Record<string, unknown> = {}): never {
+function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });
 }
 

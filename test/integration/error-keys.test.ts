@@ -73,8 +73,8 @@ describe('errors leak no idempotency or replay keys', () => {
   });
 
   it('keeps sensitiveDetails out of every serialisation of any RunledgerError', () => {
-    const error = new RunledgerError('conflict', 'test.conflict', 'safe', { details: { shown: 1 }, sensitiveDetails: { hidden: 'xyz-hidden' } });
-    expect(error.toJSON()).toEqual({ name: 'RunledgerError', code: 'test.conflict', category: 'conflict', message: 'safe', details: { shown: 1 } });
+    const error = new RunledgerError('conflict', 'job.idempotency_conflict', 'safe', { details: { shown: 1 }, sensitiveDetails: { hidden: 'xyz-hidden' } });
+    expect(error.toJSON()).toEqual({ name: 'RunledgerError', code: 'job.idempotency_conflict', category: 'conflict', message: 'safe', details: { shown: 1 } });
     expect(Object.keys(error)).not.toContain('sensitiveDetails');
     expect(inspect(error)).not.toContain('xyz-hidden');
     expect(error.sensitiveDetails).toEqual({ hidden: 'xyz-hidden' });

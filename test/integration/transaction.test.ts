@@ -129,7 +129,7 @@ describe('ensureReadCommitted', () => {
     const outcome = await host
       .$transaction(
         async (tx) => {
-          await ensureReadCommitted({ tx, owned: false }, 'test.unsupported_isolation', 'Test operation');
+          await ensureReadCommitted({ tx, owned: false }, 'workflow.cancel_unsupported_isolation', 'Test operation');
           return 'ok';
         },
         { isolationLevel },
@@ -137,7 +137,7 @@ describe('ensureReadCommitted', () => {
       .catch((error: unknown) => error);
     if (accepted) expect(outcome).toBe('ok');
     else {
-      expect(isRunledgerError(outcome, 'test.unsupported_isolation')).toBe(true);
+      expect(isRunledgerError(outcome, 'workflow.cancel_unsupported_isolation')).toBe(true);
       expect((outcome as { category: string; field: string }).category).toBe('validation');
       expect((outcome as { field: string }).field).toBe('transaction.isolationLevel');
     }

@@ -14,7 +14,7 @@ describe('RunledgerError', () => {
     expect(error.name).toBe('ConflictError');
     expect(error.category).toBe('conflict');
     expect(isRunledgerError(error, 'job.idempotency_conflict')).toBe(true);
-    expect(isRunledgerError(error, 'job.other')).toBe(false);
+    expect(isRunledgerError(error, 'job.not_found')).toBe(false);
     expect(error.toJSON()).toEqual({
       name: 'ConflictError',
       code: 'job.idempotency_conflict',
