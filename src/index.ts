@@ -43,7 +43,7 @@ export type { JsonValue } from './validation/primitives.js';
 // ---------------------------------------------------------------------------
 // Queue
 // ---------------------------------------------------------------------------
-export { globalScope, adminScope, organizationScope, type Scope } from './db/scope.js';
+export { noOrganizationScope, adminScope, organizationScope, type Scope } from './db/scope.js';
 export { enqueueJob, enqueueJobs, type EnqueueJobResult } from './queue/enqueue.js';
 export type { EnqueueOptions } from './queue/schemas.js';
 export { claimJobs, type ClaimedJob } from './queue/claim.js';

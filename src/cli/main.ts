@@ -43,20 +43,20 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     .description('Operate runledger: migrations, workers, workflow runs, external steps, replays.')
     .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
     .option('--json', 'machine-readable JSON output', false)
-    .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('global'))
-    .option('--global', 'act within the global scope only (organization-less rows)', false)
+    .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('withoutOrg'))
+    .option('--without-org', 'act only on rows without an organization', false)
     .addHelpText('after', EXIT_CODES_HELP);
 
   let client: RunledgerPrismaClient | undefined;
-  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; global: boolean }>();
+  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; withoutOrg: boolean }>();
   const context: CliContext = {
     get json() {
       return options().json;
     },
     get scope(): Scope {
-      const { org, global } = options();
+      const { org, withoutOrg } = options();
       if (org) return { kind: 'organization', organizationId: org };
-      return global ? { kind: 'global' } : { kind: 'admin' };
+      return withoutOrg ? { kind: 'no_organization' } : { kind: 'admin' };
     },
     connectionString() {
       const url = options().databaseUrl ?? process.env.DATABASE_URL;

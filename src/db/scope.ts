@@ -1,25 +1,38 @@
 /**
  * Who is asking. Every read and every mutation of an existing job or run takes
- * a scope, matched exactly: a global scope sees only global rows (organization
- * NULL), an organization sees only its own rows, admin sees everything. An
- * organization can never see or change another organization's rows.
+ * a scope, matched exactly: `noOrganizationScope()` sees only rows enqueued
+ * without an organization (organization_id NULL), `organizationScope(id)` only
+ * that organization's rows, `adminScope()` everything. An organization can
+ * never see or change another organization's rows, nor rows without one.
  */
 import { z } from 'zod';
 import { organizationId } from '../validation/primitives.js';
 
 export type Scope =
-  | { kind: 'global' }
+  | { kind: 'no_organization' }
   | { kind: 'organization'; organizationId: string }
   | { kind: 'admin' };
 
 export const scopeSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('global') }),
+  z.object({ kind: z.literal('no_organization') }),
   z.object({ kind: z.literal('organization'), organizationId }),
   z.object({ kind: z.literal('admin') }),
 ]);
 
-export const globalScope: Scope = Object.freeze({ kind: 'global' });
-export const adminScope: Scope = Object.freeze({ kind: 'admin' });
+const NO_ORGANIZATION: Scope = Object.freeze({ kind: 'no_organization' });
+const ADMIN: Scope = Object.freeze({ kind: 'admin' });
+
+/** Rows that belong to no organization (enqueued without `organizationId`), and only those. */
+export function noOrganizationScope(): Scope {
+  return NO_ORGANIZATION;
+}
+
+/** Every row, whatever its organization: for operators and workers, never for a tenant's request. */
+export function adminScope(): Scope {
+  return ADMIN;
+}
+
+/** One organization's rows, `organizationId` being the host's own id (see MAX_ORGANIZATION_ID_LENGTH). */
 export function organizationScope(organizationId: string): Scope {
   return { kind: 'organization', organizationId };
 }
@@ -35,7 +48,7 @@ export function scopeParams(scope: Scope): { all: boolean; organizationId: strin
   switch (scope.kind) {
     case 'admin':
       return { all: true, organizationId: null };
-    case 'global':
+    case 'no_organization':
       return { all: false, organizationId: null };
     case 'organization':
       return { all: false, organizationId: scope.organizationId };

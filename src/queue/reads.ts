@@ -1,6 +1,6 @@
 /**
- * Reads of jobs and their audit trail, always within an exact scope: global
- * sees only global jobs, an organization only its own, admin everything. A job
+ * Reads of jobs and their audit trail, always within an exact scope: no
+ * organization sees only jobs without one, an organization only its own, admin everything. A job
  * outside the scope is reported exactly like a missing one. Reads take no locks.
  * Each read is one statement: autocommit on a root client (`withStatement`,
  * any isolation), joined on a transaction client.
@@ -55,8 +55,8 @@ export async function getJob(db: Db, scope: Scope, jobId: string): Promise<Job> 
  * Jobs in `scope`, newest first (keyset by id: UUIDv7 ids sort by creation).
  *
  * @example
- * let page = await listJobs(prisma, { scope: globalScope, status: 'DEAD_LETTERED' });
- * while (page.nextAfter) page = await listJobs(prisma, { scope: globalScope, status: 'DEAD_LETTERED', after: page.nextAfter });
+ * let page = await listJobs(prisma, { scope: noOrganizationScope(), status: 'DEAD_LETTERED' });
+ * while (page.nextAfter) page = await listJobs(prisma, { scope: noOrganizationScope(), status: 'DEAD_LETTERED', after: page.nextAfter });
  */
 export async function listJobs(db: Db, input: ListJobsInput): Promise<JobPage> {
   const filter = parseInput(listJobsInputSchema, input, JOB_INVALID_INPUT);

@@ -70,7 +70,7 @@ type LockedRow = JobRow & { lease_live: boolean };
  *
  * @example
  * const result = await compareAndRequeueJob(prisma, {
- *   scope: globalScope,
+ *   scope: noOrganizationScope(),
  *   jobId: job.id,
  *   expectedStatus: 'DEAD_LETTERED',
  *   expectedRunNumber: job.runNumber,

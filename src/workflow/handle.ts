@@ -123,7 +123,7 @@ export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRu
 }
 
 export interface EnqueueWorkflowRunHandleOptions extends WorkflowRunHandleOptions {
-  /** Scope the handle reads in; default the run's organization, else global. */
+  /** Scope the handle reads in; default the run's organization, else no organization. */
   scope?: Scope;
   /**
    * The root client the handle reads with. Required when `db` is a
@@ -158,7 +158,7 @@ export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, 
   // Checked before the enqueue, so a handle that could not outlive `tx` is refused with nothing written.
   const reader = ensureRootClient(readWith ?? db, 'readWith');
   const enqueued = await enqueueWorkflowRun(db, input);
-  const scope: Scope = givenScope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'global' });
+  const scope: Scope = givenScope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'no_organization' });
   return { ...workflowRunHandle(reader, scope, enqueued.workflowRunId, handleOptions), enqueued };
 }
 

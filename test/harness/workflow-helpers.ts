@@ -1,7 +1,7 @@
 /** Helpers for workflow tests: drive jobs through the real queue, observe notifications. */
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { claimJobs, completeJobSuccess, failJob, globalScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
+import { claimJobs, completeJobSuccess, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/db/constants.js';
 
 export type JobOutcome = { ok: true; output?: unknown } | { ok: false; retryable?: boolean; code?: string };
@@ -31,7 +31,7 @@ export async function stepsByKey(db: Db, workflowRunId: string): Promise<Record<
   return Object.fromEntries(steps.map((step) => [step.stepKey, step]));
 }
 
-export { globalScope };
+export { noOrganizationScope };
 
 /** A LISTEN connection on the run-terminal channel that records every payload. */
 export async function listenForRunTerminal(url: string): Promise<{ received: { workflow_run_id: string; status: string }[]; close(): Promise<void>; flush(): Promise<void> }> {

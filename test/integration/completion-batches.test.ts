@@ -15,7 +15,7 @@ import {
   enqueueWorkflowRuns,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   workflow,
   type ClaimedJob,
@@ -185,7 +185,7 @@ describe('every precondition before the first write', () => {
       const attempts: [string, (tx: never) => Promise<unknown>][] = [
         ['complete', (tx) => completeJobSuccess(tx, lease!, { output: 1 })],
         ['fail', (tx) => failJob(tx, lease!, { code: 'x', message: 'y', retryable: false })],
-        ['cancel', (tx) => cancelJob(tx, { jobId: lease!.jobId, scope: globalScope })],
+        ['cancel', (tx) => cancelJob(tx, { jobId: lease!.jobId, scope: noOrganizationScope() })],
       ];
       for (const [name, attempt] of attempts) {
         const caught = await db.prisma.$transaction(
@@ -197,7 +197,7 @@ describe('every precondition before the first write', () => {
           { isolationLevel: level },
         );
         expect(isRunledgerError(caught) ? caught.code : caught, name).toMatch(/unsupported_isolation$/);
-        expect(await getJob(db.prisma, globalScope, lease!.jobId), name).toMatchObject({ status: 'LEASED' });
+        expect(await getJob(db.prisma, noOrganizationScope(), lease!.jobId), name).toMatchObject({ status: 'LEASED' });
         expect(await stepsByKey(db.prisma, workflowRunId), name).toEqual(before);
       }
     });
@@ -207,7 +207,7 @@ describe('every precondition before the first write', () => {
     await enqueueJob(db.prisma, { jobType: 'iso.direct', payload: {} });
     const [lease] = await claimType('iso.direct');
     await db.prisma.$transaction(async (tx) => completeJobSuccess(tx, lease!), { isolationLevel: 'RepeatableRead' });
-    expect(await getJob(db.prisma, globalScope, lease!.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await getJob(db.prisma, noOrganizationScope(), lease!.jobId)).toMatchObject({ status: 'SUCCEEDED' });
   });
 });
 
@@ -243,6 +243,6 @@ describe("one run's trouble stays in that run", () => {
     }
     expect((await stepsByKey(db.prisma, good.workflowRunId)).b).toMatchObject({ status: 'ENQUEUED' });
     expect((await stepsByKey(db.prisma, bad.workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
-    expect(await getJob(db.prisma, globalScope, badLease.jobId)).toMatchObject({ status: 'LEASED' });
+    expect(await getJob(db.prisma, noOrganizationScope(), badLease.jobId)).toMatchObject({ status: 'LEASED' });
   });
 });

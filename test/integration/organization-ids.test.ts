@@ -61,7 +61,7 @@ describe('organization ids', () => {
     // A prefix, another host id or no organization at all sees nothing.
     expect(await findJob(db.prisma, organizationScope(orgId.slice(0, -1) || 'other'), jobId)).toBeNull();
     expect(await findJob(db.prisma, organizationScope(orgId.length < 255 ? `${orgId} ` : orgId.toUpperCase()), jobId)).toBeNull();
-    expect(await findJob(db.prisma, { kind: 'global' }, jobId)).toBeNull();
+    expect(await findJob(db.prisma, { kind: 'no_organization' }, jobId)).toBeNull();
     expect((await cancelJob(db.prisma, { jobId, scope })).status).toBe('CANCELED');
   });
 

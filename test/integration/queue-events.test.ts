@@ -5,7 +5,7 @@ import {
   completeJobSuccess,
   enqueueJob,
   failJob,
-  globalScope,
+  noOrganizationScope,
   listJobEvents,
   markJobRunning,
   reapExpiredLeases,
@@ -22,7 +22,7 @@ async function claim(jobType: string, markRunning = false): Promise<ClaimedJob> 
 }
 
 async function trail(jobId: string): Promise<[string, number, number][]> {
-  const events = await listJobEvents(db.prisma, globalScope, jobId);
+  const events = await listJobEvents(db.prisma, noOrganizationScope(), jobId);
   return events.map((e) => [e.eventType, e.runNumber, e.attempt]);
 }
 
@@ -62,8 +62,8 @@ describe('job events', () => {
 
     const canceled = await enqueueJob(db.prisma, { jobType: 'ev.cancel', payload: {} });
     await claim('ev.cancel');
-    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: globalScope, reason: 'stop' });
-    const events = await listJobEvents(db.prisma, globalScope, canceled.jobId);
+    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: noOrganizationScope(), reason: 'stop' });
+    const events = await listJobEvents(db.prisma, noOrganizationScope(), canceled.jobId);
     expect(events.map((e) => [e.eventType, e.runNumber, e.attempt])).toEqual([
       ['ENQUEUED', 1, 0],
       ['LEASED', 1, 1],
@@ -76,7 +76,7 @@ describe('job events', () => {
   it('records who held each lease', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'ev.owner', payload: {} });
     const lease = await claim('ev.owner');
-    const [leased] = (await listJobEvents(db.prisma, globalScope, jobId)).filter((e) => e.eventType === 'LEASED');
+    const [leased] = (await listJobEvents(db.prisma, noOrganizationScope(), jobId)).filter((e) => e.eventType === 'LEASED');
     expect(leased!.payload).toEqual({ workerId: 'w-ev.owner', leaseExpiresAt: expect.any(String) });
     expect(new Date((leased!.payload as { leaseExpiresAt: string }).leaseExpiresAt).getTime()).toBe(lease.leaseExpiresAt.getTime());
   });

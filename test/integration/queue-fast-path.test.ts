@@ -19,7 +19,7 @@ import {
   failJob,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   listJobEvents,
   markJobRunning,
@@ -40,7 +40,7 @@ async function claimOne(jobType: string, workerId = 'w'): Promise<ClaimedJob> {
 }
 
 async function eventTypes(jobId: string): Promise<string[]> {
-  return (await listJobEvents(db.prisma, globalScope, jobId)).map((event) => event.eventType);
+  return (await listJobEvents(db.prisma, noOrganizationScope(), jobId)).map((event) => event.eventType);
 }
 
 /** A run a -> b whose step a's job is claimed; returns the run, a's job lease, and b's step key. */
@@ -63,7 +63,7 @@ describe('queue fast paths on a root client', () => {
     await expect(completeJobSuccess(db.prisma, lease, { output: { n: 2 } })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     expect(await completeJobsSuccess(db.prisma, [{ lease, output: { n: 3 } }])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
 
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, noOrganizationScope(), jobId);
     expect(job).toMatchObject({ status: 'SUCCEEDED', output: { n: 1 }, finishedAt: first.finishedAt });
     expect(await eventTypes(jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'SUCCEEDED']);
   });
@@ -89,7 +89,7 @@ describe('queue fast paths on a root client', () => {
     await expect(failJob(db.prisma, lease, { code: 'x', message: 'y', retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     await expect(releaseJob(db.prisma, lease)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
 
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'w', attempt: 1, output: null });
+    expect(await getJob(db.prisma, noOrganizationScope(), jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'w', attempt: 1, output: null });
     expect(await eventTypes(jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING']);
   });
 
@@ -108,13 +108,13 @@ describe('queue fast paths on a root client', () => {
     expect(outcomes.map((outcome) => outcome.outcome)).toEqual(['succeeded', 'succeeded', 'lease_owner_mismatch']);
     expect(outcomes.map((outcome) => outcome.jobId)).toEqual([direct.jobId, workflowLease.jobId, staleJob.jobId]);
 
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'd' });
-    expect(await getJob(db.prisma, globalScope, workflowLease.jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'a' });
-    expect(await getJob(db.prisma, globalScope, staleJob.jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'w', output: null });
+    expect(await getJob(db.prisma, noOrganizationScope(), direct.jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'd' });
+    expect(await getJob(db.prisma, noOrganizationScope(), workflowLease.jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'a' });
+    expect(await getJob(db.prisma, noOrganizationScope(), staleJob.jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'w', output: null });
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.a).toMatchObject({ status: 'SUCCEEDED', output: 'a' });
     expect(steps.b).toMatchObject({ status: 'ENQUEUED', jobId: expect.any(String) });
-    expect(await getJob(db.prisma, globalScope, steps.b!.jobId!)).toMatchObject({ status: 'PENDING' });
+    expect(await getJob(db.prisma, noOrganizationScope(), steps.b!.jobId!)).toMatchObject({ status: 'PENDING' });
     for (const jobId of [direct.jobId, workflowLease.jobId]) {
       expect((await eventTypes(jobId)).filter((type) => type === 'SUCCEEDED')).toHaveLength(1);
     }
@@ -132,7 +132,7 @@ describe('queue fast paths on a root client', () => {
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.a).toMatchObject({ status: 'RUNNING', startedAt: expect.any(Date) });
     expect(steps.c).toMatchObject({ status: 'RUNNING', startedAt: expect.any(Date) });
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'LEASED', attempt: 1 });
+    expect(await getJob(db.prisma, noOrganizationScope(), direct.jobId)).toMatchObject({ status: 'LEASED', attempt: 1 });
   });
 
   it('mark running moves an ENQUEUED step of its job to RUNNING in the same statement, and leaves a terminal step alone', async () => {
@@ -156,7 +156,7 @@ describe('queue fast paths on a root client', () => {
     expect(failed).toMatchObject({ jobId: direct.jobId, status: 'PENDING', nextRunAt: expect.any(Date) });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${direct.jobId}::uuid`;
     expect(await releaseJob(db.prisma, await claimOne('fast.fail.direct'), { reason: 'job.worker_shutdown' })).toEqual({ jobId: direct.jobId, status: 'PENDING' });
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'PENDING', attempt: 1, lastErrorCode: 'flaky' });
+    expect(await getJob(db.prisma, noOrganizationScope(), direct.jobId)).toMatchObject({ status: 'PENDING', attempt: 1, lastErrorCode: 'flaky' });
     expect(await eventTypes(direct.jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'RETRY_SCHEDULED', 'LEASED', 'RUNNING', 'RELEASED']);
 
     const { workflowRunId, lease } = await claimedWorkflowStep('fastfail');
@@ -170,7 +170,7 @@ describe('queue fast paths on a root client', () => {
     const last = await claimOne('fastfail.a');
     expect(await failJob(db.prisma, last, { code: 'fatal', message: 'no', retryable: false })).toMatchObject({ status: 'DEAD_LETTERED', nextRunAt: null });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'FAILED', lastErrorCode: 'fatal' });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('COMPLETED_WITH_ERRORS');
+    expect((await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).status).toBe('COMPLETED_WITH_ERRORS');
   });
 
   it('enqueues a batch without keys in one statement and returns every job inserted', async () => {
@@ -197,8 +197,8 @@ describe('queue fast paths on a root client', () => {
         throw new Error('abandon');
       }),
     ).rejects.toThrow('abandon');
-    expect(await getJob(db.prisma, globalScope, done.jobId)).toMatchObject({ status: 'LEASED' });
-    expect(await getJob(db.prisma, globalScope, fail.jobId)).toMatchObject({ status: 'LEASED' });
+    expect(await getJob(db.prisma, noOrganizationScope(), done.jobId)).toMatchObject({ status: 'LEASED' });
+    expect(await getJob(db.prisma, noOrganizationScope(), fail.jobId)).toMatchObject({ status: 'LEASED' });
   });
 });
 
@@ -224,7 +224,7 @@ describe('a root client whose sessions do not default to READ COMMITTED', () => 
         { jobId: done!.jobId, outcome: 'succeeded' },
         { jobId: other!.jobId, outcome: 'lease_owner_mismatch' },
       ]);
-      expect(await getJob(serializable, globalScope, done!.jobId)).toMatchObject({ status: 'SUCCEEDED', progress: { pct: 50 } });
+      expect(await getJob(serializable, noOrganizationScope(), done!.jobId)).toMatchObject({ status: 'SUCCEEDED', progress: { pct: 50 } });
       expect(await failJob(serializable, otherLease!, { code: 'x', message: 'y', retryable: false })).toMatchObject({ status: 'DEAD_LETTERED' });
     } finally {
       await serializable.$disconnect();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NotFoundError, enqueueJobs, findJob, getJob, globalScope, listJobEvents, listJobs, organizationScope, cancelJob } from '../../src/index.js';
+import { NotFoundError, enqueueJobs, findJob, getJob, noOrganizationScope, listJobEvents, listJobs, organizationScope, cancelJob } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -9,13 +9,13 @@ const MISSING = '0190a3e0-0000-7000-8000-0000000000ee';
 describe('job reads', () => {
   it('gets a job, and reports a missing one as not found or null', async () => {
     const [created] = await enqueueJobs(db.prisma, [{ jobType: 'read.one', payload: { a: 1 }, idempotencyKey: 'k' }]);
-    const job = await getJob(db.prisma, globalScope, created!.jobId);
+    const job = await getJob(db.prisma, noOrganizationScope(), created!.jobId);
     expect(job).toMatchObject({ id: created!.jobId, jobType: 'read.one', payload: { a: 1 }, idempotencyKey: 'k' });
     expect(job.createdAt).toBeInstanceOf(Date);
     expect(job).not.toHaveProperty('enqueueRequest');
-    await expect(getJob(db.prisma, globalScope, MISSING)).rejects.toBeInstanceOf(NotFoundError);
-    expect(await findJob(db.prisma, globalScope, MISSING)).toBeNull();
-    await expect(listJobEvents(db.prisma, globalScope, MISSING)).rejects.toMatchObject({ code: 'job.not_found' });
+    await expect(getJob(db.prisma, noOrganizationScope(), MISSING)).rejects.toBeInstanceOf(NotFoundError);
+    expect(await findJob(db.prisma, noOrganizationScope(), MISSING)).toBeNull();
+    await expect(listJobEvents(db.prisma, noOrganizationScope(), MISSING)).rejects.toMatchObject({ code: 'job.not_found' });
   });
 
   it('pages through jobs newest first with a keyset cursor', async () => {
@@ -40,10 +40,10 @@ describe('job reads', () => {
       { jobType: 'read.filter', payload: 2 },
       { jobType: 'read.other', payload: 3 },
     ]);
-    await cancelJob(db.prisma, { jobId: created[1]!.jobId, scope: globalScope });
-    const canceled = await listJobs(db.prisma, { scope: globalScope, status: 'CANCELED', jobType: 'read.filter' });
+    await cancelJob(db.prisma, { jobId: created[1]!.jobId, scope: noOrganizationScope() });
+    const canceled = await listJobs(db.prisma, { scope: noOrganizationScope(), status: 'CANCELED', jobType: 'read.filter' });
     expect(canceled.jobs.map((j) => j.id)).toEqual([created[1]!.jobId]);
-    const pending = await listJobs(db.prisma, { scope: globalScope, status: 'PENDING', jobType: 'read.filter' });
+    const pending = await listJobs(db.prisma, { scope: noOrganizationScope(), status: 'PENDING', jobType: 'read.filter' });
     expect(pending.jobs.map((j) => j.id)).toEqual([created[0]!.jobId]);
   });
 });

@@ -1,6 +1,6 @@
 /** Releasing a lease unrun: PENDING at once, attempt given back, fenced, workflow step back to ENQUEUED. */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, enqueueWorkflowRun, failJob, getJob, globalScope, isRunledgerError, listJobEvents, releaseJob, workflow } from '../../src/index.js';
+import { claimJobs, enqueueJob, enqueueWorkflowRun, failJob, getJob, noOrganizationScope, isRunledgerError, listJobEvents, releaseJob, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -12,8 +12,8 @@ describe('releaseJob', () => {
     const [lease] = await claimJobs(db.prisma, { workerId: 'w1', jobTypes: ['release.me'], limit: 1, leaseSeconds: 60, markRunning: true });
     expect(lease!.attempt).toBe(1);
     await releaseJob(db.prisma, lease!, { reason: 'job.worker_shutdown' });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'PENDING', attempt: 0, leaseOwner: null, leaseExpiresAt: null });
-    const events = await listJobEvents(db.prisma, globalScope, jobId);
+    expect(await getJob(db.prisma, noOrganizationScope(), jobId)).toMatchObject({ status: 'PENDING', attempt: 0, leaseOwner: null, leaseExpiresAt: null });
+    const events = await listJobEvents(db.prisma, noOrganizationScope(), jobId);
     expect(events.map((e) => e.eventType)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'RELEASED']);
     expect(events.at(-1)!.payload).toMatchObject({ reason: 'job.worker_shutdown', workerId: 'w1', releasedAttempt: 1 });
     const stale = await releaseJob(db.prisma, lease!).catch((e: unknown) => e);

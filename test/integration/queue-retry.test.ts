@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, failJob, getJob, globalScope, type ClaimedJob } from '../../src/index.js';
+import { claimJobs, enqueueJob, failJob, getJob, noOrganizationScope, type ClaimedJob } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -37,7 +37,7 @@ describe('failJob', () => {
       expect(await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['retry.backoff'], limit: 1, leaseSeconds: 60 })).toEqual([]);
       await makeDue(jobId);
     }
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, noOrganizationScope(), jobId);
     expect(job).toMatchObject({
       status: 'PENDING',
       attempt: 3,
@@ -60,7 +60,7 @@ describe('failJob', () => {
     const retryNotBefore = new Date(Date.now() + 2 * 3_600_000);
     const result = await failJob(db.prisma, lease, { code: 'rate.limited', message: '429', retryable: true, retryNotBefore });
     expect(result.nextRunAt).toEqual(retryNotBefore);
-    expect((await getJob(db.prisma, globalScope, jobId)).nextRunAt).toEqual(retryNotBefore);
+    expect((await getJob(db.prisma, noOrganizationScope(), jobId)).nextRunAt).toEqual(retryNotBefore);
   });
 
   it('keeps the backoff when retryNotBefore is earlier', async () => {
@@ -81,7 +81,7 @@ describe('failJob', () => {
     await makeDue(jobId);
     const result = await failJob(db.prisma, await claim('retry.exhaust'), { code: 'boom', message: 'second', retryable: true });
     expect(result).toEqual({ jobId, status: 'DEAD_LETTERED', nextRunAt: null });
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, noOrganizationScope(), jobId);
     expect(job).toMatchObject({ status: 'DEAD_LETTERED', attempt: 2, lastErrorMessage: 'second', leaseOwner: null });
     expect(job.finishedAt).toBeInstanceOf(Date);
     expect((await events(jobId)).map((e) => [e.event_type, e.attempt])).toEqual([
@@ -106,6 +106,6 @@ describe('failJob', () => {
   it('cuts an overlong failure message instead of refusing it', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'retry.long', payload: {} });
     await failJob(db.prisma, await claim('retry.long'), { code: 'x', message: 'm'.repeat(10_000), retryable: false });
-    expect((await getJob(db.prisma, globalScope, jobId)).lastErrorMessage).toHaveLength(4_000);
+    expect((await getJob(db.prisma, noOrganizationScope(), jobId)).lastErrorMessage).toHaveLength(4_000);
   });
 });

@@ -6,7 +6,7 @@ import {
   enqueueJob,
   findJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   listJobEvents,
   listJobs,
   organizationScope,
@@ -37,14 +37,14 @@ describe('job scope', () => {
     expect((await cancelJob(db.prisma, { jobId, scope: organizationScope(ORG_A) })).status).toBe('CANCELED');
   });
 
-  it('keeps organization jobs out of the global scope and global jobs out of organizations', async () => {
+  it('keeps organization jobs out of the no-organization scope and jobs without one out of organizations', async () => {
     const orgJob = await enqueueJob(db.prisma, { jobType: 'scoped.split', payload: 1, organizationId: ORG_A });
-    const globalJob = await enqueueJob(db.prisma, { jobType: 'scoped.split', payload: 2 });
-    expect(await findJob(db.prisma, globalScope, orgJob.jobId)).toBeNull();
-    await expect(cancelJob(db.prisma, { jobId: orgJob.jobId, scope: globalScope })).rejects.toMatchObject({ code: 'job.not_found' });
-    expect(await findJob(db.prisma, organizationScope(ORG_A), globalJob.jobId)).toBeNull();
-    const globalList = await listJobs(db.prisma, { scope: globalScope, jobType: 'scoped.split' });
-    expect(globalList.jobs.map((j) => j.id)).toEqual([globalJob.jobId]);
+    const plainJob = await enqueueJob(db.prisma, { jobType: 'scoped.split', payload: 2 });
+    expect(await findJob(db.prisma, noOrganizationScope(), orgJob.jobId)).toBeNull();
+    await expect(cancelJob(db.prisma, { jobId: orgJob.jobId, scope: noOrganizationScope() })).rejects.toMatchObject({ code: 'job.not_found' });
+    expect(await findJob(db.prisma, organizationScope(ORG_A), plainJob.jobId)).toBeNull();
+    const plainList = await listJobs(db.prisma, { scope: noOrganizationScope(), jobType: 'scoped.split' });
+    expect(plainList.jobs.map((j) => j.id)).toEqual([plainJob.jobId]);
     const orgList = await listJobs(db.prisma, { scope: organizationScope(ORG_A), jobType: 'scoped.split' });
     expect(orgList.jobs.map((j) => j.id)).toEqual([orgJob.jobId]);
     expect(await status(orgJob.jobId)).toBe('PENDING');
@@ -52,10 +52,10 @@ describe('job scope', () => {
 
   it('lets the admin scope see and cancel every job', async () => {
     const orgJob = await enqueueJob(db.prisma, { jobType: 'scoped.admin', payload: 1, organizationId: ORG_B });
-    const globalJob = await enqueueJob(db.prisma, { jobType: 'scoped.admin', payload: 2 });
-    const all = await listJobs(db.prisma, { scope: adminScope, jobType: 'scoped.admin' });
-    expect(all.jobs.map((j) => j.id).sort()).toEqual([orgJob.jobId, globalJob.jobId].sort());
-    expect((await cancelJob(db.prisma, { jobId: orgJob.jobId, scope: adminScope })).status).toBe('CANCELED');
-    expect((await listJobEvents(db.prisma, adminScope, orgJob.jobId)).map((e) => e.eventType)).toEqual(['ENQUEUED', 'CANCELED']);
+    const plainJob = await enqueueJob(db.prisma, { jobType: 'scoped.admin', payload: 2 });
+    const all = await listJobs(db.prisma, { scope: adminScope(), jobType: 'scoped.admin' });
+    expect(all.jobs.map((j) => j.id).sort()).toEqual([orgJob.jobId, plainJob.jobId].sort());
+    expect((await cancelJob(db.prisma, { jobId: orgJob.jobId, scope: adminScope() })).status).toBe('CANCELED');
+    expect((await listJobEvents(db.prisma, adminScope(), orgJob.jobId)).map((e) => e.eventType)).toEqual(['ENQUEUED', 'CANCELED']);
   });
 });

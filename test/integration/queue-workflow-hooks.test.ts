@@ -15,7 +15,7 @@ import {
   enqueueWorkflowRun,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   markJobRunning,
   reapExpiredLeases,
   workflow,
@@ -120,7 +120,7 @@ describe('workflow hooks of the queue', () => {
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${expired.jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const canceled = await workflowJob('wf.cancel');
-    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: globalScope, reason: 'user' });
+    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: noOrganizationScope(), reason: 'user' });
 
     expect(await step(done.stepId)).toMatchObject({ status: 'SUCCEEDED', output: { total: 3 }, last_error_code: null });
     expect(await step(dead.stepId)).toMatchObject({ status: 'FAILED', last_error_code: 'fatal', last_error_message: 'no', output: null });
@@ -141,7 +141,7 @@ describe('workflow hooks of the queue', () => {
     const lease = await claim('wf.atomic');
     release.failNext = true;
     await expect(completeJobSuccess(db.prisma, lease, { output: 1 })).rejects.toMatchObject({ code: 'workflow.internal_state' });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', output: null });
+    expect(await getJob(db.prisma, noOrganizationScope(), jobId)).toMatchObject({ status: 'LEASED', output: null });
     expect(await step(stepId)).toMatchObject({ status: 'RUNNING', output: null });
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.job_events WHERE job_id = ${jobId}::uuid AND event_type = 'SUCCEEDED'`;

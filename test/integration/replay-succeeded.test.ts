@@ -6,7 +6,7 @@ import {
   enqueueJob,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   listJobEvents,
   organizationScope,
@@ -41,7 +41,7 @@ async function succeededJob(jobType: string, options: SourceOptions = {}): Promi
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
   await heartbeatJob(db.prisma, lease!, { progress: { done: 2 }, checkpoint: { cursor: 'b' } });
   await completeJobSuccess(db.prisma, lease!, { output: { sent: true } });
-  return getJob(db.prisma, adminScope, jobId);
+  return getJob(db.prisma, adminScope(), jobId);
 }
 
 async function jobCount(jobType: string): Promise<number> {
@@ -58,7 +58,7 @@ async function lineageCount(sourceJobId: string): Promise<number> {
 
 function replayOf(source: Job, key = 'replay-1', reason = 'template fixed') {
   return {
-    scope: source.organizationId === null ? globalScope : organizationScope(source.organizationId),
+    scope: source.organizationId === null ? noOrganizationScope() : organizationScope(source.organizationId),
     sourceJobId: source.id,
     expectedRunNumber: source.runNumber,
     replayRequestKey: key,
@@ -108,8 +108,8 @@ describe('compareAndReplaySucceededJob', () => {
   it('leaves the source row untouched', async () => {
     const source = await succeededJob('replay.untouched');
     await replayJobId(source);
-    expect(await getJob(db.prisma, globalScope, source.id)).toEqual(source);
-    expect((await listJobEvents(db.prisma, globalScope, source.id)).map((e) => e.eventType)).toEqual([
+    expect(await getJob(db.prisma, noOrganizationScope(), source.id)).toEqual(source);
+    expect((await listJobEvents(db.prisma, noOrganizationScope(), source.id)).map((e) => e.eventType)).toEqual([
       'ENQUEUED',
       'LEASED',
       'RUNNING',
@@ -132,7 +132,7 @@ describe('compareAndReplaySucceededJob', () => {
         reason: 'customer asked again',
       },
     ]);
-    const events = await listJobEvents(db.prisma, globalScope, replayId);
+    const events = await listJobEvents(db.prisma, noOrganizationScope(), replayId);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
       eventType: 'ENQUEUED',
@@ -154,8 +154,8 @@ describe('compareAndReplaySucceededJob', () => {
     expect(claimed.map((c) => c.jobId)).toEqual([replayId]);
     expect(claimed[0]).toMatchObject({ payload: source.payload, progress: null, checkpoint: null, workflowManaged: false });
     await completeJobSuccess(db.prisma, claimed[0]!, { output: { sent: 'again' } });
-    expect(await getJob(db.prisma, globalScope, replayId)).toMatchObject({ status: 'SUCCEEDED', output: { sent: 'again' } });
-    expect(await getJob(db.prisma, globalScope, source.id)).toEqual(source);
+    expect(await getJob(db.prisma, noOrganizationScope(), replayId)).toMatchObject({ status: 'SUCCEEDED', output: { sent: 'again' } });
+    expect(await getJob(db.prisma, noOrganizationScope(), source.id)).toEqual(source);
   });
 
   it('returns the existing replay for the same key and reason', async () => {
@@ -196,9 +196,9 @@ describe('compareAndReplaySucceededJob', () => {
 
   it('reports a job that has not succeeded as an expectation mismatch with its actual record', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'replay.pending', payload: {} });
-    const actual = await getJob(db.prisma, globalScope, jobId);
+    const actual = await getJob(db.prisma, noOrganizationScope(), jobId);
     const result = await compareAndReplaySucceededJob(db.prisma, {
-      scope: globalScope,
+      scope: noOrganizationScope(),
       sourceJobId: jobId,
       expectedRunNumber: 1,
       replayRequestKey: 'k',
@@ -220,7 +220,7 @@ describe('compareAndReplaySucceededJob', () => {
     const globalJob = await succeededJob('replay.scope-global');
     const attempts = [
       { ...replayOf(orgJob), scope: organizationScope(ORG_B) },
-      { ...replayOf(orgJob), scope: globalScope },
+      { ...replayOf(orgJob), scope: noOrganizationScope() },
       { ...replayOf(globalJob), scope: organizationScope(ORG_A) },
       { ...replayOf(globalJob), sourceJobId: newId() },
     ];
@@ -240,10 +240,10 @@ describe('compareAndReplaySucceededJob', () => {
 
   it('replays a source of any organization in admin scope', async () => {
     const orgJob = await succeededJob('replay.admin', { organizationId: ORG_B });
-    const result = await compareAndReplaySucceededJob(db.prisma, { ...replayOf(orgJob), scope: adminScope });
+    const result = await compareAndReplaySucceededJob(db.prisma, { ...replayOf(orgJob), scope: adminScope() });
     expect(result).toMatchObject({ kind: 'replayed', replay: { disposition: 'inserted' } });
     if (result.kind !== 'replayed') return;
-    expect((await getJob(db.prisma, adminScope, result.replay.jobId)).organizationId).toBe(ORG_B);
+    expect((await getJob(db.prisma, adminScope(), result.replay.jobId)).organizationId).toBe(ORG_B);
   });
 
   it('refuses to replay a workflow step’s job', async () => {
@@ -285,7 +285,7 @@ describe('compareAndReplaySucceededJob', () => {
     const replayId = await replayJobId(source);
     await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${source.id}::uuid`;
     expect(await lineageCount(source.id)).toBe(0);
-    expect((await getJob(db.prisma, globalScope, replayId)).status).toBe('PENDING');
+    expect((await getJob(db.prisma, noOrganizationScope(), replayId)).status).toBe('PENDING');
   });
 
   it('refuses to delete a replay job alone while its lineage exists', async () => {

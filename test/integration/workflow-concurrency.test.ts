@@ -12,7 +12,7 @@ import {
   enqueueWorkflowRun,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   workflow,
   type ClaimedJob,
@@ -86,7 +86,7 @@ describe('workflow concurrency', () => {
       const start = barrier(2);
       const [completion, cancellation] = await Promise.all([
         settle((async () => (await start(), completeJobSuccess(clients[0]!, job!, { output: round })))()),
-        settle((async () => (await start(), cancelWorkflowRun(clients[1]!, { workflowRunId, scope: globalScope })))()),
+        settle((async () => (await start(), cancelWorkflowRun(clients[1]!, { workflowRunId, scope: noOrganizationScope() })))()),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'job.lease_owner_mismatch', 'workflow.release_conflict']).toContain(completion);
@@ -107,21 +107,21 @@ describe('workflow concurrency', () => {
         settle(
           (async () => (
             await start(),
-            completeExternalWorkflowStep(clients[2]!, { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded', output: round } })
+            completeExternalWorkflowStep(clients[2]!, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: round } })
           ))(),
         ),
-        settle((async () => (await start(), cancelWorkflowRun(clients[3]!, { workflowRunId, scope: globalScope })))()),
+        settle((async () => (await start(), cancelWorkflowRun(clients[3]!, { workflowRunId, scope: noOrganizationScope() })))()),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'workflow.release_conflict', 'workflow.external_step_conflicting_completion_retry']).toContain(completion);
       const steps = await stepsByKey(db.prisma, workflowRunId);
-      const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+      const run = await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId);
       expect(run.status).toBe('CANCELED');
       if (completion === 'ok') {
         expect(steps.approve).toMatchObject({ status: 'SUCCEEDED', output: round });
         // Released before the cancellation, then canceled with its job.
         expect(steps.ship!.status).toBe('CANCELED');
-        expect((await getJob(db.prisma, globalScope, steps.ship!.jobId!)).status).toBe('CANCELED');
+        expect((await getJob(db.prisma, noOrganizationScope(), steps.ship!.jobId!)).status).toBe('CANCELED');
       } else {
         expect(steps.approve!.status).toBe('CANCELED');
         expect(steps.ship).toMatchObject({ status: 'CANCELED', jobId: null });
@@ -131,16 +131,16 @@ describe('workflow concurrency', () => {
   });
 
   async function expectWholeOutcome(workflowRunId: string, job: ClaimedJob, completionWon: boolean): Promise<void> {
-    const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+    const run = await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId);
     expect(run.status).toBe('CANCELED');
     const steps = await stepsByKey(db.prisma, workflowRunId);
-    const jobA = await getJob(db.prisma, globalScope, job.jobId);
+    const jobA = await getJob(db.prisma, noOrganizationScope(), job.jobId);
     if (completionWon) {
       expect(jobA.status).toBe('SUCCEEDED');
       expect(steps.a!.status).toBe('SUCCEEDED');
       for (const key of ['b', 'c']) {
         expect(steps[key]!.status).toBe('CANCELED');
-        expect((await getJob(db.prisma, globalScope, steps[key]!.jobId!)).status).toBe('CANCELED');
+        expect((await getJob(db.prisma, noOrganizationScope(), steps[key]!.jobId!)).status).toBe('CANCELED');
       }
     } else {
       expect(jobA.status).toBe('CANCELED');
@@ -164,7 +164,7 @@ describe('workflow concurrency', () => {
   it('answers duplicate concurrent external completions with one transition and one release', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('dup-external').external('approve').job('ship', 'dup.ship', {}).afterSuccess('ship', ['approve']).build());
     const start = barrier(10);
-    const input = { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
+    const input = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
     const outcomes = await Promise.all(
       clients.slice(0, 10).map((client) => settle((async () => (await start(), completeExternalWorkflowStep(client, input)))())),
     );
@@ -180,7 +180,7 @@ describe('workflow concurrency', () => {
     for (let round = 0; round < 10; round += 1) {
       const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('conflict-external').external('approve').build());
       const start = barrier(2);
-      const base = { workflowRunId, stepKey: 'approve', scope: globalScope };
+      const base = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope() };
       const outcomes = await Promise.all([
         settle((async () => (await start(), completeExternalWorkflowStep(clients[0]!, { ...base, outcome: { status: 'succeeded' } })))()),
         settle((async () => (await start(), completeExternalWorkflowStep(clients[1]!, { ...base, outcome: { status: 'failed' } })))()),
@@ -222,7 +222,7 @@ describe('workflow concurrency', () => {
       expect(isRunledgerError(error, 'workflow.internal_state')).toBe(true);
       expect((error as { category: string }).category).toBe('internal');
       expect(await snapshot()).toEqual(before);
-      expect((await getWorkflowRun(db.prisma, globalScope, one.workflowRunId)).status).toBe('RUNNING');
+      expect((await getWorkflowRun(db.prisma, noOrganizationScope(), one.workflowRunId)).status).toBe('RUNNING');
 
       // The same with the edge recorded in the other run.
       await db.prisma.$transaction(async (tx) => {
@@ -254,7 +254,7 @@ describe('workflow concurrency', () => {
       const error = await completeJobSuccess(db.prisma, job!, { output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(error, 'workflow.release_conflict')).toBe(true);
       expect(Date.now() - started).toBeLessThan(5_000);
-      expect((await getJob(db.prisma, globalScope, job!.jobId)).status).toBe('LEASED');
+      expect((await getJob(db.prisma, noOrganizationScope(), job!.jobId)).status).toBe('LEASED');
     } finally {
       await connection.query('ROLLBACK');
       connection.release();
@@ -275,7 +275,7 @@ describe('workflow concurrency', () => {
       .$transaction((tx) => completeJobSuccess(tx, job!, { output: 1 }), { isolationLevel: 'Serializable' })
       .catch((e: unknown) => e);
     expect(isRunledgerError(error, 'workflow.terminal_completion_unsupported_isolation')).toBe(true);
-    expect((await getJob(db.prisma, globalScope, job!.jobId)).status).toBe('LEASED');
+    expect((await getJob(db.prisma, noOrganizationScope(), job!.jobId)).status).toBe('LEASED');
     expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
   });
 });

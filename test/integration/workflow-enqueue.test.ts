@@ -5,7 +5,7 @@ import {
   enqueueWorkflowRun,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   listWorkflowRuns,
   listWorkflowSteps,
@@ -69,7 +69,7 @@ describe('enqueueWorkflowRun', () => {
     );
     expect(new Set(results.map((r) => r.workflowRunId)).size).toBe(1);
     expect(results.filter((r) => r.disposition === 'inserted')).toHaveLength(1);
-    expect(await countWorkflowRuns(db.prisma, { scope: globalScope, workflowType: 'idem' })).toBe(1);
+    expect(await countWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'idem' })).toBe(1);
     const before = await counts();
     const changed = workflow('idem').job('a', 'idem.a', { v: 2 }).idempotencyKey('order-42').build();
     const error = await enqueueWorkflowRun(db.prisma, changed).catch((e: unknown) => e);
@@ -113,7 +113,7 @@ describe('enqueueWorkflowRun', () => {
     expect(third.nextCursor).toBeNull();
     expect(await countWorkflowRuns(db.prisma, { scope, status: 'WAITING_FOR_EXTERNAL' })).toBe(5);
     expect(await countWorkflowRuns(db.prisma, { scope, status: ['SUCCEEDED', 'CANCELED'] })).toBe(0);
-    expect((await listWorkflowRuns(db.prisma, { scope: globalScope, workflowType: 'paged' })).runs).toEqual([]);
+    expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'paged' })).runs).toEqual([]);
     expect((await listWorkflowRuns(db.prisma, { scope: { kind: 'admin' }, workflowType: 'paged' })).runs).toHaveLength(5);
   });
 });

@@ -11,7 +11,7 @@ import {
   failJob,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   listWorkflowStepDependencies,
   workflow,
 } from '../../src/index.js';
@@ -39,7 +39,7 @@ describe('workflow execution', () => {
     expect(status).toBe('RUNNING');
     let steps = await stepsByKey(db.prisma, workflowRunId);
     expect(Object.fromEntries(Object.entries(steps).map(([k, s]) => [k, s.status]))).toEqual({ a: 'ENQUEUED', b: 'BLOCKED', c: 'BLOCKED', d: 'BLOCKED' });
-    expect((await getJob(db.prisma, globalScope, steps.a!.jobId!)).payload).toEqual({ n: 1 });
+    expect((await getJob(db.prisma, noOrganizationScope(), steps.a!.jobId!)).payload).toEqual({ n: 1 });
 
     const order: string[] = [];
     // Wave 1: a; wave 2: b and c; wave 3: d. Claiming only what is runnable proves the order.
@@ -60,7 +60,7 @@ describe('workflow execution', () => {
     expect(order[0]).toBe('a');
     expect(order.slice(1, 3).sort()).toEqual(['b', 'c']);
     expect(order[3]).toBe('d');
-    const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+    const run = await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId);
     expect(run.status).toBe('SUCCEEDED');
     expect(run.result).toEqual({ from: 'diamond.d' });
     expect(run.finishedAt).toBeInstanceOf(Date);
@@ -89,7 +89,7 @@ describe('workflow execution', () => {
     expect(steps.parse).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied', lastErrorCode: 'workflow.dependency_unsatisfied', jobId: null });
     expect(steps.index).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied', dependencyCountUnsatisfied: 1, dependencyCountPending: 0 });
     expect(steps.report).toMatchObject({ status: 'SUCCEEDED', output: 'ok', dependencyCountUnsatisfied: 0 });
-    const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+    const run = await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId);
     expect(run).toMatchObject({ status: 'COMPLETED_WITH_ERRORS', result: null });
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'COMPLETED_WITH_ERRORS' }]);
@@ -103,19 +103,19 @@ describe('workflow execution', () => {
     let step = (await stepsByKey(db.prisma, workflowRunId)).flaky!;
     expect(step).toMatchObject({ status: 'ENQUEUED', lastErrorCode: 'net.reset', finishedAt: null });
     expect(step.startedAt).toEqual(started);
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('RUNNING');
+    expect((await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).status).toBe('RUNNING');
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${first!.jobId}::uuid`;
     await runRunnableJobs(db.prisma, () => ({ ok: true, output: { attempt: 2 } }));
     step = (await stepsByKey(db.prisma, workflowRunId)).flaky!;
     expect(step).toMatchObject({ status: 'SUCCEEDED', output: { attempt: 2 } });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).result).toEqual({ attempt: 2 });
+    expect((await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).result).toEqual({ attempt: 2 });
   });
 
   it('releases a wide fan-out with one batched job insert and records the edges', async () => {
     const builder = workflow('fanout').job('root', 'fan.root', {});
     for (let i = 0; i < 50; i += 1) builder.job(`leaf-${i}`, 'fan.leaf', { i }).afterSuccess(`leaf-${i}`, ['root']);
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.build());
-    const edges = await listWorkflowStepDependencies(db.prisma, globalScope, workflowRunId);
+    const edges = await listWorkflowStepDependencies(db.prisma, noOrganizationScope(), workflowRunId);
     expect(edges).toHaveLength(50);
     expect(edges.every((e) => e.prerequisiteStepKey === 'root' && e.releaseMode === 'ON_SUCCESS')).toBe(true);
     await runRunnableJobs(db.prisma, (job) => (job.jobType === 'fan.root' ? { ok: true } : { ok: false, retryable: true }));
@@ -138,7 +138,7 @@ describe('workflow execution', () => {
     ).rejects.toBe(marker);
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([]);
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('RUNNING');
+    expect((await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).status).toBe('RUNNING');
     await completeJobSuccess(db.prisma, job!, { output: 1 });
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
