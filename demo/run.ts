@@ -88,7 +88,7 @@ async function main(): Promise<void> {
     let steps: WorkflowStep[] = [];
     const deadline = Date.now() + 45_000;
     for (;;) {
-      steps = await listWorkflowSteps(prisma, noOrganizationScope(), run.workflowRunId);
+      steps = (await listWorkflowSteps(prisma, { scope: noOrganizationScope(), workflowRunId: run.workflowRunId, limit: 500 })).items;
       for (const line of stepChanges(seen, steps, t0)) say(line);
       const approval = steps.find((s) => s.stepKey === 'approval');
       if (!approved && approval?.status === 'WAITING_FOR_EXTERNAL') {
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
       if (Date.now() > deadline) throw new Error('the demo workflow did not finish within 45 s');
       await new Promise((resolve) => setTimeout(resolve, 60));
     }
-    steps = await listWorkflowSteps(prisma, noOrganizationScope(), run.workflowRunId);
+    steps = (await listWorkflowSteps(prisma, { scope: noOrganizationScope(), workflowRunId: run.workflowRunId, limit: 500 })).items;
     for (const line of stepChanges(seen, steps, t0)) say(line);
 
     const result = await run.getResult<{ url: string }>({ timeoutMs: 10_000 });
@@ -130,7 +130,7 @@ async function main(): Promise<void> {
     if (first.kind !== 'replayed' || again.kind !== 'replayed') throw new Error('replay was refused');
     say(`  ${elapsed(t0)}  replay → job ${first.replay.jobId} (${first.replay.disposition}); same request again → ${again.replay.jobId} (${again.replay.disposition})`);
     const replayed = await waitForJob(prisma, first.replay.jobId, 'SUCCEEDED');
-    const source = await getJob(prisma, noOrganizationScope(), notify.jobId);
+    const source = await getJob(prisma, { scope: noOrganizationScope(), jobId: notify.jobId });
     say(`  ${elapsed(t0)}  replay ${replayed.status}; the source is untouched (${source.status}, run ${source.runNumber})`);
     if (server.kind === 'url') say(`\nInspect it with the CLI: npx runledger runs show ${run.workflowRunId}`);
   } finally {
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
 async function waitForJob(prisma: ReturnType<typeof createPrismaClient>, jobId: string, status: string) {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const job = await getJob(prisma, noOrganizationScope(), jobId);
+    const job = await getJob(prisma, { scope: noOrganizationScope(), jobId });
     if (job.status === status) return job;
     if (Date.now() > deadline) throw new Error(`job ${jobId} is ${job.status}, expected ${status}`);
     await new Promise((resolve) => setTimeout(resolve, 50));

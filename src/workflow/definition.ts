@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, type JsonValue } from '../validation/primitives.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;

@@ -73,7 +73,7 @@ export function workflowRunHandle(db: PrismaClientLike, scope: Scope, workflowRu
   ensureRootClient(db, 'db');
   const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRun> => {
-    const run = await findWorkflowRun(db, scope, workflowRunId);
+    const run = await findWorkflowRun(db, { scope, workflowRunId });
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
     return run;
   };

@@ -14,8 +14,8 @@ export async function runRunnableJobs(db: Db, decide: (job: ClaimedJob) => JobOu
     if (jobs.length === 0) return handled;
     for (const job of jobs) {
       const outcome = decide(job);
-      if (outcome.ok) await completeJobSuccess(db, job, { output: (outcome.output ?? null) as never });
-      else await failJob(db, job, { code: outcome.code ?? 'test.failed', message: 'failed on purpose', retryable: outcome.retryable ?? false });
+      if (outcome.ok) await completeJobSuccess(db, { ...job, output: (outcome.output ?? null) as never });
+      else await failJob(db, { ...job, error: { code: outcome.code ?? 'test.failed', message: 'failed on purpose' }, retryable: outcome.retryable ?? false });
       handled.push(job);
     }
   }
@@ -27,7 +27,7 @@ export async function claimAll(db: Db, workerId = 'test-worker'): Promise<Claime
 }
 
 export async function stepsByKey(db: Db, workflowRunId: string): Promise<Record<string, WorkflowStep>> {
-  const steps = await listWorkflowSteps(db, { kind: 'admin' }, workflowRunId);
+  const steps = (await listWorkflowSteps(db, { scope: { kind: 'admin' }, workflowRunId, limit: 500 })).items;
   return Object.fromEntries(steps.map((step) => [step.stepKey, step]));
 }
 

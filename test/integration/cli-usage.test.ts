@@ -72,7 +72,7 @@ describe('runledger CLI usage', () => {
       db.prisma,
       workflow('usage.dag').job('fetch', 'usage.fetch', {}).external('approve').afterSuccess('approve', ['fetch']).build(),
     );
-    const steps = await listWorkflowSteps(db.prisma, noOrganizationScope(), workflowRunId);
+    const steps = (await listWorkflowSteps(db.prisma, { scope: noOrganizationScope(), workflowRunId, limit: 500 })).items;
     const fetch = steps.find((step) => step.stepKey === 'fetch')!;
     expect(fetch.jobId).not.toBeNull();
     const show = await cli('runs', 'show', workflowRunId);

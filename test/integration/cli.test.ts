@@ -98,7 +98,7 @@ describe('runledger CLI', () => {
     const result = await cli('--json', 'worker', '--handlers', 'test/fixtures/cli/handlers.ts', '--until-idle', '--concurrency', '2');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).stats).toMatchObject({ succeeded: 1, inFlight: 0 });
-    expect((await getJob(db.prisma, noOrganizationScope(), jobId)).output).toEqual({ greeting: 'hello ops' });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).output).toEqual({ greeting: 'hello ops' });
     expect((await cli('worker', '--handlers', 'test/fixtures/cli/nope.ts')).code).toBe(2);
   });
 

@@ -56,12 +56,12 @@ describe('organization ids', () => {
     expect(claimed).toMatchObject({ jobId, organizationId: orgId });
 
     const scope = organizationScope(orgId);
-    expect((await getJob(db.prisma, scope, jobId)).organizationId).toBe(orgId);
-    expect((await listJobs(db.prisma, { scope, jobType })).jobs.map((j) => j.id)).toEqual([jobId]);
+    expect((await getJob(db.prisma, { scope, jobId })).organizationId).toBe(orgId);
+    expect((await listJobs(db.prisma, { scope, jobType })).items.map((j) => j.id)).toEqual([jobId]);
     // A prefix, another host id or no organization at all sees nothing.
-    expect(await findJob(db.prisma, organizationScope(orgId.slice(0, -1) || 'other'), jobId)).toBeNull();
-    expect(await findJob(db.prisma, organizationScope(orgId.length < 255 ? `${orgId} ` : orgId.toUpperCase()), jobId)).toBeNull();
-    expect(await findJob(db.prisma, { kind: 'no_organization' }, jobId)).toBeNull();
+    expect(await findJob(db.prisma, { scope: organizationScope(orgId.slice(0, -1) || 'other'), jobId })).toBeNull();
+    expect(await findJob(db.prisma, { scope: organizationScope(orgId.length < 255 ? `${orgId} ` : orgId.toUpperCase()), jobId })).toBeNull();
+    expect(await findJob(db.prisma, { scope: { kind: 'no_organization' }, jobId })).toBeNull();
     expect((await cancelJob(db.prisma, { jobId, scope })).status).toBe('CANCELED');
   });
 
@@ -84,9 +84,9 @@ describe('organization ids', () => {
       ['org.flow.b', CUID],
     ]);
     const scope = organizationScope(CUID);
-    expect((await getWorkflowRun(db.prisma, scope, workflowRunId)).status).toBe('SUCCEEDED');
-    expect((await listWorkflowRuns(db.prisma, { scope })).runs.map((r) => r.id)).toEqual([workflowRunId]);
-    await expect(getWorkflowRun(db.prisma, organizationScope(INTEGER), workflowRunId)).rejects.toMatchObject({ code: 'workflow.run_not_found' });
+    expect((await getWorkflowRun(db.prisma, { scope, workflowRunId })).status).toBe('SUCCEEDED');
+    expect((await listWorkflowRuns(db.prisma, { scope })).items.map((r) => r.id)).toEqual([workflowRunId]);
+    await expect(getWorkflowRun(db.prisma, { scope: organizationScope(INTEGER), workflowRunId })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(Object.values(steps).map((s) => s.status)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
   });

@@ -57,11 +57,11 @@ describe('cancelJob', () => {
     const { jobId, lease } = await leased('cancel.fenced');
     await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
     await expect(heartbeatJob(db.prisma, lease)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    await expect(completeJobSuccess(db.prisma, lease, { output: 1 })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    await expect(failJob(db.prisma, lease, { code: 'x', message: 'x', retryable: true })).rejects.toMatchObject({
+    await expect(completeJobSuccess(db.prisma, { ...lease, output: 1 })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await expect(failJob(db.prisma, { ...lease, error: { code: 'x', message: 'x' }, retryable: true })).rejects.toMatchObject({
       code: 'job.lease_owner_mismatch',
     });
-    expect((await getJob(db.prisma, noOrganizationScope(), jobId)).status).toBe('CANCELED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).status).toBe('CANCELED');
   });
 
   it('is never reaped once canceled, even after the marker passes', async () => {
@@ -70,7 +70,7 @@ describe('cancelJob', () => {
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 minute' WHERE id = ${jobId}::uuid`;
     const reaped = await reapExpiredLeases(db.prisma, { limit: 100 });
     expect([...reaped.retried, ...reaped.deadLettered]).not.toContain(jobId);
-    expect((await getJob(db.prisma, noOrganizationScope(), jobId)).status).toBe('CANCELED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).status).toBe('CANCELED');
   });
 
   it('returns an already canceled job unchanged', async () => {
@@ -85,13 +85,13 @@ describe('cancelJob', () => {
     const done = await leased('cancel.done');
     await completeJobSuccess(db.prisma, done.lease);
     const dead = await leased('cancel.dead');
-    await failJob(db.prisma, dead.lease, { code: 'x', message: 'x', retryable: false });
+    await failJob(db.prisma, { ...dead.lease, error: { code: 'x', message: 'x' }, retryable: false });
     for (const jobId of [done.jobId, dead.jobId]) {
       const error = await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() }).catch((e) => e);
       expect(error).toBeInstanceOf(ConflictError);
       expect(error).toMatchObject({ code: 'job.not_cancelable' });
     }
-    expect((await getJob(db.prisma, noOrganizationScope(), done.jobId)).status).toBe('SUCCEEDED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: done.jobId })).status).toBe('SUCCEEDED');
     expect(await eventTypes(dead.jobId)).toEqual(['ENQUEUED', 'LEASED', 'DEAD_LETTERED']);
   });
 

@@ -9,8 +9,8 @@ const db = useTestDatabase();
 async function succeededJob(jobType: string): Promise<Job> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: { n: 1 } });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
-  await completeJobSuccess(db.prisma, lease!, { output: 'done' });
-  return getJob(db.prisma, noOrganizationScope(), jobId);
+  await completeJobSuccess(db.prisma, { ...lease!, output: 'done' });
+  return getJob(db.prisma, { scope: noOrganizationScope(), jobId });
 }
 
 function request(source: Job, reason = 'same reason') {

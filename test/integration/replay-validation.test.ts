@@ -19,8 +19,8 @@ async function finishedJob(jobType: string, outcome: 'succeed' | 'fail'): Promis
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {} });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
   if (outcome === 'succeed') await completeJobSuccess(db.prisma, lease!);
-  else await failJob(db.prisma, lease!, { code: 'x', message: 'x', retryable: false });
-  return getJob(db.prisma, noOrganizationScope(), jobId);
+  else await failJob(db.prisma, { ...lease!, error: { code: 'x', message: 'x' }, retryable: false });
+  return getJob(db.prisma, { scope: noOrganizationScope(), jobId });
 }
 
 async function written(jobType: string): Promise<{ jobs: number; lineage: number }> {
@@ -115,7 +115,7 @@ describe('validation of compareAndRequeueJob', () => {
     expect(error).toBeInstanceOf(ValidationError);
     expect(error).toMatchObject({ code: 'job.invalid_input', field });
     expect(await compareAndRequeueJob(untouchable, input).catch((e) => e)).toBeInstanceOf(ValidationError);
-    expect(await getJob(db.prisma, noOrganizationScope(), dead.id)).toEqual(dead);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toEqual(dead);
   });
 
   it('does not type SUCCEEDED as a requeueable status', () => {

@@ -68,7 +68,7 @@ describe('inside the host transaction', () => {
       return (await enqueueJob(tx, { jobType: 'host.job', payload: { note: 'ab' } })).jobId;
     });
     expect(await hostOrders()).toEqual(expect.arrayContaining(['job-1', 'job-2']));
-    expect(await getJob(db.prisma, noOrganizationScope(), jobId)).toMatchObject({ payload: { note: 'ab' } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ payload: { note: 'ab' } });
   });
 
   it('enqueueWorkflowRun refuses a lone surrogate in a step key before any SQL; the host commits its own write', async () => {
@@ -118,13 +118,13 @@ describe('every stored field', () => {
       ['enqueueJobs', (tx) => enqueueJobs(tx, [{ jobType: 'x', payload: {} }, { jobType: 'x', payload: [LONE] }]), 'job.invalid_input', '1.payload.0'],
       ['claimJobs jobTypes', (tx) => claimJobs(tx, { workerId: 'w', jobTypes: [NUL], limit: 1, leaseSeconds: 60 }), 'job.invalid_input', 'jobTypes.0'],
       ['claimJobs workerId', (tx) => claimJobs(tx, { workerId: LONE, limit: 1, leaseSeconds: 60 }), 'job.invalid_input', 'workerId'],
-      ['heartbeat progress', (tx) => heartbeatJob(tx, lease!, { progress: { p: NUL } }), 'job.invalid_input', 'progress.p'],
-      ['heartbeat checkpoint', (tx) => heartbeatJob(tx, lease!, { checkpoint: [LONE] }), 'job.invalid_input', 'checkpoint.0'],
-      ['completeJobSuccess output', (tx) => completeJobSuccess(tx, lease!, { output: { o: NUL } }), 'job.invalid_input', 'output.o'],
-      ['completeJobsSuccess output', (tx) => completeJobsSuccess(tx, [{ lease: lease!, output: { o: LONE } }]), 'job.invalid_input', '0.output.o'],
-      ['failJob message', (tx) => failJob(tx, lease!, { code: 'c', message: NUL, retryable: true }), 'job.invalid_input', 'message'],
-      ['failJob code', (tx) => failJob(tx, lease!, { code: LONE, message: 'm', retryable: true }), 'job.invalid_input', 'code'],
-      ['releaseJob reason', (tx) => releaseJob(tx, lease!, { reason: NUL }), 'job.invalid_input', 'reason'],
+      ['heartbeat progress', (tx) => heartbeatJob(tx, { ...lease!, save: { progress: { p: NUL } } }), 'job.invalid_input', 'save.progress.p'],
+      ['heartbeat checkpoint', (tx) => heartbeatJob(tx, { ...lease!, save: { checkpoint: [LONE] } }), 'job.invalid_input', 'save.checkpoint.0'],
+      ['completeJobSuccess output', (tx) => completeJobSuccess(tx, { ...lease!, output: { o: NUL } }), 'job.invalid_input', 'output.o'],
+      ['completeJobsSuccess output', (tx) => completeJobsSuccess(tx, [{ ...lease!, output: { o: LONE } }]), 'job.invalid_input', '0.output.o'],
+      ['failJob message', (tx) => failJob(tx, { ...lease!, error: { code: 'c', message: NUL }, retryable: true }), 'job.invalid_input', 'error.message'],
+      ['failJob code', (tx) => failJob(tx, { ...lease!, error: { code: LONE, message: 'm' }, retryable: true }), 'job.invalid_input', 'error.code'],
+      ['releaseJob reason', (tx) => releaseJob(tx, { ...lease!, reason: NUL }), 'job.invalid_input', 'reason'],
       ['cancelJob reason', (tx) => cancelJob(tx, { jobId, scope: noOrganizationScope(), reason: NUL }), 'job.invalid_input', 'reason'],
       ['listJobs jobType', (tx) => listJobs(tx, { scope: adminScope(), jobType: NUL }), 'job.invalid_input', 'jobType'],
       [
@@ -167,6 +167,6 @@ describe('every stored field', () => {
       await insertOrder(tx, 'after-every-refusal');
     });
     expect(await hostOrders()).toContain('after-every-refusal');
-    expect(await getJob(db.prisma, noOrganizationScope(), jobId)).toMatchObject({ status: 'LEASED', progress: null, checkpoint: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', progress: null, checkpoint: null });
   });
 });

@@ -8,18 +8,15 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ensureReadCommitted,
   isRunledgerError,
-  isTransactionClient,
-  setLocalLockTimeout,
-  setLocalStatementTimeout,
-  withTransaction,
   type Db,
   type Tx,
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 import { useTestDatabase } from '../harness/database.js';
+import { ensureReadCommitted, setLocalLockTimeout, setLocalStatementTimeout, withTransaction } from '../../src/client/transaction.js';
+import { isTransactionClient } from '../../src/client/types.js';
 
 const db = useTestDatabase();
 let host: HostPrismaClient;

@@ -68,6 +68,6 @@ describe('worker slots', () => {
     worker.on('job:success', done.arrive);
     await worker.start();
     await within(done.promise, 10_000, 'the three steps, long before the next poll');
-    expect((await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).status).toBe('SUCCEEDED');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('SUCCEEDED');
   });
 });

@@ -51,9 +51,9 @@ describe('external steps', () => {
     expect(step).toMatchObject({ status: 'SUCCEEDED', output: { by: 'ana' }, statusReason: 'approved in UI' });
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.ship).toMatchObject({ status: 'ENQUEUED' });
-    expect((await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).status).toBe('RUNNING');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('RUNNING');
     await runRunnableJobs(db.prisma, () => ({ ok: true, output: 'shipped' }));
-    expect(await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).toMatchObject({ status: 'SUCCEEDED', result: 'shipped' });
+    expect(await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).toMatchObject({ status: 'SUCCEEDED', result: 'shipped' });
   });
 
   it('returns the stored step for an identical retry and refuses every different one with a stable code', async () => {
@@ -93,7 +93,7 @@ describe('external steps', () => {
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.approve).toMatchObject({ status: 'FAILED', lastErrorCode: 'approval.rejected', output: null });
     expect(steps.ship).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied' });
-    expect((await getWorkflowRun(db.prisma, noOrganizationScope(), workflowRunId)).status).toBe('COMPLETED_WITH_ERRORS');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('COMPLETED_WITH_ERRORS');
   });
 
   it('names what is wrong: unknown step, job step, step not waiting, other organization', async () => {

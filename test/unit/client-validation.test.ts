@@ -28,7 +28,6 @@ import {
   getWorkflowRun,
   noOrganizationScope,
   heartbeatJob,
-  isTransactionClient,
   listJobEvents,
   listJobs,
   listWorkflowRuns,
@@ -38,7 +37,6 @@ import {
   reapExpiredLeases,
   releaseJob,
   ValidationError,
-  withTransaction,
   workflow,
   workflowRunHandle,
   type Db,
@@ -47,6 +45,8 @@ import type { PrismaClientLike } from '../../src/client/types.js';
 import { runUntilIdle } from '../../src/testing/index.js';
 import { defineJob } from '../../src/worker/index.js';
 import { z } from 'zod';
+import { isTransactionClient } from '../../src/client/types.js';
+import { withTransaction } from '../../src/client/transaction.js';
 
 const ID = '0190a3e0-0000-7000-8000-0000000000aa';
 const lease = { jobId: ID, runNumber: 1, attempt: 1, workerId: 'w' };
@@ -60,26 +60,26 @@ const operations: [string, (db: Db) => unknown][] = [
   ['markJobRunning', (db) => markJobRunning(db, lease)],
   ['heartbeatJob', (db) => heartbeatJob(db, lease)],
   ['completeJobSuccess', (db) => completeJobSuccess(db, lease)],
-  ['completeJobsSuccess', (db) => completeJobsSuccess(db, [{ lease }])],
-  ['failJob', (db) => failJob(db, lease, { code: 'c', message: 'm', retryable: true })],
+  ['completeJobsSuccess', (db) => completeJobsSuccess(db, [lease])],
+  ['failJob', (db) => failJob(db, { ...lease, error: { code: 'c', message: 'm' }, retryable: true })],
   ['releaseJob', (db) => releaseJob(db, lease)],
   ['cancelJob', (db) => cancelJob(db, { jobId: ID, scope: noOrganizationScope() })],
   ['reapExpiredLeases', (db) => reapExpiredLeases(db, { limit: 1 })],
-  ['getJob', (db) => getJob(db, noOrganizationScope(), ID)],
-  ['findJob', (db) => findJob(db, noOrganizationScope(), ID)],
+  ['getJob', (db) => getJob(db, { scope: noOrganizationScope(), jobId: ID })],
+  ['findJob', (db) => findJob(db, { scope: noOrganizationScope(), jobId: ID })],
   ['listJobs', (db) => listJobs(db, { scope: adminScope() })],
-  ['listJobEvents', (db) => listJobEvents(db, noOrganizationScope(), ID)],
+  ['listJobEvents', (db) => listJobEvents(db, { scope: noOrganizationScope(), jobId: ID })],
   ['enqueueWorkflowRun', (db) => enqueueWorkflowRun(db, run)],
   ['enqueueWorkflowRunHandle', (db) => enqueueWorkflowRunHandle(db as PrismaClientLike, run)],
   ['workflowRunHandle', (db) => workflowRunHandle(db as PrismaClientLike, noOrganizationScope(), ID)],
   ['completeExternalWorkflowStep', (db) => completeExternalWorkflowStep(db, { workflowRunId: ID, stepKey: 'e', scope: noOrganizationScope(), outcome: { status: 'failed' } })],
   ['cancelWorkflowRun', (db) => cancelWorkflowRun(db, { workflowRunId: ID, scope: noOrganizationScope() })],
-  ['getWorkflowRun', (db) => getWorkflowRun(db, noOrganizationScope(), ID)],
-  ['findWorkflowRun', (db) => findWorkflowRun(db, noOrganizationScope(), ID)],
+  ['getWorkflowRun', (db) => getWorkflowRun(db, { scope: noOrganizationScope(), workflowRunId: ID })],
+  ['findWorkflowRun', (db) => findWorkflowRun(db, { scope: noOrganizationScope(), workflowRunId: ID })],
   ['listWorkflowRuns', (db) => listWorkflowRuns(db, { scope: adminScope() })],
   ['countWorkflowRuns', (db) => countWorkflowRuns(db, { scope: adminScope() })],
-  ['listWorkflowSteps', (db) => listWorkflowSteps(db, noOrganizationScope(), ID)],
-  ['listWorkflowStepDependencies', (db) => listWorkflowStepDependencies(db, noOrganizationScope(), ID)],
+  ['listWorkflowSteps', (db) => listWorkflowSteps(db, { scope: noOrganizationScope(), workflowRunId: ID })],
+  ['listWorkflowStepDependencies', (db) => listWorkflowStepDependencies(db, { scope: noOrganizationScope(), workflowRunId: ID })],
   [
     'compareAndReplaySucceededJob',
     (db) => compareAndReplaySucceededJob(db, { scope: adminScope(), sourceJobId: ID, expectedRunNumber: 1, replayRequestKey: 'k', reason: 'r' }),

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConflictError, RunledgerError, ValidationError, databaseErrorInfo, isRunledgerError, normalizeDatabaseError } from '../../src/index.js';
+import { ConflictError, RunledgerError, ValidationError, isRunledgerError } from '../../src/index.js';
 import { parseInput } from '../../src/validation/parse.js';
 import { jsonProblem, jsonValue, requestKey } from '../../src/validation/primitives.js';
+import { databaseErrorInfo, normalizeDatabaseError } from '../../src/errors/database-error.js';
 
 describe('RunledgerError', () => {
   it('carries category, code, client-safe message and a separate internal message', () => {
