@@ -283,7 +283,10 @@ export class JobExecution {
 
   private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
     try {
-      const result = await retryLeaseWrite(() => failJob(this.deps.db, { ...this.job, error: { code: failure.code, message: failure.message }, retryable: failure.retryable, retryNotBefore: failure.retryNotBefore }), { deadline: () => leaseDeadline(this.job) });
+      const { code, message, retryable, retryNotBefore } = failure;
+      const result = await retryLeaseWrite(() => failJob(this.deps.db, { ...this.job, error: { code, message }, retryable, retryNotBefore }), {
+        deadline: () => leaseDeadline(this.job),
+      });
       this.deps.stats.failed += 1;
       const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
       if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);
