@@ -39,4 +39,18 @@ describe('public API', () => {
       expect(runledger, name).not.toHaveProperty(name);
     }
   });
+
+  it('takes (db, input) for every operation on the database', () => {
+    // The documented exceptions: enqueueJob/enqueueJobs/enqueueWorkflowRunHandle take per-call options after the
+    // request, workflowRunHandle(db, scope, id, options?) builds a handle (README, "API conventions").
+    const operations = [
+      'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess', 'failJob', 'releaseJob',
+      'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
+      'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
+      'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
+      'compareAndReplaySucceededJob', 'compareAndRequeueJob',
+    ] as const;
+    const arity = Object.fromEntries(operations.map((name) => [name, (runledger[name] as (...args: never[]) => unknown).length]));
+    expect(arity).toEqual(Object.fromEntries(operations.map((name) => [name, 2])));
+  });
 });
