@@ -16,7 +16,7 @@ import {
   enqueueJob,
   enqueueWorkflowRunHandle,
   getJob,
-  globalScope,
+  noOrganizationScope,
   listWorkflowSteps,
   migrate,
   workflow,
@@ -88,7 +88,7 @@ async function main(): Promise<void> {
     let steps: WorkflowStep[] = [];
     const deadline = Date.now() + 45_000;
     for (;;) {
-      steps = await listWorkflowSteps(prisma, globalScope, run.workflowRunId);
+      steps = (await listWorkflowSteps(prisma, { scope: noOrganizationScope(), workflowRunId: run.workflowRunId, limit: 500 })).items;
       for (const line of stepChanges(seen, steps, t0)) say(line);
       const approval = steps.find((s) => s.stepKey === 'approval');
       if (!approved && approval?.status === 'WAITING_FOR_EXTERNAL') {
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
         await completeExternalWorkflowStep(prisma, {
           workflowRunId: run.workflowRunId,
           stepKey: 'approval',
-          scope: globalScope,
+          scope: noOrganizationScope(),
           outcome: { status: 'succeeded', output: { approvedBy: 'editor@example.test' } },
           statusReason: 'approved in the demo',
         });
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
       if (Date.now() > deadline) throw new Error('the demo workflow did not finish within 45 s');
       await new Promise((resolve) => setTimeout(resolve, 60));
     }
-    steps = await listWorkflowSteps(prisma, globalScope, run.workflowRunId);
+    steps = (await listWorkflowSteps(prisma, { scope: noOrganizationScope(), workflowRunId: run.workflowRunId, limit: 500 })).items;
     for (const line of stepChanges(seen, steps, t0)) say(line);
 
     const result = await run.getResult<{ url: string }>({ timeoutMs: 10_000 });
@@ -124,13 +124,13 @@ async function main(): Promise<void> {
     const notify = await enqueueJob(prisma, { jobType: 'report.notify_subscribers', payload: { url: result.url, audience: 1250 } });
     const notified = await waitForJob(prisma, notify.jobId, 'SUCCEEDED');
     say(`  ${elapsed(t0)}  notify job ${notify.jobId} ${notified.status}, output ${JSON.stringify(notified.output)}`);
-    const replayRequest = { scope: globalScope, sourceJobId: notify.jobId, expectedRunNumber: 1, replayRequestKey: 'mail-outage-ticket-4711', reason: 'subscribers report missing mail' };
+    const replayRequest = { scope: noOrganizationScope(), sourceJobId: notify.jobId, expectedRunNumber: 1, replayRequestKey: 'mail-outage-ticket-4711', reason: 'subscribers report missing mail' };
     const first = await compareAndReplaySucceededJob(prisma, replayRequest);
     const again = await compareAndReplaySucceededJob(prisma, replayRequest);
     if (first.kind !== 'replayed' || again.kind !== 'replayed') throw new Error('replay was refused');
     say(`  ${elapsed(t0)}  replay → job ${first.replay.jobId} (${first.replay.disposition}); same request again → ${again.replay.jobId} (${again.replay.disposition})`);
     const replayed = await waitForJob(prisma, first.replay.jobId, 'SUCCEEDED');
-    const source = await getJob(prisma, globalScope, notify.jobId);
+    const source = await getJob(prisma, { scope: noOrganizationScope(), jobId: notify.jobId });
     say(`  ${elapsed(t0)}  replay ${replayed.status}; the source is untouched (${source.status}, run ${source.runNumber})`);
     if (server.kind === 'url') say(`\nInspect it with the CLI: npx runledger runs show ${run.workflowRunId}`);
   } finally {
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
 async function waitForJob(prisma: ReturnType<typeof createPrismaClient>, jobId: string, status: string) {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const job = await getJob(prisma, globalScope, jobId);
+    const job = await getJob(prisma, { scope: noOrganizationScope(), jobId });
     if (job.status === status) return job;
     if (Date.now() > deadline) throw new Error(`job ${jobId} is ${job.status}, expected ${status}`);
     await new Promise((resolve) => setTimeout(resolve, 50));

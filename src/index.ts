@@ -1,7 +1,14 @@
 /**
  * runledger: a durable job queue and workflow (DAG) engine inside your own
  * PostgreSQL, for Prisma 7 backends. This module is the whole public API;
- * nothing is reached through deep imports.
+ * nothing is reached through deep imports, and test/unit/public-api.test.ts
+ * pins its runtime exports.
+ *
+ * Conventions (README, "API conventions"): every operation is
+ * `fn(db, input)` with one input object (a batch form takes an array of
+ * them); `get*` throws NotFoundError, `find*` returns null, `list*` returns a
+ * Page `{ items, nextCursor }`; the compare-and-* functions report their
+ * outcomes as a `kind` instead of throwing.
  */
 export {
   RunledgerError,
@@ -11,39 +18,26 @@ export {
   UnavailableError,
   InternalError,
   isRunledgerError,
-  databaseErrorInfo,
-  normalizeDatabaseError,
-  RETRYABLE_SQLSTATES,
   type ErrorCategory,
-  type RunledgerErrorOptions,
-  type DatabaseErrorInfo,
-} from './errors/index.js';
+} from './errors/runledger-error.js';
+export { ERROR_CODES, JOB_OUTCOME_CODES, type ErrorCode, type JobOutcomeCode } from './errors/codes.js';
 
 export type { Db, Tx, PrismaClientLike, PrismaTransactionLike } from './client/types.js';
-export { isTransactionClient } from './client/types.js';
 export { preparedStatementName } from './client/connect.js';
-export {
-  withTransaction,
-  ensureReadCommitted,
-  setLocalLockTimeout,
-  setLocalStatementTimeout,
-  type OwnedTransactionOptions,
-  type TransactionContext,
-} from './client/transaction.js';
-
-export { migrate, PRISMA_MIGRATE_ADVISORY_LOCK_KEY, type MigrateOptions, type MigrateResult } from './migrate/migrate.js';
-export { PACKAGED_MIGRATIONS_DIR } from './migrate/migration-files.js';
-export { RUNLEDGER_SCHEMA, WORKFLOW_RUN_TERMINAL_CHANNEL, JOB_AVAILABLE_CHANNEL } from './db/constants.js';
+export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrate.js';
 export type { JsonValue } from './validation/primitives.js';
 export type { Jsonified } from './validation/jsonified.js';
 export type { StandardSchemaV1 } from './schema/standard-schema.js';
+/** Channels runledger NOTIFYs on, for a host that LISTENs itself (payloads: README). */
+export { WORKFLOW_RUN_TERMINAL_CHANNEL, JOB_AVAILABLE_CHANNEL } from './db/constants.js';
+export { noOrganizationScope, adminScope, organizationScope, type Scope } from './db/scope.js';
+export type { Page } from './queue/schemas.js';
 
 // ---------------------------------------------------------------------------
 // Queue
 // ---------------------------------------------------------------------------
-export { globalScope, adminScope, organizationScope, type Scope } from './db/scope.js';
 export { enqueueJob, enqueueJobs, type EnqueueJobResult } from './queue/enqueue.js';
-export type { EnqueueOptions, EnqueueJobSettings } from './queue/schemas.js';
+export type { EnqueueJobSettings } from './queue/schemas.js';
 export { claimJobs, type ClaimedJob } from './queue/claim.js';
 export {
   markJobRunning,
@@ -55,37 +49,34 @@ export {
   type CompleteJobOutcome,
   type FailJobResult,
 } from './queue/lifecycle.js';
-export { cancelJob } from './queue/cancel.js';
 export { releaseJob } from './queue/release.js';
+export { cancelJob } from './queue/cancel.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
-export { getJob, findJob, listJobs, listJobEvents, type JobPage } from './queue/reads.js';
-export { retryDelayMs, retryDelayCeilingMs, type RetryPolicy, type BackoffPolicy } from './queue/retry-policy.js';
+export { getJob, findJob, listJobs, listJobEvents } from './queue/reads.js';
+export type { RetryPolicy, BackoffPolicy } from './queue/retry-policy.js';
 export { DEFAULT_BACKOFF } from './queue/defaults.js';
 export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';
 export type {
   EnqueueJobInput,
+  EnqueueOptions,
   ClaimJobsInput,
-  HeartbeatOptions,
-  CompleteJobOptions,
-  CompleteJobsItem,
-  FailJobOptions,
+  HeartbeatJobInput,
+  CompleteJobInput,
+  FailJobInput,
+  ReleaseJobInput,
   CancelJobInput,
   ReapExpiredLeasesInput,
+  JobRef,
   ListJobsInput,
+  ListJobEventsInput,
 } from './queue/schemas.js';
 
 // ---------------------------------------------------------------------------
 // Workflows
 // ---------------------------------------------------------------------------
-export { workflow, WorkflowBuilder, type JobStepSettings, type TypedWorkflowRunInput } from './workflow/builder.js';
-export {
-  validateWorkflowRun,
-  type WorkflowRunInput,
-  type WorkflowStepInput,
-  type WorkflowDependencyInput,
-  type ValidatedWorkflowRun,
-} from './workflow/definition.js';
-export { MAX_WORKFLOW_RUN_BATCH, enqueueWorkflowRun, enqueueWorkflowRuns, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
+export { workflow, type WorkflowBuilder, type JobStepSettings, type TypedWorkflowRunInput } from './workflow/builder.js';
+export type { WorkflowRunInput, WorkflowStepInput, WorkflowDependencyInput } from './workflow/definition.js';
+export { enqueueWorkflowRun, enqueueWorkflowRuns, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
 export { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from './workflow/external.js';
 export { cancelWorkflowRun, type CancelWorkflowRunInput } from './workflow/cancel.js';
 export {
@@ -102,9 +93,10 @@ export {
   countWorkflowRuns,
   listWorkflowSteps,
   listWorkflowStepDependencies,
+  type WorkflowRunRef,
   type WorkflowRunFilter,
   type ListWorkflowRunsInput,
-  type WorkflowRunPage,
+  type ListWorkflowStepsInput,
 } from './workflow/reads.js';
 export type {
   WorkflowRun,
@@ -118,7 +110,6 @@ export type {
 export {
   workflowRunHandle,
   enqueueWorkflowRunHandle,
-  DEFAULT_RESULT_TIMEOUT_MS,
   type WorkflowRunHandle,
   type WorkflowRunHandleOptions,
   type EnqueueWorkflowRunHandleOptions,

@@ -69,7 +69,7 @@ async function runLoops(
           continue;
         }
         for (const job of jobs) handler(job);
-        const outcomes = await completeJobsSuccess(prisma, jobs.map((job) => ({ lease: job })));
+        const outcomes = await completeJobsSuccess(prisma, jobs);
         const refused = outcomes.filter((outcome) => outcome.outcome !== 'succeeded');
         if (refused.length > 0) throw new Error(`runledger refused ${refused.length} completions (lease mismatch)`);
         onCompleted(jobs); // completeJobsSuccess has returned: these completions are committed

@@ -82,7 +82,7 @@ async function rowsLockedPass(context: BenchContext, system: BenchSystem, width:
         const locked: Record<string, number> = {};
         await prisma.$transaction(
           async (tx) => {
-            await completeJobsSuccess(tx, [{ lease: root }]);
+            await completeJobsSuccess(tx, [root]);
             // Still inside the transaction: its row locks are held until it commits.
             for (const table of TABLES) {
               const { rows } = await observer.query<{ n: string }>(`SELECT count(*) AS n FROM pgrowlocks('runledger.${table}')`);
@@ -126,7 +126,7 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
               const result = await withCountingPrisma(url, 2, async ({ prisma, statements }) => {
                 const sent = statements();
                 const started = performance.now();
-                const outcomes = await completeJobsSuccess(prisma, [{ lease: root }]);
+                const outcomes = await completeJobsSuccess(prisma, [root]);
                 const wallMs = performance.now() - started;
                 if (outcomes[0]?.outcome !== 'succeeded') throw new Error(`wide fan-out: completion refused (${outcomes[0]?.outcome})`);
                 return { wallMs, statements: statements() - sent };

@@ -2,6 +2,7 @@
 import type { RunledgerPrismaClient } from '../client/connect.js';
 import type { Scope } from '../db/scope.js';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 
 export interface CliContext {
   json: boolean;
@@ -18,7 +19,7 @@ export interface CliContext {
  * or argument at fault.
  */
 export class UsageError extends ValidationError {
-  constructor(message: string, options: { code?: string; field?: string } = {}) {
+  constructor(message: string, options: { code?: ErrorCode; field?: string } = {}) {
     super(options.code ?? 'cli.usage', options.field ?? 'argv', message);
   }
 }

@@ -1,5 +1,5 @@
 /** Human output for the CLI: tables, and a run's DAG drawn level by level. */
-import type { WorkflowRun, WorkflowStep, WorkflowStepDependency, WorkflowStepStatus } from '../index.js';
+import type { Job, WorkflowRun, WorkflowStep, WorkflowStepDependency, WorkflowStepStatus } from '../index.js';
 
 const STATUS_MARK: Record<WorkflowStepStatus, string> = {
   BLOCKED: '·',
@@ -15,6 +15,23 @@ export function table(rows: string[][]): string {
   if (rows.length === 0) return '';
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+}
+
+export function formatJobList(jobs: readonly Job[]): string {
+  if (jobs.length === 0) return 'No jobs.';
+  return table([
+    ['ID', 'TYPE', 'STATUS', 'RUN', 'ATTEMPT', 'ORGANIZATION', 'CREATED', 'LAST ERROR'],
+    ...jobs.map((job) => [
+      job.id,
+      job.jobType,
+      job.status,
+      String(job.runNumber),
+      `${job.attempt}/${job.maxAttempts}`,
+      job.organizationId ?? '-',
+      job.createdAt.toISOString(),
+      job.lastErrorCode ?? '-',
+    ]),
+  ]);
 }
 
 export function formatRunList(runs: readonly WorkflowRun[]): string {

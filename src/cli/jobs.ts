@@ -1,23 +1,52 @@
-/** `runledger jobs ...`: show, replay a succeeded job, requeue a dead-lettered or canceled one. */
+/** `runledger jobs ...`: list, show, cancel, replay a succeeded job, requeue a dead-lettered or canceled one. */
 import type { Command } from 'commander';
-import { getJob, listJobEvents } from '../queue/reads.js';
+import { cancelJob } from '../queue/cancel.js';
+import { getJob, listJobEvents, listJobs } from '../queue/reads.js';
+import type { JobStatus } from '../queue/rows.js';
 import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { UsageError, type CliContext } from './context.js';
-import { table } from './format.js';
+import { formatJobList, table } from './format.js';
 import { integerOption } from './options.js';
+import { allItems } from './pages.js';
 
 const runNumber = integerOption({ min: 1 });
 
 export function registerJobCommands(program: Command, context: CliContext): void {
-  const jobs = program.command('jobs').description('inspect, replay and requeue jobs');
+  const jobs = program.command('jobs').description('list, inspect, cancel, replay and requeue jobs');
+  jobs
+    .command('list')
+    .description('list jobs, newest first (--org / --without-org for one organization or none)')
+    .option('--type <jobType>', 'only this job type')
+    .option('--status <status...>', 'only these statuses (PENDING, LEASED, SUCCEEDED, DEAD_LETTERED, CANCELED)')
+    .option('--limit <n>', 'page size (1 to 500)', integerOption({ min: 1, max: 500 }), 20)
+    .option('--cursor <cursor>', 'the cursor printed after the previous page')
+    .action(async (options: { type?: string; status?: JobStatus[]; limit: number; cursor?: string }) => {
+      const page = await listJobs(context.db(), {
+        scope: context.scope,
+        limit: options.limit,
+        ...(options.type ? { jobType: options.type } : {}),
+        ...(options.status ? { status: options.status } : {}),
+        ...(options.cursor ? { cursor: options.cursor } : {}),
+      });
+      context.print(`${formatJobList(page.items)}${page.nextCursor ? `\n\nmore: --cursor ${page.nextCursor}` : ''}`, page);
+    });
+  jobs
+    .command('cancel <jobId>')
+    .description('cancel a PENDING or LEASED job (a running handler keeps its lease until it expires)')
+    .option('--reason <reason>', 'recorded on the job')
+    .action(async (jobId: string, options: { reason?: string }) => {
+      const job = await cancelJob(context.db(), { jobId, scope: context.scope, ...(options.reason ? { reason: options.reason } : {}) });
+      context.print(`Job ${job.id} is ${job.status}.`, job);
+    });
   jobs
     .command('show <jobId>')
     .description('show a job and its event history')
     .action(async (jobId: string) => {
       const db = context.db();
-      const job = await getJob(db, context.scope, jobId);
-      const events = await listJobEvents(db, context.scope, jobId);
+      const ref = { scope: context.scope, jobId };
+      const job = await getJob(db, ref);
+      const events = await allItems((paging) => listJobEvents(db, { ...ref, ...paging }));
       const human = [
         `Job ${job.id}  ${job.jobType}  ${job.status}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}`,
         job.lastErrorCode ? `  last error: ${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '',
@@ -36,7 +65,7 @@ export function registerJobCommands(program: Command, context: CliContext): void
     .option('--run <n>', 'the run you expect to replay (default: the current run)', runNumber)
     .action(async (jobId: string, options: { key: string; reason: string; run?: number }) => {
       const db = context.db();
-      const expectedRunNumber = options.run ?? (await getJob(db, context.scope, jobId)).runNumber;
+      const expectedRunNumber = options.run ?? (await getJob(db, { scope: context.scope, jobId })).runNumber;
       const result = await compareAndReplaySucceededJob(db, { scope: context.scope, sourceJobId: jobId, expectedRunNumber, replayRequestKey: options.key, reason: options.reason });
       if (result.kind === 'replayed') {
         context.print(`Replay ${result.replay.jobId} (${result.replay.disposition}) of job ${result.sourceJobId} run ${result.sourceRunNumber}.`, result);
@@ -52,7 +81,7 @@ export function registerJobCommands(program: Command, context: CliContext): void
     .option('--run <n>', 'the run you expect to requeue (default: the current run)', runNumber)
     .action(async (jobId: string, options: { resetState: boolean; run?: number }) => {
       const db = context.db();
-      const current = await getJob(db, context.scope, jobId);
+      const current = await getJob(db, { scope: context.scope, jobId });
       if (current.status !== 'DEAD_LETTERED' && current.status !== 'CANCELED') {
         throw new UsageError(`Job ${jobId} is ${current.status}; only DEAD_LETTERED or CANCELED jobs can be requeued.`, { code: 'cli.requeue_status', field: 'jobId' });
       }

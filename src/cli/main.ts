@@ -7,6 +7,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { isRunledgerError, type ErrorCategory, type RunledgerError } from '../errors/runledger-error.js';
 import { migrate } from '../migrate/migrate.js';
 import type { Scope } from '../db/scope.js';
@@ -42,20 +43,20 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     .description('Operate runledger: migrations, workers, workflow runs, external steps, replays.')
     .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
     .option('--json', 'machine-readable JSON output', false)
-    .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('global'))
-    .option('--global', 'act within the global scope only (organization-less rows)', false)
+    .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('withoutOrg'))
+    .option('--without-org', 'act only on rows without an organization', false)
     .addHelpText('after', EXIT_CODES_HELP);
 
   let client: RunledgerPrismaClient | undefined;
-  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; global: boolean }>();
+  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; withoutOrg: boolean }>();
   const context: CliContext = {
     get json() {
       return options().json;
     },
     get scope(): Scope {
-      const { org, global } = options();
+      const { org, withoutOrg } = options();
       if (org) return { kind: 'organization', organizationId: org };
-      return global ? { kind: 'global' } : { kind: 'admin' };
+      return withoutOrg ? { kind: 'no_organization' } : { kind: 'admin' };
     },
     connectionString() {
       const url = options().databaseUrl ?? process.env.DATABASE_URL;
@@ -128,13 +129,25 @@ function writeJsonError(error: RunledgerError): void {
   process.stderr.write(`${JSON.stringify(error.toJSON())}\n`);
 }
 
-/** `commander.missingArgument` -> `cli.missing_argument`; the message without commander's "error: " prefix. */
+/** Commander's error codes as runledger codes (`commander.missingArgument` -> `cli.missing_argument`). */
+const COMMANDER_CODES: Readonly<Record<string, ErrorCode>> = {
+  'commander.help': 'cli.missing_command',
+  'commander.missingArgument': 'cli.missing_argument',
+  'commander.missingMandatoryOptionValue': 'cli.missing_mandatory_option_value',
+  'commander.optionMissingArgument': 'cli.option_missing_argument',
+  'commander.unknownOption': 'cli.unknown_option',
+  'commander.unknownCommand': 'cli.unknown_command',
+  'commander.excessArguments': 'cli.excess_arguments',
+  'commander.invalidArgument': 'cli.invalid_argument',
+  'commander.conflictingOption': 'cli.conflicting_option',
+};
+
+/** The usage error for a commander error; the message without commander's "error: " prefix. */
 function usageErrorFromCommander(error: CommanderError): UsageError {
-  const reason = error.code === 'commander.help' ? 'missing_command' : error.code.replace(/^commander\./, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
   const message = error.code === 'commander.help' ? 'A command is required; see --help.' : error.message.replace(/^error: /, '');
   // Commander quotes what it objects to first ("option '--limit <n>' argument '1.5' is invalid"): that names the field.
   const quoted = /'([^' ]+)/.exec(message)?.[1];
-  return new UsageError(message, { code: `cli.${reason}`, field: quoted ?? 'argv' });
+  return new UsageError(message, { code: COMMANDER_CODES[error.code] ?? 'cli.usage', field: quoted ?? 'argv' });
 }
 
 // Run when executed as the `runledger` binary (not when imported by tests).

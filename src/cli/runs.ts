@@ -8,6 +8,7 @@ import type { JsonValue } from '../validation/primitives.js';
 import { formatRunDag, formatRunList } from './format.js';
 import { UsageError, type CliContext } from './context.js';
 import { integerOption } from './options.js';
+import { allItems } from './pages.js';
 
 export function registerRunCommands(program: Command, context: CliContext): void {
   const runs = program.command('runs').description('inspect and cancel workflow runs');
@@ -17,24 +18,28 @@ export function registerRunCommands(program: Command, context: CliContext): void
     .option('--type <workflowType>', 'only this workflow type')
     .option('--status <status...>', 'only these statuses (RUNNING, WAITING_FOR_EXTERNAL, SUCCEEDED, COMPLETED_WITH_ERRORS, CANCELED)')
     .option('--limit <n>', 'page size (1 to 500)', integerOption({ min: 1, max: 500 }), 20)
-    .option('--after <cursor>', 'the cursor printed after the previous page')
-    .action(async (options: { type?: string; status?: WorkflowRunStatus[]; limit: number; after?: string }) => {
+    .option('--cursor <cursor>', 'the cursor printed after the previous page')
+    .action(async (options: { type?: string; status?: WorkflowRunStatus[]; limit: number; cursor?: string }) => {
       const page = await listWorkflowRuns(context.db(), {
         scope: context.scope,
         limit: options.limit,
         ...(options.type ? { workflowType: options.type } : {}),
         ...(options.status ? { status: options.status } : {}),
-        ...(options.after ? { after: options.after } : {}),
+        ...(options.cursor ? { cursor: options.cursor } : {}),
       });
-      context.print(`${formatRunList(page.runs)}${page.nextCursor ? `\n\nmore: --after ${page.nextCursor}` : ''}`, page);
+      context.print(`${formatRunList(page.items)}${page.nextCursor ? `\n\nmore: --cursor ${page.nextCursor}` : ''}`, page);
     });
   runs
     .command('show <workflowRunId>')
     .description("show a run and draw its DAG with each step's status")
     .action(async (workflowRunId: string) => {
       const db = context.db();
-      const run = await getWorkflowRun(db, context.scope, workflowRunId);
-      const [steps, edges] = await Promise.all([listWorkflowSteps(db, context.scope, workflowRunId), listWorkflowStepDependencies(db, context.scope, workflowRunId)]);
+      const ref = { scope: context.scope, workflowRunId };
+      const run = await getWorkflowRun(db, ref);
+      const [steps, edges] = await Promise.all([
+        allItems((paging) => listWorkflowSteps(db, { ...ref, ...paging })),
+        allItems((paging) => listWorkflowStepDependencies(db, { ...ref, ...paging })),
+      ]);
       context.print(formatRunDag(run, steps, edges), { run, steps, dependencies: edges });
     });
   runs

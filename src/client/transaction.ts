@@ -17,6 +17,7 @@
  */
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { MAX_TIMER_MS } from '../validation/primitives.js';
 import { isTransactionClient, type Db, type PrismaClientLike, type Tx } from './types.js';
 
@@ -164,7 +165,7 @@ async function rememberedPerClient(cache: WeakMap<object, Promise<boolean>>, db:
  * A transaction runledger opened itself is READ COMMITTED by construction, so
  * the check costs a round trip only on a joined transaction.
  */
-export async function ensureReadCommitted(context: TransactionContext, code: string, operationLabel: string): Promise<void> {
+export async function ensureReadCommitted(context: TransactionContext, code: ErrorCode, operationLabel: string): Promise<void> {
   if (context.owned) return;
   const rows = await context.tx.$queryRaw<{ level: string }[]>`SELECT current_setting('transaction_isolation') AS level`;
   const level = rows[0]?.level;

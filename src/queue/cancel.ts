@@ -47,7 +47,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
              workflow_step_id
         FROM runledger.job_queue
        WHERE id = ${jobId}::uuid
-         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
          FOR UPDATE`;
     const current = locked[0];
     if (!current) {

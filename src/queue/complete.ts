@@ -15,29 +15,36 @@ import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
 import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../workflow/locking.js';
-import { leaseMismatch, type CompleteJobOutcome, type LeaseIdentity } from './lease.js';
+import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
 import { jsonParam } from './rows.js';
 import {
   JOB_INVALID_INPUT,
-  completeJobOptionsSchema,
+  completeJobInputSchema,
+  completeJobsBatchSchema,
   completeJobsInputSchema,
-  jobLeaseSchema,
-  type CompleteJobOptions,
+  type CompleteJobInput,
   type CompleteJobsItem,
+  type ParsedJobLease,
 } from './schemas.js';
 
-/** Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`. */
-export async function completeJobSuccess(
-  db: Db,
-  lease: LeaseIdentity,
-  options: CompleteJobOptions = {},
-): Promise<{ jobId: string; finishedAt: Date }> {
-  // Parsed here first so a bad field is named `workerId` / `output`, not `0.lease.workerId`.
-  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
-  const o = parseInput(completeJobOptionsSchema, options, JOB_INVALID_INPUT);
-  const [outcome] = await completeJobsSuccess(db, [{ lease: l, output: o.output }]);
-  if (outcome?.outcome !== 'succeeded') throw leaseMismatch(l, 'complete job');
+/**
+ * Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`.
+ *
+ * @example await completeJobSuccess(prisma, { ...claimed, output: { receiptId } });
+ */
+export async function completeJobSuccess(db: Db, input: CompleteJobInput): Promise<{ jobId: string; finishedAt: Date }> {
+  // Parsed here first so a bad field is named `workerId` / `output`, not `0.workerId`.
+  const parsed = parseInput(completeJobInputSchema, input, JOB_INVALID_INPUT);
+  const [outcome] = await completeParsed(db, [splitLease(parsed)], runOnce, false);
+  if (outcome?.outcome === 'error') throw outcome.error;
+  if (outcome?.outcome !== 'succeeded') throw leaseMismatch(parsed, 'complete job');
   return { jobId: outcome.jobId, finishedAt: outcome.finishedAt };
+}
+
+/** The public item (`{ ...lease, output }`) in the completion path's internal form. */
+function splitLease(item: ParsedJobLease & { output?: CompleteJobsItem['output'] }): ParsedCompleteItem {
+  const { jobId, runNumber, attempt, workerId, workflowManaged } = item;
+  return { lease: { jobId, runNumber, attempt, workerId, ...(workflowManaged === undefined ? {} : { workflowManaged }) }, output: item.output };
 }
 
 /**
@@ -55,9 +62,9 @@ export async function completeJobSuccess(
  * item instead, after giving each item its own transaction so that one run's
  * trouble does not fail (and re-run) another run's work.
  */
-export async function completeJobsSuccess(db: Db, items: readonly CompleteJobsItem[]): Promise<CompleteJobOutcome[]> {
-  const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
-  const outcomes = await completeParsed(db, parsed, runOnce, false);
+export async function completeJobsSuccess(db: Db, items: readonly CompleteJobInput[]): Promise<CompleteJobOutcome[]> {
+  const parsed = parseInput(completeJobsBatchSchema, items, JOB_INVALID_INPUT);
+  const outcomes = await completeParsed(db, parsed.map(splitLease), runOnce, false);
   const failed = outcomes.find((outcome) => outcome.outcome === 'error');
   if (failed) throw failed.error;
   return outcomes as CompleteJobOutcome[];

@@ -101,7 +101,7 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
         FROM unnest(
           ${rows.map((r) => r.id)}::uuid[],
           ${rows.map((r) => r.jobType)}::text[],
-          ${rows.map((r) => r.organizationId)}::uuid[],
+          ${rows.map((r) => r.organizationId)}::text[],
           ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
           ${rows.map((r) => r.priority)}::int[],
           ${rows.map((r) => r.maxAttempts)}::int[],
@@ -128,7 +128,7 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
              idempotency_key, enqueue_request, workflow_step_id, resource_key
         FROM input
        ORDER BY ord
-      ON CONFLICT (job_type, COALESCE(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
+      ON CONFLICT (job_type, COALESCE(organization_id, ''), idempotency_key)
          WHERE idempotency_key IS NOT NULL
       DO NOTHING
       RETURNING id, job_type, run_number, attempt, next_run_at
@@ -320,14 +320,14 @@ async function resolveExisting(
       FROM unnest(
              ${skipped.map((s) => s.index)}::int[],
              ${skipped.map((s) => s.row.jobType)}::text[],
-             ${skipped.map((s) => s.row.organizationId)}::uuid[],
+             ${skipped.map((s) => s.row.organizationId)}::text[],
              ${skipped.map((s) => s.row.idempotencyKey)}::text[],
              ${skipped.map((s) => jsonParam(s.row.enqueueRequest))}::jsonb[]
            ) AS r(ord, job_type, organization_id, idempotency_key, request)
       LEFT JOIN runledger.job_queue jq
              ON jq.job_type = r.job_type
-            AND COALESCE(jq.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
-              = COALESCE(r.organization_id, '00000000-0000-0000-0000-000000000000'::uuid)
+            AND COALESCE(jq.organization_id, '')
+              = COALESCE(r.organization_id, '')
             AND jq.idempotency_key = r.idempotency_key
      ORDER BY r.ord`;
   const inputs = new Map(skipped.map((s) => [s.index, s.row]));

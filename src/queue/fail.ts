@@ -3,19 +3,17 @@
  * back to ENQUEUED) or a dead-letter (its step FAILED and its dependents
  * released). Fencing, the lease clock and round trips: see lifecycle.ts.
  */
-import type { z } from 'zod';
 import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
-import { leaseMismatch, type FailJobResult, type LeaseIdentity } from './lease.js';
+import { leaseMismatch, type FailJobResult } from './lease.js';
 import { resolveBackoff, retryDelayMs } from './retry-policy.js';
 import {
   JOB_INVALID_INPUT,
-  failJobOptionsSchema,
-  jobLeaseSchema,
-  type FailJobOptions,
+  failJobInputSchema,
+  type FailJobInput,
   type ParsedJobLease,
 } from './schemas.js';
 
@@ -24,11 +22,13 @@ import {
  * after an exponential, jittered backoff, never before `retryNotBefore`
  * (RETRY_SCHEDULED). Otherwise DEAD_LETTERED.
  */
-export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOptions): Promise<FailJobResult> {
-  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
-  const o = parseInput(failJobOptionsSchema, options, JOB_INVALID_INPUT);
+export async function failJob(db: Db, input: FailJobInput): Promise<FailJobResult> {
+  const parsed = parseInput(failJobInputSchema, input, JOB_INVALID_INPUT);
+  const { jobId, runNumber, attempt, workerId, workflowManaged } = parsed;
+  const l: ParsedJobLease = { jobId, runNumber, attempt, workerId, ...(workflowManaged === undefined ? {} : { workflowManaged }) };
+  const o: FailureFields = { ...parsed.error, retryable: parsed.retryable, retryNotBefore: parsed.retryNotBefore };
   // The fence pins attempt = l.attempt, so the backoff can be computed here (the job type's policy, given by the worker).
-  const backoffMs = retryDelayMs(l.attempt, resolveBackoff(o.backoff));
+  const backoffMs = retryDelayMs(l.attempt, resolveBackoff(parsed.backoff));
   const eventId = newId();
   const result = (row: FailedRow): FailJobResult => ({ jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null });
   if (l.workflowManaged !== true && (await canAutocommit(db, 'fail job'))) {
@@ -47,6 +47,14 @@ export async function failJob(db: Db, lease: LeaseIdentity, options: FailJobOpti
     }
     return result(row);
   });
+}
+
+/** What the failure statement records besides the lease. */
+interface FailureFields {
+  code: string;
+  message: string;
+  retryable: boolean;
+  retryNotBefore?: Date | undefined;
 }
 
 interface FailedRow {
@@ -68,7 +76,7 @@ interface FailedRow {
 async function failStatement(
   client: Tx,
   l: ParsedJobLease,
-  o: z.output<typeof failJobOptionsSchema>,
+  o: FailureFields,
   backoffMs: number,
   eventId: string,
   directOnly: boolean,

@@ -33,7 +33,7 @@ import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonParam, type JobLease } from './rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
-import { JOB_INVALID_INPUT, heartbeatOptionsSchema, jobLeaseSchema, type HeartbeatOptions } from './schemas.js';
+import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './schemas.js';
 
 export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseIdentity } from './lease.js';
 
@@ -113,9 +113,10 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
  * current grant, i.e. what the worker asked for at claim time) and saves
  * progress/checkpoint when given (null clears). Appends no event.
  */
-export async function heartbeatJob(db: Db, lease: LeaseIdentity, options: HeartbeatOptions = {}): Promise<JobLease> {
-  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
-  const o = parseInput(heartbeatOptionsSchema, options, JOB_INVALID_INPUT);
+export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<JobLease> {
+  const o = parseInput(heartbeatJobInputSchema, input, JOB_INVALID_INPUT);
+  const l = { jobId: o.jobId, runNumber: o.runNumber, attempt: o.attempt, workerId: o.workerId };
+  const save = o.save ?? {};
   return withStatement(db, 'heartbeat job', async (client) => {
     const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
       WITH locked AS MATERIALIZED (
@@ -131,8 +132,8 @@ export async function heartbeatJob(db: Db, lease: LeaseIdentity, options: Heartb
                                                 jq.lease_expires_at - jq.heartbeat_at,
                                                 make_interval(secs => jq.timeout_seconds)),
              heartbeat_at = c.at,
-             progress = CASE WHEN ${o.progress !== undefined}::boolean THEN ${jsonParam(o.progress)}::jsonb ELSE jq.progress END,
-             checkpoint = CASE WHEN ${o.checkpoint !== undefined}::boolean THEN ${jsonParam(o.checkpoint)}::jsonb ELSE jq.checkpoint END,
+             progress = CASE WHEN ${save.progress !== undefined}::boolean THEN ${jsonParam(save.progress)}::jsonb ELSE jq.progress END,
+             checkpoint = CASE WHEN ${save.checkpoint !== undefined}::boolean THEN ${jsonParam(save.checkpoint)}::jsonb ELSE jq.checkpoint END,
              updated_at = c.at
         FROM clock c
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int

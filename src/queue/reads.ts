@@ -1,6 +1,6 @@
 /**
- * Reads of jobs and their audit trail, always within an exact scope: global
- * sees only global jobs, an organization only its own, admin everything. A job
+ * Reads of jobs and their audit trail, always within an exact scope: no
+ * organization sees only jobs without one, an organization only its own, admin everything. A job
  * outside the scope is reported exactly like a missing one. Reads take no locks.
  * Each read is one statement: autocommit on a root client (`withStatement`,
  * any isolation), joined on a transaction client.
@@ -11,15 +11,16 @@ import { scopeParams, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from './rows.js';
-import { JOB_INVALID_INPUT, jobRefSchema, listJobsInputSchema, type ListJobsInput } from './schemas.js';
-
-const DEFAULT_LIST_LIMIT = 50;
-
-export interface JobPage {
-  jobs: Job[];
-  /** Pass as `after` for the next page; null on the last page. */
-  nextAfter: string | null;
-}
+import {
+  JOB_INVALID_INPUT,
+  jobRefSchema,
+  listJobEventsInputSchema,
+  listJobsInputSchema,
+  type JobRef,
+  type ListJobEventsInput,
+  type ListJobsInput,
+  type Page,
+} from './schemas.js';
 
 function jobNotFound(jobId: string, scope: Scope, operation: string): NotFoundError {
   return new NotFoundError('job.not_found', 'The job does not exist.', {
@@ -29,8 +30,8 @@ function jobNotFound(jobId: string, scope: Scope, operation: string): NotFoundEr
 }
 
 /** The job, or null when it does not exist in `scope`. */
-export async function findJob(db: Db, scope: Scope, jobId: string): Promise<Job | null> {
-  const ref = parseInput(jobRefSchema, { scope, jobId }, JOB_INVALID_INPUT);
+export async function findJob(db: Db, input: JobRef): Promise<Job | null> {
+  const ref = parseInput(jobRefSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(ref.scope);
   return withStatement(db, 'find job', async (tx) => {
     const rows = await tx.$queryRaw<JobRow[]>`
@@ -39,29 +40,34 @@ export async function findJob(db: Db, scope: Scope, jobId: string): Promise<Job 
              checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
         FROM runledger.job_queue
        WHERE id = ${ref.jobId}::uuid
-         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
+         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
     return rows[0] ? toJob(rows[0]) : null;
   }, { readCommitted: false });
 }
 
 /** The job; `job.not_found` when it does not exist in `scope`. */
-export async function getJob(db: Db, scope: Scope, jobId: string): Promise<Job> {
-  const job = await findJob(db, scope, jobId);
-  if (!job) throw jobNotFound(jobId, scope, 'get job');
+export async function getJob(db: Db, input: JobRef): Promise<Job> {
+  const job = await findJob(db, input);
+  if (!job) throw jobNotFound(input.jobId, input.scope, 'get job');
   return job;
+}
+
+function statusList<S extends string>(status: S | S[] | undefined): S[] | null {
+  if (status === undefined) return null;
+  return Array.isArray(status) ? status : [status];
 }
 
 /**
  * Jobs in `scope`, newest first (keyset by id: UUIDv7 ids sort by creation).
  *
  * @example
- * let page = await listJobs(prisma, { scope: globalScope, status: 'DEAD_LETTERED' });
- * while (page.nextAfter) page = await listJobs(prisma, { scope: globalScope, status: 'DEAD_LETTERED', after: page.nextAfter });
+ * let page = await listJobs(prisma, { scope: adminScope(), status: 'DEAD_LETTERED' });
+ * while (page.nextCursor) page = await listJobs(prisma, { scope: adminScope(), status: 'DEAD_LETTERED', cursor: page.nextCursor });
  */
-export async function listJobs(db: Db, input: ListJobsInput): Promise<JobPage> {
+export async function listJobs(db: Db, input: ListJobsInput): Promise<Page<Job>> {
   const filter = parseInput(listJobsInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(filter.scope);
-  const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
+  const statuses = statusList(filter.status);
   return withStatement(db, 'list jobs', async (tx) => {
     // One row beyond the page tells whether another page exists.
     const rows = await tx.$queryRaw<JobRow[]>`
@@ -69,31 +75,41 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<JobPage> {
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
              checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
         FROM runledger.job_queue
-       WHERE (${s.all}::boolean OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
-         AND (${filter.status ?? null}::runledger.job_status IS NULL OR status = ${filter.status ?? null}::runledger.job_status)
+       WHERE (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+         AND (${statuses}::runledger.job_status[] IS NULL OR status = ANY(${statuses}::runledger.job_status[]))
          AND (${filter.jobType ?? null}::text IS NULL OR job_type = ${filter.jobType ?? null}::text)
-         AND (${filter.after ?? null}::uuid IS NULL OR id < ${filter.after ?? null}::uuid)
+         AND (${filter.cursor ?? null}::uuid IS NULL OR id < ${filter.cursor ?? null}::uuid)
        ORDER BY id DESC
-       LIMIT ${limit + 1}::int`;
-    const jobs = rows.slice(0, limit).map(toJob);
-    return { jobs, nextAfter: rows.length > limit ? jobs[jobs.length - 1]!.id : null };
+       LIMIT ${filter.limit + 1}::int`;
+    const items = rows.slice(0, filter.limit).map(toJob);
+    return { items, nextCursor: rows.length > filter.limit ? items[items.length - 1]!.id : null };
   }, { readCommitted: false });
 }
 
-/** The audit trail of one job in the order it happened; `job.not_found` outside `scope`. */
-export async function listJobEvents(db: Db, scope: Scope, jobId: string): Promise<JobEvent[]> {
-  const ref = parseInput(jobRefSchema, { scope, jobId }, JOB_INVALID_INPUT);
+/** The audit trail of one job in the order it happened, a page at a time; `job.not_found` outside `scope`. */
+export async function listJobEvents(db: Db, input: ListJobEventsInput): Promise<Page<JobEvent>> {
+  const ref = parseInput(listJobEventsInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(ref.scope);
   return withStatement(db, 'list job events', async (tx) => {
     // LEFT JOIN: one row with a NULL event still proves the job is in scope.
-    const rows = await tx.$queryRaw<(Omit<JobEventRow, 'id'> & { id: string | null })[]>`
-      SELECT e.id, jq.id AS job_id, e.event_type, e.run_number, e.attempt, e.payload, e.created_at
+    const rows = await tx.$queryRaw<(Omit<JobEventRow, 'id'> & { id: string | null; seq: string | null })[]>`
+      SELECT e.id, e.seq::text AS seq, jq.id AS job_id, e.event_type, e.run_number, e.attempt, e.payload, e.created_at
         FROM runledger.job_queue jq
-        LEFT JOIN runledger.job_events e ON e.job_id = jq.id
+        LEFT JOIN LATERAL (
+          SELECT ev.* FROM runledger.job_events ev
+           WHERE ev.job_id = jq.id AND (${ref.cursor ?? null}::bigint IS NULL OR ev.seq > ${ref.cursor ?? null}::bigint)
+           ORDER BY ev.seq
+           LIMIT ${ref.limit + 1}::int
+        ) e ON true
        WHERE jq.id = ${ref.jobId}::uuid
-         AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+         AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        ORDER BY e.seq`;
     if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
-    return rows.filter((row): row is JobEventRow => row.id !== null).map(toJobEvent);
+    const events = rows.filter((row) => row.id !== null);
+    const page = events.slice(0, ref.limit);
+    return {
+      items: page.map((row) => toJobEvent(row as JobEventRow)),
+      nextCursor: events.length > ref.limit ? page[page.length - 1]!.seq : null,
+    };
   }, { readCommitted: false });
 }

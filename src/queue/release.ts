@@ -28,17 +28,12 @@ import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
-import { storableText } from '../validation/primitives.js';
-import { z } from 'zod';
-import { leaseMismatch, type LeaseIdentity } from './lease.js';
-import { JOB_INVALID_INPUT, jobLeaseSchema, type ParsedJobLease } from './schemas.js';
+import { leaseMismatch } from './lease.js';
+import { JOB_INVALID_INPUT, releaseJobInputSchema, type ParsedJobLease, type ReleaseJobInput } from './schemas.js';
 
-const releaseOptionsSchema = z.strictObject({ reason: storableText.min(1).max(200).default('job.released') });
-
-/** @example await releaseJob(prisma, lease, { reason: 'job.worker_shutdown' }); */
-export async function releaseJob(db: Db, lease: LeaseIdentity, options: { reason?: string } = {}): Promise<{ jobId: string; status: 'PENDING' }> {
-  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
-  const { reason } = parseInput(releaseOptionsSchema, options, JOB_INVALID_INPUT);
+/** @example await releaseJob(prisma, { ...lease, reason: 'job.worker_shutdown' }); */
+export async function releaseJob(db: Db, input: ReleaseJobInput): Promise<{ jobId: string; status: 'PENDING' }> {
+  const { reason, ...l } = parseInput(releaseJobInputSchema, input, JOB_INVALID_INPUT);
   const eventId = newId();
   const [row] = await withStatement(db, 'release job', (client) => releaseStatement(client, l, reason, eventId));
   if (!row) throw leaseMismatch(l, 'release job');

@@ -67,7 +67,7 @@ export interface JobRow {
 export interface Job {
   id: string;
   jobType: string;
-  /** null: a global job. */
+  /** null: a job without an organization. */
   organizationId: string | null;
   payload: JsonValue;
   status: JobStatus;

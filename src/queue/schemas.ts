@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
 import { backoffPolicySchema } from './retry-policy.js';
 import { truncateText } from '../validation/storable.js';
-import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid } from '../validation/primitives.js';
+import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
 
@@ -30,7 +30,7 @@ export const enqueueJobInputSchema = z
   .strictObject({
     jobType: nonBlank(200),
     payload: jsonInput,
-    organizationId: uuid.nullish(),
+    organizationId: organizationId.nullish(),
     priority: int32.optional(),
     maxAttempts: positiveInt.optional(),
     timeoutSeconds: positiveInt.optional(),
@@ -91,39 +91,60 @@ export const claimJobsInputSchema = z.strictObject({
 });
 export type ClaimJobsInput = z.input<typeof claimJobsInputSchema>;
 
-export const heartbeatOptionsSchema = z.strictObject({
+/*
+ * Lease-fenced writes take one object: the lease (a ClaimedJob or JobLease
+ * spread in, its other fields ignored) plus the operation's own fields, e.g.
+ * `failJob(db, { ...lease, error: { code, message }, retryable: true })`.
+ */
+export const heartbeatJobInputSchema = jobLeaseSchema.extend({
   leaseSeconds: leaseSeconds.optional(),
-  progress: jsonValue.optional(),
-  checkpoint: jsonValue.optional(),
+  /**
+   * Progress and checkpoint to store (null clears, absent keeps). Nested, not
+   * beside the lease: a ClaimedJob carries the values read at claim time under
+   * the same names, and spreading one in must not write those back.
+   */
+  save: z.strictObject({ progress: jsonValue.optional(), checkpoint: jsonValue.optional() }).optional(),
 });
-export type HeartbeatOptions = z.input<typeof heartbeatOptionsSchema>;
+export type HeartbeatJobInput = z.input<typeof heartbeatJobInputSchema>;
 
-export const completeJobOptionsSchema = z.strictObject({ output: jsonValue.optional() });
-export type CompleteJobOptions = z.input<typeof completeJobOptionsSchema>;
+export const completeJobInputSchema = jobLeaseSchema.extend({ output: jsonValue.optional() });
+export type CompleteJobInput = z.input<typeof completeJobInputSchema>;
 
-export const completeJobsInputSchema = z
-  .array(z.object({ lease: jobLeaseSchema, output: jsonValue.optional() }))
+/** A batch of completions: one item per job, each `{ ...lease, output }`. */
+export const completeJobsBatchSchema = z
+  .array(completeJobInputSchema)
   .max(MAX_CLAIM_BATCH)
   .superRefine((items, ctx) => {
     const seen = new Set<string>();
     items.forEach((item, index) => {
-      if (seen.has(item.lease.jobId)) {
-        ctx.addIssue({ code: 'custom', path: [index, 'lease', 'jobId'], message: 'names a job already in this batch' });
-      }
-      seen.add(item.lease.jobId);
+      if (seen.has(item.jobId)) ctx.addIssue({ code: 'custom', path: [index, 'jobId'], message: 'names a job already in this batch' });
+      seen.add(item.jobId);
     });
   });
+
+/** The internal form of a completion batch (lease and output apart), what the completion path works on. */
+export const completeJobsInputSchema = z.array(z.object({ lease: jobLeaseSchema, output: jsonValue.optional() })).max(MAX_CLAIM_BATCH);
 export type CompleteJobsItem = z.input<typeof completeJobsInputSchema>[number];
 
-export const failJobOptionsSchema = z.strictObject({
+/** What a failed attempt records: the job's lastErrorCode and lastErrorMessage. */
+export const jobFailureSchema = z.strictObject({
   code: nonBlank(200),
   message: storableText.transform((s) => truncateText(s, MAX_ERROR_MESSAGE_LENGTH)),
+});
+
+export const failJobInputSchema = jobLeaseSchema.extend({
+  error: jobFailureSchema,
   retryable: z.boolean(),
   retryNotBefore: z.date().optional(),
   /** The backoff of the job's type (a worker passes its definition's); default DEFAULT_BACKOFF. */
   backoff: backoffPolicySchema.optional(),
 });
-export type FailJobOptions = z.input<typeof failJobOptionsSchema>;
+export type FailJobInput = z.input<typeof failJobInputSchema>;
+
+export const releaseJobInputSchema = jobLeaseSchema.extend({
+  reason: storableText.min(1).max(200).default('job.released'),
+});
+export type ReleaseJobInput = z.input<typeof releaseJobInputSchema>;
 
 export const cancelJobInputSchema = z.strictObject({
   jobId: uuid,
@@ -138,13 +159,34 @@ export const reapExpiredLeasesInputSchema = z.strictObject({
 export type ReapExpiredLeasesInput = z.input<typeof reapExpiredLeasesInputSchema>;
 
 export const jobRefSchema = z.strictObject({ scope: scopeSchema, jobId: uuid });
+export type JobRef = z.input<typeof jobRefSchema>;
+
+/**
+ * The paging fields every list shares: `limit` (default 50, at most 500) and
+ * `cursor`, the `nextCursor` of the previous page (opaque; absent for the first).
+ */
+export const DEFAULT_LIST_LIMIT = 50;
+export function pageFields(cursorPattern: RegExp, list: string) {
+  return {
+    limit: positiveInt.max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
+    cursor: z.string().regex(cursorPattern, `must be a nextCursor returned by ${list}`).optional(),
+  };
+}
+const UUID_CURSOR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One page of a list: `nextCursor` is null on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
 
 export const listJobsInputSchema = z.strictObject({
   scope: scopeSchema,
-  status: jobStatus.optional(),
+  status: z.union([jobStatus, z.array(jobStatus).min(1)]).optional(),
   jobType: nonBlank(200).optional(),
-  limit: positiveInt.max(MAX_LIST_LIMIT).optional(),
-  /** Keyset cursor: the last job id of the previous page. */
-  after: uuid.optional(),
+  ...pageFields(UUID_CURSOR, 'listJobs'),
 });
 export type ListJobsInput = z.input<typeof listJobsInputSchema>;
+
+export const listJobEventsInputSchema = z.strictObject({ scope: scopeSchema, jobId: uuid, ...pageFields(/^[0-9]{1,19}$/, 'listJobEvents') });
+export type ListJobEventsInput = z.input<typeof listJobEventsInputSchema>;

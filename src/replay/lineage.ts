@@ -52,7 +52,7 @@ export async function findRecordedReplayTx(tx: Tx, request: ParsedReplayRequest)
      WHERE jr.source_job_id = ${request.sourceJobId}::uuid
        AND jr.source_run_number = ${request.expectedRunNumber}::int
        AND jr.replay_request_key = ${request.replayRequestKey}::text
-       AND (${s.all}::boolean OR src.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
+       AND (${s.all}::boolean OR src.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
   const row = rows[0];
   if (!row) return null;
   if (row.reason !== request.reason) {

@@ -152,7 +152,7 @@ async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promi
            jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        AND jq.status = 'SUCCEEDED'::runledger.job_status
        AND jq.run_number = ${request.expectedRunNumber}::int
        AND jq.workflow_step_id IS NULL
@@ -171,7 +171,7 @@ async function readSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<Sourc
            jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
+       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
   return rows[0];
 }
 

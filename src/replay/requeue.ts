@@ -70,7 +70,7 @@ type LockedRow = JobRow & { lease_live: boolean };
  *
  * @example
  * const result = await compareAndRequeueJob(prisma, {
- *   scope: globalScope,
+ *   scope: noOrganizationScope(),
  *   jobId: job.id,
  *   expectedStatus: 'DEAD_LETTERED',
  *   expectedRunNumber: job.runNumber,
@@ -110,7 +110,7 @@ async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise
            COALESCE(jq.lease_expires_at > now(), false) AS lease_live
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        AND jq.status = ${request.expectedStatus}::runledger.job_status
        AND jq.run_number = ${request.expectedRunNumber}::int
        AND jq.workflow_step_id IS NULL
@@ -128,7 +128,7 @@ async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow
            jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`;
+       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
   return rows[0];
 }
 

@@ -6,9 +6,10 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { formatJsonPath } from './storable.js';
 
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown, code: string): z.output<S> {
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, code: ErrorCode): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0];

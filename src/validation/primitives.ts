@@ -53,6 +53,18 @@ export const storableText = z.string().superRefine((text, ctx) => {
 
 export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
 
+/** The longest organization id runledger stores (characters); the column's CHECK says the same. */
+export const MAX_ORGANIZATION_ID_LENGTH = 255;
+
+/**
+ * An organization id is the host's own id, whatever its shape (cuid, UUID,
+ * an integer as text, a slug): any non-empty storable string of at most
+ * MAX_ORGANIZATION_ID_LENGTH characters, stored and compared exactly as given.
+ */
+export const organizationId = storableText
+  .refine((s) => s.length > 0, 'must not be empty')
+  .refine((s) => s.length <= MAX_ORGANIZATION_ID_LENGTH, `must be at most ${MAX_ORGANIZATION_ID_LENGTH} characters`);
+
 export const nonBlank = (max = 200) =>
   storableText.refine((s) => s.trim().length > 0, 'must not be blank').refine((s) => s.length <= max, `must be at most ${max} characters`);
 

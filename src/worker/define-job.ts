@@ -25,6 +25,7 @@ import type { BackoffPolicy } from '../queue/defaults.js';
 import { resolveBackoff, retryPolicySchema, type RetryPolicy } from '../queue/retry-policy.js';
 import { isStandardSchema, type StandardSchemaV1 } from '../schema/standard-schema.js';
 import type { Jsonified } from '../validation/jsonified.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt } from '../validation/primitives.js';
 import type { JobContext } from './job-context.js';
@@ -122,7 +123,7 @@ export function isJobDefinition(value: unknown): value is AnyJobDefinition {
 }
 
 /** Job type -> definition; refuses a type defined twice. */
-export function buildHandlerRegistry(definitions: readonly AnyJobDefinition[], code: string): ReadonlyMap<string, AnyJobDefinition> {
+export function buildHandlerRegistry(definitions: readonly AnyJobDefinition[], code: ErrorCode): ReadonlyMap<string, AnyJobDefinition> {
   const registry = new Map<string, AnyJobDefinition>();
   definitions.forEach((definition, index) => {
     if (registry.has(definition.jobType)) {

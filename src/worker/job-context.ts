@@ -18,7 +18,7 @@ export interface JobContext {
   /** 1-based attempt within the run (this one included). */
   readonly attempt: number;
   readonly maxAttempts: number;
-  /** null: a global job. */
+  /** null: a job without an organization. */
   readonly organizationId: string | null;
   /** The worker holding the lease. */
   readonly workerId: string;

@@ -13,20 +13,21 @@
  * and carry only the intent and the code to record. A RunledgerError thrown
  * inside a handler (say, an enqueue that conflicted) is "anything else".
  */
+import type { JobOutcomeCode } from '../errors/codes.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
 import { formatJsonPath, textProblem, toStorableText, type JsonProblem } from '../validation/storable.js';
 
-export const JOB_HANDLER_ERROR = 'job.handler_error';
-export const JOB_RETRY_REQUESTED = 'job.retry_requested';
-export const JOB_TERMINAL_ERROR = 'job.terminal_error';
-export const JOB_PAYLOAD_INVALID = 'job.payload_invalid';
-export const JOB_OUTPUT_INVALID = 'job.output_invalid';
-export const JOB_TIMEOUT = 'job.timeout';
+export const JOB_HANDLER_ERROR = 'job.handler_error' satisfies JobOutcomeCode;
+export const JOB_RETRY_REQUESTED = 'job.retry_requested' satisfies JobOutcomeCode;
+export const JOB_TERMINAL_ERROR = 'job.terminal_error' satisfies JobOutcomeCode;
+export const JOB_PAYLOAD_INVALID = 'job.payload_invalid' satisfies JobOutcomeCode;
+export const JOB_OUTPUT_INVALID = 'job.output_invalid' satisfies JobOutcomeCode;
+export const JOB_TIMEOUT = 'job.timeout' satisfies JobOutcomeCode;
 /** A workflow job's prerequisites could not be read (src/workflow/step-inputs.ts); the attempt is retried. */
-export const JOB_STEP_INPUTS_UNAVAILABLE = 'job.step_inputs_unavailable';
-export const JOB_WORKER_SHUTDOWN = 'job.worker_shutdown';
+export const JOB_STEP_INPUTS_UNAVAILABLE = 'job.step_inputs_unavailable' satisfies JobOutcomeCode;
+export const JOB_WORKER_SHUTDOWN = 'job.worker_shutdown' satisfies JobOutcomeCode;
 /** Release reason of a claimed job that waited in the worker's buffer too long to be started safely under its lease. */
-export const JOB_BUFFER_EXPIRED = 'job.buffer_expired';
+export const JOB_BUFFER_EXPIRED = 'job.buffer_expired' satisfies JobOutcomeCode;
 
 const MAX_CODE_LENGTH = 200;
 

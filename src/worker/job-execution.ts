@@ -158,7 +158,7 @@ export class JobExecution {
 
   private async recordRelease(reason: string): Promise<void> {
     try {
-      await retryLeaseWrite(() => releaseJob(this.deps.db, this.job, { reason }), { deadline: () => leaseDeadline(this.job) });
+      await retryLeaseWrite(() => releaseJob(this.deps.db, { ...this.job, reason }), { deadline: () => leaseDeadline(this.job) });
       this.deps.stats.released += 1;
       this.logger.info('lease released unrun', { reason });
       this.deps.events.emit('job:released', { job: this.info, reason });
@@ -273,7 +273,7 @@ export class JobExecution {
   /** One heartbeat; on success the lease is known to last `leaseSeconds` from when it was sent. */
   private async extendLease(fields?: SaveFields): Promise<void> {
     const sentAt = Date.now();
-    await heartbeatJob(this.deps.db, this.job, { leaseSeconds: this.deps.leaseSeconds, ...fields });
+    await heartbeatJob(this.deps.db, { ...this.job, leaseSeconds: this.deps.leaseSeconds, ...(fields ? { save: fields } : {}) });
     leaseGranted(this.job, sentAt, this.deps.leaseSeconds);
   }
 
@@ -309,7 +309,10 @@ export class JobExecution {
 
   private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
     try {
-      const result = await retryLeaseWrite(() => failJob(this.deps.db, this.job, { ...failure, backoff: this.definition.backoff }), { deadline: () => leaseDeadline(this.job) });
+      const { code, message, retryable, retryNotBefore } = failure;
+      const result = await retryLeaseWrite(() => failJob(this.deps.db, { ...this.job, error: { code, message }, retryable, retryNotBefore, backoff: this.definition.backoff }), {
+        deadline: () => leaseDeadline(this.job),
+      });
       this.deps.stats.failed += 1;
       const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
       if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);

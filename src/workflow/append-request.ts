@@ -16,6 +16,7 @@
  */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
@@ -98,7 +99,7 @@ export interface ValidatedAppend {
   canonical: JsonValue;
 }
 
-function fail(code: string, field: string, message: string, details: Record<string, unknown> = {}): never {
+function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });
 }
 

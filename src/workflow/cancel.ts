@@ -47,7 +47,7 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
     const { tx } = context;
     const found = await tx.$queryRaw<WorkflowRunRow[]>`
       SELECT * FROM runledger.workflow_runs
-       WHERE id = ${runId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::uuid)`;
+       WHERE id = ${runId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
     const run = found[0];
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
     if (run.status === 'CANCELED') return toWorkflowRun(run);

@@ -7,9 +7,10 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/defaults.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, jsonInput, jsonObject, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonInput, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, uuid, type JsonValue } from '../validation/primitives.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;
@@ -44,7 +45,7 @@ const externalStepSchema = z.strictObject({
 
 export const workflowRunInputSchema = z.strictObject({
   workflowType: nonBlank(200),
-  organizationId: uuid.nullish(),
+  organizationId: organizationId.nullish(),
   metadata: jsonObject.optional(),
   idempotencyKey: requestKey.optional(),
   steps: z.array(z.discriminatedUnion('kind', [jobStepSchema, externalStepSchema])).min(1, 'a workflow needs at least one step').max(MAX_WORKFLOW_STEPS),
@@ -86,7 +87,7 @@ export interface ValidatedDependency {
 
 const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource'] as const;
 
-function fail(code: string, field: string, message: string, details: Record<string, unknown> = {}): never {
+function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });
 }
 

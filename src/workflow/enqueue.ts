@@ -114,12 +114,12 @@ export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[],
     SELECT r.id, r.workflow_type, r.organization_id, r.status::runledger.workflow_run_status, r.metadata, r.idempotency_key,
            r.enqueue_request, r.result_step_key
       FROM unnest(${planned.map((p) => p.runId)}::uuid[], ${planned.map((p) => p.run.workflowType)}::text[],
-                  ${planned.map((p) => p.run.organizationId)}::uuid[], ${planned.map((p) => p.status)}::text[],
+                  ${planned.map((p) => p.run.organizationId)}::text[], ${planned.map((p) => p.status)}::text[],
                   ${planned.map((p) => jsonParam(p.run.metadata))}::jsonb[], ${planned.map((p) => p.run.idempotencyKey)}::text[],
                   ${planned.map((p) => jsonParam(p.canonical))}::jsonb[], ${planned.map((p) => p.run.resultStepKey)}::text[])
            WITH ORDINALITY AS r(id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key, ord)
      ORDER BY r.ord
-    ON CONFLICT (workflow_type, COALESCE(organization_id, '00000000-0000-0000-0000-000000000000'::uuid), idempotency_key)
+    ON CONFLICT (workflow_type, COALESCE(organization_id, ''), idempotency_key)
        WHERE idempotency_key IS NOT NULL
     DO NOTHING
     RETURNING id`;
@@ -187,7 +187,7 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
       FROM unnest(
              ${col((e) => e.id)}::uuid[],
              ${col((e) => e.runId)}::uuid[],
-             ${col((e) => e.run.organizationId)}::uuid[],
+             ${col((e) => e.run.organizationId)}::text[],
              ${col((e) => e.step.key)}::text[],
              ${col((e) => (e.step.kind === 'job' ? 'JOB' : 'EXTERNAL'))}::text[],
              ${col((e) => (e.step.kind === 'job' ? e.step.jobType : null))}::text[],
@@ -232,7 +232,7 @@ interface ExistingRun {
 async function existingRuns(tx: Tx, skipped: readonly PlannedRun[]): Promise<Map<PlannedRun, ExistingRun>> {
   const rows = await tx.$queryRaw<{ ord: number; id: string; status: WorkflowRunStatus; same: boolean | null }[]>`
     WITH asked AS (
-      SELECT * FROM unnest(${skipped.map((p) => p.run.workflowType)}::text[], ${skipped.map((p) => p.run.organizationId)}::uuid[],
+      SELECT * FROM unnest(${skipped.map((p) => p.run.workflowType)}::text[], ${skipped.map((p) => p.run.organizationId)}::text[],
                            ${skipped.map((p) => p.run.idempotencyKey)}::text[], ${skipped.map((p) => jsonParam(p.canonical))}::jsonb[])
              WITH ORDINALITY AS a(workflow_type, organization_id, idempotency_key, request, ord)
     ),

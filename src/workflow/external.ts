@@ -74,7 +74,7 @@ export async function completeExternalWorkflowStep(db: Db, input: CompleteExtern
     const { tx } = context;
     const visible = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM runledger.workflow_runs
-       WHERE id = ${parsed.workflowRunId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::uuid)`;
+       WHERE id = ${parsed.workflowRunId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
     if (visible.length === 0) throw stepNotFound(parsed.stepKey);
     await lockRunStepRows(tx, parsed.workflowRunId);
 

@@ -87,7 +87,7 @@ export function workflowRunHandle<Result = unknown>(
   ensureRootClient(db, 'db');
   const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRun> => {
-    const run = await findWorkflowRun(db, scope, workflowRunId);
+    const run = await findWorkflowRun(db, { scope, workflowRunId });
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
     return run;
   };
@@ -137,7 +137,7 @@ export function workflowRunHandle<Result = unknown>(
 }
 
 export interface EnqueueWorkflowRunHandleOptions extends WorkflowRunHandleOptions {
-  /** Scope the handle reads in; default the run's organization, else global. */
+  /** Scope the handle reads in; default the run's organization, else no organization. */
   scope?: Scope;
   /**
    * The root client the handle reads with. Required when `db` is a
@@ -176,7 +176,7 @@ export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, 
   // Checked before the enqueue, so a handle that could not outlive `tx` is refused with nothing written.
   const reader = ensureRootClient(readWith ?? db, 'readWith');
   const enqueued = await enqueueWorkflowRun(db, input);
-  const scope: Scope = givenScope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'global' });
+  const scope: Scope = givenScope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'no_organization' });
   return { ...workflowRunHandle(reader, scope, enqueued.workflowRunId, handleOptions), enqueued };
 }
 

@@ -26,6 +26,7 @@
 import type { TransactionContext } from '../client/transaction.js';
 import type { Tx } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
 
 export { processWorkflowJobTerminals, settleTerminalSteps, type WorkflowJobTerminalTransition } from './terminal.js';
 
@@ -66,7 +67,7 @@ export async function markWorkflowStepsEnqueuedForRetry(
 export async function ensureReadCommittedForWorkflowJobs(
   context: TransactionContext,
   jobIds: readonly string[],
-  code: string,
+  code: ErrorCode,
   operationLabel: string,
 ): Promise<void> {
   if (context.owned || jobIds.length === 0) return;

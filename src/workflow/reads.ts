@@ -1,7 +1,8 @@
 /**
  * Reads of runs, steps and edges, always within an exact scope (see
- * src/db/scope.ts). Lists page by keyset (created_at, id descending), never
- * by offset.
+ * src/db/scope.ts). Every list returns a Page (`{ items, nextCursor }`) and
+ * pages by keyset, never by offset: runs by (created_at, id) descending, steps
+ * by id, edges by (prerequisite, dependent).
  */
 import { z } from 'zod';
 import { withTransaction } from '../client/transaction.js';
@@ -10,6 +11,7 @@ import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { storableText, uuid } from '../validation/primitives.js';
+import { pageFields, type Page } from '../queue/schemas.js';
 import {
   toWorkflowRun,
   toWorkflowStep,
@@ -25,17 +27,17 @@ import {
 
 const INVALID = 'workflow.invalid_input';
 const runStatus = z.enum(['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED']);
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 const filterSchema = z.strictObject({
   scope: scopeSchema,
   workflowType: storableText.min(1).optional(),
   status: z.union([runStatus, z.array(runStatus).min(1)]).optional(),
 });
-const listSchema = filterSchema.extend({
-  limit: z.number().int().min(1).max(500).default(50),
-  /** The `nextCursor` of the previous page. */
-  after: z.string().regex(/^[0-9]+:[0-9a-f-]{36}$/i, 'must be a cursor returned by listWorkflowRuns').optional(),
-});
+const listSchema = filterSchema.extend(pageFields(new RegExp(`^[0-9]{1,19}:${UUID}$`, 'i'), 'listWorkflowRuns'));
+const runRefSchema = z.strictObject({ scope: scopeSchema, workflowRunId: uuid });
+const listStepsSchema = runRefSchema.extend(pageFields(new RegExp(`^${UUID}$`, 'i'), 'listWorkflowSteps'));
+const listDependenciesSchema = runRefSchema.extend(pageFields(new RegExp(`^${UUID}:${UUID}$`, 'i'), 'listWorkflowStepDependencies'));
 
 export interface WorkflowRunFilter {
   scope: Scope;
@@ -43,33 +45,40 @@ export interface WorkflowRunFilter {
   status?: WorkflowRunStatus | WorkflowRunStatus[];
 }
 export interface ListWorkflowRunsInput extends WorkflowRunFilter {
+  /** At most 500; default 50. */
   limit?: number;
-  after?: string;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
 }
-export interface WorkflowRunPage {
-  runs: WorkflowRun[];
-  /** Pass as `after` for the next page; null on the last page. */
-  nextCursor: string | null;
+export interface WorkflowRunRef {
+  scope: Scope;
+  workflowRunId: string;
+}
+export interface ListWorkflowStepsInput extends WorkflowRunRef {
+  limit?: number;
+  cursor?: string;
 }
 
-async function runInScope(db: Db, scope: Scope, workflowRunId: string): Promise<WorkflowRun | null> {
-  const id = parseInput(uuid, workflowRunId, INVALID);
-  const s = scopeParams(parseInput(scopeSchema, scope, INVALID));
+function runNotFound(workflowRunId: string): NotFoundError {
+  return new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
+}
+
+/** The run, or null when it does not exist in `scope`. */
+export async function findWorkflowRun(db: Db, input: WorkflowRunRef): Promise<WorkflowRun | null> {
+  const ref = parseInput(runRefSchema, input, INVALID);
+  const s = scopeParams(ref.scope);
   const rows = await withTransaction(db, 'read workflow run', async ({ tx }) =>
     tx.$queryRaw<WorkflowRunRow[]>`
       SELECT * FROM runledger.workflow_runs
-       WHERE id = ${id}::uuid AND (${s.all} OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)`,
+       WHERE id = ${ref.workflowRunId}::uuid AND (${s.all} OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`,
   );
   return rows[0] ? toWorkflowRun(rows[0]) : null;
 }
 
-export async function findWorkflowRun(db: Db, scope: Scope, workflowRunId: string): Promise<WorkflowRun | null> {
-  return runInScope(db, scope, workflowRunId);
-}
-
-export async function getWorkflowRun(db: Db, scope: Scope, workflowRunId: string): Promise<WorkflowRun> {
-  const run = await runInScope(db, scope, workflowRunId);
-  if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
+/** The run; `workflow.run_not_found` when it does not exist in `scope`. */
+export async function getWorkflowRun(db: Db, input: WorkflowRunRef): Promise<WorkflowRun> {
+  const run = await findWorkflowRun(db, input);
+  if (!run) throw runNotFound(input.workflowRunId);
   return run;
 }
 
@@ -78,15 +87,16 @@ function statusList(status: WorkflowRunStatus | WorkflowRunStatus[] | undefined)
   return Array.isArray(status) ? status : [status];
 }
 
-export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Promise<WorkflowRunPage> {
+/** Runs in `scope`, newest first, a page at a time (keyset on created_at, id). */
+export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Promise<Page<WorkflowRun>> {
   const parsed = parseInput(listSchema, input, INVALID);
   const s = scopeParams(parsed.scope);
-  const [afterMicros, afterId] = parsed.after ? parsed.after.split(/:(.*)/s) : [null, null];
+  const [afterMicros, afterId] = parsed.cursor ? parsed.cursor.split(/:(.*)/s) : [null, null];
   const rows = await withTransaction(db, 'list workflow runs', async ({ tx }) =>
     tx.$queryRaw<(WorkflowRunRow & { cursor_micros: string })[]>`
       SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_micros
         FROM runledger.workflow_runs
-       WHERE (${s.all} OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
+       WHERE (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))
          AND (${afterMicros ?? null}::bigint IS NULL
@@ -97,7 +107,7 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
   const page = rows.slice(0, parsed.limit);
   const last = page.at(-1);
   return {
-    runs: page.map(toWorkflowRun),
+    items: page.map(toWorkflowRun),
     nextCursor: rows.length > parsed.limit && last ? `${last.cursor_micros}:${last.id}` : null,
   };
 }
@@ -108,40 +118,73 @@ export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Prom
   const rows = await withTransaction(db, 'count workflow runs', async ({ tx }) =>
     tx.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.workflow_runs
-       WHERE (${s.all} OR (${s.organizationId}::uuid IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::uuid)
+       WHERE (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))`,
   );
   return rows[0]?.n ?? 0;
 }
 
-/** Steps of a run in topological (id) order; empty when the run is not visible in `scope`. */
-export async function listWorkflowSteps(db: Db, scope: Scope, workflowRunId: string): Promise<WorkflowStep[]> {
-  const id = parseInput(uuid, workflowRunId, INVALID);
-  const s = scopeParams(parseInput(scopeSchema, scope, INVALID));
+/**
+ * Steps of a run in topological (id) order, a page at a time;
+ * `workflow.run_not_found` when the run is not visible in `scope`.
+ * One statement: the run row proves visibility even when a page is empty.
+ */
+export async function listWorkflowSteps(db: Db, input: ListWorkflowStepsInput): Promise<Page<WorkflowStep>> {
+  const ref = parseInput(listStepsSchema, input, INVALID);
+  const s = scopeParams(ref.scope);
   const rows = await withTransaction(db, 'list workflow steps', async ({ tx }) =>
-    tx.$queryRaw<WorkflowStepRow[]>`
-      SELECT ws.* FROM runledger.workflow_steps ws
-        JOIN runledger.workflow_runs wr ON wr.id = ws.workflow_run_id
-       WHERE ws.workflow_run_id = ${id}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+    tx.$queryRaw<(WorkflowStepRow | { [K in keyof WorkflowStepRow]: null })[]>`
+      SELECT ws.* FROM runledger.workflow_runs wr
+        LEFT JOIN LATERAL (
+          SELECT * FROM runledger.workflow_steps st
+           WHERE st.workflow_run_id = wr.id AND (${ref.cursor ?? null}::uuid IS NULL OR st.id > ${ref.cursor ?? null}::uuid)
+           ORDER BY st.id
+           LIMIT ${ref.limit + 1}::int
+        ) ws ON true
+       WHERE wr.id = ${ref.workflowRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        ORDER BY ws.id`,
   );
-  return rows.map(toWorkflowStep);
+  if (rows.length === 0) throw runNotFound(ref.workflowRunId);
+  const steps = rows.filter((row): row is WorkflowStepRow => row.id !== null);
+  const page = steps.slice(0, ref.limit);
+  return { items: page.map(toWorkflowStep), nextCursor: steps.length > ref.limit ? page[page.length - 1]!.id : null };
 }
 
-export async function listWorkflowStepDependencies(db: Db, scope: Scope, workflowRunId: string): Promise<WorkflowStepDependency[]> {
-  const id = parseInput(uuid, workflowRunId, INVALID);
-  const s = scopeParams(parseInput(scopeSchema, scope, INVALID));
+/**
+ * Edges of a run ordered by (prerequisite, dependent) step id, a page at a
+ * time; `workflow.run_not_found` when the run is not visible in `scope`.
+ */
+export async function listWorkflowStepDependencies(db: Db, input: ListWorkflowStepsInput): Promise<Page<WorkflowStepDependency>> {
+  const ref = parseInput(listDependenciesSchema, input, INVALID);
+  const s = scopeParams(ref.scope);
+  const [afterPrerequisite, afterDependent] = ref.cursor ? ref.cursor.split(':') : [null, null];
   const rows = await withTransaction(db, 'list workflow step dependencies', async ({ tx }) =>
-    tx.$queryRaw<WorkflowStepDependencyRow[]>`
-      SELECT d.workflow_run_id, d.prerequisite_step_id, p.step_key AS prerequisite_step_key,
-             d.dependent_step_id, c.step_key AS dependent_step_key, d.release_mode
-        FROM runledger.workflow_step_dependencies d
-        JOIN runledger.workflow_runs wr ON wr.id = d.workflow_run_id
-        JOIN runledger.workflow_steps p ON p.id = d.prerequisite_step_id
-        JOIN runledger.workflow_steps c ON c.id = d.dependent_step_id
-       WHERE d.workflow_run_id = ${id}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::uuid)
+    tx.$queryRaw<(WorkflowStepDependencyRow | { [K in keyof WorkflowStepDependencyRow]: null })[]>`
+      SELECT d.workflow_run_id, d.prerequisite_step_id, d.prerequisite_step_key,
+             d.dependent_step_id, d.dependent_step_key, d.release_mode
+        FROM runledger.workflow_runs wr
+        LEFT JOIN LATERAL (
+          SELECT e.workflow_run_id, e.prerequisite_step_id, p.step_key AS prerequisite_step_key,
+                 e.dependent_step_id, c.step_key AS dependent_step_key, e.release_mode
+            FROM runledger.workflow_step_dependencies e
+            JOIN runledger.workflow_steps p ON p.id = e.prerequisite_step_id
+            JOIN runledger.workflow_steps c ON c.id = e.dependent_step_id
+           WHERE e.workflow_run_id = wr.id
+             AND (${afterPrerequisite ?? null}::uuid IS NULL
+                  OR (e.prerequisite_step_id, e.dependent_step_id) > (${afterPrerequisite ?? null}::uuid, ${afterDependent ?? null}::uuid))
+           ORDER BY e.prerequisite_step_id, e.dependent_step_id
+           LIMIT ${ref.limit + 1}::int
+        ) d ON true
+       WHERE wr.id = ${ref.workflowRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        ORDER BY d.prerequisite_step_id, d.dependent_step_id`,
   );
-  return rows.map(toWorkflowStepDependency);
+  if (rows.length === 0) throw runNotFound(ref.workflowRunId);
+  const edges = rows.filter((row): row is WorkflowStepDependencyRow => row.prerequisite_step_id !== null);
+  const page = edges.slice(0, ref.limit);
+  const last = page.at(-1);
+  return {
+    items: page.map(toWorkflowStepDependency),
+    nextCursor: edges.length > ref.limit && last ? `${last.prerequisite_step_id}:${last.dependent_step_id}` : null,
+  };
 }

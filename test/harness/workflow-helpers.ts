@@ -1,7 +1,7 @@
 /** Helpers for workflow tests: drive jobs through the real queue, observe notifications. */
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { claimJobs, completeJobSuccess, failJob, globalScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
+import { claimJobs, completeJobSuccess, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/db/constants.js';
 
 export type JobOutcome = { ok: true; output?: unknown } | { ok: false; retryable?: boolean; code?: string };
@@ -14,8 +14,8 @@ export async function runRunnableJobs(db: Db, decide: (job: ClaimedJob) => JobOu
     if (jobs.length === 0) return handled;
     for (const job of jobs) {
       const outcome = decide(job);
-      if (outcome.ok) await completeJobSuccess(db, job, { output: (outcome.output ?? null) as never });
-      else await failJob(db, job, { code: outcome.code ?? 'test.failed', message: 'failed on purpose', retryable: outcome.retryable ?? false });
+      if (outcome.ok) await completeJobSuccess(db, { ...job, output: (outcome.output ?? null) as never });
+      else await failJob(db, { ...job, error: { code: outcome.code ?? 'test.failed', message: 'failed on purpose' }, retryable: outcome.retryable ?? false });
       handled.push(job);
     }
   }
@@ -27,11 +27,11 @@ export async function claimAll(db: Db, workerId = 'test-worker'): Promise<Claime
 }
 
 export async function stepsByKey(db: Db, workflowRunId: string): Promise<Record<string, WorkflowStep>> {
-  const steps = await listWorkflowSteps(db, { kind: 'admin' }, workflowRunId);
+  const steps = (await listWorkflowSteps(db, { scope: { kind: 'admin' }, workflowRunId, limit: 500 })).items;
   return Object.fromEntries(steps.map((step) => [step.stepKey, step]));
 }
 
-export { globalScope };
+export { noOrganizationScope };
 
 /** A LISTEN connection on the run-terminal channel that records every payload. */
 export async function listenForRunTerminal(url: string): Promise<{ received: { workflow_run_id: string; status: string }[]; close(): Promise<void>; flush(): Promise<void> }> {

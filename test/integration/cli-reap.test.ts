@@ -1,6 +1,6 @@
 /** `runledger reap` and `worker --until-idle` recover a crashed worker's job (LEASED, lease expired). */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { claimJobs, enqueueJob, getJob, globalScope } from '../../src/index.js';
+import { claimJobs, enqueueJob, getJob, noOrganizationScope } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runCli } from '../harness/cli.js';
 
@@ -25,8 +25,8 @@ describe('runledger reap', () => {
     const result = await cli('--json', 'reap');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ retried: 1, deadLettered: 1, retriedJobIds: [retried], deadLetteredJobIds: [dead] });
-    expect(await getJob(db.prisma, globalScope, retried)).toMatchObject({ status: 'PENDING', leaseOwner: null, lastErrorCode: 'job.lease_expired' });
-    expect((await getJob(db.prisma, globalScope, dead)).status).toBe('DEAD_LETTERED');
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: retried })).toMatchObject({ status: 'PENDING', leaseOwner: null, lastErrorCode: 'job.lease_expired' });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead })).status).toBe('DEAD_LETTERED');
 
     const again = await cli('reap');
     expect(again).toMatchObject({ code: 0, stdout: 'No expired leases.\n' });
@@ -36,8 +36,8 @@ describe('runledger reap', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'reap.alive', payload: {} });
     await claimJobs(db.prisma, { workerId: 'live-worker', jobTypes: ['reap.alive'], limit: 1, leaseSeconds: 60, markRunning: true });
     expect((await cli('reap')).stdout).toBe('No expired leases.\n');
-    expect((await getJob(db.prisma, globalScope, jobId)).status).toBe('LEASED');
-    expect((await cli('--global', 'reap')).code).toBe(2);
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).status).toBe('LEASED');
+    expect((await cli('--without-org', 'reap')).code).toBe(2);
   });
 });
 
@@ -49,7 +49,7 @@ describe('runledger worker --until-idle', () => {
     const printed = JSON.parse(result.stdout);
     expect(printed.stats).toMatchObject({ succeeded: 1, inFlight: 0 });
     expect(printed.reaped).toEqual({ retried: 1, deadLettered: 0 });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', output: { greeting: 'hello again' } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', output: { greeting: 'hello again' } });
   });
 
   it('reaps a lease that expired while it ran before it decides it is idle', async () => {
@@ -61,8 +61,8 @@ describe('runledger worker --until-idle', () => {
     const printed = JSON.parse(result.stdout);
     expect(printed.reaped).toEqual({ retried: 1, deadLettered: 0 });
     expect(printed.stats).toMatchObject({ succeeded: 2, inFlight: 0 });
-    expect((await getJob(db.prisma, globalScope, slow)).status).toBe('SUCCEEDED');
-    expect(await getJob(db.prisma, globalScope, crashed)).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: slow })).status).toBe('SUCCEEDED');
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: crashed })).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
   });
 
   it('exits even when the job it reaped is of a type it does not handle', async () => {
@@ -71,7 +71,7 @@ describe('runledger worker --until-idle', () => {
     const result = await cli('--json', 'worker', '--handlers', 'test/fixtures/cli/handlers.ts', '--until-idle');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).reaped).toEqual({ retried: 2, deadLettered: 0 });
-    expect((await getJob(db.prisma, globalScope, ours)).status).toBe('SUCCEEDED');
-    expect((await getJob(db.prisma, globalScope, theirs)).status).toBe('PENDING');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: ours })).status).toBe('SUCCEEDED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: theirs })).status).toBe('PENDING');
   });
 });

@@ -1,6 +1,6 @@
 /** The CLI's usage errors: strict numbers, exit code 2 for every wrong usage, JSON errors with --json, job ids in `runs show`. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { enqueueJob, enqueueWorkflowRun, globalScope, listWorkflowSteps, workflow } from '../../src/index.js';
+import { enqueueJob, enqueueWorkflowRun, noOrganizationScope, listWorkflowSteps, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runCli } from '../harness/cli.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
@@ -40,7 +40,7 @@ describe('runledger CLI usage', () => {
     expect((await cli('runs', 'list', '--bogus')).code).toBe(2);
     expect((await cli('runs', 'show', 'a', 'b')).code).toBe(2);
     expect((await cli('runs')).code).toBe(2);
-    expect((await cli('--org', '00000000-0000-0000-0000-000000000000', '--global', 'runs', 'list')).code).toBe(2);
+    expect((await cli('--org', '00000000-0000-0000-0000-000000000000', '--without-org', 'runs', 'list')).code).toBe(2);
     expect((await cli('--help')).code).toBe(0);
   });
 
@@ -72,7 +72,7 @@ describe('runledger CLI usage', () => {
       db.prisma,
       workflow('usage.dag').job('fetch', 'usage.fetch', {}).external('approve').afterSuccess('approve', ['fetch']).build(),
     );
-    const steps = await listWorkflowSteps(db.prisma, globalScope, workflowRunId);
+    const steps = (await listWorkflowSteps(db.prisma, { scope: noOrganizationScope(), workflowRunId, limit: 500 })).items;
     const fetch = steps.find((step) => step.stepKey === 'fetch')!;
     expect(fetch.jobId).not.toBeNull();
     const show = await cli('runs', 'show', workflowRunId);

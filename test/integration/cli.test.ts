@@ -1,7 +1,7 @@
 /** The operator CLI, run in-process against a real database: output, --json, exit codes. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { enqueueJob, enqueueWorkflowRun, getJob, globalScope, workflow } from '../../src/index.js';
+import { enqueueJob, enqueueWorkflowRun, getJob, noOrganizationScope, workflow } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
@@ -98,7 +98,7 @@ describe('runledger CLI', () => {
     const result = await cli('--json', 'worker', '--handlers', 'test/fixtures/cli/handlers.ts', '--until-idle', '--concurrency', '2');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout).stats).toMatchObject({ succeeded: 1, inFlight: 0 });
-    expect((await getJob(db.prisma, globalScope, jobId)).output).toEqual({ greeting: 'hello ops' });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).output).toEqual({ greeting: 'hello ops' });
     expect((await cli('worker', '--handlers', 'test/fixtures/cli/nope.ts')).code).toBe(2);
   });
 

@@ -15,7 +15,7 @@ import {
   enqueueWorkflowRuns,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   workflow,
   type ClaimedJob,
@@ -79,11 +79,11 @@ describe('completion batches across runs', () => {
       const results = await Promise.all([
         (async () => {
           await start();
-          return completeJobsSuccess(clients[0]!, [{ lease: x1! }, { lease: y2! }]);
+          return completeJobsSuccess(clients[0]!, [x1!, y2!]);
         })(),
         (async () => {
           await start();
-          return completeJobsSuccess(clients[1]!, [{ lease: y1! }, { lease: x2! }]);
+          return completeJobsSuccess(clients[1]!, [y1!, x2!]);
         })(),
       ]);
       expect(results.flat().map((r) => r.outcome)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
@@ -115,7 +115,7 @@ describe('completion batches across runs', () => {
       ids.push(...enqueued.map((run) => run.workflowRunId));
       for (let i = 0; i < 4; i += 1) {
         const helpers = await claimType(`mixed.helper${i}`);
-        await completeJobsSuccess(db.prisma, helpers.map((lease) => ({ lease })));
+        await completeJobsSuccess(db.prisma, helpers);
       }
       const roots = shuffled(await claimType('mixed.root'), pass + 7);
       expect(roots).toHaveLength(runs * 4);
@@ -126,7 +126,7 @@ describe('completion batches across runs', () => {
             const batch = roots.slice((round * 4 + c) * 4, (round * 4 + c) * 4 + 4);
             await start();
             try {
-              const outcomes = await completeJobsSuccess(clients[c]!, batch.map((lease) => ({ lease })));
+              const outcomes = await completeJobsSuccess(clients[c]!, batch);
               expect(outcomes.map((o) => o.outcome)).toEqual(batch.map(() => 'succeeded'));
             } catch (error) {
               errors.push(error);
@@ -158,9 +158,9 @@ describe('completion batches across runs', () => {
       const counter = countingClient(db);
       try {
         // Connect and let the client's one-time isolation checks run outside the count.
-        await completeJobsSuccess(counter.client, [{ lease: jobs[0]!, output: 'warm-up' }]);
+        await completeJobsSuccess(counter.client, [{ ...jobs[0]!, output: 'warm-up' }]);
         const before = counter.count();
-        await completeJobsSuccess(counter.client, jobs.slice(1).map((lease) => ({ lease })));
+        await completeJobsSuccess(counter.client, jobs.slice(1));
         return counter.count() - before;
       } finally {
         await counter.close();
@@ -183,9 +183,9 @@ describe('every precondition before the first write', () => {
       const [lease] = await claimType(`iso.${level}`);
       const before = await stepsByKey(db.prisma, workflowRunId);
       const attempts: [string, (tx: never) => Promise<unknown>][] = [
-        ['complete', (tx) => completeJobSuccess(tx, lease!, { output: 1 })],
-        ['fail', (tx) => failJob(tx, lease!, { code: 'x', message: 'y', retryable: false })],
-        ['cancel', (tx) => cancelJob(tx, { jobId: lease!.jobId, scope: globalScope })],
+        ['complete', (tx) => completeJobSuccess(tx, { ...lease!, output: 1 })],
+        ['fail', (tx) => failJob(tx, { ...lease!, error: { code: 'x', message: 'y' }, retryable: false })],
+        ['cancel', (tx) => cancelJob(tx, { jobId: lease!.jobId, scope: noOrganizationScope() })],
       ];
       for (const [name, attempt] of attempts) {
         const caught = await db.prisma.$transaction(
@@ -197,7 +197,7 @@ describe('every precondition before the first write', () => {
           { isolationLevel: level },
         );
         expect(isRunledgerError(caught) ? caught.code : caught, name).toMatch(/unsupported_isolation$/);
-        expect(await getJob(db.prisma, globalScope, lease!.jobId), name).toMatchObject({ status: 'LEASED' });
+        expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId }), name).toMatchObject({ status: 'LEASED' });
         expect(await stepsByKey(db.prisma, workflowRunId), name).toEqual(before);
       }
     });
@@ -207,7 +207,7 @@ describe('every precondition before the first write', () => {
     await enqueueJob(db.prisma, { jobType: 'iso.direct', payload: {} });
     const [lease] = await claimType('iso.direct');
     await db.prisma.$transaction(async (tx) => completeJobSuccess(tx, lease!), { isolationLevel: 'RepeatableRead' });
-    expect(await getJob(db.prisma, globalScope, lease!.jobId)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId })).toMatchObject({ status: 'SUCCEEDED' });
   });
 });
 
@@ -243,6 +243,6 @@ describe("one run's trouble stays in that run", () => {
     }
     expect((await stepsByKey(db.prisma, good.workflowRunId)).b).toMatchObject({ status: 'ENQUEUED' });
     expect((await stepsByKey(db.prisma, bad.workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
-    expect(await getJob(db.prisma, globalScope, badLease.jobId)).toMatchObject({ status: 'LEASED' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: badLease.jobId })).toMatchObject({ status: 'LEASED' });
   });
 });

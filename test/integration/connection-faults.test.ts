@@ -23,7 +23,7 @@ import {
   failJob,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   listJobEvents,
   listJobs,
@@ -89,24 +89,24 @@ describe('a refused connection', () => {
       enqueueJob: (c) => enqueueJob(c, { jobType: 'faults.x', payload: {} }),
       'enqueueJob (keyed)': (c) => enqueueJob(c, { jobType: 'faults.x', payload: {}, idempotencyKey: 'k' }),
       enqueueJobs: (c) => enqueueJobs(c, [{ jobType: 'faults.x', payload: {} }]),
-      getJob: (c) => getJob(c, globalScope, newId()),
-      listJobs: (c) => listJobs(c, { scope: globalScope }),
-      listJobEvents: (c) => listJobEvents(c, globalScope, newId()),
+      getJob: (c) => getJob(c, { scope: noOrganizationScope(), jobId: newId() }),
+      listJobs: (c) => listJobs(c, { scope: noOrganizationScope() }),
+      listJobEvents: (c) => listJobEvents(c, { scope: noOrganizationScope(), jobId: newId() }),
       claimJobs: (c) => claimJobs(c, { workerId: 'w', limit: 1, leaseSeconds: 30 }),
       heartbeatJob: (c) => heartbeatJob(c, lease()),
       completeJobSuccess: (c) => completeJobSuccess(c, lease()),
-      failJob: (c) => failJob(c, lease(), { code: 'x.y', message: 'm', retryable: true }),
+      failJob: (c) => failJob(c, { ...(lease()), error: { code: 'x.y', message: 'm' }, retryable: true }),
       releaseJob: (c) => releaseJob(c, lease()),
-      cancelJob: (c) => cancelJob(c, { jobId: newId(), scope: globalScope }),
+      cancelJob: (c) => cancelJob(c, { jobId: newId(), scope: noOrganizationScope() }),
       reapExpiredLeases: (c) => reapExpiredLeases(c, { limit: 10 }),
       enqueueWorkflowRun: (c) => enqueueWorkflowRun(c, workflow('faults.wf').job('a', 'faults.a', {}).build()),
-      getWorkflowRun: (c) => getWorkflowRun(c, globalScope, newId()),
-      listWorkflowRuns: (c) => listWorkflowRuns(c, { scope: globalScope }),
+      getWorkflowRun: (c) => getWorkflowRun(c, { scope: noOrganizationScope(), workflowRunId: newId() }),
+      listWorkflowRuns: (c) => listWorkflowRuns(c, { scope: noOrganizationScope() }),
       completeExternalWorkflowStep: (c) =>
-        completeExternalWorkflowStep(c, { workflowRunId: newId(), stepKey: 'e', scope: globalScope, outcome: { status: 'succeeded', output: null } }),
-      cancelWorkflowRun: (c) => cancelWorkflowRun(c, { workflowRunId: newId(), scope: globalScope }),
+        completeExternalWorkflowStep(c, { workflowRunId: newId(), stepKey: 'e', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: null } }),
+      cancelWorkflowRun: (c) => cancelWorkflowRun(c, { workflowRunId: newId(), scope: noOrganizationScope() }),
       compareAndReplaySucceededJob: (c) =>
-        compareAndReplaySucceededJob(c, { scope: globalScope, sourceJobId: newId(), expectedRunNumber: 1, replayRequestKey: 'r', reason: 'again' }),
+        compareAndReplaySucceededJob(c, { scope: noOrganizationScope(), sourceJobId: newId(), expectedRunNumber: 1, replayRequestKey: 'r', reason: 'again' }),
     };
     for (const [label, call] of Object.entries(calls)) expectUnavailable(await failure(call(refused)), label);
     expect((await failure(migrate({ connectionString: url }))).category).toBe('unavailable');
@@ -125,7 +125,7 @@ describe('a connection lost under a statement', () => {
   async function loseConnectionUnder(hold: (tx: Db) => Promise<unknown>, call: (c: Db) => Promise<unknown>, kill: 'terminate' | 'cut'): Promise<RunledgerError> {
     const proxy = await startFaultProxy(db.url);
     const client = createPrismaClient(proxy.url, { max: 1 });
-    await getJob(client, globalScope, newId()).catch(() => undefined); // warm: the isolation check and the pooled connection
+    await getJob(client, { scope: noOrganizationScope(), jobId: newId() }).catch(() => undefined); // warm: the isolation check and the pooled connection
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let holding!: () => void;
@@ -151,7 +151,7 @@ describe('a connection lost under a statement', () => {
       if (kill === 'cut') {
         // The same client works again once the network does.
         await proxy.restore();
-        expect(await failure(getJob(client, globalScope, newId())).then((e) => e.code)).toBe('job.not_found');
+        expect(await failure(getJob(client, { scope: noOrganizationScope(), jobId: newId() })).then((e) => e.code)).toBe('job.not_found');
       }
       await client.$disconnect();
       await proxy.close();
@@ -182,16 +182,16 @@ describe('a connection lost under a statement', () => {
   it.each(['terminate', 'cut'] as const)('is database.unavailable from the lifecycle writes (%s)', async (kill) => {
     const cases: [string, (job: ClaimedJob) => (c: Db) => Promise<unknown>][] = [
       ['heartbeatJob', (job) => (c) => heartbeatJob(c, job)],
-      ['completeJobSuccess', (job) => (c) => completeJobSuccess(c, job, { output: 1 })],
-      ['failJob', (job) => (c) => failJob(c, job, { code: 'x.y', message: 'm', retryable: true })],
+      ['completeJobSuccess', (job) => (c) => completeJobSuccess(c, { ...job, output: 1 })],
+      ['failJob', (job) => (c) => failJob(c, { ...job, error: { code: 'x.y', message: 'm' }, retryable: true })],
       ['releaseJob', (job) => (c) => releaseJob(c, job)],
-      ['cancelJob', (job) => (c) => cancelJob(c, { jobId: job.jobId, scope: globalScope })],
+      ['cancelJob', (job) => (c) => cancelJob(c, { jobId: job.jobId, scope: noOrganizationScope() })],
     ];
     for (const [label, makeCall] of cases) {
       const job = await leasedJob();
       expectUnavailable(await loseConnectionUnder(lockJob(job), makeCall(job), kill), `${label} (${kill})`);
       // A terminated backend rolled its statement back. (A cut one may have committed: the response is what was lost.)
-      if (kill === 'terminate') expect(await getJob(db.prisma, globalScope, job.jobId)).toMatchObject({ status: 'LEASED', attempt: 1 });
+      if (kill === 'terminate') expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.jobId })).toMatchObject({ status: 'LEASED', attempt: 1 });
     }
   });
 

@@ -63,8 +63,8 @@ describe('errors leak no idempotency or replay keys', () => {
     const key = 'secret-replay-key-c07d';
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'keys.replay', payload: {} });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['keys.replay'], limit: 1, leaseSeconds: 60 });
-    await completeJobSuccess(db.prisma, lease!, { output: { ok: true } });
-    const request = { scope: adminScope, sourceJobId: jobId, expectedRunNumber: 1, replayRequestKey: key };
+    await completeJobSuccess(db.prisma, { ...lease!, output: { ok: true } });
+    const request = { scope: adminScope(), sourceJobId: jobId, expectedRunNumber: 1, replayRequestKey: key };
     await compareAndReplaySucceededJob(db.prisma, { ...request, reason: 'first' });
     const error = await conflict(compareAndReplaySucceededJob(db.prisma, { ...request, reason: 'second' }));
     expect(error.code).toBe('job.replay_idempotency_conflict');
@@ -73,8 +73,8 @@ describe('errors leak no idempotency or replay keys', () => {
   });
 
   it('keeps sensitiveDetails out of every serialisation of any RunledgerError', () => {
-    const error = new RunledgerError('conflict', 'test.conflict', 'safe', { details: { shown: 1 }, sensitiveDetails: { hidden: 'xyz-hidden' } });
-    expect(error.toJSON()).toEqual({ name: 'RunledgerError', code: 'test.conflict', category: 'conflict', message: 'safe', details: { shown: 1 } });
+    const error = new RunledgerError('conflict', 'job.idempotency_conflict', 'safe', { details: { shown: 1 }, sensitiveDetails: { hidden: 'xyz-hidden' } });
+    expect(error.toJSON()).toEqual({ name: 'RunledgerError', code: 'job.idempotency_conflict', category: 'conflict', message: 'safe', details: { shown: 1 } });
     expect(Object.keys(error)).not.toContain('sensitiveDetails');
     expect(inspect(error)).not.toContain('xyz-hidden');
     expect(error.sensitiveDetails).toEqual({ hidden: 'xyz-hidden' });

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countWorkflowRuns, createWorkflowRunListener, globalScope, workflowRunHandle, WORKFLOW_RUN_TERMINAL_CHANNEL } from 'runledger';
+import { countWorkflowRuns, createWorkflowRunListener, noOrganizationScope, workflowRunHandle, WORKFLOW_RUN_TERMINAL_CHANNEL } from 'runledger';
 import { createTestDatabase, runUntilIdle, stopTestServer, type TestDatabase } from 'runledger/testing';
 import { handlers, placeOrder } from '../../examples/host-app/order-workflow.js';
 import { PrismaClient } from '../fixtures/host-app/generated/client.js';
@@ -41,7 +41,7 @@ describe('host application example', () => {
       const order = { id: '0192f0c4-0000-7000-8000-000000000001', customer: 'ada', total: 4200 };
       await expect(placeOrder(prisma, order, { failAfterEnqueue: true })).rejects.toThrow('payment provider');
       expect(await prisma.order.count()).toBe(0);
-      expect(await countWorkflowRuns(prisma, { scope: globalScope })).toBe(0);
+      expect(await countWorkflowRuns(prisma, { scope: noOrganizationScope() })).toBe(0);
       expect(await runUntilIdle(prisma, handlers)).toMatchObject({ jobs: [], succeeded: 0 });
 
       const { workflowRunId } = await placeOrder(prisma, order);
@@ -51,7 +51,7 @@ describe('host application example', () => {
         const ran = await runUntilIdle(prisma, handlers);
         expect(ran.succeeded).toBe(3);
         expect(ran.jobs.at(-1)?.jobType).toBe('shop.ship');
-        const result = await workflowRunHandle(prisma, globalScope, workflowRunId, { listener }).getResult({ timeoutMs: 5_000 });
+        const result = await workflowRunHandle(prisma, noOrganizationScope(), workflowRunId, { listener }).getResult({ timeoutMs: 5_000 });
         expect(result).toEqual({ trackingNumber: 'TRK-0192f0c4' });
       } finally {
         await listener.close();

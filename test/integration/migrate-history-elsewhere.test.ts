@@ -10,10 +10,11 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isRunledgerError, migrate, PACKAGED_MIGRATIONS_DIR, type RunledgerError } from '../../src/index.js';
+import { isRunledgerError, migrate, type RunledgerError } from '../../src/index.js';
 import { readMigrationFiles, type MigrationFile } from '../../src/migrate/migration-files.js';
 import { runCli } from '../harness/cli.js';
 import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
+import { PACKAGED_MIGRATIONS_DIR } from '../../src/migrate/migration-files.js';
 
 const databases = useEmptyDatabases();
 const tempDirs: string[] = [];

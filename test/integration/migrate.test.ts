@@ -3,9 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrate, PACKAGED_MIGRATIONS_DIR, isRunledgerError } from '../../src/index.js';
+import { migrate, isRunledgerError } from '../../src/index.js';
 import { readMigrationFiles, sha256Hex } from '../../src/migrate/migration-files.js';
 import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
+import { PACKAGED_MIGRATIONS_DIR } from '../../src/migrate/migration-files.js';
 
 const databases = useEmptyDatabases();
 const tempDirs: string[] = [];

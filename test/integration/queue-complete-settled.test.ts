@@ -14,7 +14,7 @@ import {
   enqueueJob,
   enqueueWorkflowRun,
   getJob,
-  globalScope,
+  noOrganizationScope,
   listJobEvents,
   workflow,
   type ClaimedJob,
@@ -58,7 +58,7 @@ async function directAndWorkflowLeases(name: string): Promise<{ direct: ClaimedJ
 }
 
 async function succeededEvents(jobId: string): Promise<number> {
-  return (await listJobEvents(db.prisma, globalScope, jobId)).filter((event) => event.eventType === 'SUCCEEDED').length;
+  return (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId })).items.filter((event) => event.eventType === 'SUCCEEDED').length;
 }
 
 describe('completion of a mixed batch when the workflow step fails', () => {
@@ -72,8 +72,8 @@ describe('completion of a mixed batch when the workflow step fails', () => {
       { jobId: direct.jobId, outcome: 'succeeded', finishedAt: expect.any(Date) },
       { jobId: managed.jobId, outcome: 'error', error: injected },
     ]);
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'SUCCEEDED' });
-    expect(await getJob(db.prisma, globalScope, managed.jobId)).toMatchObject({ status: 'LEASED', output: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: managed.jobId })).toMatchObject({ status: 'LEASED', output: null });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
     expect(await succeededEvents(managed.jobId)).toBe(0);
   });
@@ -81,10 +81,10 @@ describe('completion of a mixed batch when the workflow step fails', () => {
   it('completeJobsSuccess throws the error and keeps nothing of the batch; called again, both complete once', async () => {
     const { direct, managed } = await directAndWorkflowLeases('thrown');
     inject.failures.push(new InternalError('workflow.internal_state', 'injected failure'));
-    await expect(completeJobsSuccess(db.prisma, [{ lease: direct }, { lease: managed }])).rejects.toMatchObject({ code: 'workflow.internal_state' });
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'LEASED' });
-    expect(await getJob(db.prisma, globalScope, managed.jobId)).toMatchObject({ status: 'LEASED' });
-    expect((await completeJobsSuccess(db.prisma, [{ lease: direct }, { lease: managed }])).map((o) => o.outcome)).toEqual([
+    await expect(completeJobsSuccess(db.prisma, [direct, managed])).rejects.toMatchObject({ code: 'workflow.internal_state' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'LEASED' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: managed.jobId })).toMatchObject({ status: 'LEASED' });
+    expect((await completeJobsSuccess(db.prisma, [direct, managed])).map((o) => o.outcome)).toEqual([
       'succeeded',
       'succeeded',
     ]);

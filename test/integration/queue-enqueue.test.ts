@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { JOB_AVAILABLE_CHANNEL, enqueueJob, enqueueJobs, getJob, globalScope, organizationScope } from '../../src/index.js';
+import { JOB_AVAILABLE_CHANNEL, enqueueJob, enqueueJobs, getJob, noOrganizationScope, organizationScope } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -32,7 +32,7 @@ describe('enqueueJob', () => {
   it('inserts a pending job with the defaults and an ENQUEUED event', async () => {
     const result = await enqueueJob(db.prisma, { jobType: 'email.send', payload: { to: 'a@example.com' } });
     expect(result).toMatchObject({ status: 'PENDING', runNumber: 1, disposition: 'inserted' });
-    const job = await getJob(db.prisma, globalScope, result.jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: result.jobId });
     expect(job).toMatchObject({
       jobType: 'email.send',
       organizationId: null,
@@ -61,7 +61,7 @@ describe('enqueueJob', () => {
       maxAttempts: 1,
       timeoutSeconds: 30,
     });
-    const job = await getJob(db.prisma, organizationScope(ORG), jobId);
+    const job = await getJob(db.prisma, { scope: organizationScope(ORG), jobId });
     expect(job).toMatchObject({ organizationId: ORG, payload: [1, 'two', null], priority: -7, maxAttempts: 1, timeoutSeconds: 30 });
   });
 
@@ -75,7 +75,7 @@ describe('enqueueJob', () => {
   it('schedules at runAt', async () => {
     const runAt = new Date(Date.UTC(2030, 0, 1, 12, 0, 0));
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'later', payload: {}, runAt });
-    expect((await getJob(db.prisma, globalScope, jobId)).nextRunAt).toEqual(runAt);
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).nextRunAt).toEqual(runAt);
   });
 
   it('schedules delayMs after the database clock', async () => {
@@ -159,7 +159,7 @@ describe('enqueueJobs', () => {
       expect(listener.received).toEqual(['marker-quiet']);
       expect(batch).toHaveLength(10);
       for (const { jobId } of [...batch, single, keyed]) {
-        expect((await getJob(db.prisma, globalScope, jobId)).status).toBe('PENDING');
+        expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).status).toBe('PENDING');
       }
     } finally {
       listener.release();

@@ -5,7 +5,7 @@ import {
   completeJobSuccess,
   enqueueJob,
   failJob,
-  globalScope,
+  noOrganizationScope,
   listJobEvents,
   markJobRunning,
   reapExpiredLeases,
@@ -22,7 +22,7 @@ async function claim(jobType: string, markRunning = false): Promise<ClaimedJob> 
 }
 
 async function trail(jobId: string): Promise<[string, number, number][]> {
-  const events = await listJobEvents(db.prisma, globalScope, jobId);
+  const events = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId })).items;
   return events.map((e) => [e.eventType, e.runNumber, e.attempt]);
 }
 
@@ -31,13 +31,13 @@ describe('job events', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'ev.long', payload: {}, maxAttempts: 3 });
     const first = await claim('ev.long');
     await markJobRunning(db.prisma, first);
-    await failJob(db.prisma, first, { code: 'flaky', message: 'try again', retryable: true });
+    await failJob(db.prisma, { ...first, error: { code: 'flaky', message: 'try again' }, retryable: true });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${jobId}::uuid`;
     await claim('ev.long', true);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const third = await claim('ev.long');
-    await completeJobSuccess(db.prisma, third, { output: 'ok' });
+    await completeJobSuccess(db.prisma, { ...third, output: 'ok' });
     expect(await trail(jobId)).toEqual([
       ['ENQUEUED', 1, 0],
       ['LEASED', 1, 1],
@@ -53,7 +53,7 @@ describe('job events', () => {
 
   it('records a terminal failure and a cancellation', async () => {
     const failed = await enqueueJob(db.prisma, { jobType: 'ev.fail', payload: {} });
-    await failJob(db.prisma, await claim('ev.fail'), { code: 'fatal', message: 'no', retryable: false });
+    await failJob(db.prisma, { ...(await claim('ev.fail')), error: { code: 'fatal', message: 'no' }, retryable: false });
     expect(await trail(failed.jobId)).toEqual([
       ['ENQUEUED', 1, 0],
       ['LEASED', 1, 1],
@@ -62,8 +62,8 @@ describe('job events', () => {
 
     const canceled = await enqueueJob(db.prisma, { jobType: 'ev.cancel', payload: {} });
     await claim('ev.cancel');
-    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: globalScope, reason: 'stop' });
-    const events = await listJobEvents(db.prisma, globalScope, canceled.jobId);
+    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: noOrganizationScope(), reason: 'stop' });
+    const events = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: canceled.jobId })).items;
     expect(events.map((e) => [e.eventType, e.runNumber, e.attempt])).toEqual([
       ['ENQUEUED', 1, 0],
       ['LEASED', 1, 1],
@@ -76,7 +76,7 @@ describe('job events', () => {
   it('records who held each lease', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'ev.owner', payload: {} });
     const lease = await claim('ev.owner');
-    const [leased] = (await listJobEvents(db.prisma, globalScope, jobId)).filter((e) => e.eventType === 'LEASED');
+    const [leased] = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId })).items.filter((e) => e.eventType === 'LEASED');
     expect(leased!.payload).toEqual({ workerId: 'w-ev.owner', leaseExpiresAt: expect.any(String) });
     expect(new Date((leased!.payload as { leaseExpiresAt: string }).leaseExpiresAt).getTime()).toBe(lease.leaseExpiresAt.getTime());
   });

@@ -19,7 +19,7 @@ import {
   failJob,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   listJobEvents,
   markJobRunning,
@@ -40,7 +40,7 @@ async function claimOne(jobType: string, workerId = 'w'): Promise<ClaimedJob> {
 }
 
 async function eventTypes(jobId: string): Promise<string[]> {
-  return (await listJobEvents(db.prisma, globalScope, jobId)).map((event) => event.eventType);
+  return (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId })).items.map((event) => event.eventType);
 }
 
 /** A run a -> b whose step a's job is claimed; returns the run, a's job lease, and b's step key. */
@@ -58,12 +58,12 @@ describe('queue fast paths on a root client', () => {
   it('completes a direct job once: the same lease again is refused and writes nothing', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'fast.once', payload: {} });
     const lease = await claimOne('fast.once');
-    const first = await completeJobSuccess(db.prisma, lease, { output: { n: 1 } });
+    const first = await completeJobSuccess(db.prisma, { ...lease, output: { n: 1 } });
 
-    await expect(completeJobSuccess(db.prisma, lease, { output: { n: 2 } })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    expect(await completeJobsSuccess(db.prisma, [{ lease, output: { n: 3 } }])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
+    await expect(completeJobSuccess(db.prisma, { ...lease, output: { n: 2 } })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    expect(await completeJobsSuccess(db.prisma, [{ ...lease, output: { n: 3 } }])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
 
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'SUCCEEDED', output: { n: 1 }, finishedAt: first.finishedAt });
     expect(await eventTypes(jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'SUCCEEDED']);
   });
@@ -77,19 +77,19 @@ describe('queue fast paths on a root client', () => {
       { ...lease, runNumber: lease.runNumber + 1 },
     ];
     for (const wrong of stale) {
-      expect(await completeJobsSuccess(db.prisma, [{ lease: wrong }])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
-      await expect(failJob(db.prisma, wrong, { code: 'x', message: 'y', retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+      expect(await completeJobsSuccess(db.prisma, [wrong])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
+      await expect(failJob(db.prisma, { ...wrong, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
       await expect(releaseJob(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
       await expect(heartbeatJob(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
       await expect(markJobRunning(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     }
     // An expired lease is refused too, even with the right identity.
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
-    expect(await completeJobsSuccess(db.prisma, [{ lease }])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
-    await expect(failJob(db.prisma, lease, { code: 'x', message: 'y', retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    expect(await completeJobsSuccess(db.prisma, [lease])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
+    await expect(failJob(db.prisma, { ...lease, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     await expect(releaseJob(db.prisma, lease)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
 
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'w', attempt: 1, output: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'w', attempt: 1, output: null });
     expect(await eventTypes(jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING']);
   });
 
@@ -101,20 +101,20 @@ describe('queue fast paths on a root client', () => {
     const { workflowRunId, lease: workflowLease } = await claimedWorkflowStep('fastmix');
 
     const outcomes = await completeJobsSuccess(db.prisma, [
-      { lease: directLease, output: 'd' },
-      { lease: workflowLease, output: 'a' },
-      { lease: staleLease, output: 's' },
+      { ...directLease, output: 'd' },
+      { ...workflowLease, output: 'a' },
+      { ...staleLease, output: 's' },
     ]);
     expect(outcomes.map((outcome) => outcome.outcome)).toEqual(['succeeded', 'succeeded', 'lease_owner_mismatch']);
     expect(outcomes.map((outcome) => outcome.jobId)).toEqual([direct.jobId, workflowLease.jobId, staleJob.jobId]);
 
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'd' });
-    expect(await getJob(db.prisma, globalScope, workflowLease.jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'a' });
-    expect(await getJob(db.prisma, globalScope, staleJob.jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'w', output: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'SUCCEEDED', output: 'd' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: workflowLease.jobId })).toMatchObject({ status: 'SUCCEEDED', output: 'a' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: staleJob.jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'w', output: null });
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.a).toMatchObject({ status: 'SUCCEEDED', output: 'a' });
     expect(steps.b).toMatchObject({ status: 'ENQUEUED', jobId: expect.any(String) });
-    expect(await getJob(db.prisma, globalScope, steps.b!.jobId!)).toMatchObject({ status: 'PENDING' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: steps.b!.jobId! })).toMatchObject({ status: 'PENDING' });
     for (const jobId of [direct.jobId, workflowLease.jobId]) {
       expect((await eventTypes(jobId)).filter((type) => type === 'SUCCEEDED')).toHaveLength(1);
     }
@@ -132,7 +132,7 @@ describe('queue fast paths on a root client', () => {
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.a).toMatchObject({ status: 'RUNNING', startedAt: expect.any(Date) });
     expect(steps.c).toMatchObject({ status: 'RUNNING', startedAt: expect.any(Date) });
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'LEASED', attempt: 1 });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'LEASED', attempt: 1 });
   });
 
   it('mark running moves an ENQUEUED step of its job to RUNNING in the same statement, and leaves a terminal step alone', async () => {
@@ -152,25 +152,25 @@ describe('queue fast paths on a root client', () => {
 
   it('fails and releases direct jobs in one statement and workflow jobs with their step hooks', async () => {
     const direct = await enqueueJob(db.prisma, { jobType: 'fast.fail.direct', payload: {}, maxAttempts: 3 });
-    const failed = await failJob(db.prisma, await claimOne('fast.fail.direct'), { code: 'flaky', message: 'again', retryable: true });
+    const failed = await failJob(db.prisma, { ...(await claimOne('fast.fail.direct')), error: { code: 'flaky', message: 'again' }, retryable: true });
     expect(failed).toMatchObject({ jobId: direct.jobId, status: 'PENDING', nextRunAt: expect.any(Date) });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${direct.jobId}::uuid`;
-    expect(await releaseJob(db.prisma, await claimOne('fast.fail.direct'), { reason: 'job.worker_shutdown' })).toEqual({ jobId: direct.jobId, status: 'PENDING' });
-    expect(await getJob(db.prisma, globalScope, direct.jobId)).toMatchObject({ status: 'PENDING', attempt: 1, lastErrorCode: 'flaky' });
+    expect(await releaseJob(db.prisma, { ...(await claimOne('fast.fail.direct')), reason: 'job.worker_shutdown' })).toEqual({ jobId: direct.jobId, status: 'PENDING' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'PENDING', attempt: 1, lastErrorCode: 'flaky' });
     expect(await eventTypes(direct.jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'RETRY_SCHEDULED', 'LEASED', 'RUNNING', 'RELEASED']);
 
     const { workflowRunId, lease } = await claimedWorkflowStep('fastfail');
-    await failJob(db.prisma, lease, { code: 'flaky', message: 'again', retryable: true });
+    await failJob(db.prisma, { ...lease, error: { code: 'flaky', message: 'again' }, retryable: true });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'ENQUEUED', lastErrorCode: 'flaky' });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${lease.jobId}::uuid`;
     const again = await claimOne('fastfail.a');
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
-    await releaseJob(db.prisma, again, { reason: 'job.worker_shutdown' });
+    await releaseJob(db.prisma, { ...again, reason: 'job.worker_shutdown' });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'ENQUEUED', statusReason: null, lastErrorCode: null, lastErrorMessage: null });
     const last = await claimOne('fastfail.a');
-    expect(await failJob(db.prisma, last, { code: 'fatal', message: 'no', retryable: false })).toMatchObject({ status: 'DEAD_LETTERED', nextRunAt: null });
+    expect(await failJob(db.prisma, { ...last, error: { code: 'fatal', message: 'no' }, retryable: false })).toMatchObject({ status: 'DEAD_LETTERED', nextRunAt: null });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'FAILED', lastErrorCode: 'fatal' });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('COMPLETED_WITH_ERRORS');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('COMPLETED_WITH_ERRORS');
   });
 
   it('enqueues a batch without keys in one statement and returns every job inserted', async () => {
@@ -192,13 +192,13 @@ describe('queue fast paths on a root client', () => {
     const failLease = await claimOne('fast.joined');
     await expect(
       db.prisma.$transaction(async (tx) => {
-        expect(await completeJobsSuccess(tx, [{ lease: doneLease }])).toMatchObject([{ outcome: 'succeeded' }]);
-        await failJob(tx, failLease, { code: 'x', message: 'y', retryable: false });
+        expect(await completeJobsSuccess(tx, [doneLease])).toMatchObject([{ outcome: 'succeeded' }]);
+        await failJob(tx, { ...failLease, error: { code: 'x', message: 'y' }, retryable: false });
         throw new Error('abandon');
       }),
     ).rejects.toThrow('abandon');
-    expect(await getJob(db.prisma, globalScope, done.jobId)).toMatchObject({ status: 'LEASED' });
-    expect(await getJob(db.prisma, globalScope, fail.jobId)).toMatchObject({ status: 'LEASED' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: done.jobId })).toMatchObject({ status: 'LEASED' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: fail.jobId })).toMatchObject({ status: 'LEASED' });
   });
 });
 
@@ -219,13 +219,13 @@ describe('a root client whose sessions do not default to READ COMMITTED', () => 
       ]);
       const [lease, otherLease] = await claimJobs(serializable, { workerId: 'w', jobTypes: ['fast.serializable'], limit: 5, leaseSeconds: 60, markRunning: true });
       expect([lease?.jobId, otherLease?.jobId]).toEqual([done!.jobId, other!.jobId]);
-      await heartbeatJob(serializable, lease!, { progress: { pct: 50 } });
-      expect(await completeJobsSuccess(serializable, [{ lease: lease! }, { lease: { ...otherLease!, workerId: 'x' } }])).toMatchObject([
+      await heartbeatJob(serializable, { ...lease!, save: { progress: { pct: 50 } } });
+      expect(await completeJobsSuccess(serializable, [lease!, { ...otherLease!, workerId: 'x' }])).toMatchObject([
         { jobId: done!.jobId, outcome: 'succeeded' },
         { jobId: other!.jobId, outcome: 'lease_owner_mismatch' },
       ]);
-      expect(await getJob(serializable, globalScope, done!.jobId)).toMatchObject({ status: 'SUCCEEDED', progress: { pct: 50 } });
-      expect(await failJob(serializable, otherLease!, { code: 'x', message: 'y', retryable: false })).toMatchObject({ status: 'DEAD_LETTERED' });
+      expect(await getJob(serializable, { scope: noOrganizationScope(), jobId: done!.jobId })).toMatchObject({ status: 'SUCCEEDED', progress: { pct: 50 } });
+      expect(await failJob(serializable, { ...otherLease!, error: { code: 'x', message: 'y' }, retryable: false })).toMatchObject({ status: 'DEAD_LETTERED' });
     } finally {
       await serializable.$disconnect();
     }

@@ -99,7 +99,7 @@ describe('lease fences use the clock at the moment of the write', () => {
   it('heartbeatJob fails on a lease that expired while it waited for the row, and saves nothing', async () => {
     const lease = await claimOne('clock.heartbeat', 1);
     const before = await snapshot(lease.jobId);
-    const outcome = await writeAfterHeldPastExpiry(lease.jobId, () => heartbeatJob(db.prisma, lease, { progress: { step: 1 } }));
+    const outcome = await writeAfterHeldPastExpiry(lease.jobId, () => heartbeatJob(db.prisma, { ...lease, save: { progress: { step: 1 } } }));
     expectMismatch(outcome);
     expect(await snapshot(lease.jobId)).toEqual(before);
   });
@@ -123,11 +123,11 @@ describe('lease fences use the clock at the moment of the write', () => {
   it('completeJobSuccess and failJob fail on a lease that expired while they waited for the row, and change nothing', async () => {
     const done = await claimOne('clock.complete', 1);
     const doneBefore = await snapshot(done.jobId);
-    expectMismatch(await writeAfterHeldPastExpiry(done.jobId, () => completeJobSuccess(db.prisma, done, { output: 1 })));
+    expectMismatch(await writeAfterHeldPastExpiry(done.jobId, () => completeJobSuccess(db.prisma, { ...done, output: 1 })));
     expect(await snapshot(done.jobId)).toEqual(doneBefore);
     const failed = await claimOne('clock.fail', 1);
     const failedBefore = await snapshot(failed.jobId);
-    expectMismatch(await writeAfterHeldPastExpiry(failed.jobId, () => failJob(db.prisma, failed, { code: 'x', message: 'y', retryable: true })));
+    expectMismatch(await writeAfterHeldPastExpiry(failed.jobId, () => failJob(db.prisma, { ...failed, error: { code: 'x', message: 'y' }, retryable: true })));
     expect(await snapshot(failed.jobId)).toEqual(failedBefore);
   });
 
@@ -154,7 +154,7 @@ describe('lease fences use the clock at the moment of the write', () => {
       await released;
     });
     await isLocked;
-    const renewing = heartbeatJob(db.prisma, lease, { leaseSeconds: 1 });
+    const renewing = heartbeatJob(db.prisma, { ...lease, leaseSeconds: 1 });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const [row] = await db.prisma.$queryRaw<{ now: Date }[]>`SELECT clock_timestamp() AS now`;
     letGo();

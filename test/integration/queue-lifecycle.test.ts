@@ -7,7 +7,7 @@ import {
   enqueueJob,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   markJobRunning,
   type ClaimedJob,
@@ -50,7 +50,7 @@ describe('markJobRunning', () => {
     await markJobRunning(db.prisma, lease);
     await markJobRunning(db.prisma, lease);
     expect(await eventTypes(lease.jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING']);
-    expect((await getJob(db.prisma, globalScope, lease.jobId)).startedAt).toBeInstanceOf(Date);
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId })).startedAt).toBeInstanceOf(Date);
   });
 
   it('refuses a foreign lease', async () => {
@@ -68,8 +68,8 @@ describe('heartbeatJob', () => {
     await db.prisma.$executeRaw`
       UPDATE runledger.job_queue SET lease_expires_at = now() + interval '5 seconds', heartbeat_at = now() - interval '15 seconds'
        WHERE id = ${lease.jobId}::uuid`;
-    const renewed = await heartbeatJob(db.prisma, lease, { progress: { done: 3, of: 10 }, checkpoint: { cursor: 'abc' } });
-    const job = await getJob(db.prisma, globalScope, lease.jobId);
+    const renewed = await heartbeatJob(db.prisma, { ...lease, save: { progress: { done: 3, of: 10 }, checkpoint: { cursor: 'abc' } } });
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId });
     expect(renewed.leaseExpiresAt).toEqual(job.leaseExpiresAt);
     const [row] = await db.prisma.$queryRaw<{ remaining: number }[]>`
       SELECT round(EXTRACT(EPOCH FROM lease_expires_at - heartbeat_at))::int AS remaining
@@ -80,39 +80,39 @@ describe('heartbeatJob', () => {
 
   it('takes an explicit lease length and keeps unspecified fields', async () => {
     const lease = await claimOne('hb.explicit');
-    await heartbeatJob(db.prisma, lease, { progress: 1, checkpoint: 'c1' });
-    await heartbeatJob(db.prisma, lease, { leaseSeconds: 600, progress: 2 });
-    const job = await getJob(db.prisma, globalScope, lease.jobId);
+    await heartbeatJob(db.prisma, { ...lease, save: { progress: 1, checkpoint: 'c1' } });
+    await heartbeatJob(db.prisma, { ...lease, leaseSeconds: 600, save: { progress: 2 } });
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId });
     expect(job).toMatchObject({ progress: 2, checkpoint: 'c1' });
     expect(job.leaseExpiresAt!.getTime() - job.heartbeatAt!.getTime()).toBe(600_000);
-    await heartbeatJob(db.prisma, lease, { checkpoint: null });
-    expect((await getJob(db.prisma, globalScope, lease.jobId)).checkpoint).toBeNull();
+    await heartbeatJob(db.prisma, { ...lease, save: { checkpoint: null } });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId })).checkpoint).toBeNull();
   });
 
   it('refuses a stale or foreign lease and changes nothing', async () => {
     const lease = await claimOne('hb.fenced');
-    const before = await getJob(db.prisma, globalScope, lease.jobId);
+    const before = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId });
     for (const stale of staleVariants(lease)) {
-      const error = await heartbeatJob(db.prisma, stale, { progress: 'hijack' }).catch((e) => e);
+      const error = await heartbeatJob(db.prisma, { ...stale, save: { progress: 'hijack' } }).catch((e) => e);
       expect(error).toBeInstanceOf(ConflictError);
       expect(error).toMatchObject({ code: 'job.lease_owner_mismatch' });
     }
-    expect(await getJob(db.prisma, globalScope, lease.jobId)).toEqual(before);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId })).toEqual(before);
   });
 
   it('refuses to revive an expired lease', async () => {
     const lease = await claimOne('hb.expired');
     await expireLease(lease.jobId);
     await expect(heartbeatJob(db.prisma, lease)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    expect((await getJob(db.prisma, globalScope, lease.jobId)).leaseExpiresAt!.getTime()).toBeLessThan(Date.now());
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId })).leaseExpiresAt!.getTime()).toBeLessThan(Date.now());
   });
 });
 
 describe('completeJobSuccess', () => {
   it('stores the output, clears the lease and appends SUCCEEDED', async () => {
     const lease = await claimOne('done.one');
-    const { finishedAt } = await completeJobSuccess(db.prisma, lease, { output: { sent: true } });
-    const job = await getJob(db.prisma, globalScope, lease.jobId);
+    const { finishedAt } = await completeJobSuccess(db.prisma, { ...lease, output: { sent: true } });
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId });
     expect(job).toMatchObject({
       status: 'SUCCEEDED',
       output: { sent: true },
@@ -129,16 +129,16 @@ describe('completeJobSuccess', () => {
     for (const stale of staleVariants(lease)) {
       await expect(completeJobSuccess(db.prisma, stale)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     }
-    await completeJobSuccess(db.prisma, lease, { output: 'first' });
-    await expect(completeJobSuccess(db.prisma, lease, { output: 'second' })).rejects.toMatchObject({
+    await completeJobSuccess(db.prisma, { ...lease, output: 'first' });
+    await expect(completeJobSuccess(db.prisma, { ...lease, output: 'second' })).rejects.toMatchObject({
       code: 'job.lease_owner_mismatch',
     });
-    expect((await getJob(db.prisma, globalScope, lease.jobId)).output).toBe('first');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId })).output).toBe('first');
 
     const expired = await claimOne('done.expired');
     await expireLease(expired.jobId);
     await expect(completeJobSuccess(db.prisma, expired)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    expect((await getJob(db.prisma, globalScope, expired.jobId)).status).toBe('LEASED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: expired.jobId })).status).toBe('LEASED');
     expect(await eventTypes(expired.jobId)).toEqual(['ENQUEUED', 'LEASED']);
   });
 });
@@ -151,10 +151,10 @@ describe('completeJobsSuccess', () => {
     const [a, b, c, d] = leases as [ClaimedJob, ClaimedJob, ClaimedJob, ClaimedJob];
     await expireLease(c.jobId);
     const outcomes = await completeJobsSuccess(db.prisma, [
-      { lease: d, output: 'd' },
-      { lease: { ...b, workerId: 'other' }, output: 'b' },
-      { lease: a, output: 'a' },
-      { lease: c, output: 'c' },
+      { ...d, output: 'd' },
+      { ...{ ...b, workerId: 'other' }, output: 'b' },
+      { ...a, output: 'a' },
+      { ...c, output: 'c' },
     ]);
     expect(outcomes.map((o) => [o.jobId, o.outcome])).toEqual([
       [d.jobId, 'succeeded'],
@@ -162,7 +162,7 @@ describe('completeJobsSuccess', () => {
       [a.jobId, 'succeeded'],
       [c.jobId, 'lease_owner_mismatch'],
     ]);
-    const statuses = await Promise.all(leases.map((l) => getJob(db.prisma, globalScope, l.jobId)));
+    const statuses = await Promise.all(leases.map((l) => getJob(db.prisma, { scope: noOrganizationScope(), jobId: l.jobId })));
     expect(statuses.map((job) => [job.status, job.output])).toEqual([
       ['SUCCEEDED', 'a'],
       ['LEASED', null],
@@ -181,13 +181,13 @@ describe('completeJobsSuccess', () => {
 describe('failJob', () => {
   it('refuses a stale or foreign lease and changes nothing', async () => {
     const lease = await claimOne('fail.fenced');
-    const before = await getJob(db.prisma, globalScope, lease.jobId);
+    const before = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId });
     for (const stale of staleVariants(lease)) {
-      await expect(failJob(db.prisma, stale, { code: 'x', message: 'm', retryable: false })).rejects.toMatchObject({
+      await expect(failJob(db.prisma, { ...stale, error: { code: 'x', message: 'm' }, retryable: false })).rejects.toMatchObject({
         code: 'job.lease_owner_mismatch',
       });
     }
-    expect(await getJob(db.prisma, globalScope, lease.jobId)).toEqual(before);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId })).toEqual(before);
     expect(await eventTypes(lease.jobId)).toEqual(['ENQUEUED', 'LEASED']);
   });
 });

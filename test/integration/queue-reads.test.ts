@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NotFoundError, enqueueJobs, findJob, getJob, globalScope, listJobEvents, listJobs, organizationScope, cancelJob } from '../../src/index.js';
+import { NotFoundError, enqueueJobs, findJob, getJob, noOrganizationScope, listJobEvents, listJobs, organizationScope, cancelJob } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -9,29 +9,29 @@ const MISSING = '0190a3e0-0000-7000-8000-0000000000ee';
 describe('job reads', () => {
   it('gets a job, and reports a missing one as not found or null', async () => {
     const [created] = await enqueueJobs(db.prisma, [{ jobType: 'read.one', payload: { a: 1 }, idempotencyKey: 'k' }]);
-    const job = await getJob(db.prisma, globalScope, created!.jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: created!.jobId });
     expect(job).toMatchObject({ id: created!.jobId, jobType: 'read.one', payload: { a: 1 }, idempotencyKey: 'k' });
     expect(job.createdAt).toBeInstanceOf(Date);
     expect(job).not.toHaveProperty('enqueueRequest');
-    await expect(getJob(db.prisma, globalScope, MISSING)).rejects.toBeInstanceOf(NotFoundError);
-    expect(await findJob(db.prisma, globalScope, MISSING)).toBeNull();
-    await expect(listJobEvents(db.prisma, globalScope, MISSING)).rejects.toMatchObject({ code: 'job.not_found' });
+    await expect(getJob(db.prisma, { scope: noOrganizationScope(), jobId: MISSING })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await findJob(db.prisma, { scope: noOrganizationScope(), jobId: MISSING })).toBeNull();
+    await expect(listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: MISSING })).rejects.toMatchObject({ code: 'job.not_found' });
   });
 
   it('pages through jobs newest first with a keyset cursor', async () => {
     const created = await enqueueJobs(db.prisma, Array.from({ length: 7 }, (_, i) => ({ jobType: 'read.page', payload: i, organizationId: ORG })));
     const ids = created.map((c) => c.jobId).reverse();
     const seen: string[] = [];
-    let after: string | undefined;
+    let cursor: string | undefined;
     for (;;) {
-      const page = await listJobs(db.prisma, { scope: organizationScope(ORG), limit: 3, ...(after ? { after } : {}) });
-      seen.push(...page.jobs.map((j) => j.id));
-      if (!page.nextAfter) break;
-      after = page.nextAfter;
+      const page = await listJobs(db.prisma, { scope: organizationScope(ORG), limit: 3, ...(cursor ? { cursor } : {}) });
+      seen.push(...page.items.map((j) => j.id));
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
     }
     expect(seen).toEqual(ids);
     const exact = await listJobs(db.prisma, { scope: organizationScope(ORG), limit: 7 });
-    expect(exact.nextAfter).toBeNull();
+    expect(exact.nextCursor).toBeNull();
   });
 
   it('filters by status and job type', async () => {
@@ -40,10 +40,10 @@ describe('job reads', () => {
       { jobType: 'read.filter', payload: 2 },
       { jobType: 'read.other', payload: 3 },
     ]);
-    await cancelJob(db.prisma, { jobId: created[1]!.jobId, scope: globalScope });
-    const canceled = await listJobs(db.prisma, { scope: globalScope, status: 'CANCELED', jobType: 'read.filter' });
-    expect(canceled.jobs.map((j) => j.id)).toEqual([created[1]!.jobId]);
-    const pending = await listJobs(db.prisma, { scope: globalScope, status: 'PENDING', jobType: 'read.filter' });
-    expect(pending.jobs.map((j) => j.id)).toEqual([created[0]!.jobId]);
+    await cancelJob(db.prisma, { jobId: created[1]!.jobId, scope: noOrganizationScope() });
+    const canceled = await listJobs(db.prisma, { scope: noOrganizationScope(), status: 'CANCELED', jobType: 'read.filter' });
+    expect(canceled.items.map((j) => j.id)).toEqual([created[1]!.jobId]);
+    const pending = await listJobs(db.prisma, { scope: noOrganizationScope(), status: 'PENDING', jobType: 'read.filter' });
+    expect(pending.items.map((j) => j.id)).toEqual([created[0]!.jobId]);
   });
 });

@@ -5,7 +5,7 @@ import {
   enqueueJob,
   enqueueJobs,
   getJob,
-  globalScope,
+  noOrganizationScope,
   markJobRunning,
   reapExpiredLeases,
   releaseJob,
@@ -39,11 +39,11 @@ describe('reapExpiredLeases', () => {
     const [second] = await claimJobs(db.prisma, { workerId: 'worker-b', limit: 1, leaseSeconds: 60 });
     expect(second).toMatchObject({ jobId, attempt: 2, workerId: 'worker-b' });
 
-    await expect(completeJobSuccess(db.prisma, first!, { output: 'from a' })).rejects.toMatchObject({
+    await expect(completeJobSuccess(db.prisma, { ...first!, output: 'from a' })).rejects.toMatchObject({
       code: 'job.lease_owner_mismatch',
     });
-    await completeJobSuccess(db.prisma, second!, { output: 'from b' });
-    const job = await getJob(db.prisma, globalScope, jobId);
+    await completeJobSuccess(db.prisma, { ...second!, output: 'from b' });
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'SUCCEEDED', output: 'from b', attempt: 2, lastErrorCode: 'job.lease_expired' });
     expect((await events(jobId)).map((e) => [e.event_type, e.attempt])).toEqual([
       ['ENQUEUED', 0],
@@ -61,7 +61,7 @@ describe('reapExpiredLeases', () => {
     await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30, markRunning: true });
     await expireLeases([jobId]);
     expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [], deadLettered: [jobId] });
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'DEAD_LETTERED', lastErrorCode: 'job.lease_expired', leaseOwner: null, leaseExpiresAt: null });
     expect(job.finishedAt).toBeInstanceOf(Date);
     expect((await events(jobId)).map((e) => [e.event_type, e.run_number, e.attempt])).toEqual([
@@ -79,7 +79,7 @@ describe('reapExpiredLeases', () => {
     expect(lease!.attempt).toBe(1);
     await expireLeases([jobId]);
     expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [jobId], deadLettered: [] });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
       status: 'PENDING', attempt: 0, lastErrorCode: null, lastErrorMessage: null, leaseOwner: null, finishedAt: null,
     });
     const trail = await events(jobId);
@@ -92,9 +92,9 @@ describe('reapExpiredLeases', () => {
     // The attempt was given back: the job can still run its one attempt, and the stale lease is fenced out.
     const [again] = await claimJobs(db.prisma, { workerId: 'w2', limit: 1, leaseSeconds: 30, markRunning: true });
     expect(again).toMatchObject({ jobId, attempt: 1 });
-    await expect(completeJobSuccess(db.prisma, lease!, { output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    await completeJobSuccess(db.prisma, again!, { output: 'ok' });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+    await expect(completeJobSuccess(db.prisma, { ...lease!, output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await completeJobSuccess(db.prisma, { ...again!, output: 'ok' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
   });
 
   it('counts a start per lease: a released attempt claimed again and marked running is charged when it expires', async () => {
@@ -126,7 +126,7 @@ describe('reapExpiredLeases', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'reap.live', payload: {} });
     await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60 });
     expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [], deadLettered: [] });
-    expect((await getJob(db.prisma, globalScope, jobId)).status).toBe('LEASED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).status).toBe('LEASED');
   });
 
   it('reaps in bounded batches, the longest expired first', async () => {

@@ -16,7 +16,7 @@ import {
   enqueueWorkflowRun,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   isRunledgerError,
   reapExpiredLeases,
@@ -62,7 +62,7 @@ describe('execution resources', () => {
     expect(await jobCount()).toBe(before);
     // 512 bytes exactly is accepted, and stored as given.
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'res.invalid', payload: {}, resource: 'k'.repeat(512) });
-    expect((await getJob(db.prisma, globalScope, jobId)).resourceKey).toBe('k'.repeat(512));
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).resourceKey).toBe('k'.repeat(512));
   });
 
   it('leases one job per key per claim, oldest first, and leaves the others PENDING at attempt 0', async () => {
@@ -77,17 +77,17 @@ describe('execution resources', () => {
     ]);
     const first = await claim(type);
     expect(first.map((j) => (j.payload as { n: number }).n).sort()).toEqual([1, 3, 4, 5]);
-    const blocked = await Promise.all([1, 5].map((i) => getJob(db.prisma, globalScope, enqueued[i]!.jobId)));
+    const blocked = await Promise.all([1, 5].map((i) => getJob(db.prisma, { scope: noOrganizationScope(), jobId: enqueued[i]!.jobId })));
     expect(blocked.map((j) => [j.status, j.attempt])).toEqual([
       ['PENDING', 0],
       ['PENDING', 0],
     ]);
     // Held: a second claim gets nothing while acct-1 and acct-2 are leased.
     expect(await claim(type)).toEqual([]);
-    await completeJobsSuccess(db.prisma, first.map((lease) => ({ lease })));
+    await completeJobsSuccess(db.prisma, first.map((lease) => ({ ...lease })));
     const second = await claim(type);
     expect(second.map((j) => (j.payload as { n: number }).n)).toEqual([2]);
-    await completeJobsSuccess(db.prisma, second.map((lease) => ({ lease })));
+    await completeJobsSuccess(db.prisma, second.map((lease) => ({ ...lease })));
     expect((await claim(type)).map((j) => (j.payload as { n: number }).n)).toEqual([6]);
   });
 
@@ -98,16 +98,16 @@ describe('execution resources', () => {
       [1, 2, 3, 4].map((n) => ({ jobType: type, payload: { n }, resource: 'shared', maxAttempts: 5 })),
     );
     const [a] = await claim(type);
-    await heartbeatJob(db.prisma, a!, { leaseSeconds: 120 });
+    await heartbeatJob(db.prisma, { ...a!, leaseSeconds: 120 });
     expect(await claim(type)).toEqual([]);
 
     // A retryable failure with a backoff: the key is free at once, and the next job (now the due head) runs.
-    await failJob(db.prisma, a!, { code: 'x.fail', message: 'boom', retryable: true, retryNotBefore: new Date(Date.now() + 3_600_000) });
+    await failJob(db.prisma, { ...a!, error: { code: 'x.fail', message: 'boom' }, retryable: true, retryNotBefore: new Date(Date.now() + 3_600_000) });
     const [b] = await claim(type);
     expect((b!.payload as { n: number }).n).toBe(2);
 
     // Released: the key is free again; the head is now the oldest due job (3: released b is due from now on).
-    await releaseJob(db.prisma, b!);
+    await releaseJob(db.prisma, { ...b! });
     const [c] = await claim(type);
     expect((c!.payload as { n: number }).n).toBe(3);
 
@@ -123,7 +123,7 @@ describe('execution resources', () => {
     const type = freshType();
     await enqueueJobs(db.prisma, [1, 2].map((n) => ({ jobType: type, payload: { n }, resource: 'quiesce' })));
     const [a] = await claim(type);
-    await cancelJob(db.prisma, { jobId: a!.jobId, scope: globalScope });
+    await cancelJob(db.prisma, { jobId: a!.jobId, scope: noOrganizationScope() });
     // The canceled handler may still be running until its lease ends: the next job must wait.
     expect(await claim(type)).toEqual([]);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${a!.jobId}::uuid`;
@@ -156,10 +156,10 @@ describe('execution resources', () => {
     );
     const first = await claim(type);
     expect(first).toHaveLength(1);
-    await completeJobsSuccess(db.prisma, [{ lease: first[0]! }]);
+    await completeJobsSuccess(db.prisma, [{ ...first[0]!}]);
     const second = await claim(type);
     expect(second).toHaveLength(1);
-    await completeJobsSuccess(db.prisma, [{ lease: second[0]! }]);
+    await completeJobsSuccess(db.prisma, [{ ...second[0]!}]);
     const third = await claim(type);
     expect(third).toHaveLength(1);
     expect(new Set([first, second, third].map((jobs) => (jobs[0]!.payload as { k: string }).k))).toEqual(new Set(['a', 'b', 'c']));
@@ -172,7 +172,7 @@ describe('execution resources', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('res.append').job('a', type, { k: 'a' }, { resource: 'ap-key' }).build());
     await appendWorkflowSteps(db.prisma, {
       workflowRunId,
-      scope: globalScope,
+      scope: noOrganizationScope(),
       mutationKey: 'm1',
       steps: [
         { kind: 'job', key: 'now', jobType: type, payload: { k: 'now' }, resource: 'ap-key' },
@@ -192,7 +192,7 @@ describe('execution resources', () => {
     // a and now share the key: one at a time.
     const first = await claim(type);
     expect(first).toHaveLength(1);
-    await completeJobsSuccess(db.prisma, [{ lease: first[0]! }]);
+    await completeJobsSuccess(db.prisma, [{ ...first[0]!}]);
     const second = await claim(type);
     expect(second).toHaveLength(1);
     expect(second[0]!.resourceKey).toBe('ap-key');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, failJob, getJob, globalScope, type ClaimedJob } from '../../src/index.js';
+import { claimJobs, enqueueJob, failJob, getJob, noOrganizationScope, type ClaimedJob } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -26,7 +26,7 @@ describe('failJob', () => {
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       const lease = await claim('retry.backoff');
       expect(lease.attempt).toBe(attempt);
-      const result = await failJob(db.prisma, lease, { code: 'smtp.down', message: 'SMTP unavailable', retryable: true });
+      const result = await failJob(db.prisma, { ...lease, error: { code: 'smtp.down', message: 'SMTP unavailable' }, retryable: true });
       expect(result.status).toBe('PENDING');
       const [row] = await db.prisma.$queryRaw<{ delay_ms: number }[]>`
         SELECT (EXTRACT(EPOCH FROM next_run_at - updated_at) * 1000)::int AS delay_ms FROM runledger.job_queue WHERE id = ${jobId}::uuid`;
@@ -37,7 +37,7 @@ describe('failJob', () => {
       expect(await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['retry.backoff'], limit: 1, leaseSeconds: 60 })).toEqual([]);
       await makeDue(jobId);
     }
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({
       status: 'PENDING',
       attempt: 3,
@@ -58,30 +58,25 @@ describe('failJob', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'retry.not_before', payload: {} });
     const lease = await claim('retry.not_before');
     const retryNotBefore = new Date(Date.now() + 2 * 3_600_000);
-    const result = await failJob(db.prisma, lease, { code: 'rate.limited', message: '429', retryable: true, retryNotBefore });
+    const result = await failJob(db.prisma, { ...lease, error: { code: 'rate.limited', message: '429' }, retryable: true, retryNotBefore });
     expect(result.nextRunAt).toEqual(retryNotBefore);
-    expect((await getJob(db.prisma, globalScope, jobId)).nextRunAt).toEqual(retryNotBefore);
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).nextRunAt).toEqual(retryNotBefore);
   });
 
   it('keeps the backoff when retryNotBefore is earlier', async () => {
     await enqueueJob(db.prisma, { jobType: 'retry.early_hint', payload: {} });
     const lease = await claim('retry.early_hint');
-    const result = await failJob(db.prisma, lease, {
-      code: 'x',
-      message: 'x',
-      retryable: true,
-      retryNotBefore: new Date(Date.now() - 60_000),
-    });
+    const result = await failJob(db.prisma, { ...lease, error: { code: 'x', message: 'x' }, retryable: true, retryNotBefore: new Date(Date.now() - 60_000) });
     expect(result.nextRunAt!.getTime()).toBeGreaterThan(Date.now() - 100);
   });
 
   it('dead-letters after the last attempt', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'retry.exhaust', payload: {}, maxAttempts: 2 });
-    await failJob(db.prisma, await claim('retry.exhaust'), { code: 'boom', message: 'first', retryable: true });
+    await failJob(db.prisma, { ...(await claim('retry.exhaust')), error: { code: 'boom', message: 'first' }, retryable: true });
     await makeDue(jobId);
-    const result = await failJob(db.prisma, await claim('retry.exhaust'), { code: 'boom', message: 'second', retryable: true });
+    const result = await failJob(db.prisma, { ...(await claim('retry.exhaust')), error: { code: 'boom', message: 'second' }, retryable: true });
     expect(result).toEqual({ jobId, status: 'DEAD_LETTERED', nextRunAt: null });
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'DEAD_LETTERED', attempt: 2, lastErrorMessage: 'second', leaseOwner: null });
     expect(job.finishedAt).toBeInstanceOf(Date);
     expect((await events(jobId)).map((e) => [e.event_type, e.attempt])).toEqual([
@@ -98,14 +93,14 @@ describe('failJob', () => {
 
   it('dead-letters a terminal failure at once', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'retry.terminal', payload: {}, maxAttempts: 10 });
-    const result = await failJob(db.prisma, await claim('retry.terminal'), { code: 'bad.input', message: 'no', retryable: false });
+    const result = await failJob(db.prisma, { ...(await claim('retry.terminal')), error: { code: 'bad.input', message: 'no' }, retryable: false });
     expect(result.status).toBe('DEAD_LETTERED');
     expect((await events(jobId)).at(-1)).toMatchObject({ event_type: 'DEAD_LETTERED', attempt: 1, payload: { reason: 'terminal' } });
   });
 
   it('cuts an overlong failure message instead of refusing it', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'retry.long', payload: {} });
-    await failJob(db.prisma, await claim('retry.long'), { code: 'x', message: 'm'.repeat(10_000), retryable: false });
-    expect((await getJob(db.prisma, globalScope, jobId)).lastErrorMessage).toHaveLength(4_000);
+    await failJob(db.prisma, { ...(await claim('retry.long')), error: { code: 'x', message: 'm'.repeat(10_000) }, retryable: false });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).lastErrorMessage).toHaveLength(4_000);
   });
 });

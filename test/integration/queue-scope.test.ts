@@ -6,7 +6,7 @@ import {
   enqueueJob,
   findJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   listJobEvents,
   listJobs,
   organizationScope,
@@ -26,36 +26,36 @@ describe('job scope', () => {
   it('never lets an organization read or cancel another organization’s job', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'scoped', payload: { secret: 'a' }, organizationId: ORG_A });
     const other = organizationScope(ORG_B);
-    await expect(getJob(db.prisma, other, jobId)).rejects.toBeInstanceOf(NotFoundError);
-    expect(await findJob(db.prisma, other, jobId)).toBeNull();
-    await expect(listJobEvents(db.prisma, other, jobId)).rejects.toMatchObject({ code: 'job.not_found' });
-    expect((await listJobs(db.prisma, { scope: other })).jobs.map((j) => j.id)).not.toContain(jobId);
+    await expect(getJob(db.prisma, { scope: other, jobId })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await findJob(db.prisma, { scope: other, jobId })).toBeNull();
+    await expect(listJobEvents(db.prisma, { scope: other, jobId })).rejects.toMatchObject({ code: 'job.not_found' });
+    expect((await listJobs(db.prisma, { scope: other })).items.map((j) => j.id)).not.toContain(jobId);
     await expect(cancelJob(db.prisma, { jobId, scope: other })).rejects.toMatchObject({ code: 'job.not_found' });
     expect(await status(jobId)).toBe('PENDING');
 
-    expect((await getJob(db.prisma, organizationScope(ORG_A), jobId)).payload).toEqual({ secret: 'a' });
+    expect((await getJob(db.prisma, { scope: organizationScope(ORG_A), jobId })).payload).toEqual({ secret: 'a' });
     expect((await cancelJob(db.prisma, { jobId, scope: organizationScope(ORG_A) })).status).toBe('CANCELED');
   });
 
-  it('keeps organization jobs out of the global scope and global jobs out of organizations', async () => {
+  it('keeps organization jobs out of the no-organization scope and jobs without one out of organizations', async () => {
     const orgJob = await enqueueJob(db.prisma, { jobType: 'scoped.split', payload: 1, organizationId: ORG_A });
-    const globalJob = await enqueueJob(db.prisma, { jobType: 'scoped.split', payload: 2 });
-    expect(await findJob(db.prisma, globalScope, orgJob.jobId)).toBeNull();
-    await expect(cancelJob(db.prisma, { jobId: orgJob.jobId, scope: globalScope })).rejects.toMatchObject({ code: 'job.not_found' });
-    expect(await findJob(db.prisma, organizationScope(ORG_A), globalJob.jobId)).toBeNull();
-    const globalList = await listJobs(db.prisma, { scope: globalScope, jobType: 'scoped.split' });
-    expect(globalList.jobs.map((j) => j.id)).toEqual([globalJob.jobId]);
+    const plainJob = await enqueueJob(db.prisma, { jobType: 'scoped.split', payload: 2 });
+    expect(await findJob(db.prisma, { scope: noOrganizationScope(), jobId: orgJob.jobId })).toBeNull();
+    await expect(cancelJob(db.prisma, { jobId: orgJob.jobId, scope: noOrganizationScope() })).rejects.toMatchObject({ code: 'job.not_found' });
+    expect(await findJob(db.prisma, { scope: organizationScope(ORG_A), jobId: plainJob.jobId })).toBeNull();
+    const plainList = await listJobs(db.prisma, { scope: noOrganizationScope(), jobType: 'scoped.split' });
+    expect(plainList.items.map((j) => j.id)).toEqual([plainJob.jobId]);
     const orgList = await listJobs(db.prisma, { scope: organizationScope(ORG_A), jobType: 'scoped.split' });
-    expect(orgList.jobs.map((j) => j.id)).toEqual([orgJob.jobId]);
+    expect(orgList.items.map((j) => j.id)).toEqual([orgJob.jobId]);
     expect(await status(orgJob.jobId)).toBe('PENDING');
   });
 
   it('lets the admin scope see and cancel every job', async () => {
     const orgJob = await enqueueJob(db.prisma, { jobType: 'scoped.admin', payload: 1, organizationId: ORG_B });
-    const globalJob = await enqueueJob(db.prisma, { jobType: 'scoped.admin', payload: 2 });
-    const all = await listJobs(db.prisma, { scope: adminScope, jobType: 'scoped.admin' });
-    expect(all.jobs.map((j) => j.id).sort()).toEqual([orgJob.jobId, globalJob.jobId].sort());
-    expect((await cancelJob(db.prisma, { jobId: orgJob.jobId, scope: adminScope })).status).toBe('CANCELED');
-    expect((await listJobEvents(db.prisma, adminScope, orgJob.jobId)).map((e) => e.eventType)).toEqual(['ENQUEUED', 'CANCELED']);
+    const plainJob = await enqueueJob(db.prisma, { jobType: 'scoped.admin', payload: 2 });
+    const all = await listJobs(db.prisma, { scope: adminScope(), jobType: 'scoped.admin' });
+    expect(all.items.map((j) => j.id).sort()).toEqual([orgJob.jobId, plainJob.jobId].sort());
+    expect((await cancelJob(db.prisma, { jobId: orgJob.jobId, scope: adminScope() })).status).toBe('CANCELED');
+    expect((await listJobEvents(db.prisma, { scope: adminScope(), jobId: orgJob.jobId })).items.map((e) => e.eventType)).toEqual(['ENQUEUED', 'CANCELED']);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, enqueueJobs, findJob, globalScope, isTransactionClient } from '../../src/index.js';
+import { claimJobs, enqueueJob, enqueueJobs, findJob, noOrganizationScope } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { isTransactionClient } from '../../src/client/types.js';
 
 const db = useTestDatabase();
 
@@ -37,10 +38,10 @@ describe('composition with the caller’s transaction', () => {
     let jobId = '';
     await db.prisma.$transaction(async (tx) => {
       ({ jobId } = await enqueueJob(tx, { jobType: 'tx.commit', payload: {} }));
-      expect(await findJob(db.prisma, globalScope, jobId)).toBeNull();
-      expect(await findJob(tx, globalScope, jobId)).not.toBeNull();
+      expect(await findJob(db.prisma, { scope: noOrganizationScope(), jobId })).toBeNull();
+      expect(await findJob(tx, { scope: noOrganizationScope(), jobId })).not.toBeNull();
     });
-    expect((await findJob(db.prisma, globalScope, jobId))?.status).toBe('PENDING');
+    expect((await findJob(db.prisma, { scope: noOrganizationScope(), jobId }))?.status).toBe('PENDING');
   });
 
   it('removes the batch’s rows on an idempotency conflict even if the caller commits anyway', async () => {
@@ -64,7 +65,7 @@ describe('composition with the caller’s transaction', () => {
         throw new Error('abandon');
       }),
     ).rejects.toThrow('abandon');
-    const job = await findJob(db.prisma, globalScope, jobId);
+    const job = await findJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'PENDING', attempt: 0, leaseOwner: null, startedAt: null });
     expect(await countJobs('tx.claim')).toEqual({ jobs: 1, events: 1 });
   });

@@ -49,7 +49,9 @@ describe('queue input validation', () => {
     ['an idempotency key over 512 bytes', { ...valid, idempotencyKey: 'é'.repeat(257) }, 'idempotencyKey'],
     ['a blank idempotency key', { ...valid, idempotencyKey: ' ' }, 'idempotencyKey'],
     ['a timeout of zero', { ...valid, timeoutSeconds: 0 }, 'timeoutSeconds'],
-    ['a malformed organization id', { ...valid, organizationId: 'org-1' }, 'organizationId'],
+    ['an empty organization id', { ...valid, organizationId: '' }, 'organizationId'],
+    ['an organization id over 255 characters', { ...valid, organizationId: 'o'.repeat(256) }, 'organizationId'],
+    ['an organization id with NUL', { ...valid, organizationId: 'org\u0000' }, 'organizationId'],
     ['both runAt and delayMs', { ...valid, runAt: new Date(), delayMs: 5 }, 'runAt'],
     ['a negative delay', { ...valid, delayMs: -1 }, 'delayMs'],
     ['an unknown option', { ...valid, maxAttempt: 3 }, 'input'],
@@ -75,14 +77,14 @@ describe('queue input validation', () => {
     await expectInvalid(claimJobs(db.prisma, { workerId: 'w', limit: 0, leaseSeconds: 30 }), 'limit');
     await expectInvalid(claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30, jobTypes: [] }), 'jobTypes');
     await expectInvalid(heartbeatJob(db.prisma, { ...lease, attempt: 0 }), 'attempt');
-    await expectInvalid(heartbeatJob(db.prisma, lease, { progress: { n: Number.NaN } }), 'progress.n');
-    await expectInvalid(failJob(db.prisma, lease, { code: '', message: 'm', retryable: true }), 'code');
-    await expectInvalid(failJob(db.prisma, { ...lease, jobId: 'nope' }, { code: 'c', message: 'm', retryable: true }), 'jobId');
+    await expectInvalid(heartbeatJob(db.prisma, { ...lease, save: { progress: { n: Number.NaN } } }), 'save.progress.n');
+    await expectInvalid(failJob(db.prisma, { ...lease, error: { code: '', message: 'm' }, retryable: true }), 'error.code');
+    await expectInvalid(failJob(db.prisma, { ...lease, jobId: 'nope', error: { code: 'c', message: 'm' }, retryable: true }), 'jobId');
     await expectInvalid(
-      completeJobsSuccess(db.prisma, [{ lease }, { lease }]),
-      '1.lease.jobId',
+      completeJobsSuccess(db.prisma, [lease, lease]),
+      '1.jobId',
     );
-    await expectInvalid(cancelJob(db.prisma, { jobId: JOB_ID, scope: { kind: 'organization', organizationId: 'x' } as never }), 'scope.organizationId');
+    await expectInvalid(cancelJob(db.prisma, { jobId: JOB_ID, scope: { kind: 'organization', organizationId: '' } as never }), 'scope.organizationId');
     await expectInvalid(listJobs(db.prisma, { scope: { kind: 'admin' }, limit: 100_000 }), 'limit');
   });
 });

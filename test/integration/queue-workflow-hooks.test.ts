@@ -15,7 +15,7 @@ import {
   enqueueWorkflowRun,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   markJobRunning,
   reapExpiredLeases,
   workflow,
@@ -87,7 +87,7 @@ describe('workflow hooks of the queue', () => {
 
   it('puts the step back to ENQUEUED on a scheduled retry, keeping its start', async () => {
     const { stepId } = await workflowJob('wf.retry');
-    await failJob(db.prisma, await claim('wf.retry'), { code: 'flaky', message: 'again', retryable: true });
+    await failJob(db.prisma, { ...(await claim('wf.retry')), error: { code: 'flaky', message: 'again' }, retryable: true });
     expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', started: true, last_error_code: 'flaky', status_reason: 'job.retry_scheduled' });
     expect(release.calls).toEqual([]);
   });
@@ -112,15 +112,15 @@ describe('workflow hooks of the queue', () => {
 
   it('moves each terminal job transition onto its step and releases it, in the same transaction', async () => {
     const done = await workflowJob('wf.done');
-    await completeJobSuccess(db.prisma, await claim('wf.done'), { output: { total: 3 } });
+    await completeJobSuccess(db.prisma, { ...(await claim('wf.done')), output: { total: 3 } });
     const dead = await workflowJob('wf.dead');
-    await failJob(db.prisma, await claim('wf.dead'), { code: 'fatal', message: 'no', retryable: false });
+    await failJob(db.prisma, { ...(await claim('wf.dead')), error: { code: 'fatal', message: 'no' }, retryable: false });
     const expired = await workflowJob('wf.expired', 1);
     await claim('wf.expired', true);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${expired.jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const canceled = await workflowJob('wf.cancel');
-    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: globalScope, reason: 'user' });
+    await cancelJob(db.prisma, { jobId: canceled.jobId, scope: noOrganizationScope(), reason: 'user' });
 
     expect(await step(done.stepId)).toMatchObject({ status: 'SUCCEEDED', output: { total: 3 }, last_error_code: null });
     expect(await step(dead.stepId)).toMatchObject({ status: 'FAILED', last_error_code: 'fatal', last_error_message: 'no', output: null });
@@ -140,8 +140,8 @@ describe('workflow hooks of the queue', () => {
     const { jobId, stepId } = await workflowJob('wf.atomic');
     const lease = await claim('wf.atomic');
     release.failNext = true;
-    await expect(completeJobSuccess(db.prisma, lease, { output: 1 })).rejects.toMatchObject({ code: 'workflow.internal_state' });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', output: null });
+    await expect(completeJobSuccess(db.prisma, { ...lease, output: 1 })).rejects.toMatchObject({ code: 'workflow.internal_state' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', output: null });
     expect(await step(stepId)).toMatchObject({ status: 'RUNNING', output: null });
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.job_events WHERE job_id = ${jobId}::uuid AND event_type = 'SUCCEEDED'`;

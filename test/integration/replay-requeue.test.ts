@@ -8,7 +8,7 @@ import {
   enqueueJob,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   listJobEvents,
   organizationScope,
@@ -33,22 +33,22 @@ async function claim(jobType: string, leaseSeconds = 60): Promise<ClaimedJob> {
 async function deadLetteredJob(jobType: string, organizationId: string | null = null): Promise<Job> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, organizationId, payload: { n: 1 }, maxAttempts: 2, idempotencyKey: `key-${jobType}` });
   const lease = await claim(jobType);
-  await heartbeatJob(db.prisma, lease, { progress: { done: 3 }, checkpoint: { cursor: 'c3' } });
-  await failJob(db.prisma, lease, { code: 'smtp.down', message: 'connection refused', retryable: false });
-  return getJob(db.prisma, adminScope, jobId);
+  await heartbeatJob(db.prisma, { ...lease, save: { progress: { done: 3 }, checkpoint: { cursor: 'c3' } } });
+  await failJob(db.prisma, { ...lease, error: { code: 'smtp.down', message: 'connection refused' }, retryable: false });
+  return getJob(db.prisma, { scope: adminScope(), jobId });
 }
 
 /** A job canceled while its handler held a lease: the lease expiry stays as the quiescence marker. */
 async function canceledLeasedJob(jobType: string): Promise<{ job: Job; lease: ClaimedJob }> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {} });
   const lease = await claim(jobType, 300);
-  const job = await cancelJob(db.prisma, { jobId, scope: globalScope, reason: 'operator' });
+  const job = await cancelJob(db.prisma, { jobId, scope: noOrganizationScope(), reason: 'operator' });
   return { job, lease };
 }
 
 function requeueOf(job: Job, statePolicy: CompareAndRequeueJobInput['statePolicy'] = 'preserve_progress_and_checkpoint') {
   return {
-    scope: job.organizationId === null ? globalScope : organizationScope(job.organizationId),
+    scope: job.organizationId === null ? noOrganizationScope() : organizationScope(job.organizationId),
     jobId: job.id,
     expectedStatus: job.status as 'DEAD_LETTERED' | 'CANCELED',
     expectedRunNumber: job.runNumber,
@@ -79,8 +79,8 @@ describe('compareAndRequeueJob', () => {
       lastErrorCode: null,
       lastErrorMessage: null,
     });
-    expect(result.job).toEqual(await getJob(db.prisma, globalScope, dead.id));
-    const events = await listJobEvents(db.prisma, globalScope, dead.id);
+    expect(result.job).toEqual(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id }));
+    const events = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).items;
     expect(events.map((e) => e.eventType)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'DEAD_LETTERED', 'REQUEUED']);
     expect(events.at(-1)).toMatchObject({
       runNumber: 2,
@@ -106,7 +106,7 @@ describe('compareAndRequeueJob', () => {
     const dead = await deadLetteredJob('requeue.reset');
     const result = await compareAndRequeueJob(db.prisma, requeueOf(dead, 'reset_progress_and_checkpoint'));
     expect(result).toMatchObject({ kind: 'requeued', job: { progress: null, checkpoint: null } });
-    const [event] = (await listJobEvents(db.prisma, globalScope, dead.id)).filter((e) => e.eventType === 'REQUEUED');
+    const [event] = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).items.filter((e) => e.eventType === 'REQUEUED');
     expect(event?.payload).toMatchObject({ statePolicy: 'reset_progress_and_checkpoint' });
   });
 
@@ -115,8 +115,8 @@ describe('compareAndRequeueJob', () => {
     await compareAndRequeueJob(db.prisma, requeueOf(dead));
     const lease = await claim('requeue.complete');
     expect(lease).toMatchObject({ jobId: dead.id, runNumber: 2, attempt: 1 });
-    await completeJobSuccess(db.prisma, lease, { output: { ok: true } });
-    expect(await getJob(db.prisma, globalScope, dead.id)).toMatchObject({ status: 'SUCCEEDED', runNumber: 2, output: { ok: true } });
+    await completeJobSuccess(db.prisma, { ...lease, output: { ok: true } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toMatchObject({ status: 'SUCCEEDED', runNumber: 2, output: { ok: true } });
   });
 
   it('reports a wrong expected status or run as an expectation mismatch and changes nothing', async () => {
@@ -129,9 +129,9 @@ describe('compareAndRequeueJob', () => {
       expect(await compareAndRequeueJob(db.prisma, attempt)).toEqual({ kind: 'expectation_mismatch', actual: dead });
     }
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'requeue.pending', payload: {} });
-    const pending = await getJob(db.prisma, globalScope, jobId);
+    const pending = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(dead), jobId })).toEqual({ kind: 'expectation_mismatch', actual: pending });
-    expect(await getJob(db.prisma, globalScope, dead.id)).toEqual(dead);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toEqual(dead);
   });
 
   it('refuses a second requeue of the same observed run', async () => {
@@ -139,7 +139,7 @@ describe('compareAndRequeueJob', () => {
     await compareAndRequeueJob(db.prisma, requeueOf(dead));
     const again = await compareAndRequeueJob(db.prisma, requeueOf(dead));
     expect(again).toMatchObject({ kind: 'expectation_mismatch', actual: { status: 'PENDING', runNumber: 2 } });
-    const requeued = (await listJobEvents(db.prisma, globalScope, dead.id)).filter((e) => e.eventType === 'REQUEUED');
+    const requeued = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).items.filter((e) => e.eventType === 'REQUEUED');
     expect(requeued).toHaveLength(1);
   });
 
@@ -147,7 +147,7 @@ describe('compareAndRequeueJob', () => {
     const { job } = await canceledLeasedJob('requeue.quiesce');
     expect(job.leaseExpiresAt).toBeInstanceOf(Date);
     expect(await compareAndRequeueJob(db.prisma, requeueOf(job))).toEqual({ kind: 'cancellation_not_quiesced', retryAfter: job.leaseExpiresAt });
-    expect(await getJob(db.prisma, globalScope, job.id)).toEqual(job);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.id })).toEqual(job);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}::uuid`;
     const result = await compareAndRequeueJob(db.prisma, requeueOf(job));
     expect(result).toMatchObject({ kind: 'requeued', job: { status: 'PENDING', runNumber: 2, attempt: 0, leaseExpiresAt: null } });
@@ -159,25 +159,25 @@ describe('compareAndRequeueJob', () => {
     await compareAndRequeueJob(db.prisma, requeueOf(job));
     const next = await claim('requeue.fence');
     expect(next).toMatchObject({ jobId: job.id, runNumber: 2, attempt: 1 });
-    await expect(completeJobSuccess(db.prisma, lease, { output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    await completeJobSuccess(db.prisma, next, { output: 'fresh' });
-    expect(await getJob(db.prisma, globalScope, job.id)).toMatchObject({ status: 'SUCCEEDED', output: 'fresh' });
+    await expect(completeJobSuccess(db.prisma, { ...lease, output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await completeJobSuccess(db.prisma, { ...next, output: 'fresh' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.id })).toMatchObject({ status: 'SUCCEEDED', output: 'fresh' });
   });
 
   it('requeues a job canceled before it was claimed at once', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'requeue.canceled-pending', payload: {} });
-    const canceled = await cancelJob(db.prisma, { jobId, scope: globalScope });
+    const canceled = await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
     const result = await compareAndRequeueJob(db.prisma, requeueOf(canceled, 'reset_progress_and_checkpoint'));
     expect(result).toMatchObject({ kind: 'requeued', job: { status: 'PENDING', runNumber: 2 } });
   });
 
   it('matches the scope exactly', async () => {
     const orgJob = await deadLetteredJob('requeue.scope', ORG_A);
-    for (const scope of [organizationScope(ORG_B), globalScope]) {
+    for (const scope of [organizationScope(ORG_B), noOrganizationScope()]) {
       expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(orgJob), scope })).toEqual({ kind: 'not_found' });
     }
     expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(orgJob), jobId: newId() })).toEqual({ kind: 'not_found' });
-    expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(orgJob), scope: adminScope })).toMatchObject({ kind: 'requeued' });
+    expect(await compareAndRequeueJob(db.prisma, { ...requeueOf(orgJob), scope: adminScope() })).toMatchObject({ kind: 'requeued' });
   });
 
   it('refuses to requeue a workflow step’s job', async () => {
@@ -197,7 +197,7 @@ describe('compareAndRequeueJob', () => {
     ]);
     const error = await compareAndRequeueJob(db.prisma, requeueOf(dead)).catch((e) => e);
     expect(error).toMatchObject({ code: 'job.workflow_requeue_not_supported', category: 'conflict' });
-    expect(await getJob(db.prisma, globalScope, dead.id)).toEqual(dead);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toEqual(dead);
   });
 
   it('announces the requeued job type on the job-available channel at commit', async () => {
@@ -225,6 +225,6 @@ describe('compareAndRequeueJob', () => {
         throw new Error('abandon');
       }),
     ).rejects.toThrow('abandon');
-    expect(await getJob(db.prisma, globalScope, dead.id)).toEqual(dead);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toEqual(dead);
   });
 });

@@ -6,7 +6,7 @@ import {
   enqueueJob,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   listJobEvents,
   organizationScope,
@@ -39,9 +39,9 @@ async function succeededJob(jobType: string, options: SourceOptions = {}): Promi
     idempotencyKey: options.idempotencyKey ?? `key-${jobType}`,
   });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
-  await heartbeatJob(db.prisma, lease!, { progress: { done: 2 }, checkpoint: { cursor: 'b' } });
-  await completeJobSuccess(db.prisma, lease!, { output: { sent: true } });
-  return getJob(db.prisma, adminScope, jobId);
+  await heartbeatJob(db.prisma, { ...lease!, save: { progress: { done: 2 }, checkpoint: { cursor: 'b' } } });
+  await completeJobSuccess(db.prisma, { ...lease!, output: { sent: true } });
+  return getJob(db.prisma, { scope: adminScope(), jobId });
 }
 
 async function jobCount(jobType: string): Promise<number> {
@@ -58,7 +58,7 @@ async function lineageCount(sourceJobId: string): Promise<number> {
 
 function replayOf(source: Job, key = 'replay-1', reason = 'template fixed') {
   return {
-    scope: source.organizationId === null ? globalScope : organizationScope(source.organizationId),
+    scope: source.organizationId === null ? noOrganizationScope() : organizationScope(source.organizationId),
     sourceJobId: source.id,
     expectedRunNumber: source.runNumber,
     replayRequestKey: key,
@@ -84,7 +84,7 @@ describe('compareAndReplaySucceededJob', () => {
     });
     if (result.kind !== 'replayed') return;
     expect(result.replay.jobId).not.toBe(source.id);
-    const replay = await getJob(db.prisma, organizationScope(ORG_A), result.replay.jobId);
+    const replay = await getJob(db.prisma, { scope: organizationScope(ORG_A), jobId: result.replay.jobId });
     expect(replay).toMatchObject({
       jobType: 'replay.copy',
       organizationId: ORG_A,
@@ -108,8 +108,8 @@ describe('compareAndReplaySucceededJob', () => {
   it('leaves the source row untouched', async () => {
     const source = await succeededJob('replay.untouched');
     await replayJobId(source);
-    expect(await getJob(db.prisma, globalScope, source.id)).toEqual(source);
-    expect((await listJobEvents(db.prisma, globalScope, source.id)).map((e) => e.eventType)).toEqual([
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: source.id })).toEqual(source);
+    expect((await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: source.id })).items.map((e) => e.eventType)).toEqual([
       'ENQUEUED',
       'LEASED',
       'RUNNING',
@@ -132,7 +132,7 @@ describe('compareAndReplaySucceededJob', () => {
         reason: 'customer asked again',
       },
     ]);
-    const events = await listJobEvents(db.prisma, globalScope, replayId);
+    const events = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: replayId })).items;
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
       eventType: 'ENQUEUED',
@@ -153,9 +153,9 @@ describe('compareAndReplaySucceededJob', () => {
     const claimed = await claimJobs(db.prisma, { workerId: 'w2', jobTypes: ['replay.worker'], limit: 10, leaseSeconds: 60, markRunning: true });
     expect(claimed.map((c) => c.jobId)).toEqual([replayId]);
     expect(claimed[0]).toMatchObject({ payload: source.payload, progress: null, checkpoint: null, workflowManaged: false });
-    await completeJobSuccess(db.prisma, claimed[0]!, { output: { sent: 'again' } });
-    expect(await getJob(db.prisma, globalScope, replayId)).toMatchObject({ status: 'SUCCEEDED', output: { sent: 'again' } });
-    expect(await getJob(db.prisma, globalScope, source.id)).toEqual(source);
+    await completeJobSuccess(db.prisma, { ...claimed[0]!, output: { sent: 'again' } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: replayId })).toMatchObject({ status: 'SUCCEEDED', output: { sent: 'again' } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: source.id })).toEqual(source);
   });
 
   it('returns the existing replay for the same key and reason', async () => {
@@ -172,7 +172,7 @@ describe('compareAndReplaySucceededJob', () => {
     const source = await succeededJob('replay.existing-status');
     const replayId = await replayJobId(source);
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['replay.existing-status'], limit: 1, leaseSeconds: 60 });
-    await failJob(db.prisma, lease!, { code: 'boom', message: 'no', retryable: false });
+    await failJob(db.prisma, { ...lease!, error: { code: 'boom', message: 'no' }, retryable: false });
     const again = await compareAndReplaySucceededJob(db.prisma, replayOf(source));
     expect(again).toMatchObject({ kind: 'replayed', replay: { jobId: replayId, status: 'DEAD_LETTERED', runNumber: 1, disposition: 'existing' } });
   });
@@ -196,9 +196,9 @@ describe('compareAndReplaySucceededJob', () => {
 
   it('reports a job that has not succeeded as an expectation mismatch with its actual record', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'replay.pending', payload: {} });
-    const actual = await getJob(db.prisma, globalScope, jobId);
+    const actual = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     const result = await compareAndReplaySucceededJob(db.prisma, {
-      scope: globalScope,
+      scope: noOrganizationScope(),
       sourceJobId: jobId,
       expectedRunNumber: 1,
       replayRequestKey: 'k',
@@ -220,7 +220,7 @@ describe('compareAndReplaySucceededJob', () => {
     const globalJob = await succeededJob('replay.scope-global');
     const attempts = [
       { ...replayOf(orgJob), scope: organizationScope(ORG_B) },
-      { ...replayOf(orgJob), scope: globalScope },
+      { ...replayOf(orgJob), scope: noOrganizationScope() },
       { ...replayOf(globalJob), scope: organizationScope(ORG_A) },
       { ...replayOf(globalJob), sourceJobId: newId() },
     ];
@@ -240,10 +240,10 @@ describe('compareAndReplaySucceededJob', () => {
 
   it('replays a source of any organization in admin scope', async () => {
     const orgJob = await succeededJob('replay.admin', { organizationId: ORG_B });
-    const result = await compareAndReplaySucceededJob(db.prisma, { ...replayOf(orgJob), scope: adminScope });
+    const result = await compareAndReplaySucceededJob(db.prisma, { ...replayOf(orgJob), scope: adminScope() });
     expect(result).toMatchObject({ kind: 'replayed', replay: { disposition: 'inserted' } });
     if (result.kind !== 'replayed') return;
-    expect((await getJob(db.prisma, adminScope, result.replay.jobId)).organizationId).toBe(ORG_B);
+    expect((await getJob(db.prisma, { scope: adminScope(), jobId: result.replay.jobId })).organizationId).toBe(ORG_B);
   });
 
   it('refuses to replay a workflow step’s job', async () => {
@@ -285,7 +285,7 @@ describe('compareAndReplaySucceededJob', () => {
     const replayId = await replayJobId(source);
     await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${source.id}::uuid`;
     expect(await lineageCount(source.id)).toBe(0);
-    expect((await getJob(db.prisma, globalScope, replayId)).status).toBe('PENDING');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: replayId })).status).toBe('PENDING');
   });
 
   it('refuses to delete a replay job alone while its lineage exists', async () => {

@@ -6,7 +6,7 @@ import {
   enqueueJob,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   type Db,
   type Job,
 } from '../../src/index.js';
@@ -19,8 +19,8 @@ async function finishedJob(jobType: string, outcome: 'succeed' | 'fail'): Promis
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {} });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
   if (outcome === 'succeed') await completeJobSuccess(db.prisma, lease!);
-  else await failJob(db.prisma, lease!, { code: 'x', message: 'x', retryable: false });
-  return getJob(db.prisma, globalScope, jobId);
+  else await failJob(db.prisma, { ...lease!, error: { code: 'x', message: 'x' }, retryable: false });
+  return getJob(db.prisma, { scope: noOrganizationScope(), jobId });
 }
 
 async function written(jobType: string): Promise<{ jobs: number; lineage: number }> {
@@ -49,7 +49,7 @@ describe('validation of compareAndReplaySucceededJob', () => {
   ] as const)('rejects %s, naming the field and writing nothing', async (name, change, field) => {
     const source = await finishedJob(`validate.${name}`, 'succeed');
     const input = {
-      scope: globalScope,
+      scope: noOrganizationScope(),
       sourceJobId: source.id,
       expectedRunNumber: 1,
       replayRequestKey: 'k',
@@ -66,7 +66,7 @@ describe('validation of compareAndReplaySucceededJob', () => {
   it('accepts a replay request key of exactly 512 bytes', async () => {
     const source = await finishedJob('validate.key-512', 'succeed');
     const result = await compareAndReplaySucceededJob(db.prisma, {
-      scope: globalScope,
+      scope: noOrganizationScope(),
       sourceJobId: source.id,
       expectedRunNumber: 1,
       replayRequestKey: 'é'.repeat(256),
@@ -81,7 +81,7 @@ describe('validation of compareAndReplaySucceededJob', () => {
       .$transaction(
         (tx) =>
           compareAndReplaySucceededJob(tx, {
-            scope: globalScope,
+            scope: noOrganizationScope(),
             sourceJobId: source.id,
             expectedRunNumber: 1,
             replayRequestKey: 'k',
@@ -104,7 +104,7 @@ describe('validation of compareAndRequeueJob', () => {
   ] as const)('rejects %s, naming the field and changing nothing', async (name, change, field) => {
     const dead = await finishedJob(`validate.requeue.${name}`, 'fail');
     const input = {
-      scope: globalScope,
+      scope: noOrganizationScope(),
       jobId: dead.id,
       expectedStatus: 'DEAD_LETTERED',
       expectedRunNumber: 1,
@@ -115,7 +115,7 @@ describe('validation of compareAndRequeueJob', () => {
     expect(error).toBeInstanceOf(ValidationError);
     expect(error).toMatchObject({ code: 'job.invalid_input', field });
     expect(await compareAndRequeueJob(untouchable, input).catch((e) => e)).toBeInstanceOf(ValidationError);
-    expect(await getJob(db.prisma, globalScope, dead.id)).toEqual(dead);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toEqual(dead);
   });
 
   it('does not type SUCCEEDED as a requeueable status', () => {
@@ -129,7 +129,7 @@ describe('validation of compareAndRequeueJob', () => {
     const result = await db.prisma.$transaction(
       (tx) =>
         compareAndRequeueJob(tx, {
-          scope: globalScope,
+          scope: noOrganizationScope(),
           jobId: dead.id,
           expectedStatus: 'DEAD_LETTERED',
           expectedRunNumber: 1,

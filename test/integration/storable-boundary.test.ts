@@ -19,7 +19,7 @@ import {
   enqueueWorkflowRun,
   failJob,
   getJob,
-  globalScope,
+  noOrganizationScope,
   heartbeatJob,
   listJobs,
   listWorkflowRuns,
@@ -68,7 +68,7 @@ describe('inside the host transaction', () => {
       return (await enqueueJob(tx, { jobType: 'host.job', payload: { note: 'ab' } })).jobId;
     });
     expect(await hostOrders()).toEqual(expect.arrayContaining(['job-1', 'job-2']));
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ payload: { note: 'ab' } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ payload: { note: 'ab' } });
   });
 
   it('enqueueWorkflowRun refuses a lone surrogate in a step key before any SQL; the host commits its own write', async () => {
@@ -88,10 +88,10 @@ describe('inside the host transaction', () => {
     await db.prisma.$transaction(async (tx) => {
       await insertOrder(tx, 'approval-1');
       const error = await refusal(
-        completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded', output: { by: NUL } } }),
+        completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: { by: NUL } } }),
       );
       expect(error).toMatchObject({ code: 'workflow.invalid_input', field: 'outcome.output.by' });
-      await completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded', output: { by: 'ana' } } });
+      await completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: { by: 'ana' } } });
     });
     expect(await hostOrders()).toContain('approval-1');
     expect((await stepsByKey(db.prisma, workflowRunId)).approve).toMatchObject({ status: 'SUCCEEDED', output: { by: 'ana' } });
@@ -103,7 +103,7 @@ describe('every stored field', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'boundary.job', payload: {} });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['boundary.job'], limit: 1, leaseSeconds: 60 });
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('boundary.run').external('e').build());
-    const ext = { workflowRunId, stepKey: 'e', scope: globalScope, outcome: { status: 'failed' as const } };
+    const ext = { workflowRunId, stepKey: 'e', scope: noOrganizationScope(), outcome: { status: 'failed' as const } };
     const deep = (() => {
       let value: unknown = 1;
       for (let i = 0; i < 5_000; i += 1) value = [value];
@@ -118,24 +118,24 @@ describe('every stored field', () => {
       ['enqueueJobs', (tx) => enqueueJobs(tx, [{ jobType: 'x', payload: {} }, { jobType: 'x', payload: [LONE] }]), 'job.invalid_input', '1.payload.0'],
       ['claimJobs jobTypes', (tx) => claimJobs(tx, { workerId: 'w', jobTypes: [NUL], limit: 1, leaseSeconds: 60 }), 'job.invalid_input', 'jobTypes.0'],
       ['claimJobs workerId', (tx) => claimJobs(tx, { workerId: LONE, limit: 1, leaseSeconds: 60 }), 'job.invalid_input', 'workerId'],
-      ['heartbeat progress', (tx) => heartbeatJob(tx, lease!, { progress: { p: NUL } }), 'job.invalid_input', 'progress.p'],
-      ['heartbeat checkpoint', (tx) => heartbeatJob(tx, lease!, { checkpoint: [LONE] }), 'job.invalid_input', 'checkpoint.0'],
-      ['completeJobSuccess output', (tx) => completeJobSuccess(tx, lease!, { output: { o: NUL } }), 'job.invalid_input', 'output.o'],
-      ['completeJobsSuccess output', (tx) => completeJobsSuccess(tx, [{ lease: lease!, output: { o: LONE } }]), 'job.invalid_input', '0.output.o'],
-      ['failJob message', (tx) => failJob(tx, lease!, { code: 'c', message: NUL, retryable: true }), 'job.invalid_input', 'message'],
-      ['failJob code', (tx) => failJob(tx, lease!, { code: LONE, message: 'm', retryable: true }), 'job.invalid_input', 'code'],
-      ['releaseJob reason', (tx) => releaseJob(tx, lease!, { reason: NUL }), 'job.invalid_input', 'reason'],
-      ['cancelJob reason', (tx) => cancelJob(tx, { jobId, scope: globalScope, reason: NUL }), 'job.invalid_input', 'reason'],
-      ['listJobs jobType', (tx) => listJobs(tx, { scope: adminScope, jobType: NUL }), 'job.invalid_input', 'jobType'],
+      ['heartbeat progress', (tx) => heartbeatJob(tx, { ...lease!, save: { progress: { p: NUL } } }), 'job.invalid_input', 'save.progress.p'],
+      ['heartbeat checkpoint', (tx) => heartbeatJob(tx, { ...lease!, save: { checkpoint: [LONE] } }), 'job.invalid_input', 'save.checkpoint.0'],
+      ['completeJobSuccess output', (tx) => completeJobSuccess(tx, { ...lease!, output: { o: NUL } }), 'job.invalid_input', 'output.o'],
+      ['completeJobsSuccess output', (tx) => completeJobsSuccess(tx, [{ ...lease!, output: { o: LONE } }]), 'job.invalid_input', '0.output.o'],
+      ['failJob message', (tx) => failJob(tx, { ...lease!, error: { code: 'c', message: NUL }, retryable: true }), 'job.invalid_input', 'error.message'],
+      ['failJob code', (tx) => failJob(tx, { ...lease!, error: { code: LONE, message: 'm' }, retryable: true }), 'job.invalid_input', 'error.code'],
+      ['releaseJob reason', (tx) => releaseJob(tx, { ...lease!, reason: NUL }), 'job.invalid_input', 'reason'],
+      ['cancelJob reason', (tx) => cancelJob(tx, { jobId, scope: noOrganizationScope(), reason: NUL }), 'job.invalid_input', 'reason'],
+      ['listJobs jobType', (tx) => listJobs(tx, { scope: adminScope(), jobType: NUL }), 'job.invalid_input', 'jobType'],
       [
         'replay key',
-        (tx) => compareAndReplaySucceededJob(tx, { scope: adminScope, sourceJobId: jobId, expectedRunNumber: 1, replayRequestKey: NUL, reason: 'r' }),
+        (tx) => compareAndReplaySucceededJob(tx, { scope: adminScope(), sourceJobId: jobId, expectedRunNumber: 1, replayRequestKey: NUL, reason: 'r' }),
         'job.invalid_input',
         'replayRequestKey',
       ],
       [
         'replay reason',
-        (tx) => compareAndReplaySucceededJob(tx, { scope: adminScope, sourceJobId: jobId, expectedRunNumber: 1, replayRequestKey: 'k', reason: LONE }),
+        (tx) => compareAndReplaySucceededJob(tx, { scope: adminScope(), sourceJobId: jobId, expectedRunNumber: 1, replayRequestKey: 'k', reason: LONE }),
         'job.invalid_input',
         'reason',
       ],
@@ -154,8 +154,8 @@ describe('every stored field', () => {
       ['external errorCode', (tx) => completeExternalWorkflowStep(tx, { ...ext, errorCode: LONE }), 'workflow.invalid_input', 'errorCode'],
       ['external statusReason', (tx) => completeExternalWorkflowStep(tx, { ...ext, statusReason: NUL }), 'workflow.invalid_input', 'statusReason'],
       ['external step key', (tx) => completeExternalWorkflowStep(tx, { ...ext, stepKey: NUL }), 'workflow.invalid_input', 'stepKey'],
-      ['cancel run reason', (tx) => cancelWorkflowRun(tx, { workflowRunId, scope: globalScope, reason: NUL }), 'workflow.invalid_input', 'reason'],
-      ['list runs type', (tx) => listWorkflowRuns(tx, { scope: adminScope, workflowType: LONE }), 'workflow.invalid_input', 'workflowType'],
+      ['cancel run reason', (tx) => cancelWorkflowRun(tx, { workflowRunId, scope: noOrganizationScope(), reason: NUL }), 'workflow.invalid_input', 'reason'],
+      ['list runs type', (tx) => listWorkflowRuns(tx, { scope: adminScope(), workflowType: LONE }), 'workflow.invalid_input', 'workflowType'],
     ];
 
     await db.prisma.$transaction(async (tx) => {
@@ -167,6 +167,6 @@ describe('every stored field', () => {
       await insertOrder(tx, 'after-every-refusal');
     });
     expect(await hostOrders()).toContain('after-every-refusal');
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', progress: null, checkpoint: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', progress: null, checkpoint: null });
   });
 });

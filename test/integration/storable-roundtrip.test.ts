@@ -42,7 +42,7 @@ describe('storable values round-trip through PostgreSQL', () => {
           return;
         }
         const { jobId } = await enqueue;
-        const job = await getJob(db.prisma, adminScope, jobId);
+        const job = await getJob(db.prisma, { scope: adminScope(), jobId });
         // JSON itself writes -0 as 0; nothing else may change.
         expect(job.payload).toStrictEqual(JSON.parse(JSON.stringify(payload)));
       }),
@@ -78,7 +78,7 @@ describe('storable values round-trip through PostgreSQL', () => {
       let payload: unknown = 'leaf';
       for (let i = 0; i < MAX_JSON_DEPTH; i += 1) payload = wrap(payload);
       const { jobId } = await enqueueJob(db.prisma, { jobType: 'storable.deep', payload: payload as never });
-      expect((await getJob(db.prisma, adminScope, jobId)).payload).toStrictEqual(payload);
+      expect((await getJob(db.prisma, { scope: adminScope(), jobId })).payload).toStrictEqual(payload);
       const error = await refusal(enqueueJob(db.prisma, { jobType: 'storable.deep', payload: wrap(payload) as never }));
       expect(error?.message).toMatch(/nested deeper than 256 levels/);
     }

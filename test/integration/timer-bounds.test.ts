@@ -5,11 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, createWorker, enqueueJob, heartbeatJob, ValidationError, withTransaction } from '../../src/index.js';
+import { claimJobs, createWorker, enqueueJob, heartbeatJob, ValidationError } from '../../src/index.js';
 import { runUntilIdle } from '../../src/testing/index.js';
 import { defineJob } from '../../src/worker/index.js';
 import { MAX_LEASE_SECONDS } from '../../src/validation/primitives.js';
 import { useTestDatabase } from '../harness/database.js';
+import { withTransaction } from '../../src/client/transaction.js';
 
 const db = useTestDatabase();
 const handler = defineJob('bounds.job', z.object({}), async () => null);
@@ -46,9 +47,9 @@ describe('timer-fed options', () => {
     expect(claimError).toMatchObject({ code: 'job.invalid_input', field: 'leaseSeconds' });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: MAX_LEASE_SECONDS });
     expect(lease).toBeDefined();
-    const heartbeatError = await errorOf(() => heartbeatJob(db.prisma, lease!, { leaseSeconds: 10_000_000 }));
+    const heartbeatError = await errorOf(() => heartbeatJob(db.prisma, { ...lease!, leaseSeconds: 10_000_000 }));
     expect(heartbeatError).toMatchObject({ code: 'job.invalid_input', field: 'leaseSeconds' });
-    expect((await heartbeatJob(db.prisma, lease!, { leaseSeconds: MAX_LEASE_SECONDS })).leaseExpiresAt.getTime()).toBeGreaterThan(Date.now() + 24 * 3600_000);
+    expect((await heartbeatJob(db.prisma, { ...lease!, leaseSeconds: MAX_LEASE_SECONDS })).leaseExpiresAt.getTime()).toBeGreaterThan(Date.now() + 24 * 3600_000);
   });
 
   it('refuses a runUntilIdle timeout a timer cannot wait', async () => {

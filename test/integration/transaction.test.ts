@@ -8,18 +8,15 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ensureReadCommitted,
   isRunledgerError,
-  isTransactionClient,
-  setLocalLockTimeout,
-  setLocalStatementTimeout,
-  withTransaction,
   type Db,
   type Tx,
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 import { useTestDatabase } from '../harness/database.js';
+import { ensureReadCommitted, setLocalLockTimeout, setLocalStatementTimeout, withTransaction } from '../../src/client/transaction.js';
+import { isTransactionClient } from '../../src/client/types.js';
 
 const db = useTestDatabase();
 let host: HostPrismaClient;
@@ -129,7 +126,7 @@ describe('ensureReadCommitted', () => {
     const outcome = await host
       .$transaction(
         async (tx) => {
-          await ensureReadCommitted({ tx, owned: false }, 'test.unsupported_isolation', 'Test operation');
+          await ensureReadCommitted({ tx, owned: false }, 'workflow.cancel_unsupported_isolation', 'Test operation');
           return 'ok';
         },
         { isolationLevel },
@@ -137,7 +134,7 @@ describe('ensureReadCommitted', () => {
       .catch((error: unknown) => error);
     if (accepted) expect(outcome).toBe('ok');
     else {
-      expect(isRunledgerError(outcome, 'test.unsupported_isolation')).toBe(true);
+      expect(isRunledgerError(outcome, 'workflow.cancel_unsupported_isolation')).toBe(true);
       expect((outcome as { category: string; field: string }).category).toBe('validation');
       expect((outcome as { field: string }).field).toBe('transaction.isolationLevel');
     }

@@ -9,7 +9,7 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { z as z3 } from 'zod3';
 import { z } from 'zod';
-import { claimJobs, enqueueJob, enqueueJobs, failJob, getJob, globalScope, workflow, enqueueWorkflowRun, listWorkflowSteps } from '../../src/index.js';
+import { claimJobs, enqueueJob, enqueueJobs, failJob, getJob, noOrganizationScope, workflow, enqueueWorkflowRun, listWorkflowSteps } from '../../src/index.js';
 import { defineJob } from '../../src/worker/index.js';
 import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -30,7 +30,7 @@ describe('typed job definitions', () => {
     const { jobId } = await enqueueJob(db.prisma, def, { id: 'a', count: '21' });
     await done;
     expect(await seen.promise).toEqual({ id: 'a', count: 21 });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', output: { doubled: 42 } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', output: { doubled: 42 } });
   });
 
   it('runs a job defined with a valibot schema and dead-letters a payload valibot refuses, naming the field', async () => {
@@ -44,13 +44,13 @@ describe('typed job definitions', () => {
     const { jobId } = await enqueueJob(db.prisma, def, { name: 'ada' });
     await done;
     expect(await seen.promise).toEqual({ name: 'ADA' });
-    expect((await getJob(db.prisma, globalScope, jobId)).output).toBe('ADA');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).output).toBe('ADA');
 
     const failed = nextEvent(worker, 'job:failure');
     // By name, so the compiler lets the wrong payload through; valibot refuses it when claimed.
     const bad = await enqueueJob(db.prisma, { jobType: 'typed.valibot', payload: { name: 7 } });
     expect(await failed).toMatchObject({ code: 'job.payload_invalid', status: 'DEAD_LETTERED' });
-    expect((await getJob(db.prisma, globalScope, bad.jobId)).lastErrorMessage).toMatch(/^Invalid payload\.name: /);
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: bad.jobId })).lastErrorMessage).toMatch(/^Invalid payload\.name: /);
   });
 
   it("writes the definition's maxAttempts and timeout on the job row, and the enqueue's own settings win", async () => {
@@ -59,17 +59,17 @@ describe('typed job definitions', () => {
     const overridden = await enqueueJob(db.prisma, def, { n: 2 }, { maxAttempts: 7 });
     const byName = await enqueueJob(db.prisma, { jobType: 'typed.settings', payload: { n: 3 } });
     const [batched] = await enqueueJobs(db.prisma, def, [{ payload: { n: 4 }, timeoutSeconds: 5 }]);
-    expect(await getJob(db.prisma, globalScope, byDefinition.jobId)).toMatchObject({ maxAttempts: 2, timeoutSeconds: 30 });
-    expect(await getJob(db.prisma, globalScope, overridden.jobId)).toMatchObject({ maxAttempts: 7, timeoutSeconds: 30 });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: byDefinition.jobId })).toMatchObject({ maxAttempts: 2, timeoutSeconds: 30 });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: overridden.jobId })).toMatchObject({ maxAttempts: 7, timeoutSeconds: 30 });
     // By name the definition is not known: the defaults apply.
-    expect(await getJob(db.prisma, globalScope, byName.jobId)).toMatchObject({ maxAttempts: 5, timeoutSeconds: 300 });
-    expect(await getJob(db.prisma, globalScope, batched!.jobId)).toMatchObject({ maxAttempts: 2, timeoutSeconds: 5 });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: byName.jobId })).toMatchObject({ maxAttempts: 5, timeoutSeconds: 300 });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: batched!.jobId })).toMatchObject({ maxAttempts: 2, timeoutSeconds: 5 });
   });
 
   it("gives a workflow step given by definition the definition's settings", async () => {
     const def = defineJob('typed.step', z.object({ n: z.number() }), () => null, { retry: { maxAttempts: 3 }, timeoutSeconds: 9 });
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('typed.wf').job('a', def, { n: 1 }).job('b', def, { n: 2 }, { maxAttempts: 1 }).build());
-    const steps = await listWorkflowSteps(db.prisma, globalScope, workflowRunId);
+    const { items: steps } = await listWorkflowSteps(db.prisma, { scope: noOrganizationScope(), workflowRunId });
     expect(steps.map((s) => [s.stepKey, s.maxAttempts, s.timeoutSeconds])).toEqual([
       ['a', 3, 9],
       ['b', 1, 9],
@@ -85,7 +85,7 @@ describe('typed job definitions', () => {
     const before = Date.now();
     const { jobId } = await enqueueJob(db.prisma, def, {});
     expect(await failed).toMatchObject({ status: 'PENDING', retryable: true });
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     // Equal jitter: between half the ceiling and the ceiling (the default's first delay is at most 1 s).
     const delay = job.nextRunAt.getTime() - before;
     expect(delay).toBeGreaterThanOrEqual(60_000 - 5_000);
@@ -103,7 +103,7 @@ describe('typed job definitions', () => {
     await enqueueJob(db.prisma, { jobType: 'typed.manual', payload: {} });
     const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['typed.manual'], limit: 1, leaseSeconds: 60 });
     const before = Date.now();
-    const result = await failJob(db.prisma, job!, { code: 'x', message: 'x', retryable: true, backoff: { baseDelayMs: 600_000, maxDelayMs: 600_000 } });
+    const result = await failJob(db.prisma, { ...job!, error: { code: 'x', message: 'x' }, retryable: true, backoff: { baseDelayMs: 600_000, maxDelayMs: 600_000 } });
     expect(result.nextRunAt!.getTime() - before).toBeGreaterThanOrEqual(300_000 - 5_000);
   });
 });

@@ -8,9 +8,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { enqueueJobs } from '../../src/index.js';
-import { createWorker, defineJob, JOB_BUFFER_EXPIRED, silentLogger, type Worker } from '../../src/worker/index.js';
+import { createWorker, defineJob, silentLogger, type Worker } from '../../src/worker/index.js';
 import { countdown, latch, nextEvent, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
+import { JOB_BUFFER_EXPIRED } from '../../src/worker/job-errors.js';
 
 const db = useTestDatabase();
 const workers: Worker[] = [];

@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { enqueueJob, getJob, globalScope } from '../../src/index.js';
+import { enqueueJob, getJob, noOrganizationScope } from '../../src/index.js';
 import { createWorker, defineJob, silentLogger } from '../../src/worker/index.js';
 import { nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -28,7 +28,7 @@ describe('a worker process killed mid-job', () => {
       expect(await started).toBe(jobId);
       child.kill('SIGKILL');
       expect(await exited).toBe('SIGKILL');
-      expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'doomed-worker', attempt: 1 });
+      expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'doomed-worker', attempt: 1 });
 
       const survivor = defineJob('crash.victim', z.object({}), async (_payload, ctx) => `recovered on attempt ${ctx.attempt}`);
       const worker = createWorker({
@@ -46,7 +46,7 @@ describe('a worker process killed mid-job', () => {
       } finally {
         await worker.stop();
       }
-      expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({
+      expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
         status: 'SUCCEEDED',
         attempt: 2,
         output: 'recovered on attempt 2',

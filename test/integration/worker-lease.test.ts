@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, completeJobSuccess, enqueueJob, getJob, globalScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
+import { claimJobs, completeJobSuccess, enqueueJob, getJob, noOrganizationScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
 import {
   defineJob,
   JobAbortedError,
@@ -54,14 +54,14 @@ describe('progress and checkpoints', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'lease.save', payload: {} });
     const ctx = await saved.promise;
     expect(ctx).toMatchObject({ progress: { done: 1, of: 2 }, checkpoint: { cursor: 'page-2' } });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
       status: 'LEASED',
       progress: { done: 1, of: 2 },
       checkpoint: { cursor: 'page-2' },
     });
     proceed.open();
     await succeeded;
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', progress: { done: 1, of: 2 } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', progress: { done: 1, of: 2 } });
   });
 
   it('hands the next attempt the checkpoint the failed one saved', async () => {
@@ -91,7 +91,7 @@ describe('progress and checkpoints', () => {
     const succeeded = nextEvent(worker, 'job:success');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'lease.long', payload: {} });
     await succeeded;
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1, output: 'finished' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', attempt: 1, output: 'finished' });
   });
 });
 
@@ -120,11 +120,11 @@ describe('a lost lease', () => {
     finish.open();
     await worker.stop();
 
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'intruder', attempt: 2, output: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'intruder', attempt: 2, output: null });
     expect(await succeededEvents(jobId)).toBe(0);
     expect(worker.stats()).toMatchObject({ succeeded: 0, failed: 0, leaseLost: 1 });
-    await completeJobSuccess(db.prisma, intruder, { output: 'from the intruder' });
-    expect((await getJob(db.prisma, globalScope, jobId)).output).toBe('from the intruder');
+    await completeJobSuccess(db.prisma, { ...intruder, output: 'from the intruder' });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).output).toBe('from the intruder');
   });
 
   it('refuses saveProgress once the lease is gone and aborts the signal', async () => {
@@ -150,7 +150,7 @@ describe('a lost lease', () => {
     expect(reason).toMatchObject({ reason: 'lease lost' });
     expect((await lost).during).toBe('save');
     await worker.stop();
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ leaseOwner: 'intruder', progress: null, output: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ leaseOwner: 'intruder', progress: null, output: null });
   });
 
   it('logs and counts a completion the fence refuses, without throwing', async () => {
@@ -175,7 +175,7 @@ describe('a lost lease', () => {
     expect(worker.stats()).toMatchObject({ succeeded: 0, leaseLost: 1 });
     expect(logger.entries.some((e) => e.level === 'warn' && e.message.startsWith('lease lost') && e.fields?.jobId === jobId)).toBe(true);
     expect(errors).toEqual([]);
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'LEASED', leaseOwner: 'intruder', output: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'intruder', output: null });
     expect(await succeededEvents(jobId)).toBe(0);
   });
 });

@@ -18,7 +18,7 @@ import {
   enqueueWorkflowRun,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   TerminalError,
   workflow,
   type Worker,
@@ -110,17 +110,17 @@ describe('a worker through a database outage', () => {
       gate.open(); // every handler returns now, while nothing can be recorded
       // The outage itself (seconds, as in a server restart); writes keep retrying meanwhile.
       await new Promise((resolve) => setTimeout(resolve, 8_000));
-      const leased = await Promise.all([...direct, ...failing].map(({ jobId }) => getJob(db.prisma, globalScope, jobId)));
+      const leased = await Promise.all([...direct, ...failing].map(({ jobId }) => getJob(db.prisma, { scope: noOrganizationScope(), jobId })));
       expect(leased.every((job) => job.status === 'LEASED')).toBe(true); // nothing got through: the outage was real
       await proxy.restore();
       await within(finished.promise, 20_000, 'every outcome recorded after the outage');
     });
     expect(trouble).toEqual({ errors: [], leaseLost: [] });
-    for (const { jobId } of direct) expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+    for (const { jobId } of direct) expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
     for (const { jobId } of failing) {
-      expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'DEAD_LETTERED', attempt: 1, lastErrorCode: 'outage.declined' });
+      expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'DEAD_LETTERED', attempt: 1, lastErrorCode: 'outage.declined' });
     }
-    for (const runId of runIds) expect(await getWorkflowRun(db.prisma, globalScope, runId)).toMatchObject({ status: 'SUCCEEDED', result: 'step done' });
+    for (const runId of runIds) expect(await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId: runId })).toMatchObject({ status: 'SUCCEEDED', result: 'step done' });
     expect(runs.size).toBe(20 + 4 + 2 * 2);
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
   });
@@ -145,7 +145,7 @@ describe('a worker through a database outage', () => {
       gate.open();
       // Until the completions have committed (their answers go nowhere).
       const deadline = Date.now() + 15_000;
-      while ((await Promise.all(jobs.map(({ jobId }) => getJob(db.prisma, globalScope, jobId)))).some((job) => job.status !== 'SUCCEEDED')) {
+      while ((await Promise.all(jobs.map(({ jobId }) => getJob(db.prisma, { scope: noOrganizationScope(), jobId })))).some((job) => job.status !== 'SUCCEEDED')) {
         if (Date.now() > deadline) throw new Error('the completions never committed');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
@@ -155,6 +155,6 @@ describe('a worker through a database outage', () => {
     });
     expect(trouble).toEqual({ errors: [], leaseLost: [] });
     expect([...runs.values()]).toEqual([1, 1, 1]);
-    for (const { jobId } of jobs) expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+    for (const { jobId } of jobs) expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
   });
 });

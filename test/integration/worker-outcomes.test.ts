@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { enqueueJob, getJob, globalScope } from '../../src/index.js';
+import { enqueueJob, getJob, noOrganizationScope } from '../../src/index.js';
 import {
   defineJob,
   JobAbortedError,
@@ -33,7 +33,7 @@ describe('handler outcomes', () => {
     const failed = nextEvent(worker, 'job:failure');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.retry_later', payload: {} });
     expect(await failed).toMatchObject({ code: 'test.rate_limited', retryable: true, status: 'PENDING' });
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'PENDING', attempt: 1, lastErrorCode: 'test.rate_limited', lastErrorMessage: 'rate limited' });
     expect(job.nextRunAt.getTime()).toBeGreaterThanOrEqual(notBefore.getTime());
     expect(await eventTypes(jobId)).toEqual(['ENQUEUED', 'LEASED', 'RETRY_SCHEDULED', 'RUNNING']);
@@ -47,7 +47,7 @@ describe('handler outcomes', () => {
     const failed = nextEvent(worker, 'job:failure');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.terminal', payload: {}, maxAttempts: 5 });
     expect(await failed).toMatchObject({ code: 'billing.card_declined', retryable: false, status: 'DEAD_LETTERED', nextRunAt: null });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
       status: 'DEAD_LETTERED',
       attempt: 1,
       lastErrorCode: 'billing.card_declined',
@@ -66,7 +66,7 @@ describe('handler outcomes', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.flaky', payload: {} });
     expect(await failed).toMatchObject({ code: 'job.handler_error', message: 'connection reset by peer', status: 'PENDING' });
     expect((await succeeded).job).toMatchObject({ jobId, attempt: 2 });
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', attempt: 2, output: { attempt: 2 } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', attempt: 2, output: { attempt: 2 } });
     expect(await eventTypes(jobId)).toEqual(['ENQUEUED', 'LEASED', 'LEASED', 'RETRY_SCHEDULED', 'RUNNING', 'RUNNING', 'SUCCEEDED']);
   });
 
@@ -78,7 +78,7 @@ describe('handler outcomes', () => {
     const failed = nextEvent(worker, 'job:failure');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.exhausted', payload: {}, maxAttempts: 1 });
     expect(await failed).toMatchObject({ code: 'job.handler_error', retryable: true, status: 'DEAD_LETTERED' });
-    expect((await getJob(db.prisma, globalScope, jobId)).status).toBe('DEAD_LETTERED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).status).toBe('DEAD_LETTERED');
   });
 
   it('dead-letters an invalid payload with job.payload_invalid naming the field, without running the handler', async () => {
@@ -90,7 +90,7 @@ describe('handler outcomes', () => {
     const failed = nextEvent(worker, 'job:failure');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.payload', payload: { invoice: { amount: 'ten' } } });
     expect(await failed).toMatchObject({ code: 'job.payload_invalid', retryable: false, status: 'DEAD_LETTERED' });
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'DEAD_LETTERED', attempt: 1, lastErrorCode: 'job.payload_invalid' });
     expect(job.lastErrorMessage).toMatch(/^Invalid payload\.invoice\.amount: /);
     expect(ran).toBe(false);
@@ -104,7 +104,7 @@ describe('handler outcomes', () => {
     const succeeded = nextEvent(worker, 'job:success');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.jsonified', payload: {} });
     await succeeded;
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job.status).toBe('SUCCEEDED');
     expect(job.output).toEqual({ at: '2026-12-01T10:00:00.000Z', money: '12.50', list: [null, 1] });
   });
@@ -119,7 +119,7 @@ describe('handler outcomes', () => {
     const failed = nextEvent(worker, 'job:failure');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'out.output', payload: {} });
     expect(await failed).toMatchObject({ code: 'job.output_invalid', status: 'DEAD_LETTERED' });
-    expect((await getJob(db.prisma, globalScope, jobId)).output).toBeNull();
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).output).toBeNull();
   });
 
   it('aborts ctx.signal on timeout and schedules a retry with job.timeout', async () => {
@@ -138,7 +138,7 @@ describe('handler outcomes', () => {
     expect(abortReason).toBeInstanceOf(JobAbortedError);
     expect(abortReason).toMatchObject({ reason: 'timeout' });
     await worker.stop();
-    const job = await getJob(db.prisma, globalScope, jobId);
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ attempt: 1, lastErrorCode: 'job.timeout', output: null });
     expect(job.status).not.toBe('SUCCEEDED');
     expect(worker.stats()).toMatchObject({ succeeded: 0, failed: 1 });

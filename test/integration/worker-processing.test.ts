@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, enqueueJob, enqueueJobs, getJob, globalScope } from '../../src/index.js';
-import { createWorker, defineJob, LISTENER_APPLICATION_NAME, silentLogger, type Worker, type WorkerOptions } from '../../src/worker/index.js';
+import { claimJobs, enqueueJob, enqueueJobs, getJob, noOrganizationScope } from '../../src/index.js';
+import { createWorker, defineJob, silentLogger, type Worker, type WorkerOptions } from '../../src/worker/index.js';
 import { countdown, latch, nextEvent, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
+import { LISTENER_APPLICATION_NAME } from '../../src/worker/listener.js';
 
 const db = useTestDatabase();
 
@@ -62,7 +63,7 @@ describe('worker processing', () => {
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect(maxRunning).toBeLessThanOrEqual(8);
     expect(maxRunning).toBeGreaterThan(1);
-    const sample = await getJob(db.prisma, globalScope, jobs[7]!.jobId);
+    const sample = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: jobs[7]!.jobId });
     expect(sample).toMatchObject({ status: 'SUCCEEDED', output: { doubled: 14 }, attempt: 1, leaseOwner: null });
     expect(worker.stats()).toEqual({ inFlight: 0, claimed: 200, succeeded: 200, failed: 0, released: 0, leaseLost: 0 });
   });
@@ -89,7 +90,7 @@ describe('worker processing', () => {
     const succeeded = nextEvent(worker, 'job:success', (e) => e.job.jobType === 'proc.poll', 5_000);
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'proc.poll', payload: {} });
     expect((await succeeded).job.jobId).toBe(jobId);
-    expect((await getJob(db.prisma, globalScope, jobId)).output).toBe('polled');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).output).toBe('polled');
   });
 
   it('polls only, and says so once, when given a db and no connection string to LISTEN on', async () => {
@@ -139,7 +140,7 @@ describe('worker processing', () => {
     await worker.start();
     await succeeded;
     await idle;
-    expect(await getJob(db.prisma, globalScope, unknownId)).toMatchObject({ status: 'PENDING', attempt: 0 });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: unknownId })).toMatchObject({ status: 'PENDING', attempt: 0 });
   });
 
   it('reaps the lease of a crashed worker and runs the job again', async () => {
@@ -160,7 +161,7 @@ describe('worker processing', () => {
     await worker.start();
     expect((await succeeded).job.attempt).toBe(2);
     expect(attempts).toEqual([2]);
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'rescued', lastErrorCode: 'job.lease_expired' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', output: 'rescued', lastErrorCode: 'job.lease_expired' });
   });
 
   it('claims again as soon as a slot frees up when the last batch was full', async () => {

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { enqueueJobs, enqueueWorkflowRun, getWorkflowRun, globalScope, workflow } from '../../src/index.js';
+import { enqueueJobs, enqueueWorkflowRun, getWorkflowRun, noOrganizationScope, workflow } from '../../src/index.js';
 import { createWorker, defineJob, silentLogger, type Worker } from '../../src/worker/index.js';
 import { countdown, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -68,6 +68,6 @@ describe('worker slots', () => {
     worker.on('job:success', done.arrive);
     await worker.start();
     await within(done.promise, 10_000, 'the three steps, long before the next poll');
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('SUCCEEDED');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('SUCCEEDED');
   });
 });

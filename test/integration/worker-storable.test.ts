@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { enqueueJob, getJob, globalScope } from '../../src/index.js';
+import { enqueueJob, getJob, noOrganizationScope } from '../../src/index.js';
 import { defineJob, RetryableError, TerminalError } from '../../src/worker/index.js';
 import { textProblem } from '../../src/validation/storable.js';
 import { nextEvent } from '../fixtures/worker-support/latches.js';
@@ -22,7 +22,7 @@ async function runOnce(jobType: string, handler: () => Promise<unknown>, maxAtte
   const failed = nextEvent(worker, 'job:failure');
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {}, maxAttempts });
   const event = await failed;
-  return { event, job: await getJob(db.prisma, globalScope, jobId) };
+  return { event, job: await getJob(db.prisma, { scope: noOrganizationScope(), jobId }) };
 }
 
 describe('unstorable handler results', () => {
@@ -88,7 +88,7 @@ describe('unstorable handler results', () => {
     const failed = nextEvent(worker, 'job:failure');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'storable.payload_msg', payload: { n: 'x' } });
     await failed;
-    expect(await getJob(db.prisma, globalScope, jobId)).toMatchObject({
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
       status: 'DEAD_LETTERED',
       lastErrorCode: 'job.payload_invalid',
       lastErrorMessage: 'Invalid payload.n: bad\uFFFDnumber',

@@ -9,7 +9,7 @@ import {
   completeJobSuccess,
   enqueueOrGetActiveWorkflow,
   enqueueWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   organizationScope,
   releaseQuiescedActiveKeys,
@@ -45,7 +45,7 @@ async function runCount(workflowType: string): Promise<number> {
 
 async function finishAll(jobType: string): Promise<void> {
   const jobs = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 100, leaseSeconds: 60, markRunning: true });
-  for (const job of jobs) await completeJobSuccess(db.prisma, job, { output: { done: true } });
+  for (const job of jobs) await completeJobSuccess(db.prisma, { ...job, output: { done: true } });
 }
 
 describe('enqueueOrGetActiveWorkflow', () => {
@@ -55,7 +55,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
     const second = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.basic'), activeKey: 'sync:basic' });
     expect(second).toEqual({ outcome: 'existing_active', workflowRunId: first.workflowRunId, status: 'RUNNING' });
     expect(await claimsOf('sync:basic')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: false }]);
-    const handle = workflowRunHandle(db.prisma, globalScope, second.workflowRunId);
+    const handle = workflowRunHandle(db.prisma, noOrganizationScope(), second.workflowRunId);
     expect(await handle.getStatus()).toBe('RUNNING');
   });
 
@@ -135,7 +135,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
     const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.cancel'], limit: 1, leaseSeconds: 300, markRunning: true });
     expect(lease).toBeDefined();
-    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: globalScope });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
     expect(await claimsOf('sync:cancel')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: false }]);
     expect(await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' })).toEqual({
       outcome: 'existing_active',
@@ -152,7 +152,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
     // The next enqueue releases a quiescent holder itself, without the sweep.
     const second = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     const [lease2] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.cancel'], limit: 1, leaseSeconds: 300, markRunning: true });
-    await cancelWorkflowRun(db.prisma, { workflowRunId: second.workflowRunId, scope: globalScope });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: second.workflowRunId, scope: noOrganizationScope() });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease2!.jobId}::uuid`;
     const third = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     expect(third.outcome).toBe('inserted');
@@ -162,7 +162,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
   it("is released by the worker's reaper loop once the canceled lease has run out", async () => {
     const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.reaper'), activeKey: 'sync:reaper' });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.reaper'], limit: 1, leaseSeconds: 300, markRunning: true });
-    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: globalScope });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
     const reaper = new Reaper({ db: db.prisma, intervalMs: 10, limit: 10, logger: silentLogger, onRetried: () => undefined, onError: () => undefined });
     reaper.start();
@@ -186,7 +186,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
 
   it('releases at once when a run is canceled with no live lease', async () => {
     const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel-pending'), activeKey: 'sync:cancel-pending' });
-    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: globalScope });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
     expect(await claimsOf('sync:cancel-pending')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: true }]);
   });
 

@@ -12,7 +12,7 @@ import {
   claimJobs,
   completeJobSuccess,
   enqueueWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   workflow,
   type AppendWorkflowStepsInput,
   type ClaimedJob,
@@ -92,7 +92,7 @@ async function fixture(tag: string, withDependent: boolean, hold = true): Promis
     lease: lease!,
     append: {
       workflowRunId,
-      scope: globalScope,
+      scope: noOrganizationScope(),
       mutationKey: 'race',
       steps: [
         { kind: 'job', key: 'n', jobType: `race.${tag}.n`, payload: {} },
@@ -126,12 +126,12 @@ describe('append racing completion of its prerequisite', () => {
     it(`${kind}: the append first, the completion waiting for its step row`, async () => {
       const serial = await fixture(`c1s${Number(withDependent)}`, withDependent);
       await appendWorkflowSteps(db.prisma, serial.append);
-      await completeJobSuccess(db.prisma, serial.lease, { output: 1 });
+      await completeJobSuccess(db.prisma, { ...serial.lease, output: 1 });
 
       const raced = await fixture(`c1r${Number(withDependent)}`, withDependent);
       const append = held(first, (tx) => appendWorkflowSteps(tx, raced.append));
       expect((await append.ready).steps.map((s) => s.status)).toEqual(['BLOCKED', 'BLOCKED']);
-      const completion = completeJobSuccess(second, raced.lease, { output: 1 });
+      const completion = completeJobSuccess(second, { ...raced.lease, output: 1 });
       await lockWaiters(1);
       append.release();
       await append.done;
@@ -144,11 +144,11 @@ describe('append racing completion of its prerequisite', () => {
 
     it(`${kind}: the completion first, the append waiting for the step row`, async () => {
       const serial = await fixture(`c2s${Number(withDependent)}`, withDependent);
-      await completeJobSuccess(db.prisma, serial.lease, { output: 1 });
+      await completeJobSuccess(db.prisma, { ...serial.lease, output: 1 });
       await appendWorkflowSteps(db.prisma, serial.append);
 
       const raced = await fixture(`c2r${Number(withDependent)}`, withDependent);
-      const completion = held(first, (tx) => completeJobSuccess(tx, raced.lease, { output: 1 }));
+      const completion = held(first, (tx) => completeJobSuccess(tx, { ...raced.lease, output: 1 }));
       await completion.ready;
       const append = appendWorkflowSteps(second, raced.append);
       await lockWaiters(1);
@@ -170,14 +170,14 @@ describe('append racing completion of its prerequisite', () => {
     try {
       // Control: without the append, completing p ends the run and announces it.
       const control = await fixture('notify-control', false, false);
-      await completeJobSuccess(db.prisma, control.lease, { output: 1 });
+      await completeJobSuccess(db.prisma, { ...control.lease, output: 1 });
       await listener.flush();
       expect(listener.received.filter((n) => n.workflow_run_id === control.workflowRunId)).toEqual([{ workflow_run_id: control.workflowRunId, status: 'SUCCEEDED' }]);
 
       const raced = await fixture('notify', false, false);
       const append = held(first, (tx) => appendWorkflowSteps(tx, raced.append));
       await append.ready;
-      const completion = completeJobSuccess(second, raced.lease, { output: 1 });
+      const completion = completeJobSuccess(second, { ...raced.lease, output: 1 });
       await lockWaiters(1);
       append.release();
       await append.done;
@@ -195,14 +195,14 @@ describe('append racing cancellation of its run', () => {
   it('the append first: the cancellation waits for it and then cancels the appended steps and their jobs too', async () => {
     const serial = await fixture('x1s', false);
     await appendWorkflowSteps(db.prisma, { ...serial.append, edges: [] });
-    await cancelWorkflowRun(db.prisma, { workflowRunId: serial.workflowRunId, scope: globalScope });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: serial.workflowRunId, scope: noOrganizationScope() });
 
     const listener = await listenForRunTerminal(db.url);
     try {
       const raced = await fixture('x1r', false);
       const append = held(first, (tx) => appendWorkflowSteps(tx, { ...raced.append, edges: [] }));
       expect((await append.ready).steps.map((s) => s.status)).toEqual(['ENQUEUED', 'WAITING_FOR_EXTERNAL']);
-      const cancel = cancelWorkflowRun(second, { workflowRunId: raced.workflowRunId, scope: globalScope });
+      const cancel = cancelWorkflowRun(second, { workflowRunId: raced.workflowRunId, scope: noOrganizationScope() });
       await lockWaiters(1);
       append.release();
       await append.done;
@@ -220,11 +220,11 @@ describe('append racing cancellation of its run', () => {
 
   it('the cancellation first: the append is refused at once (release_conflict), and after it as a terminal run', async () => {
     const serial = await fixture('x2s', false);
-    await cancelWorkflowRun(db.prisma, { workflowRunId: serial.workflowRunId, scope: globalScope });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: serial.workflowRunId, scope: noOrganizationScope() });
     await expect(appendWorkflowSteps(db.prisma, serial.append)).rejects.toMatchObject({ code: 'workflow.append_terminal_run' });
 
     const raced = await fixture('x2r', false);
-    const cancel = held(first, (tx) => cancelWorkflowRun(tx, { workflowRunId: raced.workflowRunId, scope: globalScope }));
+    const cancel = held(first, (tx) => cancelWorkflowRun(tx, { workflowRunId: raced.workflowRunId, scope: noOrganizationScope() }));
     await cancel.ready;
     await expect(appendWorkflowSteps(second, raced.append)).rejects.toMatchObject({ code: 'workflow.release_conflict' });
     cancel.release();

@@ -13,7 +13,7 @@ import {
   enqueueWorkflowRun,
   failJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   organizationScope,
   workflow,
   type AppendWorkflowStepsInput,
@@ -48,7 +48,7 @@ describe('appendWorkflowSteps', () => {
     const a = await claimOne('ap.basic.a');
     const result = await appendWorkflowSteps(db.prisma, {
       workflowRunId,
-      scope: globalScope,
+      scope: noOrganizationScope(),
       mutationKey: 'm1',
       steps: [{ kind: 'job', key: 'b', jobType: 'ap.basic.b', payload: { x: 1 } }],
       edges: [{ prerequisite: 'a', dependent: 'b' }],
@@ -56,12 +56,12 @@ describe('appendWorkflowSteps', () => {
     expect(result).toMatchObject({ outcome: 'appended', workflowRunId, runStatus: 'RUNNING', steps: [{ stepKey: 'b', status: 'BLOCKED', jobId: null }] });
     expect((await stepsByKey(db.prisma, workflowRunId)).b).toMatchObject({ status: 'BLOCKED', dependencyCountTotal: 1, dependencyCountPending: 1 });
 
-    await completeJobSuccess(db.prisma, a, { output: 1 });
+    await completeJobSuccess(db.prisma, { ...a, output: 1 });
     expect((await stepsByKey(db.prisma, workflowRunId)).b).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
     const b = await claimOne('ap.basic.b');
     expect(b.payload).toEqual({ x: 1 });
-    await completeJobSuccess(db.prisma, b, { output: 2 });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('SUCCEEDED');
+    await completeJobSuccess(db.prisma, { ...b, output: 2 });
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('SUCCEEDED');
   });
 
   it('settles edges from terminal prerequisites at once: released, born canceled, and cascaded through new steps', async () => {
@@ -69,13 +69,13 @@ describe('appendWorkflowSteps', () => {
       db.prisma,
       workflow('append.terminal').job('ok', 'ap.term.ok', {}).job('bad', 'ap.term.bad', {}).external('hold').build(),
     );
-    await completeJobSuccess(db.prisma, await claimOne('ap.term.ok'), { output: null });
-    await failJob(db.prisma, await claimOne('ap.term.bad'), { code: 'x.failed', message: 'no', retryable: false });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('WAITING_FOR_EXTERNAL');
+    await completeJobSuccess(db.prisma, { ...await claimOne('ap.term.ok'), output: null });
+    await failJob(db.prisma, { ...await claimOne('ap.term.bad'), error: { code: 'x.failed', message: 'no' }, retryable: false });
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
 
     const result = await appendWorkflowSteps(db.prisma, {
       workflowRunId,
-      scope: globalScope,
+      scope: noOrganizationScope(),
       mutationKey: 'm-terminal',
       steps: [
         { kind: 'job', key: 'afterOk', jobType: 'ap.term.new', payload: {} },
@@ -120,7 +120,7 @@ describe('appendWorkflowSteps', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.idem').job('a', 'ap.idem.a', {}).build());
     const request: AppendWorkflowStepsInput = {
       workflowRunId,
-      scope: globalScope,
+      scope: noOrganizationScope(),
       mutationKey: 'add-review',
       steps: [
         { kind: 'external', key: 'review' },
@@ -160,28 +160,28 @@ describe('appendWorkflowSteps', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.window').job('a', 'ap.win.a', {}).external('intake').build());
     const listener = await listenForRunTerminal(db.url);
     try {
-      await completeJobSuccess(db.prisma, await claimOne('ap.win.a'), { output: null });
-      expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('WAITING_FOR_EXTERNAL');
+      await completeJobSuccess(db.prisma, { ...await claimOne('ap.win.a'), output: null });
+      expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
       const appended = await appendWorkflowSteps(db.prisma, {
         workflowRunId,
-        scope: globalScope,
+        scope: noOrganizationScope(),
         mutationKey: 'late-1',
         window: 'intake',
         steps: [{ kind: 'job', key: 'late', jobType: 'ap.win.late', payload: {} }],
       });
       expect(appended).toMatchObject({ runStatus: 'RUNNING', steps: [{ stepKey: 'late', status: 'ENQUEUED' }] });
-      await completeJobSuccess(db.prisma, await claimOne('ap.win.late'), { output: null });
+      await completeJobSuccess(db.prisma, { ...await claimOne('ap.win.late'), output: null });
       // Still open: the window holds the run.
-      expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('WAITING_FOR_EXTERNAL');
-      await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'intake', scope: globalScope, outcome: { status: 'succeeded' } });
-      expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('SUCCEEDED');
+      expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
+      await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'intake', scope: noOrganizationScope(), outcome: { status: 'succeeded' } });
+      expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('SUCCEEDED');
 
       await expect(
-        appendWorkflowSteps(db.prisma, { workflowRunId, scope: globalScope, mutationKey: 'late-2', window: 'intake', steps: [{ kind: 'external', key: 'x' }] }),
+        appendWorkflowSteps(db.prisma, { workflowRunId, scope: noOrganizationScope(), mutationKey: 'late-2', window: 'intake', steps: [{ kind: 'external', key: 'x' }] }),
       ).rejects.toMatchObject({ code: 'workflow.append_terminal_run' });
       // The earlier append's retry is still recognised after the run ended.
       await expect(
-        appendWorkflowSteps(db.prisma, { workflowRunId, scope: globalScope, mutationKey: 'late-1', window: 'intake', steps: [{ kind: 'job', key: 'late', jobType: 'ap.win.late', payload: {} }] }),
+        appendWorkflowSteps(db.prisma, { workflowRunId, scope: noOrganizationScope(), mutationKey: 'late-1', window: 'intake', steps: [{ kind: 'job', key: 'late', jobType: 'ap.win.late', payload: {} }] }),
       ).resolves.toMatchObject({ outcome: 'already_applied', runStatus: 'SUCCEEDED', steps: [{ stepKey: 'late', status: 'SUCCEEDED' }] });
       await listener.flush();
       expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
@@ -192,8 +192,8 @@ describe('appendWorkflowSteps', () => {
 
   it('refuses a closed, missing or job-step window', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.window-errors').job('a', 'ap.winerr.a', {}).external('w1').external('w2').build());
-    await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'w1', scope: globalScope, outcome: { status: 'succeeded' } });
-    const base = { workflowRunId, scope: globalScope, mutationKey: 'm', steps: [{ kind: 'external' as const, key: 'n' }] };
+    await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'w1', scope: noOrganizationScope(), outcome: { status: 'succeeded' } });
+    const base = { workflowRunId, scope: noOrganizationScope(), mutationKey: 'm', steps: [{ kind: 'external' as const, key: 'n' }] };
     await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'w1' })).rejects.toMatchObject({ code: 'workflow.append_window_closed', category: 'conflict' });
     await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'nope' })).rejects.toMatchObject({ code: 'workflow.append_window_missing', field: 'window' });
     await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'a' })).rejects.toMatchObject({ code: 'workflow.append_window_not_external', field: 'window' });
@@ -203,7 +203,7 @@ describe('appendWorkflowSteps', () => {
 
   it('refuses every malformed request with a coded error naming the field, writing nothing', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.invalid').job('a', 'ap.inv.a', {}).job('b', 'ap.inv.b', {}).build());
-    const base: AppendWorkflowStepsInput = { workflowRunId, scope: globalScope, mutationKey: 'm', steps: [{ kind: 'job', key: 'n', jobType: 'ap.inv.n', payload: {} }] };
+    const base: AppendWorkflowStepsInput = { workflowRunId, scope: noOrganizationScope(), mutationKey: 'm', steps: [{ kind: 'job', key: 'n', jobType: 'ap.inv.n', payload: {} }] };
     const cases: [Partial<AppendWorkflowStepsInput> & Record<string, unknown>, string, string][] = [
       [{ mutationKey: ' ' }, 'workflow.invalid_input', 'mutationKey'],
       [{ mutationKey: 'k'.repeat(513) }, 'workflow.invalid_input', 'mutationKey'],
@@ -250,7 +250,7 @@ describe('appendWorkflowSteps', () => {
     const org = newId();
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, { ...workflow('append.refuse').job('a', 'ap.ref.a', {}).build(), organizationId: org });
     const request: AppendWorkflowStepsInput = { workflowRunId, scope: organizationScope(org), mutationKey: 'm', steps: [{ kind: 'external', key: 'n' }] };
-    await expect(appendWorkflowSteps(db.prisma, { ...request, scope: globalScope })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
+    await expect(appendWorkflowSteps(db.prisma, { ...request, scope: noOrganizationScope() })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
     await expect(appendWorkflowSteps(db.prisma, { ...request, scope: organizationScope(newId()) })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
     await expect(appendWorkflowSteps(db.prisma, { ...request, workflowRunId: newId() })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
 
@@ -272,7 +272,7 @@ describe('appendWorkflowSteps', () => {
     }
     expect(await stepCount(workflowRunId)).toBe(1);
 
-    await completeJobSuccess(db.prisma, await claimOne('ap.ref.a'), { output: null });
+    await completeJobSuccess(db.prisma, { ...await claimOne('ap.ref.a'), output: null });
     await expect(appendWorkflowSteps(db.prisma, request)).rejects.toMatchObject({ code: 'workflow.append_terminal_run', details: { status: 'SUCCEEDED' } });
     expect(await stepCount(workflowRunId)).toBe(1);
     expect(await mutationCount(workflowRunId)).toBe(0);
@@ -280,7 +280,7 @@ describe('appendWorkflowSteps', () => {
 
   it('joins the host transaction: a rollback leaves neither steps nor the mutation key', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.join').job('a', 'ap.join.a', {}).build());
-    const request: AppendWorkflowStepsInput = { workflowRunId, scope: globalScope, mutationKey: 'm', steps: [{ kind: 'job', key: 'n', jobType: 'ap.join.n', payload: {} }] };
+    const request: AppendWorkflowStepsInput = { workflowRunId, scope: noOrganizationScope(), mutationKey: 'm', steps: [{ kind: 'job', key: 'n', jobType: 'ap.join.n', payload: {} }] };
     await db.prisma
       .$transaction(async (tx) => {
         await appendWorkflowSteps(tx, request);
@@ -296,7 +296,7 @@ describe('appendWorkflowSteps', () => {
     try {
       const statements = async (width: number): Promise<number> => {
         const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.wide').job('root', 'ap.wide.root', {}).external('done').build());
-        await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'done', scope: globalScope, outcome: { status: 'succeeded' } });
+        await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'done', scope: noOrganizationScope(), outcome: { status: 'succeeded' } });
         const steps = Array.from({ length: width }, (_, i) => ({ kind: 'job' as const, key: `s${i}`, jobType: 'ap.wide.step', payload: { i } }));
         // Half depend on the running root, half on the finished window step, each on its predecessor too.
         const edges = steps.flatMap((step, i) => [
@@ -304,7 +304,7 @@ describe('appendWorkflowSteps', () => {
           ...(i >= 2 ? [{ prerequisite: `s${i - 2}`, dependent: step.key, mode: 'on_terminal' as const }] : []),
         ]);
         const before = counting.count();
-        const result = await appendWorkflowSteps(counting.client, { workflowRunId, scope: globalScope, mutationKey: `wide-${width}`, steps, edges });
+        const result = await appendWorkflowSteps(counting.client, { workflowRunId, scope: noOrganizationScope(), mutationKey: `wide-${width}`, steps, edges });
         const sent = counting.count() - before;
         expect(result.steps).toHaveLength(width);
         expect(result.steps.filter((s) => s.status === 'ENQUEUED').map((s) => s.stepKey)).toEqual(['s1']);

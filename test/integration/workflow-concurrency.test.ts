@@ -12,7 +12,7 @@ import {
   enqueueWorkflowRun,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   workflow,
   type ClaimedJob,
@@ -54,7 +54,7 @@ describe('workflow concurrency', () => {
         settle(
           (async () => {
             await start();
-            await completeJobSuccess(clients[i]!, job, { output: { ok: i } });
+            await completeJobSuccess(clients[i]!, { ...job, output: { ok: i } });
           })(),
         ),
       ),
@@ -85,8 +85,8 @@ describe('workflow concurrency', () => {
       const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['race.a'], limit: 1, leaseSeconds: 300, markRunning: true });
       const start = barrier(2);
       const [completion, cancellation] = await Promise.all([
-        settle((async () => (await start(), completeJobSuccess(clients[0]!, job!, { output: round })))()),
-        settle((async () => (await start(), cancelWorkflowRun(clients[1]!, { workflowRunId, scope: globalScope })))()),
+        settle((async () => (await start(), completeJobSuccess(clients[0]!, { ...job!, output: round })))()),
+        settle((async () => (await start(), cancelWorkflowRun(clients[1]!, { workflowRunId, scope: noOrganizationScope() })))()),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'job.lease_owner_mismatch', 'workflow.release_conflict']).toContain(completion);
@@ -107,21 +107,21 @@ describe('workflow concurrency', () => {
         settle(
           (async () => (
             await start(),
-            completeExternalWorkflowStep(clients[2]!, { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded', output: round } })
+            completeExternalWorkflowStep(clients[2]!, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: round } })
           ))(),
         ),
-        settle((async () => (await start(), cancelWorkflowRun(clients[3]!, { workflowRunId, scope: globalScope })))()),
+        settle((async () => (await start(), cancelWorkflowRun(clients[3]!, { workflowRunId, scope: noOrganizationScope() })))()),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'workflow.release_conflict', 'workflow.external_step_conflicting_completion_retry']).toContain(completion);
       const steps = await stepsByKey(db.prisma, workflowRunId);
-      const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+      const run = await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId });
       expect(run.status).toBe('CANCELED');
       if (completion === 'ok') {
         expect(steps.approve).toMatchObject({ status: 'SUCCEEDED', output: round });
         // Released before the cancellation, then canceled with its job.
         expect(steps.ship!.status).toBe('CANCELED');
-        expect((await getJob(db.prisma, globalScope, steps.ship!.jobId!)).status).toBe('CANCELED');
+        expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: steps.ship!.jobId! })).status).toBe('CANCELED');
       } else {
         expect(steps.approve!.status).toBe('CANCELED');
         expect(steps.ship).toMatchObject({ status: 'CANCELED', jobId: null });
@@ -131,16 +131,16 @@ describe('workflow concurrency', () => {
   });
 
   async function expectWholeOutcome(workflowRunId: string, job: ClaimedJob, completionWon: boolean): Promise<void> {
-    const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+    const run = await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId });
     expect(run.status).toBe('CANCELED');
     const steps = await stepsByKey(db.prisma, workflowRunId);
-    const jobA = await getJob(db.prisma, globalScope, job.jobId);
+    const jobA = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.jobId });
     if (completionWon) {
       expect(jobA.status).toBe('SUCCEEDED');
       expect(steps.a!.status).toBe('SUCCEEDED');
       for (const key of ['b', 'c']) {
         expect(steps[key]!.status).toBe('CANCELED');
-        expect((await getJob(db.prisma, globalScope, steps[key]!.jobId!)).status).toBe('CANCELED');
+        expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: steps[key]!.jobId! })).status).toBe('CANCELED');
       }
     } else {
       expect(jobA.status).toBe('CANCELED');
@@ -164,7 +164,7 @@ describe('workflow concurrency', () => {
   it('answers duplicate concurrent external completions with one transition and one release', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('dup-external').external('approve').job('ship', 'dup.ship', {}).afterSuccess('ship', ['approve']).build());
     const start = barrier(10);
-    const input = { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
+    const input = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
     const outcomes = await Promise.all(
       clients.slice(0, 10).map((client) => settle((async () => (await start(), completeExternalWorkflowStep(client, input)))())),
     );
@@ -180,7 +180,7 @@ describe('workflow concurrency', () => {
     for (let round = 0; round < 10; round += 1) {
       const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('conflict-external').external('approve').build());
       const start = barrier(2);
-      const base = { workflowRunId, stepKey: 'approve', scope: globalScope };
+      const base = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope() };
       const outcomes = await Promise.all([
         settle((async () => (await start(), completeExternalWorkflowStep(clients[0]!, { ...base, outcome: { status: 'succeeded' } })))()),
         settle((async () => (await start(), completeExternalWorkflowStep(clients[1]!, { ...base, outcome: { status: 'failed' } })))()),
@@ -218,11 +218,11 @@ describe('workflow concurrency', () => {
             FROM runledger.workflow_steps ws LEFT JOIN runledger.job_queue jq ON jq.id = ws.job_id
            WHERE ws.workflow_run_id IN (${one.workflowRunId}::uuid, ${two.workflowRunId}::uuid) ORDER BY ws.id`;
       const before = await snapshot();
-      const error = await completeJobSuccess(db.prisma, job!, { output: 1 }).catch((e: unknown) => e);
+      const error = await completeJobSuccess(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(error, 'workflow.internal_state')).toBe(true);
       expect((error as { category: string }).category).toBe('internal');
       expect(await snapshot()).toEqual(before);
-      expect((await getWorkflowRun(db.prisma, globalScope, one.workflowRunId)).status).toBe('RUNNING');
+      expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId: one.workflowRunId })).status).toBe('RUNNING');
 
       // The same with the edge recorded in the other run.
       await db.prisma.$transaction(async (tx) => {
@@ -231,7 +231,7 @@ describe('workflow concurrency', () => {
           UPDATE runledger.workflow_step_dependencies SET workflow_run_id = ${two.workflowRunId}::uuid
            WHERE prerequisite_step_id = ${a.id}::uuid`;
       });
-      const again = await completeJobSuccess(db.prisma, job!, { output: 1 }).catch((e: unknown) => e);
+      const again = await completeJobSuccess(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(again, 'workflow.internal_state')).toBe(true);
       expect(await snapshot()).toEqual(before);
       await listener.flush();
@@ -251,17 +251,17 @@ describe('workflow concurrency', () => {
       await connection.query('BEGIN');
       await connection.query("SELECT pg_advisory_xact_lock(x'52554e4c'::int, hashtext($1::text))", [workflowRunId]);
       const started = Date.now();
-      const error = await completeJobSuccess(db.prisma, job!, { output: 1 }).catch((e: unknown) => e);
+      const error = await completeJobSuccess(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(error, 'workflow.release_conflict')).toBe(true);
       expect(Date.now() - started).toBeLessThan(5_000);
-      expect((await getJob(db.prisma, globalScope, job!.jobId)).status).toBe('LEASED');
+      expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job!.jobId })).status).toBe('LEASED');
     } finally {
       await connection.query('ROLLBACK');
       connection.release();
     }
     const setting = await db.prisma.$transaction(async (tx) => {
       await tx.$executeRaw`SET LOCAL lock_timeout = '7s'`;
-      await completeJobSuccess(tx, job!, { output: 1 });
+      await completeJobSuccess(tx, { ...job!, output: 1 });
       return tx.$queryRaw<{ v: string }[]>`SELECT current_setting('lock_timeout') AS v`;
     });
     expect(setting[0]!.v).toBe('7s');
@@ -272,10 +272,10 @@ describe('workflow concurrency', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('iso').job('a', 'iso.a', {}).build());
     const [job] = await claimAll(db.prisma);
     const error = await db.prisma
-      .$transaction((tx) => completeJobSuccess(tx, job!, { output: 1 }), { isolationLevel: 'Serializable' })
+      .$transaction((tx) => completeJobSuccess(tx, { ...job!, output: 1 }), { isolationLevel: 'Serializable' })
       .catch((e: unknown) => e);
     expect(isRunledgerError(error, 'workflow.terminal_completion_unsupported_isolation')).toBe(true);
-    expect((await getJob(db.prisma, globalScope, job!.jobId)).status).toBe('LEASED');
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job!.jobId })).status).toBe('LEASED');
     expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
   });
 });

@@ -39,7 +39,7 @@ describe('enqueueWorkflowRuns', () => {
         expect(results).toHaveLength(size);
         expect(new Set(results.map((r) => r.workflowRunId)).size).toBe(size);
         for (const result of results) expect(result).toMatchObject({ status: 'RUNNING', disposition: 'inserted' });
-        const steps = await listWorkflowSteps(db.prisma, { kind: 'admin' }, results[size - 1]!.workflowRunId);
+        const steps = (await listWorkflowSteps(db.prisma, { scope: { kind: 'admin' }, workflowRunId: results[size - 1]!.workflowRunId, limit: 500 })).items;
         expect(Object.fromEntries(steps.map((s) => [s.stepKey, s.status]))).toEqual({ a: 'ENQUEUED', b: 'BLOCKED', c: 'BLOCKED', d: 'BLOCKED' });
         return counter.count() - before;
       } finally {

@@ -5,7 +5,7 @@ import {
   enqueueWorkflowRun,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   listWorkflowRuns,
   listWorkflowSteps,
@@ -43,16 +43,16 @@ describe('enqueueWorkflowRun', () => {
         .build(),
     );
     expect(disposition).toBe('inserted');
-    const run = await getWorkflowRun(db.prisma, organizationScope(org), workflowRunId);
+    const run = await getWorkflowRun(db.prisma, { scope: organizationScope(org), workflowRunId });
     expect(run).toMatchObject({ workflowType: 'profiles.refresh', organizationId: org, status: 'RUNNING', metadata: { requestedBy: 'u1' }, resultStepKey: 'score' });
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.crawl).toMatchObject({ status: 'ENQUEUED', executionKind: 'JOB', dependencyCountTotal: 0 });
     expect(steps.approve).toMatchObject({ status: 'WAITING_FOR_EXTERNAL', executionKind: 'EXTERNAL', jobId: null });
     expect(steps.score).toMatchObject({ status: 'BLOCKED', jobId: null, dependencyCountTotal: 2, dependencyCountPending: 2, dependencyCountUnsatisfied: 0 });
-    const job = await getJob(db.prisma, organizationScope(org), steps.crawl!.jobId!);
+    const job = await getJob(db.prisma, { scope: organizationScope(org), jobId: steps.crawl!.jobId! });
     expect(job).toMatchObject({ jobType: 'profiles.crawl', organizationId: org, priority: 7, maxAttempts: 2, timeoutSeconds: 30, status: 'PENDING' });
     // Steps come back in topological (id) order.
-    expect((await listWorkflowSteps(db.prisma, organizationScope(org), workflowRunId)).map((s) => s.stepKey)).toEqual(['crawl', 'approve', 'score']);
+    expect((await listWorkflowSteps(db.prisma, { scope: organizationScope(org), workflowRunId, limit: 500 })).items.map((s) => s.stepKey)).toEqual(['crawl', 'approve', 'score']);
   });
 
   it('answers ten concurrent identical requests with one run and refuses a different request under the key', async () => {
@@ -69,7 +69,7 @@ describe('enqueueWorkflowRun', () => {
     );
     expect(new Set(results.map((r) => r.workflowRunId)).size).toBe(1);
     expect(results.filter((r) => r.disposition === 'inserted')).toHaveLength(1);
-    expect(await countWorkflowRuns(db.prisma, { scope: globalScope, workflowType: 'idem' })).toBe(1);
+    expect(await countWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'idem' })).toBe(1);
     const before = await counts();
     const changed = workflow('idem').job('a', 'idem.a', { v: 2 }).idempotencyKey('order-42').build();
     const error = await enqueueWorkflowRun(db.prisma, changed).catch((e: unknown) => e);
@@ -107,13 +107,13 @@ describe('enqueueWorkflowRun', () => {
     for (let i = 0; i < 5; i += 1) ids.push((await enqueueWorkflowRun(db.prisma, workflow('paged').organization(org).external('e').build())).workflowRunId);
     const scope = organizationScope(org);
     const first = await listWorkflowRuns(db.prisma, { scope, limit: 2 });
-    const second = await listWorkflowRuns(db.prisma, { scope, limit: 2, after: first.nextCursor! });
-    const third = await listWorkflowRuns(db.prisma, { scope, limit: 2, after: second.nextCursor! });
-    expect([...first.runs, ...second.runs, ...third.runs].map((r) => r.id)).toEqual([...ids].reverse());
+    const second = await listWorkflowRuns(db.prisma, { scope, limit: 2, cursor: first.nextCursor! });
+    const third = await listWorkflowRuns(db.prisma, { scope, limit: 2, cursor: second.nextCursor! });
+    expect([...first.items, ...second.items, ...third.items].map((r) => r.id)).toEqual([...ids].reverse());
     expect(third.nextCursor).toBeNull();
     expect(await countWorkflowRuns(db.prisma, { scope, status: 'WAITING_FOR_EXTERNAL' })).toBe(5);
     expect(await countWorkflowRuns(db.prisma, { scope, status: ['SUCCEEDED', 'CANCELED'] })).toBe(0);
-    expect((await listWorkflowRuns(db.prisma, { scope: globalScope, workflowType: 'paged' })).runs).toEqual([]);
-    expect((await listWorkflowRuns(db.prisma, { scope: { kind: 'admin' }, workflowType: 'paged' })).runs).toHaveLength(5);
+    expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'paged' })).items).toEqual([]);
+    expect((await listWorkflowRuns(db.prisma, { scope: { kind: 'admin' }, workflowType: 'paged' })).items).toHaveLength(5);
   });
 });

@@ -11,7 +11,7 @@ import {
   failJob,
   getJob,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   listWorkflowStepDependencies,
   workflow,
 } from '../../src/index.js';
@@ -39,7 +39,7 @@ describe('workflow execution', () => {
     expect(status).toBe('RUNNING');
     let steps = await stepsByKey(db.prisma, workflowRunId);
     expect(Object.fromEntries(Object.entries(steps).map(([k, s]) => [k, s.status]))).toEqual({ a: 'ENQUEUED', b: 'BLOCKED', c: 'BLOCKED', d: 'BLOCKED' });
-    expect((await getJob(db.prisma, globalScope, steps.a!.jobId!)).payload).toEqual({ n: 1 });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: steps.a!.jobId! })).payload).toEqual({ n: 1 });
 
     const order: string[] = [];
     // Wave 1: a; wave 2: b and c; wave 3: d. Claiming only what is runnable proves the order.
@@ -54,13 +54,13 @@ describe('workflow execution', () => {
       }
       await runRunnableJobs(db.prisma); // nothing new is runnable until these complete
       for (const job of jobs) {
-        await completeJobSuccess(db.prisma, job, { output: { from: job.jobType } });
+        await completeJobSuccess(db.prisma, { ...job, output: { from: job.jobType } });
       }
     }
     expect(order[0]).toBe('a');
     expect(order.slice(1, 3).sort()).toEqual(['b', 'c']);
     expect(order[3]).toBe('d');
-    const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+    const run = await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId });
     expect(run.status).toBe('SUCCEEDED');
     expect(run.result).toEqual({ from: 'diamond.d' });
     expect(run.finishedAt).toBeInstanceOf(Date);
@@ -89,7 +89,7 @@ describe('workflow execution', () => {
     expect(steps.parse).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied', lastErrorCode: 'workflow.dependency_unsatisfied', jobId: null });
     expect(steps.index).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied', dependencyCountUnsatisfied: 1, dependencyCountPending: 0 });
     expect(steps.report).toMatchObject({ status: 'SUCCEEDED', output: 'ok', dependencyCountUnsatisfied: 0 });
-    const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+    const run = await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId });
     expect(run).toMatchObject({ status: 'COMPLETED_WITH_ERRORS', result: null });
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'COMPLETED_WITH_ERRORS' }]);
@@ -99,23 +99,23 @@ describe('workflow execution', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('retry').job('flaky', 'retry.flaky', {}, { maxAttempts: 3 }).resultStep('flaky').build());
     const [first] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['retry.flaky'], markRunning: true });
     const started = (await stepsByKey(db.prisma, workflowRunId)).flaky!.startedAt;
-    await failJob(db.prisma, first!, { code: 'net.reset', message: 'reset', retryable: true, retryNotBefore: new Date(Date.now() - 1000) });
+    await failJob(db.prisma, { ...first!, error: { code: 'net.reset', message: 'reset' }, retryable: true, retryNotBefore: new Date(Date.now() - 1000) });
     let step = (await stepsByKey(db.prisma, workflowRunId)).flaky!;
     expect(step).toMatchObject({ status: 'ENQUEUED', lastErrorCode: 'net.reset', finishedAt: null });
     expect(step.startedAt).toEqual(started);
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('RUNNING');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('RUNNING');
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${first!.jobId}::uuid`;
     await runRunnableJobs(db.prisma, () => ({ ok: true, output: { attempt: 2 } }));
     step = (await stepsByKey(db.prisma, workflowRunId)).flaky!;
     expect(step).toMatchObject({ status: 'SUCCEEDED', output: { attempt: 2 } });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).result).toEqual({ attempt: 2 });
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).result).toEqual({ attempt: 2 });
   });
 
   it('releases a wide fan-out with one batched job insert and records the edges', async () => {
     const builder = workflow('fanout').job('root', 'fan.root', {});
     for (let i = 0; i < 50; i += 1) builder.job(`leaf-${i}`, 'fan.leaf', { i }).afterSuccess(`leaf-${i}`, ['root']);
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.build());
-    const edges = await listWorkflowStepDependencies(db.prisma, globalScope, workflowRunId);
+    const edges = (await listWorkflowStepDependencies(db.prisma, { scope: noOrganizationScope(), workflowRunId, limit: 500 })).items;
     expect(edges).toHaveLength(50);
     expect(edges.every((e) => e.prerequisiteStepKey === 'root' && e.releaseMode === 'ON_SUCCESS')).toBe(true);
     await runRunnableJobs(db.prisma, (job) => (job.jobType === 'fan.root' ? { ok: true } : { ok: false, retryable: true }));
@@ -131,15 +131,15 @@ describe('workflow execution', () => {
     const marker = new Error('host rolls back');
     await expect(
       db.prisma.$transaction(async (tx) => {
-        await completeJobSuccess(tx, job!, { output: 1 });
+        await completeJobSuccess(tx, { ...job!, output: 1 });
         expect((await tx.workflowRun.findUniqueOrThrow({ where: { id: workflowRunId } })).status).toBe('SUCCEEDED');
         throw marker;
       }),
     ).rejects.toBe(marker);
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([]);
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('RUNNING');
-    await completeJobSuccess(db.prisma, job!, { output: 1 });
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('RUNNING');
+    await completeJobSuccess(db.prisma, { ...job!, output: 1 });
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
   });

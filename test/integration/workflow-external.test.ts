@@ -4,7 +4,7 @@ import {
   completeExternalWorkflowStep,
   enqueueWorkflowRun,
   getWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   organizationScope,
   workflow,
@@ -44,16 +44,16 @@ describe('external steps', () => {
     const step = await completeExternalWorkflowStep(db.prisma, {
       workflowRunId,
       stepKey: 'approve',
-      scope: globalScope,
+      scope: noOrganizationScope(),
       outcome: { status: 'succeeded', output: { by: 'ana' } },
       statusReason: 'approved in UI',
     });
     expect(step).toMatchObject({ status: 'SUCCEEDED', output: { by: 'ana' }, statusReason: 'approved in UI' });
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.ship).toMatchObject({ status: 'ENQUEUED' });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('RUNNING');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('RUNNING');
     await runRunnableJobs(db.prisma, () => ({ ok: true, output: 'shipped' }));
-    expect(await getWorkflowRun(db.prisma, globalScope, workflowRunId)).toMatchObject({ status: 'SUCCEEDED', result: 'shipped' });
+    expect(await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).toMatchObject({ status: 'SUCCEEDED', result: 'shipped' });
   });
 
   it('returns the stored step for an identical retry and refuses every different one with a stable code', async () => {
@@ -61,7 +61,7 @@ describe('external steps', () => {
     const input: CompleteExternalWorkflowStepInput = {
       workflowRunId,
       stepKey: 'approve',
-      scope: globalScope,
+      scope: noOrganizationScope(),
       outcome: { status: 'succeeded', output: { by: 'ana', at: [1, 2] } },
       statusReason: 'ok',
     };
@@ -85,7 +85,7 @@ describe('external steps', () => {
     await completeExternalWorkflowStep(db.prisma, {
       workflowRunId,
       stepKey: 'approve',
-      scope: globalScope,
+      scope: noOrganizationScope(),
       outcome: { status: 'failed' },
       errorCode: 'approval.rejected',
       errorMessage: 'Rejected by reviewer',
@@ -93,7 +93,7 @@ describe('external steps', () => {
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.approve).toMatchObject({ status: 'FAILED', lastErrorCode: 'approval.rejected', output: null });
     expect(steps.ship).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied' });
-    expect((await getWorkflowRun(db.prisma, globalScope, workflowRunId)).status).toBe('COMPLETED_WITH_ERRORS');
+    expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('COMPLETED_WITH_ERRORS');
   });
 
   it('names what is wrong: unknown step, job step, step not waiting, other organization', async () => {
@@ -105,18 +105,18 @@ describe('external steps', () => {
     expect((await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'approve', scope: organizationScope(newId()) }))).code).toBe(
       'workflow.external_step_not_found',
     );
-    expect((await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'approve', scope: globalScope }))).code).toBe('workflow.external_step_not_found');
+    expect((await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'approve', scope: noOrganizationScope() }))).code).toBe('workflow.external_step_not_found');
 
     const blocked = await enqueueWorkflowRun(db.prisma, workflow('blocked').job('a', 'blocked.a', {}).external('later').afterSuccess('later', ['a']).build());
     expect(
-      await errorOf(completeExternalWorkflowStep(db.prisma, { workflowRunId: blocked.workflowRunId, stepKey: 'later', scope: globalScope, outcome: { status: 'canceled' } })),
+      await errorOf(completeExternalWorkflowStep(db.prisma, { workflowRunId: blocked.workflowRunId, stepKey: 'later', scope: noOrganizationScope(), outcome: { status: 'canceled' } })),
     ).toMatchObject({ code: 'workflow.external_step_not_waiting', category: 'conflict' });
   });
 
   it('refuses output on a failed or canceled outcome, in the type and at run time', async () => {
     const { workflowRunId } = await approvalRun();
     // @ts-expect-error output is only allowed with status 'succeeded'
-    const bad: CompleteExternalWorkflowStepInput = { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'failed', output: { x: 1 } } };
+    const bad: CompleteExternalWorkflowStepInput = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'failed', output: { x: 1 } } };
     const error = await errorOf(completeExternalWorkflowStep(db.prisma, bad));
     expect(error).toMatchObject({ code: 'workflow.external_output_not_allowed', category: 'validation', field: 'outcome.output' });
     expect((await stepsByKey(db.prisma, workflowRunId)).approve!.status).toBe('WAITING_FOR_EXTERNAL');
@@ -126,7 +126,7 @@ describe('external steps', () => {
     const { workflowRunId } = await approvalRun();
     const error = await errorOf(
       db.prisma.$transaction(
-        (tx) => completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: globalScope, outcome: { status: 'succeeded' } }),
+        (tx) => completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded' } }),
         { isolationLevel: 'Serializable' },
       ),
     );

@@ -1,6 +1,6 @@
 /** A handle enqueued inside the host's transaction outlives it: it reads with the root client it was given. */
 import { describe, expect, it } from 'vitest';
-import { enqueueWorkflowRunHandle, globalScope, isRunledgerError, workflow, workflowRunHandle } from '../../src/index.js';
+import { enqueueWorkflowRunHandle, noOrganizationScope, isRunledgerError, workflow, workflowRunHandle } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
@@ -49,7 +49,7 @@ describe('workflow run handles and the host transaction', () => {
         enqueueWorkflowRunHandle(tx, definition('htx.refused'), { readWith: tx }),
       );
       // @ts-expect-error: so must workflowRunHandle's client.
-      const handleOnTx = () => workflowRunHandle(tx, globalScope, '00000000-0000-0000-0000-000000000000');
+      const handleOnTx = () => workflowRunHandle(tx, noOrganizationScope(), '00000000-0000-0000-0000-000000000000');
       expect(handleOnTx).toThrow(expect.objectContaining({ code: 'workflow.handle_requires_root_client', field: 'db' }));
       // The host's transaction is still usable: nothing was sent, nothing failed in it.
       const [row] = await tx.$queryRaw<{ one: number }[]>`SELECT 1 AS one`;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   createWorkflowRunListener,
   enqueueWorkflowRunHandle,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   workflow,
   workflowRunHandle,
@@ -60,10 +60,10 @@ describe('workflow run handles', () => {
     const waiting = await enqueueWorkflowRunHandle(db.prisma, workflow('handle.wait').external('e').resultStep('e').build(), { pollIntervalMs: 20 });
     expect(await codeOf(waiting.getResult({ timeoutMs: 100 }))).toBe('workflow.result_wait_timeout');
 
-    expect(await codeOf(workflowRunHandle(db.prisma, globalScope, newId()).getStatus())).toBe('workflow.run_not_found');
+    expect(await codeOf(workflowRunHandle(db.prisma, noOrganizationScope(), newId()).getStatus())).toBe('workflow.run_not_found');
     const org = newId();
     const other = await enqueueWorkflowRunHandle(db.prisma, workflow('handle.org').organization(org).external('e').build());
-    expect(await codeOf(workflowRunHandle(db.prisma, globalScope, other.workflowRunId).getRun())).toBe('workflow.run_not_found');
+    expect(await codeOf(workflowRunHandle(db.prisma, noOrganizationScope(), other.workflowRunId).getRun())).toBe('workflow.run_not_found');
     expect(await other.getStatus()).toBe('WAITING_FOR_EXTERNAL');
   });
 });

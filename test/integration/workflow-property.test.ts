@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { enqueueWorkflowRun, getWorkflowRun, globalScope, workflow } from '../../src/index.js';
+import { enqueueWorkflowRun, getWorkflowRun, noOrganizationScope, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -66,7 +66,7 @@ describe('workflow release, property-based', () => {
           expect(step.dependencyCountPending).toBe(0);
           if (step.status === 'CANCELED') expect(step.jobId).toBeNull();
         }
-        const run = await getWorkflowRun(db.prisma, globalScope, workflowRunId);
+        const run = await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId });
         const anyError = expected.some((s) => s !== 'SUCCEEDED');
         expect(run.status).toBe(anyError ? 'COMPLETED_WITH_ERRORS' : 'SUCCEEDED');
         expect(run.result).toEqual(!anyError && dag.result !== null ? { i: dag.result } : null);

@@ -1,6 +1,6 @@
 /** getResult: a result step that succeeded without output has no result; its waits are bounded like any Node timer. */
 import { describe, expect, it } from 'vitest';
-import { ConflictError, enqueueWorkflowRunHandle, globalScope, isRunledgerError, ValidationError, workflow, workflowRunHandle } from '../../src/index.js';
+import { ConflictError, enqueueWorkflowRunHandle, noOrganizationScope, isRunledgerError, ValidationError, workflow, workflowRunHandle } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
@@ -53,7 +53,7 @@ describe('getResult', () => {
 
   it('refuses a handle poll interval a timer cannot wait', () => {
     for (const pollIntervalMs of [Number.NaN, 0, 2 ** 31]) {
-      expect(() => workflowRunHandle(db.prisma, globalScope, '0190a3e0-0000-7000-8000-0000000000aa', { pollIntervalMs })).toThrow(
+      expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), '0190a3e0-0000-7000-8000-0000000000aa', { pollIntervalMs })).toThrow(
         expect.objectContaining({ code: 'workflow.invalid_input', field: 'pollIntervalMs' }),
       );
     }

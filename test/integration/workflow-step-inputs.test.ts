@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueWorkflowRun, globalScope, listWorkflowSteps, failJob, workflow } from '../../src/index.js';
+import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueWorkflowRun, noOrganizationScope, listWorkflowSteps, failJob, workflow } from '../../src/index.js';
 import { defineJob, type JobContext } from '../../src/worker/index.js';
 import { readStepInputs } from '../../src/workflow/step-inputs.js';
 import { countAllWords, countWords, sumCounts } from '../../examples/readme/fan-in.js';
@@ -21,7 +21,7 @@ const startWorker = useWorkers(db);
 /** Claims the runnable jobs of `jobTypes` and completes them all with `output`. */
 async function settleParts(jobTypes: string[], output: { [key: string]: number }): Promise<void> {
   const jobs = await claimJobs(db.prisma, { workerId: 'test-worker', jobTypes, limit: 1000, leaseSeconds: 60, markRunning: true });
-  await completeJobsSuccess(db.prisma, jobs.map((lease) => ({ lease, output })));
+  await completeJobsSuccess(db.prisma, jobs.map((lease) => ({ ...lease, output })));
 }
 
 describe('step inputs', () => {
@@ -55,8 +55,8 @@ describe('step inputs', () => {
       workflow('inputs.terminal').job('ok', 'inputs.ok', {}).job('bad', 'inputs.bad', {}).job('report', 'inputs.report', {}).afterTerminal('report', ['ok', 'bad']).build(),
     );
     for (const job of await claimAll(db.prisma)) {
-      if (job.jobType === 'inputs.ok') await completeJobSuccess(db.prisma, job, { output: { fine: true } });
-      else await failJob(db.prisma, job, { code: 'x.broken', message: 'broken', retryable: false });
+      if (job.jobType === 'inputs.ok') await completeJobSuccess(db.prisma, { ...job, output: { fine: true } });
+      else await failJob(db.prisma, { ...job, error: { code: 'x.broken', message: 'broken' }, retryable: false });
     }
     const [report] = await claimAll(db.prisma);
     const step = (await readStepInputs(db.prisma, [report!.jobId])).get(report!.jobId)!;
@@ -110,7 +110,9 @@ describe('step inputs', () => {
       expect(await failed).toMatchObject({ code: 'job.step_inputs_unavailable', retryable: true, status: 'PENDING' });
       await worker.stop({ drainMs: 0 });
       expect(ran).toBe(0);
-      const [only] = await listWorkflowSteps(db.prisma, globalScope, workflowRunId);
+      const {
+        items: [only],
+      } = await listWorkflowSteps(db.prisma, { scope: noOrganizationScope(), workflowRunId });
       expect(only?.status).toBe('ENQUEUED');
     } finally {
       await db.prisma.$executeRaw`ALTER TABLE runledger.workflow_step_dependencies RENAME COLUMN release_mode_away TO release_mode`;

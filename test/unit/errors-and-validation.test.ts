@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConflictError, RunledgerError, ValidationError, databaseErrorInfo, isRunledgerError, normalizeDatabaseError } from '../../src/index.js';
+import { ConflictError, RunledgerError, ValidationError, isRunledgerError } from '../../src/index.js';
 import { parseInput } from '../../src/validation/parse.js';
 import { jsonProblem, jsonValue, requestKey } from '../../src/validation/primitives.js';
+import { databaseErrorInfo, normalizeDatabaseError } from '../../src/errors/database-error.js';
 
 describe('RunledgerError', () => {
   it('carries category, code, client-safe message and a separate internal message', () => {
@@ -14,7 +15,7 @@ describe('RunledgerError', () => {
     expect(error.name).toBe('ConflictError');
     expect(error.category).toBe('conflict');
     expect(isRunledgerError(error, 'job.idempotency_conflict')).toBe(true);
-    expect(isRunledgerError(error, 'job.other')).toBe(false);
+    expect(isRunledgerError(error, 'job.not_found')).toBe(false);
     expect(error.toJSON()).toEqual({
       name: 'ConflictError',
       code: 'job.idempotency_conflict',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError, validateWorkflowRun, workflow, type WorkflowRunInput } from '../../src/index.js';
+import { ValidationError, workflow, type WorkflowRunInput } from '../../src/index.js';
+import { validateWorkflowRun } from '../../src/workflow/definition.js';
 
 function failure(input: unknown): ValidationError {
   try {

@@ -1,0 +1,135 @@
+/**
+ * Every code runledger uses, in one place. `ErrorCode` is the `code` of a
+ * thrown RunledgerError: the constructors take nothing else, so a misspelled
+ * code fails to compile, and `isRunledgerError(e, 'job.lease_owner_mismatch')`
+ * autocompletes. `JobOutcomeCode` is what runledger itself records on a job or
+ * step (its `lastErrorCode` or `statusReason`) without throwing it; a
+ * handler's RetryableError/TerminalError may record codes of its own.
+ * test/unit/error-codes.test.ts checks both lists against the source.
+ */
+export const ERROR_CODES = [
+  // The operator CLI (usage errors: exit code 2).
+  'cli.usage',
+  'cli.missing_command',
+  'cli.missing_argument',
+  'cli.missing_mandatory_option_value',
+  'cli.option_missing_argument',
+  'cli.unknown_option',
+  'cli.unknown_command',
+  'cli.excess_arguments',
+  'cli.invalid_argument',
+  'cli.conflicting_option',
+  'cli.conflicting_options',
+  'cli.missing_database_url',
+  'cli.requeue_status',
+  'cli.scope_not_supported',
+  // The Prisma client handed in.
+  'client.invalid',
+  'client.invalid_options',
+  // The database, normalised (src/errors/database-error.ts).
+  'database.error',
+  'database.timeout',
+  'database.transaction_conflict',
+  'database.unavailable',
+  // Jobs.
+  'job.invalid_input',
+  'job.not_found',
+  'job.not_cancelable',
+  'job.lease_owner_mismatch',
+  'job.idempotency_conflict',
+  'job.internal_state',
+  'job.enqueue_idempotency_unsupported_isolation',
+  'job.reap_unsupported_isolation',
+  'job.compare_and_replay_unsupported_isolation',
+  'job.replay_idempotency_conflict',
+  'job.replay_missing',
+  'job.workflow_requeue_not_supported',
+  'job.resource_claim_conflict',
+  // LISTEN/NOTIFY.
+  'listen.invalid_channel',
+  // Migrations.
+  'migrate.checksum_mismatch',
+  'migrate.connection_failed',
+  'migrate.failed_migration_in_history',
+  'migrate.history_in_other_schema',
+  'migrate.migration_failed',
+  'migrate.untracked_schema_objects',
+  // runledger/testing.
+  'testing.invalid_options',
+  'testing.run_until_idle_timeout',
+  // The worker runtime.
+  'worker.invalid_job_definition',
+  'worker.invalid_options',
+  'worker.stopped',
+  // Workflows.
+  'workflow.invalid_input',
+  'workflow.blank_step_key',
+  'workflow.duplicate_step_key',
+  'workflow.unknown_prerequisite',
+  'workflow.self_dependency',
+  'workflow.duplicate_dependency',
+  'workflow.cycle',
+  'workflow.multiple_result_steps',
+  'workflow.unknown_step',
+  'workflow.idempotency_conflict',
+  'workflow.enqueue_idempotency_unsupported_isolation',
+  'workflow.terminal_completion_unsupported_isolation',
+  'workflow.external_completion_unsupported_isolation',
+  'workflow.cancel_unsupported_isolation',
+  'workflow.run_not_found',
+  'workflow.run_already_finished',
+  'workflow.release_conflict',
+  'workflow.internal_state',
+  'workflow.external_step_not_found',
+  'workflow.external_step_not_external',
+  'workflow.external_step_not_waiting',
+  'workflow.external_step_job_settings',
+  'workflow.external_output_not_allowed',
+  'workflow.external_step_conflicting_completion_retry',
+  'workflow.external_step_conflicting_output_retry',
+  'workflow.handle_requires_root_client',
+  'workflow.result_not_declared',
+  'workflow.result_missing',
+  'workflow.result_unsuccessful_terminal',
+  'workflow.result_wait_timeout',
+  // Active workflow keys and appended steps.
+  'workflow.active_key_unsupported_isolation',
+  'workflow.append_unsupported_isolation',
+  'workflow.append_conflicting_retry',
+  'workflow.append_terminal_run',
+  'workflow.append_window_missing',
+  'workflow.append_window_not_external',
+  'workflow.append_window_closed',
+  'workflow.append_existing_dependent',
+  'workflow.append_unknown_dependent',
+  'workflow.step_limit_exceeded',
+] as const;
+
+/** The `code` of every RunledgerError runledger throws. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export const JOB_OUTCOME_CODES = [
+  // A job's lastErrorCode, recorded by the worker from what its handler did.
+  'job.handler_error',
+  'job.retry_requested',
+  'job.terminal_error',
+  'job.payload_invalid',
+  'job.output_invalid',
+  'job.timeout',
+  'job.step_inputs_unavailable',
+  // A step read a prerequisite's output with the wrong definition (recorded through a TerminalError).
+  'workflow.prerequisite_type_mismatch',
+  // Recorded by the reaper: the lease expired and the worker is presumed dead.
+  'job.lease_expired',
+  // Release and cancellation reasons (a job event's reason, a job's or step's statusReason).
+  'job.worker_shutdown',
+  'job.buffer_expired',
+  'job.released',
+  'job.canceled',
+  'job.retry_scheduled',
+  'workflow.dependency_unsatisfied',
+  'workflow.run_canceled',
+] as const;
+
+/** Codes runledger records on jobs and steps (never thrown). */
+export type JobOutcomeCode = (typeof JOB_OUTCOME_CODES)[number];

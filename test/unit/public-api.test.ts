@@ -1,0 +1,57 @@
+/**
+ * The public surface is deliberate: this list is every runtime export of
+ * `runledger`. Adding one is an API decision (and a README line); internals
+ * (database error normalisation, transaction helpers, lock keys, validation,
+ * defaults the README documents) stay reachable only inside the package.
+ */
+import { describe, expect, it } from 'vitest';
+import * as runledger from '../../src/index.js';
+
+const PUBLIC_RUNTIME_EXPORTS = [
+  // Errors and codes.
+  'RunledgerError', 'ValidationError', 'NotFoundError', 'ConflictError', 'UnavailableError', 'InternalError',
+  'isRunledgerError', 'ERROR_CODES', 'JOB_OUTCOME_CODES',
+  // Set-up: migrations, the adapter's statement names, channels a host may LISTEN on.
+  'migrate', 'preparedStatementName', 'WORKFLOW_RUN_TERMINAL_CHANNEL', 'JOB_AVAILABLE_CHANNEL',
+  // Scopes.
+  'noOrganizationScope', 'organizationScope', 'adminScope',
+  // Queue.
+  'enqueueJob', 'enqueueJobs', 'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess',
+  'failJob', 'releaseJob', 'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
+  'DEFAULT_BACKOFF',
+  // Workflows.
+  'workflow', 'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
+  'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
+  'workflowRunHandle', 'enqueueWorkflowRunHandle', 'createWorkflowRunListener',
+  'enqueueOrGetActiveWorkflow', 'releaseQuiescedActiveKeys', 'appendWorkflowSteps',
+  // Replay and recovery.
+  'compareAndReplaySucceededJob', 'compareAndRequeueJob',
+  // Worker runtime.
+  'createWorker', 'runWorker', 'defineJob', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
+];
+
+describe('public API', () => {
+  it('exports exactly the documented runtime names', () => {
+    expect(Object.keys(runledger).sort()).toEqual([...PUBLIC_RUNTIME_EXPORTS].sort());
+  });
+
+  it('keeps renamed and internal names out', () => {
+    for (const name of ['globalScope', 'normalizeDatabaseError', 'RETRYABLE_SQLSTATES', 'setLocalLockTimeout', 'PRISMA_MIGRATE_ADVISORY_LOCK_KEY', 'validateWorkflowRun', 'withTransaction']) {
+      expect(runledger, name).not.toHaveProperty(name);
+    }
+  });
+
+  it('takes (db, input) for every operation on the database', () => {
+    // The documented exceptions: enqueueJob/enqueueJobs/enqueueWorkflowRunHandle take per-call options after the
+    // request, workflowRunHandle(db, scope, id, options?) builds a handle (README, "API conventions").
+    const operations = [
+      'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess', 'failJob', 'releaseJob',
+      'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
+      'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
+      'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
+      'compareAndReplaySucceededJob', 'compareAndRequeueJob',
+    ] as const;
+    const arity = Object.fromEntries(operations.map((name) => [name, (runledger[name] as (...args: never[]) => unknown).length]));
+    expect(arity).toEqual(Object.fromEntries(operations.map((name) => [name, 2])));
+  });
+});
