@@ -123,6 +123,12 @@ export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/
 export * from './replay/index.js';
 
 // ---------------------------------------------------------------------------
+// Integrity
+// ---------------------------------------------------------------------------
+export { verifyIntegrity, type VerifyIntegrityOptions, type IntegrityReport } from './integrity/verify.js';
+export type { IntegrityViolation, IntegrityViolationKind } from './integrity/violations.js';
+
+// ---------------------------------------------------------------------------
 // Worker runtime
 // ---------------------------------------------------------------------------
 export * from './worker/index.js';
