@@ -118,15 +118,19 @@ async function main(): Promise<number> {
 
     say('draining: no new work, every worker up, external steps completed');
     fleet.stopEnqueuing();
+    // Enqueues already sent finish (or fail) within their own timeouts; the drain below needs two quiet checks in a row.
+    await sleep(1_000);
     await admin.query(`ALTER DATABASE "${database.name}" CONNECTION LIMIT -1`).catch(() => undefined);
     while (fleet.size < workers) fleet.start();
     const drainUntil = Date.now() + DRAIN_TIMEOUT_MS;
+    let quiet = 0;
     for (;;) {
       await operator.completeExternalSteps(500, true).catch(() => 0);
       const { rows } = await admin.query<{ runs: number; jobs: number }>(`
         SELECT (SELECT count(*) FROM runledger.workflow_runs WHERE status IN ('RUNNING', 'WAITING_FOR_EXTERNAL'))::int AS runs,
                (SELECT count(*) FROM runledger.job_queue WHERE status IN ('PENDING', 'LEASED'))::int AS jobs`);
-      if (rows[0]!.runs === 0 && rows[0]!.jobs === 0) break;
+      quiet = rows[0]!.runs === 0 && rows[0]!.jobs === 0 ? quiet + 1 : 0;
+      if (quiet === 2) break;
       if (Date.now() > drainUntil) {
         stats.violation(`drain did not finish within ${DRAIN_TIMEOUT_MS / 1000} s: ${rows[0]!.runs} runs and ${rows[0]!.jobs} jobs still live`);
         break;
@@ -153,7 +157,9 @@ async function main(): Promise<number> {
   return exitCode;
 }
 
-process.exitCode = await main().catch((error: unknown) => {
+const code = await main().catch((error: unknown) => {
   process.stderr.write(`chaos run failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return 1;
 });
+process.stdout.write(`chaos run ${code === 0 ? 'passed' : 'FAILED'} (exit ${code})\n`);
+process.exit(code);

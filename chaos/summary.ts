@@ -30,7 +30,7 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
     for (const [key, count] of logs) line(`  ${String(count).padStart(6)}  ${key.slice(0, 140)}`);
   }
   line(`violations: ${stats.violations.length}`);
-  for (const v of stats.violations.slice(0, 50)) line(`  ✘ ${v.slice(0, 600)}`);
+  for (const v of stats.violations.slice(0, 50)) line(`  ✘ ${v.slice(0, 4_000)}`);
   if (stats.violations.length > 50) line(`  ... ${stats.violations.length - 50} more`);
   process.stdout.write(`${out.join('\n')}\n`);
 }

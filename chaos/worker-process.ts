@@ -37,7 +37,8 @@ async function attempt(kind: string, fn: () => Promise<string>): Promise<void> {
   }
 }
 
-let stopping = false;
+// CHAOS_ENQUEUE=0: a replacement started during the drain only works.
+let stopping = process.env.CHAOS_ENQUEUE === '0';
 async function enqueueLoop(): Promise<void> {
   let lastBucket = -1;
   while (!stopping) {
@@ -64,7 +65,7 @@ async function enqueueLoop(): Promise<void> {
       const shape = randomShape();
       await attempt(`enqueue_run.${shape}`, async () => (await enqueueRun(db, buildShape(shape))).disposition);
     }
-    await new Promise((resolve) => setTimeout(resolve, 250 + Math.random() * 250));
+    await new Promise((resolve) => setTimeout(resolve, 120 + Math.random() * 200));
   }
 }
 

@@ -13,6 +13,7 @@ const WORKER_SCRIPT = fileURLToPath(new URL('./worker-process.ts', import.meta.u
 export class WorkerFleet {
   private readonly children = new Map<string, ChildProcess>();
   private next = 1;
+  private enqueuing = true;
   /** Exits that the controller did not cause (a crash is a finding). */
   readonly unexpectedExits: string[] = [];
   private readonly killed = new Set<ChildProcess>();
@@ -32,11 +33,13 @@ export class WorkerFleet {
     const id = `chaos-worker-${this.next++}`;
     const child = fork(WORKER_SCRIPT, [], {
       execArgv: ['--import', 'tsx'],
-      env: { ...process.env, CHAOS_URL: this.url, CHAOS_WORKER_ID: id },
+      env: { ...process.env, CHAOS_URL: this.url, CHAOS_WORKER_ID: id, CHAOS_ENQUEUE: this.enqueuing ? '1' : '0' },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
+    let tail = '';
     const scan = (chunk: Buffer) => {
       const text = chunk.toString();
+      tail = (tail + text).slice(-3_000);
       if (/40P01|deadlock detected/i.test(text)) {
         this.stats.deadlocksSeen += 1;
         this.stats.violation(`deadlock in ${id}'s output: ${text.trim().slice(0, 300)}`);
@@ -50,7 +53,7 @@ export class WorkerFleet {
       this.children.delete(id);
       // SIGTERM before the child installed its handler ends it by the signal: still a requested stop.
       const requested = this.killed.has(child) || (this.terminated.has(child) && (code === 0 || signal === 'SIGTERM'));
-      if (!requested) this.unexpectedExits.push(`${id} exited (code ${code}, signal ${signal})`);
+      if (!requested) this.unexpectedExits.push(`${id} exited (code ${code}, signal ${signal}); its output ended with:\n${tail}`);
     });
     this.children.set(id, child);
     return id;
@@ -69,6 +72,7 @@ export class WorkerFleet {
   }
 
   stopEnqueuing(): void {
+    this.enqueuing = false;
     for (const child of this.children.values()) if (child.connected) child.send({ t: 'stop-enqueue' });
   }
 
