@@ -2,7 +2,8 @@
  * `npx tsx scripts/integrity-explain.ts [--runs 150000] [--direct 400000]`:
  * is the integrity checker cheap enough for a production database? Loads a
  * scratch database with a million jobs (150,000 four-step workflow runs, so
- * 600,000 workflow jobs and steps, plus 400,000 direct jobs, one event each),
+ * 600,000 workflow jobs and steps, plus 400,000 direct jobs and 10,000 replays
+ * of them, one event each),
  * then runs verifyIntegrity with every statement of its first pages wrapped
  * in EXPLAIN (ANALYZE, BUFFERS) once (on its second page), prints each
  * statement's scans and time, and times the whole check. Fails if a statement scans a large table
@@ -60,6 +61,22 @@ async function load(url: string): Promise<void> {
     await client.query(`
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt)
       SELECT gen_random_uuid(), id, 'ENQUEUED', 1, 0 FROM runledger.job_queue`);
+    // Replays of 1 in 40 direct jobs: the replay job (direct), its ENQUEUED event naming the source, the lineage row.
+    await client.query(`
+      CREATE TEMP TABLE replays ON COMMIT DROP AS
+      SELECT id AS source_id, gen_random_uuid() AS replay_id FROM runledger.job_queue
+       WHERE job_type = 'bench.direct' ORDER BY id LIMIT $1::int`, [Math.floor(DIRECT / 40)]);
+    await client.query(`
+      INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, finished_at, output)
+      SELECT replay_id, 'bench.direct', '{}', 'SUCCEEDED', 1, now(), '"again"' FROM replays`);
+    await client.query(`
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT gen_random_uuid(), replay_id, 'ENQUEUED', 1, 0,
+             jsonb_build_object('replayedFromJobId', source_id, 'replayedFromRunNumber', 1, 'replayRequestKey', 'k', 'reason', 'r')
+        FROM replays`);
+    await client.query(`
+      INSERT INTO runledger.job_replays (source_job_id, source_run_number, replay_request_key, replay_job_id, reason)
+      SELECT source_id, 1, 'k', replay_id, 'r' FROM replays`);
     await client.query('COMMIT');
     await client.query('VACUUM ANALYZE');
   } finally {
@@ -117,7 +134,7 @@ async function main(): Promise<number> {
     let t = Date.now();
     await load(url);
     const { rows } = await admin.query<{ version: string }>('SELECT version()');
-    say(`${rows[0]!.version.split(',')[0]}; loaded ${RUNS} runs (${RUNS * 4} steps and workflow jobs) + ${DIRECT} direct jobs in ${((Date.now() - t) / 1000).toFixed(0)} s`);
+    say(`${rows[0]!.version.split(',')[0]}; loaded ${RUNS} runs (${RUNS * 4} steps and workflow jobs) + ${DIRECT} direct jobs + ${Math.floor(DIRECT / 40)} replays in ${((Date.now() - t) / 1000).toFixed(0)} s`);
 
     // One full check; each distinct statement is run under EXPLAIN ANALYZE on its second use (a page past
     // the first, so the keyset bound is a real uuid), then plainly.

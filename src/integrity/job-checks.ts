@@ -23,7 +23,8 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
              j.output IS NOT NULL AS has_output, j.finished_at IS NOT NULL AS has_finished_at,
              s.id AS step_id, s.job_id AS step_job_id, s.workflow_run_id, s.step_key,
              ev.requeues, ev.replayed_from, lr.replay_job_id AS lineage_job_id
-        FROM runledger.job_queue j
+        FROM unnest(${jobIds}::uuid[]) AS page(id)
+        JOIN runledger.job_queue j ON j.id = page.id
         LEFT JOIN runledger.workflow_steps s ON s.id = j.workflow_step_id
         LEFT JOIN LATERAL (
           SELECT (count(*) FILTER (WHERE e.event_type = 'REQUEUED'))::int AS requeues,
@@ -32,7 +33,6 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
            WHERE e.job_id = j.id
         ) ev ON true
         LEFT JOIN runledger.job_replays lr ON lr.replay_job_id = j.id
-       WHERE j.id = ANY(${jobIds}::uuid[])
     )
     SELECT 'job.lease_columns' AS kind, workflow_run_id, step_id, step_key, id AS job_id,
            CASE WHEN status = 'LEASED'
@@ -73,21 +73,23 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
 /** job_replays rows whose replay job is in the page, against both jobs and the replay's ENQUEUED event. */
 export async function checkReplayLineage(tx: Tx, jobIds: readonly string[]): Promise<ViolationRow[]> {
   return tx.$queryRaw<ViolationRow[]>`
+    -- Each lookup is a LATERAL ... LIMIT 1 by a unique key, so it stays an index probe per row: as plain
+    -- joins the planner merge-joined the whole job_queue primary key against the lineage table.
     WITH lineage AS (
       SELECT lr.source_job_id, lr.source_run_number, lr.replay_request_key, lr.replay_job_id,
              src.id AS src_id, src.job_type AS src_type, src.organization_id::text AS src_org, src.run_number AS src_run,
              src.workflow_step_id IS NOT NULL AS src_workflow,
              rj.job_type AS replay_type, rj.organization_id::text AS replay_org, rj.workflow_step_id IS NOT NULL AS replay_workflow,
              ev.payload AS event
-        FROM runledger.job_replays lr
-        LEFT JOIN runledger.job_queue src ON src.id = lr.source_job_id
-        LEFT JOIN runledger.job_queue rj ON rj.id = lr.replay_job_id
+        FROM unnest(${jobIds}::uuid[]) AS page(id)
+        JOIN LATERAL (SELECT * FROM runledger.job_replays r WHERE r.replay_job_id = page.id LIMIT 1) lr ON true
+        LEFT JOIN LATERAL (SELECT * FROM runledger.job_queue j WHERE j.id = lr.source_job_id LIMIT 1) src ON true
+        LEFT JOIN LATERAL (SELECT * FROM runledger.job_queue j WHERE j.id = lr.replay_job_id LIMIT 1) rj ON true
         LEFT JOIN LATERAL (
           SELECT e.payload FROM runledger.job_events e
            WHERE e.job_id = lr.replay_job_id AND e.event_type = 'ENQUEUED'
            ORDER BY e.seq LIMIT 1
         ) ev ON true
-       WHERE lr.replay_job_id = ANY(${jobIds}::uuid[])
     )
     SELECT 'replay.lineage' AS kind, NULL::uuid AS workflow_run_id, NULL::uuid AS step_id, NULL::text AS step_key,
            replay_job_id AS job_id,

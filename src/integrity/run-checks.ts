@@ -2,7 +2,10 @@
  * Integrity checks over one page of workflow runs: four read-only statements
  * whatever the page size, each reaching rows through an index on the page's
  * run ids (steps by (workflow_run_id, ...), edges by dependent step id or by
- * run, jobs by primary key).
+ * run, jobs by primary key). Each statement starts from `unnest(page ids)`
+ * joined on a primary key, not `id = ANY(...)` on the table: with the latter
+ * the planner hash-joined a sequential scan of every run on a million-job
+ * database (scripts/integrity-explain.ts).
  *
  * Dependency counters are recomputed from first principles. An edge is
  * "settled" when its prerequisite is terminal and the release cascade ran for
@@ -27,9 +30,9 @@ export async function checkSteps(tx: Tx, runIds: readonly string[]): Promise<Vio
       SELECT ws.id, ws.workflow_run_id, ws.step_key, ws.status, ws.output IS NOT NULL AS has_output,
              ws.finished_at IS NOT NULL AS has_finished_at, ws.dependency_count_total AS total,
              ws.dependency_count_pending AS pending, ws.dependency_count_unsatisfied AS unsatisfied, r.status AS run_status
-        FROM runledger.workflow_steps ws
-        JOIN runledger.workflow_runs r ON r.id = ws.workflow_run_id
-       WHERE ws.workflow_run_id = ANY(${runIds}::uuid[])
+        FROM unnest(${runIds}::uuid[]) AS page(id)
+        JOIN runledger.workflow_runs r ON r.id = page.id
+        JOIN runledger.workflow_steps ws ON ws.workflow_run_id = r.id
     ),
     edges AS (
       SELECT e.dependent_step_id, e.release_mode, p.status AS prerequisite_status,
@@ -91,9 +94,9 @@ export async function checkStepJobs(tx: Tx, runIds: readonly string[]): Promise<
     WITH steps AS MATERIALIZED (
       SELECT ws.id, ws.workflow_run_id, ws.step_key, ws.execution_kind, ws.status, ws.job_id,
              j.id AS found_job_id, j.status AS job_status, j.workflow_step_id AS job_step_id
-        FROM runledger.workflow_steps ws
+        FROM unnest(${runIds}::uuid[]) AS page(id)
+        JOIN runledger.workflow_steps ws ON ws.workflow_run_id = page.id
         LEFT JOIN runledger.job_queue j ON j.id = ws.job_id
-       WHERE ws.workflow_run_id = ANY(${runIds}::uuid[])
     )
     SELECT 'step.job_on_external_step' AS kind, workflow_run_id, id AS step_id, step_key, job_id,
            jsonb_build_object('jobId', NULL) AS expected, jsonb_build_object('jobId', job_id) AS found
@@ -140,9 +143,9 @@ export async function checkRuns(tx: Tx, runIds: readonly string[]): Promise<Viol
              count(ws.id) FILTER (WHERE ws.status IN ('FAILED', 'CANCELED')) AS errored,
              r.result_step_key IS NOT NULL AS has_result_step,
              (array_agg(ws.output) FILTER (WHERE ws.step_key = r.result_step_key AND ws.status = 'SUCCEEDED'))[1] AS result_output
-        FROM runledger.workflow_runs r
+        FROM unnest(${runIds}::uuid[]) AS page(id)
+        JOIN runledger.workflow_runs r ON r.id = page.id
         LEFT JOIN runledger.workflow_steps ws ON ws.workflow_run_id = r.id
-       WHERE r.id = ANY(${runIds}::uuid[])
        GROUP BY r.id
     ),
     calc AS (

@@ -110,9 +110,18 @@ describe('verifyIntegrity', () => {
     ]);
   });
 
-  it('names a replay whose lineage row is gone, and a requeued job whose run number skips', async () => {
+  it('names a replay lineage that disagrees with its jobs or is gone, and a requeued job whose run number skips', async () => {
     const [lineage] = await db.prisma.$queryRaw<{ replay_job_id: string }[]>`
       SELECT replay_job_id FROM runledger.job_replays WHERE source_job_id = ${workload.replaySource}::uuid`;
+    await corrupt('UPDATE runledger.job_replays SET source_run_number = 2 WHERE replay_job_id = $1', [lineage!.replay_job_id]);
+    const skewed = await verifyIntegrity(db.prisma);
+    expect(only(skewed.violations, 'replay.lineage')).toEqual([
+      expect.objectContaining({
+        jobId: lineage!.replay_job_id,
+        expected: expect.objectContaining({ sourceJobId: workload.replaySource, sourceRunNumber: 2 }),
+        found: expect.objectContaining({ sourceRunNumber: 1, enqueuedEvent: expect.objectContaining({ replayedFromRunNumber: 1 }) }),
+      }),
+    ]);
     await corrupt('DELETE FROM runledger.job_replays WHERE replay_job_id = $1', [lineage!.replay_job_id]);
     await corrupt('UPDATE runledger.job_queue SET run_number = 3 WHERE id = $1', [workload.requeued]);
     const report = await verifyIntegrity(db.prisma);
