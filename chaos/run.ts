@@ -23,7 +23,7 @@ import { outage, terminateSomeBackends } from './faults.js';
 import { TerminalNotificationCounter } from './listener.js';
 import type { ChildMessage, DuplicateMessage } from './messages.js';
 import { Operator } from './operator.js';
-import { enqueueDirectBatch, enqueueRandomRun } from './enqueue.js';
+import { enqueueDirectBatch, enqueueDuplicatePair, enqueueRandomRun } from './enqueue.js';
 import { ChaosStats } from './stats.js';
 import { printSummary } from './summary.js';
 import { deadlockCount, verifyChaosRun } from './verify.js';
@@ -75,6 +75,7 @@ async function main(): Promise<number> {
   try {
     say(`${workers} workers started; chaos for ${seconds} s`);
     const until = Date.now() + seconds * 1_000;
+    let duplicateKeys = 0;
     const actor = async (name: string, pauseMs: () => number, act: () => Promise<void>) => {
       while (Date.now() < until) {
         await sleep(pauseMs());
@@ -91,6 +92,12 @@ async function main(): Promise<number> {
       actor('enqueue', () => between(100, 300), async () => {
         if (Math.random() < 0.5) await enqueueRandomRun(operator);
         else await enqueueDirectBatch(operator);
+      }),
+      actor('duplicates', () => between(800, 1_500), async () => {
+        // Several processes (every worker process and the controller) enqueue the same keyed job and run at once.
+        const key = `dup-${(duplicateKeys += 1)}`;
+        fleet.broadcastDuplicates(key);
+        await enqueueDuplicatePair(api, key, (kind, fn) => operator.call(kind, fn), (message) => duplicates.push(message));
       }),
       actor('kill', () => between(2_000, 5_000), async () => {
         const killed = fleet.killRandom();

@@ -1,8 +1,8 @@
 /**
  * One chaos worker process (the controller forks K of them and SIGKILLs them
  * at random): a runledger worker running the chaos handlers, plus a small
- * enqueuer that sends direct jobs, workflow runs and, every two seconds,
- * the same idempotent job and run as every other process.
+ * enqueuer that sends direct jobs and workflow runs, and, when the
+ * controller says so, the same idempotent job and run as every other process.
  *
  * Environment: CHAOS_URL (database), CHAOS_WORKER_ID. SIGTERM drains and exits 0.
  */
@@ -10,6 +10,7 @@ import pg from 'pg';
 import { connect, enqueueDirect, enqueueRun, startWorker, type WorkerLogger } from './api.js';
 import { chaosHandlers } from './handlers.js';
 import { summarizeError, type ChildMessage } from './messages.js';
+import { enqueueDuplicatePair } from './enqueue.js';
 import { buildShape, randomDirectJob, randomShape } from './shapes.js';
 
 const url = process.env.CHAOS_URL!;
@@ -40,26 +41,7 @@ async function attempt(kind: string, fn: () => Promise<string>): Promise<void> {
 // CHAOS_ENQUEUE=0: a replacement started during the drain only works.
 let stopping = process.env.CHAOS_ENQUEUE === '0';
 async function enqueueLoop(): Promise<void> {
-  let lastBucket = -1;
   while (!stopping) {
-    const bucket = Math.floor(Date.now() / 2_000);
-    if (bucket !== lastBucket) {
-      lastBucket = bucket;
-      const jobKey = `dup-job-${bucket}`;
-      const runKey = `dup-run-${bucket}`;
-      await Promise.all([
-        attempt('enqueue_idempotent_job', async () => {
-          const result = await enqueueDirect(db, { jobType: 'chaos.ok', payload: { n: 7 }, idempotencyKey: jobKey });
-          send({ t: 'dup', kind: 'job', key: jobKey, id: result.jobId, disposition: result.disposition });
-          return result.disposition;
-        }),
-        attempt('enqueue_idempotent_run', async () => {
-          const result = await enqueueRun(db, buildShape('diamond', runKey));
-          send({ t: 'dup', kind: 'run', key: runKey, id: result.workflowRunId, disposition: result.disposition });
-          return result.disposition;
-        }),
-      ]);
-    }
     if (Math.random() < 0.5) await attempt('enqueue_job', async () => (await enqueueDirect(db, randomDirectJob())).disposition);
     else {
       const shape = randomShape();
@@ -78,9 +60,10 @@ process.on('SIGTERM', () => {
     process.exit(0);
   })();
 });
-process.on('message', (message: { t?: string }) => {
+process.on('message', (message: { t?: string; key?: string }) => {
   // The controller's drain: no more new work from this process.
   if (message?.t === 'stop-enqueue') stopping = true;
+  if (message?.t === 'enqueue-duplicates' && message.key && !stopping) void enqueueDuplicatePair(db, message.key, attempt, send);
 });
 
 // Started during an outage, the worker cannot reach the database yet: keep trying (the controller may kill us first).

@@ -71,6 +71,18 @@ export class WorkerFleet {
     return id;
   }
 
+  /** Tells every live worker process to enqueue the idempotent job and run of `key` now; returns how many were told. */
+  broadcastDuplicates(key: string): number {
+    let told = 0;
+    for (const child of this.children.values()) {
+      if (this.enqueuing && child.connected) {
+        child.send({ t: 'enqueue-duplicates', key });
+        told += 1;
+      }
+    }
+    return told;
+  }
+
   stopEnqueuing(): void {
     this.enqueuing = false;
     for (const child of this.children.values()) if (child.connected) child.send({ t: 'stop-enqueue' });
