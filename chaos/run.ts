@@ -17,7 +17,7 @@
  * and role are created on it and dropped at the end).
  */
 import pg from 'pg';
-import { connect } from './api.js';
+import { checkIntegrity, connect } from './api.js';
 import { createChaosDatabase } from './database.js';
 import { outage, terminateSomeBackends } from './faults.js';
 import { TerminalNotificationCounter } from './listener.js';
@@ -26,7 +26,7 @@ import { Operator } from './operator.js';
 import { enqueueDirectBatch, enqueueDuplicatePair, enqueueRandomRun } from './enqueue.js';
 import { ChaosStats } from './stats.js';
 import { printSummary } from './summary.js';
-import { deadlockCount, verifyChaosRun } from './verify.js';
+import { deadlockCount, describeViolation, verifyChaosRun } from './verify.js';
 import { WorkerFleet } from './workers.js';
 
 const DRAIN_TIMEOUT_MS = 240_000;
@@ -113,6 +113,14 @@ async function main(): Promise<number> {
         const ms = Math.round(between(1_500, 4_000));
         say(`outage: connections refused for ${ms} ms`);
         await outage(admin, database, stats, ms);
+      }),
+      actor('verify_live', () => between(6_000, 10_000), async () => {
+        // Every transition commits whole, and each page of the checker reads one snapshot: a live check is clean too.
+        await operator.call('verify_integrity_live', async () => {
+          const report = await checkIntegrity(api);
+          for (const v of report.violations) stats.violation(`live integrity: ${describeViolation(v)}`);
+          return report.clean ? 'clean' : 'violations';
+        });
       }),
       actor('operate', () => between(100, 400), async () => {
         const roll = Math.random();

@@ -3,7 +3,7 @@
  * violation in `stats`; the figures feed the summary.
  */
 import type pg from 'pg';
-import { checkIntegrity, type Client } from './api.js';
+import { checkIntegrity, type Client, type IntegrityReport } from './api.js';
 import type { DuplicateMessage } from './messages.js';
 import type { TerminalNotificationCounter } from './listener.js';
 import type { ChaosStats } from './stats.js';
@@ -31,7 +31,7 @@ export async function verifyChaosRun(
 ): Promise<Findings> {
   // 1. The integrity checker, through the public API.
   const report = await checkIntegrity(api);
-  for (const v of report.violations) stats.violation(`integrity: ${v.kind} run=${v.workflowRunId ?? '-'} step=${v.stepId ?? '-'} job=${v.jobId ?? '-'} expected=${JSON.stringify(v.expected)} found=${JSON.stringify(v.found)}`);
+  for (const v of report.violations) stats.violation(`integrity: ${describeViolation(v)}`);
 
   // 2. Drained: every run terminal, no job left to run.
   const runs = await count(admin, 'SELECT status::text AS key, count(*)::int AS n FROM runledger.workflow_runs GROUP BY 1');
@@ -118,6 +118,10 @@ export async function verifyChaosRun(
     integrity: { runs: report.checked.runs, jobs: report.checked.jobs, violations: report.violations.length },
     deadlocks: deadlocks + stats.deadlocksSeen,
   };
+}
+
+export function describeViolation(v: IntegrityReport['violations'][number]): string {
+  return `${v.kind} run=${v.workflowRunId ?? '-'} step=${v.stepId ?? '-'}${v.stepKey ? ` (${v.stepKey})` : ''} job=${v.jobId ?? '-'} expected=${JSON.stringify(v.expected)} found=${JSON.stringify(v.found)}`;
 }
 
 export async function deadlockCount(admin: pg.Pool, databaseName: string): Promise<number> {
