@@ -125,6 +125,12 @@ export type { StepPrerequisite, StepPrerequisites } from './workflow/step-inputs
 export * from './replay/index.js';
 
 // ---------------------------------------------------------------------------
+// Integrity
+// ---------------------------------------------------------------------------
+export { verifyIntegrity, type VerifyIntegrityOptions, type IntegrityReport } from './integrity/verify.js';
+export type { IntegrityViolation, IntegrityViolationKind } from './integrity/violations.js';
+
+// ---------------------------------------------------------------------------
 // Worker runtime
 // ---------------------------------------------------------------------------
 export * from './worker/index.js';

@@ -14,6 +14,7 @@ import type { Scope } from '../db/scope.js';
 import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
 import { registerReapCommand } from './reap.js';
+import { registerDoctorCommand } from './doctor.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -88,6 +89,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerJobCommands(program, context);
   registerWorkerCommand(program, context);
   registerReapCommand(program, context);
+  registerDoctorCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 

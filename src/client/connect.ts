@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 
 export type RunledgerPrismaClient = PrismaClient;
@@ -21,7 +22,18 @@ export function preparedStatementName(query: { sql: string; argTypes: readonly u
 }
 
 export function createPrismaClient(connectionString: string, options: { max?: number } = {}): PrismaClient {
+  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+  // Every connection keeps an 'error' listener for life. The adapter listens on a connection only after its
+  // `await pool.connect()` resumes; a backend terminated just as it finished connecting sends its FATAL in
+  // the same read as the end of the handshake, so pg emitted 'error' with no listener in between and the
+  // process crashed (found by the chaos run: pg_terminate_backend during an outage). The failure still
+  // reaches whoever uses the connection next, as a query error (database.unavailable).
+  pool.on('connect', (client) => void client.on('error', ignoreConnectionError));
   return new PrismaClient({
-    adapter: new PrismaPg({ connectionString, max: options.max ?? 10 }, { statementNameGenerator: preparedStatementName }),
+    adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName, disposeExternalPool: true }),
   });
+}
+
+function ignoreConnectionError(): void {
+  // Reported through the query that meets the broken connection.
 }

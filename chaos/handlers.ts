@@ -1,0 +1,81 @@
+/**
+ * The chaos run's job handlers. Each one first records its execution in
+ * `chaos.executions` (same database, autocommit, before doing anything), so
+ * the end of the run can account for every execution: a retry has a new
+ * attempt, a requeue a new run number, a replay a new job with lineage;
+ * anything else after a committed success is an unexplained duplicate.
+ */
+import { z } from 'zod';
+import type pg from 'pg';
+import { defineJob, RetryableError, TerminalError, type AnyJobDefinition, type JobContext } from './api.js';
+
+export const EXECUTIONS_DDL = `
+  CREATE SCHEMA IF NOT EXISTS chaos;
+  CREATE TABLE IF NOT EXISTS chaos.executions (
+    id bigserial PRIMARY KEY,
+    job_id uuid NOT NULL,
+    job_type text NOT NULL,
+    run_number int NOT NULL,
+    attempt int NOT NULL,
+    worker text NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    retry_not_before timestamptz
+  );
+  CREATE INDEX IF NOT EXISTS executions_job_idx ON chaos.executions (job_id, run_number, attempt);`;
+
+const payload = z.object({ n: z.number().optional(), failUntil: z.number().optional(), size: z.number().optional(), key: z.string().optional(), fail: z.boolean().optional() });
+
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  });
+
+export function chaosHandlers(pool: pg.Pool, worker: string): AnyJobDefinition[] {
+  const record = async (ctx: JobContext, retryNotBefore: Date | null = null) => {
+    try {
+      await pool.query('INSERT INTO chaos.executions (job_id, job_type, run_number, attempt, worker, retry_not_before) VALUES ($1, $2, $3, $4, $5, $6)', [
+        ctx.jobId,
+        ctx.jobType,
+        ctx.runNumber,
+        ctx.attempt,
+        worker,
+        retryNotBefore,
+      ]);
+    } catch {
+      // Unrecorded, the execution must not count: fail it so a later attempt runs (and records) again.
+      throw new RetryableError('could not record the execution', { code: 'chaos.record_failed' });
+    }
+  };
+  return [
+    defineJob('chaos.ok', payload, async ({ n }, ctx) => {
+      await record(ctx);
+      await pause(5 + Math.random() * 35, ctx.signal);
+      return { ok: true, n: n ?? 0, attempt: ctx.attempt };
+    }),
+    defineJob('chaos.flaky', payload, async ({ failUntil }, ctx) => {
+      if (ctx.attempt <= (failUntil ?? 1)) {
+        const retryNotBefore = new Date(Date.now() + 300 + Math.floor(Math.random() * 500));
+        await record(ctx, retryNotBefore);
+        throw new RetryableError('flaky upstream', { code: 'chaos.flaky', retryNotBefore });
+      }
+      await record(ctx);
+      return { recoveredAtAttempt: ctx.attempt };
+    }),
+    defineJob('chaos.fail', payload, async (_payload, ctx) => {
+      await record(ctx);
+      throw new TerminalError('this job always fails', { code: 'chaos.always_fails' });
+    }),
+    defineJob('chaos.slow', payload, async (_payload, ctx) => {
+      await record(ctx);
+      await pause(2_500, ctx.signal);
+      return { slow: true };
+    }),
+    defineJob('chaos.large', payload, async ({ size }, ctx) => {
+      await record(ctx);
+      const rows = Array.from({ length: size ?? 2_000 }, (_, i) => ({ i, text: `row ${i} of a large output `.repeat(4) }));
+      return { rows };
+    }),
+  ];
+}

@@ -1,0 +1,104 @@
+/**
+ * The workflow shapes and direct jobs the chaos run enqueues. Job settings
+ * make each kind of ending reachable: retries with retryNotBefore, terminal
+ * failures, timeouts (1 s against a 2.5 s handler), large outputs.
+ */
+import { workflow, type DirectJobSpec, type WorkflowBuilder } from './api.js';
+
+type Run = ReturnType<WorkflowBuilder['build']>;
+export type ShapeName = 'diamond' | 'fanout' | 'gate' | 'on_terminal' | 'mixed';
+
+const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
+
+/** A leaf job of some kind: mostly quick successes, some trouble. */
+function leaf(): { jobType: string; payload: Record<string, number>; settings: { maxAttempts?: number; timeoutSeconds?: number } } {
+  const roll = Math.random();
+  if (roll < 0.7) return { jobType: 'chaos.ok', payload: { n: 1 }, settings: {} };
+  if (roll < 0.85) return { jobType: 'chaos.flaky', payload: { failUntil: 1 + Math.floor(Math.random() * 2) }, settings: { maxAttempts: 4 } };
+  if (roll < 0.93) return { jobType: 'chaos.fail', payload: {}, settings: { maxAttempts: 1 } };
+  if (roll < 0.97) return { jobType: 'chaos.large', payload: { size: 2_000 }, settings: {} };
+  return { jobType: 'chaos.slow', payload: {}, settings: { maxAttempts: 2, timeoutSeconds: 1 } };
+}
+
+export function buildShape(shape: ShapeName, key?: string): Run {
+  const tag = { shape, ...(key ? { key } : {}) };
+  let builder: WorkflowBuilder;
+  switch (shape) {
+    case 'diamond': {
+      // Keyed runs are enqueued by several processes with the same request: no random parts.
+      const b = key ? { jobType: 'chaos.ok', payload: { n: 2 }, settings: {} } : leaf();
+      builder = workflow('chaos.diamond', tag)
+        .job('a', 'chaos.ok', { n: 1 })
+        .job('b', b.jobType, b.payload, b.settings)
+        .job('c', 'chaos.flaky', { failUntil: 1 }, { maxAttempts: 3 })
+        .job('d', 'chaos.ok', { n: 4 })
+        .afterSuccess('b', ['a'])
+        .afterSuccess('c', ['a'])
+        .afterSuccess('d', ['b', 'c'])
+        .resultStep('d');
+      break;
+    }
+    case 'fanout': {
+      builder = workflow('chaos.fanout', tag).job('root', 'chaos.ok', { n: 0 });
+      const leaves: string[] = [];
+      for (let i = 0; i < 200; i += 1) {
+        const stepKey = `leaf-${i}`;
+        leaves.push(stepKey);
+        // Mostly quick successes: one failure would cancel the join, which is also a fine ending.
+        builder = builder.job(stepKey, !key && Math.random() < 0.01 ? 'chaos.flaky' : 'chaos.ok', { n: i, failUntil: 1 }, { maxAttempts: 3 }).afterSuccess(stepKey, ['root']);
+      }
+      builder = builder.job('join', 'chaos.ok', { n: 200 }).afterSuccess('join', leaves).resultStep('join');
+      break;
+    }
+    case 'gate': {
+      builder = workflow('chaos.gate', tag)
+        .job('prepare', 'chaos.ok', { n: 1 })
+        .external('approve')
+        .afterSuccess('approve', ['prepare'])
+        .job('publish', 'chaos.large', { size: 500 })
+        .afterSuccess('publish', ['approve'])
+        .job('audit', 'chaos.ok', { n: 2 })
+        .afterTerminal('audit', ['approve'])
+        .resultStep('publish');
+      break;
+    }
+    case 'on_terminal': {
+      const risky = pick(['chaos.fail', 'chaos.slow', 'chaos.flaky'] as const);
+      builder = workflow('chaos.on_terminal', tag)
+        .job('risky', risky, { failUntil: 5 }, { maxAttempts: 2, timeoutSeconds: 1 })
+        .job('cleanup', 'chaos.ok', { n: 1 })
+        .afterTerminal('cleanup', ['risky'])
+        .job('follow', 'chaos.ok', { n: 2 })
+        .afterSuccess('follow', ['risky']);
+      break;
+    }
+    case 'mixed': {
+      const x = leaf();
+      const y = leaf();
+      builder = workflow('chaos.mixed', tag)
+        .job('x', x.jobType, x.payload, x.settings)
+        .job('y', y.jobType, y.payload, y.settings)
+        .external('ext')
+        .job('z', 'chaos.ok', { n: 3 })
+        .afterTerminal('z', ['x', 'y'])
+        .afterSuccess('z', ['ext']);
+      break;
+    }
+  }
+  if (key) builder = builder.idempotencyKey(key);
+  return builder.build();
+}
+
+export function randomShape(): ShapeName {
+  const roll = Math.random();
+  if (roll < 0.3) return 'diamond';
+  if (roll < 0.36) return 'fanout';
+  if (roll < 0.58) return 'gate';
+  if (roll < 0.78) return 'on_terminal';
+  return 'mixed';
+}
+
+export function randomDirectJob(): DirectJobSpec {
+  const l = leaf();
+  return { jobType: l.jobType, payload: l.payload, ...l.settings };
+}

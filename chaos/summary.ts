@@ -1,0 +1,42 @@
+/** The chaos run's printed summary. */
+import type { ChaosStats } from './stats.js';
+import type { Findings } from './verify.js';
+
+export function printSummary(input: { seconds: number; workers: number; elapsedMs: number; stats: ChaosStats; findings: Findings }): void {
+  const { stats, findings } = input;
+  const out: string[] = [];
+  const line = (text = '') => out.push(text);
+  line('');
+  line(`== chaos summary: ${input.seconds} s of chaos, ${input.workers} worker processes, ${(input.elapsedMs / 1000).toFixed(0)} s in all ==`);
+  line(`operations: ${stats.totalOperations()}`);
+  for (const [kind, outcomes] of [...stats.operations].sort(([a], [b]) => a.localeCompare(b))) {
+    const total = [...outcomes.values()].reduce((a, b) => a + b, 0);
+    line(`  ${kind.padEnd(36)} ${String(total).padStart(6)}  ${[...outcomes].map(([o, n]) => `${o} ${n}`).join(', ')}`);
+  }
+  const f = stats.faults;
+  line(`faults: ${f.kills} SIGKILLs (${f.replacements} replacements), ${f.backendTerminations} termination rounds (${f.backendsTerminated} backends), ${f.outages} outages (${(f.outageMs / 1000).toFixed(1)} s refused)`);
+  line(`runs: ${fmt(findings.runs)}`);
+  line(`jobs: ${fmt(findings.jobs)}`);
+  const e = findings.executions;
+  line(`executions: ${e.total} (first ${e.first}, retries ${e.retries}, requeues ${e.requeues}, replays ${e.replays}); duplicates explained ${e.retries + e.requeues + e.replays}, unexplained ${e.unexplained}`);
+  const n = findings.notifications;
+  line(`terminal notifications: ${n.received} for ${n.runs} runs; missed and looked up ${n.missedLookedUp} (in listener gaps ${n.missedInListenerGaps})`);
+  line(`idempotent enqueues from several processes: ${findings.duplicates.reports} answers for ${findings.duplicates.keys} keys (${findings.duplicates.collapsed} collapsed onto an existing job or run)`);
+  line(`integrity checker: ${findings.integrity.runs} runs, ${findings.integrity.jobs} jobs, ${findings.integrity.violations} violations`);
+  line(`deadlocks (40P01): ${findings.deadlocks}`);
+  const logs = [...stats.workerLogs].sort((a, b) => b[1] - a[1]).slice(0, 12);
+  if (logs.length > 0) {
+    line('worker warnings and errors (most frequent):');
+    for (const [key, count] of logs) line(`  ${String(count).padStart(6)}  ${key.slice(0, 140)}`);
+  }
+  line(`violations: ${stats.violations.length}`);
+  for (const v of stats.violations.slice(0, 50)) line(`  ✘ ${v.slice(0, 4_000)}`);
+  if (stats.violations.length > 50) line(`  ... ${stats.violations.length - 50} more`);
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+const fmt = (counts: Record<string, number>) =>
+  Object.entries(counts)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ') || 'none';

@@ -1,0 +1,136 @@
+/**
+ * The chaos run's final assertions, after the drain. Each failure is a
+ * violation in `stats`; the figures feed the summary.
+ */
+import type pg from 'pg';
+import { checkIntegrity, type Client, type IntegrityReport } from './api.js';
+import type { DuplicateMessage } from './messages.js';
+import type { TerminalNotificationCounter } from './listener.js';
+import type { ChaosStats } from './stats.js';
+
+export interface Findings {
+  runs: Record<string, number>;
+  jobs: Record<string, number>;
+  executions: { total: number; first: number; retries: number; requeues: number; replays: number; unexplained: number };
+  notifications: { received: number; runs: number; missedLookedUp: number; missedInListenerGaps: number };
+  duplicates: { reports: number; keys: number; collapsed: number };
+  integrity: { runs: number; jobs: number; violations: number };
+  deadlocks: number;
+}
+
+const listed = (rows: unknown[], max = 5) => `${rows.length}: ${JSON.stringify(rows.slice(0, max))}${rows.length > max ? ' ...' : ''}`;
+
+export async function verifyChaosRun(
+  api: Client,
+  admin: pg.Pool,
+  stats: ChaosStats,
+  counter: TerminalNotificationCounter,
+  duplicates: readonly DuplicateMessage[],
+  deadlocksBefore: number,
+  databaseName: string,
+): Promise<Findings> {
+  // 1. The integrity checker, through the public API.
+  const report = await checkIntegrity(api);
+  for (const v of report.violations) stats.violation(`integrity: ${describeViolation(v)}`);
+
+  // 2. Drained: every run terminal, no job left to run.
+  const runs = await count(admin, 'SELECT status::text AS key, count(*)::int AS n FROM runledger.workflow_runs GROUP BY 1');
+  const jobs = await count(admin, 'SELECT status::text AS key, count(*)::int AS n FROM runledger.job_queue GROUP BY 1');
+  const live = await admin.query(`SELECT id, status FROM runledger.workflow_runs WHERE status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') LIMIT 20`);
+  if (live.rows.length > 0) stats.violation(`runs not terminal after the drain: ${listed(live.rows)}`);
+  const liveJobs = await admin.query(`SELECT id, status FROM runledger.job_queue WHERE status IN ('PENDING', 'LEASED') LIMIT 20`);
+  if (liveJobs.rows.length > 0) stats.violation(`jobs still PENDING or LEASED after the drain: ${listed(liveJobs.rows)}`);
+
+  // 3. Exactly one terminal notification per run; a missing one is looked up against the listener's gaps.
+  const all = await admin.query<{ id: string; status: string; finished_at: Date | null }>('SELECT id, status::text AS status, finished_at FROM runledger.workflow_runs');
+  const known = new Set<string>();
+  let missedLookedUp = 0;
+  let missedInListenerGaps = 0;
+  let received = 0;
+  for (const run of all.rows) {
+    known.add(run.id);
+    const heard = counter.received.get(run.id) ?? [];
+    received += heard.length;
+    if (heard.length > 1) stats.violation(`run ${run.id} had ${heard.length} terminal notifications: ${heard.join(', ')}`);
+    if (heard.length === 1 && heard[0] !== run.status) stats.violation(`run ${run.id} was notified as ${heard[0]} but is ${run.status}`);
+    if (heard.length === 0 && run.finished_at) {
+      missedLookedUp += 1;
+      // The notification is sent at commit, at or after finished_at (the transaction's start): a gap explains it
+      // only if the listener was down at some point from finished_at on.
+      const finished = run.finished_at.getTime();
+      const inGap = counter.gaps.some((gap) => (gap.to === null || gap.to.getTime() >= finished) && gap.from.getTime() <= finished + 60_000);
+      if (inGap) missedInListenerGaps += 1;
+      else stats.violation(`run ${run.id} is ${run.status} since ${run.finished_at.toISOString()} but no terminal notification arrived (listener had no gap then)`);
+    }
+  }
+  for (const runId of counter.received.keys()) if (!known.has(runId)) stats.violation(`terminal notification for unknown run ${runId}`);
+
+  // 4. Executions: each (job, run, attempt) at most once; none after the success of its run was committed;
+  //    every success was executed; retryNotBefore honoured after a recorded retry.
+  const twice = await admin.query(`
+    SELECT job_id, run_number, attempt, count(*)::int AS n FROM chaos.executions GROUP BY 1, 2, 3 HAVING count(*) > 1 LIMIT 20`);
+  if (twice.rows.length > 0) stats.violation(`executions of one attempt more than once: ${listed(twice.rows)}`);
+  const afterSuccess = await admin.query(`
+    SELECT x.job_id, x.run_number, x.attempt AS executed_attempt, e.attempt AS succeeded_attempt
+      FROM chaos.executions x
+      JOIN runledger.job_events e ON e.job_id = x.job_id AND e.run_number = x.run_number AND e.event_type = 'SUCCEEDED' AND e.attempt < x.attempt
+     LIMIT 20`);
+  if (afterSuccess.rows.length > 0) stats.violation(`executions after a committed success (no replay or requeue explains them): ${listed(afterSuccess.rows)}`);
+  const unexecuted = await admin.query(`
+    SELECT j.id, j.run_number, j.attempt FROM runledger.job_queue j
+     WHERE j.status = 'SUCCEEDED'
+       AND NOT EXISTS (SELECT 1 FROM chaos.executions x WHERE x.job_id = j.id AND x.run_number = j.run_number AND x.attempt = j.attempt)
+     LIMIT 20`);
+  if (unexecuted.rows.length > 0) stats.violation(`SUCCEEDED jobs whose succeeding attempt never executed: ${listed(unexecuted.rows)}`);
+  const early = await admin.query(`
+    SELECT x.job_id, x.attempt, x.retry_not_before, n.started_at AS next_started_at
+      FROM chaos.executions x
+      JOIN runledger.job_events e ON e.job_id = x.job_id AND e.run_number = x.run_number AND e.attempt = x.attempt AND e.event_type = 'RETRY_SCHEDULED'
+      JOIN chaos.executions n ON n.job_id = x.job_id AND n.run_number = x.run_number AND n.attempt = x.attempt + 1
+     WHERE x.retry_not_before IS NOT NULL AND n.started_at < x.retry_not_before - interval '50 milliseconds'
+     LIMIT 20`);
+  if (early.rows.length > 0) stats.violation(`retries that ran before their retryNotBefore: ${listed(early.rows)}`);
+  const { rows: classified } = await admin.query<{ total: number; first: number; retries: number; requeues: number; replays: number }>(`
+    SELECT count(*)::int AS total,
+           (count(*) FILTER (WHERE x.run_number = 1 AND x.attempt = 1 AND r.replay_job_id IS NULL))::int AS first,
+           (count(*) FILTER (WHERE x.attempt > 1))::int AS retries,
+           (count(*) FILTER (WHERE x.run_number > 1 AND x.attempt = 1))::int AS requeues,
+           (count(*) FILTER (WHERE x.run_number = 1 AND x.attempt = 1 AND r.replay_job_id IS NOT NULL))::int AS replays
+      FROM chaos.executions x
+      LEFT JOIN runledger.job_replays r ON r.replay_job_id = x.job_id`);
+  const executions = { ...classified[0]!, unexplained: twice.rows.length + afterSuccess.rows.length };
+
+  // 5. Idempotent enqueues from several processes: one id per key.
+  const byKey = new Map<string, Set<string>>();
+  for (const d of duplicates) byKey.set(`${d.kind}:${d.key}`, (byKey.get(`${d.kind}:${d.key}`) ?? new Set()).add(d.id));
+  for (const [key, ids] of byKey) if (ids.size > 1) stats.violation(`idempotent enqueue ${key} returned ${ids.size} different ids: ${[...ids].join(', ')}`);
+
+  // 6. Deadlocks counted by the server.
+  const deadlocks = (await deadlockCount(admin, databaseName)) - deadlocksBefore;
+  if (deadlocks > 0) stats.violation(`pg_stat_database.deadlocks rose by ${deadlocks} during the run`);
+
+  return {
+    runs,
+    jobs,
+    executions,
+    notifications: { received, runs: all.rows.length, missedLookedUp, missedInListenerGaps },
+    duplicates: { reports: duplicates.length, keys: byKey.size, collapsed: duplicates.length - byKey.size },
+    integrity: { runs: report.checked.runs, jobs: report.checked.jobs, violations: report.violations.length },
+    deadlocks: deadlocks + stats.deadlocksSeen,
+  };
+}
+
+export function describeViolation(v: IntegrityReport['violations'][number]): string {
+  return `${v.kind} run=${v.workflowRunId ?? '-'} step=${v.stepId ?? '-'}${v.stepKey ? ` (${v.stepKey})` : ''} job=${v.jobId ?? '-'} expected=${JSON.stringify(v.expected)} found=${JSON.stringify(v.found)}`;
+}
+
+export async function deadlockCount(admin: pg.Pool, databaseName: string): Promise<number> {
+  // The statistics collector reports with a delay (PostgreSQL 15+: at the end of each transaction of the reporting backend).
+  const { rows } = await admin.query<{ n: string }>('SELECT deadlocks::text AS n FROM pg_stat_database WHERE datname = $1', [databaseName]);
+  return Number(rows[0]?.n ?? 0);
+}
+
+async function count(admin: pg.Pool, sql: string): Promise<Record<string, number>> {
+  const { rows } = await admin.query<{ key: string; n: number }>(sql);
+  return Object.fromEntries(rows.map((row) => [row.key, row.n]));
+}

@@ -1,0 +1,79 @@
+/**
+ * One chaos worker process (the controller forks K of them and SIGKILLs them
+ * at random): a runledger worker running the chaos handlers, plus a small
+ * enqueuer that sends direct jobs and workflow runs, and, when the
+ * controller says so, the same idempotent job and run as every other process.
+ *
+ * Environment: CHAOS_URL (database), CHAOS_WORKER_ID. SIGTERM drains and exits 0.
+ */
+import pg from 'pg';
+import { connect, enqueueDirect, enqueueRun, startWorker, type WorkerLogger } from './api.js';
+import { chaosHandlers } from './handlers.js';
+import { summarizeError, type ChildMessage } from './messages.js';
+import { enqueueDuplicatePair } from './enqueue.js';
+import { buildShape, randomDirectJob, randomShape } from './shapes.js';
+
+const url = process.env.CHAOS_URL!;
+const workerId = process.env.CHAOS_WORKER_ID!;
+const send = (message: ChildMessage) => {
+  if (process.connected) process.send?.(message);
+};
+
+const log = (level: 'warn' | 'error') => (message: string, fields?: Record<string, unknown>) => {
+  send({ t: 'log', level, message, ...(fields?.error ? { error: summarizeError(fields.error) } : {}) });
+};
+const logger: WorkerLogger = { debug: () => undefined, info: () => undefined, warn: log('warn'), error: log('error') };
+
+const db = connect(url, 6);
+const pool = new pg.Pool({ connectionString: url, max: 3 });
+pool.on('error', () => undefined); // an idle client killed by pg_terminate_backend; the next query reconnects
+const worker = startWorker({ db, listenUrl: url, handlers: chaosHandlers(pool, workerId), workerId, logger });
+
+async function attempt(kind: string, fn: () => Promise<string>): Promise<void> {
+  try {
+    send({ t: 'op', kind, outcome: await fn() });
+  } catch (error) {
+    const summary = summarizeError(error);
+    send({ t: 'op', kind, outcome: summary.code, error: summary });
+  }
+}
+
+// CHAOS_ENQUEUE=0: a replacement started during the drain only works.
+let stopping = process.env.CHAOS_ENQUEUE === '0';
+async function enqueueLoop(): Promise<void> {
+  while (!stopping) {
+    if (Math.random() < 0.5) await attempt('enqueue_job', async () => (await enqueueDirect(db, randomDirectJob())).disposition);
+    else {
+      const shape = randomShape();
+      await attempt(`enqueue_run.${shape}`, async () => (await enqueueRun(db, buildShape(shape))).disposition);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 120 + Math.random() * 200));
+  }
+}
+
+process.on('SIGTERM', () => {
+  stopping = true;
+  void (async () => {
+    await worker.stop({ drainMs: 5_000 }).catch(() => undefined);
+    await db.$disconnect().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    process.exit(0);
+  })();
+});
+process.on('message', (message: { t?: string; key?: string }) => {
+  // The controller's drain: no more new work from this process.
+  if (message?.t === 'stop-enqueue') stopping = true;
+  if (message?.t === 'enqueue-duplicates' && message.key && !stopping) void enqueueDuplicatePair(db, message.key, attempt, send);
+});
+
+// Started during an outage, the worker cannot reach the database yet: keep trying (the controller may kill us first).
+for (;;) {
+  try {
+    await worker.start();
+    break;
+  } catch (error) {
+    send({ t: 'log', level: 'warn', message: 'worker start failed; retrying', error: summarizeError(error) });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+void enqueueLoop();

@@ -1,0 +1,115 @@
+/**
+ * What the integrity checker reports: one violation per broken invariant and
+ * object, with a stable `kind`, the ids involved, and what a recomputation
+ * from first principles expected next to what the database holds.
+ *
+ * The kinds, and the invariant each one checks:
+ *   run.status_mismatch          run status vs its steps (run-status.ts's recompute rule);
+ *                                a CANCELED run has no live step left
+ *   run.result_mismatch          a SUCCEEDED run's result is its result step's output; no result otherwise
+ *   run.finished_at              finished_at is set exactly on terminal runs
+ *   step.dependency_counters     total / pending / unsatisfied vs the step's edges and its prerequisites' statuses
+ *   step.released_early          a released or finished step whose prerequisites were not all settled and satisfied
+ *   step.not_released            a BLOCKED step (in a live run) whose prerequisites are all settled
+ *   step.job_missing             a job step that is ENQUEUED, RUNNING, SUCCEEDED or FAILED has a job
+ *   step.job_on_blocked_step     a BLOCKED step has no job
+ *   step.job_on_external_step    an EXTERNAL step never has a job
+ *   step.job_link_mismatch       the step's job names another step (or none) as its own
+ *   step.job_status_mismatch     terminal step -> terminal job, SUCCEEDED <-> SUCCEEDED, live step -> PENDING/LEASED job
+ *   step.output_not_succeeded    output only on SUCCEEDED steps
+ *   step.finished_at             finished_at is set exactly on terminal steps
+ *   edge.crosses_runs            an edge and both of its steps belong to one run
+ *   job.step_link_mismatch       a job naming a workflow step is that step's job
+ *   job.lease_columns            lease owner / expiry / heartbeat / attempt agree with the status
+ *   job.output_not_succeeded     output only on SUCCEEDED jobs
+ *   job.finished_at              finished_at is set exactly on terminal jobs
+ *   job.run_number_mismatch      a job's run number is 1 + its REQUEUED events
+ *   replay.lineage               a job_replays row: both jobs direct, same type and organization,
+ *                                the source reached that run, the replay job's ENQUEUED event names it
+ *   replay.lineage_missing       a job whose ENQUEUED event says it replays a source has its job_replays row
+ */
+
+export type IntegrityViolationKind =
+  | 'run.status_mismatch'
+  | 'run.result_mismatch'
+  | 'run.finished_at'
+  | 'step.dependency_counters'
+  | 'step.released_early'
+  | 'step.not_released'
+  | 'step.job_missing'
+  | 'step.job_on_blocked_step'
+  | 'step.job_on_external_step'
+  | 'step.job_link_mismatch'
+  | 'step.job_status_mismatch'
+  | 'step.output_not_succeeded'
+  | 'step.finished_at'
+  | 'edge.crosses_runs'
+  | 'job.step_link_mismatch'
+  | 'job.lease_columns'
+  | 'job.output_not_succeeded'
+  | 'job.finished_at'
+  | 'job.run_number_mismatch'
+  | 'replay.lineage'
+  | 'replay.lineage_missing';
+
+export interface IntegrityViolation {
+  kind: IntegrityViolationKind;
+  /** One sentence for people; the fields below are for programs. */
+  message: string;
+  workflowRunId?: string;
+  stepId?: string;
+  stepKey?: string;
+  jobId?: string;
+  /** What a recomputation from the other rows gives. */
+  expected: Record<string, unknown>;
+  /** What the database holds. */
+  found: Record<string, unknown>;
+}
+
+/** The row shape every check statement returns (snake_case, JSON objects for expected/found). */
+export interface ViolationRow {
+  kind: IntegrityViolationKind;
+  workflow_run_id: string | null;
+  step_id: string | null;
+  step_key: string | null;
+  job_id: string | null;
+  expected: Record<string, unknown>;
+  found: Record<string, unknown>;
+}
+
+const MESSAGES: Record<IntegrityViolationKind, string> = {
+  'run.status_mismatch': 'The run status does not follow from its steps.',
+  'run.result_mismatch': "The run result is not its result step's output.",
+  'run.finished_at': 'The run finished_at does not match its status.',
+  'step.dependency_counters': "The step's dependency counters do not match its edges and its prerequisites' statuses.",
+  'step.released_early': 'The step left BLOCKED although a prerequisite is unsettled or unsatisfied.',
+  'step.not_released': 'The step is BLOCKED although every prerequisite is settled.',
+  'step.job_missing': 'The job step has no job although its status says it has one.',
+  'step.job_on_blocked_step': 'A BLOCKED step has a job.',
+  'step.job_on_external_step': 'An external step has a job.',
+  'step.job_link_mismatch': "The step's job does not name this step as its own.",
+  'step.job_status_mismatch': "The step's status disagrees with its job's status.",
+  'step.output_not_succeeded': 'The step has an output but did not succeed.',
+  'step.finished_at': 'The step finished_at does not match its status.',
+  'edge.crosses_runs': 'A dependency edge joins steps of different runs.',
+  'job.step_link_mismatch': 'The job names a workflow step that does not name it as its job.',
+  'job.lease_columns': "The job's lease columns disagree with its status.",
+  'job.output_not_succeeded': 'The job has an output but did not succeed.',
+  'job.finished_at': 'The job finished_at does not match its status.',
+  'job.run_number_mismatch': 'The job run number is not 1 + the number of its requeues.',
+  'replay.lineage': 'A replay lineage row disagrees with its source or replay job.',
+  'replay.lineage_missing': 'A job replays a source but has no lineage row.',
+};
+
+export function toViolation(row: ViolationRow): IntegrityViolation {
+  return {
+    kind: row.kind,
+    message: MESSAGES[row.kind],
+    ...(row.workflow_run_id ? { workflowRunId: row.workflow_run_id } : {}),
+    ...(row.step_id ? { stepId: row.step_id } : {}),
+    ...(row.step_key ? { stepKey: row.step_key } : {}),
+    ...(row.job_id ? { jobId: row.job_id } : {}),
+    expected: row.expected,
+    found: row.found,
+  };
+}
