@@ -13,7 +13,7 @@ import {
   defineJob,
   enqueueJob,
   enqueueWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   isRunledgerError,
   migrate,
   verifyIntegrity,
@@ -82,22 +82,22 @@ export async function enqueueRun(db: Client, run: ReturnType<WorkflowBuilder['bu
 }
 
 export async function cancelRun(db: Client, workflowRunId: string): Promise<string> {
-  return (await cancelWorkflowRun(db, { workflowRunId, scope: globalScope, reason: 'chaos cancel' })).status;
+  return (await cancelWorkflowRun(db, { workflowRunId, scope: noOrganizationScope(), reason: 'chaos cancel' })).status;
 }
 
 export type ExternalOutcome = { status: 'succeeded'; output: { by: string } } | { status: 'failed' };
 
 export async function completeExternal(db: Client, workflowRunId: string, stepKey: string, outcome: ExternalOutcome): Promise<string> {
-  return (await completeExternalWorkflowStep(db, { workflowRunId, stepKey, scope: globalScope, outcome })).status;
+  return (await completeExternalWorkflowStep(db, { workflowRunId, stepKey, scope: noOrganizationScope(), outcome })).status;
 }
 
 export async function replaySucceeded(db: Client, sourceJobId: string, runNumber: number, key: string): Promise<string> {
-  const result = await compareAndReplaySucceededJob(db, { scope: globalScope, sourceJobId, expectedRunNumber: runNumber, replayRequestKey: key, reason: 'chaos replay' });
+  const result = await compareAndReplaySucceededJob(db, { scope: noOrganizationScope(), sourceJobId, expectedRunNumber: runNumber, replayRequestKey: key, reason: 'chaos replay' });
   return result.kind === 'replayed' ? `replayed.${result.replay.disposition}` : result.kind;
 }
 
 export async function requeueDeadLettered(db: Client, jobId: string, runNumber: number): Promise<string> {
-  const result = await compareAndRequeueJob(db, { scope: globalScope, jobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: runNumber, statePolicy: 'reset_progress_and_checkpoint' });
+  const result = await compareAndRequeueJob(db, { scope: noOrganizationScope(), jobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: runNumber, statePolicy: 'reset_progress_and_checkpoint' });
   return result.kind;
 }
 

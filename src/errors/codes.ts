@@ -45,6 +45,8 @@ export const ERROR_CODES = [
   'job.replay_missing',
   'job.workflow_requeue_not_supported',
   'job.resource_claim_conflict',
+  // The integrity checker.
+  'integrity.invalid_input',
   // LISTEN/NOTIFY.
   'listen.invalid_channel',
   // Migrations.

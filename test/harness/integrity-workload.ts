@@ -9,7 +9,7 @@ import {
   completeExternalWorkflowStep,
   enqueueJob,
   enqueueWorkflowRun,
-  globalScope,
+  noOrganizationScope,
   workflow,
   type Db,
 } from '../../src/index.js';
@@ -52,22 +52,22 @@ export async function runIntegrityWorkload(db: Db): Promise<Workload> {
   const failed = await enqueueWorkflowRun(db, report('reports.failed', true));
   const waiting = await enqueueWorkflowRun(db, report('reports.waiting'));
   await runRunnableJobs(db, (job) => ((job.payload as { fail?: boolean }).fail ? { ok: false } : { ok: true, output: { n: 1 } }));
-  await completeExternalWorkflowStep(db, { workflowRunId: ok.workflowRunId, stepKey: 'approval', scope: globalScope, outcome: { status: 'succeeded', output: { by: 'editor' } } });
+  await completeExternalWorkflowStep(db, { workflowRunId: ok.workflowRunId, stepKey: 'approval', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: { by: 'editor' } } });
   await runRunnableJobs(db, () => ({ ok: true, output: { url: 'https://example.test/r' } }));
 
   const canceled = await enqueueWorkflowRun(db, workflow('chain.canceled').job('a', 'chain.a', {}).job('b', 'chain.b', {}).afterSuccess('b', ['a']).build());
   await claimAll(db, 'canceled-worker');
-  await cancelWorkflowRun(db, { workflowRunId: canceled.workflowRunId, scope: globalScope, reason: 'operator' });
+  await cancelWorkflowRun(db, { workflowRunId: canceled.workflowRunId, scope: noOrganizationScope(), reason: 'operator' });
   const leased = await enqueueWorkflowRun(db, workflow('chain.leased').job('a', 'chain.a2', {}).job('b', 'chain.b', {}).afterSuccess('b', ['a']).build());
   await claimAll(db, 'live-worker');
 
   const source = await enqueueJob(db, { jobType: 'direct.mail', payload: { to: 'a@example.test' } });
   const doomed = await enqueueJob(db, { jobType: 'direct.doomed', payload: {}, maxAttempts: 1 });
   await runRunnableJobs(db, (job) => (job.jobType === 'direct.doomed' ? { ok: false } : { ok: true, output: 'sent' }));
-  const replayRequest = { scope: globalScope, sourceJobId: source.jobId, expectedRunNumber: 1, replayRequestKey: 'ticket-1', reason: 'mail lost' };
+  const replayRequest = { scope: noOrganizationScope(), sourceJobId: source.jobId, expectedRunNumber: 1, replayRequestKey: 'ticket-1', reason: 'mail lost' };
   await compareAndReplaySucceededJob(db, replayRequest);
   await compareAndReplaySucceededJob(db, replayRequest);
-  await compareAndRequeueJob(db, { scope: globalScope, jobId: doomed.jobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'reset_progress_and_checkpoint' });
+  await compareAndRequeueJob(db, { scope: noOrganizationScope(), jobId: doomed.jobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'reset_progress_and_checkpoint' });
   await runRunnableJobs(db, () => ({ ok: true, output: 'ok' }));
 
   return {

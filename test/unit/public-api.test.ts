@@ -24,6 +24,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
   'workflowRunHandle', 'enqueueWorkflowRunHandle', 'createWorkflowRunListener',
   'enqueueOrGetActiveWorkflow', 'releaseQuiescedActiveKeys', 'appendWorkflowSteps',
+  // Integrity.
+  'verifyIntegrity',
   // Replay and recovery.
   'compareAndReplaySucceededJob', 'compareAndRequeueJob',
   // Worker runtime.
