@@ -10,7 +10,9 @@
  *   otherwise   no owner, no heartbeat; an expiry only on a CANCELED job
  *               (the quiescence marker a canceled lease keeps).
  * A job's run number is 1 + its REQUEUED events (requeue is the only writer
- * of run_number).
+ * of run_number). A workflow job's execution resource is its step's (copied
+ * when the job is inserted, never changed); at most one LEASED job per key is
+ * the schema's unique index, so it needs no check here.
  */
 import type { Tx } from '../client/types.js';
 import type { ViolationRow } from './violations.js';
@@ -18,7 +20,7 @@ import type { ViolationRow } from './violations.js';
 export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<ViolationRow[]> {
   return tx.$queryRaw<ViolationRow[]>`
     WITH jobs AS MATERIALIZED (
-      SELECT j.id, j.status, j.attempt, j.run_number, j.workflow_step_id,
+      SELECT j.id, j.status, j.attempt, j.run_number, j.workflow_step_id, j.resource_key, s.resource_key AS step_resource_key,
              j.lease_owner, j.lease_expires_at, j.heartbeat_at,
              j.output IS NOT NULL AS has_output, j.finished_at IS NOT NULL AS has_finished_at,
              s.id AS step_id, s.job_id AS step_job_id, s.workflow_run_id, s.step_key,
@@ -59,6 +61,10 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
            jsonb_build_object('stepJobId', id),
            jsonb_build_object('workflowStepId', workflow_step_id, 'stepExists', step_id IS NOT NULL, 'stepJobId', step_job_id)
       FROM jobs WHERE workflow_step_id IS NOT NULL AND step_job_id IS DISTINCT FROM id
+    UNION ALL
+    SELECT 'job.resource_mismatch', workflow_run_id, step_id, step_key, id,
+           jsonb_build_object('resourceKey', step_resource_key), jsonb_build_object('resourceKey', resource_key)
+      FROM jobs WHERE step_id IS NOT NULL AND resource_key IS DISTINCT FROM step_resource_key
     UNION ALL
     SELECT 'job.run_number_mismatch', workflow_run_id, step_id, step_key, id,
            jsonb_build_object('runNumber', 1 + requeues), jsonb_build_object('runNumber', run_number)

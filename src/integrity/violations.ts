@@ -24,6 +24,7 @@
  *   job.output_not_succeeded     output only on SUCCEEDED jobs
  *   job.finished_at              finished_at is set exactly on terminal jobs
  *   job.run_number_mismatch      a job's run number is 1 + its REQUEUED events
+ *   job.resource_mismatch        a workflow job's execution resource key is its step's
  *   replay.lineage               a job_replays row: both jobs direct, same type and organization,
  *                                the source reached that run, the replay job's ENQUEUED event names it
  *   replay.lineage_missing       a job whose ENQUEUED event says it replays a source has its job_replays row
@@ -49,6 +50,7 @@ export type IntegrityViolationKind =
   | 'job.output_not_succeeded'
   | 'job.finished_at'
   | 'job.run_number_mismatch'
+  | 'job.resource_mismatch'
   | 'replay.lineage'
   | 'replay.lineage_missing';
 
@@ -97,6 +99,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'job.output_not_succeeded': 'The job has an output but did not succeed.',
   'job.finished_at': 'The job finished_at does not match its status.',
   'job.run_number_mismatch': 'The job run number is not 1 + the number of its requeues.',
+  'job.resource_mismatch': 'The workflow job does not carry its step\'s execution resource key.',
   'replay.lineage': 'A replay lineage row disagrees with its source or replay job.',
   'replay.lineage_missing': 'A job replays a source but has no lineage row.',
 };

@@ -96,6 +96,16 @@ describe('verifyIntegrity', () => {
     ]);
   });
 
+  it('names a workflow job whose execution resource is not its step\'s', async () => {
+    const leased = await stepsByKey(db.prisma, workload.leased);
+    await corrupt(`UPDATE runledger.job_queue SET resource_key = 'stray-key' WHERE id = $1`, [leased.a!.jobId]);
+    const report = await verifyIntegrity(db.prisma, { workflowRunIds: [workload.leased] });
+    expect(only(report.violations, 'job.resource_mismatch')).toEqual([
+      expect.objectContaining({ stepId: leased.a!.id, jobId: leased.a!.jobId, expected: { resourceKey: null }, found: { resourceKey: 'stray-key' } }),
+    ]);
+    await corrupt(`UPDATE runledger.job_queue SET resource_key = NULL WHERE id = $1`, [leased.a!.jobId]);
+  });
+
   it('names lease columns that disagree with the job status', async () => {
     // The schema's CHECK would refuse this write; a dump restored without constraints would not.
     await db.prisma.$executeRawUnsafe('ALTER TABLE runledger.job_queue DROP CONSTRAINT job_queue_lease_columns');
