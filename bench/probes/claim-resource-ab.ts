@@ -31,11 +31,9 @@ await c.query('ANALYZE runledger.job_queue');
 if (process.env.GENERIC) await c.query('SET plan_cache_mode = force_generic_plan');
 await prisma.$transaction(async (tx) => { await claimJobs(tx as never, { workerId: 'w', jobTypes: ['ab'], limit: 10, leaseSeconds: 60, markRunning: true }); throw new Error('rollback'); }).catch(() => undefined);
 const withCond = captured!.text;
-const start = withCond.indexOf('AND (jq.resource_key IS NULL OR (');
-if (start < 0) throw new Error('condition not found');
-// Cut the fragment: from its start to the closing `)))` that ends it.
-const end = withCond.indexOf('LIMIT 1) IS NULL))', start) + 'LIMIT 1) IS NULL))'.length;
-const without = withCond.slice(0, start) + withCond.slice(end);
+const condition = 'AND (jq.resource_key IS NULL OR runledger.resource_claimable(jq.resource_key, jq.id))';
+if (!withCond.includes(condition)) throw new Error('condition not found');
+const without = withCond.replace(condition, '');
 const times: Record<string, number[]> = { with: [], without: [] };
 for (let round = 0; round < Number(process.env.ROUNDS ?? 300); round++) {
   for (const [name, text] of round % 2 ? ([['with', withCond], ['without', without]] as const) : ([['without', without], ['with', withCond]] as const)) {

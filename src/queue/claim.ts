@@ -99,12 +99,13 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
   const candidates =
     jobTypes === undefined
       ? sqltag`
-        -- No type filter: one ordered scan of job_queue_claim_idx. Its always-true \`priority IS NOT NULL\`
+        -- No type filter: one ordered scan of job_queue_claim_idx. Its always-true \`priority >= -2147483648\`
         -- matches that index's predicate, which only this shape states, so a typed claim (whose planner
-        -- cannot know how types and priorities correlate) never picks that index: see the migration.
+        -- cannot know how types and priorities correlate) never picks that index: see the migrations
+        -- (20261201000000_job_step_link, 20261206000001_claim_idx_predicate).
         SELECT jq.id
           FROM runledger.job_queue jq
-         WHERE jq.status = 'PENDING' AND jq.priority IS NOT NULL AND jq.next_run_at <= now()
+         WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
            AND ${RESOURCE_FREE_HEAD}
          ORDER BY jq.priority DESC, jq.next_run_at, jq.id
          LIMIT ${limit}::int
@@ -211,22 +212,13 @@ export function isResourceClaimRace(error: unknown): boolean {
 
 /**
  * The execution-resource condition of a candidate (see the header): no key, or the key free and this job its
- * head. Each probe is one partial-index lookup (the execution_resources migration), evaluated left to right
- * and only for jobs with a key; the held test comes first because most blocked jobs fail it. A claim reads
- * past the blocked jobs ahead of the first runnable ones at two probes each, so a deep backlog of one key
- * ahead of other work costs each claim in proportion to that backlog (the README says so).
+ * head, tested by `runledger.resource_claimable` (migration 20261206000001_claim_plans: one index probe per
+ * test, only for jobs with a key; the `IS NULL` arm short-circuits the rest). A function rather than inline
+ * subqueries so the planner costs it as one cheap test and keeps the ordered index scan. A claim reads past
+ * the blocked jobs ahead of the first runnable ones, so a deep backlog of one key ahead of other work costs
+ * each claim in proportion to that backlog (the README says so).
  */
-const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR (
-        -- Scalar subqueries with LIMIT, not NOT EXISTS: inside an OR, PostgreSQL may turn a NOT EXISTS into a
-        -- hashed subplan built from every LEASED or CANCELED row (a sequential scan) at the first keyed job.
-        (SELECT l.id FROM runledger.job_queue l WHERE l.resource_key = jq.resource_key AND l.status = 'LEASED' LIMIT 1) IS NULL
-        AND jq.id = (SELECT h.id FROM runledger.job_queue h
-                      WHERE h.resource_key = jq.resource_key AND h.status = 'PENDING' AND h.next_run_at <= now()
-                      ORDER BY h.priority DESC, h.next_run_at, h.id
-                      LIMIT 1)
-        AND (SELECT q.id FROM runledger.job_queue q
-              WHERE q.resource_key = jq.resource_key AND q.status = 'CANCELED' AND q.lease_expires_at > now()
-              LIMIT 1) IS NULL))`;
+const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR runledger.resource_claimable(jq.resource_key, jq.id))`;
 
 /**
  * A statement composed of fragments (`sqltag`, which flattens nested fragments into one list of strings and

@@ -37,7 +37,10 @@ async function claimAndIndexUse(jobTypes: string[] | undefined): Promise<{ claim
       SELECT c.relname::text AS indexrelname, pg_stat_get_xact_numscans(c.oid)::int AS idx_scan,
              pg_stat_get_xact_tuples_returned(c.oid)::int AS idx_tup_read
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-       WHERE n.nspname = 'runledger' AND c.relname IN ('job_queue_claim_idx', 'job_queue_claim_by_type_idx')`;
+       WHERE n.nspname = 'runledger' AND c.relname IN ('job_queue_claim_idx', 'job_queue_claim_by_type_idx')
+      UNION ALL
+      -- For the table itself, numscans counts its sequential scans.
+      SELECT 'job_queue (seq)', pg_stat_get_xact_numscans('runledger.job_queue'::regclass)::int, 0`;
     const before = new Map((await read()).map((row) => [row.indexrelname, row]));
     const jobs = await claimJobs(tx, { workerId: 'w', ...(jobTypes ? { jobTypes } : {}), limit: 10, leaseSeconds: 60 });
     const after = await read();
@@ -59,16 +62,24 @@ describe('claim plans', () => {
       expect(use.job_queue_claim_idx?.idx_scan ?? 0).toBe(0);
       expect(use.job_queue_claim_by_type_idx?.idx_scan).toBeGreaterThan(0);
       expect(use.job_queue_claim_by_type_idx?.idx_tup_read).toBeLessThanOrEqual(30);
+      expect(use['job_queue (seq)']?.idx_scan ?? 0).toBe(0);
       await db.prisma.$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
                                    WHERE job_type = 'plan.target' AND status = 'LEASED'`;
     }
   });
 
   it('an untyped claim reads about `limit` entries of the priority-ordered index and never the type index', async () => {
-    const { claimed, use } = await claimAndIndexUse(undefined);
-    expect(claimed).toBe(10);
-    // PostgreSQL 15 reports the claim_idx scan here; 18 does not count it in the xact view, so only a bound.
-    expect(use.job_queue_claim_idx?.idx_tup_read ?? 0).toBeLessThanOrEqual(30);
-    expect(use.job_queue_claim_by_type_idx?.idx_scan ?? 0).toBe(0);
+    for (let i = 0; i < 7; i += 1) {
+      // Seven times, as above: the generic plan too. On PostgreSQL 18 the index predicate used to be unusable
+      // (its \`IS NOT NULL\` was folded away from the query) and every untyped claim sorted the whole backlog.
+      const { claimed, use } = await claimAndIndexUse(undefined);
+      expect(claimed).toBe(10);
+      expect(use.job_queue_claim_idx?.idx_scan).toBeGreaterThan(0);
+      expect(use.job_queue_claim_idx?.idx_tup_read ?? 0).toBeLessThanOrEqual(30);
+      expect(use.job_queue_claim_by_type_idx?.idx_scan ?? 0).toBe(0);
+      expect(use['job_queue (seq)']?.idx_scan ?? 0).toBe(0);
+      await db.prisma.$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
+                                   WHERE status = 'LEASED'`;
+    }
   });
 });
