@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/schemas.js';
+import { MAX_SCHEDULE_BATCH } from '../schedules/schemas.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
 import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
@@ -50,6 +51,14 @@ export interface WorkerOptions {
   logger?: WorkerLogger;
   /** The expired-lease reaper; `false` disables it (another process reaps). Default `{ intervalMs: 15_000, limit: 100 }`. */
   reaper?: { intervalMs?: number; limit?: number } | false;
+  /**
+   * The cron scheduler loop (src/worker/scheduler.ts): materialises due slots
+   * of every enabled schedule, whatever job types this worker handles. On by
+   * default in every worker (leader-free: each slot's job is made exactly
+   * once however many run it); `false` turns it off. `now` replaces the
+   * database clock (tests). Default `{ intervalMs: 5_000, limit: 100 }`.
+   */
+  schedules?: { intervalMs?: number; limit?: number; now?: () => Date } | false;
   /** Heartbeat every `leaseSeconds * heartbeatFraction`. Default 1/3. */
   heartbeatFraction?: number;
   /** LISTEN for job notifications (an accelerator; polling is the correctness path). Default true. */
@@ -80,6 +89,7 @@ export interface ResolvedWorkerOptions {
   workerId: string;
   logger: WorkerLogger;
   reaper: { intervalMs: number; limit: number } | false;
+  schedules: { intervalMs: number; limit: number; now: (() => Date) | undefined } | false;
   heartbeatIntervalMs: number;
   listen: boolean;
   completionBatchMs: number;
@@ -91,6 +101,8 @@ export const DEFAULT_LEASE_SECONDS = 60;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_REAPER_INTERVAL_MS = 15_000;
 export const DEFAULT_REAPER_LIMIT = 100;
+export const DEFAULT_SCHEDULER_INTERVAL_MS = 5_000;
+export const DEFAULT_SCHEDULER_LIMIT = 100;
 export const DEFAULT_HEARTBEAT_FRACTION = 1 / 3;
 export const DEFAULT_COMPLETION_BATCH_MS = 2;
 /** Default floor of `completionBatchSize`. */
@@ -131,6 +143,16 @@ const workerOptionsSchema = z
         }),
       ])
       .default({ intervalMs: DEFAULT_REAPER_INTERVAL_MS, limit: DEFAULT_REAPER_LIMIT }),
+    schedules: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          intervalMs: positiveInt.default(DEFAULT_SCHEDULER_INTERVAL_MS),
+          limit: positiveInt.max(MAX_SCHEDULE_BATCH).default(DEFAULT_SCHEDULER_LIMIT),
+          now: z.custom<() => Date>((value) => typeof value === 'function', { error: 'must be a function returning a Date' }).optional(),
+        }),
+      ])
+      .default({ intervalMs: DEFAULT_SCHEDULER_INTERVAL_MS, limit: DEFAULT_SCHEDULER_LIMIT }),
     heartbeatFraction: z.number().gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_HEARTBEAT_FRACTION),
     listen: z.boolean().default(true),
     completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
@@ -159,6 +181,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     workerId: o.workerId ?? defaultWorkerId(),
     logger: guardLogger(o.logger ?? createConsoleLogger({ level: 'info' })),
     reaper: o.reaper,
+    schedules: o.schedules === false ? false : { intervalMs: o.schedules.intervalMs, limit: o.schedules.limit, now: o.schedules.now },
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,

@@ -110,6 +110,7 @@ import { JobExecution } from './job-execution.js';
 import { JobAvailableListener } from './listener.js';
 import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { Reaper } from './reaper.js';
+import { SchedulerLoop } from './scheduler.js';
 import { backoffMs, sleep, Wakeup } from './timing.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -200,6 +201,7 @@ class RunledgerWorker implements Worker {
   private readonly stopController = new AbortController();
   private listener: JobAvailableListener | undefined;
   private reaper: Reaper | undefined;
+  private scheduler: SchedulerLoop | undefined;
   private loop: Promise<void> | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
@@ -295,6 +297,11 @@ class RunledgerWorker implements Worker {
         onError: (error) => this.events.emit('worker:error', { error, operation: 'reap' }),
       });
       this.reaper.start();
+    }
+    if (this.options.schedules) {
+      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'schedule' });
+      this.scheduler = new SchedulerLoop({ db: this.db, ...this.options.schedules, logger, onEnqueued: () => this.requestClaim(), onError });
+      this.scheduler.start();
     }
     this.currentState = 'running';
     this.loop = this.claimLoop();
@@ -490,6 +497,7 @@ class RunledgerWorker implements Worker {
     logger.info('worker stopping', { workerId: this.workerId, inFlight: this.active.size, drainMs });
     await this.loop;
     await this.reaper?.stop();
+    await this.scheduler?.stop();
 
     const drained = await this.drain(drainMs);
     if (!drained) {
