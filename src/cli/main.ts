@@ -13,6 +13,7 @@ import type { Scope } from '../db/scope.js';
 import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
 import { registerReapCommand } from './reap.js';
+import { registerScheduleCommands } from './schedules.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -87,6 +88,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerJobCommands(program, context);
   registerWorkerCommand(program, context);
   registerReapCommand(program, context);
+  registerScheduleCommands(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 
