@@ -1,4 +1,4 @@
--- Cron schedules: one row per schedule key. The scheduler loop of every
+-- Part 1. Cron schedules: one row per schedule key. The scheduler loop of every
 -- worker claims due rows with FOR UPDATE SKIP LOCKED, enqueues the job of
 -- each due slot with an idempotency key derived from the schedule key and the
 -- slot time, and advances next_run_at in the same transaction
@@ -45,3 +45,13 @@ CREATE UNIQUE INDEX "job_schedules_schedule_key_key" ON "runledger"."job_schedul
 
 -- The scheduler's probe: enabled schedules in due order.
 CREATE INDEX "job_schedules_due_idx" ON "runledger"."job_schedules" ("next_run_at", "id") WHERE "enabled";
+
+-- Part 2. Retention (src/retention/purge.ts): purgeFinished walks finished
+-- direct jobs and finished workflow runs in (finished_at, id) order, a small
+-- batch per transaction. These partial indexes hold only finished rows, so
+-- each batch is an index range scan however many rows the tables hold; the
+-- cost is one index entry per job when it finishes.
+CREATE INDEX "job_queue_finished_direct_idx" ON "runledger"."job_queue" ("finished_at", "id")
+    WHERE "workflow_step_id" IS NULL AND "status" IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED');
+CREATE INDEX "workflow_runs_finished_idx" ON "runledger"."workflow_runs" ("finished_at", "id")
+    WHERE "status" IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED');
