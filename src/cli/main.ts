@@ -14,6 +14,7 @@ import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
 import { registerReapCommand } from './reap.js';
 import { registerScheduleCommands } from './schedules.js';
+import { registerPurgeCommand } from './purge.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -89,6 +90,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerWorkerCommand(program, context);
   registerReapCommand(program, context);
   registerScheduleCommands(program, context);
+  registerPurgeCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 
