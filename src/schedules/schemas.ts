@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { enqueueJobInputSchema, DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/schemas.js';
-import { int32, jsonValue, nonBlank, positiveInt, requestKey } from '../validation/primitives.js';
+import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText } from '../validation/primitives.js';
 import { cronProblem, timezoneProblem } from './cron.js';
 
 export const SCHEDULE_INVALID_INPUT = 'schedule.invalid_input';
@@ -20,8 +20,13 @@ export const MAX_SCHEDULE_BATCH = 1_000;
 export const MAX_SCHEDULE_LIST_LIMIT = 500;
 export { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS };
 
-/** Schedule keys: what an operator types (`runledger schedules pause nightly-report`). */
-export const scheduleKey = nonBlank(200);
+/**
+ * Schedule keys: what an operator types (`runledger schedules pause nightly-report`). At most 200 bytes, so
+ * a slot's idempotency key (`schedule:<key>:<ISO time>`) stays within the 512 bytes keys may have.
+ */
+export const scheduleKey = storableText
+  .refine((s) => s.trim().length > 0, 'must not be blank')
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= 200, 'must be at most 200 bytes (UTF-8)');
 
 /** The same organization id rule as enqueue, whatever form host ids take. */
 const organizationId = enqueueJobInputSchema.shape.organizationId;

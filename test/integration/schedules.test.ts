@@ -51,6 +51,7 @@ describe('schedule definitions', () => {
     await expectValidation(upsertSchedule(db.prisma, { ...base, cron: '0 0 30 2 *' }), 'cron');
     await expectValidation(upsertSchedule(db.prisma, { ...base, timezone: 'Mars/Olympus' }), 'timezone');
     await expectValidation(upsertSchedule(db.prisma, { ...base, jobType: ' ' }), 'jobType');
+    await expectValidation(upsertSchedule(db.prisma, { ...base, key: 'é'.repeat(101) }), 'key');
     await expectValidation(upsertSchedule(db.prisma, { ...base, catchUp: { maxSlots: 0 } }), 'catchUp.maxSlots');
     await expectValidation(runDueSchedules(db.prisma, { limit: 0 }), 'limit');
     const error = await getSchedule(db.prisma, { key: 'def.bad' }).catch((e: unknown) => e);
