@@ -1,7 +1,7 @@
 /** The worker's scheduler loop: materialises due slots on its (injected) clock and runs their jobs; off with `schedules: false`. */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createWorker, defineJob, isRunledgerError, silentLogger, upsertSchedule } from '../../src/index.js';
+import { cancelJob, createWorker, defineJob, enqueueJob, findJob, globalScope, isRunledgerError, silentLogger, upsertSchedule } from '../../src/index.js';
 import { latch, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
@@ -47,5 +47,19 @@ describe('worker scheduler loop', () => {
     })();
     expect(isRunledgerError(error, 'worker.invalid_options')).toBe(true);
     expect((error as { field: string }).field).toBe('schedules.intervalMs');
+  });
+});
+
+describe('worker retention loop', () => {
+  it('is off by default; with retention it purges what finished before its age at start', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'loop.purge', payload: {} });
+    await cancelJob(db.prisma, { jobId, scope: globalScope });
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = now() - interval '40 days' WHERE id = ${jobId}::uuid`;
+    const handler = defineJob('loop.purge.handler', z.object({}), async () => undefined);
+    // stop() waits for a pass in progress, and the first pass starts with the worker.
+    await (await startWorker({ handlers: [handler], schedules: false })).stop({ drainMs: 0 });
+    expect(await findJob(db.prisma, globalScope, jobId)).not.toBeNull();
+    await (await startWorker({ handlers: [handler], schedules: false, retention: { olderThanMs: 30 * 24 * 3600 * 1000 } })).stop({ drainMs: 0 });
+    expect(await findJob(db.prisma, globalScope, jobId)).toBeNull();
   });
 });
