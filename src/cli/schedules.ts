@@ -37,12 +37,12 @@ export function registerScheduleCommands(program: Command, context: CliContext):
     .command('list')
     .description('list schedules in key order')
     .option('--limit <n>', `schedules per page (1-${MAX_SCHEDULE_LIST_LIMIT}, default 50)`, integerOption({ min: 1, max: MAX_SCHEDULE_LIST_LIMIT }))
-    .option('--after <key>', 'the last key of the previous page')
-    .action(async (options: { limit?: number; after?: string }) => {
+    .option('--cursor <key>', "the previous page's nextCursor (its last key)")
+    .action(async (options: { limit?: number; cursor?: string }) => {
       refuseScope(context);
-      const page = await listSchedules(context.db(), { ...(options.limit ? { limit: options.limit } : {}), ...(options.after ? { after: options.after } : {}) });
-      const more = page.nextAfter ? `\nMore: --after ${page.nextAfter}` : '';
-      context.print(`${formatSchedules(page.schedules)}${more}`, page);
+      const page = await listSchedules(context.db(), { ...(options.limit ? { limit: options.limit } : {}), ...(options.cursor ? { cursor: options.cursor } : {}) });
+      const more = page.nextCursor ? `\nMore: --cursor ${page.nextCursor}` : '';
+      context.print(`${formatSchedules(page.items)}${more}`, page);
     });
   schedules
     .command('run-now <key>')

@@ -107,10 +107,11 @@ export async function getSchedule(db: Db, ref: ScheduleRef): Promise<Schedule> {
   return schedule;
 }
 
+/** The `{ items, nextCursor }` page shape of every list. */
 export interface SchedulePage {
-  schedules: Schedule[];
-  /** Pass as `after` for the next page; null on the last page. */
-  nextAfter: string | null;
+  items: Schedule[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
 }
 
 /**
@@ -118,7 +119,7 @@ export interface SchedulePage {
  *
  * @example
  * let page = await listSchedules(prisma, { limit: 100 });
- * while (page.nextAfter) page = await listSchedules(prisma, { limit: 100, after: page.nextAfter });
+ * while (page.nextCursor) page = await listSchedules(prisma, { limit: 100, cursor: page.nextCursor });
  */
 export async function listSchedules(db: Db, input: ListSchedulesInput = {}): Promise<SchedulePage> {
   const f = parseInput(listSchedulesInputSchema, input, SCHEDULE_INVALID_INPUT);
@@ -130,13 +131,13 @@ export async function listSchedules(db: Db, input: ListSchedulesInput = {}): Pro
       // One row beyond the page tells whether another page exists.
       const rows = await tx.$queryRaw<ScheduleRow[]>`
         SELECT * FROM runledger.job_schedules
-         WHERE (${f.after ?? null}::text IS NULL OR schedule_key > ${f.after ?? null}::text)
+         WHERE (${f.cursor ?? null}::text IS NULL OR schedule_key > ${f.cursor ?? null}::text)
            AND (${f.enabled ?? null}::boolean IS NULL OR enabled = ${f.enabled ?? null}::boolean)
            AND (${f.jobType ?? null}::text IS NULL OR job_type = ${f.jobType ?? null}::text)
          ORDER BY schedule_key
          LIMIT ${limit + 1}`;
       const page = rows.slice(0, limit).map(toSchedule);
-      return { schedules: page, nextAfter: rows.length > limit ? page[page.length - 1]!.key : null };
+      return { items: page, nextCursor: rows.length > limit ? page[page.length - 1]!.key : null };
     },
     { readCommitted: false },
   );

@@ -78,8 +78,8 @@ export const listSchedulesInputSchema = z.strictObject({
   enabled: z.boolean().optional(),
   jobType: nonBlank(200).optional(),
   limit: positiveInt.max(MAX_SCHEDULE_LIST_LIMIT).optional(),
-  /** Keyset cursor: the last schedule key of the previous page (pages are in key order). */
-  after: scheduleKey.optional(),
+  /** The `nextCursor` of the previous page (pages are in key order; the cursor is the last key). */
+  cursor: scheduleKey.optional(),
 });
 export type ListSchedulesInput = z.input<typeof listSchedulesInputSchema>;
 

@@ -19,8 +19,8 @@ describe('runledger schedules', () => {
     expect(listed.stdout.split('\n')[0]).toMatch(/^KEY\s+CRON\s+TIMEZONE\s+JOB TYPE\s+ENABLED/);
     expect(listed.stdout).toMatch(/cli\.a\s+\*\/5 \* \* \* \*\s+Europe\/Berlin\s+cli\.job\s+yes/);
     const page = JSON.parse((await cli('--json', 'schedules', 'list', '--limit', '1')).stdout);
-    expect(page.schedules.map((s: { key: string }) => s.key)).toEqual(['cli.a']);
-    expect(page.nextAfter).toBe('cli.a');
+    expect(page.items.map((s: { key: string }) => s.key)).toEqual(['cli.a']);
+    expect(page.nextCursor).toBe('cli.a');
 
     expect(await cli('schedules', 'pause', 'cli.b')).toMatchObject({ code: 0, stdout: 'Schedule cli.b paused.\n' });
     expect((await getSchedule(db.prisma, { key: 'cli.b' })).enabled).toBe(false);

@@ -63,11 +63,11 @@ describe('schedule definitions', () => {
       await upsertSchedule(db.prisma, { key, cron: '0 0 * * *', jobType: 'list.job', payload: {}, enabled: key !== 'list.b' });
     }
     const first = await listSchedules(db.prisma, { jobType: 'list.job', limit: 2 });
-    expect(first.schedules.map((s) => s.key)).toEqual(['list.a', 'list.b']);
-    const second = await listSchedules(db.prisma, { jobType: 'list.job', limit: 2, after: first.nextAfter! });
-    expect(second).toMatchObject({ nextAfter: null });
-    expect(second.schedules.map((s) => s.key)).toEqual(['list.c']);
-    expect((await listSchedules(db.prisma, { jobType: 'list.job', enabled: false })).schedules.map((s) => s.key)).toEqual(['list.b']);
+    expect(first.items.map((s) => s.key)).toEqual(['list.a', 'list.b']);
+    const second = await listSchedules(db.prisma, { jobType: 'list.job', limit: 2, cursor: first.nextCursor! });
+    expect(second).toMatchObject({ nextCursor: null });
+    expect(second.items.map((s) => s.key)).toEqual(['list.c']);
+    expect((await listSchedules(db.prisma, { jobType: 'list.job', enabled: false })).items.map((s) => s.key)).toEqual(['list.b']);
     expect(await deleteSchedule(db.prisma, { key: 'list.c' })).toBe(true);
     expect(await deleteSchedule(db.prisma, { key: 'list.c' })).toBe(false);
   });
