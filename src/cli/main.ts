@@ -15,6 +15,8 @@ import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
 import { registerReapCommand } from './reap.js';
 import { registerDoctorCommand } from './doctor.js';
+import { registerScheduleCommands } from './schedules.js';
+import { registerPurgeCommand } from './purge.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -90,6 +92,8 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerWorkerCommand(program, context);
   registerReapCommand(program, context);
   registerDoctorCommand(program, context);
+  registerScheduleCommands(program, context);
+  registerPurgeCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 

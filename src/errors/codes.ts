@@ -47,6 +47,12 @@ export const ERROR_CODES = [
   'job.resource_claim_conflict',
   // The integrity checker.
   'integrity.invalid_input',
+  // Retention.
+  'retention.invalid_input',
+  // Cron schedules.
+  'schedule.invalid_input',
+  'schedule.not_found',
+  'schedule.unsupported_isolation',
   // LISTEN/NOTIFY.
   'listen.invalid_channel',
   // Migrations.

@@ -9,6 +9,8 @@ import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { DEFAULT_LEASE_SECONDS } from '../queue/defaults.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/schemas.js';
+import { MAX_SCHEDULE_BATCH } from '../schedules/schemas.js';
+import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
 import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
@@ -51,6 +53,20 @@ export interface WorkerOptions {
   logger?: WorkerLogger;
   /** The expired-lease reaper; `false` disables it (another process reaps). Default `{ intervalMs: 15_000, limit: 100 }`. */
   reaper?: { intervalMs?: number; limit?: number } | false;
+  /**
+   * The cron scheduler loop (src/worker/scheduler.ts): materialises due slots
+   * of every enabled schedule, whatever job types this worker handles. On by
+   * default in every worker (leader-free: each slot's job is made exactly
+   * once however many run it); `false` turns it off. `now` replaces the
+   * database clock (tests). Default `{ intervalMs: 5_000, limit: 100 }`.
+   */
+  schedules?: { intervalMs?: number; limit?: number; now?: () => Date } | false;
+  /**
+   * Periodic retention (src/worker/retention.ts), off by default: every
+   * `intervalMs` (default 1 h) purge what finished more than `olderThanMs`
+   * ago (see `purgeFinished`), `batchSize` rows per transaction (default 500).
+   */
+  retention?: { olderThanMs: number; intervalMs?: number; batchSize?: number } | false;
   /** Heartbeat every `leaseSeconds * heartbeatFraction`. Default 1/3. */
   heartbeatFraction?: number;
   /** LISTEN for job notifications (an accelerator; polling is the correctness path). Default true. */
@@ -81,6 +97,8 @@ export interface ResolvedWorkerOptions {
   workerId: string;
   logger: WorkerLogger;
   reaper: { intervalMs: number; limit: number } | false;
+  schedules: { intervalMs: number; limit: number; now: (() => Date) | undefined } | false;
+  retention: { olderThanMs: number; intervalMs: number; batchSize: number } | false;
   heartbeatIntervalMs: number;
   listen: boolean;
   completionBatchMs: number;
@@ -92,6 +110,9 @@ export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_REAPER_INTERVAL_MS = 15_000;
 export const DEFAULT_REAPER_LIMIT = 100;
+export const DEFAULT_SCHEDULER_INTERVAL_MS = 5_000;
+export const DEFAULT_SCHEDULER_LIMIT = 100;
+export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
 export const DEFAULT_HEARTBEAT_FRACTION = 1 / 3;
 export const DEFAULT_COMPLETION_BATCH_MS = 2;
 /** Default floor of `completionBatchSize`. */
@@ -132,6 +153,26 @@ const workerOptionsSchema = z
         }),
       ])
       .default({ intervalMs: DEFAULT_REAPER_INTERVAL_MS, limit: DEFAULT_REAPER_LIMIT }),
+    schedules: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          intervalMs: positiveInt.default(DEFAULT_SCHEDULER_INTERVAL_MS),
+          limit: positiveInt.max(MAX_SCHEDULE_BATCH).default(DEFAULT_SCHEDULER_LIMIT),
+          now: z.custom<() => Date>((value) => typeof value === 'function', { error: 'must be a function returning a Date' }).optional(),
+        }),
+      ])
+      .default({ intervalMs: DEFAULT_SCHEDULER_INTERVAL_MS, limit: DEFAULT_SCHEDULER_LIMIT }),
+    retention: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          olderThanMs: z.number().int('must be an integer').min(1, 'must be at least 1').max(Number.MAX_SAFE_INTEGER),
+          intervalMs: positiveInt.default(DEFAULT_RETENTION_INTERVAL_MS),
+          batchSize: positiveInt.max(MAX_PURGE_BATCH).default(DEFAULT_PURGE_BATCH),
+        }),
+      ])
+      .default(false),
     heartbeatFraction: z.number().gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_HEARTBEAT_FRACTION),
     listen: z.boolean().default(true),
     completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
@@ -160,6 +201,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     workerId: o.workerId ?? defaultWorkerId(),
     logger: guardLogger(o.logger ?? createConsoleLogger({ level: 'info' })),
     reaper: o.reaper,
+    retention: o.retention,
+    schedules: o.schedules === false ? false : { intervalMs: o.schedules.intervalMs, limit: o.schedules.limit, now: o.schedules.now },
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,

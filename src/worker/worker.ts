@@ -111,6 +111,8 @@ import { JobExecution } from './job-execution.js';
 import { JobAvailableListener } from './listener.js';
 import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { Reaper } from './reaper.js';
+import { SchedulerLoop } from './scheduler.js';
+import { RetentionLoop } from './retention.js';
 import { backoffMs, sleep, Wakeup } from './timing.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -202,6 +204,8 @@ class RunledgerWorker implements Worker {
   private readonly stopController = new AbortController();
   private listener: JobAvailableListener | undefined;
   private reaper: Reaper | undefined;
+  private scheduler: SchedulerLoop | undefined;
+  private retention: RetentionLoop | undefined;
   private loop: Promise<void> | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
@@ -298,6 +302,16 @@ class RunledgerWorker implements Worker {
         onError: (error) => this.events.emit('worker:error', { error, operation: 'reap' }),
       });
       this.reaper.start();
+    }
+    if (this.options.schedules) {
+      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'schedule' });
+      this.scheduler = new SchedulerLoop({ db: this.db, ...this.options.schedules, logger, onEnqueued: () => this.requestClaim(), onError });
+      this.scheduler.start();
+    }
+    if (this.options.retention) {
+      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'purge' });
+      this.retention = new RetentionLoop({ db: this.db, ...this.options.retention, logger, onError });
+      this.retention.start();
     }
     this.currentState = 'running';
     this.loop = this.claimLoop();
@@ -494,6 +508,8 @@ class RunledgerWorker implements Worker {
     logger.info('worker stopping', { workerId: this.workerId, inFlight: this.active.size, drainMs });
     await this.loop;
     await this.reaper?.stop();
+    await this.scheduler?.stop();
+    await this.retention?.stop();
 
     const drained = await this.drain(drainMs);
     if (!drained) {

@@ -69,6 +69,15 @@ describe('schema drift guard', () => {
 });
 
 describe('every model through the generated client', () => {
+  it('round-trips a schedule row', async () => {
+    const nextRunAt = new Date('2030-01-01T03:00:00Z');
+    const created = await db.prisma.jobSchedule.create({
+      data: { id: newId(), scheduleKey: 'drift.schedule', cron: '0 3 * * *', jobType: 'x.y', organizationId: 'org_cuid1', payload: { a: [1] }, nextRunAt, resourceKey: 'r' },
+    });
+    expect(await db.prisma.jobSchedule.findUniqueOrThrow({ where: { scheduleKey: 'drift.schedule' } })).toEqual(created);
+    expect(created).toMatchObject({ timezone: 'UTC', enabled: true, catchUpMaxSlots: 1, priority: 0, maxAttempts: 5, timeoutSeconds: 300, lastSlotAt: null });
+  });
+
   it('round-trips job, event, run, step, dependency and replay rows', async () => {
     const prisma = db.prisma;
     const org = newId();

@@ -26,6 +26,9 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'enqueueOrGetActiveWorkflow', 'releaseQuiescedActiveKeys', 'appendWorkflowSteps',
   // Integrity.
   'verifyIntegrity',
+  // Cron schedules and retention.
+  'upsertSchedule', 'deleteSchedule', 'getSchedule', 'findSchedule', 'listSchedules', 'pauseSchedule', 'resumeSchedule',
+  'runScheduleNow', 'runDueSchedules', 'slotIdempotencyKey', 'purgeFinished', 'PURGEABLE_JOB_STATUSES', 'PURGEABLE_RUN_STATUSES',
   // Replay and recovery.
   'compareAndReplaySucceededJob', 'compareAndRequeueJob',
   // Worker runtime.

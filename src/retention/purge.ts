@@ -1,0 +1,277 @@
+/**
+ * Retention: `purgeFinished` deletes finished direct jobs and finished
+ * workflow runs (with their steps, edges, jobs and the jobs' events) that
+ * finished before a cutoff, in bounded batches, each batch its own short
+ * transaction on a root client (joined to the caller's on a transaction
+ * client, where the locks then last until the caller commits).
+ *
+ * What is kept:
+ *   - a job or run that has not finished, or finished at or after the cutoff;
+ *   - a CANCELED job still inside the lease it was canceled in (its handler
+ *     may still be running: cancellation keeps the expiry as a quiescence
+ *     marker), and a run with such a job;
+ *   - workflow jobs, except with their run (never a step's job alone);
+ *   - replay lineage whole. Jobs joined by `job_replays` rows (a source and
+ *     its replays, transitively, in either direction) form one lineage; a
+ *     lineage is deleted in one batch when every one of its jobs is purgeable
+ *     (finished before the cutoff, in `statuses`, not quiescing), and kept
+ *     whole otherwise. So a source is kept while any replay of it is kept,
+ *     and a replay never outlives its recorded source.
+ *
+ * Batches. Candidates are read in (finished_at, id) order from a partial
+ * index of finished rows, after a cursor that moves past every candidate,
+ * kept or not, so a pass ends even when old rows must stay. A row another
+ * transaction holds is skipped (it is caught by a later purge).
+ *
+ * Locks. Every lock is taken with SKIP LOCKED, in the workflow protocol's
+ * class order (job rows, then step rows, then run rows; src/workflow/
+ * locking.ts), and the deletes then touch only rows this transaction holds
+ * (plus lineage and edge rows, which nothing else locks, and the events of
+ * the deleted jobs). Purge never waits for a lock, so it can be in no
+ * deadlock cycle and never holds up a worker. A lineage is re-read after its
+ * jobs are locked: a replay recorded in between (its insert needed a lock
+ * on a job we now hold) would show up there, and the lineage is then kept.
+ */
+import type { Db, Tx } from '../client/types.js';
+import { withTransaction } from '../client/transaction.js';
+import { parseInput } from '../validation/parse.js';
+import {
+  DEFAULT_PURGE_BATCH,
+  PURGEABLE_JOB_STATUSES,
+  PURGEABLE_RUN_STATUSES,
+  RETENTION_INVALID_INPUT,
+  purgeFinishedInputSchema,
+  type PurgeFinishedInput,
+} from './schemas.js';
+
+export interface PurgeFinishedResult {
+  /** Direct jobs deleted (or, with dryRun, that would be). */
+  jobs: number;
+  /** Workflow runs deleted (or that would be). */
+  workflowRuns: number;
+  /** Jobs of those runs (their steps' jobs), deleted with them. */
+  workflowJobs: number;
+  /** Transactions used. */
+  batches: number;
+  dryRun: boolean;
+}
+
+interface Cursor {
+  finishedAt: Date;
+  id: string;
+}
+
+interface Settings {
+  cutoff: Date;
+  jobStatuses: string[];
+  runStatuses: string[];
+  batchSize: number;
+  dryRun: boolean;
+  /** Dry run only: jobs already counted (a lineage reached from candidates of two batches counts once). */
+  counted: Set<string>;
+}
+
+/**
+ * Deletes finished direct jobs and workflow runs older than `olderThan` (see
+ * the module comment for what is kept and why).
+ *
+ * @example
+ * const thirtyDaysAgo = new Date(Date.now() - 30 * 24 * 3600 * 1000);
+ * const { jobs, workflowRuns } = await purgeFinished(prisma, { olderThan: thirtyDaysAgo, batchSize: 500 });
+ */
+export async function purgeFinished(db: Db, input: PurgeFinishedInput): Promise<PurgeFinishedResult> {
+  const parsed = parseInput(purgeFinishedInputSchema, input, RETENTION_INVALID_INPUT);
+  const settings: Settings = {
+    cutoff: parsed.olderThan,
+    jobStatuses: [...new Set(parsed.statuses ?? PURGEABLE_JOB_STATUSES)],
+    runStatuses: [...new Set(parsed.workflowRunStatuses ?? PURGEABLE_RUN_STATUSES)],
+    batchSize: parsed.batchSize ?? DEFAULT_PURGE_BATCH,
+    dryRun: parsed.dryRun ?? false,
+    counted: new Set(),
+  };
+  const result: PurgeFinishedResult = { jobs: 0, workflowRuns: 0, workflowJobs: 0, batches: 0, dryRun: settings.dryRun };
+  let cursor: Cursor | null = null;
+  for (;;) {
+    const batch: JobBatch = await withTransaction(db, 'purge finished jobs', ({ tx }) => purgeJobBatch(tx, settings, cursor));
+    result.batches += 1;
+    result.jobs += batch.deleted;
+    if (batch.next === null) break;
+    cursor = batch.next;
+  }
+  cursor = null;
+  for (;;) {
+    const batch: RunBatch = await withTransaction(db, 'purge finished workflow runs', ({ tx }) => purgeRunBatch(tx, settings, cursor));
+    result.batches += 1;
+    result.workflowRuns += batch.runs;
+    result.workflowJobs += batch.jobs;
+    if (batch.next === null) break;
+    cursor = batch.next;
+  }
+  return result;
+}
+
+interface JobBatch {
+  deleted: number;
+  /** Where the next batch starts; null when this one was the last. */
+  next: Cursor | null;
+}
+
+async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promise<JobBatch> {
+  // 1. Candidates (after the cursor) and the lineage of each, walked both ways through job_replays.
+  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: Date }[]>`
+    WITH RECURSIVE candidates AS (
+      SELECT id, finished_at FROM runledger.job_queue
+       WHERE workflow_step_id IS NULL
+         AND status IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED')
+         AND finished_at < ${s.cutoff}::timestamptz
+         AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
+              OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
+       ORDER BY finished_at, id
+       LIMIT ${s.batchSize}
+    ),
+    lineage(root, id) AS (
+      SELECT id, id FROM candidates
+      UNION
+      SELECT l.root, CASE WHEN r.source_job_id = l.id THEN r.replay_job_id ELSE r.source_job_id END
+        FROM lineage l
+        JOIN runledger.job_replays r ON r.source_job_id = l.id OR r.replay_job_id = l.id
+    )
+    SELECT l.root, l.id, c.finished_at AS root_finished_at
+      FROM lineage l JOIN candidates c ON c.id = l.root
+     ORDER BY c.finished_at, c.id`;
+  if (walked.length === 0) return { deleted: 0, next: null };
+  const lineages = groupLineages(walked);
+  const lastRoot = walked[walked.length - 1]!;
+  const candidateCount = new Set(walked.map((w) => w.root)).size;
+  const next = candidateCount < s.batchSize ? null : { finishedAt: lastRoot.root_finished_at, id: lastRoot.root };
+
+  // 2. Lock every job of every lineage (SKIP LOCKED), reading whether each is purgeable.
+  const allIds = [...new Set(walked.map((w) => w.id))];
+  const locked = await tx.$queryRaw<{ id: string; purgeable: boolean }[]>`
+    SELECT id,
+           (workflow_step_id IS NULL
+            AND status::text = ANY(${s.jobStatuses}::text[])
+            AND finished_at < ${s.cutoff}::timestamptz
+            AND NOT (status = 'CANCELED' AND lease_expires_at IS NOT NULL AND lease_expires_at > now())) AS purgeable
+      FROM runledger.job_queue
+     WHERE id = ANY(${allIds}::uuid[])
+     ORDER BY id
+       FOR UPDATE SKIP LOCKED`;
+  const purgeable = new Set(locked.filter((row) => row.purgeable).map((row) => row.id));
+  const whole = [...lineages.values()].filter((members) => [...members].every((id) => purgeable.has(id)));
+  if (whole.length === 0) return { deleted: 0, next };
+
+  // 3. Re-read the lineages of the jobs now held: one that grew meanwhile is kept whole.
+  const heldIds = [...new Set(whole.flatMap((members) => [...members]))];
+  const links = await tx.$queryRaw<{ source_job_id: string; replay_job_id: string }[]>`
+    SELECT source_job_id, replay_job_id FROM runledger.job_replays
+     WHERE source_job_id = ANY(${heldIds}::uuid[]) OR replay_job_id = ANY(${heldIds}::uuid[])`;
+  const memberOf = new Map<string, Set<string>>();
+  for (const members of whole) for (const id of members) memberOf.set(id, members);
+  const grown = new Set<Set<string>>();
+  for (const link of links) {
+    const a = memberOf.get(link.source_job_id);
+    const b = memberOf.get(link.replay_job_id);
+    if (a === undefined || b === undefined || a !== b) for (const members of [a, b]) if (members) grown.add(members);
+  }
+  const ids = whole.filter((members) => !grown.has(members)).flatMap((members) => [...members]);
+  if (s.dryRun) {
+    const fresh = ids.filter((id) => !s.counted.has(id));
+    for (const id of fresh) s.counted.add(id);
+    return { deleted: fresh.length, next };
+  }
+  if (ids.length === 0) return { deleted: 0, next };
+
+  // 4. Lineage rows first (a replay job cannot be deleted while its row exists), then the jobs (their events
+  //    go with them, by the job_queue_delete_events trigger).
+  await tx.$executeRaw`
+    DELETE FROM runledger.job_replays WHERE source_job_id = ANY(${ids}::uuid[]) OR replay_job_id = ANY(${ids}::uuid[])`;
+  const deleted = await tx.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ANY(${ids}::uuid[])`;
+  return { deleted, next };
+}
+
+function groupLineages(walked: readonly { root: string; id: string }[]): Map<string, Set<string>> {
+  // Two candidates of one lineage each walk to the same members: key each lineage by its smallest member.
+  const byRoot = new Map<string, Set<string>>();
+  for (const { root, id } of walked) {
+    const members = byRoot.get(root) ?? new Set<string>();
+    members.add(id);
+    byRoot.set(root, members);
+  }
+  const lineages = new Map<string, Set<string>>();
+  for (const members of byRoot.values()) lineages.set([...members].sort()[0]!, members);
+  return lineages;
+}
+
+interface RunBatch {
+  runs: number;
+  jobs: number;
+  next: Cursor | null;
+}
+
+async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promise<RunBatch> {
+  const candidates = await tx.$queryRaw<{ id: string; finished_at: Date }[]>`
+    SELECT id, finished_at FROM runledger.workflow_runs
+     WHERE status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+       AND status::text = ANY(${s.runStatuses}::text[])
+       AND finished_at < ${s.cutoff}::timestamptz
+       AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
+            OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
+     ORDER BY finished_at, id
+     LIMIT ${s.batchSize}`;
+  if (candidates.length === 0) return { runs: 0, jobs: 0, next: null };
+  const last = candidates[candidates.length - 1]!;
+  const next = candidates.length < s.batchSize ? null : { finishedAt: last.finished_at, id: last.id };
+  const runIds = candidates.map((c) => c.id);
+
+  // Lock class 1: the runs' jobs. A run keeps everything if one of its jobs is held elsewhere, not finished,
+  // or canceled and still quiescing.
+  const jobs = await tx.$queryRaw<{ run_id: string; job_id: string; locked: boolean; purgeable: boolean }[]>`
+    WITH run_jobs AS (
+      SELECT s.workflow_run_id AS run_id, s.job_id FROM runledger.workflow_steps s
+       WHERE s.workflow_run_id = ANY(${runIds}::uuid[]) AND s.job_id IS NOT NULL
+    ),
+    held AS (
+      SELECT j.id,
+             (j.status IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED')
+              AND NOT (j.status = 'CANCELED' AND j.lease_expires_at IS NOT NULL AND j.lease_expires_at > now())) AS purgeable
+        FROM runledger.job_queue j
+       WHERE j.id IN (SELECT job_id FROM run_jobs)
+       ORDER BY j.id
+         FOR UPDATE SKIP LOCKED
+    )
+    SELECT rj.run_id, rj.job_id, h.id IS NOT NULL AS locked, COALESCE(h.purgeable, false) AS purgeable
+      FROM run_jobs rj LEFT JOIN held h ON h.id = rj.job_id`;
+  const kept = new Set(jobs.filter((j) => !j.locked || !j.purgeable).map((j) => j.run_id));
+  let eligible = runIds.filter((id) => !kept.has(id));
+  if (eligible.length === 0) return { runs: 0, jobs: 0, next };
+
+  // Lock class 2: their steps; a run with a step held elsewhere is kept.
+  const steps = await tx.$queryRaw<{ workflow_run_id: string; locked: boolean }[]>`
+    WITH held AS (
+      SELECT id FROM runledger.workflow_steps WHERE workflow_run_id = ANY(${eligible}::uuid[]) ORDER BY id FOR UPDATE SKIP LOCKED
+    )
+    SELECT s.workflow_run_id, h.id IS NOT NULL AS locked
+      FROM runledger.workflow_steps s LEFT JOIN held h ON h.id = s.id
+     WHERE s.workflow_run_id = ANY(${eligible}::uuid[])`;
+  const stepHeld = new Set(steps.filter((st) => !st.locked).map((st) => st.workflow_run_id));
+  eligible = eligible.filter((id) => !stepHeld.has(id));
+  if (eligible.length === 0) return { runs: 0, jobs: 0, next };
+
+  // Lock class 4: the run rows, re-checking they are still finished before the cutoff.
+  const runs = await tx.$queryRaw<{ id: string }[]>`
+    SELECT id FROM runledger.workflow_runs
+     WHERE id = ANY(${eligible}::uuid[])
+       AND status::text = ANY(${s.runStatuses}::text[])
+       AND finished_at < ${s.cutoff}::timestamptz
+     ORDER BY id
+       FOR UPDATE SKIP LOCKED`;
+  const runSet = new Set(runs.map((r) => r.id));
+  const jobCount = jobs.filter((j) => runSet.has(j.run_id)).length;
+  if (runs.length === 0 || s.dryRun) return { runs: runs.length, jobs: jobCount, next };
+
+  // Deleting the runs deletes their steps and edges (ON DELETE CASCADE), the steps' jobs (the job -> step link
+  // cascades) and the jobs' events (trigger).
+  const deleted = await tx.$executeRaw`DELETE FROM runledger.workflow_runs WHERE id = ANY(${[...runSet]}::uuid[])`;
+  return { runs: deleted, jobs: jobCount, next };
+}

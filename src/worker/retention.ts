@@ -1,0 +1,57 @@
+/**
+ * The retention loop (opt-in: `createWorker({ retention: { olderThanMs } })`):
+ * right after start, and then every `intervalMs` (jittered by ±20%), it runs
+ * `purgeFinished` for rows that finished more than `olderThanMs` ago. Any
+ * number of workers may run it: purge batches skip rows another holds, so
+ * two loops share the work rather than wait for each other.
+ */
+import type { Db } from '../client/types.js';
+import { purgeFinished } from '../retention/purge.js';
+import type { WorkerLogger } from './logger.js';
+import { jitter, sleep } from './timing.js';
+
+export interface RetentionLoopOptions {
+  db: Db;
+  intervalMs: number;
+  olderThanMs: number;
+  batchSize: number;
+  logger: WorkerLogger;
+  onError: (error: unknown) => void;
+}
+
+export class RetentionLoop {
+  private readonly stopController = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly options: RetentionLoopOptions) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops the loop; resolves when a pass in progress has finished (a pass is many short transactions). */
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopController.signal;
+    while (!signal.aborted) {
+      await this.pass();
+      await sleep(jitter(this.options.intervalMs), signal);
+    }
+  }
+
+  /** One purge pass. Never throws. */
+  private async pass(): Promise<void> {
+    const { db, olderThanMs, batchSize, logger } = this.options;
+    try {
+      const result = await purgeFinished(db, { olderThan: new Date(Date.now() - olderThanMs), batchSize });
+      if (result.jobs + result.workflowRuns > 0) logger.info('purged finished jobs and runs', { ...result });
+    } catch (error) {
+      logger.warn('purging finished jobs failed; the next pass retries', { error });
+      this.options.onError(error);
+    }
+  }
+}

@@ -1,0 +1,174 @@
+/** purgeFinished: what goes, what stays (quiescing cancels, unfinished work, lineage halves), in bounded batches. */
+import { describe, expect, it } from 'vitest';
+import {
+  cancelJob,
+  cancelWorkflowRun,
+  claimJobs,
+  compareAndReplaySucceededJob,
+  completeJobSuccess,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  noOrganizationScope,
+  isRunledgerError,
+  purgeFinished,
+  workflow,
+} from '../../src/index.js';
+import { useTestDatabase } from '../harness/database.js';
+import { runRunnableJobs } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+const OLD = new Date('2020-01-01T00:00:00Z');
+const CUTOFF = new Date('2021-01-01T00:00:00Z');
+
+/** Runs one job of `jobType` to the given end and backdates its finish to OLD (unless `recent`). */
+async function finishedJob(jobType: string, end: 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED', recent = false): Promise<string> {
+  const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {}, maxAttempts: 1 });
+  if (end === 'CANCELED') {
+    await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
+  } else {
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
+    if (end === 'SUCCEEDED') await completeJobSuccess(db.prisma, { ...lease!, output: 1 });
+    else await failJob(db.prisma, { ...lease!, error: { code: 'x.failed', message: 'no' }, retryable: false });
+  }
+  if (!recent) await backdateJobs([jobId]);
+  return jobId;
+}
+
+async function backdateJobs(ids: string[]): Promise<void> {
+  await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = ${OLD} WHERE id = ANY(${ids}::uuid[])`;
+}
+
+async function existing(ids: string[]): Promise<string[]> {
+  const rows = await db.prisma.$queryRaw<{ id: string }[]>`SELECT id::text FROM runledger.job_queue WHERE id = ANY(${ids}::uuid[]) ORDER BY id`;
+  return rows.map((r) => r.id);
+}
+
+async function eventCount(ids: string[]): Promise<number> {
+  const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_events WHERE job_id = ANY(${ids}::uuid[])`;
+  return row!.n;
+}
+
+async function replay(sourceJobId: string, key: string): Promise<string> {
+  const result = await compareAndReplaySucceededJob(db.prisma, { scope: noOrganizationScope(), sourceJobId, expectedRunNumber: 1, replayRequestKey: key, reason: 'again' });
+  if (result.kind !== 'replayed') throw new Error(`not replayed: ${result.kind}`);
+  return result.replay.jobId;
+}
+
+describe('purgeFinished on direct jobs', () => {
+  it('deletes old finished jobs and their events in batches, keeps recent and unfinished ones, honours statuses', async () => {
+    const old = [await finishedJob('p.a', 'SUCCEEDED'), await finishedJob('p.a', 'SUCCEEDED'), await finishedJob('p.a', 'DEAD_LETTERED'), await finishedJob('p.a', 'SUCCEEDED')];
+    const oldCanceled = await finishedJob('p.a', 'CANCELED');
+    const recent = await finishedJob('p.a', 'SUCCEEDED', true);
+    const { jobId: pending } = await enqueueJob(db.prisma, { jobType: 'p.pending', payload: {} });
+    expect(await eventCount(old)).toBeGreaterThan(0);
+
+    const onlyCanceled = await purgeFinished(db.prisma, { olderThan: CUTOFF, statuses: ['CANCELED'], batchSize: 2 });
+    expect(onlyCanceled).toMatchObject({ jobs: 1, workflowRuns: 0, dryRun: false });
+    expect(await existing([oldCanceled])).toEqual([]);
+
+    const dry = await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 2, dryRun: true });
+    expect(dry).toMatchObject({ jobs: 4, dryRun: true });
+    expect(await existing(old)).toHaveLength(4);
+
+    const result = await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 2 });
+    // 4 candidates in batches of 2: two full batches and a last, empty one; then one (empty) batch of runs.
+    expect(result).toEqual({ jobs: 4, workflowRuns: 0, workflowJobs: 0, batches: 4, dryRun: false });
+    expect(await existing(old)).toEqual([]);
+    expect(await eventCount(old)).toBe(0);
+    expect(await existing([recent, pending]).then((ids) => ids.length)).toBe(2);
+  });
+
+  it('keeps a canceled job whose lease is still quiescing, and purges it once the lease has passed', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'p.quiesce', payload: {} });
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.quiesce'], limit: 1, leaseSeconds: 600, markRunning: true });
+    await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
+    await backdateJobs([jobId]);
+    expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(0);
+    expect(await existing([jobId])).toEqual([jobId]);
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(1);
+    expect(await existing([jobId])).toEqual([]);
+  });
+
+  it('deletes a replay lineage whole or keeps it whole, even across batch boundaries', async () => {
+    // Lineage 1: source -> replay -> replay of the replay, all finished long ago: deleted together.
+    const source = await finishedJob('p.lin', 'SUCCEEDED');
+    const first = await replay(source, 'lin-1');
+    const [lease1] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
+    await completeJobSuccess(db.prisma, { ...lease1!, output: 2 });
+    const second = await replay(first, 'lin-2');
+    const [lease2] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
+    await completeJobSuccess(db.prisma, { ...lease2!, output: 3 });
+    await backdateJobs([first, second]);
+    // Lineage 2: an old source whose replay is still pending: both kept.
+    const keptSource = await finishedJob('p.lin2', 'SUCCEEDED');
+    const keptReplay = await replay(keptSource, 'lin-3');
+    // Lineage 3: an old source whose replay finished recently (after the cutoff): both kept.
+    const recentSource = await finishedJob('p.lin3', 'SUCCEEDED');
+    const recentReplay = await replay(recentSource, 'lin-4');
+    await runRunnableJobs(db.prisma);
+
+    const result = await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 1 });
+    expect(result.jobs).toBe(3);
+    expect(await existing([source, first, second])).toEqual([]);
+    expect(await existing([keptSource, keptReplay])).toHaveLength(2);
+    expect(await existing([recentSource, recentReplay])).toHaveLength(2);
+    const [links] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM runledger.job_replays WHERE source_job_id = ANY(${[keptSource, recentSource]}::uuid[])`;
+    expect(links!.n).toBe(2);
+
+    // Once the replay is old too, the second lineage goes whole.
+    await backdateJobs([recentReplay]);
+    expect((await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 1 })).jobs).toBe(2);
+    expect(await existing([recentSource, recentReplay])).toEqual([]);
+  });
+
+  it('refuses bad input naming the field, before reading anything', async () => {
+    for (const [input, field] of [
+      [{ olderThan: CUTOFF, batchSize: 0 }, 'batchSize'],
+      [{ olderThan: new Date(Number.NaN) }, 'olderThan'],
+      [{ olderThan: CUTOFF, statuses: ['PENDING'] }, 'statuses.0'],
+    ] as const) {
+      const error = await purgeFinished(db.prisma, input as never).catch((e: unknown) => e);
+      expect(isRunledgerError(error, 'retention.invalid_input')).toBe(true);
+      expect((error as { field: string }).field).toBe(field);
+    }
+  });
+});
+
+describe('purgeFinished on workflow runs', () => {
+  it('deletes a finished run with its steps, edges, jobs and events; keeps unfinished, quiescing and recent runs', async () => {
+    const build = (type: string) => workflow(type).job('a', `${type}.a`, {}).job('b', `${type}.b`, {}).afterSuccess('b', ['a']).build();
+    const { workflowRunId: done } = await enqueueWorkflowRun(db.prisma, build('wf.done'));
+    const { workflowRunId: recent } = await enqueueWorkflowRun(db.prisma, build('wf.recent'));
+    await runRunnableJobs(db.prisma);
+    const { workflowRunId: running } = await enqueueWorkflowRun(db.prisma, build('wf.running'));
+    // Canceled while its first job runs: the job keeps its lease expiry as the quiescence marker.
+    const { workflowRunId: quiescing } = await enqueueWorkflowRun(db.prisma, build('wf.quiesce'));
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['wf.quiesce.a'], limit: 1, leaseSeconds: 600, markRunning: true });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: quiescing, scope: noOrganizationScope() });
+    await db.prisma.$executeRaw`UPDATE runledger.workflow_runs SET finished_at = ${OLD} WHERE id = ANY(${[done, quiescing, running]}::uuid[]) AND finished_at IS NOT NULL`;
+    const doneJobs = await db.prisma.$queryRaw<{ id: string }[]>`SELECT job_id::text AS id FROM runledger.workflow_steps WHERE workflow_run_id = ${done}::uuid`;
+    expect(doneJobs).toHaveLength(2);
+
+    const dry = await purgeFinished(db.prisma, { olderThan: CUTOFF, dryRun: true });
+    expect(dry).toMatchObject({ workflowRuns: 1, workflowJobs: 2 });
+    const result = await purgeFinished(db.prisma, { olderThan: CUTOFF });
+    expect(result).toMatchObject({ jobs: 0, workflowRuns: 1, workflowJobs: 2 });
+    const left = await db.prisma.$queryRaw<{ id: string }[]>`SELECT id::text FROM runledger.workflow_runs WHERE id = ANY(${[done, running, quiescing, recent]}::uuid[]) ORDER BY id`;
+    expect(left.map((r) => r.id)).toEqual([recent, running, quiescing].sort());
+    expect(await existing(doneJobs.map((j) => j.id))).toEqual([]);
+    expect(await eventCount(doneJobs.map((j) => j.id))).toBe(0);
+    const [orphans] = await db.prisma.$queryRaw<{ steps: number; edges: number }[]>`
+      SELECT (SELECT count(*)::int FROM runledger.workflow_steps WHERE workflow_run_id = ${done}::uuid) AS steps,
+             (SELECT count(*)::int FROM runledger.workflow_step_dependencies WHERE workflow_run_id = ${done}::uuid) AS edges`;
+    expect(orphans).toEqual({ steps: 0, edges: 0 });
+
+    // Once the canceled job's lease has passed, the canceled run goes too.
+    await db.prisma.$executeRaw`
+      UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second'
+       WHERE id IN (SELECT job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${quiescing}::uuid) AND lease_expires_at IS NOT NULL`;
+    expect(await purgeFinished(db.prisma, { olderThan: CUTOFF })).toMatchObject({ workflowRuns: 1, workflowJobs: 1 });
+  });
+});
