@@ -1,5 +1,5 @@
-import type { AnyJobDefinition, PrismaClientLike } from 'runledger';
 import { createTestDatabase, runUntilIdle, stopTestServer } from 'runledger/testing';
+import type { AnyJobDefinition, PrismaClientLike } from 'runledger';
 
 /** `connect` makes your client on a database URL; `handlers` are your job definitions. */
 export async function runJobsInTest(connect: (url: string) => PrismaClientLike, handlers: readonly AnyJobDefinition[]) {
