@@ -43,6 +43,12 @@ export const enqueueJobInputSchema = z
      * organizations (src/queue/claim.ts). Non-blank, at most 512 bytes.
      */
     resource: requestKey.optional(),
+    /**
+     * This job's retry backoff, over its definition's (`defineJob(..., { retry: { backoff } })`) and the
+     * default; either field may be given alone (the other from the definition, else the default). Stored on
+     * the row, so every retry of this job uses it, whichever worker fails it.
+     */
+    backoff: backoffPolicySchema.optional(),
   })
   .refine((input) => input.runAt === undefined || input.delayMs === undefined, {
     path: ['runAt'],
