@@ -142,7 +142,10 @@ export const failJobInputSchema = jobLeaseSchema.extend({
   error: jobFailureSchema,
   retryable: z.boolean(),
   retryNotBefore: z.date().optional(),
-  /** The backoff of the job's type (a worker passes its definition's); default DEFAULT_BACKOFF. */
+  /**
+   * The backoff of the job's type (a worker passes its definition's); default DEFAULT_BACKOFF. A backoff
+   * stored on the job row (its enqueue's or step's) wins over it.
+   */
   backoff: backoffPolicySchema.optional(),
 });
 export type FailJobInput = z.input<typeof failJobInputSchema>;
