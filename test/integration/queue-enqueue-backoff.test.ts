@@ -5,7 +5,7 @@
  * definition's > DEFAULT_BACKOFF. failJob receives `backoff` exactly as
  * job-execution.ts passes it (`definition.backoff`).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
   ValidationError,
@@ -83,6 +83,27 @@ describe('a backoff per enqueue', () => {
       expect(delay).toBeGreaterThanOrEqual(ceiling / 2);
       expect(delay).toBeLessThanOrEqual(ceiling);
       await makeDue(jobId);
+    }
+  });
+
+  it("computes the row's delay with retryDelayMs's formula: the same jitter gives the same delay as the worker's path", async () => {
+    const policy: BackoffPolicy = { baseDelayMs: 12_345, maxDelayMs: 100_000 };
+    const stored = await enqueueJob(db.prisma, { jobType: 'bo.same', payload: {}, maxAttempts: 10, backoff: policy });
+    const passed = await enqueueJob(db.prisma, { jobType: 'bo.same_passed', payload: {}, maxAttempts: 10 });
+    for (const jitter of [0, 0.37, 0.999999]) {
+      for (let attempt = 1; attempt <= 5; attempt += 1) {
+        const random = vi.spyOn(Math, 'random').mockReturnValue(jitter);
+        try {
+          const fromRow = await failAndDelay(await claim('bo.same'), TINY);
+          const fromWorker = await failAndDelay(await claim('bo.same_passed'), policy);
+          expect(fromRow).toBe(fromWorker);
+        } finally {
+          random.mockRestore();
+        }
+        await makeDue(stored.jobId);
+        await makeDue(passed.jobId);
+      }
+      await db.prisma.$executeRaw`UPDATE runledger.job_queue SET attempt = 0 WHERE id IN (${stored.jobId}::uuid, ${passed.jobId}::uuid)`;
     }
   });
 
