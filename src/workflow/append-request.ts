@@ -81,6 +81,8 @@ export interface AppendWorkflowStepsInput {
         timeoutSeconds?: number;
         /** Execution resource of the step's job (see enqueueJob). */
         resource?: string;
+        /** Retry backoff of the step's job (see enqueueJob); either field alone, the other defaulted. */
+        backoff?: { baseDelayMs?: number; maxDelayMs?: number };
       }
     | { key: string; kind: 'external' }
   )[];
