@@ -153,4 +153,3 @@ async function failStatement(
            CASE WHEN s.status = 'FAILED' THEN s.workflow_run_id END AS step_run_id, s.has_dependents
       FROM failed f LEFT JOIN steps s ON s.id = f.workflow_step_id`;
 }
-
