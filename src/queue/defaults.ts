@@ -3,7 +3,9 @@
  * when neither the enqueue nor the job's definition (`defineJob(..., {
  * retry, timeoutSeconds })`) says otherwise. Precedence, most specific
  * first: the enqueue's own option, then the definition's (when enqueued
- * through the definition), then these.
+ * through the definition), then these. The backoff follows the same order,
+ * but only an enqueue's (or workflow step's) own is stored on the row
+ * (backoff_base_ms/backoff_max_ms); the definition's is applied by the worker.
  *
  * The init migration's column defaults (max_attempts 5, timeout_seconds 300)
  * repeat the first two for rows inserted by hand; runledger itself always

@@ -5,7 +5,7 @@
  * statement (`withStatement`), no transaction of its own.
  *
  * Idempotency: with a key, the canonical request (job type, organization,
- * payload, priority, max attempts, timeout; the schedule is not part of it) is
+ * payload, priority, max attempts, timeout, resource and backoff when set; the schedule is not part of it) is
  * stored in `enqueue_request`. The insert skips rows whose (job type,
  * organization, key) already exists (`ON CONFLICT ... DO NOTHING`, which waits
  * for a concurrent inserter of the same key to commit or roll back). A second
@@ -37,6 +37,8 @@ import { ConflictError, InternalError, isRunledgerError } from '../errors/runled
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
+import type { BackoffPolicy } from './defaults.js';
+import { resolveBackoff } from './retry-policy.js';
 import type { JobStatus } from './rows.js';
 import { jsonParam } from './rows.js';
 import {
@@ -83,6 +85,8 @@ export interface InsertJobRow {
   workflowStepId?: string | null;
   /** Execution resource key (at most one LEASED job per key); absent or null for none. */
   resourceKey?: string | null;
+  /** This job's own retry backoff (failJob uses it over the definition's); absent or null for none. */
+  backoff?: BackoffPolicy | null;
 }
 
 /**
@@ -113,19 +117,21 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
           ${rows.map((r) => jsonParam(r.eventPayload))}::jsonb[],
           ${eventIds}::uuid[],
           ${rows.map((r) => r.workflowStepId ?? null)}::uuid[],
-          ${rows.map((r) => r.resourceKey ?? null)}::text[]
+          ${rows.map((r) => r.resourceKey ?? null)}::text[],
+          ${rows.map((r) => r.backoff?.baseDelayMs ?? null)}::int[],
+          ${rows.map((r) => r.backoff?.maxDelayMs ?? null)}::int[]
         ) WITH ORDINALITY AS i(id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
                                next_run_at, delay_ms, idempotency_key, enqueue_request, event_payload, event_id,
-                               workflow_step_id, resource_key, ord)
+                               workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, ord)
     ),
     inserted AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
-              idempotency_key, enqueue_request, workflow_step_id, resource_key)
+              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
              CASE WHEN delay_ms IS NOT NULL THEN now() + delay_ms * interval '1 millisecond'
                   ELSE COALESCE(next_run_at, now()) END,
-             idempotency_key, enqueue_request, workflow_step_id, resource_key
+             idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms
         FROM input
        ORDER BY ord
       ON CONFLICT (job_type, COALESCE(organization_id, ''), idempotency_key)
@@ -155,7 +161,7 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
  * Two forms. Through a definition (`defineJob`), the compiler checks the
  * payload against the definition's schema and the definition's
  * `retry.maxAttempts` / `timeoutSeconds` apply unless the settings say
- * otherwise. By job-type name, for hosts that enqueue without importing the
+ * otherwise (a `backoff` in the settings is completed from the definition's). By job-type name, for hosts that enqueue without importing the
  * handlers: the payload is `unknown` to the compiler (checked as storable
  * JSON at run time, and by the schema when a worker claims it).
  *
@@ -228,7 +234,14 @@ function definedJobInput(definition: AnyJobDefinition, item: unknown): unknown {
     ...(definition.maxAttempts === undefined ? {} : { maxAttempts: definition.maxAttempts }),
     ...(definition.timeoutSeconds === undefined ? {} : { timeoutSeconds: definition.timeoutSeconds }),
   };
-  return { ...defaults, ...stripUndefined(item as Record<string, unknown>), jobType: definition.jobType };
+  const own = stripUndefined(item as Record<string, unknown>);
+  // An enqueue's backoff is completed field by field from the definition's (a field it leaves out is the
+  // definition's, not the default). No backoff of its own: nothing is stored and the worker's definition applies.
+  const backoff = own.backoff;
+  if (typeof backoff === 'object' && backoff !== null && !Array.isArray(backoff)) {
+    own.backoff = { ...definition.backoff, ...stripUndefined(backoff as Record<string, unknown>) };
+  }
+  return { ...defaults, ...own, jobType: definition.jobType };
 }
 
 function stripUndefined(record: Record<string, unknown>): Record<string, unknown> {
@@ -281,6 +294,7 @@ function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const timeoutSeconds = input.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const key = input.idempotencyKey ?? null;
   const resourceKey = input.resource ?? null;
+  const backoff = input.backoff === undefined ? null : resolveBackoff(input.backoff);
   return {
     id: newId(),
     jobType: input.jobType,
@@ -295,10 +309,20 @@ function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     enqueueRequest:
       key === null
         ? null
-        : // \`resource\` only when set, so requests stored before resources existed still compare equal.
-          { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, ...(resourceKey === null ? {} : { resource: resourceKey }) },
+        : // \`resource\` and \`backoff\` only when set, so requests stored before they existed still compare equal.
+          {
+            jobType: input.jobType,
+            organizationId,
+            payload: input.payload,
+            priority,
+            maxAttempts,
+            timeoutSeconds,
+            ...(resourceKey === null ? {} : { resource: resourceKey }),
+            ...(backoff === null ? {} : { backoff: { baseDelayMs: backoff.baseDelayMs, maxDelayMs: backoff.maxDelayMs } }),
+          },
     eventPayload: null,
     resourceKey,
+    backoff,
   };
 }
 

@@ -27,18 +27,21 @@ export async function failJob(db: Db, input: FailJobInput): Promise<FailJobResul
   const { jobId, runNumber, attempt, workerId, workflowManaged } = parsed;
   const l: ParsedJobLease = { jobId, runNumber, attempt, workerId, ...(workflowManaged === undefined ? {} : { workflowManaged }) };
   const o: FailureFields = { ...parsed.error, retryable: parsed.retryable, retryNotBefore: parsed.retryNotBefore };
-  // The fence pins attempt = l.attempt, so the backoff can be computed here (the job type's policy, given by the worker).
-  const backoffMs = retryDelayMs(l.attempt, resolveBackoff(parsed.backoff));
+  // The fence pins attempt = l.attempt, so the backoff can be computed here (the job type's policy, given by the
+  // worker). A job with its own backoff (stored at enqueue) gets its delay computed in the statement from the
+  // row, with the same jitter fraction: no read before the write.
+  const jitter = Math.random();
+  const b: Backoff = { delayMs: retryDelayMs(l.attempt, resolveBackoff(parsed.backoff), () => jitter), jitter };
   const eventId = newId();
   const result = (row: FailedRow): FailJobResult => ({ jobId: l.jobId, status: row.status, nextRunAt: row.status === 'PENDING' ? row.next_run_at : null });
   if (l.workflowManaged !== true && (await canAutocommit(db, 'fail job'))) {
     // Fast path: a direct job in one autocommit statement. Nothing matched: workflow-managed or refused, see below.
-    const [row] = await withStatement(db, 'fail job', (client) => failStatement(client, l, o, backoffMs, eventId, true));
+    const [row] = await withStatement(db, 'fail job', (client) => failStatement(client, l, o, b, eventId, true));
     if (row) return result(row);
   }
   return withTransaction(db, 'fail job', async (context) => {
     await ensureReadCommittedForWorkflowJobs(context, [l.jobId], 'workflow.terminal_completion_unsupported_isolation', 'Workflow job failure');
-    const [row] = await failStatement(context.tx, l, o, backoffMs, eventId, false);
+    const [row] = await failStatement(context.tx, l, o, b, eventId, false);
     if (!row) throw leaseMismatch(l, 'fail job');
     if (row.step_run_id !== null && row.status === 'DEAD_LETTERED') {
       await settleTerminalSteps(context.tx, [
@@ -47,6 +50,12 @@ export async function failJob(db: Db, input: FailJobInput): Promise<FailJobResul
     }
     return result(row);
   });
+}
+
+/** The retry delay from the worker's policy, and the jitter fraction in [0, 1) it was drawn with. */
+interface Backoff {
+  delayMs: number;
+  jitter: number;
 }
 
 /** What the failure statement records besides the lease. */
@@ -77,7 +86,7 @@ async function failStatement(
   client: Tx,
   l: ParsedJobLease,
   o: FailureFields,
-  backoffMs: number,
+  b: Backoff,
   eventId: string,
   directOnly: boolean,
 ): Promise<FailedRow[]> {
@@ -96,7 +105,13 @@ async function failStatement(
          SET status = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
                            THEN 'PENDING'::runledger.job_status ELSE 'DEAD_LETTERED'::runledger.job_status END,
              next_run_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts
-                                THEN GREATEST(now() + ${backoffMs}::int * interval '1 millisecond', ${o.retryNotBefore ?? null}::timestamptz)
+                                -- The row's own backoff (enqueue's or step's) over the worker's: retryDelayMs's formula
+                                -- (retry-policy.ts) with the same jitter fraction, rounded half up.
+                                THEN GREATEST(now() + (CASE WHEN jq.backoff_base_ms IS NULL THEN ${b.delayMs}::float8
+                                   ELSE floor(LEAST(jq.backoff_max_ms::float8,
+                                                    jq.backoff_base_ms::float8 * power(2::float8, LEAST(GREATEST(jq.attempt - 1, 0), 52)))
+                                              * (0.5 + ${b.jitter}::float8 / 2) + 0.5) END) * interval '1 millisecond',
+                                   ${o.retryNotBefore ?? null}::timestamptz)
                                 ELSE jq.next_run_at END,
              finished_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
              lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,

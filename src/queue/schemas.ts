@@ -43,6 +43,12 @@ export const enqueueJobInputSchema = z
      * organizations (src/queue/claim.ts). Non-blank, at most 512 bytes.
      */
     resource: requestKey.optional(),
+    /**
+     * This job's retry backoff, over its definition's (`defineJob(..., { retry: { backoff } })`) and the
+     * default; either field may be given alone (the other from the definition, else the default). Stored on
+     * the row, so every retry of this job uses it, whichever worker fails it.
+     */
+    backoff: backoffPolicySchema.optional(),
   })
   .refine((input) => input.runAt === undefined || input.delayMs === undefined, {
     path: ['runAt'],
@@ -136,7 +142,10 @@ export const failJobInputSchema = jobLeaseSchema.extend({
   error: jobFailureSchema,
   retryable: z.boolean(),
   retryNotBefore: z.date().optional(),
-  /** The backoff of the job's type (a worker passes its definition's); default DEFAULT_BACKOFF. */
+  /**
+   * The backoff of the job's type (a worker passes its definition's); default DEFAULT_BACKOFF. A backoff
+   * stored on the job row (its enqueue's or step's) wins over it.
+   */
   backoff: backoffPolicySchema.optional(),
 });
 export type FailJobInput = z.input<typeof failJobInputSchema>;

@@ -81,7 +81,9 @@ export type CompareAndReplaySucceededJobResult =
   /** No source job in the exact scope. */
   | { kind: 'not_found' };
 
-type SourceRow = JobRow & { workflow_managed: boolean };
+/** The source row with the settings a replay copies besides the public Job's. */
+type ReplaySource = JobRow & { backoff_base_ms: number | null; backoff_max_ms: number | null };
+type SourceRow = ReplaySource & { workflow_managed: boolean };
 
 /**
  * Replays a successful direct job as a new job, idempotently per
@@ -128,7 +130,7 @@ function replayed(request: ParsedReplayRequest, replay: EnqueueJobResult): Compa
 async function lockReplaySourceTx(
   tx: Tx,
   request: ParsedReplayRequest,
-): Promise<JobRow | Exclude<CompareAndReplaySucceededJobResult, { kind: 'replayed' }>> {
+): Promise<ReplaySource | Exclude<CompareAndReplaySucceededJobResult, { kind: 'replayed' }>> {
   for (let round = 0; round < MAX_SOURCE_ROUNDS; round += 1) {
     const locked = await lockEligibleSourceTx(tx, request);
     if (locked) return locked;
@@ -143,13 +145,13 @@ async function lockReplaySourceTx(
   throw unstableRow(request.sourceJobId, OPERATION);
 }
 
-async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<JobRow | undefined> {
+async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<ReplaySource | undefined> {
   const s = scopeParams(request.scope);
-  const rows = await tx.$queryRaw<JobRow[]>`
+  const rows = await tx.$queryRaw<ReplaySource[]>`
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.backoff_base_ms, jq.backoff_max_ms
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
@@ -167,7 +169,7 @@ async function readSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<Sourc
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key,
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.backoff_base_ms, jq.backoff_max_ms,
            jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
@@ -175,7 +177,7 @@ async function readSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<Sourc
   return rows[0];
 }
 
-async function insertReplayTx(tx: Tx, request: ParsedReplayRequest, source: JobRow): Promise<CompareAndReplaySucceededJobResult> {
+async function insertReplayTx(tx: Tx, request: ParsedReplayRequest, source: ReplaySource): Promise<CompareAndReplaySucceededJobResult> {
   const replayJobId = newId();
   const inserted = await insertJobsTx(tx, [
     {
@@ -188,6 +190,8 @@ async function insertReplayTx(tx: Tx, request: ParsedReplayRequest, source: JobR
       timeoutSeconds: source.timeout_seconds,
       // The replay repeats the same work against the same resource.
       resourceKey: source.resource_key,
+      // ... and with the source's own backoff, if it had one.
+      backoff: source.backoff_base_ms === null || source.backoff_max_ms === null ? null : { baseDelayMs: source.backoff_base_ms, maxDelayMs: source.backoff_max_ms },
       nextRunAt: null,
       idempotencyKey: null,
       enqueueRequest: null,

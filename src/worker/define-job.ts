@@ -16,8 +16,9 @@
  * Settings precedence (defaults in src/queue/defaults.ts): an enqueue's own
  * `maxAttempts` / `timeoutSeconds`, else the definition's when the job is
  * enqueued through it (they are written on the job row then), else the
- * defaults. The backoff is the definition's for every job of its type: the
- * worker that runs the job applies it when a retryable failure is recorded.
+ * defaults. The backoff: a job's own (its enqueue's or its step's, stored on
+ * the row and applied by failJob), else the definition's, which the worker
+ * that runs the job passes when a retryable failure is recorded.
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';

@@ -22,6 +22,7 @@ import { parseInput } from '../validation/parse.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 import type { Scope } from '../db/scope.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/defaults.js';
+import { backoffPolicySchema, resolveBackoff } from '../queue/retry-policy.js';
 import {
   MAX_WORKFLOW_STEPS,
   WORKFLOW_INVALID_INPUT,
@@ -39,6 +40,8 @@ const appendJobStepSchema = z.strictObject({
   timeoutSeconds: positiveInt.optional(),
   /** Execution resource of the step's job (see enqueueJob's \`resource\`). */
   resource: requestKey.optional(),
+  /** Retry backoff of the step's job (see enqueueJob's \`backoff\`). */
+  backoff: backoffPolicySchema.optional(),
 });
 
 const appendExternalStepSchema = z.strictObject({ key: storableText, kind: z.literal('external') });
@@ -78,6 +81,8 @@ export interface AppendWorkflowStepsInput {
         timeoutSeconds?: number;
         /** Execution resource of the step's job (see enqueueJob). */
         resource?: string;
+        /** Retry backoff of the step's job (see enqueueJob); either field alone, the other defaulted. */
+        backoff?: { baseDelayMs?: number; maxDelayMs?: number };
       }
     | { key: string; kind: 'external' }
   )[];
@@ -157,6 +162,7 @@ export function validateAppend(input: unknown): ValidatedAppend {
           maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
           timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
           resourceKey: step.resource ?? null,
+          backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
           dependsOn: dependsOn[index]!,
         }
       : { key: step.key, kind: 'external' as const, dependsOn: dependsOn[index]! };
@@ -225,7 +231,8 @@ function canonicalAppend(
     steps: [...steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        const { dependsOn: _dependsOn, ...rest } = step;
+        // A null backoff is left out, so requests stored before step backoffs existed still compare equal.
+        const { dependsOn: _dependsOn, ...rest } = step.kind === 'job' && step.backoff === null ? (({ backoff: _b, ...r }) => r)(step) : step;
         return rest as unknown as JsonValue;
       }),
     edges: [...edges]

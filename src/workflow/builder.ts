@@ -27,6 +27,11 @@ export interface JobStepSettings {
   timeoutSeconds?: number;
   /** Execution resource: at most one job per key runs at a time (see enqueueJob). */
   resource?: string;
+  /**
+   * Retry backoff of the step's job, over the definition's (a step given by definition; a field left out is
+   * the definition's), else the default (see enqueueJob's `backoff`).
+   */
+  backoff?: { baseDelayMs?: number; maxDelayMs?: number };
 }
 
 /**
@@ -75,7 +80,10 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
         ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
         ...(job.timeoutSeconds === undefined ? {} : { timeoutSeconds: job.timeoutSeconds }),
       };
-      this.steps.push({ key, kind: 'job', jobType: job.jobType, payload, ...defaults, ...withoutUndefined(settings) });
+      const own = withoutUndefined(settings);
+      const backoff = own.backoff;
+      if (typeof backoff === 'object' && backoff !== null) own.backoff = { ...job.backoff, ...withoutUndefined(backoff) };
+      this.steps.push({ key, kind: 'job', jobType: job.jobType, payload, ...defaults, ...own });
     } else {
       this.steps.push({ key, kind: 'job', jobType: job, payload, ...settings });
     }

@@ -8,7 +8,8 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/defaults.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../queue/defaults.js';
+import { backoffPolicySchema, resolveBackoff } from '../queue/retry-policy.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, jsonInput, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, uuid, type JsonValue } from '../validation/primitives.js';
 
@@ -32,6 +33,8 @@ const jobStepSchema = z.strictObject({
   timeoutSeconds: positiveInt.optional(),
   /** Execution resource of the step's job (see enqueueJob's \`resource\`). */
   resource: requestKey.optional(),
+  /** Retry backoff of the step's job (see enqueueJob's \`backoff\`); either field alone, the other defaulted. */
+  backoff: backoffPolicySchema.optional(),
   dependsOn: z.array(dependencySchema).default([]),
   result: z.boolean().default(false),
 });
@@ -76,6 +79,8 @@ export type ValidatedStep =
       maxAttempts: number;
       timeoutSeconds: number;
       resourceKey: string | null;
+      /** The step's own backoff, copied to its job; null: the job type's definition decides. */
+      backoff: BackoffPolicy | null;
       dependsOn: ValidatedDependency[];
     }
   | { key: string; kind: 'external'; dependsOn: ValidatedDependency[] };
@@ -85,7 +90,7 @@ export interface ValidatedDependency {
   mode: 'ON_SUCCESS' | 'ON_TERMINAL';
 }
 
-const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource'] as const;
+const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource', 'backoff'] as const;
 
 function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });
@@ -156,6 +161,7 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
             maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
             timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
             resourceKey: step.resource ?? null,
+            backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
             dependsOn,
           }
         : { key: step.key, kind: 'external' as const, dependsOn };
