@@ -12,7 +12,7 @@ import type { Db } from '../client/types.js';
 import { reapExpiredLeases } from '../queue/reap.js';
 import { releaseQuiescedActiveKeys } from '../workflow/active-keys.js';
 import type { WorkerLogger } from './logger.js';
-import { jitter, sleep } from './timing.js';
+import { PeriodicLoop } from './periodic-loop.js';
 
 /** Most batches one pass reaps before it yields to the next interval. */
 const MAX_BATCHES_PER_PASS = 10;
@@ -27,38 +27,18 @@ export interface ReaperOptions {
   onError: (error: unknown) => void;
 }
 
-export class Reaper {
-  private readonly stopController = new AbortController();
-  private loop: Promise<void> | undefined;
-
-  constructor(private readonly options: ReaperOptions) {}
-
-  start(): void {
-    this.loop ??= this.run();
-  }
-
-  /** Stops the loop; resolves when a pass in progress has finished. */
-  async stop(): Promise<void> {
-    this.stopController.abort();
-    await this.loop;
-  }
-
-  private async run(): Promise<void> {
-    const signal = this.stopController.signal;
-    for (;;) {
-      await sleep(jitter(this.options.intervalMs), signal);
-      if (signal.aborted) return;
-      await this.pass();
-    }
+export class Reaper extends PeriodicLoop {
+  constructor(private readonly options: ReaperOptions) {
+    super(options.intervalMs, 'after-interval');
   }
 
   /** One pass: batches until one comes back short (or the bound). Never throws. */
-  private async pass(): Promise<void> {
+  protected async pass(): Promise<void> {
     const { db, limit, logger } = this.options;
     let retried = 0;
     let deadLettered = 0;
     try {
-      for (let batch = 0; batch < MAX_BATCHES_PER_PASS && !this.stopController.signal.aborted; batch += 1) {
+      for (let batch = 0; batch < MAX_BATCHES_PER_PASS && !this.stopping; batch += 1) {
         const result = await reapExpiredLeases(db, { limit });
         retried += result.retried.length;
         deadLettered += result.deadLettered.length;

@@ -8,7 +8,7 @@
 import type { Db } from '../client/types.js';
 import { purgeFinished } from '../retention/purge.js';
 import type { WorkerLogger } from './logger.js';
-import { jitter, sleep } from './timing.js';
+import { PeriodicLoop } from './periodic-loop.js';
 
 export interface RetentionLoopOptions {
   db: Db;
@@ -19,32 +19,13 @@ export interface RetentionLoopOptions {
   onError: (error: unknown) => void;
 }
 
-export class RetentionLoop {
-  private readonly stopController = new AbortController();
-  private loop: Promise<void> | undefined;
-
-  constructor(private readonly options: RetentionLoopOptions) {}
-
-  start(): void {
-    this.loop ??= this.run();
-  }
-
-  /** Stops the loop; resolves when a pass in progress has finished (a pass is many short transactions). */
-  async stop(): Promise<void> {
-    this.stopController.abort();
-    await this.loop;
-  }
-
-  private async run(): Promise<void> {
-    const signal = this.stopController.signal;
-    while (!signal.aborted) {
-      await this.pass();
-      await sleep(jitter(this.options.intervalMs), signal);
-    }
+export class RetentionLoop extends PeriodicLoop {
+  constructor(private readonly options: RetentionLoopOptions) {
+    super(options.intervalMs, 'now');
   }
 
   /** One purge pass. Never throws. */
-  private async pass(): Promise<void> {
+  protected async pass(): Promise<void> {
     const { db, olderThanMs, batchSize, logger } = this.options;
     try {
       const result = await purgeFinished(db, { olderThan: new Date(Date.now() - olderThanMs), batchSize });

@@ -16,7 +16,7 @@
 import type { Db } from '../client/types.js';
 import { runDueSchedules } from '../schedules/run-due.js';
 import type { WorkerLogger } from './logger.js';
-import { jitter, sleep } from './timing.js';
+import { PeriodicLoop } from './periodic-loop.js';
 
 /** Most batches one pass runs before it yields to the next interval. */
 const MAX_BATCHES_PER_PASS = 10;
@@ -34,36 +34,17 @@ export interface SchedulerOptions {
   onError: (error: unknown) => void;
 }
 
-export class SchedulerLoop {
-  private readonly stopController = new AbortController();
-  private loop: Promise<void> | undefined;
-
-  constructor(private readonly options: SchedulerOptions) {}
-
-  start(): void {
-    this.loop ??= this.run();
-  }
-
-  /** Stops the loop; resolves when a pass in progress has finished. */
-  async stop(): Promise<void> {
-    this.stopController.abort();
-    await this.loop;
-  }
-
-  private async run(): Promise<void> {
-    const signal = this.stopController.signal;
-    while (!signal.aborted) {
-      await this.pass();
-      await sleep(jitter(this.options.intervalMs), signal);
-    }
+export class SchedulerLoop extends PeriodicLoop {
+  constructor(private readonly options: SchedulerOptions) {
+    super(options.intervalMs, 'now');
   }
 
   /** One pass: batches until one comes back short (or the bound). Never throws. */
-  private async pass(): Promise<void> {
+  protected async pass(): Promise<void> {
     const { db, limit, logger, now } = this.options;
     let enqueued = 0;
     try {
-      for (let batch = 0; batch < MAX_BATCHES_PER_PASS && !this.stopController.signal.aborted; batch += 1) {
+      for (let batch = 0; batch < MAX_BATCHES_PER_PASS && !this.stopping; batch += 1) {
         const result = await runDueSchedules(db, { limit, ...(now ? { now: now() } : {}) });
         enqueued += result.jobs.filter((job) => job.disposition === 'inserted').length;
         if (result.schedules < limit) break;
