@@ -19,6 +19,7 @@ import { scopeSchema } from '../db/scope.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
+import { topologicalOrder } from './topological.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 import type { Scope } from '../db/scope.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/defaults.js';
@@ -180,33 +181,13 @@ export function validateAppend(input: unknown): ValidatedAppend {
   };
 }
 
-/** Kahn's algorithm over the new steps only (see the module comment); on a cycle, names one. */
+/** The new steps in topological order over the new steps' edges only (see the module comment); a cycle is named. */
 function orderNewSteps(steps: readonly { key: string; newPrerequisites: readonly string[] }[], edgeIndex: ReadonlyMap<string, number>): number[] {
-  const indexByKey = new Map(steps.map((step, index) => [step.key, index]));
-  const remaining = steps.map((step) => step.newPrerequisites.length);
-  const dependents: number[][] = steps.map(() => []);
-  steps.forEach((step, index) => step.newPrerequisites.forEach((key) => dependents[indexByKey.get(key)!]!.push(index)));
-  const ready = steps.flatMap((_, index) => (remaining[index] === 0 ? [index] : []));
-  const order: number[] = [];
-  for (let head = 0; head < ready.length; head += 1) {
-    const index = ready[head]!;
-    order.push(index);
-    for (const dependent of dependents[index]!) {
-      remaining[dependent]! -= 1;
-      if (remaining[dependent] === 0) ready.push(dependent);
-    }
-  }
-  if (order.length === steps.length) return order;
-  const placed = new Set(order);
-  let current = steps.findIndex((_, index) => !placed.has(index));
-  const path: number[] = [];
-  const onPath = new Map<number, number>();
-  while (!onPath.has(current)) {
-    onPath.set(current, path.length);
-    path.push(current);
-    current = steps[current]!.newPrerequisites.map((key) => indexByKey.get(key)!).find((p) => !placed.has(p))!;
-  }
-  const cycle = path.slice(onPath.get(current)!).reverse();
+  const { order, cycle } = topologicalOrder(
+    steps.map((step) => step.key),
+    (index) => steps[index]!.newPrerequisites,
+  );
+  if (order) return order;
   const names = [...cycle, cycle[0]!].map((index) => steps[index]!.key);
   const first = edgeIndex.get(edgeId(names[1]!, names[0]!));
   fail('workflow.cycle', first === undefined ? 'edges' : `edges.${first}`, `The dependencies form a cycle: ${names.join(' -> ')}.`, { cycle: names });

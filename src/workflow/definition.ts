@@ -11,6 +11,7 @@ import type { ErrorCode } from '../errors/codes.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../queue/defaults.js';
 import { backoffPolicySchema, resolveBackoff } from '../queue/retry-policy.js';
 import { parseInput } from '../validation/parse.js';
+import { topologicalOrder } from './topological.js';
 import { int32, jsonInput, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, uuid, type JsonValue } from '../validation/primitives.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
@@ -141,7 +142,7 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
     fail('workflow.multiple_result_steps', `steps.${resultSteps[1]!.index}.result`, `A workflow has at most one result step; got ${keys}.`);
   }
 
-  const order = topologicalOrder(parsed.steps);
+  const order = orderSteps(parsed.steps);
   return {
     workflowType: parsed.workflowType,
     organizationId: parsed.organizationId ?? null,
@@ -169,36 +170,13 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
   };
 }
 
-/** Kahn's algorithm, stable in input order; on a cycle, names one. */
-function topologicalOrder(steps: readonly { key: string; dependsOn: readonly { step: string }[] }[]): number[] {
-  const indexByKey = new Map(steps.map((step, index) => [step.key, index]));
-  const remaining = steps.map((step) => step.dependsOn.length);
-  const dependents: number[][] = steps.map(() => []);
-  steps.forEach((step, index) => step.dependsOn.forEach((d) => dependents[indexByKey.get(d.step)!]!.push(index)));
-  const ready = steps.flatMap((_, index) => (remaining[index] === 0 ? [index] : []));
-  const order: number[] = [];
-  for (let head = 0; head < ready.length; head += 1) {
-    const index = ready[head]!;
-    order.push(index);
-    for (const dependent of dependents[index]!) {
-      remaining[dependent]! -= 1;
-      if (remaining[dependent] === 0) ready.push(dependent);
-    }
-  }
-  if (order.length === steps.length) return order;
-
-  // Walk prerequisites from an unordered step until a step repeats: that is a cycle.
-  const placed = new Set(order);
-  let current = steps.findIndex((_, index) => !placed.has(index));
-  const path: number[] = [];
-  const onPath = new Map<number, number>();
-  while (!onPath.has(current)) {
-    onPath.set(current, path.length);
-    path.push(current);
-    const next = steps[current]!.dependsOn.map((d) => indexByKey.get(d.step)!).find((p) => !placed.has(p))!;
-    current = next;
-  }
-  const cycle = path.slice(onPath.get(current)!).reverse();
+/** Steps in topological order; a cycle is `workflow.cycle`, named step by step. */
+function orderSteps(steps: readonly { key: string; dependsOn: readonly { step: string }[] }[]): number[] {
+  const { order, cycle } = topologicalOrder(
+    steps.map((step) => step.key),
+    (index) => steps[index]!.dependsOn.map((d) => d.step),
+  );
+  if (order) return order;
   const names = [...cycle, cycle[0]!].map((index) => steps[index]!.key);
   fail('workflow.cycle', `steps.${cycle[0]}.dependsOn`, `The dependencies form a cycle: ${names.join(' -> ')}.`, { cycle: names });
 }
