@@ -10,7 +10,7 @@
  *   otherwise   no owner, no heartbeat; an expiry only on a CANCELED job
  *               (the quiescence marker a canceled lease keeps).
  * A job's run number is 1 + its REQUEUED events (requeue is the only writer
- * of run_number). A workflow job's execution resource is its step's (copied
+ * of run_number). A workflow job's execution resource and backoff are its step's (copied
  * when the job is inserted, never changed); at most one LEASED job per key is
  * the schema's unique index, so it needs no check here.
  */
@@ -21,6 +21,7 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
   return tx.$queryRaw<ViolationRow[]>`
     WITH jobs AS MATERIALIZED (
       SELECT j.id, j.status, j.attempt, j.run_number, j.workflow_step_id, j.resource_key, s.resource_key AS step_resource_key,
+             j.backoff_base_ms, j.backoff_max_ms, s.backoff_base_ms AS step_backoff_base_ms, s.backoff_max_ms AS step_backoff_max_ms,
              j.lease_owner, j.lease_expires_at, j.heartbeat_at,
              j.output IS NOT NULL AS has_output, j.finished_at IS NOT NULL AS has_finished_at,
              s.id AS step_id, s.job_id AS step_job_id, s.workflow_run_id, s.step_key,
@@ -65,6 +66,13 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
     SELECT 'job.resource_mismatch', workflow_run_id, step_id, step_key, id,
            jsonb_build_object('resourceKey', step_resource_key), jsonb_build_object('resourceKey', resource_key)
       FROM jobs WHERE step_id IS NOT NULL AND resource_key IS DISTINCT FROM step_resource_key
+    UNION ALL
+    SELECT 'job.backoff_mismatch', workflow_run_id, step_id, step_key, id,
+           jsonb_build_object('backoffBaseMs', step_backoff_base_ms, 'backoffMaxMs', step_backoff_max_ms),
+           jsonb_build_object('backoffBaseMs', backoff_base_ms, 'backoffMaxMs', backoff_max_ms)
+      FROM jobs
+     WHERE step_id IS NOT NULL
+       AND (backoff_base_ms IS DISTINCT FROM step_backoff_base_ms OR backoff_max_ms IS DISTINCT FROM step_backoff_max_ms)
     UNION ALL
     SELECT 'job.run_number_mismatch', workflow_run_id, step_id, step_key, id,
            jsonb_build_object('runNumber', 1 + requeues), jsonb_build_object('runNumber', run_number)

@@ -25,6 +25,7 @@
  *   job.finished_at              finished_at is set exactly on terminal jobs
  *   job.run_number_mismatch      a job's run number is 1 + its REQUEUED events
  *   job.resource_mismatch        a workflow job's execution resource key is its step's
+ *   job.backoff_mismatch         a workflow job's backoff (per enqueue or step) is its step's
  *   replay.lineage               a job_replays row: both jobs direct, same type and organization,
  *                                the source reached that run, the replay job's ENQUEUED event names it
  *   replay.lineage_missing       a job whose ENQUEUED event says it replays a source has its job_replays row
@@ -51,6 +52,7 @@ export type IntegrityViolationKind =
   | 'job.finished_at'
   | 'job.run_number_mismatch'
   | 'job.resource_mismatch'
+  | 'job.backoff_mismatch'
   | 'replay.lineage'
   | 'replay.lineage_missing';
 
@@ -100,6 +102,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'job.finished_at': 'The job finished_at does not match its status.',
   'job.run_number_mismatch': 'The job run number is not 1 + the number of its requeues.',
   'job.resource_mismatch': 'The workflow job does not carry its step\'s execution resource key.',
+  'job.backoff_mismatch': 'The workflow job does not carry its step\'s backoff.',
   'replay.lineage': 'A replay lineage row disagrees with its source or replay job.',
   'replay.lineage_missing': 'A job replays a source but has no lineage row.',
 };

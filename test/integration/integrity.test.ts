@@ -96,7 +96,7 @@ describe('verifyIntegrity', () => {
     ]);
   });
 
-  it('names a workflow job whose execution resource is not its step\'s', async () => {
+  it('names a workflow job whose execution resource or backoff is not its step\'s', async () => {
     const leased = await stepsByKey(db.prisma, workload.leased);
     await corrupt(`UPDATE runledger.job_queue SET resource_key = 'stray-key' WHERE id = $1`, [leased.a!.jobId]);
     const report = await verifyIntegrity(db.prisma, { workflowRunIds: [workload.leased] });
@@ -104,6 +104,12 @@ describe('verifyIntegrity', () => {
       expect.objectContaining({ stepId: leased.a!.id, jobId: leased.a!.jobId, expected: { resourceKey: null }, found: { resourceKey: 'stray-key' } }),
     ]);
     await corrupt(`UPDATE runledger.job_queue SET resource_key = NULL WHERE id = $1`, [leased.a!.jobId]);
+    await corrupt(`UPDATE runledger.job_queue SET backoff_base_ms = 10, backoff_max_ms = 20 WHERE id = $1`, [leased.a!.jobId]);
+    const backoff = await verifyIntegrity(db.prisma, { workflowRunIds: [workload.leased] });
+    expect(only(backoff.violations, 'job.backoff_mismatch')).toEqual([
+      expect.objectContaining({ jobId: leased.a!.jobId, expected: { backoffBaseMs: null, backoffMaxMs: null }, found: { backoffBaseMs: 10, backoffMaxMs: 20 } }),
+    ]);
+    await corrupt(`UPDATE runledger.job_queue SET backoff_base_ms = NULL, backoff_max_ms = NULL WHERE id = $1`, [leased.a!.jobId]);
   });
 
   it('names lease columns that disagree with the job status', async () => {
