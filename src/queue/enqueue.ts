@@ -287,6 +287,33 @@ async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], n
   });
 }
 
+/**
+ * The request an idempotency key is bound to (stored as `enqueue_request`, compared as jsonb): one shape for
+ * every writer of keyed jobs (enqueue, schedules). `resource` and `backoff` only when set, so requests stored
+ * before they existed still compare equal.
+ */
+export function canonicalJobRequest(r: {
+  jobType: string;
+  organizationId: string | null;
+  payload: JsonValue;
+  priority: number;
+  maxAttempts: number;
+  timeoutSeconds: number;
+  resourceKey: string | null;
+  backoff: { baseDelayMs: number; maxDelayMs: number } | null;
+}): JsonValue {
+  return {
+    jobType: r.jobType,
+    organizationId: r.organizationId,
+    payload: r.payload,
+    priority: r.priority,
+    maxAttempts: r.maxAttempts,
+    timeoutSeconds: r.timeoutSeconds,
+    ...(r.resourceKey === null ? {} : { resource: r.resourceKey }),
+    ...(r.backoff === null ? {} : { backoff: { baseDelayMs: r.backoff.baseDelayMs, maxDelayMs: r.backoff.maxDelayMs } }),
+  };
+}
+
 function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const organizationId = input.organizationId ?? null;
   const priority = input.priority ?? DEFAULT_PRIORITY;
@@ -309,17 +336,7 @@ function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     enqueueRequest:
       key === null
         ? null
-        : // \`resource\` and \`backoff\` only when set, so requests stored before they existed still compare equal.
-          {
-            jobType: input.jobType,
-            organizationId,
-            payload: input.payload,
-            priority,
-            maxAttempts,
-            timeoutSeconds,
-            ...(resourceKey === null ? {} : { resource: resourceKey }),
-            ...(backoff === null ? {} : { backoff: { baseDelayMs: backoff.baseDelayMs, maxDelayMs: backoff.maxDelayMs } }),
-          },
+        : canonicalJobRequest({ jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, resourceKey, backoff }),
     eventPayload: null,
     resourceKey,
     backoff,

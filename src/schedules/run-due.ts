@@ -32,7 +32,7 @@
 import type { Db, Tx } from '../client/types.js';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
-import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { dueSlots } from './cron.js';
@@ -136,19 +136,20 @@ function slotJob(row: ScheduleRow, slot: Date | null, trigger: 'slot' | 'manual'
     timeoutSeconds: row.timeout_seconds,
     nextRunAt: null,
     idempotencyKey: key,
-    // The same canonical shape enqueueJob stores, so the key means the same thing to both.
+    // The same canonical request enqueueJob stores, so the key means the same thing to both.
     enqueueRequest:
       key === null
         ? null
-        : {
+        : canonicalJobRequest({
             jobType: row.job_type,
             organizationId: row.organization_id,
             payload: row.payload,
             priority: row.priority,
             maxAttempts: row.max_attempts,
             timeoutSeconds: row.timeout_seconds,
-            ...(resource === null ? {} : { resource }),
-          },
+            resourceKey: resource,
+            backoff: null,
+          }),
     // The ENQUEUED event says which schedule and slot made the job.
     eventPayload: { schedule: { key: row.schedule_key, trigger, ...(slot === null ? {} : { slot: slot.toISOString() }) } } satisfies JsonValue,
     resourceKey: resource,

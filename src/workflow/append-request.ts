@@ -22,13 +22,13 @@ import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 import type { Scope } from '../db/scope.js';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/defaults.js';
-import { backoffPolicySchema, resolveBackoff } from '../queue/retry-policy.js';
+import { backoffPolicySchema } from '../queue/retry-policy.js';
 import {
   MAX_WORKFLOW_STEPS,
   WORKFLOW_INVALID_INPUT,
   type ValidatedDependency,
   type ValidatedStep,
+  resolveStep,
 } from './definition.js';
 
 const appendJobStepSchema = z.strictObject({
@@ -151,23 +151,7 @@ export function validateAppend(input: unknown): ValidatedAppend {
     parsed.steps.map((step, index) => ({ key: step.key, newPrerequisites: dependsOn[index]!.map((d) => d.step).filter((key) => indexByKey.has(key)) })),
     edgeIndex,
   );
-  const steps: ValidatedStep[] = order.map((index) => {
-    const step = parsed.steps[index]!;
-    return step.kind === 'job'
-      ? {
-          key: step.key,
-          kind: 'job' as const,
-          jobType: step.jobType,
-          payload: step.payload,
-          priority: step.priority ?? DEFAULT_PRIORITY,
-          maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-          timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
-          resourceKey: step.resource ?? null,
-          backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
-          dependsOn: dependsOn[index]!,
-        }
-      : { key: step.key, kind: 'external' as const, dependsOn: dependsOn[index]! };
-  });
+  const steps: ValidatedStep[] = order.map((index) => resolveStep(parsed.steps[index]!, dependsOn[index]!));
 
   return {
     workflowRunId: parsed.workflowRunId,

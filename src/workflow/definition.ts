@@ -152,22 +152,32 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
     steps: order.map((index) => {
       const step = parsed.steps[index]!;
       const dependsOn = step.dependsOn.map((d) => ({ step: d.step, mode: d.mode === 'on_terminal' ? ('ON_TERMINAL' as const) : ('ON_SUCCESS' as const) }));
-      return step.kind === 'job'
-        ? {
-            key: step.key,
-            kind: 'job' as const,
-            jobType: step.jobType,
-            payload: step.payload,
-            priority: step.priority ?? DEFAULT_PRIORITY,
-            maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-            timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
-            resourceKey: step.resource ?? null,
-            backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
-            dependsOn,
-          }
-        : { key: step.key, kind: 'external' as const, dependsOn };
+      return resolveStep(step, dependsOn);
     }),
   };
+}
+
+/** A parsed step with its job settings resolved to their defaults (run validation and appends alike). */
+export function resolveStep(
+  step:
+    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number | undefined; maxAttempts?: number | undefined; timeoutSeconds?: number | undefined; resource?: string | undefined; backoff?: Parameters<typeof resolveBackoff>[0] | undefined }
+    | { key: string; kind: 'external' },
+  dependsOn: ValidatedDependency[],
+): ValidatedStep {
+  return step.kind === 'job'
+    ? {
+        key: step.key,
+        kind: 'job',
+        jobType: step.jobType,
+        payload: step.payload,
+        priority: step.priority ?? DEFAULT_PRIORITY,
+        maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+        timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+        resourceKey: step.resource ?? null,
+        backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
+        dependsOn,
+      }
+    : { key: step.key, kind: 'external', dependsOn };
 }
 
 /** Steps in topological order; a cycle is `workflow.cycle`, named step by step. */
