@@ -38,7 +38,7 @@ export type { Page } from './queue/schemas.js';
 // ---------------------------------------------------------------------------
 export { enqueueJob, enqueueJobs, type EnqueueJobResult } from './queue/enqueue.js';
 export type { EnqueueJobSettings } from './queue/schemas.js';
-export { claimJobs, type ClaimedJob } from './queue/claim.js';
+export { claimJobs, type ClaimedJob, type ClaimedStep, type ClaimedPrerequisite } from './queue/claim.js';
 export {
   markJobRunning,
   heartbeatJob,

@@ -124,7 +124,6 @@ export const JOB_OUTCOME_CODES = [
   'job.payload_invalid',
   'job.output_invalid',
   'job.timeout',
-  'job.step_inputs_unavailable',
   // A step read a prerequisite's output with the wrong definition (recorded through a TerminalError).
   'workflow.prerequisite_type_mismatch',
   // Recorded by the reaper: the lease expired and the worker is presumed dead.

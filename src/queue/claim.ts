@@ -61,6 +61,28 @@ export interface ClaimedJob extends JobLease {
   workflowManaged: boolean;
   /** The job's execution resource key (null: none); its lease holds the key. */
   resourceKey: string | null;
+  /**
+   * The workflow step the job backs, with its prerequisites as they ended (null: a direct job). Read by the
+   * claim statement itself, so a worker starts a step's handler without another round trip.
+   */
+  step: ClaimedStep | null;
+}
+
+/** What a claimed workflow job's handler sees of its workflow (the worker wraps it as `ctx.prerequisites`). */
+export interface ClaimedStep {
+  workflowRunId: string;
+  stepKey: string;
+  /** Every prerequisite, in key order; `output` is null unless it SUCCEEDED. */
+  prerequisites: ClaimedPrerequisite[];
+}
+
+export interface ClaimedPrerequisite {
+  key: string;
+  status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
+  releaseMode: 'ON_SUCCESS' | 'ON_TERMINAL';
+  /** null: an external step. */
+  jobType: string | null;
+  output: JsonValue | null;
 }
 
 interface ClaimedRow {
@@ -78,6 +100,9 @@ interface ClaimedRow {
   max_attempts: number;
   workflow_managed: boolean;
   resource_key: string | null;
+  step_run_id: string | null;
+  step_key: string | null;
+  prerequisites: ClaimedPrerequisite[] | null;
 }
 
 /**
@@ -178,10 +203,27 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
          WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM claimed WHERE workflow_step_id IS NOT NULL))
            AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
-      SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,
-             progress, timeout_seconds, max_attempts, workflow_managed, resource_key
-        FROM numbered
-       ORDER BY n`));
+      -- A workflow job's step and its prerequisites' outcomes, for the handler context. The statement's snapshot
+      -- holds them final: a job becomes PENDING in the transaction that made its prerequisites terminal, and
+      -- terminal steps do not change (the steps CTE's own update is invisible here, and touches other columns).
+      -- A direct job pays one probe of the primary key with NULL.
+      SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
+             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key,
+             s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites
+        FROM numbered c
+        LEFT JOIN LATERAL (
+          SELECT ws.workflow_run_id, ws.step_key,
+                 COALESCE((
+                   SELECT jsonb_agg(jsonb_build_object(
+                            'key', p.step_key, 'status', p.status, 'releaseMode', d.release_mode, 'jobType', p.job_type,
+                            'output', CASE WHEN p.status = 'SUCCEEDED' THEN p.output END) ORDER BY p.step_key)
+                     FROM runledger.workflow_step_dependencies d
+                     JOIN runledger.workflow_steps p ON p.id = d.prerequisite_step_id
+                    WHERE d.dependent_step_id = ws.id), '[]'::jsonb) AS prerequisites
+            FROM runledger.workflow_steps ws
+           WHERE ws.id = c.workflow_step_id
+        ) s ON true
+       ORDER BY c.n`));
     return rows.map(toClaimedJob);
   });
   for (let attempt = 1; ; attempt += 1) {
@@ -246,5 +288,9 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
     maxAttempts: row.max_attempts,
     workflowManaged: row.workflow_managed,
     resourceKey: row.resource_key,
+    step:
+      row.step_run_id === null || row.step_key === null
+        ? null
+        : { workflowRunId: row.step_run_id, stepKey: row.step_key, prerequisites: row.prerequisites ?? [] },
   };
 }

@@ -23,8 +23,6 @@ export const JOB_TERMINAL_ERROR = 'job.terminal_error' satisfies JobOutcomeCode;
 export const JOB_PAYLOAD_INVALID = 'job.payload_invalid' satisfies JobOutcomeCode;
 export const JOB_OUTPUT_INVALID = 'job.output_invalid' satisfies JobOutcomeCode;
 export const JOB_TIMEOUT = 'job.timeout' satisfies JobOutcomeCode;
-/** A workflow job's prerequisites could not be read (src/workflow/step-inputs.ts); the attempt is retried. */
-export const JOB_STEP_INPUTS_UNAVAILABLE = 'job.step_inputs_unavailable' satisfies JobOutcomeCode;
 export const JOB_WORKER_SHUTDOWN = 'job.worker_shutdown' satisfies JobOutcomeCode;
 /** Release reason of a claimed job that waited in the worker's buffer too long to be started safely under its lease. */
 export const JOB_BUFFER_EXPIRED = 'job.buffer_expired' satisfies JobOutcomeCode;

@@ -4,7 +4,6 @@
  *   RUNNING --handler returns-------------> SUCCESS   (queued on the completion batch)
  *   RUNNING --handler throws--------------> FAILURE   (failJob: retry or dead-letter)
  *   RUNNING --payload/output invalid------> FAILURE   (failJob, terminal)
- *   RUNNING --step inputs unreadable------> FAILURE   (failJob job.step_inputs_unavailable, retryable; handler not run)
  *   RUNNING --timeoutSeconds elapse-------> TIMEOUT   (abort signal; failJob job.timeout, retryable)
  *   RUNNING --heartbeat/save fenced out---> LEASE LOST (abort signal; nothing recorded)
  *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; failJob job.worker_shutdown, retryable)
@@ -47,11 +46,10 @@ import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type SaveFields } from './job-context.js';
-import type { StepInputs } from '../workflow/step-inputs.js';
+import { stepInputsOf } from '../workflow/step-inputs.js';
 import {
   JOB_OUTPUT_INVALID,
   JOB_PAYLOAD_INVALID,
-  JOB_STEP_INPUTS_UNAVAILABLE,
   JOB_TIMEOUT,
   JOB_WORKER_SHUTDOWN,
   JobAbortedError,
@@ -72,8 +70,6 @@ export interface JobExecutionDeps {
   logger: WorkerLogger;
   events: WorkerEventEmitter;
   batcher: CompletionBatcher;
-  /** Reads a workflow job's step inputs, batched with the other jobs started in the same turn (step-inputs.ts). */
-  loadStepInputs: (jobId: string) => Promise<StepInputs | undefined>;
   /** Counters the execution increments (the worker's `stats()` reads them). */
   stats: Omit<WorkerStats, 'inFlight'>;
 }
@@ -176,28 +172,14 @@ export class JobExecution {
   private async run(): Promise<void> {
     let result: { ok: true; output: unknown } | { ok: false; error: unknown };
     try {
-      // Retried through an outage like the lease writes (until the lease expires or an outcome is taken).
-      const step = this.job.workflowManaged
-        ? retryLeaseWrite(() => this.deps.loadStepInputs(this.job.jobId), { deadline: () => leaseDeadline(this.job), signal: this.controller.signal })
-        : undefined;
-      // Handled below (awaited or not): a failed read must not surface as an unhandled rejection.
-      step?.catch(() => undefined);
       const parsed = await this.definition.schema['~standard'].validate(this.job.payload);
       if (parsed.issues) {
         this.markSettled();
         if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.issues), parsed.issues);
         return;
       }
-      let stepInputs: StepInputs | undefined;
-      try {
-        stepInputs = await step;
-      } catch (error) {
-        // The handler never ran. A recorded, retryable failure (not a release) so that a read failing for
-        // good backs off and ends dead-lettered instead of claiming and releasing in a loop.
-        this.markSettled();
-        if (this.take('handler')) await this.recordFailure(stepInputsFailure(), error);
-        return;
-      }
+      // The claim statement read the step's inputs (src/workflow/step-inputs.ts): no round trip here.
+      const stepInputs = stepInputsOf(this.job);
       const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), stepInputs);
       result = { ok: true, output: await this.definition.handler(parsed.value, ctx) };
     } catch (error) {
@@ -337,10 +319,6 @@ export class JobExecution {
     }
     this.markRecorded();
   }
-}
-
-function stepInputsFailure(): FailureRecord {
-  return { code: JOB_STEP_INPUTS_UNAVAILABLE, message: "Reading the step's prerequisites failed; the handler did not run.", retryable: true };
 }
 
 /** The schema's first issue, named like runledger names fields: `payload.amount`. */

@@ -102,7 +102,6 @@ import type { PrismaClientLike } from '../client/types.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
 import { claimJobs, type ClaimedJob } from '../queue/claim.js';
-import { createStepInputLoader, type StepInputs } from '../workflow/step-inputs.js';
 import { parseInput } from '../validation/parse.js';
 import { CompletionBatcher, DEFAULT_MAX_FLUSHES } from './completion-batcher.js';
 import { WorkerEventEmitter, type WorkerEventListener, type WorkerEventName, type WorkerStats } from './events.js';
@@ -187,7 +186,6 @@ class RunledgerWorker implements Worker {
   private readonly ownedClient: RunledgerPrismaClient | undefined;
   private readonly events: WorkerEventEmitter;
   private readonly batcher: CompletionBatcher;
-  private readonly loadStepInputs: (jobId: string) => Promise<StepInputs | undefined>;
   private readonly jobTypes: string[];
   private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
   /** Jobs holding a lease slot outside the buffer: started (or being released), and not yet both recorded and settled. */
@@ -230,7 +228,6 @@ class RunledgerWorker implements Worker {
       this.db = this.ownedClient;
     }
     this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, options.completionBatchSize);
-    this.loadStepInputs = createStepInputLoader(this.db);
   }
 
   get state(): WorkerState {
@@ -463,7 +460,6 @@ class RunledgerWorker implements Worker {
         logger: this.options.logger,
         events: this.events,
         batcher: this.batcher,
-        loadStepInputs: this.loadStepInputs,
         stats: this.counters,
       },
       claimedAt,

@@ -1,15 +1,16 @@
 /**
  * Steps see their inputs: a step's handler context carries its run, its key
- * and its prerequisites' outputs and terminal statuses, read in one
- * statement for a whole batch of jobs, however many prerequisites each has.
+ * and its prerequisites' outputs and terminal statuses, read by the claim
+ * statement itself for a whole batch of jobs, however many prerequisites each
+ * has.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueWorkflowRun, noOrganizationScope, listWorkflowSteps, failJob, workflow } from '../../src/index.js';
+import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueJob, enqueueWorkflowRun, failJob, workflow } from '../../src/index.js';
 import { defineJob, type JobContext } from '../../src/worker/index.js';
-import { readStepInputs } from '../../src/workflow/step-inputs.js';
+import { stepInputsOf } from '../../src/workflow/step-inputs.js';
 import { countAllWords, countWords, sumCounts } from '../../examples/readme/fan-in.js';
-import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
+import { latch } from '../fixtures/worker-support/latches.js';
 import { countingClient } from '../harness/counting-client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
@@ -25,21 +26,22 @@ async function settleParts(jobTypes: string[], output: { [key: string]: number }
 }
 
 describe('step inputs', () => {
-  it("reads a join step's 20 prerequisites' outputs in one statement", async () => {
+  it("hands a join step its 20 prerequisites' outputs in the claim statement itself", async () => {
     const builder = workflow('inputs.join');
     const keys = Array.from({ length: 20 }, (_, i) => `part-${String(i).padStart(2, '0')}`);
     for (const key of keys) builder.job(key, 'inputs.part', {});
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.job('join', 'inputs.join', {}).afterSuccess('join', keys).build());
     await settleParts(['inputs.part'], { n: 1 });
-    const [join] = await claimAll(db.prisma);
-    expect(join?.jobType).toBe('inputs.join');
 
     const counting = countingClient(db);
     try {
+      // The client's first statement also asks its isolation once (src/client/transaction.ts); then: claims only.
+      await claimJobs(counting.client, { workerId: 'test-worker', jobTypes: ['inputs.none'], limit: 1, leaseSeconds: 60 });
       const before = counting.count();
-      const inputs = await readStepInputs(counting.client, [join!.jobId]);
+      const [join] = await claimJobs(counting.client, { workerId: 'test-worker', limit: 10, leaseSeconds: 60, markRunning: true });
       expect(counting.count() - before).toBe(1);
-      const step = inputs.get(join!.jobId)!;
+      expect(join?.jobType).toBe('inputs.join');
+      const step = stepInputsOf(join!)!;
       expect(step).toMatchObject({ workflowRunId, stepKey: 'join' });
       expect(step.prerequisites.keys()).toEqual(keys);
       expect(step.prerequisites.all().every((p) => p.status === 'SUCCEEDED' && p.releaseMode === 'ON_SUCCESS')).toBe(true);
@@ -47,6 +49,19 @@ describe('step inputs', () => {
     } finally {
       await counting.close();
     }
+  });
+
+  it('gives a claimed step with no prerequisites its run and key, and a direct job of the same claim no step', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('inputs.root').job('root', 'inputs.mixed', { n: 1 }).build());
+    const { jobId: directId } = await enqueueJob(db.prisma, { jobType: 'inputs.mixed', payload: { n: 2 } });
+    const claimed = await claimJobs(db.prisma, { workerId: 'test-worker', jobTypes: ['inputs.mixed'], limit: 10, leaseSeconds: 60 });
+    expect(claimed).toHaveLength(2);
+    const direct = claimed.find((job) => job.jobId === directId)!;
+    const root = claimed.find((job) => job.jobId !== directId)!;
+    expect(direct.step).toBeNull();
+    expect(stepInputsOf(direct)).toBeUndefined();
+    expect(root.step).toEqual({ workflowRunId, stepKey: 'root', prerequisites: [] });
+    expect(stepInputsOf(root)!.prerequisites.size).toBe(0);
   });
 
   it('gives an afterTerminal step the terminal status of a failed prerequisite, without an output', async () => {
@@ -59,7 +74,7 @@ describe('step inputs', () => {
       else await failJob(db.prisma, { ...job, error: { code: 'x.broken', message: 'broken' }, retryable: false });
     }
     const [report] = await claimAll(db.prisma);
-    const step = (await readStepInputs(db.prisma, [report!.jobId])).get(report!.jobId)!;
+    const step = stepInputsOf(report!)!;
     expect(step.workflowRunId).toBe(workflowRunId);
     expect(step.prerequisites.get('ok')).toMatchObject({ status: 'SUCCEEDED', releaseMode: 'ON_TERMINAL', output: { fine: true } });
     expect(step.prerequisites.get('bad')).toMatchObject({ status: 'FAILED', releaseMode: 'ON_TERMINAL', output: null });
@@ -80,7 +95,6 @@ describe('step inputs', () => {
       db.prisma,
       workflow('inputs.probe').organization(org).job('first', probe, { name: 'first' }).job('second', probe, { name: 'second' }).afterSuccess('second', ['first']).build(),
     );
-    const { enqueueJob } = await import('../../src/index.js');
     await enqueueJob(db.prisma, probe, { name: 'direct' });
     await all.promise;
     expect(seen.first).toEqual({ workflowRunId, stepKey: 'first', organizationId: org, prerequisites: 0 });
@@ -95,35 +109,11 @@ describe('step inputs', () => {
     expect(typeof result.run).toBe('string');
   });
 
-  it("records a retryable job.step_inputs_unavailable, without running the handler, when the step's inputs cannot be read", async () => {
-    let ran = 0;
-    const step = defineJob('inputs.unreadable', z.object({}), () => {
-      ran += 1;
-      return null;
-    });
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('inputs.unreadable').job('only', step, {}, { maxAttempts: 3 }).build());
-    // Only the step-inputs read names this column; recording the failure does not.
-    await db.prisma.$executeRaw`ALTER TABLE runledger.workflow_step_dependencies RENAME COLUMN release_mode TO release_mode_away`;
-    try {
-      const worker = await startWorker({ handlers: [step] });
-      const failed = nextEvent(worker, 'job:failure');
-      expect(await failed).toMatchObject({ code: 'job.step_inputs_unavailable', retryable: true, status: 'PENDING' });
-      await worker.stop({ drainMs: 0 });
-      expect(ran).toBe(0);
-      const {
-        items: [only],
-      } = await listWorkflowSteps(db.prisma, { scope: noOrganizationScope(), workflowRunId });
-      expect(only?.status).toBe('ENQUEUED');
-    } finally {
-      await db.prisma.$executeRaw`ALTER TABLE runledger.workflow_step_dependencies RENAME COLUMN release_mode_away TO release_mode`;
-    }
-  });
-
   it('refuses to type a prerequisite with the definition of another job type', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('inputs.mistyped').job('a', 'inputs.a', {}).job('b', 'inputs.b', {}).afterSuccess('b', ['a']).build());
     await settleParts(['inputs.a'], { words: 1 });
     const [b] = await claimAll(db.prisma);
-    const step = (await readStepInputs(db.prisma, [b!.jobId])).get(b!.jobId)!;
+    const step = stepInputsOf(b!)!;
     expect(step.workflowRunId).toBe(workflowRunId);
     expect(() => step.prerequisites.get('a', countWords)).toThrow(expect.objectContaining({ name: 'TerminalError', code: 'workflow.prerequisite_type_mismatch' }));
   });
