@@ -66,6 +66,10 @@ export interface ClaimedJob extends JobLease {
    * claim statement itself, so a worker starts a step's handler without another round trip.
    */
   step: ClaimedStep | null;
+  /** The enqueuing code's OpenTelemetry context (a workflow job: its run's), continued by the worker's span; null: none. */
+  traceContext: JsonValue | null;
+  /** How long the job had been due (its `next_run_at` passed) when claimed, on the database clock. */
+  queueWaitMs: number;
 }
 
 /** What a claimed workflow job's handler sees of its workflow (the worker wraps it as `ctx.prerequisites`). */
@@ -103,6 +107,8 @@ interface ClaimedRow {
   step_run_id: string | null;
   step_key: string | null;
   prerequisites: ClaimedPrerequisite[] | null;
+  trace_context: JsonValue | null;
+  queue_wait_ms: number;
 }
 
 /**
@@ -171,7 +177,8 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
          WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
-                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key
+                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
+                  jq.trace_context
       ),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
@@ -209,7 +216,9 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       -- A direct job pays one probe of the primary key with NULL.
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
              c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key,
-             s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites
+             s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
+             COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
+             (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms
         FROM numbered c
         LEFT JOIN LATERAL (
           SELECT ws.workflow_run_id, ws.step_key,
@@ -219,7 +228,8 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
                             'output', CASE WHEN p.status = 'SUCCEEDED' THEN p.output END) ORDER BY p.step_key)
                      FROM runledger.workflow_step_dependencies d
                      JOIN runledger.workflow_steps p ON p.id = d.prerequisite_step_id
-                    WHERE d.dependent_step_id = ws.id), '[]'::jsonb) AS prerequisites
+                    WHERE d.dependent_step_id = ws.id), '[]'::jsonb) AS prerequisites,
+                 (SELECT wr.trace_context FROM runledger.workflow_runs wr WHERE wr.id = ws.workflow_run_id) AS run_trace_context
             FROM runledger.workflow_steps ws
            WHERE ws.id = c.workflow_step_id
         ) s ON true
@@ -292,5 +302,7 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
       row.step_run_id === null || row.step_key === null
         ? null
         : { workflowRunId: row.step_run_id, stepKey: row.step_key, prerequisites: row.prerequisites ?? [] },
+    traceContext: row.trace_context,
+    queueWaitMs: Math.max(0, row.queue_wait_ms),
   };
 }

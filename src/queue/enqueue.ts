@@ -29,6 +29,7 @@
  * the job type); delayed jobs are found by polling. `{ notify: false }` sends none (the same statement, a
  * boolean parameter): workers then find the jobs by polling.
  */
+import { captureTraceContext } from '../telemetry/trace-context.js';
 import type { Db, Tx } from '../client/types.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
@@ -99,6 +100,8 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
   const notify = options.notify ?? true;
   if (rows.length === 0) return [];
   const eventIds = newIds(rows.length);
+  // The caller's trace, continued by the worker's span (src/telemetry/); a step's job carries its run's instead.
+  const traceContext = jsonParam(await captureTraceContext());
   const inserted = await tx.$queryRaw<{ id: string }[]>`
     WITH input AS (
       SELECT *
@@ -127,11 +130,13 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
     inserted AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
-              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms)
+              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms,
+              trace_context)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
              CASE WHEN delay_ms IS NOT NULL THEN now() + delay_ms * interval '1 millisecond'
                   ELSE COALESCE(next_run_at, now()) END,
-             idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms
+             idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms,
+             CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END
         FROM input
        ORDER BY ord
       ON CONFLICT (job_type, COALESCE(organization_id, ''), idempotency_key)

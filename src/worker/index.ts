@@ -1,6 +1,7 @@
 /** The worker runtime's public API (re-exported by src/index.ts). */
 export { createWorker, runWorker, type Worker, type WorkerState, type StopOptions } from './worker.js';
 export type { WorkerOptions } from './options.js';
+export type { WorkerTelemetryOptions } from '../telemetry/options.js';
 export {
   defineJob,
   type JobDefinition,

@@ -47,6 +47,7 @@ import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type SaveFields } from './job-context.js';
 import { stepInputsOf } from '../workflow/step-inputs.js';
+import type { JobSpan, JobTelemetry } from '../telemetry/options.js';
 import {
   JOB_OUTPUT_INVALID,
   JOB_PAYLOAD_INVALID,
@@ -70,6 +71,8 @@ export interface JobExecutionDeps {
   logger: WorkerLogger;
   events: WorkerEventEmitter;
   batcher: CompletionBatcher;
+  /** The worker's OpenTelemetry spans and metrics (src/telemetry/); undefined: none. */
+  telemetry?: JobTelemetry;
   /** Counters the execution increments (the worker's `stats()` reads them). */
   stats: Omit<WorkerStats, 'inFlight'>;
 }
@@ -88,6 +91,7 @@ export class JobExecution {
   private readonly controller = new AbortController();
   private readonly logger: WorkerLogger;
   private startedAt = Date.now();
+  private span: JobSpan | undefined;
   private outcome: Outcome | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
@@ -119,6 +123,7 @@ export class JobExecution {
   /** Starts the timers and the handler; returns at once. */
   start(): void {
     this.startedAt = Date.now();
+    this.span = this.deps.telemetry?.begin(this.job, this.info);
     this.deps.events.emit('job:start', { job: this.info });
     const timeoutMs = Math.min(this.job.timeoutSeconds * 1000, MAX_TIMER_MS);
     this.timeoutTimer = setTimeout(() => this.onTimeout(), timeoutMs);
@@ -181,7 +186,9 @@ export class JobExecution {
       // The claim statement read the step's inputs (src/workflow/step-inputs.ts): no round trip here.
       const stepInputs = stepInputsOf(this.job);
       const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), stepInputs);
-      result = { ok: true, output: await this.definition.handler(parsed.value, ctx) };
+      const handler = () => this.definition.handler(parsed.value, ctx);
+      // Inside the execution's span (when traced), so spans the handler opens are its children.
+      result = { ok: true, output: await (this.span ? this.span.run(handler) : handler()) };
     } catch (error) {
       result = { ok: false, error };
     }

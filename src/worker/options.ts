@@ -14,6 +14,7 @@ import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
 import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
+import type { WorkerTelemetryOptions } from '../telemetry/options.js';
 import { createConsoleLogger, guardLogger, isWorkerLogger, type WorkerLogger } from './logger.js';
 
 export const WORKER_INVALID_OPTIONS = 'worker.invalid_options';
@@ -82,6 +83,13 @@ export interface WorkerOptions {
    * steps/s at 20 -> 100).
    */
   completionBatchSize?: number;
+  /**
+   * OpenTelemetry (src/telemetry/): when `@opentelemetry/api` is installed, a
+   * span per job execution continuing the enqueuer's trace, and job metrics,
+   * through the globally registered providers or the ones given here. `false`
+   * turns it off. Without the package (or an SDK) nothing is recorded.
+   */
+  telemetry?: WorkerTelemetryOptions | false;
 }
 
 export interface ResolvedWorkerOptions {
@@ -103,6 +111,7 @@ export interface ResolvedWorkerOptions {
   listen: boolean;
   completionBatchMs: number;
   completionBatchSize: number;
+  telemetry: WorkerTelemetryOptions | false;
 }
 
 export { DEFAULT_LEASE_SECONDS };
@@ -177,6 +186,15 @@ const workerOptionsSchema = z
     listen: z.boolean().default(true),
     completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
     completionBatchSize: positiveInt.max(MAX_CLAIM_BATCH).optional(),
+    telemetry: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          tracerProvider: z.custom<object>(hasMethod('getTracer'), { error: 'must be an OpenTelemetry TracerProvider' }).optional(),
+          meterProvider: z.custom<object>(hasMethod('getMeter'), { error: 'must be an OpenTelemetry MeterProvider' }).optional(),
+        }),
+      ])
+      .default({}),
   })
   .refine((o) => (o.db === undefined) !== (o.connectionString === undefined), {
     path: ['db'],
@@ -207,7 +225,12 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,
     completionBatchSize: o.completionBatchSize ?? Math.min(Math.max(batchSize, DEFAULT_COMPLETION_BATCH_SIZE), MAX_CLAIM_BATCH),
+    telemetry: o.telemetry,
   };
+}
+
+function hasMethod(name: string): (value: unknown) => boolean {
+  return (value) => typeof value === 'object' && value !== null && typeof (value as Record<string, unknown>)[name] === 'function';
 }
 
 function defaultWorkerId(): string {

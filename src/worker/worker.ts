@@ -102,6 +102,8 @@ import type { PrismaClientLike } from '../client/types.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
 import { claimJobs, type ClaimedJob } from '../queue/claim.js';
+import { loadOpenTelemetry } from '../telemetry/otel-api.js';
+import { WorkerTelemetry } from '../telemetry/worker-telemetry.js';
 import { parseInput } from '../validation/parse.js';
 import { CompletionBatcher, DEFAULT_MAX_FLUSHES } from './completion-batcher.js';
 import { WorkerEventEmitter, type WorkerEventListener, type WorkerEventName, type WorkerStats } from './events.js';
@@ -185,6 +187,7 @@ class RunledgerWorker implements Worker {
   private readonly db: PrismaClientLike;
   private readonly ownedClient: RunledgerPrismaClient | undefined;
   private readonly events: WorkerEventEmitter;
+  private telemetry: WorkerTelemetry | undefined;
   private readonly batcher: CompletionBatcher;
   private readonly jobTypes: string[];
   private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
@@ -270,6 +273,11 @@ class RunledgerWorker implements Worker {
     }
     this.currentState = 'starting';
     const { logger, listenConnectionString, listen, reaper, pollIntervalMs } = this.options;
+    if (this.options.telemetry) {
+      const api = await loadOpenTelemetry();
+      if (api) this.telemetry = new WorkerTelemetry(api, this.options.telemetry, this.events);
+      if (this.stopController.signal.aborted) return; // stop() was called meanwhile: open nothing
+    }
     if (listenConnectionString) {
       this.listener = new JobAvailableListener({
         connectionString: listenConnectionString,
@@ -460,6 +468,7 @@ class RunledgerWorker implements Worker {
         logger: this.options.logger,
         events: this.events,
         batcher: this.batcher,
+        telemetry: this.telemetry,
         stats: this.counters,
       },
       claimedAt,

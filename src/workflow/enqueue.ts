@@ -21,6 +21,7 @@
  * transaction at a stronger level is refused
  * (`workflow.enqueue_idempotency_unsupported_isolation`) before any write.
  */
+import { captureTraceContext } from '../telemetry/trace-context.js';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
@@ -107,12 +108,15 @@ export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[],
     canonical: run.idempotencyKey === null ? null : canonicalRequest(run),
   }));
 
+  // The caller's trace, continued by the spans of every step's job (src/telemetry/).
+  const traceContext = jsonParam(await captureTraceContext());
   // Statement 1: every run; a key that exists already (or twice in this batch) is skipped.
   const inserted = await tx.$queryRaw<{ id: string }[]>`
     INSERT INTO runledger.workflow_runs
-           (id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key)
+           (id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key,
+            trace_context)
     SELECT r.id, r.workflow_type, r.organization_id, r.status::runledger.workflow_run_status, r.metadata, r.idempotency_key,
-           r.enqueue_request, r.result_step_key
+           r.enqueue_request, r.result_step_key, ${traceContext}::jsonb
       FROM unnest(${planned.map((p) => p.runId)}::uuid[], ${planned.map((p) => p.run.workflowType)}::text[],
                   ${planned.map((p) => p.run.organizationId)}::text[], ${planned.map((p) => p.status)}::text[],
                   ${planned.map((p) => jsonParam(p.run.metadata))}::jsonb[], ${planned.map((p) => p.run.idempotencyKey)}::text[],
