@@ -1,6 +1,6 @@
 /** `runledger reap` and `worker --until-idle` recover a crashed worker's job (LEASED, lease expired). */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { claimJobs, enqueueJob, getJob, noOrganizationScope } from '../../src/index.js';
+import { cancelWorkflowRun, claimJobs, enqueueJob, enqueueOrGetActiveWorkflow, getJob, noOrganizationScope, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runCli } from '../harness/cli.js';
 
@@ -24,12 +24,28 @@ describe('runledger reap', () => {
     const dead = await crashedJob('reap.dead', {}, 1);
     const result = await cli('--json', 'reap');
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ retried: 1, deadLettered: 1, retriedJobIds: [retried], deadLetteredJobIds: [dead] });
+    expect(JSON.parse(result.stdout)).toEqual({ retried: 1, deadLettered: 1, activeKeysReleased: 0, retriedJobIds: [retried], deadLetteredJobIds: [dead] });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: retried })).toMatchObject({ status: 'PENDING', leaseOwner: null, lastErrorCode: 'job.lease_expired' });
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead })).status).toBe('DEAD_LETTERED');
 
     const again = await cli('reap');
     expect(again).toMatchObject({ code: 0, stdout: 'No expired leases.\n' });
+  });
+
+  it("releases the active key of a canceled run once its canceled lease has run out, like a worker's reaper", async () => {
+    const run = workflow('customer.sync').job('pull', 'reap.keyed', {}).build();
+    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:reap' });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['reap.keyed'], limit: 1, leaseSeconds: 300, markRunning: true });
+    await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
+    expect(JSON.parse((await cli('--json', 'reap')).stdout)).toMatchObject({ activeKeysReleased: 0 });
+    expect((await enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:reap' })).outcome).toBe('existing_active');
+
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
+    const result = await cli('reap');
+    expect(result).toMatchObject({ code: 0, stdout: 'No expired leases.\nReleased 1 active workflow key(s).\n' });
+    const [claim] = await db.prisma.$queryRaw<{ released: boolean }[]>`
+      SELECT released_at IS NOT NULL AS released FROM runledger.workflow_active_keys WHERE workflow_run_id = ${first.workflowRunId}::uuid`;
+    expect(claim?.released).toBe(true);
   });
 
   it('leaves a lease that has not expired alone and refuses a scope it would ignore', async () => {
