@@ -100,6 +100,10 @@ describe('recoverWorkflowRun', () => {
   it('full: builds a new run of every step, keeps per-step settings, never touches the source', async () => {
     const source = await failedDiamond('full');
     const sourceSteps = await stepsByKey(db.prisma, source);
+    // Enqueued without an idempotency key, it still stored its canonical request, in the same insert.
+    const [stored] = await db.prisma.$queryRaw<{ idempotency_key: string | null; steps: number }[]>`
+      SELECT idempotency_key, jsonb_array_length(enqueue_request->'steps') AS steps FROM runledger.workflow_runs WHERE id = ${source}::uuid`;
+    expect(stored).toEqual({ idempotency_key: null, steps: 4 });
     const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'r1', reason: 'provider outage' });
     expect(recovery).toEqual({ outcome: 'inserted', sourceRunId: source, recoveryRunId: expect.any(String), status: 'RUNNING', mode: 'full', carriedStepKeys: [] });
     expect(recovery.recoveryRunId).not.toBe(source);
@@ -262,6 +266,13 @@ describe('recoverWorkflowRun', () => {
     const skewed = await failedDiamond('skewed');
     await db.prisma.$executeRaw`UPDATE runledger.workflow_steps SET priority = 99 WHERE workflow_run_id = ${skewed}::uuid AND step_key = 'c'`;
     expect(await refusal({ sourceRunId: skewed, scope, requestKey: 'k', reason: 'r' })).toMatchObject({ code: 'workflow.recovery_snapshot_unsafe' });
+    // A stored step setting the enqueue rules do not know (a snapshot from a newer version, or a forged one): refused, never dropped.
+    const future = await failedDiamond('future');
+    await db.prisma.$executeRaw`
+      UPDATE runledger.workflow_runs
+         SET enqueue_request = jsonb_set(enqueue_request, '{steps,0,futureSetting}', 'true'::jsonb)
+       WHERE id = ${future}::uuid`;
+    expect(await refusal({ sourceRunId: future, scope, requestKey: 'k', reason: 'r' })).toMatchObject({ code: 'workflow.recovery_snapshot_unsafe' });
     const extraEdge = await failedDiamond('edge');
     await db.prisma.$executeRaw`
       INSERT INTO runledger.workflow_step_dependencies (prerequisite_step_id, dependent_step_id, workflow_run_id, release_mode)
