@@ -6,13 +6,17 @@
  * active keys, and the lineage reads.
  */
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { runUntilIdle } from '../../src/testing/index.js';
 import {
   appendWorkflowSteps,
   cancelWorkflowRun,
   claimJobs,
   completeExternalWorkflowStep,
   completeJobSuccess,
+  defineJob,
   failJob,
+  TerminalError,
   enqueueOrGetActiveWorkflow,
   enqueueWorkflowRun,
   getWorkflowRun,
@@ -140,6 +144,36 @@ describe('recoverWorkflowRun', () => {
       SELECT p.output AS c_output FROM runledger.workflow_steps p WHERE p.workflow_run_id = ${recovery.recoveryRunId}::uuid AND p.step_key = 'c'`;
     expect(dInputs!.c_output).toEqual({ ran: 'fo.c' });
     expect(await getWorkflowRun(db.prisma, { scope, workflowRunId: recovery.recoveryRunId })).toMatchObject({ status: 'SUCCEEDED', result: { ran: 'fo.d' } });
+    await expectClean(source, recovery.recoveryRunId);
+  });
+
+  it('failed_only with real handlers: only the re-run steps execute, and they read the carried outputs', async () => {
+    const calls: string[] = [];
+    let failB = true;
+    const a = defineJob('wk.a', z.object({}), () => (calls.push('a'), { from: 'a' }));
+    const b = defineJob('wk.b', z.object({}), () => {
+      calls.push('b');
+      if (failB) throw new TerminalError('b is down');
+      return { from: 'b' };
+    });
+    const c = defineJob('wk.c', z.object({}), () => (calls.push('c'), { from: 'c' }));
+    const d = defineJob('wk.d', z.object({}), (_payload, ctx) => {
+      calls.push('d');
+      return { sawB: ctx.prerequisites.get('b', b)?.output ?? null, sawC: ctx.prerequisites.get('c', c)?.output ?? null };
+    });
+    const { workflowRunId: source } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('recover.worker').job('a', a, {}).job('b', b, {}).job('c', c, {}).job('d', d, {}).afterSuccess('b', ['a']).afterSuccess('c', ['a']).afterSuccess('d', ['b', 'c']).resultStep('d').build(),
+    );
+    await runUntilIdle(db.prisma, [a, b, c, d]);
+    expect(calls.sort()).toEqual(['a', 'b', 'c']);
+
+    calls.length = 0;
+    failB = false;
+    const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k', reason: 'b is back', mode: 'failed_only' });
+    await runUntilIdle(db.prisma, [a, b, c, d]);
+    expect(calls).toEqual(['b', 'd']);
+    expect(await workflowRunHandle(db.prisma, scope, recovery.recoveryRunId).getResult({ timeoutMs: 5_000 })).toEqual({ sawB: { from: 'b' }, sawC: { from: 'c' } });
     await expectClean(source, recovery.recoveryRunId);
   });
 
