@@ -97,6 +97,7 @@ export {
   type WorkflowRunFilter,
   type ListWorkflowRunsInput,
   type ListWorkflowStepsInput,
+  type WorkflowRunWithLineage,
 } from './workflow/reads.js';
 export type {
   WorkflowRun,
@@ -123,6 +124,7 @@ export type { StepPrerequisite, StepPrerequisites } from './workflow/step-inputs
 // Replay and recovery
 // ---------------------------------------------------------------------------
 export * from './replay/index.js';
+export * from './recovery/index.js';
 
 // ---------------------------------------------------------------------------
 // Integrity

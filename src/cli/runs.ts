@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { cancelWorkflowRun } from '../workflow/cancel.js';
 import { completeExternalWorkflowStep } from '../workflow/external.js';
-import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps } from '../workflow/reads.js';
+import { recoverWorkflowRun } from '../recovery/recover.js';
+import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps, type WorkflowRunWithLineage } from '../workflow/reads.js';
 import type { WorkflowRunStatus } from '../workflow/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { formatRunDag, formatRunList } from './format.js';
@@ -40,7 +41,24 @@ export function registerRunCommands(program: Command, context: CliContext): void
         allItems((paging) => listWorkflowSteps(db, { ...ref, ...paging })),
         allItems((paging) => listWorkflowStepDependencies(db, { ...ref, ...paging })),
       ]);
-      context.print(formatRunDag(run, steps, edges), { run, steps, dependencies: edges });
+      context.print(`${formatRunDag(run, steps, edges)}${formatLineage(run)}`, { run, steps, dependencies: edges });
+    });
+  runs
+    .command('recover <workflowRunId>')
+    .description('run a finished run again as a new run, linked to it (idempotent per --request-key)')
+    .requiredOption('--request-key <key>', 'identity of this recovery: retrying with the same key returns the same recovery')
+    .requiredOption('--reason <reason>', 'why it is recovered (recorded in the lineage)')
+    .option('--failed-only', 'carry the succeeded steps over with their outputs; run only the rest', false)
+    .action(async (workflowRunId: string, options: { requestKey: string; reason: string; failedOnly: boolean }) => {
+      const result = await recoverWorkflowRun(context.db(), {
+        sourceRunId: workflowRunId,
+        scope: context.scope,
+        requestKey: options.requestKey,
+        reason: options.reason,
+        mode: options.failedOnly ? 'failed_only' : 'full',
+      });
+      const carried = result.carriedStepKeys.length > 0 ? `; carried over: ${result.carriedStepKeys.join(', ')}` : '';
+      context.print(`Recovery ${result.recoveryRunId} (${result.outcome}, ${result.mode}) of run ${result.sourceRunId} is ${result.status}${carried}.`, result);
     });
   runs
     .command('cancel <workflowRunId>')
@@ -91,4 +109,18 @@ export function registerRunCommands(program: Command, context: CliContext): void
         context.print(`Step ${step.stepKey} of run ${step.workflowRunId} is ${step.status}.`, step);
       },
     );
+}
+
+/** The recovery lineage lines of `runs show` (nothing for a run outside any lineage). */
+function formatLineage(run: WorkflowRunWithLineage): string {
+  const lines: string[] = [];
+  if (run.recoveredFrom) {
+    const from = run.recoveredFrom;
+    lines.push(`  recovered from ${from.sourceRunId}  (${from.mode}, ${from.createdAt.toISOString()}, reason: ${from.reason})`);
+  }
+  if (run.recoveries.count > 0 && run.recoveries.latest) {
+    const latest = run.recoveries.latest;
+    lines.push(`  recoveries: ${run.recoveries.count}, latest ${latest.recoveryRunId} ${latest.recoveryStatus} (${latest.mode}, reason: ${latest.reason})`);
+  }
+  return lines.length === 0 ? '' : `\n\n  lineage\n${lines.join('\n')}`;
 }

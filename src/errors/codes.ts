@@ -111,6 +111,15 @@ export const ERROR_CODES = [
   'workflow.append_existing_dependent',
   'workflow.append_unknown_dependent',
   'workflow.step_limit_exceeded',
+  // Workflow recovery (src/recovery/).
+  'workflow.recovery_unsupported_isolation',
+  'workflow.recovery_source_not_terminal',
+  'workflow.recovery_source_not_quiesced',
+  'workflow.recovery_snapshot_missing',
+  'workflow.recovery_snapshot_unsafe',
+  'workflow.recovery_request_conflict',
+  'workflow.recovery_active_key_held',
+  'workflow.recovery_nothing_to_rerun',
 ] as const;
 
 /** The `code` of every RunledgerError runledger throws. */
@@ -136,6 +145,8 @@ export const JOB_OUTCOME_CODES = [
   'job.retry_scheduled',
   'workflow.dependency_unsatisfied',
   'workflow.run_canceled',
+  // A step a failed-only recovery carried over from its source as SUCCEEDED (its statusReason).
+  'workflow.recovery_carried',
 ] as const;
 
 /** Codes runledger records on jobs and steps (never thrown). */

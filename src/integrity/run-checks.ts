@@ -19,6 +19,7 @@
  */
 import type { Tx } from '../client/types.js';
 import { WORKFLOW_RUN_CANCELED } from '../workflow/cancel.js';
+import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
 import type { ViolationRow } from './violations.js';
 
 const TERMINAL_STEP = ['SUCCEEDED', 'FAILED', 'CANCELED'];
@@ -92,7 +93,7 @@ export async function checkSteps(tx: Tx, runIds: readonly string[]): Promise<Vio
 export async function checkStepJobs(tx: Tx, runIds: readonly string[]): Promise<ViolationRow[]> {
   return tx.$queryRaw<ViolationRow[]>`
     WITH steps AS MATERIALIZED (
-      SELECT ws.id, ws.workflow_run_id, ws.step_key, ws.execution_kind, ws.status, ws.job_id,
+      SELECT ws.id, ws.workflow_run_id, ws.step_key, ws.execution_kind, ws.status, ws.job_id, ws.status_reason,
              j.id AS found_job_id, j.status AS job_status, j.workflow_step_id AS job_step_id
         FROM unnest(${runIds}::uuid[]) AS page(id)
         JOIN runledger.workflow_steps ws ON ws.workflow_run_id = page.id
@@ -110,6 +111,8 @@ export async function checkStepJobs(tx: Tx, runIds: readonly string[]): Promise<
            jsonb_build_object('job', 'exists'), jsonb_build_object('status', status, 'jobId', job_id, 'jobExists', found_job_id IS NOT NULL)
       FROM steps
      WHERE execution_kind = 'JOB' AND status IN ('ENQUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED') AND found_job_id IS NULL
+       -- A step a recovery carried over succeeded in its source run, without a job here (recovery.carried_step checks it).
+       AND NOT (status = 'SUCCEEDED' AND job_id IS NULL AND status_reason IS NOT DISTINCT FROM ${RECOVERY_CARRIED}::text)
     UNION ALL
     SELECT 'step.job_link_mismatch', workflow_run_id, id, step_key, job_id,
            jsonb_build_object('jobWorkflowStepId', id), jsonb_build_object('jobWorkflowStepId', job_step_id)

@@ -29,6 +29,10 @@
  *   replay.lineage               a job_replays row: both jobs direct, same type and organization,
  *                                the source reached that run, the replay job's ENQUEUED event names it
  *   replay.lineage_missing       a job whose ENQUEUED event says it replays a source has its job_replays row
+ *   recovery.lineage             a workflow_recoveries row: both runs exist, the source is finished,
+ *                                same workflow type and organization
+ *   recovery.carried_step        a step a failed-only recovery carried over is SUCCEEDED without a job,
+ *                                with the output its source step succeeded with
  */
 
 export type IntegrityViolationKind =
@@ -54,7 +58,9 @@ export type IntegrityViolationKind =
   | 'job.resource_mismatch'
   | 'job.backoff_mismatch'
   | 'replay.lineage'
-  | 'replay.lineage_missing';
+  | 'replay.lineage_missing'
+  | 'recovery.lineage'
+  | 'recovery.carried_step';
 
 export interface IntegrityViolation {
   kind: IntegrityViolationKind;
@@ -105,6 +111,8 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'job.backoff_mismatch': 'The workflow job does not carry its step\'s backoff.',
   'replay.lineage': 'A replay lineage row disagrees with its source or replay job.',
   'replay.lineage_missing': 'A job replays a source but has no lineage row.',
+  'recovery.lineage': 'A workflow recovery row disagrees with its source or recovery run.',
+  'recovery.carried_step': 'A step carried over by a recovery disagrees with its source step or its own state.',
 };
 
 export function toViolation(row: ViolationRow): IntegrityViolation {

@@ -17,6 +17,10 @@
  *     (finished before the cutoff, in `statuses`, not quiescing), and kept
  *     whole otherwise. So a source is kept while any replay of it is kept,
  *     and a replay never outlives its recorded source.
+ *   - recovery lineage whole, the same way: runs joined by
+ *     `workflow_recoveries` rows (a source, its recoveries, theirs) are
+ *     deleted in one batch when every one of them is purgeable, with the
+ *     lineage rows, and otherwise all stay.
  *
  * Batches. Candidates are read in (finished_at, id) order from a partial
  * index of finished rows, after a cursor that moves past every candidate,
@@ -210,19 +214,34 @@ interface RunBatch {
 }
 
 async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promise<RunBatch> {
-  const candidates = await tx.$queryRaw<{ id: string; finished_at: Date }[]>`
-    SELECT id, finished_at FROM runledger.workflow_runs
-     WHERE status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-       AND status::text = ANY(${s.runStatuses}::text[])
-       AND finished_at < ${s.cutoff}::timestamptz
-       AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
-            OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
-     ORDER BY finished_at, id
-     LIMIT ${s.batchSize}`;
-  if (candidates.length === 0) return { runs: 0, jobs: 0, next: null };
-  const last = candidates[candidates.length - 1]!;
-  const next = candidates.length < s.batchSize ? null : { finishedAt: last.finished_at, id: last.id };
-  const runIds = candidates.map((c) => c.id);
+  // 1. Candidates (after the cursor) and the recovery lineage of each, walked both ways through workflow_recoveries.
+  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: Date }[]>`
+    WITH RECURSIVE candidates AS (
+      SELECT id, finished_at FROM runledger.workflow_runs
+       WHERE status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+         AND status::text = ANY(${s.runStatuses}::text[])
+         AND finished_at < ${s.cutoff}::timestamptz
+         AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
+              OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
+       ORDER BY finished_at, id
+       LIMIT ${s.batchSize}
+    ),
+    lineage(root, id) AS (
+      SELECT id, id FROM candidates
+      UNION
+      SELECT l.root, CASE WHEN r.source_run_id = l.id THEN r.recovery_run_id ELSE r.source_run_id END
+        FROM lineage l
+        JOIN runledger.workflow_recoveries r ON r.source_run_id = l.id OR r.recovery_run_id = l.id
+    )
+    SELECT l.root, l.id, c.finished_at AS root_finished_at
+      FROM lineage l JOIN candidates c ON c.id = l.root
+     ORDER BY c.finished_at, c.id`;
+  if (walked.length === 0) return { runs: 0, jobs: 0, next: null };
+  const lineages = groupLineages(walked);
+  const lastRoot = walked[walked.length - 1]!;
+  const candidateCount = new Set(walked.map((w) => w.root)).size;
+  const next = candidateCount < s.batchSize ? null : { finishedAt: lastRoot.root_finished_at, id: lastRoot.root };
+  const runIds = [...new Set(walked.map((w) => w.id))];
 
   // Lock class 1: the runs' jobs. A run keeps everything if one of its jobs is held elsewhere, not finished,
   // or canceled and still quiescing.
@@ -258,20 +277,47 @@ async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
   eligible = eligible.filter((id) => !stepHeld.has(id));
   if (eligible.length === 0) return { runs: 0, jobs: 0, next };
 
-  // Lock class 4: the run rows, re-checking they are still finished before the cutoff.
+  // Lock class 4: the run rows, re-checking they are still finished before the cutoff (a recovery in progress
+  // holds its source's row, so the source and its lineage are kept).
   const runs = await tx.$queryRaw<{ id: string }[]>`
     SELECT id FROM runledger.workflow_runs
      WHERE id = ANY(${eligible}::uuid[])
+       AND status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
        AND status::text = ANY(${s.runStatuses}::text[])
        AND finished_at < ${s.cutoff}::timestamptz
      ORDER BY id
        FOR UPDATE SKIP LOCKED`;
-  const runSet = new Set(runs.map((r) => r.id));
-  const jobCount = jobs.filter((j) => runSet.has(j.run_id)).length;
-  if (runs.length === 0 || s.dryRun) return { runs: runs.length, jobs: jobCount, next };
+  const purgeable = new Set(runs.map((r) => r.id));
+  const whole = [...lineages.values()].filter((members) => [...members].every((id) => purgeable.has(id)));
+  if (whole.length === 0) return { runs: 0, jobs: 0, next };
 
-  // Deleting the runs deletes their steps and edges (ON DELETE CASCADE), the steps' jobs (the job -> step link
-  // cascades) and the jobs' events (trigger).
-  const deleted = await tx.$executeRaw`DELETE FROM runledger.workflow_runs WHERE id = ANY(${[...runSet]}::uuid[])`;
+  // Re-read the lineages of the runs now held: one that grew meanwhile is kept whole.
+  const heldIds = [...new Set(whole.flatMap((members) => [...members]))];
+  const links = await tx.$queryRaw<{ source_run_id: string; recovery_run_id: string }[]>`
+    SELECT source_run_id, recovery_run_id FROM runledger.workflow_recoveries
+     WHERE source_run_id = ANY(${heldIds}::uuid[]) OR recovery_run_id = ANY(${heldIds}::uuid[])`;
+  const memberOf = new Map<string, Set<string>>();
+  for (const members of whole) for (const id of members) memberOf.set(id, members);
+  const grown = new Set<Set<string>>();
+  for (const link of links) {
+    const a = memberOf.get(link.source_run_id);
+    const b = memberOf.get(link.recovery_run_id);
+    if (a === undefined || b === undefined || a !== b) for (const members of [a, b]) if (members) grown.add(members);
+  }
+  const ids = whole.filter((members) => !grown.has(members)).flatMap((members) => [...members]);
+  const fresh = s.dryRun ? ids.filter((id) => !s.counted.has(id)) : ids;
+  const runSet = new Set(fresh);
+  const jobCount = jobs.filter((j) => runSet.has(j.run_id)).length;
+  if (s.dryRun) {
+    for (const id of fresh) s.counted.add(id);
+    return { runs: fresh.length, jobs: jobCount, next };
+  }
+  if (ids.length === 0) return { runs: 0, jobs: 0, next };
+
+  // Lineage rows first (both runs are RESTRICTed), then the runs: their steps and edges (ON DELETE CASCADE), the
+  // steps' jobs (the job -> step link cascades) and the jobs' events (trigger).
+  await tx.$executeRaw`
+    DELETE FROM runledger.workflow_recoveries WHERE source_run_id = ANY(${ids}::uuid[]) OR recovery_run_id = ANY(${ids}::uuid[])`;
+  const deleted = await tx.$executeRaw`DELETE FROM runledger.workflow_runs WHERE id = ANY(${ids}::uuid[])`;
   return { runs: deleted, jobs: jobCount, next };
 }

@@ -97,39 +97,55 @@ export async function enqueueOrGetActiveWorkflow(db: Db, input: EnqueueActiveWor
       if (previous.length > 0) return idempotentOutcome(tx, await persistRuns(tx, [run], context.owned), scope, activeKey);
     }
 
-    const holders = await tx.$queryRaw<{ workflow_run_id: string; status: WorkflowRunStatus; quiescent: boolean }[]>`
-      SELECT k.workflow_run_id, wr.status,
-             wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-             AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
-                              WHERE ws.workflow_run_id = wr.id AND jq.status = 'CANCELED'
-                                AND jq.lease_expires_at > clock_timestamp()) AS quiescent
-        FROM runledger.workflow_active_keys k
-        JOIN runledger.workflow_runs wr ON wr.id = k.workflow_run_id
-       WHERE k.scope = ${scope} AND k.active_key = ${activeKey} AND k.released_at IS NULL
-         FOR UPDATE OF k`;
-    const holder = holders[0];
-    if (holder && !holder.quiescent) return { outcome: 'existing_active', workflowRunId: holder.workflow_run_id, status: holder.status };
-    if (holder) {
-      // Over and quiescent, not yet swept: the key is free; release it here rather than wait for the reaper.
-      await tx.$executeRaw`
-        UPDATE runledger.workflow_active_keys SET released_at = clock_timestamp()
-         WHERE workflow_run_id = ${holder.workflow_run_id}::uuid AND released_at IS NULL`;
-    }
+    const holder = await freeActiveKeyTx(tx, scope, activeKey);
+    if (holder) return { outcome: 'existing_active', workflowRunId: holder.workflowRunId, status: holder.status };
 
     const [result] = await persistRuns(tx, [run], context.owned);
     if (result!.disposition === 'existing') return idempotentOutcome(tx, [result!], scope, activeKey);
-    const claimed = await tx.$executeRaw`
-      INSERT INTO runledger.workflow_active_keys (workflow_run_id, scope, active_key)
-      VALUES (${result!.workflowRunId}::uuid, ${scope}, ${activeKey})
-      ON CONFLICT DO NOTHING`;
-    if (claimed !== 1) {
-      // Unreachable while every claim goes through the key's lock above.
-      throw new InternalError('workflow.internal_state', 'The workflow run is in an inconsistent state.', {
-        internalMessage: `active key claim for run ${result!.workflowRunId} lost to a claim that bypassed the key lock`,
-      });
-    }
+    await claimActiveKeyTx(tx, result!.workflowRunId, scope, activeKey);
     return { outcome: 'inserted', workflowRunId: result!.workflowRunId, status: result!.status };
   });
+}
+
+/**
+ * Under the key's lock (rung 0): the run that holds the key and may not lose
+ * it (not over, or a canceled job of it still quiescing), or null when the
+ * key is free. A holder that is over and quiescent but not yet swept is
+ * released here (its claim row locked, rung 5) rather than left for the
+ * reaper. Enqueues and recoveries (src/recovery/) of a key both go through it.
+ */
+export async function freeActiveKeyTx(tx: Tx, scope: string, activeKey: string): Promise<{ workflowRunId: string; status: WorkflowRunStatus } | null> {
+  const holders = await tx.$queryRaw<{ workflow_run_id: string; status: WorkflowRunStatus; quiescent: boolean }[]>`
+    SELECT k.workflow_run_id, wr.status,
+           wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+           AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
+                            WHERE ws.workflow_run_id = wr.id AND jq.status = 'CANCELED'
+                              AND jq.lease_expires_at > clock_timestamp()) AS quiescent
+      FROM runledger.workflow_active_keys k
+      JOIN runledger.workflow_runs wr ON wr.id = k.workflow_run_id
+     WHERE k.scope = ${scope} AND k.active_key = ${activeKey} AND k.released_at IS NULL
+       FOR UPDATE OF k`;
+  const holder = holders[0];
+  if (!holder) return null;
+  if (!holder.quiescent) return { workflowRunId: holder.workflow_run_id, status: holder.status };
+  await tx.$executeRaw`
+    UPDATE runledger.workflow_active_keys SET released_at = clock_timestamp()
+     WHERE workflow_run_id = ${holder.workflow_run_id}::uuid AND released_at IS NULL`;
+  return null;
+}
+
+/** Claims a free key (see freeActiveKeyTx) for a run this transaction just inserted. */
+export async function claimActiveKeyTx(tx: Tx, workflowRunId: string, scope: string, activeKey: string): Promise<void> {
+  const claimed = await tx.$executeRaw`
+    INSERT INTO runledger.workflow_active_keys (workflow_run_id, scope, active_key)
+    VALUES (${workflowRunId}::uuid, ${scope}, ${activeKey})
+    ON CONFLICT DO NOTHING`;
+  if (claimed !== 1) {
+    // Unreachable while every claim goes through the key's lock.
+    throw new InternalError('workflow.internal_state', 'The workflow run is in an inconsistent state.', {
+      internalMessage: `active key claim for run ${workflowRunId} lost to a claim that bypassed the key lock`,
+    });
+  }
 }
 
 /**

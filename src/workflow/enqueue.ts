@@ -6,8 +6,10 @@
  * Step ids are issued in topological order, so a dependent's id is always
  * greater than its prerequisites' ids.
  *
- * Idempotency: with a key, the canonical request (the validated run, defaults
- * resolved) is stored; the same request again returns the existing run, a
+ * Every run stores its canonical request (the validated run, defaults
+ * resolved) in `enqueue_request`, in the insert it is written by: it is what
+ * a recovery rebuilds the run from (src/recovery/). Idempotency: with a key,
+ * the same request again returns the existing run, a
  * different one is `workflow.idempotency_conflict`. "The same" is equality
  * of the snapshots as jsonb, the rule the job queue's `enqueue_request` uses
  * (object key order and number spelling do not matter: 1 = 1.0 = 1e0), with
@@ -96,17 +98,44 @@ interface PlannedRun {
   runId: string;
   stepIds: string[];
   status: WorkflowRunStatus;
-  canonical: JsonValue | null;
+  canonical: JsonValue;
+  carried: CarriedSteps;
 }
 
-export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[], owned: boolean): Promise<EnqueueWorkflowRunResult[]> {
-  const planned: PlannedRun[] = runs.map((run) => ({
-    run,
-    runId: newId(),
-    stepIds: run.steps.map(() => newId()),
-    status: run.steps.every((step) => step.kind === 'external' && step.dependsOn.length === 0) ? 'WAITING_FOR_EXTERNAL' : 'RUNNING',
-    canonical: run.idempotencyKey === null ? null : canonicalRequest(run),
-  }));
+/**
+ * Steps a failed-only recovery carries over from its source (src/recovery/):
+ * step key -> the output it succeeded with. Such a step is inserted SUCCEEDED
+ * (no job), and its edges count as settled from the start. Empty for every
+ * enqueue.
+ */
+export type CarriedSteps = ReadonlyMap<string, JsonValue | null>;
+const NOTHING_CARRIED: CarriedSteps = new Map();
+/** The statusReason of a step a recovery carried over. */
+export const RECOVERY_CARRIED = 'workflow.recovery_carried';
+
+/** Edges into `step` from steps that are not carried: the step waits for these. */
+function pendingOf(step: ValidatedWorkflowRun['steps'][number], carried: CarriedSteps): number {
+  return carried.size === 0 ? step.dependsOn.length : step.dependsOn.filter((d) => !carried.has(d.step)).length;
+}
+
+export async function persistRuns(
+  tx: Tx,
+  runs: readonly ValidatedWorkflowRun[],
+  owned: boolean,
+  carriedByRun: readonly CarriedSteps[] = [],
+): Promise<EnqueueWorkflowRunResult[]> {
+  const planned: PlannedRun[] = runs.map((run, index) => {
+    const carried = carriedByRun[index] ?? NOTHING_CARRIED;
+    const live = run.steps.filter((step) => !carried.has(step.key));
+    return {
+      run,
+      runId: newId(),
+      stepIds: run.steps.map(() => newId()),
+      status: live.every((step) => step.kind === 'external' && pendingOf(step, carried) === 0) ? 'WAITING_FOR_EXTERNAL' : 'RUNNING',
+      canonical: canonicalRequest(run),
+      carried,
+    };
+  });
 
   // The caller's trace, continued by the spans of every step's job (src/telemetry/).
   const traceContext = jsonParam(await captureTraceContext());
@@ -153,9 +182,9 @@ export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[],
 async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promise<void> {
   const jobs: InsertJobRow[] = [];
   const jobIdByStep = new Map<string, string>();
-  for (const { run, runId, stepIds } of fresh) {
+  for (const { run, runId, stepIds, carried } of fresh) {
     run.steps.forEach((step, index) => {
-      if (step.kind !== 'job' || step.dependsOn.length > 0) return;
+      if (step.kind !== 'job' || carried.has(step.key) || pendingOf(step, carried) > 0) return;
       const stepId = stepIds[index]!;
       const jobId = newId();
       jobIdByStep.set(stepId, jobId);
@@ -179,17 +208,21 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
   }
   await insertJobsTx(tx, jobs);
 
-  const steps = fresh.flatMap(({ run, runId, stepIds }) => run.steps.map((step, index) => ({ step, run, runId, id: stepIds[index]! })));
+  const steps = fresh.flatMap(({ run, runId, stepIds, carried }) =>
+    run.steps.map((step, index) => ({ step, run, runId, id: stepIds[index]!, carried: carried.has(step.key), output: carried.get(step.key) ?? null, pending: pendingOf(step, carried) })),
+  );
   const col = <T>(pick: (entry: (typeof steps)[number]) => T): T[] => steps.map(pick);
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
             timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, status, job_id, released_at, dependency_count_total,
-            dependency_count_pending)
+            dependency_count_pending, output, finished_at, status_reason)
     SELECT s.id, s.run_id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, s.organization_id,
            s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms,
-           CASE WHEN s.deps > 0 THEN 'BLOCKED' WHEN s.kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL' ELSE 'ENQUEUED' END::runledger.workflow_step_status,
-           s.job_id, CASE WHEN s.deps = 0 THEN now() END, s.deps, s.deps
+           CASE WHEN s.carried THEN 'SUCCEEDED' WHEN s.pending > 0 THEN 'BLOCKED' WHEN s.kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL'
+                ELSE 'ENQUEUED' END::runledger.workflow_step_status,
+           s.job_id, CASE WHEN s.pending = 0 THEN now() END, s.deps, s.pending,
+           CASE WHEN s.carried THEN s.output END, CASE WHEN s.carried THEN now() END, CASE WHEN s.carried THEN ${RECOVERY_CARRIED} END
       FROM unnest(
              ${col((e) => e.id)}::uuid[],
              ${col((e) => e.runId)}::uuid[],
@@ -205,9 +238,12 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
              ${col((e) => (e.step.kind === 'job' ? (e.step.backoff?.baseDelayMs ?? null) : null))}::int[],
              ${col((e) => (e.step.kind === 'job' ? (e.step.backoff?.maxDelayMs ?? null) : null))}::int[],
              ${col((e) => jobIdByStep.get(e.id) ?? null)}::uuid[],
-             ${col((e) => e.step.dependsOn.length)}::int[]
+             ${col((e) => e.step.dependsOn.length)}::int[],
+             ${col((e) => e.pending)}::int[],
+             ${col((e) => e.carried)}::boolean[],
+             ${col((e) => (e.carried ? jsonParam(e.output) : null))}::jsonb[]
            ) AS s(id, run_id, organization_id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds,
-                  resource_key, backoff_base_ms, backoff_max_ms, job_id, deps)`;
+                  resource_key, backoff_base_ms, backoff_max_ms, job_id, deps, pending, carried, output)`;
 
   const edges = fresh.flatMap(({ run, runId, stepIds }) => {
     const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));

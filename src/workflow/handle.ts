@@ -19,7 +19,7 @@ import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.
 import type { TypedWorkflowRunInput } from './builder.js';
 import type { WorkflowRunInput } from './definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';
-import { findWorkflowRun } from './reads.js';
+import { findWorkflowRun, type WorkflowRunWithLineage } from './reads.js';
 import { isTerminalRunStatus, type WorkflowRun, type WorkflowRunStatus } from './rows.js';
 import type { WorkflowRunListener } from './run-listener.js';
 
@@ -61,7 +61,8 @@ type DefaultResult<R> = unknown extends R ? JsonValue : R;
  */
 export interface WorkflowRunHandle<Result = unknown> {
   readonly workflowRunId: string;
-  getRun(): Promise<WorkflowRun>;
+  /** The run with its recovery lineage (`recoveredFrom`, `recoveries`). */
+  getRun(): Promise<WorkflowRunWithLineage>;
   getStatus(): Promise<WorkflowRunStatus>;
   /**
    * The result step's output once the run SUCCEEDED. Throws
@@ -86,7 +87,7 @@ export function workflowRunHandle<Result = unknown>(
 ): WorkflowRunHandle<Result> {
   ensureRootClient(db, 'db');
   const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-  const getRun = async (): Promise<WorkflowRun> => {
+  const getRun = async (): Promise<WorkflowRunWithLineage> => {
     const run = await findWorkflowRun(db, { scope, workflowRunId });
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
     return run;

@@ -57,6 +57,12 @@
  *   - Releasing active keys: claim rows (5) after the run rows (4), by the
  *     status recompute and by cancellation; the reaper's sweep takes claim
  *     rows with SKIP LOCKED (never waits).
+ *   - Recovering a finished run (src/recovery/recover.ts): the source's
+ *     ACTIVE-KEY lock when it was keyed (rung 0) -> the source run row FOR
+ *     NO KEY UPDATE (4; serialises recoveries of one source) -> the key's
+ *     claim rows (5) -> the new run's rows (new: nobody waits on them). It
+ *     holds no job, step or release lock: the source is terminal, so nothing
+ *     that takes those on it changes it any more, and its steps are only read.
  *
  * The append takes rung 3 before rung 2, and that cannot close a cycle: the
  * try-lock itself never waits, and the only transaction that waits without a

@@ -12,6 +12,7 @@ import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { storableText, uuid } from '../validation/primitives.js';
 import { pageFields, type Page } from '../queue/schemas.js';
+import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from '../recovery/lineage.js';
 import {
   toWorkflowRun,
   toWorkflowStep,
@@ -63,20 +64,38 @@ function runNotFound(workflowRunId: string): NotFoundError {
   return new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
 }
 
-/** The run, or null when it does not exist in `scope`. */
-export async function findWorkflowRun(db: Db, input: WorkflowRunRef): Promise<WorkflowRun | null> {
+/** A run read by id, with its recovery lineage (src/recovery/lineage.ts). */
+export type WorkflowRunWithLineage = WorkflowRun & WorkflowRunLineage;
+
+/**
+ * The run with its lineage, or null when it does not exist in `scope`. One
+ * statement: the lineage rows are reached through workflow_recoveries'
+ * unique recovery-run index and its (source, created_at) index.
+ */
+export async function findWorkflowRun(db: Db, input: WorkflowRunRef): Promise<WorkflowRunWithLineage | null> {
   const ref = parseInput(runRefSchema, input, INVALID);
   const s = scopeParams(ref.scope);
   const rows = await withTransaction(db, 'read workflow run', async ({ tx }) =>
-    tx.$queryRaw<WorkflowRunRow[]>`
-      SELECT * FROM runledger.workflow_runs
-       WHERE id = ${ref.workflowRunId}::uuid AND (${s.all} OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`,
+    tx.$queryRaw<(WorkflowRunRow & LineageColumns)[]>`
+      SELECT wr.*,
+             (SELECT jsonb_build_object('source_run_id', r.source_run_id, 'recovery_run_id', r.recovery_run_id, 'request_key', r.request_key,
+                                        'reason', r.reason, 'mode', r.mode, 'created_at', r.created_at, 'recovery_status', wr.status)
+                FROM runledger.workflow_recoveries r WHERE r.recovery_run_id = wr.id) AS recovered_from,
+             (SELECT count(*)::int FROM runledger.workflow_recoveries r WHERE r.source_run_id = wr.id) AS recovery_count,
+             (SELECT jsonb_build_object('source_run_id', r.source_run_id, 'recovery_run_id', r.recovery_run_id, 'request_key', r.request_key,
+                                        'reason', r.reason, 'mode', r.mode, 'created_at', r.created_at, 'recovery_status', rr.status)
+                FROM runledger.workflow_recoveries r JOIN runledger.workflow_runs rr ON rr.id = r.recovery_run_id
+               WHERE r.source_run_id = wr.id
+               ORDER BY r.created_at DESC, r.recovery_run_id DESC LIMIT 1) AS latest_recovery
+        FROM runledger.workflow_runs wr
+       WHERE wr.id = ${ref.workflowRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`,
   );
-  return rows[0] ? toWorkflowRun(rows[0]) : null;
+  const row = rows[0];
+  return row ? { ...toWorkflowRun(row), ...toWorkflowRunLineage(row) } : null;
 }
 
-/** The run; `workflow.run_not_found` when it does not exist in `scope`. */
-export async function getWorkflowRun(db: Db, input: WorkflowRunRef): Promise<WorkflowRun> {
+/** The run with its lineage; `workflow.run_not_found` when it does not exist in `scope`. */
+export async function getWorkflowRun(db: Db, input: WorkflowRunRef): Promise<WorkflowRunWithLineage> {
   const run = await findWorkflowRun(db, input);
   if (!run) throw runNotFound(input.workflowRunId);
   return run;

@@ -30,7 +30,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'upsertSchedule', 'deleteSchedule', 'getSchedule', 'findSchedule', 'listSchedules', 'pauseSchedule', 'resumeSchedule',
   'runScheduleNow', 'runDueSchedules', 'slotIdempotencyKey', 'purgeFinished', 'PURGEABLE_JOB_STATUSES', 'PURGEABLE_RUN_STATUSES',
   // Replay and recovery.
-  'compareAndReplaySucceededJob', 'compareAndRequeueJob',
+  'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
   // Worker runtime.
   'createWorker', 'runWorker', 'defineJob', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
 ];
@@ -54,7 +54,7 @@ describe('public API', () => {
       'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
       'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
       'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
-      'compareAndReplaySucceededJob', 'compareAndRequeueJob',
+      'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
     ] as const;
     const arity = Object.fromEntries(operations.map((name) => [name, (runledger[name] as (...args: never[]) => unknown).length]));
     expect(arity).toEqual(Object.fromEntries(operations.map((name) => [name, 2])));

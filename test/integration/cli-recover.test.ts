@@ -1,0 +1,52 @@
+/** `runledger runs recover` and the lineage `runs show` prints, run in-process against a real database. */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import { enqueueWorkflowRun, workflow } from '../../src/index.js';
+import { useTestDatabase } from '../harness/database.js';
+import { runRunnableJobs } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
+  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(String(chunk)), true));
+  try {
+    const code = await main(['node', 'runledger', '--database-url', db.url, ...args]);
+    return { code, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    stdout.mockRestore();
+    stderr.mockRestore();
+  }
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('runledger runs recover', () => {
+  it('recovers a failed run (failed-only), answers a retry with the same recovery, and shows the lineage both ways', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('cli.rec').job('a', 'clirec.a', {}).job('b', 'clirec.b', {}).afterSuccess('b', ['a']).build());
+    await runRunnableJobs(db.prisma, (job) => (job.jobType === 'clirec.b' ? { ok: false } : { ok: true, output: { a: 1 } }));
+
+    const recovered = await cli('runs', 'recover', workflowRunId, '--request-key', 'k1', '--reason', 'outage', '--failed-only', '--json');
+    expect(recovered.code).toBe(0);
+    const result = JSON.parse(recovered.stdout) as { recoveryRunId: string; outcome: string; carriedStepKeys: string[] };
+    expect(result).toMatchObject({ outcome: 'inserted', mode: 'failed_only', carriedStepKeys: ['a'], status: 'RUNNING' });
+
+    const again = await cli('runs', 'recover', workflowRunId, '--request-key', 'k1', '--reason', 'outage', '--failed-only');
+    expect(again).toMatchObject({ code: 0 });
+    expect(again.stdout).toContain(`Recovery ${result.recoveryRunId} (existing, failed_only) of run ${workflowRunId} is RUNNING; carried over: a.`);
+
+    const conflict = await cli('runs', 'recover', workflowRunId, '--request-key', 'k1', '--reason', 'other', '--json');
+    expect(conflict.code).toBe(4);
+    expect(JSON.parse(conflict.stderr)).toMatchObject({ code: 'workflow.recovery_request_conflict' });
+
+    const source = await cli('runs', 'show', workflowRunId);
+    expect(source.stdout).toContain(`recoveries: 1, latest ${result.recoveryRunId} RUNNING (failed_only, reason: outage)`);
+    const recovery = await cli('runs', 'show', result.recoveryRunId);
+    expect(recovery.stdout).toContain(`recovered from ${workflowRunId}  (failed_only,`);
+
+    const missing = await cli('runs', 'recover', workflowRunId, '--reason', 'r');
+    expect(missing.code).toBe(2);
+  });
+});
