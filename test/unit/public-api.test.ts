@@ -29,6 +29,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // Cron schedules and retention.
   'upsertSchedule', 'deleteSchedule', 'getSchedule', 'findSchedule', 'listSchedules', 'pauseSchedule', 'resumeSchedule',
   'runScheduleNow', 'runDueSchedules', 'slotIdempotencyKey', 'purgeFinished', 'PURGEABLE_JOB_STATUSES', 'PURGEABLE_RUN_STATUSES',
+  // Queue metrics.
+  'getQueueMetrics',
   // Replay and recovery.
   'compareAndReplaySucceededJob', 'compareAndRequeueJob',
   // Worker runtime.
