@@ -57,6 +57,13 @@
  *   - Releasing active keys: claim rows (5) after the run rows (4), by the
  *     status recompute and by cancellation; the reaper's sweep takes claim
  *     rows with SKIP LOCKED (never waits).
+ *   - A scheduler pass (src/schedules/run-due.ts): job_schedules rows first
+ *     (rung 0, FOR UPDATE SKIP LOCKED: never waits), then only new rows: the
+ *     slots' jobs and workflow runs (with their steps), whose unique
+ *     idempotency keys make a second materialiser wait for the first's commit
+ *     and then skip. Nothing locks a schedule row after any class above, so
+ *     the pass adds no cycle. Its per-schedule savepoints release the locks of
+ *     the rows they roll back and take no new class.
  *
  * The append takes rung 3 before rung 2, and that cannot close a cycle: the
  * try-lock itself never waits, and the only transaction that waits without a
