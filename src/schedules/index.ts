@@ -3,3 +3,5 @@ export { upsertSchedule, deleteSchedule, findSchedule, getSchedule, listSchedule
 export { runDueSchedules, runScheduleNow, slotIdempotencyKey, type RunDueSchedulesResult, type MaterialisedSlot, type FailedSchedule } from './run-due.js';
 export type { Schedule, ScheduledWorkflow } from './rows.js';
 export type { UpsertScheduleInput, ScheduleRef, SetScheduleEnabledInput, ListSchedulesInput, RunDueSchedulesInput } from './schemas.js';
+export { declareSchedules, type DeclareSchedulesInput, type DeclareSchedulesResult } from './declare.js';
+export { defineSchedule } from './define-schedule.js';
