@@ -23,11 +23,16 @@ function refuseScope(context: CliContext): void {
   }
 }
 
+/** `job <type>` or `workflow <type>`: what each slot enqueues. */
+function target(s: Schedule): string {
+  return s.workflow ? `workflow ${s.workflow.workflowType}` : `job ${s.jobType ?? '?'}`;
+}
+
 function formatSchedules(schedules: readonly Schedule[]): string {
   if (schedules.length === 0) return 'No schedules.';
   return table([
-    ['KEY', 'CRON', 'TIMEZONE', 'JOB TYPE', 'ENABLED', 'NEXT RUN', 'LAST SLOT'],
-    ...schedules.map((s) => [s.key, s.cron, s.timezone, s.jobType, s.enabled ? 'yes' : 'no', s.nextRunAt.toISOString(), s.lastSlotAt?.toISOString() ?? '-']),
+    ['KEY', 'CRON', 'TIMEZONE', 'TARGET', 'ENABLED', 'NEXT RUN', 'LAST SLOT', 'LAST ERROR'],
+    ...schedules.map((s) => [s.key, s.cron, s.timezone, target(s), s.enabled ? 'yes' : 'no', s.nextRunAt.toISOString(), s.lastSlotAt?.toISOString() ?? '-', s.lastError?.code ?? '-']),
   ]);
 }
 
@@ -46,11 +51,12 @@ export function registerScheduleCommands(program: Command, context: CliContext):
     });
   schedules
     .command('run-now <key>')
-    .description("enqueue the schedule's job now (its next slot still runs)")
+    .description("enqueue the schedule's job or workflow run now (its next slot still runs)")
     .action(async (key: string) => {
       refuseScope(context);
       const result = await runScheduleNow(context.db(), { key });
-      context.print(`Enqueued job ${result.jobId} from schedule ${key}.`, { key, ...result });
+      const made = result.workflowRunId ? `workflow run ${result.workflowRunId}` : `job ${result.jobId}`;
+      context.print(`Enqueued ${made} from schedule ${key}.`, { key, ...result });
     });
   schedules
     .command('pause <key>')

@@ -49,6 +49,8 @@ export const ERROR_CODES = [
   'integrity.invalid_input',
   // Retention.
   'retention.invalid_input',
+  // Queue metrics.
+  'metrics.invalid_input',
   // Cron schedules.
   'schedule.invalid_input',
   'schedule.not_found',

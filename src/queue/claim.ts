@@ -38,7 +38,8 @@
  * for and re-checked (`status IN ('ENQUEUED', 'RUNNING')`) as in any UPDATE.
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
-import type { Db, RawQueryArgs } from '../client/types.js';
+import type { Db } from '../client/types.js';
+import { asTemplate } from '../db/sql-template.js';
 import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -277,11 +278,6 @@ const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR runledger.resource
  * values) handed to `$queryRaw` as the tagged-template call runledger's client types accept: the same
  * parameterized statement, no text is spliced in.
  */
-function asTemplate(query: Sql): RawQueryArgs {
-  const strings = Object.assign([...query.strings], { raw: [...query.strings] }) as unknown as TemplateStringsArray;
-  return [strings, ...query.values];
-}
-
 function toClaimedJob(row: ClaimedRow): ClaimedJob {
   return {
     jobId: row.id,

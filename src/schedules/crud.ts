@@ -8,7 +8,7 @@
  * it waits for a scheduler pass holding that row (see run-due.ts), which is
  * short and takes no other lock before it, so they cannot deadlock.
  */
-import type { Db } from '../client/types.js';
+import type { Db, Tx } from '../client/types.js';
 import { withStatement, withTransaction } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
 import { NotFoundError } from '../errors/runledger-error.js';
@@ -25,6 +25,7 @@ import {
   setScheduleEnabledInputSchema,
   upsertScheduleInputSchema,
   type ListSchedulesInput,
+  type ParsedSchedule,
   type ScheduleRef,
   type SetScheduleEnabledInput,
   type UpsertScheduleInput,
@@ -52,29 +53,54 @@ export function scheduleNotFound(key: string, operation: string): NotFoundError 
  */
 export async function upsertSchedule(db: Db, input: UpsertScheduleInput): Promise<Schedule> {
   const s = parseInput(upsertScheduleInputSchema, input, SCHEDULE_INVALID_INPUT);
-  // Validation proved a future slot exists.
-  const firstSlot = nextSlotAfter(s, s.now ?? new Date())!;
-  const catchUp = s.catchUp?.maxSlots ?? DEFAULT_CATCH_UP_MAX_SLOTS;
-  return withStatement(db, 'upsert schedule', async (tx) => {
-    const [row] = await tx.$queryRaw<ScheduleRow[]>`
-      INSERT INTO runledger.job_schedules AS js
-             (id, schedule_key, cron, timezone, job_type, organization_id, payload, priority, max_attempts,
-              timeout_seconds, resource_key, enabled, catch_up_max_slots, next_run_at)
-      VALUES (${newId()}::uuid, ${s.key}, ${s.cron}, ${s.timezone}, ${s.jobType}, ${s.organizationId ?? null}::text,
-              ${jsonParam(s.payload)}::jsonb, ${s.priority}::int, ${s.maxAttempts}::int, ${s.timeoutSeconds}::int,
-              ${s.resource ?? null}::text, ${s.enabled}, ${catchUp}::int, ${firstSlot}::timestamptz)
-      ON CONFLICT (schedule_key) DO UPDATE
-         SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, job_type = EXCLUDED.job_type,
-             organization_id = EXCLUDED.organization_id, payload = EXCLUDED.payload, priority = EXCLUDED.priority,
-             max_attempts = EXCLUDED.max_attempts, timeout_seconds = EXCLUDED.timeout_seconds,
-             resource_key = EXCLUDED.resource_key, enabled = EXCLUDED.enabled,
-             catch_up_max_slots = EXCLUDED.catch_up_max_slots,
-             next_run_at = CASE WHEN js.cron = EXCLUDED.cron AND js.timezone = EXCLUDED.timezone AND js.enabled
-                                THEN js.next_run_at ELSE EXCLUDED.next_run_at END,
-             updated_at = now()
-      RETURNING js.*`;
-    return toSchedule(row!);
-  });
+  return withStatement(db, 'upsert schedule', async (tx) => (await upsertSchedulesTx(tx, [s], null))[0]!);
+}
+
+/**
+ * Upserts several parsed schedules in one statement (see upsertSchedule),
+ * tagging them `declaredBy`. Rows are written in key order, so concurrent
+ * callers declaring overlapping sets (workers starting together) take the
+ * rows' locks in one order and cannot deadlock; ON CONFLICT makes the loser
+ * of an insert race update instead of failing. Keys must be distinct.
+ */
+export async function upsertSchedulesTx(tx: Tx, schedules: readonly ParsedSchedule[], declaredBy: string | null): Promise<Schedule[]> {
+  if (schedules.length === 0) return [];
+  const sorted = [...schedules].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const column = <T>(pick: (s: ParsedSchedule) => T) => sorted.map(pick);
+  const rows = await tx.$queryRaw<ScheduleRow[]>`
+    INSERT INTO runledger.job_schedules AS js
+           (id, schedule_key, cron, timezone, job_type, organization_id, payload, workflow_type, workflow_run, priority, max_attempts,
+            timeout_seconds, resource_key, enabled, catch_up_max_slots, next_run_at, declared_by)
+    SELECT u.id, u.schedule_key, u.cron, u.timezone, u.job_type, u.organization_id, u.payload, u.workflow_type, u.workflow_run,
+           u.priority, u.max_attempts, u.timeout_seconds, u.resource_key, u.enabled, u.catch_up_max_slots, u.next_run_at,
+           ${declaredBy}::text
+      FROM unnest(${column(() => newId())}::uuid[], ${column((s) => s.key)}::text[], ${column((s) => s.cron)}::text[],
+                  ${column((s) => s.timezone)}::text[], ${column((s) => s.jobType ?? null)}::text[],
+                  ${column((s) => s.organizationId ?? null)}::text[],
+                  ${column((s) => (s.jobType === undefined ? null : jsonParam(s.payload ?? null)))}::jsonb[],
+                  ${column((s) => s.workflow?.workflowType ?? null)}::text[],
+                  ${column((s) => (s.workflow === undefined ? null : JSON.stringify(s.workflow)))}::jsonb[],
+                  ${column((s) => s.priority)}::int[], ${column((s) => s.maxAttempts)}::int[], ${column((s) => s.timeoutSeconds)}::int[],
+                  ${column((s) => s.resource ?? null)}::text[], ${column((s) => s.enabled)}::boolean[],
+                  ${column((s) => s.catchUp?.maxSlots ?? DEFAULT_CATCH_UP_MAX_SLOTS)}::int[],
+                  -- Validation proved a future slot exists.
+                  ${column((s) => nextSlotAfter(s, s.now ?? new Date())!)}::timestamptz[])
+           WITH ORDINALITY AS u(id, schedule_key, cron, timezone, job_type, organization_id, payload, workflow_type, workflow_run, priority,
+                                max_attempts, timeout_seconds, resource_key, enabled, catch_up_max_slots, next_run_at, ord)
+     ORDER BY u.ord
+    ON CONFLICT (schedule_key) DO UPDATE
+       SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, job_type = EXCLUDED.job_type,
+           organization_id = EXCLUDED.organization_id, payload = EXCLUDED.payload,
+           workflow_type = EXCLUDED.workflow_type, workflow_run = EXCLUDED.workflow_run, priority = EXCLUDED.priority,
+           max_attempts = EXCLUDED.max_attempts, timeout_seconds = EXCLUDED.timeout_seconds,
+           resource_key = EXCLUDED.resource_key, enabled = EXCLUDED.enabled,
+           catch_up_max_slots = EXCLUDED.catch_up_max_slots, declared_by = EXCLUDED.declared_by,
+           next_run_at = CASE WHEN js.cron = EXCLUDED.cron AND js.timezone = EXCLUDED.timezone AND js.enabled
+                              THEN js.next_run_at ELSE EXCLUDED.next_run_at END,
+           updated_at = now()
+    RETURNING js.*`;
+  const byKey = new Map(rows.map((row) => [row.schedule_key, toSchedule(row)]));
+  return schedules.map((s) => byKey.get(s.key)!);
 }
 
 /** Deletes the schedule; true when it existed. Jobs it already made are not touched. */

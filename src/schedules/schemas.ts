@@ -8,6 +8,8 @@ import { z } from 'zod';
 import { enqueueJobInputSchema, DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/schemas.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText } from '../validation/primitives.js';
 import { cronProblem, timezoneProblem } from './cron.js';
+import type { WorkflowRunInput } from '../workflow/definition.js';
+import { workflowRunProblem } from './targets.js';
 
 export const SCHEDULE_INVALID_INPUT = 'schedule.invalid_input';
 export const SCHEDULE_NOT_FOUND = 'schedule.not_found';
@@ -31,19 +33,31 @@ export const scheduleKey = storableText
 /** The same organization id rule as enqueue, whatever form host ids take. */
 const organizationId = enqueueJobInputSchema.shape.organizationId;
 
+/** The settings of a job target; a workflow target's steps carry their own. */
+const JOB_ONLY_SETTINGS = ['priority', 'maxAttempts', 'timeoutSeconds', 'resource'] as const;
+
 export const upsertScheduleInputSchema = z
   .strictObject({
     key: scheduleKey,
     cron: nonBlank(200),
     timezone: nonBlank(100).default(DEFAULT_TIMEZONE),
-    jobType: nonBlank(200),
-    payload: jsonValue,
+    /** Target, one of: a job (`jobType` and `payload`)... */
+    jobType: nonBlank(200).optional(),
+    payload: jsonValue.optional(),
+    /**
+     * ...or a workflow run (what `workflow(...).build()` returns), enqueued
+     * whole at each slot. It must not set `organizationId` (the schedule's
+     * applies) nor `idempotencyKey` (each slot's is derived from the schedule
+     * key and the slot time, as for jobs).
+     */
+    workflow: z.custom<WorkflowRunInput>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'must be a workflow run (workflow(...).build())').optional(),
     organizationId,
     enabled: z.boolean(),
-    priority: int32.default(DEFAULT_PRIORITY),
-    maxAttempts: positiveInt.default(DEFAULT_MAX_ATTEMPTS),
-    timeoutSeconds: positiveInt.default(DEFAULT_TIMEOUT_SECONDS),
-    /** Execution resource of every job this schedule makes (see enqueueJob). */
+    /** Job targets only (defaults as enqueueJob's). */
+    priority: int32.optional(),
+    maxAttempts: positiveInt.optional(),
+    timeoutSeconds: positiveInt.optional(),
+    /** Execution resource of every job this schedule makes (see enqueueJob); job targets only. */
     resource: requestKey.optional(),
     /**
      * Missed slots after downtime: how many of them, the latest ones, one pass
@@ -61,8 +75,60 @@ export const upsertScheduleInputSchema = z
     }
     const problem = cronProblem(input.cron, input.timezone, input.now ?? new Date());
     if (problem) ctx.addIssue({ code: 'custom', path: ['cron'], message: problem });
-  });
+    targetProblems(input, ctx);
+  })
+  .transform((input) => ({
+    ...input,
+    priority: input.priority ?? DEFAULT_PRIORITY,
+    maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    timeoutSeconds: input.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+    // Validated by targetProblems: present exactly when there is no jobType.
+    workflow: input.workflow === undefined ? undefined : storedWorkflowRun(input.workflow),
+  }));
+
+interface TargetFields {
+  jobType?: string | undefined;
+  payload?: unknown;
+  workflow?: WorkflowRunInput | undefined;
+  priority?: number | undefined;
+  maxAttempts?: number | undefined;
+  timeoutSeconds?: number | undefined;
+  resource?: string | undefined;
+}
+
+/** Exactly one target; a job target has a payload; a workflow target is a valid run, without job settings, organization or key. */
+function targetProblems(input: TargetFields, ctx: z.core.$RefinementCtx): void {
+  if (input.workflow === undefined) {
+    if (input.jobType === undefined) ctx.addIssue({ code: 'custom', path: ['jobType'], message: 'is required (or give a workflow)' });
+    else if (input.payload === undefined) ctx.addIssue({ code: 'custom', path: ['payload'], message: 'is required with jobType' });
+    return;
+  }
+  if (input.jobType !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['jobType'], message: 'a schedule has one target: jobType or workflow, not both' });
+    return;
+  }
+  for (const field of ['payload', ...JOB_ONLY_SETTINGS] as const) {
+    if (input[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: "applies to job targets only (set it on the workflow's steps)" });
+  }
+  const run = input.workflow as { organizationId?: unknown; idempotencyKey?: unknown };
+  if (run.organizationId !== undefined && run.organizationId !== null) {
+    ctx.addIssue({ code: 'custom', path: ['workflow', 'organizationId'], message: "must not be set: the schedule's organizationId applies" });
+  }
+  if (run.idempotencyKey !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['workflow', 'idempotencyKey'], message: 'must not be set: each slot has its own key' });
+  }
+  const problem = workflowRunProblem(input.workflow);
+  if (problem) ctx.addIssue({ code: 'custom', path: ['workflow', ...problem.field.split('.')], message: problem.message });
+}
+
+/** The run as stored: its plain JSON form, without the fields the scheduler supplies. */
+function storedWorkflowRun(run: WorkflowRunInput): Omit<WorkflowRunInput, 'organizationId' | 'idempotencyKey'> {
+  const { organizationId: _organization, idempotencyKey: _key, ...rest } = run;
+  return JSON.parse(JSON.stringify(rest)) as Omit<WorkflowRunInput, 'organizationId' | 'idempotencyKey'>;
+}
+
 export type UpsertScheduleInput = z.input<typeof upsertScheduleInputSchema>;
+export type ParsedSchedule = z.output<typeof upsertScheduleInputSchema>;
 
 export const scheduleRefSchema = z.strictObject({ key: scheduleKey });
 export type ScheduleRef = z.input<typeof scheduleRefSchema>;

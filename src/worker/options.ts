@@ -10,6 +10,7 @@ import { ValidationError } from '../errors/runledger-error.js';
 import { DEFAULT_LEASE_SECONDS } from '../queue/defaults.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/schemas.js';
 import { MAX_SCHEDULE_BATCH } from '../schedules/schemas.js';
+import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
 import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
@@ -68,6 +69,13 @@ export interface WorkerOptions {
    * ago (see `purgeFinished`), `batchSize` rows per transaction (default 500).
    */
   retention?: { olderThanMs: number; intervalMs?: number; batchSize?: number } | false;
+  /**
+   * Schedules declared in code, written by `start()` before the scheduler
+   * loop runs (see `declareSchedules`): upserted idempotently, safe with many
+   * workers starting at once. Schedules dropped from the list stay unless
+   * `prune: true` with an `owner` tag deletes that owner's undeclared ones.
+   */
+  declareSchedules?: DeclareSchedulesInput;
   /** Heartbeat every `leaseSeconds * heartbeatFraction`. Default 1/3. */
   heartbeatFraction?: number;
   /** LISTEN for job notifications (an accelerator; polling is the correctness path). Default true. */
@@ -107,6 +115,8 @@ export interface ResolvedWorkerOptions {
   reaper: { intervalMs: number; limit: number } | false;
   schedules: { intervalMs: number; limit: number; now: (() => Date) | undefined } | false;
   retention: { olderThanMs: number; intervalMs: number; batchSize: number } | false;
+  /** As given (validated at createWorker); declareSchedules parses it again at start. */
+  declareSchedules: DeclareSchedulesInput | undefined;
   heartbeatIntervalMs: number;
   listen: boolean;
   completionBatchMs: number;
@@ -182,6 +192,7 @@ const workerOptionsSchema = z
         }),
       ])
       .default(false),
+    declareSchedules: declareSchedulesInputSchema.optional(),
     heartbeatFraction: z.number().gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_HEARTBEAT_FRACTION),
     listen: z.boolean().default(true),
     completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
@@ -220,6 +231,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     logger: guardLogger(o.logger ?? createConsoleLogger({ level: 'info' })),
     reaper: o.reaper,
     retention: o.retention,
+    declareSchedules: options.declareSchedules,
     schedules: o.schedules === false ? false : { intervalMs: o.schedules.intervalMs, limit: o.schedules.limit, now: o.schedules.now },
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,

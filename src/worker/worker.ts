@@ -113,6 +113,7 @@ import { JobAvailableListener } from './listener.js';
 import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
 import { Reaper } from './reaper.js';
 import { SchedulerLoop } from './scheduler.js';
+import { declareSchedules } from '../schedules/declare.js';
 import { RetentionLoop } from './retention.js';
 import { backoffMs, sleep, Wakeup } from './timing.js';
 
@@ -298,6 +299,11 @@ class RunledgerWorker implements Worker {
       logger.info('no connection string to LISTEN on (pass listenConnectionString); polling only', { pollIntervalMs });
     }
     if (this.stopController.signal.aborted) return; // stop() was called while the listener connected
+    if (this.options.declareSchedules) {
+      // Before the scheduler's first pass, so a declared schedule's first slot is not missed; a failure fails start().
+      const declared = await declareSchedules(this.db, this.options.declareSchedules);
+      logger.info('declared schedules', { count: declared.schedules.length, pruned: declared.pruned });
+    }
     if (reaper) {
       this.reaper = new Reaper({
         db: this.db,

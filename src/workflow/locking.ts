@@ -63,6 +63,19 @@
  *     claim rows (5) -> the new run's rows (new: nobody waits on them). It
  *     holds no job, step or release lock: the source is terminal, so nothing
  *     that takes those on it changes it any more, and its steps are only read.
+ *   - A scheduler pass (src/schedules/run-due.ts): job_schedules rows first
+ *     (rung 0, FOR UPDATE SKIP LOCKED: never waits), then only new rows: the
+ *     slots' jobs and workflow runs (with their steps), whose unique
+ *     idempotency keys make a second materialiser wait for the first's commit
+ *     and then skip. Nothing locks a schedule row after any class above, so
+ *     the pass adds no cycle. Its per-schedule savepoints release the locks of
+ *     the rows they roll back and take no new class.
+ *   - Declaring schedules (src/schedules/declare.ts): the DECLARE advisory
+ *     lock (rung 0, blocking, one key for every owner) -> schedule rows
+ *     (upsert in key order, then prune). Declarations are serialised, so two
+ *     that prune each other's keys (a rolling deploy) cannot deadlock; a
+ *     scheduler pass never waits for them (SKIP LOCKED), and upsertSchedule
+ *     writes one row in one statement.
  *
  * The append takes rung 3 before rung 2, and that cannot close a cycle: the
  * try-lock itself never waits, and the only transaction that waits without a
@@ -121,6 +134,8 @@ export const RELEASE_LOCK_NAMESPACE = 0x52554e4c;
 export const APPEND_LOCK_NAMESPACE = 0x52554e41;
 /** Namespace of the per-(scope, key) active-key locks ('RUNK'), rung 0. */
 export const ACTIVE_KEY_LOCK_NAMESPACE = 0x52554e4b;
+/** Namespace of the schedule-declaration lock ('RUNS'), rung 0: one declaration (declareSchedules) at a time. */
+export const SCHEDULE_DECLARE_LOCK_NAMESPACE = 0x52554e53;
 /** Bound on waiting for the shared release lock; below deadlock_timeout (1 s by default). */
 export const RELEASE_LOCK_WAIT_MS = 500;
 

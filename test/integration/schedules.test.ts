@@ -179,7 +179,7 @@ describe('materialising due slots', () => {
   it('run-now enqueues a job without moving the cursor; a clock moved back cannot repeat a slot', async () => {
     await upsertSchedule(db.prisma, { key: 'now.a', cron: '0 * * * *', jobType: 'now.job', payload: { x: 1 }, enabled: true, now: at('2027-06-01T00:30:00Z') });
     const { jobId } = await runScheduleNow(db.prisma, { key: 'now.a' });
-    const { items: events } = await listJobEvents(db.prisma, { scope: adminScope(), jobId });
+    const { items: events } = await listJobEvents(db.prisma, { scope: adminScope(), jobId: jobId! });
     expect(events[0]?.payload).toEqual({ schedule: { key: 'now.a', trigger: 'manual' } });
     expect((await getSchedule(db.prisma, { key: 'now.a' })).nextRunAt).toEqual(at('2027-06-01T01:00:00Z'));
     const first = await runDueSchedules(db.prisma, { now: at('2027-06-01T01:00:00Z'), limit: 10 });

@@ -28,7 +28,9 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'verifyIntegrity',
   // Cron schedules and retention.
   'upsertSchedule', 'deleteSchedule', 'getSchedule', 'findSchedule', 'listSchedules', 'pauseSchedule', 'resumeSchedule',
-  'runScheduleNow', 'runDueSchedules', 'slotIdempotencyKey', 'purgeFinished', 'PURGEABLE_JOB_STATUSES', 'PURGEABLE_RUN_STATUSES',
+  'runScheduleNow', 'runDueSchedules', 'slotIdempotencyKey', 'declareSchedules', 'defineSchedule', 'purgeFinished', 'PURGEABLE_JOB_STATUSES', 'PURGEABLE_RUN_STATUSES',
+  // Queue metrics.
+  'getQueueMetrics',
   // Replay and recovery.
   'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
   // Worker runtime.

@@ -1,0 +1,211 @@
+/**
+ * The SQL of the queue metrics, one named query per section. Each section is
+ * a function of the clock and the scope returning one statement, so that a
+ * new section (continuation counts, the intent backlog) is one more entry
+ * here plus its field in `QueueMetrics`, and the plan test
+ * (test/integration/metrics-plans.test.ts) EXPLAINs every entry.
+ *
+ * Cost on a large table: no section reads finished history beyond its window.
+ *   - live counts and the oldest runnable job read the PENDING and LEASED
+ *     partial indexes (job_queue_claim_idx, job_queue_lease_expiry_idx),
+ *     whose size is the backlog, not the history;
+ *   - the oldest runnable job walks the claim index once per distinct
+ *     priority (a loose index scan), taking the first due entry of each;
+ *   - recent finished counts, the duration sample and dead letters read
+ *     job_queue_finished_status_idx ((status, finished_at) over finished
+ *     jobs, migration 20261214000000_queue_metrics) in their window only; the
+ *     duration sample reads at most MAX_DURATION_SAMPLES entries per status;
+ *   - workflow runs: live ones by workflow_runs_status_idx, finished ones in
+ *     the recent window by workflow_runs_finished_idx.
+ * Scope is a filter on those rows (exact, as everywhere: an organization sees
+ * only its rows, `noOrganizationScope()` only rows without one).
+ */
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
+import { scopeParams, type Scope } from '../db/scope.js';
+import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './schemas.js';
+
+export interface MetricsQueryContext {
+  now: Date;
+  scope: Scope;
+}
+
+function scoped(alias: Sql, scope: Scope): Sql {
+  const s = scopeParams(scope);
+  return sqltag`(${s.all}::boolean OR (${s.organizationId}::text IS NULL AND ${alias}.organization_id IS NULL) OR ${alias}.organization_id = ${s.organizationId}::text)`;
+}
+
+const jq = sqltag`jq`;
+const wr = sqltag`wr`;
+const windowStart = (now: Date, ms: number) => new Date(now.getTime() - ms);
+
+export interface LiveCountRow {
+  job_type: string;
+  workflow: boolean;
+  status: 'PENDING' | 'LEASED';
+  count: number;
+  runnable: number;
+}
+
+/** PENDING (and of those, due) and LEASED jobs by type and kind. */
+export function liveJobCounts({ now, scope }: MetricsQueryContext): Sql {
+  // `priority >= -2147483648` is the claim index's predicate: it makes that index usable here.
+  return sqltag`
+    SELECT jq.job_type, jq.workflow_step_id IS NOT NULL AS workflow, 'PENDING' AS status,
+           count(*)::int AS count, (count(*) FILTER (WHERE jq.next_run_at <= ${now}::timestamptz))::int AS runnable
+      FROM runledger.job_queue jq
+     WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${scoped(jq, scope)}
+     GROUP BY 1, 2
+    UNION ALL
+    SELECT jq.job_type, jq.workflow_step_id IS NOT NULL, 'LEASED', count(*)::int, 0
+      FROM runledger.job_queue jq
+     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${scoped(jq, scope)}
+     GROUP BY 1, 2`;
+}
+
+export interface FinishedCountRow {
+  job_type: string;
+  workflow: boolean;
+  status: 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED';
+  count: number;
+}
+
+/**
+ * Jobs that finished in the recent window, by type, kind and terminal status.
+ * One branch per status, each an equality and a range on the finished index:
+ * with `status IN (...)` PostgreSQL 15 estimated a sequential scan cheaper.
+ */
+export function recentlyFinishedJobCounts({ now, scope }: MetricsQueryContext): Sql {
+  const from = windowStart(now, RECENT_WINDOW_MS);
+  const finished = (status: string) => sqltag`
+    SELECT jq.job_type, jq.workflow_step_id IS NOT NULL AS workflow, ${status}::text AS status, count(*)::int AS count
+      FROM runledger.job_queue jq
+     WHERE jq.status = ${status}::runledger.job_status
+       AND jq.finished_at > ${from}::timestamptz AND jq.finished_at <= ${now}::timestamptz
+       AND ${scoped(jq, scope)}
+     GROUP BY 1, 2`;
+  return sqltag`${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')}`;
+}
+
+export interface OldestRunnableRow {
+  oldest: Date | null;
+}
+
+/**
+ * The earliest `next_run_at` among due PENDING jobs. The claim index is
+ * ordered by priority first, so a plain min() would read the whole backlog;
+ * instead the recursive part finds each distinct priority with one index
+ * probe, and the first due entry of each priority is one more.
+ */
+export function oldestRunnable({ now, scope }: MetricsQueryContext): Sql {
+  const pending = sqltag`jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${scoped(jq, scope)}`;
+  return sqltag`
+    WITH RECURSIVE priorities AS (
+      (SELECT jq.priority FROM runledger.job_queue jq WHERE ${pending} ORDER BY jq.priority DESC LIMIT 1)
+      UNION ALL
+      SELECT (SELECT jq.priority FROM runledger.job_queue jq
+               WHERE ${pending} AND jq.priority < p.priority ORDER BY jq.priority DESC LIMIT 1)
+        FROM priorities p
+       WHERE p.priority IS NOT NULL
+    )
+    SELECT min((SELECT jq.next_run_at FROM runledger.job_queue jq
+                 WHERE ${pending} AND jq.priority = p.priority AND jq.next_run_at <= ${now}::timestamptz
+                 ORDER BY jq.next_run_at LIMIT 1)) AS oldest
+      FROM priorities p
+     WHERE p.priority IS NOT NULL`;
+}
+
+export interface DurationRow {
+  samples: number;
+  wait_p50: number | null;
+  wait_p95: number | null;
+  run_p50: number | null;
+  run_p95: number | null;
+}
+
+/**
+ * Wait and run time of the latest jobs that finished (SUCCEEDED or
+ * DEAD_LETTERED) in the recent window and had started; canceled jobs are left
+ * out (their run time is the cancellation's, not the handler's).
+ *
+ * Wait: from when the job was due to its first start. `next_run_at` is the
+ * due time until a retry moves it past `started_at`; then the original due
+ * time is gone and `created_at` stands in. Run: first start to finish, so
+ * retries and their backoff count (what a caller waiting for the job sees).
+ *
+ * Each status's latest MAX_DURATION_SAMPLES entries are read by a backward
+ * scan of the finished index; the overall latest ones are among them.
+ */
+export function durationSample({ now, scope }: MetricsQueryContext): Sql {
+  const from = windowStart(now, RECENT_WINDOW_MS);
+  const latest = (status: string) => sqltag`
+    (SELECT jq.created_at, jq.next_run_at, jq.started_at, jq.finished_at
+       FROM runledger.job_queue jq
+      WHERE jq.status = ${status}::runledger.job_status
+        AND jq.finished_at > ${from}::timestamptz AND jq.finished_at <= ${now}::timestamptz
+        AND jq.started_at IS NOT NULL AND ${scoped(jq, scope)}
+      ORDER BY jq.finished_at DESC
+      LIMIT ${MAX_DURATION_SAMPLES})`;
+  return sqltag`
+    WITH sample AS (
+      SELECT * FROM (${latest('SUCCEEDED')} UNION ALL ${latest('DEAD_LETTERED')}) s
+       ORDER BY s.finished_at DESC
+       LIMIT ${MAX_DURATION_SAMPLES}
+    ),
+    d AS (
+      SELECT 1000 * EXTRACT(EPOCH FROM s.started_at - GREATEST(s.created_at,
+                                CASE WHEN s.next_run_at <= s.started_at THEN s.next_run_at ELSE s.created_at END)) AS wait_ms,
+             1000 * EXTRACT(EPOCH FROM s.finished_at - s.started_at) AS run_ms
+        FROM sample s
+    )
+    SELECT count(*)::int AS samples,
+           (percentile_cont(0.5) WITHIN GROUP (ORDER BY wait_ms))::float8 AS wait_p50,
+           (percentile_cont(0.95) WITHIN GROUP (ORDER BY wait_ms))::float8 AS wait_p95,
+           (percentile_cont(0.5) WITHIN GROUP (ORDER BY run_ms))::float8 AS run_p50,
+           (percentile_cont(0.95) WITHIN GROUP (ORDER BY run_ms))::float8 AS run_p95
+      FROM d`;
+}
+
+export interface CountRow {
+  count: number;
+}
+
+/** Jobs dead-lettered in the dead-letter window. */
+export function deadLetteredCount({ now, scope }: MetricsQueryContext): Sql {
+  return sqltag`
+    SELECT count(*)::int AS count
+      FROM runledger.job_queue jq
+     WHERE jq.status = 'DEAD_LETTERED'
+       AND jq.finished_at > ${windowStart(now, DEAD_LETTER_WINDOW_MS)}::timestamptz AND jq.finished_at <= ${now}::timestamptz
+       AND ${scoped(jq, scope)}`;
+}
+
+export interface RunCountRow {
+  status: 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'COMPLETED_WITH_ERRORS' | 'CANCELED';
+  count: number;
+}
+
+/** Live workflow runs by status, and runs that finished in the recent window by status. */
+export function workflowRunCounts({ now, scope }: MetricsQueryContext): Sql {
+  return sqltag`
+    SELECT wr.status::text AS status, count(*)::int AS count
+      FROM runledger.workflow_runs wr
+     WHERE wr.status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') AND ${scoped(wr, scope)}
+     GROUP BY 1
+    UNION ALL
+    SELECT wr.status::text, count(*)::int
+      FROM runledger.workflow_runs wr
+     WHERE wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+       AND wr.finished_at > ${windowStart(now, RECENT_WINDOW_MS)}::timestamptz AND wr.finished_at <= ${now}::timestamptz
+       AND ${scoped(wr, scope)}
+     GROUP BY 1`;
+}
+
+/** Every section's statement, by name: what the metrics read and what the plan test explains. */
+export const METRICS_QUERIES = {
+  liveJobCounts,
+  recentlyFinishedJobCounts,
+  oldestRunnable,
+  durationSample,
+  deadLetteredCount,
+  workflowRunCounts,
+} as const satisfies Record<string, (context: MetricsQueryContext) => Sql>;

@@ -1,0 +1,164 @@
+/**
+ * `getQueueMetrics`: a point-in-time summary of the queue for dashboards and
+ * `runledger stats`, cheap on a table of millions of finished rows (see the
+ * cost notes in queries.ts). Read-only: it takes no lock and joins the
+ * caller's transaction when given one (then it reads that snapshot).
+ */
+import type { Db, Tx } from '../client/types.js';
+import { withStatement } from '../client/transaction.js';
+import { asTemplate } from '../db/sql-template.js';
+import type { Scope } from '../db/scope.js';
+import { parseInput } from '../validation/parse.js';
+import {
+  METRICS_QUERIES,
+  type CountRow,
+  type DurationRow,
+  type FinishedCountRow,
+  type LiveCountRow,
+  type MetricsQueryContext,
+  type OldestRunnableRow,
+  type RunCountRow,
+} from './queries.js';
+import { DEAD_LETTER_WINDOW_MS, METRICS_INVALID_INPUT, RECENT_WINDOW_MS, getQueueMetricsInputSchema, type GetQueueMetricsInput } from './schemas.js';
+
+/** Jobs finished in the recent window, by terminal status. */
+export interface FinishedJobCounts {
+  succeeded: number;
+  deadLettered: number;
+  canceled: number;
+}
+
+/** One job type's counts. A type used both directly and as workflow steps has two entries. */
+export interface JobTypeMetrics {
+  jobType: string;
+  /** 'direct': enqueued on its own; 'workflow': a workflow step's job. */
+  kind: 'direct' | 'workflow';
+  /** PENDING now (due or not). */
+  pending: number;
+  /** PENDING and due (`next_run_at <= now`): claimable now. */
+  runnable: number;
+  /** LEASED now. */
+  leased: number;
+  /** Finished in the recent window. */
+  finishedRecently: FinishedJobCounts;
+}
+
+/** Percentiles in milliseconds; null when no job is in the sample. */
+export interface DurationPercentiles {
+  /** Jobs the percentiles were computed from (at most `MAX_DURATION_SAMPLES`, the latest). */
+  samples: number;
+  p50: number | null;
+  p95: number | null;
+}
+
+export interface QueueMetrics {
+  /** The instant the metrics describe: every window ends here. */
+  asOf: Date;
+  /** The window lengths, so a reader never has to assume them. */
+  windows: { recentMs: number; deadLetteredMs: number };
+  /** Totals over every type (the sums of `byType`). */
+  jobs: { pending: number; runnable: number; leased: number; finishedRecently: FinishedJobCounts };
+  /** Per job type and kind, ordered by type then kind. Types with nothing live and nothing recent are absent. */
+  byType: JobTypeMetrics[];
+  /** How long the oldest due PENDING job has been due (now - next_run_at); null when none is due. */
+  oldestRunnableAgeMs: number | null;
+  /** Due to first start, over jobs that finished (succeeded or dead-lettered) in the recent window. */
+  waitTimeMs: DurationPercentiles;
+  /** First start to finish, over the same jobs. */
+  runTimeMs: DurationPercentiles;
+  /** Jobs dead-lettered in the dead-letter window (24 h). */
+  deadLetteredLast24h: number;
+  /** Live runs by status, and runs finished in the recent window by status. */
+  workflowRuns: {
+    running: number;
+    waitingForExternal: number;
+    finishedRecently: { succeeded: number; completedWithErrors: number; canceled: number };
+  };
+}
+
+/**
+ * Queue metrics within a scope: an organization scope counts only its own
+ * jobs and runs, `noOrganizationScope()` only those without an organization,
+ * `adminScope()` everything.
+ *
+ * @example
+ * const metrics = await getQueueMetrics(prisma, { scope: adminScope() });
+ * if (metrics.oldestRunnableAgeMs !== null && metrics.oldestRunnableAgeMs > 60_000) console.warn('queue is falling behind');
+ */
+export async function getQueueMetrics(db: Db, input: GetQueueMetricsInput): Promise<QueueMetrics> {
+  const { scope, now } = parseInput(getQueueMetricsInputSchema, input, METRICS_INVALID_INPUT);
+  return withStatement(db, 'get queue metrics', (tx) => readMetrics(tx, scope, now), { readCommitted: false });
+}
+
+async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise<QueueMetrics> {
+  const asOf = now ?? (await tx.$queryRaw<{ now: Date }[]>`SELECT statement_timestamp() AS now`)[0]!.now;
+  const context: MetricsQueryContext = { now: asOf, scope };
+  const read = <Row>(section: keyof typeof METRICS_QUERIES) => tx.$queryRaw<Row[]>(...asTemplate(METRICS_QUERIES[section](context)));
+  // One after another: a transaction client runs one statement at a time.
+  const live = await read<LiveCountRow>('liveJobCounts');
+  const finished = await read<FinishedCountRow>('recentlyFinishedJobCounts');
+  const [oldest] = await read<OldestRunnableRow>('oldestRunnable');
+  const [durations] = await read<DurationRow>('durationSample');
+  const [deadLettered] = await read<CountRow>('deadLetteredCount');
+  const runs = await read<RunCountRow>('workflowRunCounts');
+
+  const byType = typeMetrics(live, finished);
+  const runCount = (status: RunCountRow['status']) => runs.find((r) => r.status === status)?.count ?? 0;
+  const sum = (pick: (t: JobTypeMetrics) => number) => byType.reduce((total, t) => total + pick(t), 0);
+  return {
+    asOf,
+    windows: { recentMs: RECENT_WINDOW_MS, deadLetteredMs: DEAD_LETTER_WINDOW_MS },
+    jobs: {
+      pending: sum((t) => t.pending),
+      runnable: sum((t) => t.runnable),
+      leased: sum((t) => t.leased),
+      finishedRecently: {
+        succeeded: sum((t) => t.finishedRecently.succeeded),
+        deadLettered: sum((t) => t.finishedRecently.deadLettered),
+        canceled: sum((t) => t.finishedRecently.canceled),
+      },
+    },
+    byType,
+    oldestRunnableAgeMs: oldest?.oldest ? Math.max(0, asOf.getTime() - oldest.oldest.getTime()) : null,
+    waitTimeMs: percentiles(durations, 'wait'),
+    runTimeMs: percentiles(durations, 'run'),
+    deadLetteredLast24h: deadLettered?.count ?? 0,
+    workflowRuns: {
+      running: runCount('RUNNING'),
+      waitingForExternal: runCount('WAITING_FOR_EXTERNAL'),
+      finishedRecently: { succeeded: runCount('SUCCEEDED'), completedWithErrors: runCount('COMPLETED_WITH_ERRORS'), canceled: runCount('CANCELED') },
+    },
+  };
+}
+
+function typeMetrics(live: readonly LiveCountRow[], finished: readonly FinishedCountRow[]): JobTypeMetrics[] {
+  const byKey = new Map<string, JobTypeMetrics>();
+  const entry = (jobType: string, workflow: boolean): JobTypeMetrics => {
+    const kind = workflow ? 'workflow' : 'direct';
+    const key = JSON.stringify([jobType, kind]);
+    let metrics = byKey.get(key);
+    if (!metrics) {
+      metrics = { jobType, kind, pending: 0, runnable: 0, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } };
+      byKey.set(key, metrics);
+    }
+    return metrics;
+  };
+  for (const row of live) {
+    const metrics = entry(row.job_type, row.workflow);
+    if (row.status === 'PENDING') {
+      metrics.pending += row.count;
+      metrics.runnable += row.runnable;
+    } else {
+      metrics.leased += row.count;
+    }
+  }
+  const field = { SUCCEEDED: 'succeeded', DEAD_LETTERED: 'deadLettered', CANCELED: 'canceled' } as const;
+  for (const row of finished) entry(row.job_type, row.workflow).finishedRecently[field[row.status]] += row.count;
+  return [...byKey.values()].sort((a, b) => (a.jobType < b.jobType ? -1 : a.jobType > b.jobType ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+}
+
+function percentiles(row: DurationRow | undefined, which: 'wait' | 'run'): DurationPercentiles {
+  const round = (value: number | null | undefined) => (value === null || value === undefined ? null : Math.round(value));
+  return { samples: row?.samples ?? 0, p50: round(row?.[`${which}_p50`]), p95: round(row?.[`${which}_p95`]) };
+}
+

@@ -1,0 +1,26 @@
+/**
+ * `defineSchedule`: a schedule written next to its job definition, its
+ * payload typed by that definition. It returns the plain upsert input, for
+ * `createWorker({ declareSchedules: { schedules: [...] } })`, `declareSchedules`
+ * or `upsertSchedule`.
+ */
+import type { AnyJobDefinition, JobPayload } from '../worker/define-job.js';
+import type { UpsertScheduleInput } from './schemas.js';
+
+type ScheduleSettings = Omit<UpsertScheduleInput, 'jobType' | 'payload' | 'workflow'>;
+
+/** A job schedule by definition: `payload` is checked against the definition's input type. */
+export function defineSchedule<D extends AnyJobDefinition>(input: ScheduleSettings & { job: D; payload: JobPayload<D> }): UpsertScheduleInput;
+/** A schedule by job type name (`jobType` + `payload`) or a workflow schedule (`workflow`). */
+export function defineSchedule(input: UpsertScheduleInput): UpsertScheduleInput;
+export function defineSchedule(input: UpsertScheduleInput | (ScheduleSettings & { job: AnyJobDefinition; payload: unknown })): UpsertScheduleInput {
+  if (!('job' in input)) return input;
+  const { job, ...rest } = input;
+  // The definition's own attempts and timeout, unless the schedule sets them.
+  return {
+    ...rest,
+    jobType: job.jobType,
+    ...(rest.maxAttempts === undefined && job.maxAttempts !== undefined ? { maxAttempts: job.maxAttempts } : {}),
+    ...(rest.timeoutSeconds === undefined && job.timeoutSeconds !== undefined ? { timeoutSeconds: job.timeoutSeconds } : {}),
+  } as UpsertScheduleInput;
+}

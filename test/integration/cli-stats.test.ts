@@ -1,0 +1,32 @@
+/** `runledger stats [--json]`: the queue metrics, human and JSON, within the CLI's scope. */
+import { describe, expect, it } from 'vitest';
+import { claimJobs, completeJobSuccess, enqueueJob } from '../../src/index.js';
+import { runCli } from '../harness/cli.js';
+import { useTestDatabase } from '../harness/database.js';
+
+const db = useTestDatabase();
+const cli = (...args: string[]) => runCli(db.url, ...args);
+
+describe('runledger stats', () => {
+  it('prints the metrics as a table and as JSON, scoped by --org', async () => {
+    await enqueueJob(db.prisma, { jobType: 'cli.stats.a', payload: {} });
+    await enqueueJob(db.prisma, { jobType: 'cli.stats.a', payload: {}, organizationId: 'org-s' });
+    await enqueueJob(db.prisma, { jobType: 'cli.stats.b', payload: {} });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['cli.stats.b'], limit: 1, leaseSeconds: 60, markRunning: true });
+    await completeJobSuccess(db.prisma, { ...lease!, output: null });
+
+    const human = await cli('stats');
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain('pending 2 (runnable 2), leased 0');
+    expect(human.stdout).toContain('last hour: succeeded 1, dead-lettered 0, canceled 0');
+    expect(human.stdout).toMatch(/cli\.stats\.a\s+direct\s+2\s+2\s+0\s+0\s+0\s+0/);
+    expect(human.stdout).toMatch(/run \(start to finish\), last hour: p50 \d+ ms, p95 \d+ ms \(1 job\(s\)\)/);
+
+    const json = await cli('--json', '--org', 'org-s', 'stats');
+    expect(json.code).toBe(0);
+    const metrics = JSON.parse(json.stdout);
+    expect(metrics.jobs).toEqual({ pending: 1, runnable: 1, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } });
+    expect(metrics.byType).toHaveLength(1);
+    expect(typeof metrics.asOf).toBe('string');
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * getQueueMetrics: what each figure counts, its windows, and scope (an
+ * organization sees only its own rows). Rows are seeded with timestamps
+ * relative to an injected clock, plus one real workflow run for the
+ * direct/workflow split.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { adminScope, enqueueWorkflowRun, getQueueMetrics, isRunledgerError, noOrganizationScope, organizationScope, workflow } from '../../src/index.js';
+import { useTestDatabase } from '../harness/database.js';
+
+const db = useTestDatabase();
+let NOW: Date;
+
+async function job(fields: {
+  type: string;
+  org?: string;
+  status?: 'PENDING' | 'LEASED' | 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED';
+  priority?: number;
+  /** Seconds before NOW (negative: after). */
+  dueAgo?: number;
+  createdAgo?: number;
+  startedAgo?: number;
+  finishedAgo?: number;
+}): Promise<void> {
+  const at = (secondsAgo: number | undefined) => (secondsAgo === undefined ? null : new Date(NOW.getTime() - secondsAgo * 1000));
+  const status = fields.status ?? 'PENDING';
+  const leased = status === 'LEASED';
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, status, priority, attempt, created_at, next_run_at,
+                                     started_at, finished_at, lease_owner, lease_expires_at)
+    VALUES (gen_random_uuid(), ${fields.type}, ${fields.org ?? null}::text, '{}', ${status}::runledger.job_status, ${fields.priority ?? 0}::int,
+            ${status === 'PENDING' ? 0 : 1}::int, ${at(fields.createdAgo ?? fields.dueAgo ?? 0)}::timestamptz,
+            ${at(fields.dueAgo ?? fields.createdAgo ?? 0)}::timestamptz, ${at(fields.startedAgo)}::timestamptz, ${at(fields.finishedAgo)}::timestamptz,
+            ${leased ? 'w' : null}::text, ${leased ? at(-60) : null}::timestamptz)`;
+}
+
+beforeAll(async () => {
+  // A workflow run enqueued now: its first step's job is PENDING, kind 'workflow'.
+  await enqueueWorkflowRun(db.prisma, workflow('metrics.wf', {}).job('a', 'metrics.step', {}).build());
+  NOW = new Date(Date.now() + 60_000);
+  // Pending: two due at different priorities (the oldest due 600 s ago, at the lower priority), one not yet due.
+  await job({ type: 'metrics.a', dueAgo: 30, priority: 5 });
+  await job({ type: 'metrics.a', dueAgo: 600, priority: -1 });
+  await job({ type: 'metrics.a', dueAgo: -3600 });
+  await job({ type: 'metrics.a', org: 'org-1', dueAgo: 5000 });
+  await job({ type: 'metrics.b', status: 'LEASED', startedAgo: 10 });
+  // Finished in the last hour: waited 2 s and 4 s, ran 10 s and 20 s.
+  await job({ type: 'metrics.a', status: 'SUCCEEDED', createdAgo: 100, startedAgo: 98, finishedAgo: 88 });
+  await job({ type: 'metrics.a', status: 'DEAD_LETTERED', createdAgo: 100, startedAgo: 96, finishedAgo: 76 });
+  await job({ type: 'metrics.b', status: 'CANCELED', createdAgo: 100, finishedAgo: 50 });
+  // Outside the hour; one dead letter inside the day, one outside it.
+  await job({ type: 'metrics.a', status: 'SUCCEEDED', createdAgo: 7300, startedAgo: 7300, finishedAgo: 7200 });
+  await job({ type: 'metrics.a', status: 'DEAD_LETTERED', createdAgo: 7300, startedAgo: 7300, finishedAgo: 7200 });
+  await job({ type: 'metrics.a', status: 'DEAD_LETTERED', createdAgo: 90_000, startedAgo: 90_000, finishedAgo: 88_000 });
+  // Another organization's rows.
+  await job({ type: 'metrics.a', org: 'org-1', status: 'DEAD_LETTERED', createdAgo: 100, startedAgo: 99, finishedAgo: 90 });
+});
+
+describe('getQueueMetrics', () => {
+  it('counts live jobs by type and kind, finished ones in the last hour, and dead letters in the last day', async () => {
+    const m = await getQueueMetrics(db.prisma, { scope: adminScope(), now: NOW });
+    expect(m.asOf).toEqual(NOW);
+    expect(m.windows).toEqual({ recentMs: 3_600_000, deadLetteredMs: 86_400_000 });
+    expect(m.byType).toEqual([
+      { jobType: 'metrics.a', kind: 'direct', pending: 4, runnable: 3, leased: 0, finishedRecently: { succeeded: 1, deadLettered: 2, canceled: 0 } },
+      { jobType: 'metrics.b', kind: 'direct', pending: 0, runnable: 0, leased: 1, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 1 } },
+      { jobType: 'metrics.step', kind: 'workflow', pending: 1, runnable: 1, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } },
+    ]);
+    expect(m.jobs).toEqual({ pending: 5, runnable: 4, leased: 1, finishedRecently: { succeeded: 1, deadLettered: 2, canceled: 1 } });
+    expect(m.deadLetteredLast24h).toBe(3);
+    expect(m.oldestRunnableAgeMs).toBe(5_000_000);
+    expect(m.workflowRuns).toEqual({ running: 1, waitingForExternal: 0, finishedRecently: { succeeded: 0, completedWithErrors: 0, canceled: 0 } });
+  });
+
+  it('takes wait and run time percentiles over jobs that finished in the last hour and had started', async () => {
+    const m = await getQueueMetrics(db.prisma, { scope: noOrganizationScope(), now: NOW });
+    // The canceled job never started: out of the sample.
+    expect(m.waitTimeMs).toEqual({ samples: 2, p50: 3_000, p95: 3_900 });
+    expect(m.runTimeMs).toEqual({ samples: 2, p50: 15_000, p95: 19_500 });
+  });
+
+  it("sees only its own organization's rows in an organization scope", async () => {
+    const m = await getQueueMetrics(db.prisma, { scope: organizationScope('org-1'), now: NOW });
+    expect(m.byType).toEqual([
+      { jobType: 'metrics.a', kind: 'direct', pending: 1, runnable: 1, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 1, canceled: 0 } },
+    ]);
+    expect(m.oldestRunnableAgeMs).toBe(5_000_000);
+    expect(m.deadLetteredLast24h).toBe(1);
+    expect(m.workflowRuns.running).toBe(0);
+    expect(m.waitTimeMs).toEqual({ samples: 1, p50: 1_000, p95: 1_000 });
+  });
+
+  it('without an organization, leaves organization rows out', async () => {
+    const m = await getQueueMetrics(db.prisma, { scope: noOrganizationScope(), now: NOW });
+    expect(m.jobs.pending).toBe(4);
+    expect(m.oldestRunnableAgeMs).toBe(600_000);
+    expect(m.deadLetteredLast24h).toBe(2);
+    expect(m.workflowRuns.running).toBe(1);
+  });
+
+  it('reports nothing due as null and empty samples as null percentiles', async () => {
+    const m = await getQueueMetrics(db.prisma, { scope: organizationScope('nobody'), now: NOW });
+    expect(m.oldestRunnableAgeMs).toBeNull();
+    expect(m.waitTimeMs).toEqual({ samples: 0, p50: null, p95: null });
+    expect(m.byType).toEqual([]);
+  });
+
+  it('uses the database clock when none is given', async () => {
+    const m = await getQueueMetrics(db.prisma, { scope: adminScope() });
+    expect(Math.abs(m.asOf.getTime() - Date.now())).toBeLessThan(60_000);
+  });
+
+  it('refuses a missing scope with metrics.invalid_input naming the field', async () => {
+    const error = await getQueueMetrics(db.prisma, {} as never).catch((e: unknown) => e);
+    expect(isRunledgerError(error, 'metrics.invalid_input')).toBe(true);
+    expect((error as { field?: string }).field).toBe('scope');
+  });
+});
