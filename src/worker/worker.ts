@@ -113,6 +113,8 @@ import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOption
 import { Reaper } from './reaper.js';
 import { SchedulerLoop } from './scheduler.js';
 import { RetentionLoop } from './retention.js';
+import { IntentPromoterLoop } from './intent-promoter.js';
+import { syncJobDefinitions } from '../queue/definitions.js';
 import { backoffMs, sleep, Wakeup } from './timing.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -206,6 +208,7 @@ class RunledgerWorker implements Worker {
   private reaper: Reaper | undefined;
   private scheduler: SchedulerLoop | undefined;
   private retention: RetentionLoop | undefined;
+  private intentPromoter: IntentPromoterLoop | undefined;
   private loop: Promise<void> | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
@@ -267,6 +270,18 @@ class RunledgerWorker implements Worker {
     return this.stopPromise;
   }
 
+  /** Writes the registered definitions to the catalog; false (logged, reported) when the database refused. */
+  private async syncDefinitions(): Promise<boolean> {
+    try {
+      await syncJobDefinitions(this.db, [...this.options.registry.values()]);
+      return true;
+    } catch (error) {
+      this.options.logger.warn('syncing job definitions failed; retried by the intent promoter', { error });
+      this.events.emit('worker:error', { error, operation: 'sync_definitions' });
+      return false;
+    }
+  }
+
   private async startOnce(): Promise<void> {
     if (this.currentState !== 'created') {
       throw new ConflictError('worker.stopped', 'The worker has been stopped; create a new one.');
@@ -302,6 +317,15 @@ class RunledgerWorker implements Worker {
         onError: (error) => this.events.emit('worker:error', { error, operation: 'reap' }),
       });
       this.reaper.start();
+    }
+    const syncPending = this.options.syncDefinitions && !(await this.syncDefinitions()) ? () => this.syncDefinitions() : undefined;
+    if (this.stopController.signal.aborted) return;
+    if (this.options.intents) {
+      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'promote_intents' });
+      const { intervalMs, limit } = this.options.intents;
+      const options = { db: this.db, intervalMs, limit, jobTypes: this.jobTypes, syncPending, logger, onEnqueued: () => this.requestClaim(), onError };
+      this.intentPromoter = new IntentPromoterLoop(options);
+      this.intentPromoter.start();
     }
     if (this.options.schedules) {
       const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'schedule' });
@@ -509,6 +533,7 @@ class RunledgerWorker implements Worker {
     await this.loop;
     await this.reaper?.stop();
     await this.scheduler?.stop();
+    await this.intentPromoter?.stop();
     await this.retention?.stop();
 
     const drained = await this.drain(drainMs);

@@ -30,6 +30,7 @@ import { jsonParam } from '../queue/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './definition.js';
 import type { WorkflowRunStatus } from './rows.js';
+import { withCatalogDefaults } from './catalog-defaults.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -99,8 +100,9 @@ interface PlannedRun {
 }
 
 export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[], owned: boolean): Promise<EnqueueWorkflowRunResult[]> {
-  const planned: PlannedRun[] = runs.map((run) => ({
-    run,
+  const settled = await withCatalogDefaults(tx, runs);
+  const planned: PlannedRun[] = runs.map((run, index) => ({
+    run: settled[index]!,
     runId: newId(),
     stepIds: run.steps.map(() => newId()),
     status: run.steps.every((step) => step.kind === 'external' && step.dependsOn.length === 0) ? 'WAITING_FOR_EXTERNAL' : 'RUNNING',
@@ -298,7 +300,8 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
         // A null resource key or backoff is left out, so snapshots stored before they existed still compare equal.
-        const { resourceKey, backoff, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null };
+        // `inherits` is left out: the snapshot is the request as given, whatever the catalog says at the time.
+        const { resourceKey, backoff, inherits: _inherits, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, inherits: undefined };
         return {
           ...rest,
           ...(resourceKey === null ? {} : { resourceKey }),
