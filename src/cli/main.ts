@@ -17,6 +17,7 @@ import { registerReapCommand } from './reap.js';
 import { registerDoctorCommand } from './doctor.js';
 import { registerScheduleCommands } from './schedules.js';
 import { registerPurgeCommand } from './purge.js';
+import { registerDefinitionCommands } from './definitions.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -94,6 +95,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerDoctorCommand(program, context);
   registerScheduleCommands(program, context);
   registerPurgeCommand(program, context);
+  registerDefinitionCommands(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 

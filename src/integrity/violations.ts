@@ -29,6 +29,7 @@
  *   replay.lineage               a job_replays row: both jobs direct, same type and organization,
  *                                the source reached that run, the replay job's ENQUEUED event names it
  *   replay.lineage_missing       a job whose ENQUEUED event says it replays a source has its job_replays row
+ *   intent.job_mismatch          a settled enqueue intent names a job of its own type, organization and key
  */
 
 export type IntegrityViolationKind =
@@ -54,7 +55,8 @@ export type IntegrityViolationKind =
   | 'job.resource_mismatch'
   | 'job.backoff_mismatch'
   | 'replay.lineage'
-  | 'replay.lineage_missing';
+  | 'replay.lineage_missing'
+  | 'intent.job_mismatch';
 
 export interface IntegrityViolation {
   kind: IntegrityViolationKind;
@@ -105,6 +107,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'job.backoff_mismatch': 'The workflow job does not carry its step\'s backoff.',
   'replay.lineage': 'A replay lineage row disagrees with its source or replay job.',
   'replay.lineage_missing': 'A job replays a source but has no lineage row.',
+  'intent.job_mismatch': 'An enqueue intent names a job of another type, organization or idempotency key.',
 };
 
 export function toViolation(row: ViolationRow): IntegrityViolation {

@@ -23,6 +23,13 @@
  * (`job.enqueue_idempotency_unsupported_isolation`) before anything is
  * written; the check is a read, so the caller's transaction stays usable.
  *
+ * The definitions catalog (src/queue/definitions.ts) is joined in the same
+ * INSERT statement: a type whose catalog row is disabled is refused
+ * (`job.definition_not_found_or_disabled`, nothing of the batch written), and
+ * with `{ requireDefinition: true }` so is a type without a row. Without it a
+ * missing row is accepted, so a host can enqueue before any worker has synced
+ * its definitions. The catalog is read, not locked.
+ *
  * Notification: `pg_notify` runs inside the transaction (or the autocommit
  * statement), so it is delivered at commit and never for a rolled-back enqueue. Only job types with a job that is
  * runnable now are announced, once per distinct type per statement however many jobs it inserts (payload:

@@ -12,6 +12,7 @@ import {
   recordJobEnqueueIntent,
   setJobDefinitionEnabled,
   syncJobDefinitions,
+  verifyIntegrity,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
@@ -179,6 +180,22 @@ describe('promoteEnqueueIntents', () => {
       },
       { isolationLevel: 'RepeatableRead' },
     );
+  });
+});
+
+describe('integrity of intents', () => {
+  it('reports a settled intent whose job has another key (seeded corruption), and nothing before', async () => {
+    await sync('intent.integrity');
+    const { intentId } = await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.integrity', payload: {}, idempotencyKey: 'i-1' });
+    const [promoted] = (await promoteEnqueueIntents(db.prisma, { jobTypes: ['intent.integrity'] })).intents;
+    const before = await verifyIntegrity(db.prisma);
+    expect(before.violations.filter((v) => v.kind === 'intent.job_mismatch')).toEqual([]);
+    await db.prisma.$executeRaw`UPDATE runledger.job_enqueue_intents SET idempotency_key = 'i-2' WHERE id = ${intentId}::uuid`;
+    const after = await verifyIntegrity(db.prisma);
+    expect(after.violations.filter((v) => v.kind === 'intent.job_mismatch')).toEqual([
+      expect.objectContaining({ jobId: promoted!.jobId, expected: expect.objectContaining({ intentId, idempotencyKey: 'i-2' }), found: expect.objectContaining({ idempotencyKey: 'i-1' }) }),
+    ]);
+    await db.prisma.$executeRaw`UPDATE runledger.job_enqueue_intents SET idempotency_key = 'i-1' WHERE id = ${intentId}::uuid`;
   });
 });
 

@@ -80,3 +80,5 @@ CREATE INDEX "job_enqueue_intents_pending_idx" ON "runledger"."job_enqueue_inten
     WHERE "state" = 'PENDING';
 CREATE INDEX "job_enqueue_intents_pending_age_idx" ON "runledger"."job_enqueue_intents" ("created_at")
     WHERE "state" = 'PENDING';
+-- The integrity checker's probe from a job to the intents that name it.
+CREATE INDEX "job_enqueue_intents_job_id_idx" ON "runledger"."job_enqueue_intents" ("job_id") WHERE "job_id" IS NOT NULL;
