@@ -297,15 +297,20 @@ export async function getEnqueueIntentStats(db: Db, input: { scope: Scope }): Pr
   const [row] = await withStatement(
     db,
     'read enqueue intent stats',
+    // Two partial-index reads (pending, conflict): promoted intents, the bulk of the table, are never visited.
     async (tx) => tx.$queryRaw<{ pending: number; oldest_ms: number | null; max_attempts: number; failing: number; conflicts: number }[]>`
-      SELECT count(*) FILTER (WHERE state = 'PENDING')::int AS pending,
-             (extract(epoch FROM now() - min(created_at) FILTER (WHERE state = 'PENDING')) * 1000)::float8 AS oldest_ms,
-             COALESCE(max(attempts) FILTER (WHERE state = 'PENDING'), 0)::int AS max_attempts,
-             count(*) FILTER (WHERE state = 'PENDING' AND last_error_code IS NOT NULL)::int AS failing,
-             count(*) FILTER (WHERE state = 'CONFLICT')::int AS conflicts
-        FROM runledger.job_enqueue_intents
-       WHERE state <> 'PROMOTED'
-         AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)`,
+      SELECT p.pending, p.oldest_ms, p.max_attempts, p.failing, c.conflicts
+        FROM (SELECT count(*)::int AS pending,
+                     (extract(epoch FROM now() - min(created_at)) * 1000)::float8 AS oldest_ms,
+                     COALESCE(max(attempts), 0)::int AS max_attempts,
+                     count(*) FILTER (WHERE last_error_code IS NOT NULL)::int AS failing
+                FROM runledger.job_enqueue_intents
+               WHERE state = 'PENDING'
+                 AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) p
+       CROSS JOIN (SELECT count(*)::int AS conflicts
+                     FROM runledger.job_enqueue_intents
+                    WHERE state = 'CONFLICT'
+                      AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) c`,
     { readCommitted: false },
   );
   return {

@@ -6,8 +6,10 @@ import {
   enqueueJob,
   enqueueJobs,
   enqueueWorkflowRun,
+  appendWorkflowSteps,
   getJob,
   isRunledgerError,
+  noOrganizationScope,
   listJobDefinitions,
   listWorkflowSteps,
   setJobDefinitionEnabled,
@@ -181,6 +183,26 @@ describe('workflow steps and the catalog', () => {
     expect(settings).toEqual({ inherits: [3, 9, 45], own: [11, 2, 45], builtin: [0, 5, 300] });
     const job = await getJob(db.prisma, { scope: adminScope(), jobId: items.find((s) => s.stepKey === 'inherits')!.jobId! });
     expect([job.priority, job.maxAttempts, job.timeoutSeconds]).toEqual([3, 9, 45]);
+  });
+
+  it('gives appended steps the catalog defaults too', async () => {
+    await syncJobDefinitions(db.prisma, [defineJob('wf.cat.append', z.object({}), noop, { retry: { maxAttempts: 4 }, timeoutSeconds: 15, priority: 2 })]);
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('wf.catalog.append').external('gate').build());
+    await appendWorkflowSteps(db.prisma, {
+      workflowRunId,
+      scope: noOrganizationScope(),
+      mutationKey: 'add',
+      steps: [
+        { kind: 'job', key: 'later', jobType: 'wf.cat.append', payload: {} },
+        { kind: 'job', key: 'now', jobType: 'wf.cat.append', payload: {}, timeoutSeconds: 99 },
+      ],
+      edges: [{ prerequisite: 'gate', dependent: 'later' }],
+    });
+    const { items } = await listWorkflowSteps(db.prisma, { scope: adminScope(), workflowRunId });
+    const settings = Object.fromEntries(items.map((s) => [s.stepKey, [s.priority, s.maxAttempts, s.timeoutSeconds]]));
+    expect(settings).toMatchObject({ later: [2, 4, 15], now: [2, 4, 99] });
+    const job = await getJob(db.prisma, { scope: adminScope(), jobId: items.find((s) => s.stepKey === 'now')!.jobId! });
+    expect([job.priority, job.maxAttempts, job.timeoutSeconds]).toEqual([2, 4, 99]);
   });
 
   it('keeps an idempotent workflow retry equal when the catalog changed in between', async () => {

@@ -82,3 +82,5 @@ CREATE INDEX "job_enqueue_intents_pending_age_idx" ON "runledger"."job_enqueue_i
     WHERE "state" = 'PENDING';
 -- The integrity checker's probe from a job to the intents that name it.
 CREATE INDEX "job_enqueue_intents_job_id_idx" ON "runledger"."job_enqueue_intents" ("job_id") WHERE "job_id" IS NOT NULL;
+-- Conflict evidence, counted by getEnqueueIntentStats (rare rows: a small index).
+CREATE INDEX "job_enqueue_intents_conflict_idx" ON "runledger"."job_enqueue_intents" ("created_at") WHERE "state" = 'CONFLICT';
