@@ -307,7 +307,9 @@ class RunledgerWorker implements Worker {
     } else if (listen) {
       logger.info('no connection string to LISTEN on (pass listenConnectionString); polling only', { pollIntervalMs });
     }
-    if (this.stopController.signal.aborted) return; // stop() was called while the listener connected
+    // Before any loop: the promoter needs the catalog rows; a failure here is retried by its passes.
+    const syncPending = this.options.syncDefinitions && !(await this.syncDefinitions()) ? () => this.syncDefinitions() : undefined;
+    if (this.stopController.signal.aborted) return; // stop() was called while the listener connected or the sync ran
     if (reaper) {
       this.reaper = new Reaper({
         db: this.db,
@@ -318,8 +320,6 @@ class RunledgerWorker implements Worker {
       });
       this.reaper.start();
     }
-    const syncPending = this.options.syncDefinitions && !(await this.syncDefinitions()) ? () => this.syncDefinitions() : undefined;
-    if (this.stopController.signal.aborted) return;
     if (this.options.intents) {
       const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'promote_intents' });
       const { intervalMs, limit } = this.options.intents;

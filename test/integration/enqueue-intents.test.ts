@@ -158,6 +158,16 @@ describe('promoteEnqueueIntents', () => {
     expect(row).toEqual({ jobs: 200, pending: 0, events: 200 });
   });
 
+  it('promotes only the types it is given', async () => {
+    await sync('intent.mine');
+    await sync('intent.theirs');
+    const mine = await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.mine', payload: {}, idempotencyKey: 'm-1' });
+    const theirs = await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.theirs', payload: {}, idempotencyKey: 't-1' });
+    const result = await promoteEnqueueIntents(db.prisma, { jobTypes: ['intent.mine'] });
+    expect(result.intents.map((i) => i.intentId)).toEqual([mine.intentId]);
+    expect(await intent(theirs.intentId)).toMatchObject({ state: 'PENDING', attempts: 0 });
+  });
+
   it('leaves the intent pending and no job when the promoting transaction rolls back', async () => {
     await sync('intent.joined');
     const { intentId } = await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.joined', payload: {}, idempotencyKey: 'j-1' });
