@@ -53,6 +53,25 @@ export { releaseJob } from './queue/release.js';
 export { cancelJob } from './queue/cancel.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents } from './queue/reads.js';
+export {
+  syncJobDefinitions,
+  listJobDefinitions,
+  setJobDefinitionEnabled,
+  type JobDefinitionRecord,
+  type SyncJobDefinitionsResult,
+  type ListJobDefinitionsInput,
+  type SetJobDefinitionEnabledInput,
+} from './queue/definitions.js';
+export {
+  recordJobEnqueueIntent,
+  promoteEnqueueIntents,
+  getEnqueueIntentStats,
+  type RecordJobEnqueueIntentInput,
+  type PromoteEnqueueIntentsInput,
+  type PromoteEnqueueIntentsResult,
+  type PromotedIntent,
+  type EnqueueIntentStats,
+} from './queue/intents.js';
 export type { RetryPolicy, BackoffPolicy } from './queue/retry-policy.js';
 export { DEFAULT_BACKOFF } from './queue/defaults.js';
 export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';

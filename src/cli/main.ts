@@ -18,6 +18,7 @@ import { registerDoctorCommand } from './doctor.js';
 import { registerScheduleCommands } from './schedules.js';
 import { registerPurgeCommand } from './purge.js';
 import { registerStatsCommand } from './stats.js';
+import { registerDefinitionCommands } from './definitions.js';
 import { registerWorkerCommand } from './worker.js';
 import { UsageError, type CliContext } from './context.js';
 
@@ -96,6 +97,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerScheduleCommands(program, context);
   registerPurgeCommand(program, context);
   registerStatsCommand(program, context);
+  registerDefinitionCommands(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 

@@ -45,6 +45,10 @@ export const ERROR_CODES = [
   'job.replay_missing',
   'job.workflow_requeue_not_supported',
   'job.resource_claim_conflict',
+  // The job definitions catalog and enqueue intents.
+  'job.definition_not_found',
+  'job.definition_not_found_or_disabled',
+  'job.intent_unsupported_isolation',
   // The integrity checker.
   'integrity.invalid_input',
   // Retention.
@@ -135,6 +139,8 @@ export const JOB_OUTCOME_CODES = [
   'job.payload_invalid',
   'job.output_invalid',
   'job.timeout',
+  // An enqueue intent whose idempotency key holds a job of another request (the intent's lastErrorCode).
+  'job.intent_idempotency_conflict',
   // A step read a prerequisite's output with the wrong definition (recorded through a TerminalError).
   'workflow.prerequisite_type_mismatch',
   // Recorded by the reaper: the lease expired and the worker is presumed dead.

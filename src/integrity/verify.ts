@@ -30,6 +30,7 @@ import { parseInput } from '../validation/parse.js';
 import { uuid } from '../validation/primitives.js';
 import { checkJobs, checkReplayLineage } from './job-checks.js';
 import { checkRecoveries } from './recovery-checks.js';
+import { checkEnqueueIntents } from './intent-checks.js';
 import { checkEdges, checkRuns, checkStepJobs, checkSteps, jobIdsOfRuns } from './run-checks.js';
 import { toViolation, type IntegrityViolation, type ViolationRow } from './violations.js';
 
@@ -109,6 +110,7 @@ export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = 
         if (jobIds.length > 0) {
           add(await checkJobs(tx, jobIds));
           add(await checkReplayLineage(tx, jobIds));
+          add(await checkEnqueueIntents(tx, jobIds));
         }
       }
       return runIds.length < input.pageSize;
@@ -125,6 +127,7 @@ export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = 
       report.checked.jobs += jobIds.length;
       add(await checkJobs(tx, jobIds));
       add(await checkReplayLineage(tx, jobIds));
+      add(await checkEnqueueIntents(tx, jobIds));
       return jobIds.length < input.pageSize;
     });
     if (done) break;

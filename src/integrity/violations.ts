@@ -33,6 +33,7 @@
  *                                same workflow type and organization
  *   recovery.carried_step        a step a failed-only recovery carried over is SUCCEEDED without a job,
  *                                with the output its source step succeeded with
+ *   intent.job_mismatch          a settled enqueue intent names a job of its own type, organization and key
  */
 
 export type IntegrityViolationKind =
@@ -60,7 +61,8 @@ export type IntegrityViolationKind =
   | 'replay.lineage'
   | 'replay.lineage_missing'
   | 'recovery.lineage'
-  | 'recovery.carried_step';
+  | 'recovery.carried_step'
+  | 'intent.job_mismatch';
 
 export interface IntegrityViolation {
   kind: IntegrityViolationKind;
@@ -113,6 +115,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'replay.lineage_missing': 'A job replays a source but has no lineage row.',
   'recovery.lineage': 'A workflow recovery row disagrees with its source or recovery run.',
   'recovery.carried_step': 'A step carried over by a recovery disagrees with its source step or its own state.',
+  'intent.job_mismatch': 'An enqueue intent names a job of another type, organization or idempotency key.',
 };
 
 export function toViolation(row: ViolationRow): IntegrityViolation {

@@ -23,6 +23,13 @@
  * (`job.enqueue_idempotency_unsupported_isolation`) before anything is
  * written; the check is a read, so the caller's transaction stays usable.
  *
+ * The definitions catalog (src/queue/definitions.ts) is joined in the same
+ * INSERT statement: a type whose catalog row is disabled is refused
+ * (`job.definition_not_found_or_disabled`, nothing of the batch written), and
+ * with `{ requireDefinition: true }` so is a type without a row. Without it a
+ * missing row is accepted, so a host can enqueue before any worker has synced
+ * its definitions. The catalog is read, not locked.
+ *
  * Notification: `pg_notify` runs inside the transaction (or the autocommit
  * statement), so it is delivered at commit and never for a rolled-back enqueue. Only job types with a job that is
  * runnable now are announced, once per distinct type per statement however many jobs it inserts (payload:
@@ -90,19 +97,30 @@ export interface InsertJobRow {
   backoff?: BackoffPolicy | null;
 }
 
+export interface InsertJobsOptions {
+  notify?: boolean;
+  /**
+   * The catalog check, in the same statement (src/queue/definitions.ts): 'disabled' refuses the batch when a
+   * type's definition is disabled, 'strict' also when a type has none; 'off' (default) does not look.
+   * A refused batch inserts nothing and throws `job.definition_not_found_or_disabled`.
+   */
+  definitionGate?: 'off' | 'disabled' | 'strict';
+}
+
 /**
  * Inserts jobs and their ENQUEUED events in one statement, in the caller's
  * transaction, and announces runnable job types. Rows whose idempotency key
  * already exists are skipped; returns the ids actually inserted (each is
  * PENDING with run number 1).
  */
-export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], options: { notify?: boolean } = {}): Promise<string[]> {
+export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], options: InsertJobsOptions = {}): Promise<string[]> {
   const notify = options.notify ?? true;
+  const gate = options.definitionGate ?? 'off';
   if (rows.length === 0) return [];
   const eventIds = newIds(rows.length);
   // The caller's trace, continued by the worker's span (src/telemetry/); a step's job carries its run's instead.
   const traceContext = jsonParam(await captureTraceContext());
-  const inserted = await tx.$queryRaw<{ id: string }[]>`
+  const inserted = await tx.$queryRaw<{ id: string | null; refused: string | null }[]>`
     WITH input AS (
       SELECT *
         FROM unnest(
@@ -127,6 +145,13 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
                                next_run_at, delay_ms, idempotency_key, enqueue_request, event_payload, event_id,
                                workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, ord)
     ),
+    refused AS (
+      SELECT DISTINCT i.job_type
+        FROM input i
+        LEFT JOIN runledger.job_definitions d ON d.job_type = i.job_type
+       WHERE ${gate}::text <> 'off'
+         AND (NOT d.enabled OR (d.job_type IS NULL AND ${gate}::text = 'strict'))
+    ),
     inserted AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
@@ -138,6 +163,7 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms,
              CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END
         FROM input
+       WHERE NOT EXISTS (SELECT 1 FROM refused)
        ORDER BY ord
       ON CONFLICT (job_type, COALESCE(organization_id, ''), idempotency_key)
          WHERE idempotency_key IS NOT NULL
@@ -154,8 +180,17 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n
         FROM (SELECT DISTINCT job_type FROM inserted WHERE ${notify}::boolean AND next_run_at <= now()) t
     )
-    SELECT ins.id FROM inserted ins CROSS JOIN notified`;
-  return inserted.map((row) => row.id);
+    SELECT ins.id, NULL::text AS refused FROM inserted ins CROSS JOIN notified
+    UNION ALL
+    SELECT NULL::uuid, job_type FROM refused`;
+  const refused = inserted.flatMap((row) => (row.refused === null ? [] : [row.refused]));
+  if (refused.length > 0) {
+    throw new ConflictError('job.definition_not_found_or_disabled', 'The job type has no enabled definition.', {
+      internalMessage: `enqueue jobs: refused by the definitions catalog (${gate}): ${refused.join(', ')}`,
+      details: { jobTypes: refused.sort() },
+    });
+  }
+  return inserted.flatMap((row) => (row.id === null ? [] : [row.id]));
 }
 
 /**
@@ -186,16 +221,16 @@ export async function enqueueJob(db: Db, first: AnyJobDefinition | EnqueueJobInp
   let input: unknown;
   let options: unknown;
   if (isJobDefinition(first)) {
-    const { notify, ...settings } = (rest[1] ?? {}) as EnqueueJobSettings & EnqueueOptions;
+    const { notify, requireDefinition, ...settings } = (rest[1] ?? {}) as EnqueueJobSettings & EnqueueOptions;
     input = definedJobInput(first, { ...settings, payload: rest[0] });
-    options = notify === undefined ? {} : { notify };
+    options = { ...(notify === undefined ? {} : { notify }), ...(requireDefinition === undefined ? {} : { requireDefinition }) };
   } else {
     input = first;
     options = rest[0] ?? {};
   }
   const parsed = parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
-  const { notify = true } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
-  const [result] = await enqueueParsed(db, [parsed], notify);
+  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  const [result] = await enqueueParsed(db, [parsed], { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
   return result!;
 }
 
@@ -227,8 +262,8 @@ export async function enqueueJobs(db: Db, first: AnyJobDefinition | readonly Enq
     options = rest[1] ?? {};
   }
   const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT);
-  const { notify = true } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
-  return enqueueParsed(db, parsed, notify);
+  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  return enqueueParsed(db, parsed, { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
 }
 
 /** The by-name input of one job of `definition`: its type, and its settings under the enqueue's own. */
@@ -238,6 +273,7 @@ function definedJobInput(definition: AnyJobDefinition, item: unknown): unknown {
   const defaults = {
     ...(definition.maxAttempts === undefined ? {} : { maxAttempts: definition.maxAttempts }),
     ...(definition.timeoutSeconds === undefined ? {} : { timeoutSeconds: definition.timeoutSeconds }),
+    ...(definition.priority === undefined ? {} : { priority: definition.priority }),
   };
   const own = stripUndefined(item as Record<string, unknown>);
   // An enqueue's backoff is completed field by field from the definition's (a field it leaves out is the
@@ -253,13 +289,13 @@ function stripUndefined(record: Record<string, unknown>): Record<string, unknown
   return Object.fromEntries(Object.entries(record).filter(([key, value]) => value !== undefined || key === 'payload'));
 }
 
-async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], notify: boolean): Promise<EnqueueJobResult[]> {
+async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], options: InsertJobsOptions): Promise<EnqueueJobResult[]> {
   if (inputs.length === 0) return [];
   const rows = inputs.map(toInsertRow);
   if (rows.every((row) => row.idempotencyKey === null)) {
     // No key: nothing can be skipped, so the batch is the one INSERT statement, autocommitted on a root
     // client. An INSERT of new rows behaves the same at every isolation level, so no READ COMMITTED check.
-    const inserted = await withStatement(db, 'enqueue jobs', (client) => insertJobsTx(client, rows, { notify }), { readCommitted: false });
+    const inserted = await withStatement(db, 'enqueue jobs', (client) => insertJobsTx(client, rows, options), { readCommitted: false });
     if (inserted.length !== rows.length) {
       throw new InternalError('job.internal_state', 'The enqueue did not insert every job.', {
         internalMessage: `enqueue jobs: inserted ${inserted.length} of ${rows.length} jobs without idempotency keys`,
@@ -269,7 +305,7 @@ async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], n
   }
   return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
     await ensureReadCommitted({ tx, owned }, 'job.enqueue_idempotency_unsupported_isolation', 'Enqueue with an idempotency key');
-    const inserted = new Set(await insertJobsTx(tx, rows, { notify }));
+    const inserted = new Set(await insertJobsTx(tx, rows, options));
     const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
     let existing = new Map<number, EnqueueJobResult>();
     if (skipped.length > 0) {
@@ -319,7 +355,7 @@ export function canonicalJobRequest(r: {
   };
 }
 
-function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
+export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const organizationId = input.organizationId ?? null;
   const priority = input.priority ?? DEFAULT_PRIORITY;
   const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;

@@ -70,6 +70,12 @@ export const enqueueOptionsSchema = z.strictObject({
    * producers whose workers poll (`listen: false`), to spare the listeners the wake-ups.
    */
   notify: z.boolean().optional(),
+  /**
+   * Refuse a job type the definitions catalog does not hold (default false: only a type whose definition is
+   * disabled is refused, so a host may enqueue before any worker has synced its definitions). See
+   * src/queue/definitions.ts; the refusal is `job.definition_not_found_or_disabled` and writes nothing.
+   */
+  requireDefinition: z.boolean().optional(),
 });
 export type EnqueueOptions = z.input<typeof enqueueOptionsSchema>;
 

@@ -28,7 +28,7 @@ import { isStandardSchema, type StandardSchemaV1 } from '../schema/standard-sche
 import type { Jsonified } from '../validation/jsonified.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
-import { nonBlank, positiveInt } from '../validation/primitives.js';
+import { int32, nonBlank, positiveInt } from '../validation/primitives.js';
 import type { JobContext } from './job-context.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
@@ -46,6 +46,8 @@ export interface JobSettings {
   retry?: RetryPolicy;
   /** How long one attempt may run (its signal aborts; a retryable `job.timeout` is recorded). Default 300. */
   timeoutSeconds?: number;
+  /** Claim order of this type's jobs (higher first) when an enqueue or step does not say. Default 0. */
+  priority?: number;
 }
 
 /**
@@ -61,6 +63,8 @@ export interface JobDefinition<Payload = unknown, Output = unknown, Input = Payl
   /** `retry.maxAttempts` and `timeoutSeconds`: undefined when the definition leaves them to the defaults. */
   readonly maxAttempts: number | undefined;
   readonly timeoutSeconds: number | undefined;
+  /** The definition's `priority`: undefined when it leaves it to the default. */
+  readonly priority: number | undefined;
   /** Resolved: the definition's backoff with the defaults filled in. */
   readonly backoff: Readonly<BackoffPolicy>;
 }
@@ -80,7 +84,7 @@ const BRAND = Symbol.for('runledger.JobDefinition');
 
 const definitionSchema = z.strictObject({
   jobType: nonBlank(200),
-  settings: z.strictObject({ retry: retryPolicySchema.optional(), timeoutSeconds: positiveInt.optional() }),
+  settings: z.strictObject({ retry: retryPolicySchema.optional(), timeoutSeconds: positiveInt.optional(), priority: int32.optional() }),
 });
 
 /**
@@ -114,6 +118,7 @@ export function defineJob<S extends StandardSchemaV1, O>(
     handler,
     maxAttempts: parsed.settings.retry?.maxAttempts,
     timeoutSeconds: parsed.settings.timeoutSeconds,
+    priority: parsed.settings.priority,
     backoff: Object.freeze(resolveBackoff(parsed.settings.retry?.backoff)),
     [BRAND]: true,
   });

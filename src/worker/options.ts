@@ -12,6 +12,7 @@ import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/schemas.js';
 import { MAX_SCHEDULE_BATCH } from '../schedules/schemas.js';
 import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
 import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
+import { MAX_PROMOTE_BATCH } from '../queue/intents.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
 import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
@@ -76,6 +77,16 @@ export interface WorkerOptions {
    * `prune: true` with an `owner` tag deletes that owner's undeclared ones.
    */
   declareSchedules?: DeclareSchedulesInput;
+  /**
+   * Write the registered definitions to the job definitions catalog at start (`syncJobDefinitions`; a
+   * failure is logged and retried by the intent promoter's passes). Default true.
+   */
+  syncDefinitions?: boolean;
+  /**
+   * The enqueue-intent promoter loop (src/worker/intent-promoter.ts): promotes pending intents of the
+   * registered, enabled types. `false` turns it off. Default `{ intervalMs: 5_000, limit: 100 }`.
+   */
+  intents?: { intervalMs?: number; limit?: number } | false;
   /** Heartbeat every `leaseSeconds * heartbeatFraction`. Default 1/3. */
   heartbeatFraction?: number;
   /** LISTEN for job notifications (an accelerator; polling is the correctness path). Default true. */
@@ -117,6 +128,8 @@ export interface ResolvedWorkerOptions {
   retention: { olderThanMs: number; intervalMs: number; batchSize: number } | false;
   /** As given (validated at createWorker); declareSchedules parses it again at start. */
   declareSchedules: DeclareSchedulesInput | undefined;
+  syncDefinitions: boolean;
+  intents: { intervalMs: number; limit: number } | false;
   heartbeatIntervalMs: number;
   listen: boolean;
   completionBatchMs: number;
@@ -132,6 +145,8 @@ export const DEFAULT_REAPER_LIMIT = 100;
 export const DEFAULT_SCHEDULER_INTERVAL_MS = 5_000;
 export const DEFAULT_SCHEDULER_LIMIT = 100;
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
+export const DEFAULT_INTENT_PROMOTER_INTERVAL_MS = 5_000;
+export const DEFAULT_INTENT_PROMOTER_LIMIT = 100;
 export const DEFAULT_HEARTBEAT_FRACTION = 1 / 3;
 export const DEFAULT_COMPLETION_BATCH_MS = 2;
 /** Default floor of `completionBatchSize`. */
@@ -193,6 +208,16 @@ const workerOptionsSchema = z
       ])
       .default(false),
     declareSchedules: declareSchedulesInputSchema.optional(),
+    syncDefinitions: z.boolean().default(true),
+    intents: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          intervalMs: positiveInt.default(DEFAULT_INTENT_PROMOTER_INTERVAL_MS),
+          limit: positiveInt.max(MAX_PROMOTE_BATCH).default(DEFAULT_INTENT_PROMOTER_LIMIT),
+        }),
+      ])
+      .default({ intervalMs: DEFAULT_INTENT_PROMOTER_INTERVAL_MS, limit: DEFAULT_INTENT_PROMOTER_LIMIT }),
     heartbeatFraction: z.number().gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_HEARTBEAT_FRACTION),
     listen: z.boolean().default(true),
     completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
@@ -233,6 +258,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     retention: o.retention,
     declareSchedules: options.declareSchedules,
     schedules: o.schedules === false ? false : { intervalMs: o.schedules.intervalMs, limit: o.schedules.limit, now: o.schedules.now },
+    syncDefinitions: o.syncDefinitions,
+    intents: o.intents,
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,

@@ -115,6 +115,8 @@ import { Reaper } from './reaper.js';
 import { SchedulerLoop } from './scheduler.js';
 import { declareSchedules } from '../schedules/declare.js';
 import { RetentionLoop } from './retention.js';
+import { IntentPromoterLoop } from './intent-promoter.js';
+import { syncJobDefinitions } from '../queue/definitions.js';
 import { backoffMs, sleep, Wakeup } from './timing.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -208,6 +210,7 @@ class RunledgerWorker implements Worker {
   private reaper: Reaper | undefined;
   private scheduler: SchedulerLoop | undefined;
   private retention: RetentionLoop | undefined;
+  private intentPromoter: IntentPromoterLoop | undefined;
   private loop: Promise<void> | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
@@ -268,6 +271,18 @@ class RunledgerWorker implements Worker {
     return this.stopPromise;
   }
 
+  /** Writes the registered definitions to the catalog; false (logged, reported) when the database refused. */
+  private async syncDefinitions(): Promise<boolean> {
+    try {
+      await syncJobDefinitions(this.db, [...this.options.registry.values()]);
+      return true;
+    } catch (error) {
+      this.options.logger.warn('syncing job definitions failed; retried by the intent promoter', { error });
+      this.events.emit('worker:error', { error, operation: 'sync_definitions' });
+      return false;
+    }
+  }
+
   private async startOnce(): Promise<void> {
     if (this.currentState !== 'created') {
       throw new ConflictError('worker.stopped', 'The worker has been stopped; create a new one.');
@@ -298,7 +313,9 @@ class RunledgerWorker implements Worker {
     } else if (listen) {
       logger.info('no connection string to LISTEN on (pass listenConnectionString); polling only', { pollIntervalMs });
     }
-    if (this.stopController.signal.aborted) return; // stop() was called while the listener connected
+    // Before any loop: the promoter needs the catalog rows; a failure here is retried by its passes.
+    const syncPending = this.options.syncDefinitions && !(await this.syncDefinitions()) ? () => this.syncDefinitions() : undefined;
+    if (this.stopController.signal.aborted) return; // stop() was called while the listener connected or the sync ran
     if (this.options.declareSchedules) {
       // Before the scheduler's first pass, so a declared schedule's first slot is not missed; a failure fails start().
       const declared = await declareSchedules(this.db, this.options.declareSchedules);
@@ -313,6 +330,13 @@ class RunledgerWorker implements Worker {
         onError: (error) => this.events.emit('worker:error', { error, operation: 'reap' }),
       });
       this.reaper.start();
+    }
+    if (this.options.intents) {
+      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'promote_intents' });
+      const { intervalMs, limit } = this.options.intents;
+      const options = { db: this.db, intervalMs, limit, jobTypes: this.jobTypes, syncPending, logger, onEnqueued: () => this.requestClaim(), onError };
+      this.intentPromoter = new IntentPromoterLoop(options);
+      this.intentPromoter.start();
     }
     if (this.options.schedules) {
       const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'schedule' });
@@ -520,6 +544,7 @@ class RunledgerWorker implements Worker {
     await this.loop;
     await this.reaper?.stop();
     await this.scheduler?.stop();
+    await this.intentPromoter?.stop();
     await this.retention?.stop();
 
     const drained = await this.drain(drainMs);

@@ -197,7 +197,9 @@ function canonicalAppend(
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
         // A null backoff is left out, so requests stored before step backoffs existed still compare equal.
-        const { dependsOn: _dependsOn, ...rest } = step.kind === 'job' && step.backoff === null ? (({ backoff: _b, ...r }) => r)(step) : step;
+        // `inherits` (which settings the catalog may fill in) is left out: a default spelled out is the same request.
+        const { dependsOn: _dependsOn, inherits: _inherits, ...rest } =
+          step.kind === 'job' && step.backoff === null ? (({ backoff: _b, ...r }) => r)(step) : { inherits: undefined, ...step };
         return rest as unknown as JsonValue;
       }),
     edges: [...edges]

@@ -44,6 +44,7 @@ import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { inheritedJobTypes, withCatalogDefaultsForSteps, type CatalogJson } from './catalog-defaults.js';
 import { jsonParam } from '../queue/rows.js';
 import { validateAppend, type AppendWorkflowStepsInput, type ValidatedAppend } from './append-request.js';
 import { MAX_WORKFLOW_STEPS, type ValidatedStep } from './definition.js';
@@ -97,8 +98,13 @@ export async function appendWorkflowSteps(db: Db, input: AppendWorkflowStepsInpu
   return withTransaction(db, 'append workflow steps', async (context) => {
     await ensureReadCommitted(context, 'workflow.append_unsupported_isolation', 'Appending workflow steps');
     const { tx } = context;
-    const visible = await tx.$queryRaw<{ id: string }[]>`
-      SELECT id FROM runledger.workflow_runs
+    // The catalog defaults of the appended job steps ride on this first read (no statement of their own).
+    const visible = await tx.$queryRaw<{ id: string; catalog: CatalogJson }[]>`
+      SELECT id,
+             (SELECT COALESCE(jsonb_object_agg(d.job_type, jsonb_build_array(d.default_priority, d.default_max_attempts,
+                                                                             d.default_timeout_seconds)), '{}'::jsonb)
+                FROM runledger.job_definitions d WHERE d.job_type = ANY(${inheritedJobTypes(append.steps)}::text[])) AS catalog
+        FROM runledger.workflow_runs
        WHERE id = ${runId}::uuid AND (${scope.all} OR organization_id::text IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
     if (visible.length === 0) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
 
@@ -137,7 +143,7 @@ export async function appendWorkflowSteps(db: Db, input: AppendWorkflowStepsInpu
     checkAgainstRun(append, byKey);
 
     const planned = planSteps(append, byKey);
-    await writeAppend(tx, runId, run.organization_id, append, planned, byKey);
+    await writeAppend(tx, runId, run.organization_id, append, planned, byKey, visible[0]!.catalog);
     const statuses = await recomputeWorkflowRunStatuses(tx, [runId]);
     return {
       outcome: 'appended',
@@ -232,7 +238,9 @@ async function writeAppend(
   append: ValidatedAppend,
   planned: readonly PlannedStep[],
   byKey: ReadonlyMap<string, LockedStep>,
+  catalog: CatalogJson,
 ): Promise<void> {
+  planned = withCatalogDefaultsForSteps(planned, catalog);
   const jobs: InsertJobRow[] = planned.flatMap((p) =>
     p.status === 'ENQUEUED' && p.step.kind === 'job'
       ? [

@@ -83,8 +83,16 @@ export type ValidatedStep =
       /** The step's own backoff, copied to its job; null: the job type's definition decides. */
       backoff: BackoffPolicy | null;
       dependsOn: ValidatedDependency[];
+      /**
+       * The settings the step left out (resolved above to the built-in defaults): at enqueue, the job type's
+       * catalog row replaces them when it has one (src/queue/definitions.ts). Absent: none. Not part of
+       * the idempotency snapshot.
+       */
+      inherits?: readonly InheritableSetting[];
     }
   | { key: string; kind: 'external'; dependsOn: ValidatedDependency[] };
+
+export type InheritableSetting = 'priority' | 'maxAttempts' | 'timeoutSeconds';
 
 export interface ValidatedDependency {
   step: string;
@@ -176,6 +184,7 @@ export function resolveStep(
         resourceKey: step.resource ?? null,
         backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
         dependsOn,
+        inherits: (['priority', 'maxAttempts', 'timeoutSeconds'] as const).filter((setting) => step[setting] === undefined),
       }
     : { key: step.key, kind: 'external', dependsOn };
 }

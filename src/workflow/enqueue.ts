@@ -33,6 +33,7 @@ import { jsonParam } from '../queue/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './definition.js';
 import type { WorkflowRunStatus } from './rows.js';
+import { withCatalogDefaults } from './catalog-defaults.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -124,11 +125,13 @@ export async function persistRuns(
   owned: boolean,
   carriedByRun: readonly CarriedSteps[] = [],
 ): Promise<EnqueueWorkflowRunResult[]> {
+  // Unset step settings from the job definitions catalog; the canonical request (idempotency, recovery) stays as given.
+  const settled = await withCatalogDefaults(tx, runs);
   const planned: PlannedRun[] = runs.map((run, index) => {
     const carried = carriedByRun[index] ?? NOTHING_CARRIED;
     const live = run.steps.filter((step) => !carried.has(step.key));
     return {
-      run,
+      run: settled[index]!,
       runId: newId(),
       stepIds: run.steps.map(() => newId()),
       status: live.every((step) => step.kind === 'external' && pendingOf(step, carried) === 0) ? 'WAITING_FOR_EXTERNAL' : 'RUNNING',
@@ -338,7 +341,8 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
         // A null resource key or backoff is left out, so snapshots stored before they existed still compare equal.
-        const { resourceKey, backoff, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null };
+        // `inherits` is left out: the snapshot is the request as given, whatever the catalog says at the time.
+        const { resourceKey, backoff, inherits: _inherits, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, inherits: undefined };
         return {
           ...rest,
           ...(resourceKey === null ? {} : { resourceKey }),

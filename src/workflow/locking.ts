@@ -76,6 +76,13 @@
  *     that prune each other's keys (a rolling deploy) cannot deadlock; a
  *     scheduler pass never waits for them (SKIP LOCKED), and upsertSchedule
  *     writes one row in one statement.
+ *   - The job definitions catalog (src/queue/definitions.ts) takes no part:
+ *     enqueues read it without locking; a sync upserts its rows in job-type
+ *     order in one statement and holds no other lock class. Recording an
+ *     enqueue intent locks nothing. Promoting intents (src/queue/intents.ts)
+ *     takes intent rows with SKIP LOCKED (never waits), then inserts direct
+ *     jobs: new rows, whose key index may wait for a concurrent inserter of
+ *     the same key, which holds no intent row it could wait for in turn.
  *
  * The append takes rung 3 before rung 2, and that cannot close a cycle: the
  * try-lock itself never waits, and the only transaction that waits without a

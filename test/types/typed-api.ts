@@ -20,6 +20,8 @@ import {
   workflow,
   workflowRunHandle,
   organizationScope,
+  recordJobEnqueueIntent,
+  syncJobDefinitions,
   type JobOutput,
   type JobPayload,
   type Jsonified,
@@ -122,4 +124,17 @@ export function otherSchemaLibraries() {
 export function readmeExamples() {
   // The README's fan-in example: the join step's output types the run's result.
   expectTypeOf<Awaited<ReturnType<typeof countAllWords>>>().toEqualTypeOf<{ total: number; parts: number; run: string | null }>();
+}
+
+export async function catalogAndIntents() {
+  const typed = defineJob('c.typed', z.object({ n: z.number() }), () => 1, { priority: 3 });
+  // @ts-expect-error a definition's priority is a number
+  defineJob('c.bad', z.object({}), () => 1, { priority: 'high' });
+  await syncJobDefinitions(prisma, [typed]);
+  // @ts-expect-error the catalog is synced from definitions, not type names
+  await syncJobDefinitions(prisma, ['c.typed']);
+  await enqueueJob(prisma, typed, { n: 1 }, { requireDefinition: true });
+  await recordJobEnqueueIntent(prisma, { jobType: 'c.typed', payload: { n: 1 }, idempotencyKey: 'k' });
+  // @ts-expect-error an intent needs its idempotency key
+  await recordJobEnqueueIntent(prisma, { jobType: 'c.typed', payload: { n: 1 } });
 }

@@ -19,6 +19,9 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'enqueueJob', 'enqueueJobs', 'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess',
   'failJob', 'releaseJob', 'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
   'DEFAULT_BACKOFF',
+  // Job definitions catalog and enqueue intents.
+  'syncJobDefinitions', 'listJobDefinitions', 'setJobDefinitionEnabled', 'recordJobEnqueueIntent', 'promoteEnqueueIntents',
+  'getEnqueueIntentStats',
   // Workflows.
   'workflow', 'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
   'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
@@ -57,6 +60,8 @@ describe('public API', () => {
       'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
       'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
       'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
+      'syncJobDefinitions', 'listJobDefinitions', 'setJobDefinitionEnabled', 'recordJobEnqueueIntent', 'promoteEnqueueIntents',
+      'getEnqueueIntentStats',
     ] as const;
     const arity = Object.fromEntries(operations.map((name) => [name, (runledger[name] as (...args: never[]) => unknown).length]));
     expect(arity).toEqual(Object.fromEntries(operations.map((name) => [name, 2])));

@@ -1,0 +1,323 @@
+/**
+ * Durable enqueue intents (`job_enqueue_intents`): the host records that it
+ * wants a job, in its own transaction, without touching `job_queue` or the
+ * definitions catalog; a worker that runs the type promotes the intent to a
+ * job later. For writes whose job type may not be deployed yet (a new
+ * feature's API ships before its worker), or whose transaction must not wait
+ * on queue rows.
+ *
+ * State machine (one row per intent):
+ *   PENDING --promoted: a new job, or the key's existing job of the same request--> PROMOTED (job_id)
+ *   PENDING --the key holds a job of another request--> CONFLICT (job_id = that job,
+ *            last_error_code `job.intent_idempotency_conflict`): kept as evidence, never retried
+ *   PENDING --the promotion statement failed--> PENDING (attempts + 1, last_error_*,
+ *            next_attempt_at pushed back exponentially, capped): retried forever, never dropped
+ * An intent stays PENDING, untouched, while its type has no enabled catalog row.
+ *
+ * Promotion (`promoteEnqueueIntents`, the worker's promoter loop): one
+ * transaction per batch. It locks due PENDING intents of the given types
+ * whose catalog row is enabled, in id order, `FOR UPDATE SKIP LOCKED`, so
+ * any number of promoters share the backlog and each intent is promoted by
+ * exactly one. Inside a savepoint it enqueues the batch with ordinary keyed
+ * enqueue semantics (the same INSERT and canonical request as `enqueueJob`,
+ * src/queue/enqueue.ts), reads the holders of keys that were taken, and
+ * settles every intent in one UPDATE. When the savepoint fails, the batch is
+ * rolled back to it and retried intent by intent (each in its own savepoint,
+ * on this failure path only), so one intent the database refuses delays only
+ * itself; each failure is recorded on its intent.
+ *
+ * Locks: intent rows (id order), then job_queue rows through the INSERT (its
+ * idempotency index). Recording takes none. No catalog row is locked.
+ */
+import { z } from 'zod';
+import type { Db, Tx } from '../client/types.js';
+import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
+import { newId } from '../db/ids.js';
+import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
+import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
+import { parseInput } from '../validation/parse.js';
+import { int32, jsonInput, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
+import { truncateText } from '../validation/storable.js';
+import { insertJobsTx, toInsertRow, type InsertJobRow } from './enqueue.js';
+import { backoffPolicySchema } from './retry-policy.js';
+import { jsonParam } from './rows.js';
+import { JOB_INVALID_INPUT, MAX_ERROR_MESSAGE_LENGTH } from './schemas.js';
+
+export const recordJobEnqueueIntentInputSchema = z.strictObject({
+  jobType: nonBlank(200),
+  payload: jsonInput,
+  /** Required: it makes promotion idempotent, and an intent and a direct enqueue of the same request meet on it. */
+  idempotencyKey: requestKey,
+  organizationId: organizationId.nullish(),
+  priority: int32.optional(),
+  maxAttempts: positiveInt.optional(),
+  timeoutSeconds: positiveInt.optional(),
+  runAt: z.date().optional(),
+  resource: requestKey.optional(),
+  backoff: backoffPolicySchema.optional(),
+});
+export type RecordJobEnqueueIntentInput = Omit<z.input<typeof recordJobEnqueueIntentInputSchema>, 'payload'> & { payload: unknown };
+
+/**
+ * Records an enqueue intent: one INSERT, joined to `db` when it is your
+ * transaction (the intent exists only if it commits). No job row is written
+ * and the catalog is not read: a worker registered for the type promotes it
+ * once the type's definition is enabled. The settings follow `enqueueJob`'s
+ * rules when it is promoted (the same idempotency key and request give the
+ * same job).
+ *
+ * @example
+ * await prisma.$transaction(async (tx) => {
+ *   await tx.order.update({ where: { id }, data: { status: 'paid' } });
+ *   await recordJobEnqueueIntent(tx, { jobType: 'invoice.send', payload: { orderId: id }, idempotencyKey: `invoice:${id}` });
+ * });
+ */
+export async function recordJobEnqueueIntent(db: Db, input: RecordJobEnqueueIntentInput): Promise<{ intentId: string }> {
+  const i = parseInput(recordJobEnqueueIntentInputSchema, input, JOB_INVALID_INPUT);
+  const intentId = newId();
+  await withStatement(
+    db,
+    'record enqueue intent',
+    async (tx) => tx.$executeRaw`
+      INSERT INTO runledger.job_enqueue_intents
+             (id, job_type, organization_id, idempotency_key, payload, priority, max_attempts, timeout_seconds, run_at,
+              resource_key, backoff_base_ms, backoff_max_ms)
+      VALUES (${intentId}::uuid, ${i.jobType}, ${i.organizationId ?? null}, ${i.idempotencyKey}, ${JSON.stringify(i.payload)}::jsonb,
+              ${i.priority ?? null}::int, ${i.maxAttempts ?? null}::int, ${i.timeoutSeconds ?? null}::int, ${i.runAt ?? null}::timestamptz,
+              ${i.resource ?? null}, ${i.backoff?.baseDelayMs ?? null}::int, ${i.backoff?.maxDelayMs ?? null}::int)`,
+    { readCommitted: false },
+  );
+  return { intentId };
+}
+
+/** Most intents one promotion transaction takes. */
+export const MAX_PROMOTE_BATCH = 500;
+
+export const promoteEnqueueIntentsInputSchema = z.strictObject({
+  /** The types this promoter may promote (a worker's registered types). */
+  jobTypes: z.array(nonBlank(200)).min(1, 'must name at least one job type').max(10_000),
+  limit: positiveInt.max(MAX_PROMOTE_BATCH).default(100),
+});
+export type PromoteEnqueueIntentsInput = z.input<typeof promoteEnqueueIntentsInputSchema>;
+
+export interface PromotedIntent {
+  intentId: string;
+  /** 'inserted': a new job; 'existing': the key's job of the same request; 'conflict': kept as evidence; 'failed': stays pending. */
+  outcome: 'inserted' | 'existing' | 'conflict' | 'failed';
+  /** The job (for 'conflict': the job holding the key); null when 'failed'. */
+  jobId: string | null;
+}
+
+export interface PromoteEnqueueIntentsResult {
+  /** Intents this call took (a full batch means more may be due). */
+  claimed: number;
+  intents: PromotedIntent[];
+}
+
+interface IntentRow {
+  id: string;
+  job_type: string;
+  organization_id: string | null;
+  idempotency_key: string;
+  payload: JsonValue;
+  priority: number | null;
+  max_attempts: number | null;
+  timeout_seconds: number | null;
+  run_at: Date | null;
+  resource_key: string | null;
+  backoff_base_ms: number | null;
+  backoff_max_ms: number | null;
+}
+
+/** Retry spacing of a failed promotion: 1 s doubling per attempt, at most 5 min. */
+const RETRY_BASE_SECONDS = 1;
+const RETRY_MAX_SECONDS = 300;
+
+/**
+ * Promotes up to `limit` due intents of `jobTypes` whose definitions are
+ * enabled (module comment). Database failures of the batch are recorded on
+ * its intents (they stay pending, retried later) and do not throw; a failure
+ * to lock or to record does, and changes nothing.
+ *
+ * @example
+ * await promoteEnqueueIntents(prisma, { jobTypes: ['invoice.send'], limit: 100 });
+ */
+export async function promoteEnqueueIntents(db: Db, input: PromoteEnqueueIntentsInput): Promise<PromoteEnqueueIntentsResult> {
+  const { jobTypes, limit } = parseInput(promoteEnqueueIntentsInputSchema, input, JOB_INVALID_INPUT);
+  return withTransaction(db, 'promote enqueue intents', async (context) => {
+    await ensureReadCommitted(context, 'job.intent_unsupported_isolation', 'Promoting enqueue intents');
+    const { tx } = context;
+    const claimed = await tx.$queryRaw<IntentRow[]>`
+      SELECT i.id, i.job_type, i.organization_id, i.idempotency_key, i.payload, i.priority, i.max_attempts, i.timeout_seconds,
+             i.run_at, i.resource_key, i.backoff_base_ms, i.backoff_max_ms
+        FROM runledger.job_enqueue_intents i
+        JOIN runledger.job_definitions d ON d.job_type = i.job_type AND d.enabled
+       WHERE i.state = 'PENDING'
+         AND i.job_type = ANY(${jobTypes}::text[])
+         AND i.next_attempt_at <= now()
+       ORDER BY i.id
+       LIMIT ${limit}
+         FOR UPDATE OF i SKIP LOCKED`;
+    if (claimed.length === 0) return { claimed: 0, intents: [] };
+    const batch = await inSavepoint(tx, () => promoteBatch(tx, claimed));
+    if (batch.ok) return { claimed: claimed.length, intents: batch.value };
+    const intents: PromotedIntent[] = [];
+    for (const intent of claimed) {
+      const single = claimed.length === 1 ? batch : await inSavepoint(tx, () => promoteBatch(tx, [intent]));
+      if (single.ok) {
+        intents.push(...single.value);
+      } else {
+        await recordFailure(tx, intent.id, single.error);
+        intents.push({ intentId: intent.id, outcome: 'failed', jobId: null });
+      }
+    }
+    return { claimed: claimed.length, intents };
+  });
+}
+
+type Attempt<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** Runs `fn` under a savepoint: a database failure rolls back to it and is returned; anything else propagates. */
+async function inSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<Attempt<T>> {
+  await tx.$executeRaw`SAVEPOINT runledger_promote_intents`;
+  try {
+    const value = await fn();
+    await tx.$executeRaw`RELEASE SAVEPOINT runledger_promote_intents`;
+    return { ok: true, value };
+  } catch (error) {
+    if (!isDatabaseError(error)) throw error;
+    // If this fails too (the connection is gone), the transaction is lost and the error propagates: nothing changed.
+    await tx.$executeRaw`ROLLBACK TO SAVEPOINT runledger_promote_intents`;
+    return { ok: false, error };
+  }
+}
+
+function toJobRow(intent: IntentRow): InsertJobRow {
+  const row = toInsertRow({
+    jobType: intent.job_type,
+    payload: intent.payload,
+    organizationId: intent.organization_id,
+    idempotencyKey: intent.idempotency_key,
+    ...(intent.priority === null ? {} : { priority: intent.priority }),
+    ...(intent.max_attempts === null ? {} : { maxAttempts: intent.max_attempts }),
+    ...(intent.timeout_seconds === null ? {} : { timeoutSeconds: intent.timeout_seconds }),
+    ...(intent.run_at === null ? {} : { runAt: intent.run_at }),
+    ...(intent.resource_key === null ? {} : { resource: intent.resource_key }),
+    ...(intent.backoff_base_ms === null || intent.backoff_max_ms === null
+      ? {}
+      : { backoff: { baseDelayMs: intent.backoff_base_ms, maxDelayMs: intent.backoff_max_ms } }),
+  });
+  return { ...row, eventPayload: { enqueueIntentId: intent.id } };
+}
+
+/** Enqueues the batch's jobs, reads the holders of taken keys, settles every intent: three statements. */
+async function promoteBatch(tx: Tx, intents: readonly IntentRow[]): Promise<PromotedIntent[]> {
+  const rows = intents.map(toJobRow);
+  const inserted = new Set(await insertJobsTx(tx, rows));
+  const skipped = rows.flatMap((row, index) => (inserted.has(row.id) ? [] : [{ row, intent: intents[index]! }]));
+  const holders = new Map<string, { id: string; same: boolean }>();
+  if (skipped.length > 0) {
+    const found = await tx.$queryRaw<{ intent_id: string; id: string; same: boolean }[]>`
+      SELECT r.intent_id, jq.id, jq.enqueue_request = r.request AS same
+        FROM unnest(${skipped.map((s) => s.intent.id)}::uuid[], ${skipped.map((s) => s.row.jobType)}::text[],
+                    ${skipped.map((s) => s.row.organizationId)}::text[], ${skipped.map((s) => s.row.idempotencyKey)}::text[],
+                    ${skipped.map((s) => jsonParam(s.row.enqueueRequest))}::jsonb[])
+             AS r(intent_id, job_type, organization_id, idempotency_key, request)
+        JOIN runledger.job_queue jq
+          ON jq.job_type = r.job_type
+         AND COALESCE(jq.organization_id, '') = COALESCE(r.organization_id, '')
+         AND jq.idempotency_key = r.idempotency_key`;
+    for (const row of found) holders.set(row.intent_id, { id: row.id, same: row.same === true });
+  }
+  const outcomes: PromotedIntent[] = intents.map((intent, index) => {
+    const row = rows[index]!;
+    if (inserted.has(row.id)) return { intentId: intent.id, outcome: 'inserted', jobId: row.id };
+    const holder = holders.get(intent.id);
+    // A holder deleted between the INSERT and the read: the intent stays pending and the next pass inserts it.
+    if (!holder) return { intentId: intent.id, outcome: 'failed', jobId: null };
+    return { intentId: intent.id, outcome: holder.same ? 'existing' : 'conflict', jobId: holder.id };
+  });
+  await tx.$executeRaw`
+    UPDATE runledger.job_enqueue_intents i
+       SET state = CASE WHEN o.outcome = 'conflict' THEN 'CONFLICT' WHEN o.outcome = 'failed' THEN 'PENDING' ELSE 'PROMOTED' END
+                   ::runledger.job_enqueue_intent_state,
+           job_id = o.job_id,
+           settled_at = CASE WHEN o.outcome = 'failed' THEN NULL ELSE now() END,
+           attempts = i.attempts + 1,
+           last_error_code = CASE o.outcome WHEN 'conflict' THEN 'job.intent_idempotency_conflict'
+                                            WHEN 'failed' THEN 'database.transaction_conflict' END,
+           last_error_message = CASE o.outcome WHEN 'conflict' THEN 'The idempotency key already holds a job made from a different request.'
+                                               WHEN 'failed' THEN 'The job holding the idempotency key vanished during promotion; retried.' END,
+           next_attempt_at = CASE WHEN o.outcome = 'failed' THEN now() + ${RETRY_BASE_SECONDS} * interval '1 second' ELSE i.next_attempt_at END,
+           updated_at = now()
+      FROM unnest(${outcomes.map((o) => o.intentId)}::uuid[], ${outcomes.map((o) => o.outcome)}::text[], ${outcomes.map((o) => o.jobId)}::uuid[])
+           AS o(intent_id, outcome, job_id)
+     WHERE i.id = o.intent_id`;
+  return outcomes;
+}
+
+/** Keeps a failed intent pending with the failure and a later retry (exponential, capped). */
+async function recordFailure(tx: Tx, intentId: string, error: unknown): Promise<void> {
+  const normalized = normalizeDatabaseError(error, 'promote enqueue intent');
+  await tx.$executeRaw`
+    UPDATE runledger.job_enqueue_intents
+       SET attempts = attempts + 1,
+           last_error_code = ${normalized.code},
+           last_error_message = ${truncateText(normalized.message, MAX_ERROR_MESSAGE_LENGTH)},
+           next_attempt_at = now() + LEAST(${RETRY_MAX_SECONDS}::double precision,
+                                            ${RETRY_BASE_SECONDS}::double precision * power(2, LEAST(attempts, 20))) * interval '1 second',
+           updated_at = now()
+     WHERE id = ${intentId}::uuid AND state = 'PENDING'`;
+}
+
+export const enqueueIntentStatsInputSchema = z.strictObject({ scope: scopeSchema });
+
+export interface EnqueueIntentStats {
+  /** Intents waiting for promotion (including those whose type has no enabled definition). */
+  pending: number;
+  /** Age of the oldest pending intent, in ms (database clock); null when none is pending. */
+  oldestPendingAgeMs: number | null;
+  /** Most failed promotion attempts of any pending intent (0: none failed). */
+  maxPendingAttempts: number;
+  /** Pending intents whose last promotion failed. */
+  failing: number;
+  /** Intents kept as conflict evidence. */
+  conflicts: number;
+}
+
+/**
+ * The intent backlog in `scope`, for dashboards and alerts (one read, index-backed for the pending rows).
+ *
+ * @example
+ * const { pending, oldestPendingAgeMs } = await getEnqueueIntentStats(prisma, { scope: adminScope() });
+ */
+export async function getEnqueueIntentStats(db: Db, input: { scope: Scope }): Promise<EnqueueIntentStats> {
+  const { scope } = parseInput(enqueueIntentStatsInputSchema, input, JOB_INVALID_INPUT);
+  const s = scopeParams(scope);
+  const [row] = await withStatement(
+    db,
+    'read enqueue intent stats',
+    // Two partial-index reads (pending, conflict): promoted intents, the bulk of the table, are never visited.
+    async (tx) => tx.$queryRaw<{ pending: number; oldest_ms: number | null; max_attempts: number; failing: number; conflicts: number }[]>`
+      SELECT p.pending, p.oldest_ms, p.max_attempts, p.failing, c.conflicts
+        FROM (SELECT count(*)::int AS pending,
+                     (extract(epoch FROM now() - min(created_at)) * 1000)::float8 AS oldest_ms,
+                     COALESCE(max(attempts), 0)::int AS max_attempts,
+                     count(*) FILTER (WHERE last_error_code IS NOT NULL)::int AS failing
+                FROM runledger.job_enqueue_intents
+               WHERE state = 'PENDING'
+                 AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) p
+       CROSS JOIN (SELECT count(*)::int AS conflicts
+                     FROM runledger.job_enqueue_intents
+                    WHERE state = 'CONFLICT'
+                      AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) c`,
+    { readCommitted: false },
+  );
+  return {
+    pending: row!.pending,
+    oldestPendingAgeMs: row!.oldest_ms === null ? null : Math.max(0, Math.round(row!.oldest_ms)),
+    maxPendingAttempts: row!.max_attempts,
+    failing: row!.failing,
+    conflicts: row!.conflicts,
+  };
+}
