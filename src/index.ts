@@ -53,6 +53,7 @@ export { releaseJob } from './queue/release.js';
 export { cancelJob } from './queue/cancel.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents } from './queue/reads.js';
+export { listJobAttempts, type JobAttempt, type JobAttemptOutcome, type RetryDelaySource, type ListJobAttemptsInput } from './queue/attempts.js';
 export type { RetryPolicy, BackoffPolicy } from './queue/retry-policy.js';
 export { DEFAULT_BACKOFF } from './queue/defaults.js';
 export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';

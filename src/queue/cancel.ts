@@ -86,6 +86,12 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
         SELECT ${eventId}::uuid, id, 'CANCELED'::runledger.job_event_type, run_number, attempt,
                jsonb_build_object('previousStatus', ${current.status}::text, 'reason', ${reason ?? null}::text)
           FROM canceled
+      ),
+      -- A leased job's attempt ends with the cancellation (its handler may still run until the lease expires).
+      attempts AS (
+        UPDATE runledger.job_attempts a
+           SET finished_at = now(), outcome = 'CANCELED', error_message = ${reason ?? null}::text
+         WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
       )
       SELECT * FROM canceled`;
     const row = rows[0];

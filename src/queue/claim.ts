@@ -7,7 +7,7 @@
  * - `FOR UPDATE SKIP LOCKED`: concurrent claimers never wait for each other
  *   and never receive the same job; a row another claimer holds is skipped.
  * - Each claimed job gets `attempt + 1`, an owner, an expiry on the database
- *   clock, and a LEASED event (plus a RUNNING event with `markRunning`, which
+ *   clock, an open job_attempts row, and a LEASED event (plus a RUNNING event with `markRunning`, which
  *   folds the RUNNING transition into the claim so it costs no commit).
  * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
  *   in the same statement (a data-modifying CTE: the step -> RUNNING rule
@@ -167,6 +167,12 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
              WHERE ${markRunning}::boolean
           ) e
          ORDER BY e.n, e.phase
+      ),
+      -- The attempt history (job_attempts): this lease's attempt opens with the lease, closed by whichever
+      -- statement ends it.
+      attempts AS (
+        INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at)
+        SELECT id, run_number, attempt, lease_owner, now() FROM numbered ORDER BY n
       ),
       -- The workflow hook (see src/workflow/job-hooks.ts): steps of claimed workflow jobs become RUNNING.
       steps AS (

@@ -42,6 +42,11 @@
  *     detector (40P01, `database.transaction_conflict`: retried like any
  *     failed claim), and a lost race is a unique violation that claimJobs
  *     retries (src/queue/claim.ts).
+ *   - Attempt history (job_attempts rows, src/queue/attempts.ts) is rung 1's
+ *     appendix, not a class of its own: a job's attempt row is opened and
+ *     closed only by the statement that holds (or takes) that job's row, in
+ *     the same statement, after it; no statement locks attempt rows on their
+ *     own, so they add no wait another job-row holder could not.
  *   - Appending steps to a run (append.ts): the run's APPEND advisory lock
  *     (rung 0, blocking, taken only by appends, so appends to one run are
  *     serialised and each sees every step the previous one added) -> release

@@ -18,7 +18,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // Queue.
   'enqueueJob', 'enqueueJobs', 'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess',
   'failJob', 'releaseJob', 'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
-  'DEFAULT_BACKOFF',
+  'listJobAttempts', 'DEFAULT_BACKOFF',
   // Workflows.
   'workflow', 'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
   'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
@@ -51,7 +51,7 @@ describe('public API', () => {
     // request, workflowRunHandle(db, scope, id, options?) builds a handle (README, "API conventions").
     const operations = [
       'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess', 'failJob', 'releaseJob',
-      'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
+      'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents', 'listJobAttempts',
       'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
       'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
       'compareAndReplaySucceededJob', 'compareAndRequeueJob',
