@@ -7,7 +7,7 @@ import type { JobStatus } from '../queue/rows.js';
 import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { UsageError, type CliContext } from './context.js';
-import { formatJobList, table } from './format.js';
+import { formatJobList, formatProgress, table } from './format.js';
 import { integerOption } from './options.js';
 import { allItems } from './pages.js';
 
@@ -50,7 +50,7 @@ export function registerJobCommands(program: Command, context: CliContext): void
       const events = await allItems((paging) => listJobEvents(db, { ...ref, ...paging }));
       const attempts = await allItems((paging) => listJobAttempts(db, { ...ref, ...paging }));
       const human = [
-        `Job ${job.id}  ${job.jobType}  ${job.status}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}`,
+        `Job ${job.id}  ${job.jobType}  ${job.status}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}${job.stage ? `  stage ${job.stage}` : ''}${formatProgress(job.progress)}`,
         job.lastErrorCode ? `  last error: ${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '',
         '',
         table([['AT', 'EVENT', 'RUN', 'ATTEMPT'], ...events.map((e) => [e.createdAt.toISOString(), e.eventType, String(e.runNumber), String(e.attempt)])]),

@@ -61,6 +61,8 @@ export interface ClaimedJob extends JobLease {
   workflowManaged: boolean;
   /** The job's execution resource key (null: none); its lease holds the key. */
   resourceKey: string | null;
+  /** The job's stage label (enqueue's or a previous attempt's `ctx.setStage`); null: none. */
+  stage: string | null;
 }
 
 interface ClaimedRow {
@@ -78,6 +80,7 @@ interface ClaimedRow {
   max_attempts: number;
   workflow_managed: boolean;
   resource_key: string | null;
+  stage: string | null;
 }
 
 /**
@@ -146,7 +149,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
          WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
-                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key
+                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key, jq.stage
       ),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
@@ -185,7 +188,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
            AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       SELECT id, run_number, attempt, lease_owner, lease_expires_at, job_type, organization_id, payload, checkpoint,
-             progress, timeout_seconds, max_attempts, workflow_managed, resource_key
+             progress, timeout_seconds, max_attempts, workflow_managed, resource_key, stage
         FROM numbered
        ORDER BY n`));
     return rows.map(toClaimedJob);
@@ -252,5 +255,6 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
     maxAttempts: row.max_attempts,
     workflowManaged: row.workflow_managed,
     resourceKey: row.resource_key,
+    stage: row.stage,
   };
 }

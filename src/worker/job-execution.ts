@@ -46,7 +46,8 @@ import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
-import { createJobContext, type SaveFields } from './job-context.js';
+import { createJobContext, type ContextWrites, type SaveFields } from './job-context.js';
+import { setJobProgress, setJobStage } from '../queue/stage.js';
 import type { StepInputs } from '../workflow/step-inputs.js';
 import {
   JOB_OUTPUT_INVALID,
@@ -198,7 +199,7 @@ export class JobExecution {
         if (this.take('handler')) await this.recordFailure(stepInputsFailure(), error);
         return;
       }
-      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), stepInputs);
+      const ctx = createJobContext(this.job, this.controller.signal, this.logger, this.contextWrites(), stepInputs);
       result = { ok: true, output: await this.definition.handler(parsed.value, ctx) };
     } catch (error) {
       result = { ok: false, error };
@@ -258,6 +259,27 @@ export class JobExecution {
       this.deps.events.emit('worker:error', { error, operation: 'heartbeat', jobId: this.job.jobId });
     }
     if (this.outcome === undefined) this.scheduleHeartbeat();
+  }
+
+  private contextWrites(): ContextWrites {
+    return {
+      save: (fields) => this.save(fields),
+      setStage: (stage) => this.fenced(() => setJobStage(this.deps.db, this.job, stage)),
+      progress: async (processed, total) => {
+        const progress = await this.fenced(() => setJobProgress(this.deps.db, this.job, processed, total));
+        return { processed: progress.processed, total: progress.total };
+      },
+    };
+  }
+
+  /** A handler's lease-fenced write: a refused fence means the lease is lost (the handler is aborted). */
+  private async fenced<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
+      throw error;
+    }
   }
 
   /** ctx.saveProgress / ctx.saveCheckpoint: a heartbeat carrying the field, fenced like every heartbeat. */

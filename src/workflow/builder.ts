@@ -32,6 +32,8 @@ export interface JobStepSettings {
    * the definition's), else the default (see enqueueJob's `backoff`).
    */
   backoff?: { baseDelayMs?: number; maxDelayMs?: number };
+  /** Stage label of the step's job until its handler sets another (see enqueueJob's `stage`). */
+  stage?: string;
 }
 
 /**

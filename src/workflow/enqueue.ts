@@ -170,6 +170,7 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
         workflowStepId: stepId,
         resourceKey: step.resourceKey,
         backoff: step.backoff,
+        stage: step.stage,
       });
     });
   }
@@ -180,10 +181,10 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-            timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, status, job_id, released_at, dependency_count_total,
+            timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, stage, status, job_id, released_at, dependency_count_total,
             dependency_count_pending)
     SELECT s.id, s.run_id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, s.organization_id,
-           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms,
+           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms, s.stage,
            CASE WHEN s.deps > 0 THEN 'BLOCKED' WHEN s.kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL' ELSE 'ENQUEUED' END::runledger.workflow_step_status,
            s.job_id, CASE WHEN s.deps = 0 THEN now() END, s.deps, s.deps
       FROM unnest(
@@ -201,9 +202,10 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
              ${col((e) => (e.step.kind === 'job' ? (e.step.backoff?.baseDelayMs ?? null) : null))}::int[],
              ${col((e) => (e.step.kind === 'job' ? (e.step.backoff?.maxDelayMs ?? null) : null))}::int[],
              ${col((e) => jobIdByStep.get(e.id) ?? null)}::uuid[],
-             ${col((e) => e.step.dependsOn.length)}::int[]
+             ${col((e) => e.step.dependsOn.length)}::int[],
+             ${col((e) => (e.step.kind === 'job' ? e.step.stage : null))}::text[]
            ) AS s(id, run_id, organization_id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds,
-                  resource_key, backoff_base_ms, backoff_max_ms, job_id, deps)`;
+                  resource_key, backoff_base_ms, backoff_max_ms, job_id, deps, stage)`;
 
   const edges = fresh.flatMap(({ run, runId, stepIds }) => {
     const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
@@ -297,11 +299,12 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
     steps: [...run.steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null resource key or backoff is left out, so snapshots stored before they existed still compare equal.
-        const { resourceKey, backoff, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null };
+        // A null resource key, backoff or stage is left out, so snapshots stored before they existed still compare equal.
+        const { resourceKey, backoff, stage, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, stage: null };
         return {
           ...rest,
           ...(resourceKey === null ? {} : { resourceKey }),
+          ...(stage === null ? {} : { stage }),
           ...(backoff === null ? {} : { backoff: { baseDelayMs: backoff.baseDelayMs, maxDelayMs: backoff.maxDelayMs } }),
           dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),
         };
