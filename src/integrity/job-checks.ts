@@ -9,8 +9,9 @@
  *   LEASED      owner and expiry set, attempt >= 1;
  *   otherwise   no owner, no heartbeat; an expiry only on a CANCELED job
  *               (the quiescence marker a canceled lease keeps).
- * A job's run number is 1 + its REQUEUED events (requeue is the only writer
- * of run_number). A workflow job's execution resource and backoff are its step's (copied
+ * A job's run number is 1 + its REQUEUED events (requeue and a handler's
+ * continuation, src/queue/continue.ts, are the only writers of run_number,
+ * each with its REQUEUED event). A workflow job's execution resource and backoff are its step's (copied
  * when the job is inserted, never changed); at most one LEASED job per key is
  * the schema's unique index, so it needs no check here.
  *

@@ -9,6 +9,7 @@
  *   release (release.ts)            -> RELEASED      (error_code: the release reason)
  *   reap (reap.ts)                  -> LEASE_EXPIRED (the job retried or dead-lettered: see its status)
  *   cancel (cancel.ts, workflow)    -> CANCELED
+ *   continuation (continue.ts)      -> CONTINUED     (next run time of the next slice)
  *
  * A timeout is a failure with the code `job.timeout` (FAILED_RETRY or
  * DEAD_LETTERED), not an outcome of its own: the outcome says what happened

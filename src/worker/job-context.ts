@@ -49,6 +49,10 @@ export interface JobContext {
   readonly signal: AbortSignal;
   /** The worker's logger, with jobId and jobType bound. */
   readonly logger: WorkerLogger;
+  /** When this attempt times out (`timeoutSeconds` after it started): a long job returns `continueNow` before it. */
+  readonly deadline: Date;
+  /** Milliseconds left until `deadline` (0 once it passed). */
+  remainingMs(): number;
   /** Saves progress (JSON; null clears) and extends the lease. */
   saveProgress(progress: JsonValue | null): Promise<void>;
   /** Saves a checkpoint a later attempt will start from (JSON; null clears) and extends the lease. */
@@ -81,6 +85,7 @@ export function createJobContext(
   logger: WorkerLogger,
   writes: ContextWrites,
   step: StepInputs | undefined,
+  deadline: Date,
 ): JobContext {
   let progress = job.progress;
   let checkpoint = job.checkpoint;
@@ -102,6 +107,8 @@ export function createJobContext(
     },
     signal,
     logger,
+    deadline,
+    remainingMs: () => Math.max(0, deadline.getTime() - Date.now()),
     async saveProgress(value: JsonValue | null) {
       await writes.save({ progress: value });
       progress = value;

@@ -46,6 +46,8 @@ const appendJobStepSchema = z.strictObject({
   backoff: backoffPolicySchema.optional(),
   /** Stage label of the step's job (see enqueueJob's \`stage\`). */
   stage: stageLabel.optional(),
+  /** The step's job may continue (see the workflow builder's \`allowContinuation\`). */
+  allowContinuation: z.boolean().optional(),
 });
 
 const appendExternalStepSchema = z.strictObject({ key: storableText, kind: z.literal('external') });
@@ -89,6 +91,8 @@ export interface AppendWorkflowStepsInput {
         backoff?: { baseDelayMs?: number; maxDelayMs?: number };
         /** Stage label of the step's job (see enqueueJob). */
         stage?: string;
+        /** The step's job may continue (see the workflow builder). */
+        allowContinuation?: boolean;
       }
     | { key: string; kind: 'external' }
   )[];
@@ -201,11 +205,12 @@ function canonicalAppend(
     steps: [...steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null backoff or stage is left out, so requests stored before they existed still compare equal.
+        // A null backoff or stage, and a continuation not allowed, are left out, so requests stored before they existed still compare equal.
         const { dependsOn: _dependsOn, ...rest } = step;
         const omitted: Record<string, unknown> = { ...rest };
         if (step.kind === 'job' && step.backoff === null) delete omitted.backoff;
         if (step.kind === 'job' && step.stage === null) delete omitted.stage;
+        if (step.kind === 'job' && !step.allowContinuation) delete omitted.allowContinuation;
         return omitted as unknown as JsonValue;
       }),
     edges: [...edges]

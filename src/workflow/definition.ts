@@ -39,6 +39,8 @@ const jobStepSchema = z.strictObject({
   backoff: backoffPolicySchema.optional(),
   /** Stage label of the step's job at enqueue (see enqueueJob's \`stage\`). */
   stage: stageLabel.optional(),
+  /** The step's job may return continueNow / continueAfter (the step stays ENQUEUED between slices). */
+  allowContinuation: z.boolean().optional(),
   dependsOn: z.array(dependencySchema).default([]),
   result: z.boolean().default(false),
 });
@@ -87,6 +89,8 @@ export type ValidatedStep =
       backoff: BackoffPolicy | null;
       /** The stage label of the step's job at enqueue; null: none. */
       stage: string | null;
+      /** The step's job may continue instead of ending the step. */
+      allowContinuation: boolean;
       dependsOn: ValidatedDependency[];
     }
   | { key: string; kind: 'external'; dependsOn: ValidatedDependency[] };
@@ -96,7 +100,7 @@ export interface ValidatedDependency {
   mode: 'ON_SUCCESS' | 'ON_TERMINAL';
 }
 
-const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource', 'backoff', 'stage'] as const;
+const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource', 'backoff', 'stage', 'allowContinuation'] as const;
 
 function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });
@@ -165,7 +169,7 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
 /** A parsed step with its job settings resolved to their defaults (run validation and appends alike). */
 export function resolveStep(
   step:
-    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number | undefined; maxAttempts?: number | undefined; timeoutSeconds?: number | undefined; resource?: string | undefined; backoff?: Parameters<typeof resolveBackoff>[0] | undefined; stage?: string | undefined }
+    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number | undefined; maxAttempts?: number | undefined; timeoutSeconds?: number | undefined; resource?: string | undefined; backoff?: Parameters<typeof resolveBackoff>[0] | undefined; stage?: string | undefined; allowContinuation?: boolean | undefined }
     | { key: string; kind: 'external' },
   dependsOn: ValidatedDependency[],
 ): ValidatedStep {
@@ -181,6 +185,7 @@ export function resolveStep(
         resourceKey: step.resource ?? null,
         backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
         stage: step.stage ?? null,
+        allowContinuation: step.allowContinuation ?? false,
         dependsOn,
       }
     : { key: step.key, kind: 'external', dependsOn };

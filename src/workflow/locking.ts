@@ -31,8 +31,9 @@
  *     EXCLUSIVE (waits for in-flight releases to finish; none can start after)
  *     -> job rows again (jobs released while it waited) -> all step rows in id
  *     order -> run row.
- *   - Claim / retry / release of a workflow job: job rows -> step rows (no
- *     release lock: they release nothing).
+ *   - Claim / retry / release / continuation of a workflow job: job rows ->
+ *     step rows (no release lock: they release nothing; a continued step
+ *     stays live, src/queue/continue.ts).
  *   - Execution resources add no lock of their own: a claim locks job rows
  *     with SKIP LOCKED (never waits) and at most one job per key, and the
  *     key's reservation is the unique index over leased jobs' keys. Inserting

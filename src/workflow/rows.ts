@@ -95,6 +95,7 @@ export interface WorkflowStepRow {
   updated_at: Date;
   /** The step's stage label at enqueue. */
   stage?: string | null;
+  allow_continuation?: boolean;
   /** The step's job's live stage and progress, where a read joins the job (listWorkflowSteps). */
   job_stage?: string | null;
   job_progress?: JsonValue | null;
@@ -130,6 +131,8 @@ export interface WorkflowStep {
   stage: string | null;
   /** The step's job's last saved progress (listWorkflowSteps reads it; null elsewhere or when none). */
   progress: JsonValue | null;
+  /** The step's job may continue (continueNow / continueAfter) without ending the step. */
+  allowContinuation: boolean;
 }
 
 export function toWorkflowStep(row: WorkflowStepRow): WorkflowStep {
@@ -160,6 +163,7 @@ export function toWorkflowStep(row: WorkflowStepRow): WorkflowStep {
     updatedAt: row.updated_at,
     stage: row.job_stage ?? row.stage ?? null,
     progress: row.job_progress ?? null,
+    allowContinuation: row.allow_continuation ?? false,
   };
 }
 

@@ -32,7 +32,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // Replay and recovery.
   'compareAndReplaySucceededJob', 'compareAndRequeueJob',
   // Worker runtime.
-  'createWorker', 'runWorker', 'defineJob', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
+  'createWorker', 'runWorker', 'defineJob', 'continueNow', 'continueAfter', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
 ];
 
 describe('public API', () => {
