@@ -22,6 +22,7 @@ import {
 import { setJobProgress, setJobStage } from '../../src/queue/stage.js';
 import { defineJob } from '../../src/worker/index.js';
 import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
+import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
 
@@ -117,5 +118,11 @@ describe('stages and progress', () => {
     expect(steps.b).toMatchObject({ stage: 'later', progress: null });
     expect(steps.c).toMatchObject({ stage: 'appended' });
     expect((await claim('stage.wf.c')).stage).toBe('appended');
+
+    // The CLI shows the job's stage and progress, and each step's.
+    const job = await runCli(db.url, 'jobs', 'show', lease.jobId);
+    expect(job.stdout).toMatch(/LEASED\s+run 1\s+attempt 1\/\d+\s+stage crawling\s+2\/4/);
+    const run = await runCli(db.url, 'runs', 'show', workflowRunId);
+    expect(run.stdout).toMatch(/ a\s+RUNNING\s+job stage\.wf\.a \(id [^)]+\)\s+stage crawling\s+2\/4/);
   });
 });
