@@ -72,6 +72,7 @@ export {
   type PromotedIntent,
   type EnqueueIntentStats,
 } from './queue/intents.js';
+export { listJobAttempts, type JobAttempt, type JobAttemptOutcome, type RetryDelaySource, type ListJobAttemptsInput } from './queue/attempts.js';
 export type { RetryPolicy, BackoffPolicy } from './queue/retry-policy.js';
 export { DEFAULT_BACKOFF } from './queue/defaults.js';
 export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';

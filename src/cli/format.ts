@@ -68,9 +68,17 @@ export function formatRunDag(run: WorkflowRun, steps: readonly WorkflowStep[], e
         .join(', ');
       // The job id is what `jobs show`, `jobs replay` and `jobs requeue` take, so an operator can go from the DAG to the job.
       const what = step.executionKind === 'JOB' ? `job ${step.jobType}${step.jobId ? ` (id ${step.jobId})` : ''}` : 'external';
-      const detail = step.lastErrorCode ? `  [${step.lastErrorCode}]` : '';
+      const detail = `${step.stage ? `  stage ${step.stage}${formatProgress(step.progress)}` : formatProgress(step.progress)}${step.lastErrorCode ? `  [${step.lastErrorCode}]` : ''}`;
       lines.push(`    ${STATUS_MARK[step.status]} ${step.stepKey.padEnd(18)} ${step.status.padEnd(21)} ${what}${after ? `  ← ${after}` : ''}${detail}`);
     }
   }
   return lines.join('\n');
+}
+
+/** `  3/10` for numeric progress (`ctx.progress`), `  3` without a total; nothing for none or free-form progress. */
+export function formatProgress(progress: unknown): string {
+  if (typeof progress !== 'object' || progress === null || !('processed' in progress)) return '';
+  const { processed, total } = progress as { processed: unknown; total?: unknown };
+  if (typeof processed !== 'number') return '';
+  return typeof total === 'number' ? `  ${processed}/${total}` : `  ${processed}`;
 }

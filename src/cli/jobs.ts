@@ -1,12 +1,13 @@
 /** `runledger jobs ...`: list, show, cancel, replay a succeeded job, requeue a dead-lettered or canceled one. */
 import type { Command } from 'commander';
 import { cancelJob } from '../queue/cancel.js';
+import { listJobAttempts } from '../queue/attempts.js';
 import { getJob, listJobEvents, listJobs } from '../queue/reads.js';
 import type { JobStatus } from '../queue/rows.js';
 import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { UsageError, type CliContext } from './context.js';
-import { formatJobList, table } from './format.js';
+import { formatJobList, formatProgress, table } from './format.js';
 import { integerOption } from './options.js';
 import { allItems } from './pages.js';
 
@@ -41,21 +42,38 @@ export function registerJobCommands(program: Command, context: CliContext): void
     });
   jobs
     .command('show <jobId>')
-    .description('show a job and its event history')
+    .description('show a job, its event history and its attempts')
     .action(async (jobId: string) => {
       const db = context.db();
       const ref = { scope: context.scope, jobId };
       const job = await getJob(db, ref);
       const events = await allItems((paging) => listJobEvents(db, { ...ref, ...paging }));
+      const attempts = await allItems((paging) => listJobAttempts(db, { ...ref, ...paging }));
       const human = [
-        `Job ${job.id}  ${job.jobType}  ${job.status}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}`,
+        `Job ${job.id}  ${job.jobType}  ${job.status}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}${job.stage ? `  stage ${job.stage}` : ''}${formatProgress(job.progress)}`,
         job.lastErrorCode ? `  last error: ${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '',
         '',
         table([['AT', 'EVENT', 'RUN', 'ATTEMPT'], ...events.map((e) => [e.createdAt.toISOString(), e.eventType, String(e.runNumber), String(e.attempt)])]),
+        '',
+        attempts.length === 0
+          ? 'No attempts.'
+          : table([
+              ['STARTED', 'FINISHED', 'RUN', 'ATTEMPT', 'WORKER', 'OUTCOME', 'ERROR', 'NEXT RUN'],
+              ...attempts.map((a) => [
+                a.startedAt.toISOString(),
+                a.finishedAt?.toISOString() ?? '-',
+                String(a.runNumber),
+                String(a.attempt),
+                a.workerId,
+                a.outcome ?? 'RUNNING',
+                a.errorCode ?? '-',
+                a.nextRunAt ? `${a.nextRunAt.toISOString()}${a.retryDelaySource ? ` (${a.retryDelaySource})` : ''}` : '-',
+              ]),
+            ]),
       ]
-        .filter((line, index) => line !== '' || index === 2)
+        .filter((line, index) => line !== '' || index === 2 || index === 4)
         .join('\n');
-      context.print(human, { job, events });
+      context.print(human, { job, events, attempts });
     });
   jobs
     .command('replay <jobId>')

@@ -75,6 +75,7 @@ export const ERROR_CODES = [
   'worker.invalid_job_definition',
   'worker.invalid_options',
   'worker.stopped',
+  'worker.invalid_continuation',
   // Workflows.
   'workflow.invalid_input',
   'workflow.blank_step_key',
@@ -141,6 +142,10 @@ export const JOB_OUTCOME_CODES = [
   'job.timeout',
   // An enqueue intent whose idempotency key holds a job of another request (the intent's lastErrorCode).
   'job.intent_idempotency_conflict',
+  // A workflow job returned a continuation although its step did not opt in (allowContinuation).
+  'job.workflow_handler_continuation_not_enabled',
+  // A workflow step waiting for its job's next slice (a step's statusReason).
+  'job.continued',
   // A step read a prerequisite's output with the wrong definition (recorded through a TerminalError).
   'workflow.prerequisite_type_mismatch',
   // Recorded by the reaper: the lease expired and the worker is presumed dead.

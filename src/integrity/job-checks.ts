@@ -9,10 +9,19 @@
  *   LEASED      owner and expiry set, attempt >= 1;
  *   otherwise   no owner, no heartbeat; an expiry only on a CANCELED job
  *               (the quiescence marker a canceled lease keeps).
- * A job's run number is 1 + its REQUEUED events (requeue is the only writer
- * of run_number). A workflow job's execution resource and backoff are its step's (copied
+ * A job's run number is 1 + its REQUEUED events (requeue and a handler's
+ * continuation, src/queue/continue.ts, are the only writers of run_number,
+ * each with its REQUEUED event). A workflow job's execution resource and backoff are its step's (copied
  * when the job is inserted, never changed); at most one LEASED job per key is
  * the schema's unique index, so it needs no check here.
+ *
+ * Attempt history (job_attempts, src/queue/attempts.ts): at most one open
+ * attempt per job (also the schema's partial unique index; a restore without
+ * it is what this catches); a LEASED job has exactly its lease's attempt open
+ * (same run number, attempt and worker) and any other job none (a lease
+ * granted before the job_attempts migration has no attempt row and is
+ * reported until it ends); no attempt finishes before it starts or belongs to
+ * a run the job has not reached.
  */
 import type { Tx } from '../client/types.js';
 import type { ViolationRow } from './violations.js';
@@ -25,7 +34,8 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
              j.lease_owner, j.lease_expires_at, j.heartbeat_at,
              j.output IS NOT NULL AS has_output, j.finished_at IS NOT NULL AS has_finished_at,
              s.id AS step_id, s.job_id AS step_job_id, s.workflow_run_id, s.step_key,
-             ev.requeues, ev.replayed_from, lr.replay_job_id AS lineage_job_id
+             ev.requeues, ev.replayed_from, lr.replay_job_id AS lineage_job_id,
+             att.open_attempts, att.open_attempt, att.bad_attempts
         FROM unnest(${jobIds}::uuid[]) AS page(id)
         JOIN runledger.job_queue j ON j.id = page.id
         LEFT JOIN runledger.workflow_steps s ON s.id = j.workflow_step_id
@@ -36,6 +46,15 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
            WHERE e.job_id = j.id
         ) ev ON true
         LEFT JOIN runledger.job_replays lr ON lr.replay_job_id = j.id
+        LEFT JOIN LATERAL (
+          SELECT (count(*) FILTER (WHERE a.finished_at IS NULL))::int AS open_attempts,
+                 (array_agg(jsonb_build_object('runNumber', a.run_number, 'attempt', a.attempt, 'workerId', a.worker_id) ORDER BY a.seq)
+                    FILTER (WHERE a.finished_at IS NULL))[1] AS open_attempt,
+                 jsonb_agg(jsonb_build_object('seq', a.seq, 'runNumber', a.run_number, 'startedAt', a.started_at, 'finishedAt', a.finished_at)
+                           ORDER BY a.seq) FILTER (WHERE a.finished_at < a.started_at OR a.run_number > j.run_number) AS bad_attempts
+            FROM runledger.job_attempts a
+           WHERE a.job_id = j.id
+        ) att ON true
     )
     SELECT 'job.lease_columns' AS kind, workflow_run_id, step_id, step_key, id AS job_id,
            CASE WHEN status = 'LEASED'
@@ -77,6 +96,24 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
     SELECT 'job.run_number_mismatch', workflow_run_id, step_id, step_key, id,
            jsonb_build_object('runNumber', 1 + requeues), jsonb_build_object('runNumber', run_number)
       FROM jobs WHERE run_number <> 1 + requeues
+    UNION ALL
+    SELECT 'job.attempt_open_count', workflow_run_id, step_id, step_key, id,
+           jsonb_build_object('openAttempts', '<= 1'), jsonb_build_object('openAttempts', open_attempts)
+      FROM jobs WHERE open_attempts > 1
+    UNION ALL
+    SELECT 'job.attempt_lease_mismatch', workflow_run_id, step_id, step_key, id,
+           jsonb_build_object('openAttempt', CASE WHEN status = 'LEASED'
+                                                  THEN jsonb_build_object('runNumber', run_number, 'attempt', attempt, 'workerId', lease_owner) END),
+           jsonb_build_object('status', status, 'openAttempt', open_attempt)
+      FROM jobs
+     WHERE open_attempts <= 1
+       AND open_attempt IS DISTINCT FROM CASE WHEN status = 'LEASED'
+                                              THEN jsonb_build_object('runNumber', run_number, 'attempt', attempt, 'workerId', lease_owner) END
+    UNION ALL
+    SELECT 'job.attempt_history', workflow_run_id, step_id, step_key, id,
+           jsonb_build_object('attempts', 'finished no earlier than started, of a run the job reached'),
+           jsonb_build_object('runNumber', run_number, 'attempts', bad_attempts)
+      FROM jobs WHERE bad_attempts IS NOT NULL
     UNION ALL
     SELECT 'replay.lineage_missing', NULL, NULL, NULL, id,
            jsonb_build_object('lineage', jsonb_build_object('replayJobId', id, 'sourceJobId', replayed_from)),

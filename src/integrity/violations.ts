@@ -26,6 +26,9 @@
  *   job.run_number_mismatch      a job's run number is 1 + its REQUEUED events
  *   job.resource_mismatch        a workflow job's execution resource key is its step's
  *   job.backoff_mismatch         a workflow job's backoff (per enqueue or step) is its step's
+ *   job.attempt_open_count       at most one open job_attempts row per job
+ *   job.attempt_lease_mismatch   a LEASED job's open attempt is its lease's (run, attempt, worker); no other job has one
+ *   job.attempt_history          attempts finish no earlier than they start, in a run the job reached
  *   replay.lineage               a job_replays row: both jobs direct, same type and organization,
  *                                the source reached that run, the replay job's ENQUEUED event names it
  *   replay.lineage_missing       a job whose ENQUEUED event says it replays a source has its job_replays row
@@ -58,6 +61,9 @@ export type IntegrityViolationKind =
   | 'job.run_number_mismatch'
   | 'job.resource_mismatch'
   | 'job.backoff_mismatch'
+  | 'job.attempt_open_count'
+  | 'job.attempt_lease_mismatch'
+  | 'job.attempt_history'
   | 'replay.lineage'
   | 'replay.lineage_missing'
   | 'recovery.lineage'
@@ -111,6 +117,9 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'job.run_number_mismatch': 'The job run number is not 1 + the number of its requeues.',
   'job.resource_mismatch': 'The workflow job does not carry its step\'s execution resource key.',
   'job.backoff_mismatch': 'The workflow job does not carry its step\'s backoff.',
+  'job.attempt_open_count': 'The job has more than one open attempt.',
+  'job.attempt_lease_mismatch': "The job's open attempt does not match its lease.",
+  'job.attempt_history': 'An attempt of the job finished before it started or belongs to a run the job has not reached.',
   'replay.lineage': 'A replay lineage row disagrees with its source or replay job.',
   'replay.lineage_missing': 'A job replays a source but has no lineage row.',
   'recovery.lineage': 'A workflow recovery row disagrees with its source or recovery run.',

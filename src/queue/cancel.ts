@@ -43,7 +43,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
     const locked = await tx.$queryRaw<(JobRow & { workflow_step_id: string | null })[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key,
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage,
              workflow_step_id
         FROM runledger.job_queue
        WHERE id = ${jobId}::uuid
@@ -78,7 +78,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
                   jq.max_attempts, jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner,
                   jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key, jq.progress, jq.checkpoint, jq.output,
                   jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
-                  jq.finished_at, jq.resource_key,
+                  jq.finished_at, jq.resource_key, jq.stage,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       events AS (
@@ -86,6 +86,12 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
         SELECT ${eventId}::uuid, id, 'CANCELED'::runledger.job_event_type, run_number, attempt,
                jsonb_build_object('previousStatus', ${current.status}::text, 'reason', ${reason ?? null}::text)
           FROM canceled
+      ),
+      -- A leased job's attempt ends with the cancellation (its handler may still run until the lease expires).
+      attempts AS (
+        UPDATE runledger.job_attempts a
+           SET finished_at = now(), outcome = 'CANCELED', error_message = ${reason ?? null}::text
+         WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
       )
       SELECT * FROM canceled`;
     const row = rows[0];

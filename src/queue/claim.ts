@@ -7,7 +7,7 @@
  * - `FOR UPDATE SKIP LOCKED`: concurrent claimers never wait for each other
  *   and never receive the same job; a row another claimer holds is skipped.
  * - Each claimed job gets `attempt + 1`, an owner, an expiry on the database
- *   clock, and a LEASED event (plus a RUNNING event with `markRunning`, which
+ *   clock, an open job_attempts row, and a LEASED event (plus a RUNNING event with `markRunning`, which
  *   folds the RUNNING transition into the claim so it costs no commit).
  * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
  *   in the same statement (a data-modifying CTE: the step -> RUNNING rule
@@ -71,6 +71,8 @@ export interface ClaimedJob extends JobLease {
   traceContext: JsonValue | null;
   /** How long the job had been due (its `next_run_at` passed) when claimed, on the database clock. */
   queueWaitMs: number;
+  /** The job's stage label (enqueue's or a previous attempt's `ctx.setStage`); null: none. */
+  stage: string | null;
 }
 
 /** What a claimed workflow job's handler sees of its workflow (the worker wraps it as `ctx.prerequisites`). */
@@ -110,6 +112,7 @@ interface ClaimedRow {
   prerequisites: ClaimedPrerequisite[] | null;
   trace_context: JsonValue | null;
   queue_wait_ms: number;
+  stage: string | null;
 }
 
 /**
@@ -179,7 +182,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
-                  jq.trace_context
+                  jq.trace_context, jq.stage
       ),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
@@ -201,6 +204,12 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
           ) e
          ORDER BY e.n, e.phase
       ),
+      -- The attempt history (job_attempts): this lease's attempt opens with the lease, closed by whichever
+      -- statement ends it.
+      attempts AS (
+        INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at)
+        SELECT id, run_number, attempt, lease_owner, now() FROM numbered ORDER BY n
+      ),
       -- The workflow hook (see src/workflow/job-hooks.ts): steps of claimed workflow jobs become RUNNING.
       steps AS (
         UPDATE runledger.workflow_steps ws
@@ -216,7 +225,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       -- terminal steps do not change (the steps CTE's own update is invisible here, and touches other columns).
       -- A direct job pays one probe of the primary key with NULL.
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
-             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key,
+             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.stage,
              s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
              COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
              (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms
@@ -300,5 +309,6 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
         : { workflowRunId: row.step_run_id, stepKey: row.step_key, prerequisites: row.prerequisites ?? [] },
     traceContext: row.trace_context,
     queueWaitMs: Math.max(0, row.queue_wait_ms),
+    stage: row.stage,
   };
 }

@@ -271,6 +271,13 @@ async function completeStatement(
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
       SELECT event_id, id, 'SUCCEEDED'::runledger.job_event_type, run_number, attempt, NULL FROM done
     ),
+    -- The lease's attempt (opened by the claim) closes with it; after the job rows, like every attempt write.
+    attempts AS (
+      UPDATE runledger.job_attempts a
+         SET finished_at = d.finished_at, outcome = 'SUCCEEDED'
+        FROM done d
+       WHERE a.job_id = d.id AND a.finished_at IS NULL
+    ),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (
       SELECT ws.id FROM runledger.workflow_steps ws

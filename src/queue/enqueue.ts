@@ -95,6 +95,8 @@ export interface InsertJobRow {
   resourceKey?: string | null;
   /** This job's own retry backoff (failJob uses it over the definition's); absent or null for none. */
   backoff?: BackoffPolicy | null;
+  /** The job's stage label; absent or null for none. */
+  stage?: string | null;
 }
 
 export interface InsertJobsOptions {
@@ -140,10 +142,11 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
           ${rows.map((r) => r.workflowStepId ?? null)}::uuid[],
           ${rows.map((r) => r.resourceKey ?? null)}::text[],
           ${rows.map((r) => r.backoff?.baseDelayMs ?? null)}::int[],
-          ${rows.map((r) => r.backoff?.maxDelayMs ?? null)}::int[]
+          ${rows.map((r) => r.backoff?.maxDelayMs ?? null)}::int[],
+          ${rows.map((r) => r.stage ?? null)}::text[]
         ) WITH ORDINALITY AS i(id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
                                next_run_at, delay_ms, idempotency_key, enqueue_request, event_payload, event_id,
-                               workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, ord)
+                               workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage, ord)
     ),
     refused AS (
       SELECT DISTINCT i.job_type
@@ -155,12 +158,12 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
     inserted AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
-              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms,
+              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
               trace_context)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
              CASE WHEN delay_ms IS NOT NULL THEN now() + delay_ms * interval '1 millisecond'
                   ELSE COALESCE(next_run_at, now()) END,
-             idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms,
+             idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
              CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END
         FROM input
        WHERE NOT EXISTS (SELECT 1 FROM refused)
@@ -342,6 +345,7 @@ export function canonicalJobRequest(r: {
   timeoutSeconds: number;
   resourceKey: string | null;
   backoff: { baseDelayMs: number; maxDelayMs: number } | null;
+  stage?: string | null;
 }): JsonValue {
   return {
     jobType: r.jobType,
@@ -352,6 +356,7 @@ export function canonicalJobRequest(r: {
     timeoutSeconds: r.timeoutSeconds,
     ...(r.resourceKey === null ? {} : { resource: r.resourceKey }),
     ...(r.backoff === null ? {} : { backoff: { baseDelayMs: r.backoff.baseDelayMs, maxDelayMs: r.backoff.maxDelayMs } }),
+    ...(r.stage === undefined || r.stage === null ? {} : { stage: r.stage }),
   };
 }
 
@@ -377,10 +382,11 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     enqueueRequest:
       key === null
         ? null
-        : canonicalJobRequest({ jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, resourceKey, backoff }),
+        : canonicalJobRequest({ jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, resourceKey, backoff, stage: input.stage ?? null }),
     eventPayload: null,
     resourceKey,
     backoff,
+    stage: input.stage ?? null,
   };
 }
 

@@ -148,6 +148,22 @@ async function failStatement(
                                           'reason', CASE WHEN ${o.retryable}::boolean THEN 'attempts_exhausted' ELSE 'terminal' END)
              END
         FROM failed
+    ),
+    -- The lease's attempt closes with the delay it got and where that came from: the handler's retry-not-before
+    -- when it decided the time (later than the backoff), the policy otherwise.
+    attempts AS (
+      UPDATE runledger.job_attempts a
+         SET finished_at = now(),
+             outcome = CASE WHEN f.status = 'PENDING' THEN 'FAILED_RETRY' ELSE 'DEAD_LETTERED' END::runledger.job_attempt_outcome,
+             error_code = ${o.code}, error_message = ${o.message},
+             retry_delay_ms = CASE WHEN f.status = 'PENDING' THEN round(EXTRACT(EPOCH FROM (f.next_run_at - now())) * 1000)::bigint END,
+             retry_delay_source = CASE WHEN f.status <> 'PENDING' THEN NULL
+                                       WHEN f.next_run_at = ${o.retryNotBefore ?? null}::timestamptz THEN 'HANDLER_NOT_BEFORE'
+                                       ELSE 'POLICY' END::runledger.job_retry_delay_source,
+             requested_next_run_at = ${o.retryNotBefore ?? null}::timestamptz,
+             next_run_at = CASE WHEN f.status = 'PENDING' THEN f.next_run_at END
+        FROM failed f
+       WHERE a.job_id = f.id AND a.finished_at IS NULL
     )
     SELECT f.status, f.next_run_at, f.workflow_step_id,
            CASE WHEN s.status = 'FAILED' THEN s.workflow_run_id END AS step_run_id, s.has_dependents

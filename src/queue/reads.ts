@@ -37,7 +37,7 @@ export async function findJob(db: Db, input: JobRef): Promise<Job | null> {
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage
         FROM runledger.job_queue
        WHERE id = ${ref.jobId}::uuid
          AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
@@ -73,7 +73,7 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<Page<Job>>
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage
         FROM runledger.job_queue
        WHERE (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
          AND (${statuses}::runledger.job_status[] IS NULL OR status = ANY(${statuses}::runledger.job_status[]))

@@ -107,6 +107,16 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
           ) e
          ORDER BY e.n, e.phase
       ),
+      -- The expired lease's attempt: its error when a handler ran, its next run time when the job goes back.
+      attempts AS (
+        UPDATE runledger.job_attempts a
+           SET finished_at = now(), outcome = 'LEASE_EXPIRED',
+               error_code = CASE WHEN r.started THEN ${LEASE_EXPIRED_CODE} END,
+               error_message = CASE WHEN r.started THEN ${LEASE_EXPIRED_MESSAGE} END,
+               next_run_at = CASE WHEN r.status = 'PENDING' THEN now() END
+          FROM reaped r
+         WHERE a.job_id = r.id AND a.finished_at IS NULL
+      ),
       -- Steps of never-started workflow jobs: put back as unclaimed (the rule in src/queue/release.ts). The
       -- InitPlans run the job UPDATE to completion first, so job rows are locked before step rows.
       unclaimed_steps AS (

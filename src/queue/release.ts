@@ -65,6 +65,12 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
              jsonb_build_object('reason', ${reason}::text, 'workerId', ${l.workerId}::text, 'releasedAttempt', ${l.attempt}::int)
         FROM released
     ),
+    attempts AS (
+      UPDATE runledger.job_attempts a
+         SET finished_at = c.at, outcome = 'RELEASED', error_code = ${reason}::text, next_run_at = c.at
+        FROM clock c
+       WHERE a.job_id = ANY(ARRAY(SELECT id FROM released)) AND a.finished_at IS NULL
+    ),
     -- The step rule in the module comment; a direct job matches no step row.
     steps AS (
       UPDATE runledger.workflow_steps ws

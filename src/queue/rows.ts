@@ -34,7 +34,9 @@ export type JobEventType =
   | 'DEAD_LETTERED'
   | 'CANCELED'
   | 'REQUEUED'
-  | 'LEASE_EXPIRED';
+  | 'LEASE_EXPIRED'
+  | 'STAGE_CHANGED'
+  | 'PROGRESS';
 
 export interface JobRow {
   id: string;
@@ -62,6 +64,7 @@ export interface JobRow {
   started_at: Date | null;
   finished_at: Date | null;
   resource_key: string | null;
+  stage?: string | null;
 }
 
 export interface Job {
@@ -96,6 +99,8 @@ export interface Job {
   finishedAt: Date | null;
   /** Execution resource: at most one LEASED job per key at any time (null: none). */
   resourceKey: string | null;
+  /** The phase the job is in: its enqueue's label, then the handler's `ctx.setStage` (null: none). */
+  stage: string | null;
 }
 
 export function toJob(row: JobRow): Job {
@@ -125,6 +130,7 @@ export function toJob(row: JobRow): Job {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     resourceKey: row.resource_key,
+    stage: row.stage ?? null,
   };
 }
 

@@ -12,6 +12,12 @@ import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, reque
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
 
+/** A stage label (enqueue's `stage`, `ctx.setStage`): non-blank, at most 128 bytes of UTF-8. */
+export const MAX_STAGE_BYTES = 128;
+export const stageLabel = storableText
+  .refine((s) => s.trim().length > 0, 'must not be blank')
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_STAGE_BYTES, `must be at most ${MAX_STAGE_BYTES} bytes (UTF-8)`);
+
 export { DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_SECONDS } from './defaults.js';
 
 /** Upper bounds that keep one statement's arrays (and its locks) bounded. */
@@ -43,6 +49,8 @@ export const enqueueJobInputSchema = z
      * organizations (src/queue/claim.ts). Non-blank, at most 512 bytes.
      */
     resource: requestKey.optional(),
+    /** The job's stage label until its handler sets another (`ctx.setStage`). */
+    stage: stageLabel.optional(),
     /**
      * This job's retry backoff, over its definition's (`defineJob(..., { retry: { backoff } })`) and the
      * default; either field may be given alone (the other from the definition, else the default). Stored on

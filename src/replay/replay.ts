@@ -151,7 +151,7 @@ async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promi
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.backoff_base_ms, jq.backoff_max_ms
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage, jq.backoff_base_ms, jq.backoff_max_ms
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
@@ -169,7 +169,7 @@ async function readSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<Sourc
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.backoff_base_ms, jq.backoff_max_ms,
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage, jq.backoff_base_ms, jq.backoff_max_ms,
            jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid

@@ -106,7 +106,7 @@ async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key,
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage,
            COALESCE(jq.lease_expires_at > now(), false) AS lease_live
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
@@ -124,7 +124,7 @@ async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key,
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage,
            jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
@@ -150,7 +150,7 @@ async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previou
       RETURNING jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
                 jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
                 jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-                jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key
+                jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)

@@ -23,19 +23,19 @@
  */
 import type { Db } from '../client/types.js';
 import { completeJobsSuccessSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
+import { continueJobs, type ContinueJobItem, type ContinueJobOutcome } from '../queue/continue.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { confirmCompletions, retryUntilLeasesExpire } from './retry.js';
 
 export type CompletionResult = SettledCompleteOutcome;
+export type ContinuationResult = ContinueJobOutcome | { jobId: string; outcome: 'error'; error: unknown };
 
 /** Batches committing at once; more would only queue on the database's connections. */
 export const DEFAULT_MAX_FLUSHES = 2;
 
-interface PendingCompletion {
-  lease: LeaseIdentity;
-  output: JsonValue | undefined;
-  resolve: (result: CompletionResult) => void;
-}
+type PendingCompletion =
+  | { kind: 'success'; lease: LeaseIdentity; output: JsonValue | undefined; resolve: (result: CompletionResult) => void }
+  | { kind: 'continue'; item: ContinueJobItem; resolve: (result: ContinuationResult) => void };
 
 export class CompletionBatcher {
   private pending: PendingCompletion[] = [];
@@ -53,7 +53,19 @@ export class CompletionBatcher {
   /** Queues one success; resolves once it is committed (or refused). Never rejects. */
   complete(lease: LeaseIdentity, output: JsonValue | undefined): Promise<CompletionResult> {
     return new Promise((resolve) => {
-      this.pending.push({ lease, output, resolve });
+      this.pending.push({ kind: 'success', lease, output, resolve });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Queues one continuation (continueNow / continueAfter); a flush writes its
+   * continuations in one statement (src/queue/continue.ts), next to its
+   * successes. Never rejects.
+   */
+  continue(item: ContinueJobItem): Promise<ContinuationResult> {
+    return new Promise((resolve) => {
+      this.pending.push({ kind: 'continue', item, resolve });
       this.schedule();
     });
   }
@@ -96,6 +108,23 @@ export class CompletionBatcher {
   }
 
   private async write(batch: PendingCompletion[]): Promise<void> {
+    const successes = batch.filter((item) => item.kind === 'success');
+    const continuations = batch.filter((item) => item.kind === 'continue');
+    await Promise.all([this.writeSuccesses(successes), this.writeContinuations(continuations)]);
+  }
+
+  private async writeContinuations(batch: Extract<PendingCompletion, { kind: 'continue' }>[]): Promise<void> {
+    if (batch.length === 0) return;
+    try {
+      const leases = batch.map((item) => item.item.lease);
+      const outcomes = await retryUntilLeasesExpire(leases)(() => continueJobs(this.db, batch.map((item) => item.item)));
+      batch.forEach((item, index) => item.resolve(outcomes[index] ?? { jobId: item.item.lease.jobId, outcome: 'lease_owner_mismatch' }));
+    } catch (error) {
+      for (const item of batch) item.resolve({ jobId: item.item.lease.jobId, outcome: 'error', error });
+    }
+  }
+
+  private async writeSuccesses(batch: Extract<PendingCompletion, { kind: 'success' }>[]): Promise<void> {
     if (batch.length === 0) return;
     try {
       const leases = batch.map((item) => item.lease);

@@ -20,6 +20,7 @@
  * the row and applied by failJob), else the definition's, which the worker
  * that runs the job passes when a retryable failure is recorded.
  */
+import type { Continuation } from './continuation.js';
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
 import type { BackoffPolicy } from '../queue/defaults.js';
@@ -36,7 +37,9 @@ export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 /**
  * A job handler: receives the parsed payload and the context of this attempt,
  * returns the job's output. The output is stored the way JSON.stringify
- * writes it (see `Jsonified`); undefined or null: no output.
+ * writes it (see `Jsonified`); undefined or null: no output. A returned
+ * `continueNow(...)` / `continueAfter(...)` is no output: it ends this slice
+ * and asks for the next (src/worker/continuation.ts).
  */
 export type JobHandler<Payload, Output> = (payload: Payload, ctx: JobContext) => Promise<Output> | Output;
 
@@ -78,7 +81,7 @@ export type JobPayload<D extends AnyJobDefinition> = D extends JobDefinition<any
 /** What the handler of `D` receives: the schema's output type. */
 export type JobParsedPayload<D extends AnyJobDefinition> = D extends JobDefinition<infer Payload, any, any> ? Payload : never;
 /** What `D`'s job stores as its output (null: the handler returned nothing). */
-export type JobOutput<D extends AnyJobDefinition> = D extends JobDefinition<any, infer Output, any> ? Jsonified<Output> | null : never;
+export type JobOutput<D extends AnyJobDefinition> = D extends JobDefinition<any, infer Output, any> ? Jsonified<Exclude<Output, Continuation>> | null : never;
 
 const BRAND = Symbol.for('runledger.JobDefinition');
 

@@ -57,6 +57,8 @@ export interface WorkerEvents {
   'job:start': { job: JobInfo };
   /** The success is committed. */
   'job:success': { job: JobInfo; output: unknown; durationMs: number };
+  /** The handler's continuation is committed: the job's next slice is run `runNumber`, runnable at `nextRunAt`. */
+  'job:continued': { job: JobInfo; runNumber: number; nextRunAt: Date; durationMs: number };
   /** The failure is committed: `status` says whether a retry is scheduled (`nextRunAt`) or the job is dead-lettered. */
   'job:failure': {
     job: JobInfo;

@@ -13,6 +13,7 @@ export {
   type JobOutput,
 } from './define-job.js';
 export type { JobContext } from './job-context.js';
+export { continueNow, continueAfter, type Continuation, type ContinuationOptions } from './continuation.js';
 export {
   RetryableError,
   TerminalError,

@@ -1,8 +1,9 @@
 /**
  * `ctx`, the second argument of every handler: who this attempt is, the
- * signal that tells it to stop, and the two writes it may make while it runs.
- * Both writes are heartbeats fenced to this attempt's lease: once the lease is
- * gone they throw `job.lease_owner_mismatch` and change nothing.
+ * signal that tells it to stop, and the writes it may make while it runs
+ * (progress, checkpoint, stage). Every write is fenced to this attempt's
+ * lease: once the lease is gone it throws `job.lease_owner_mismatch` and
+ * changes nothing.
  */
 import { jobInfo } from './events.js';
 import type { ClaimedJob } from '../queue/claim.js';
@@ -36,8 +37,10 @@ export interface JobContext {
   readonly prerequisites: StepPrerequisites;
   /** The checkpoint a previous attempt saved (or this one, after `saveCheckpoint`). */
   readonly checkpoint: JsonValue | null;
-  /** The last saved progress. */
-  readonly progress: JsonValue | null;
+  /** The last saved progress (`saveProgress`'s value, or `{ processed, total }` from `progress`). */
+  readonly lastProgress: JsonValue | null;
+  /** The job's stage label: its enqueue's, then the last `setStage`. */
+  readonly stage: string | null;
   /**
    * Aborted when the job times out (`timeoutSeconds`), the lease is lost, or
    * the worker shuts down past its drain deadline. `signal.reason` is a
@@ -46,44 +49,80 @@ export interface JobContext {
   readonly signal: AbortSignal;
   /** The worker's logger, with jobId and jobType bound. */
   readonly logger: WorkerLogger;
+  /** When this attempt times out (`timeoutSeconds` after it started): a long job returns `continueNow` before it. */
+  readonly deadline: Date;
+  /** Milliseconds left until `deadline` (0 once it passed). */
+  remainingMs(): number;
   /** Saves progress (JSON; null clears) and extends the lease. */
   saveProgress(progress: JsonValue | null): Promise<void>;
   /** Saves a checkpoint a later attempt will start from (JSON; null clears) and extends the lease. */
   saveCheckpoint(checkpoint: JsonValue | null): Promise<void>;
+  /**
+   * Moves the job to another stage (non-blank, at most 128 bytes): stored on
+   * the job with a STAGE_CHANGED event. Fenced to this attempt's lease.
+   */
+  setStage(stage: string): Promise<void>;
+  /**
+   * Records numeric progress (non-negative integers, `processed <= total`
+   * when a total is given): stored as the job's progress with a PROGRESS
+   * event. Fenced to this attempt's lease.
+   */
+  progress(processed: number, total?: number): Promise<void>;
 }
 
 export type SaveFields = { progress: JsonValue | null } | { checkpoint: JsonValue | null };
+
+/** The lease-fenced writes a context makes, bound to its execution. */
+export interface ContextWrites {
+  save(fields: SaveFields): Promise<void>;
+  setStage(stage: string): Promise<void>;
+  progress(processed: number, total: number | undefined): Promise<JsonValue>;
+}
 
 export function createJobContext(
   job: ClaimedJob,
   signal: AbortSignal,
   logger: WorkerLogger,
-  save: (fields: SaveFields) => Promise<void>,
+  writes: ContextWrites,
   step: StepInputs | undefined,
+  deadline: Date,
 ): JobContext {
   let progress = job.progress;
   let checkpoint = job.checkpoint;
+  let stage = job.stage;
   return Object.freeze({
     ...jobInfo(job),
     workflowManaged: job.workflowManaged,
     workflowRunId: step?.workflowRunId ?? null,
     stepKey: step?.stepKey ?? null,
     prerequisites: step?.prerequisites ?? NO_PREREQUISITES,
-    get progress() {
+    get lastProgress() {
       return progress;
+    },
+    get stage() {
+      return stage;
     },
     get checkpoint() {
       return checkpoint;
     },
     signal,
     logger,
+    deadline,
+    remainingMs: () => Math.max(0, deadline.getTime() - Date.now()),
     async saveProgress(value: JsonValue | null) {
-      await save({ progress: value });
+      await writes.save({ progress: value });
       progress = value;
     },
     async saveCheckpoint(value: JsonValue | null) {
-      await save({ checkpoint: value });
+      await writes.save({ checkpoint: value });
       checkpoint = value;
+    },
+    async setStage(value: string) {
+      await writes.setStage(value);
+      stage = value;
+    },
+    async progress(processed: number, total?: number) {
+      progress = await writes.progress(processed, total);
     },
   });
 }

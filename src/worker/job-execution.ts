@@ -2,6 +2,8 @@
  * One claimed job inside the worker, from claim to recorded outcome.
  *
  *   RUNNING --handler returns-------------> SUCCESS   (queued on the completion batch)
+ *   RUNNING --handler returns continueNow/After--> CONTINUED (queued on the completion batch; a workflow
+ *                                            step that did not opt in: FAILURE, terminal)
  *   RUNNING --handler throws--------------> FAILURE   (failJob: retry or dead-letter)
  *   RUNNING --payload/output invalid------> FAILURE   (failJob, terminal)
  *   RUNNING --timeoutSeconds elapse-------> TIMEOUT   (abort signal; failJob job.timeout, retryable)
@@ -45,9 +47,13 @@ import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
-import { createJobContext, type SaveFields } from './job-context.js';
+import { createJobContext, type ContextWrites, type SaveFields } from './job-context.js';
+import { setJobProgress, setJobStage } from '../queue/stage.js';
+import { isContinuation, type Continuation } from './continuation.js';
 import { stepInputsOf } from '../workflow/step-inputs.js';
 import type { JobSpan, JobTelemetry } from '../telemetry/options.js';
+
+const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation_not_enabled';
 import {
   JOB_OUTPUT_INVALID,
   JOB_PAYLOAD_INVALID,
@@ -185,7 +191,8 @@ export class JobExecution {
       }
       // The claim statement read the step's inputs (src/workflow/step-inputs.ts): no round trip here.
       const stepInputs = stepInputsOf(this.job);
-      const ctx = createJobContext(this.job, this.controller.signal, this.logger, (fields) => this.save(fields), stepInputs);
+      const deadline = new Date(this.startedAt + this.job.timeoutSeconds * 1000);
+      const ctx = createJobContext(this.job, this.controller.signal, this.logger, this.contextWrites(), stepInputs, deadline);
       const handler = () => this.definition.handler(parsed.value, ctx);
       // Inside the execution's span (when traced), so spans the handler opens are its children.
       result = { ok: true, output: await (this.span ? this.span.run(handler) : handler()) };
@@ -199,6 +206,10 @@ export class JobExecution {
     }
     if (!result.ok) {
       await this.recordFailure(describeFailure(result.error), result.error);
+      return;
+    }
+    if (isContinuation(result.output)) {
+      await this.recordContinuation(result.output);
       return;
     }
     // The handler's side effects have happened: an output that is not plain JSON (Dates, toJSON, undefined
@@ -249,6 +260,27 @@ export class JobExecution {
     if (this.outcome === undefined) this.scheduleHeartbeat();
   }
 
+  private contextWrites(): ContextWrites {
+    return {
+      save: (fields) => this.save(fields),
+      setStage: (stage) => this.fenced(() => setJobStage(this.deps.db, this.job, stage)),
+      progress: async (processed, total) => {
+        const progress = await this.fenced(() => setJobProgress(this.deps.db, this.job, processed, total));
+        return { processed: progress.processed, total: progress.total };
+      },
+    };
+  }
+
+  /** A handler's lease-fenced write: a refused fence means the lease is lost (the handler is aborted). */
+  private async fenced<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
+      throw error;
+    }
+  }
+
   /** ctx.saveProgress / ctx.saveCheckpoint: a heartbeat carrying the field, fenced like every heartbeat. */
   private async save(fields: SaveFields): Promise<void> {
     try {
@@ -291,6 +323,45 @@ export class JobExecution {
       this.reportLeaseLost('complete');
     } else {
       this.logger.error('recording the success failed; the lease will expire and the job run again', { error: result.error });
+      this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
+    }
+    this.markRecorded();
+  }
+
+  /** A continuation goes through the completion batch like a success (its own statement there, continue.ts). */
+  private async recordContinuation(continuation: Continuation): Promise<void> {
+    const fields: { checkpoint?: JsonValue | null; progress?: JsonValue | null } = {};
+    for (const name of ['checkpoint', 'progress'] as const) {
+      const value = continuation[name];
+      if (value === undefined) continue;
+      const storable = toStorableJson(value);
+      if (!storable.ok) {
+        const problem = toStorableText(`Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`, MAX_ERROR_MESSAGE_LENGTH);
+        await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, continuation);
+        return;
+      }
+      fields[name] = (storable.value ?? null) as JsonValue | null;
+    }
+    const completion = this.deps.batcher.continue({ lease: this.job, delayMs: continuation.delayMs, ...fields });
+    this.markSuccessQueued();
+    const result = await completion;
+    if (result.outcome === 'continued') {
+      this.logger.debug('job continued', { runNumber: result.runNumber, nextRunAt: result.nextRunAt });
+      this.deps.events.emit('job:continued', { job: this.info, runNumber: result.runNumber, nextRunAt: result.nextRunAt, durationMs: Date.now() - this.startedAt });
+    } else if (result.outcome === 'not_enabled') {
+      await this.recordFailure(
+        {
+          code: JOB_WORKFLOW_CONTINUATION_NOT_ENABLED,
+          message: 'The handler returned a continuation, but its workflow step was not enqueued with allowContinuation.',
+          retryable: false,
+        },
+        continuation,
+      );
+      return;
+    } else if (result.outcome === 'lease_owner_mismatch') {
+      this.reportLeaseLost('complete');
+    } else {
+      this.logger.error('recording the continuation failed; the lease will expire and the job run again', { error: result.error });
       this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
     }
     this.markRecorded();

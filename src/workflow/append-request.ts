@@ -23,6 +23,7 @@ import { topologicalOrder } from './topological.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 import type { Scope } from '../db/scope.js';
 import { backoffPolicySchema } from '../queue/retry-policy.js';
+import { stageLabel } from '../queue/schemas.js';
 import {
   MAX_WORKFLOW_STEPS,
   WORKFLOW_INVALID_INPUT,
@@ -43,6 +44,10 @@ const appendJobStepSchema = z.strictObject({
   resource: requestKey.optional(),
   /** Retry backoff of the step's job (see enqueueJob's \`backoff\`). */
   backoff: backoffPolicySchema.optional(),
+  /** Stage label of the step's job (see enqueueJob's \`stage\`). */
+  stage: stageLabel.optional(),
+  /** The step's job may continue (see the workflow builder's \`allowContinuation\`). */
+  allowContinuation: z.boolean().optional(),
 });
 
 const appendExternalStepSchema = z.strictObject({ key: storableText, kind: z.literal('external') });
@@ -84,6 +89,10 @@ export interface AppendWorkflowStepsInput {
         resource?: string;
         /** Retry backoff of the step's job (see enqueueJob); either field alone, the other defaulted. */
         backoff?: { baseDelayMs?: number; maxDelayMs?: number };
+        /** Stage label of the step's job (see enqueueJob). */
+        stage?: string;
+        /** The step's job may continue (see the workflow builder). */
+        allowContinuation?: boolean;
       }
     | { key: string; kind: 'external' }
   )[];
@@ -196,11 +205,15 @@ function canonicalAppend(
     steps: [...steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null backoff is left out, so requests stored before step backoffs existed still compare equal.
+        // A null backoff or stage, and a continuation not allowed, are left out, so requests stored before they existed still compare equal.
         // `inherits` (which settings the catalog may fill in) is left out: a default spelled out is the same request.
-        const { dependsOn: _dependsOn, inherits: _inherits, ...rest } =
-          step.kind === 'job' && step.backoff === null ? (({ backoff: _b, ...r }) => r)(step) : { inherits: undefined, ...step };
-        return rest as unknown as JsonValue;
+        const { dependsOn: _dependsOn, ...rest } = step;
+        const omitted: Record<string, unknown> = { ...rest };
+        delete omitted.inherits;
+        if (step.kind === 'job' && step.backoff === null) delete omitted.backoff;
+        if (step.kind === 'job' && step.stage === null) delete omitted.stage;
+        if (step.kind === 'job' && !step.allowContinuation) delete omitted.allowContinuation;
+        return omitted as unknown as JsonValue;
       }),
     edges: [...edges]
       .sort((a, b) => byKey(a.dependent, b.dependent) || byKey(a.prerequisite, b.prerequisite))

@@ -259,6 +259,7 @@ async function writeAppend(
             workflowStepId: p.id,
             resourceKey: p.step.resourceKey,
             backoff: p.step.backoff,
+            stage: p.step.stage,
           },
         ]
       : [],
@@ -271,10 +272,10 @@ async function writeAppend(
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-            timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, status, job_id, released_at, finished_at, dependency_count_total,
+            timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at, finished_at, dependency_count_total,
             dependency_count_pending, dependency_count_unsatisfied, status_reason, last_error_code, last_error_message)
     SELECT s.id, wr.id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, wr.organization_id,
-           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms,
+           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms, s.stage, COALESCE(s.allow_continuation, false),
            s.status::runledger.workflow_step_status, s.job_id,
            CASE WHEN s.status IN ('ENQUEUED', 'WAITING_FOR_EXTERNAL') THEN now() END,
            CASE WHEN s.status = 'CANCELED' THEN now() END,
@@ -289,10 +290,11 @@ async function writeAppend(
                   ${job((s) => s.maxAttempts)}::int[], ${job((s) => s.timeoutSeconds)}::int[], ${job((s) => s.resourceKey)}::text[],
                   ${job((s) => s.backoff?.baseDelayMs ?? null)}::int[], ${job((s) => s.backoff?.maxDelayMs ?? null)}::int[],
                   ${col((p) => p.status)}::text[], ${col((p) => p.jobId)}::uuid[], ${col((p) => p.step.dependsOn.length)}::int[],
-                  ${col((p) => p.pending)}::int[], ${col((p) => p.unsatisfied)}::int[])
+                  ${col((p) => p.pending)}::int[], ${col((p) => p.unsatisfied)}::int[], ${job((s) => s.stage)}::text[],
+                  ${job((s) => s.allowContinuation)}::boolean[])
            AS s(id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds, resource_key, backoff_base_ms,
                 backoff_max_ms, status, job_id, total,
-                pending, unsatisfied)
+                pending, unsatisfied, stage, allow_continuation)
      WHERE wr.id = ${runId}::uuid`;
 
   const idOf = new Map<string, string>([...[...byKey.values()].map((step): [string, string] => [step.step_key, step.id]), ...planned.map((p): [string, string] => [p.step.key, p.id])]);

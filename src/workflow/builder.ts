@@ -32,6 +32,14 @@ export interface JobStepSettings {
    * the definition's), else the default (see enqueueJob's `backoff`).
    */
   backoff?: { baseDelayMs?: number; maxDelayMs?: number };
+  /** Stage label of the step's job until its handler sets another (see enqueueJob's `stage`). */
+  stage?: string;
+  /**
+   * The step's job may return `continueNow` / `continueAfter`: the step stays ENQUEUED (its dependents
+   * blocked) until a slice ends it. Without it a continuation fails the step
+   * (`job.workflow_handler_continuation_not_enabled`).
+   */
+  allowContinuation?: boolean;
 }
 
 /**

@@ -92,7 +92,13 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
            WHERE id = ANY(${jobIds}::uuid[]) AND status IN ('PENDING', 'LEASED')
           RETURNING id, run_number, attempt
         ),
-        numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.id) AS n FROM canceled c)
+        numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.id) AS n FROM canceled c),
+        -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts).
+        attempts AS (
+          UPDATE runledger.job_attempts a
+             SET finished_at = now(), outcome = 'CANCELED', error_code = ${WORKFLOW_RUN_CANCELED}, error_message = ${reason}
+           WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
+        )
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
         SELECT (${newIds(jobIds.length)}::uuid[])[n], id, 'CANCELED', run_number, attempt,
                json_build_object('reason', ${reason}::text, 'workflowRunId', ${runId}::text)::jsonb

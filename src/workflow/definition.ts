@@ -10,6 +10,7 @@ import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../queue/defaults.js';
 import { backoffPolicySchema, resolveBackoff } from '../queue/retry-policy.js';
+import { stageLabel } from '../queue/schemas.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
 import { int32, jsonInput, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, uuid, type JsonValue } from '../validation/primitives.js';
@@ -36,6 +37,10 @@ const jobStepSchema = z.strictObject({
   resource: requestKey.optional(),
   /** Retry backoff of the step's job (see enqueueJob's \`backoff\`); either field alone, the other defaulted. */
   backoff: backoffPolicySchema.optional(),
+  /** Stage label of the step's job at enqueue (see enqueueJob's \`stage\`). */
+  stage: stageLabel.optional(),
+  /** The step's job may return continueNow / continueAfter (the step stays ENQUEUED between slices). */
+  allowContinuation: z.boolean().optional(),
   dependsOn: z.array(dependencySchema).default([]),
   result: z.boolean().default(false),
 });
@@ -82,6 +87,10 @@ export type ValidatedStep =
       resourceKey: string | null;
       /** The step's own backoff, copied to its job; null: the job type's definition decides. */
       backoff: BackoffPolicy | null;
+      /** The stage label of the step's job at enqueue; null: none. */
+      stage: string | null;
+      /** The step's job may continue instead of ending the step. */
+      allowContinuation: boolean;
       dependsOn: ValidatedDependency[];
       /**
        * The settings the step left out (resolved above to the built-in defaults): at enqueue, the job type's
@@ -99,7 +108,7 @@ export interface ValidatedDependency {
   mode: 'ON_SUCCESS' | 'ON_TERMINAL';
 }
 
-const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource', 'backoff'] as const;
+const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource', 'backoff', 'stage', 'allowContinuation'] as const;
 
 function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });
@@ -168,7 +177,7 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
 /** A parsed step with its job settings resolved to their defaults (run validation and appends alike). */
 export function resolveStep(
   step:
-    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number | undefined; maxAttempts?: number | undefined; timeoutSeconds?: number | undefined; resource?: string | undefined; backoff?: Parameters<typeof resolveBackoff>[0] | undefined }
+    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number | undefined; maxAttempts?: number | undefined; timeoutSeconds?: number | undefined; resource?: string | undefined; backoff?: Parameters<typeof resolveBackoff>[0] | undefined; stage?: string | undefined; allowContinuation?: boolean | undefined }
     | { key: string; kind: 'external' },
   dependsOn: ValidatedDependency[],
 ): ValidatedStep {
@@ -183,6 +192,8 @@ export function resolveStep(
         timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
         resourceKey: step.resource ?? null,
         backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
+        stage: step.stage ?? null,
+        allowContinuation: step.allowContinuation ?? false,
         dependsOn,
         inherits: (['priority', 'maxAttempts', 'timeoutSeconds'] as const).filter((setting) => step[setting] === undefined),
       }

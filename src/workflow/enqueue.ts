@@ -206,6 +206,7 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
         workflowStepId: stepId,
         resourceKey: step.resourceKey,
         backoff: step.backoff,
+        stage: step.stage,
       });
     });
   }
@@ -218,10 +219,11 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-            timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, status, job_id, released_at, dependency_count_total,
-            dependency_count_pending, output, finished_at, status_reason)
+            timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at,
+            dependency_count_total, dependency_count_pending, output, finished_at, status_reason)
     SELECT s.id, s.run_id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, s.organization_id,
            s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms,
+           s.stage, s.allow_continuation,
            CASE WHEN s.carried THEN 'SUCCEEDED' WHEN s.pending > 0 THEN 'BLOCKED' WHEN s.kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL'
                 ELSE 'ENQUEUED' END::runledger.workflow_step_status,
            s.job_id, CASE WHEN s.pending = 0 THEN now() END, s.deps, s.pending,
@@ -244,9 +246,11 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
              ${col((e) => e.step.dependsOn.length)}::int[],
              ${col((e) => e.pending)}::int[],
              ${col((e) => e.carried)}::boolean[],
-             ${col((e) => (e.carried ? jsonParam(e.output) : null))}::jsonb[]
+             ${col((e) => (e.carried ? jsonParam(e.output) : null))}::jsonb[],
+             ${col((e) => (e.step.kind === 'job' ? e.step.stage : null))}::text[],
+             ${col((e) => e.step.kind === 'job' && e.step.allowContinuation)}::boolean[]
            ) AS s(id, run_id, organization_id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds,
-                  resource_key, backoff_base_ms, backoff_max_ms, job_id, deps, pending, carried, output)`;
+                  resource_key, backoff_base_ms, backoff_max_ms, job_id, deps, pending, carried, output, stage, allow_continuation)`;
 
   const edges = fresh.flatMap(({ run, runId, stepIds }) => {
     const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
@@ -340,12 +344,15 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
     steps: [...run.steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null resource key or backoff is left out, so snapshots stored before they existed still compare equal.
+        // A null resource key, backoff or stage, and a continuation not allowed, are left out, so snapshots stored before they existed still compare equal.
         // `inherits` is left out: the snapshot is the request as given, whatever the catalog says at the time.
-        const { resourceKey, backoff, inherits: _inherits, ...rest } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, inherits: undefined };
+        const { resourceKey, backoff, stage, allowContinuation, inherits: _inherits, ...rest } =
+          step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
         return {
           ...rest,
+          ...(allowContinuation ? { allowContinuation } : {}),
           ...(resourceKey === null ? {} : { resourceKey }),
+          ...(stage === null ? {} : { stage }),
           ...(backoff === null ? {} : { backoff: { baseDelayMs: backoff.baseDelayMs, maxDelayMs: backoff.maxDelayMs } }),
           dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),
         };

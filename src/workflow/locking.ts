@@ -31,8 +31,9 @@
  *     EXCLUSIVE (waits for in-flight releases to finish; none can start after)
  *     -> job rows again (jobs released while it waited) -> all step rows in id
  *     order -> run row.
- *   - Claim / retry / release of a workflow job: job rows -> step rows (no
- *     release lock: they release nothing).
+ *   - Claim / retry / release / continuation of a workflow job: job rows ->
+ *     step rows (no release lock: they release nothing; a continued step
+ *     stays live, src/queue/continue.ts).
  *   - Execution resources add no lock of their own: a claim locks job rows
  *     with SKIP LOCKED (never waits) and at most one job per key, and the
  *     key's reservation is the unique index over leased jobs' keys. Inserting
@@ -42,6 +43,11 @@
  *     detector (40P01, `database.transaction_conflict`: retried like any
  *     failed claim), and a lost race is a unique violation that claimJobs
  *     retries (src/queue/claim.ts).
+ *   - Attempt history (job_attempts rows, src/queue/attempts.ts) is rung 1's
+ *     appendix, not a class of its own: a job's attempt row is opened and
+ *     closed only by the statement that holds (or takes) that job's row, in
+ *     the same statement, after it; no statement locks attempt rows on their
+ *     own, so they add no wait another job-row holder could not.
  *   - Appending steps to a run (append.ts): the run's APPEND advisory lock
  *     (rung 0, blocking, taken only by appends, so appends to one run are
  *     serialised and each sees every step the previous one added) -> release

@@ -156,7 +156,9 @@ export async function listWorkflowSteps(db: Db, input: ListWorkflowStepsInput): 
     tx.$queryRaw<(WorkflowStepRow | { [K in keyof WorkflowStepRow]: null })[]>`
       SELECT ws.* FROM runledger.workflow_runs wr
         LEFT JOIN LATERAL (
-          SELECT * FROM runledger.workflow_steps st
+          SELECT st.*, jq.stage AS job_stage, jq.progress AS job_progress
+            FROM runledger.workflow_steps st
+            LEFT JOIN runledger.job_queue jq ON jq.id = st.job_id
            WHERE st.workflow_run_id = wr.id AND (${ref.cursor ?? null}::uuid IS NULL OR st.id > ${ref.cursor ?? null}::uuid)
            ORDER BY st.id
            LIMIT ${ref.limit + 1}::int

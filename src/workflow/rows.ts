@@ -93,6 +93,12 @@ export interface WorkflowStepRow {
   output: JsonValue | null;
   created_at: Date;
   updated_at: Date;
+  /** The step's stage label at enqueue. */
+  stage?: string | null;
+  allow_continuation?: boolean;
+  /** The step's job's live stage and progress, where a read joins the job (listWorkflowSteps). */
+  job_stage?: string | null;
+  job_progress?: JsonValue | null;
 }
 
 export interface WorkflowStep {
@@ -121,6 +127,12 @@ export interface WorkflowStep {
   output: JsonValue | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The stage of the step's job (its handler's `ctx.setStage`), else the step's label at enqueue; null: none. */
+  stage: string | null;
+  /** The step's job's last saved progress (listWorkflowSteps reads it; null elsewhere or when none). */
+  progress: JsonValue | null;
+  /** The step's job may continue (continueNow / continueAfter) without ending the step. */
+  allowContinuation: boolean;
 }
 
 export function toWorkflowStep(row: WorkflowStepRow): WorkflowStep {
@@ -149,6 +161,9 @@ export function toWorkflowStep(row: WorkflowStepRow): WorkflowStep {
     output: row.output,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    stage: row.job_stage ?? row.stage ?? null,
+    progress: row.job_progress ?? null,
+    allowContinuation: row.allow_continuation ?? false,
   };
 }
 

@@ -78,6 +78,8 @@ describe('runledger CLI', () => {
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(/cli\.mail\s+SUCCEEDED\s+run 1/);
     expect(show.stdout).toMatch(/ENQUEUED[\s\S]*LEASED[\s\S]*RUNNING[\s\S]*SUCCEEDED/);
+    // The attempt history: who ran it and how it ended.
+    expect(show.stdout).toMatch(/STARTED\s+FINISHED\s+RUN\s+ATTEMPT\s+WORKER\s+OUTCOME[^\n]*\n\S+\s+\S+\s+1\s+1\s+test-worker\s+SUCCEEDED/);
     const first = JSON.parse((await cli('--json', 'jobs', 'replay', jobId, '--key', 'incident-7', '--reason', 'mail lost')).stdout);
     expect(first).toMatchObject({ kind: 'replayed', replay: { disposition: 'inserted', status: 'PENDING', runNumber: 1 } });
     const again = JSON.parse((await cli('--json', 'jobs', 'replay', jobId, '--key', 'incident-7', '--reason', 'mail lost')).stdout);

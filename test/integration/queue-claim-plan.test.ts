@@ -23,6 +23,11 @@ beforeAll(async () => {
   await db.prisma.$executeRaw`ANALYZE runledger.job_queue`;
 });
 
+/** The leases the loops below hand back by hand end their attempts too, as every engine transition does. */
+async function closeOpenAttempts(): Promise<void> {
+  await db.prisma.$executeRaw`UPDATE runledger.job_attempts SET finished_at = now(), outcome = 'RELEASED' WHERE finished_at IS NULL`;
+}
+
 interface IndexUse {
   indexrelname: string;
   idx_scan: number;
@@ -65,6 +70,7 @@ describe('claim plans', () => {
       expect(use['job_queue (seq)']?.idx_scan ?? 0).toBe(0);
       await db.prisma.$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
                                    WHERE job_type = 'plan.target' AND status = 'LEASED'`;
+      await closeOpenAttempts();
     }
   });
 
@@ -80,6 +86,7 @@ describe('claim plans', () => {
       expect(use['job_queue (seq)']?.idx_scan ?? 0).toBe(0);
       await db.prisma.$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
                                    WHERE status = 'LEASED'`;
+      await closeOpenAttempts();
     }
   });
 });

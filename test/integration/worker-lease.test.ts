@@ -53,7 +53,7 @@ describe('progress and checkpoints', () => {
     const succeeded = nextEvent(worker, 'job:success');
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'lease.save', payload: {} });
     const ctx = await saved.promise;
-    expect(ctx).toMatchObject({ progress: { done: 1, of: 2 }, checkpoint: { cursor: 'page-2' } });
+    expect(ctx).toMatchObject({ lastProgress: { done: 1, of: 2 }, checkpoint: { cursor: 'page-2' } });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
       status: 'LEASED',
       progress: { done: 1, of: 2 },

@@ -18,7 +18,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // Queue.
   'enqueueJob', 'enqueueJobs', 'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess',
   'failJob', 'releaseJob', 'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
-  'DEFAULT_BACKOFF',
+  'listJobAttempts', 'DEFAULT_BACKOFF',
   // Job definitions catalog and enqueue intents.
   'syncJobDefinitions', 'listJobDefinitions', 'setJobDefinitionEnabled', 'recordJobEnqueueIntent', 'promoteEnqueueIntents',
   'getEnqueueIntentStats',
@@ -37,7 +37,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // Replay and recovery.
   'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
   // Worker runtime.
-  'createWorker', 'runWorker', 'defineJob', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
+  'createWorker', 'runWorker', 'defineJob', 'continueNow', 'continueAfter', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
 ];
 
 describe('public API', () => {
@@ -56,7 +56,7 @@ describe('public API', () => {
     // request, workflowRunHandle(db, scope, id, options?) builds a handle (README, "API conventions").
     const operations = [
       'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess', 'failJob', 'releaseJob',
-      'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
+      'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents', 'listJobAttempts',
       'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
       'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
       'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',

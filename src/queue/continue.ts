@@ -1,0 +1,151 @@
+/**
+ * Continuation: a handler ends a slice of a long job and asks for the next
+ * (`continueNow` / `continueAfter`, src/worker/continuation.ts). One
+ * statement for a whole batch of leases, fenced like every lifecycle write:
+ *
+ *   LEASED -> PENDING   run_number + 1, attempt 0, next_run_at = now + delay,
+ *                       checkpoint and progress as given (else kept),
+ *                       a REQUEUED event (kind HANDLER_CONTINUATION, run
+ *                       number of the new run, the checkpoint and progress),
+ *                       the attempt closed CONTINUED, a wake-up when due now.
+ *
+ * A workflow job's step stays live: RUNNING -> ENQUEUED (status reason
+ * `job.continued`), so its dependents stay blocked until a slice ends the
+ * job. Only steps that opted in at enqueue (`allow_continuation`); a
+ * workflow job whose step did not is left LEASED and reported
+ * `not_enabled`, for the worker to fail terminally
+ * (`job.workflow_handler_continuation_not_enabled`).
+ *
+ * A continuation is not a failure: the attempt counter starts again, so the
+ * next slice has its whole failure budget, and any number of slices may
+ * follow each other. The run number counts slices (the first is run 1) as it
+ * counts requeues: both are REQUEUED events (the integrity checker's
+ * `run_number = 1 + REQUEUED events`).
+ *
+ * Lock order: job rows in id order (rung 1), then their step rows (rung 2a,
+ * through an InitPlan over the updated jobs); no release lock (nothing is
+ * released). The execution resource is released by the status change itself
+ * (src/queue/claim.ts: the LEASED row is the reservation).
+ */
+import { withStatement } from '../client/transaction.js';
+import type { Db, Tx } from '../client/types.js';
+import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { newIds } from '../db/ids.js';
+import type { JsonValue } from '../validation/primitives.js';
+import type { LeaseIdentity } from './lease.js';
+import { jsonParam } from './rows.js';
+
+export const CONTINUED_STEP_REASON = 'job.continued';
+
+export interface ContinueJobItem {
+  lease: LeaseIdentity;
+  /** 0: runnable at once. */
+  delayMs: number;
+  /** undefined: keep the stored checkpoint (a `saveCheckpoint` of this slice, or an earlier one's). */
+  checkpoint?: JsonValue | null | undefined;
+  /** undefined: keep the stored progress. */
+  progress?: JsonValue | null | undefined;
+}
+
+export type ContinueJobOutcome =
+  | { jobId: string; outcome: 'continued'; runNumber: number; nextRunAt: Date }
+  | { jobId: string; outcome: 'not_enabled' }
+  | { jobId: string; outcome: 'lease_owner_mismatch' };
+
+interface ContinuedRow {
+  id: string;
+  run_number: number | null;
+  next_run_at: Date | null;
+  not_enabled: boolean;
+}
+
+/** Continues a batch of leases in one statement (autocommit on a root client); outcomes in input order. */
+export async function continueJobs(db: Db, items: readonly ContinueJobItem[]): Promise<ContinueJobOutcome[]> {
+  if (items.length === 0) return [];
+  const rows = await withStatement(db, 'continue jobs', (client) => continueStatement(client, items, newIds(items.length)));
+  const byId = new Map(rows.map((row) => [row.id.toLowerCase(), row]));
+  return items.map(({ lease }) => {
+    const row = byId.get(lease.jobId.toLowerCase());
+    if (row?.not_enabled) return { jobId: lease.jobId, outcome: 'not_enabled' };
+    if (row && row.run_number !== null && row.next_run_at !== null) return { jobId: lease.jobId, outcome: 'continued', runNumber: row.run_number, nextRunAt: row.next_run_at };
+    return { jobId: lease.jobId, outcome: 'lease_owner_mismatch' };
+  });
+}
+
+async function continueStatement(client: Tx, items: readonly ContinueJobItem[], eventIds: readonly string[]): Promise<ContinuedRow[]> {
+  const leases = items.map((item) => item.lease);
+  return client.$queryRaw<ContinuedRow[]>`
+    WITH input AS (
+      SELECT *
+        FROM unnest(${leases.map((l) => l.jobId)}::uuid[], ${leases.map((l) => l.runNumber)}::int[],
+                    ${leases.map((l) => l.attempt)}::int[], ${leases.map((l) => l.workerId)}::text[],
+                    ${items.map((i) => i.delayMs)}::bigint[],
+                    ${items.map((i) => i.checkpoint !== undefined)}::boolean[], ${items.map((i) => jsonParam(i.checkpoint))}::jsonb[],
+                    ${items.map((i) => i.progress !== undefined)}::boolean[], ${items.map((i) => jsonParam(i.progress))}::jsonb[],
+                    ${eventIds as string[]}::uuid[])
+             AS i(job_id, run_number, attempt, worker_id, delay_ms, set_checkpoint, checkpoint, set_progress, progress, event_id)
+    ),
+    -- Rung 1: the batch's job rows in id order (as the completion statement, complete.ts).
+    locked AS MATERIALIZED (
+      SELECT jq.id, jq.workflow_step_id,
+             jq.workflow_step_id IS NULL
+               OR COALESCE((SELECT ws.allow_continuation FROM runledger.workflow_steps ws WHERE ws.id = jq.workflow_step_id), false) AS allowed
+        FROM runledger.job_queue jq
+        JOIN input i ON jq.id = i.job_id
+       WHERE jq.id = ANY(ARRAY(SELECT job_id FROM input))
+         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+       ORDER BY jq.id
+         FOR UPDATE OF jq
+    ),
+    -- Read once the locks are held (the lease clock, lifecycle.ts).
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
+    continued AS (
+      UPDATE runledger.job_queue jq
+         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0,
+             next_run_at = c.at + i.delay_ms * interval '1 millisecond',
+             checkpoint = CASE WHEN i.set_checkpoint THEN i.checkpoint ELSE jq.checkpoint END,
+             progress = CASE WHEN i.set_progress THEN i.progress ELSE jq.progress END,
+             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             last_error_code = NULL, last_error_message = NULL, updated_at = c.at
+        FROM input i, clock c
+       WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked WHERE allowed))
+         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+         AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+      RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
+                i.attempt AS slice_attempt, i.delay_ms, i.event_id, i.worker_id
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT event_id, id, 'REQUEUED'::runledger.job_event_type, run_number, 0,
+             jsonb_build_object('kind', 'HANDLER_CONTINUATION', 'previousRunNumber', run_number - 1,
+                                'previousAttempt', slice_attempt, 'workerId', worker_id, 'delayMs', delay_ms,
+                                'nextRunAt', next_run_at, 'checkpoint', checkpoint, 'progress', progress)
+        FROM continued
+       ORDER BY id
+    ),
+    attempts AS (
+      UPDATE runledger.job_attempts a
+         SET finished_at = (SELECT at FROM clock), outcome = 'CONTINUED', next_run_at = c.next_run_at,
+             requested_next_run_at = c.next_run_at
+        FROM continued c
+       WHERE a.job_id = c.id AND a.finished_at IS NULL
+    ),
+    -- Rung 2a: the steps stay live, waiting for the next slice.
+    steps AS (
+      UPDATE runledger.workflow_steps ws
+         SET status = 'ENQUEUED', status_reason = ${CONTINUED_STEP_REASON}, last_error_code = NULL, last_error_message = NULL,
+             output = NULL, updated_at = now()
+       WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM continued WHERE workflow_step_id IS NOT NULL))
+         AND ws.status = 'RUNNING'
+    ),
+    notified AS (
+      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n
+        FROM (SELECT DISTINCT job_type FROM continued WHERE delay_ms = 0) t
+    )
+    SELECT c.id, c.run_number, c.next_run_at, false AS not_enabled FROM continued c CROSS JOIN notified
+    UNION ALL
+    SELECT l.id, NULL, NULL, true FROM locked l
+     WHERE NOT l.allowed
+       AND EXISTS (SELECT 1 FROM runledger.job_queue jq JOIN input i ON i.job_id = jq.id
+                    WHERE jq.id = l.id AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock))`;
+}

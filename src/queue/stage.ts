@@ -1,0 +1,95 @@
+/**
+ * Stages and progress of a running job: what `ctx.setStage` and
+ * `ctx.progress` write. One statement each, fenced to the exact lease like
+ * every lifecycle write (src/queue/lifecycle.ts: the row is locked first and
+ * the clock read after), writing the job's `stage` or `progress` and its
+ * STAGE_CHANGED / PROGRESS event together; a lost lease is
+ * `job.lease_owner_mismatch` and writes nothing. Neither extends the lease
+ * (heartbeats do). A stage set to the one the job already has appends no
+ * event.
+ */
+import { z } from 'zod';
+import type { Db } from '../client/types.js';
+import { withStatement } from '../client/transaction.js';
+import { newId } from '../db/ids.js';
+import { parseInput } from '../validation/parse.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { leaseMismatch, type LeaseIdentity } from './lease.js';
+import { jsonParam } from './rows.js';
+import { JOB_INVALID_INPUT, jobLeaseSchema, stageLabel } from './schemas.js';
+
+const count = z.number().int('must be an integer').min(0, 'must not be negative').max(Number.MAX_SAFE_INTEGER);
+
+/** Numeric progress: `processed` of `total` (total optional, for work of unknown size). */
+export const progressSchema = z
+  .strictObject({ processed: count, total: count.optional() })
+  .refine((p) => p.total === undefined || p.processed <= p.total, { message: 'must not exceed total', path: ['processed'] });
+
+export interface JobProgress {
+  processed: number;
+  /** null: the total is unknown. */
+  total: number | null;
+}
+
+const stageInputSchema = z.strictObject({ lease: jobLeaseSchema, stage: stageLabel });
+const progressInputSchema = z.strictObject({ lease: jobLeaseSchema, progress: progressSchema });
+
+/** Sets the running job's stage; `job.invalid_input` naming `stage`, `job.lease_owner_mismatch` once the lease is gone. */
+export async function setJobStage(db: Db, lease: LeaseIdentity, stage: string): Promise<void> {
+  const parsed = parseInput(stageInputSchema, { lease: leaseOnly(lease), stage }, JOB_INVALID_INPUT);
+  await writeFenced(db, parsed.lease, { stage: parsed.stage });
+}
+
+/** Records the running job's progress (stored as `{ processed, total }` in its `progress`). */
+export async function setJobProgress(db: Db, lease: LeaseIdentity, processed: number, total?: number): Promise<JobProgress> {
+  const parsed = parseInput(progressInputSchema, { lease: leaseOnly(lease), progress: { processed, ...(total === undefined ? {} : { total }) } }, JOB_INVALID_INPUT);
+  const progress = { processed: parsed.progress.processed, total: parsed.progress.total ?? null };
+  await writeFenced(db, parsed.lease, { progress });
+  return progress;
+}
+
+function leaseOnly(lease: LeaseIdentity): LeaseIdentity {
+  return { jobId: lease.jobId, runNumber: lease.runNumber, attempt: lease.attempt, workerId: lease.workerId };
+}
+
+type Change = { stage: string } | { progress: JobProgress };
+
+async function writeFenced(db: Db, l: z.output<typeof jobLeaseSchema>, change: Change): Promise<void> {
+  const isStage = 'stage' in change;
+  const stage = isStage ? change.stage : null;
+  const progress: JsonValue | null = isStage ? null : { processed: change.progress.processed, total: change.progress.total };
+  const eventId = newId();
+  await withStatement(db, isStage ? 'set job stage' : 'record job progress', async (client) => {
+    const rows = await client.$queryRaw<{ id: string }[]>`
+      WITH locked AS MATERIALIZED (
+        SELECT jq.id, jq.stage AS previous_stage FROM runledger.job_queue jq
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId}
+           FOR UPDATE
+      ),
+      -- Read after the lock above is held (the lease clock, src/queue/lifecycle.ts).
+      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+      written AS (
+        UPDATE runledger.job_queue jq
+           SET stage = CASE WHEN ${isStage}::boolean THEN ${stage}::text ELSE jq.stage END,
+               progress = CASE WHEN ${isStage}::boolean THEN jq.progress ELSE ${jsonParam(progress)}::jsonb END,
+               updated_at = c.at
+          FROM clock c
+         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
+           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+        RETURNING jq.id, jq.run_number, jq.attempt
+      ),
+      events AS (
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        SELECT ${eventId}::uuid, w.id,
+               CASE WHEN ${isStage}::boolean THEN 'STAGE_CHANGED' ELSE 'PROGRESS' END::runledger.job_event_type,
+               w.run_number, w.attempt,
+               CASE WHEN ${isStage}::boolean THEN jsonb_build_object('stage', ${stage}::text, 'previousStage', l.previous_stage)
+                    ELSE ${jsonParam(progress)}::jsonb END
+          FROM written w JOIN locked l ON l.id = w.id
+         WHERE NOT ${isStage}::boolean OR l.previous_stage IS DISTINCT FROM ${stage}::text
+      )
+      SELECT id FROM written`;
+    if (!rows[0]) throw leaseMismatch(l, isStage ? 'set job stage' : 'record job progress');
+  });
+}
