@@ -29,6 +29,13 @@
  *   replay.lineage               a job_replays row: both jobs direct, same type and organization,
  *                                the source reached that run, the replay job's ENQUEUED event names it
  *   replay.lineage_missing       a job whose ENQUEUED event says it replays a source has its job_replays row
+ *   active_key.scope_mismatch    a claim's scope is its run's: 'global' or 'organization:<organization id>'
+ *   active_key.duplicate_claim   at most one unreleased claim per (scope, active key)
+ *   active_key.released_early    a claim is released only once its run is terminal and its canceled leases ran out
+ *   active_key.release_overdue   a claim whose run has been terminal and quiesced for over a minute is released
+ *                                (no reaper swept; the next enqueue of the key would still release it)
+ *   mutation.step_count          an append's step_count is the number of steps its request added, all in the run
+ *   mutation.edges               the edges into an append's steps are exactly its request's edges
  */
 
 export type IntegrityViolationKind =
@@ -54,7 +61,13 @@ export type IntegrityViolationKind =
   | 'job.resource_mismatch'
   | 'job.backoff_mismatch'
   | 'replay.lineage'
-  | 'replay.lineage_missing';
+  | 'replay.lineage_missing'
+  | 'active_key.scope_mismatch'
+  | 'active_key.duplicate_claim'
+  | 'active_key.released_early'
+  | 'active_key.release_overdue'
+  | 'mutation.step_count'
+  | 'mutation.edges';
 
 export interface IntegrityViolation {
   kind: IntegrityViolationKind;
@@ -105,6 +118,12 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'job.backoff_mismatch': 'The workflow job does not carry its step\'s backoff.',
   'replay.lineage': 'A replay lineage row disagrees with its source or replay job.',
   'replay.lineage_missing': 'A job replays a source but has no lineage row.',
+  'active_key.scope_mismatch': "The active key's scope is not its run's organization (or global).",
+  'active_key.duplicate_claim': 'Another run holds the same active key unreleased.',
+  'active_key.released_early': 'The active key was released before its run was terminal and quiesced.',
+  'active_key.release_overdue': 'The active key is still held although its run has long been terminal and quiesced.',
+  'mutation.step_count': "The append's step count does not match the steps its request added.",
+  'mutation.edges': "The edges into the append's steps are not its request's edges.",
 };
 
 export function toViolation(row: ViolationRow): IntegrityViolation {
