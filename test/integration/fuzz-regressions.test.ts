@@ -5,13 +5,24 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  claimJobs,
   createConsoleLogger,
+  enqueueJob,
+  failJob,
+  getJob,
+  listJobs,
+  pauseSchedule,
+  purgeFinished,
+  RetryableError,
+  runDueSchedules,
+  upsertSchedule,
   enqueueWorkflowRunHandle,
   listWorkflowRuns,
   noOrganizationScope,
   slotIdempotencyKey,
   workflow,
 } from '../../src/index.js';
+import { describeFailure } from '../../src/worker/job-errors.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -43,5 +54,35 @@ describe('found by fuzzing', () => {
     expect(() => createConsoleLogger({ level: 'loud' as never })).toThrow(expect.objectContaining({ code: 'worker.invalid_options', field: 'level' }));
     expect(() => createConsoleLogger({ level: 'toString' as never })).toThrow(expect.objectContaining({ code: 'worker.invalid_options' }));
     expect(typeof createConsoleLogger().info).toBe('function');
+  });
+
+  it('dates outside years 1 to 9999 are refused as invalid input naming the field, not sent to PostgreSQL (database.error before)', async () => {
+    const ancient = new Date(-8.64e15);
+    const far = new Date(8.64e15);
+    await expect(enqueueJob(db.prisma, { jobType: 'fuzz.dates', payload: {}, runAt: ancient })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'runAt' });
+    await expect(enqueueJob(db.prisma, { jobType: 'fuzz.dates', payload: {}, runAt: far })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'runAt' });
+    await expect(purgeFinished(db.prisma, { olderThan: ancient, dryRun: true })).rejects.toMatchObject({ code: 'retention.invalid_input', field: 'olderThan' });
+    await expect(runDueSchedules(db.prisma, { now: ancient, limit: 1 })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'now' });
+    // The cron library threw a raw RangeError on such a `now` before its own issue was reported.
+    await expect(upsertSchedule(db.prisma, { key: 'fuzz.dates', cron: '0 0 * * *', timezone: 'Europe/Paris', jobType: 'fuzz.dates', payload: {}, enabled: true, now: ancient })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'now' });
+    await upsertSchedule(db.prisma, { key: 'fuzz.dates', cron: '0 0 * * *', jobType: 'fuzz.dates', payload: {}, enabled: true });
+    await expect(pauseSchedule(db.prisma, { key: 'fuzz.dates', now: new Date('-000100-01-01T00:00:00Z') })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'now' });
+    expect((await listJobs(db.prisma, { scope: noOrganizationScope(), jobType: 'fuzz.dates' })).items).toEqual([]);
+
+    // The bounds themselves are stored and read back exactly.
+    for (const runAt of [new Date('0001-01-01T00:00:00.000Z'), new Date('9999-12-31T23:59:59.999Z')]) {
+      const { jobId } = await enqueueJob(db.prisma, { jobType: 'fuzz.dates-bound', payload: {}, runAt });
+      expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).nextRunAt).toEqual(runAt);
+    }
+
+    await enqueueJob(db.prisma, { jobType: 'fuzz.dates-fail', payload: {} });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['fuzz.dates-fail'], limit: 1, leaseSeconds: 60 });
+    await expect(failJob(db.prisma, { ...lease!, error: { code: 'x.y', message: 'm' }, retryable: true, retryNotBefore: ancient })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'retryNotBefore' });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId })).status).toBe('LEASED');
+  });
+
+  it("a handler's RetryableError with a retryNotBefore out of range is clamped into it, so the worker can record the failure", () => {
+    expect(describeFailure(new RetryableError('later', { retryNotBefore: new Date(8.64e15) }))).toMatchObject({ retryNotBefore: new Date('9999-12-31T23:59:59.999Z') });
+    expect(describeFailure(new RetryableError('sooner', { retryNotBefore: new Date(-8.64e15) }))).toMatchObject({ retryNotBefore: new Date('0001-01-01T00:00:00.000Z') });
   });
 });
