@@ -9,9 +9,11 @@
  * host transaction the transaction stays usable (SELECT 1, then a valid
  * enqueue commits); Object.prototype is never polluted.
  *
- * Run counts (CI time, 2 cores): RUNS_PER_EXPORT = 20 per row of the table
- * (53 rows: 1,060 calls, a third of them inside a host transaction) and
- * ROUND_TRIP_RUNS = 40 for the round trip; the tests take about 40 s.
+ * Run counts (CI time, 2 cores): RUNS_PER_EXPORT = 16 random runs per row of
+ * the table (53 rows: 848 calls, a third of them inside a host transaction);
+ * the type-directed sweep gives each date, number and string field of every
+ * row each hostile value of its type (about 1,470 calls); ROUND_TRIP_RUNS = 40
+ * round trips. The tests take about 45 s on the embedded server.
  * A failure prints fast-check's seed and path: `FUZZ_SEED=<seed>` replays it.
  */
 import fc from 'fast-check';
@@ -40,7 +42,7 @@ import { FUZZ_CASES, NOT_FUZZED, type FuzzFixtures } from '../harness/fuzz-cases
 import { applyMutation, describeMutation, mutation, SQL_METACHARACTERS } from '../harness/fuzz-hostile.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
-const RUNS_PER_EXPORT = 20;
+const RUNS_PER_EXPORT = 16;
 const ROUND_TRIP_RUNS = 40;
 const seed = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 
@@ -171,6 +173,49 @@ describe('fuzzed public API', () => {
       );
     });
   }
+});
+
+/** Type-directed sweep values: every scalar slot of every row gets each value of its own type's list. */
+const SWEEP: { when: (value: unknown) => boolean; values: unknown[] }[] = [
+  { when: (v) => v instanceof Date, values: [new Date(Number.NaN), new Date(-8.64e15), new Date(8.64e15), new Date('-004714-11-23T00:00:00Z'), new Date('294277-01-01T00:00:00Z')] },
+  { when: (v) => typeof v === 'number', values: [Number.NaN, Number.POSITIVE_INFINITY, -1, 0, 1.5, 2 ** 31, 2 ** 53 + 2, -(2 ** 63)] },
+  { when: (v) => typeof v === 'string', values: ['', ' ', 'a\u0000b', 'a\uD800', SQL_METACHARACTERS[0], 'x'.repeat(600)] },
+];
+
+describe('type-directed sweep', () => {
+  it('gives every date, number and string field of every row each hostile value of its type: coded refusal or documented outcome', async () => {
+    const placeholderSlots = (args: unknown[]): string[][] => {
+      const paths: string[][] = [];
+      const walk = (value: unknown, path: string[]) => {
+        if (SWEEP.some((s) => s.when(value))) paths.push(path);
+        else if (Array.isArray(value) || (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype && !Object.isFrozen(value) && !('$transaction' in value)))
+          for (const [key, child] of Object.entries(value)) walk(child, [...path, key]);
+      };
+      args.forEach((arg, index) => walk(arg, [String(index)]));
+      return paths;
+    };
+    let calls = 0;
+    for (const [name, fuzzCase] of Object.entries(FUZZ_CASES)) {
+      for (const path of placeholderSlots(fuzzCase.args(fixtures))) {
+        const original = path.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], fuzzCase.args(fixtures));
+        for (const value of SWEEP.find((s) => s.when(original))!.values) {
+          const args = fuzzCase.args(fixtures);
+          const parent = path.slice(0, -1).reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], args) as Record<string, unknown>;
+          parent[path[path.length - 1]!] = value;
+          const context = `${name} with ${path.join('.')} := ${String(value).slice(0, 40)}`;
+          const before = fuzzCase.pure ? undefined : await rowCounts(db.prisma);
+          calls += 1;
+          try {
+            await fuzzCase.call(db.prisma, args, fixtures);
+          } catch (error) {
+            expectCodedRefusal(error, context);
+            if (before) expect(await rowCounts(db.prisma), `${context}: rows changed although refused with ${describeError(error)}`).toEqual(before);
+          }
+        }
+      }
+    }
+    expect(calls).toBeGreaterThan(1_000);
+  });
 });
 
 const storableText = fc.oneof(
