@@ -1,5 +1,6 @@
 /** Human output for the CLI: tables, and a run's DAG drawn level by level. */
 import type { Job, WorkflowRun, WorkflowStep, WorkflowStepDependency, WorkflowStepStatus } from '../index.js';
+import type { RunCoordination } from '../workflow/coordination-reads.js';
 
 const STATUS_MARK: Record<WorkflowStepStatus, string> = {
   BLOCKED: '·',
@@ -43,7 +44,12 @@ export function formatRunList(runs: readonly WorkflowRun[]): string {
 }
 
 /** Depth of each step = longest prerequisite chain above it; steps are drawn one level per line group. */
-export function formatRunDag(run: WorkflowRun, steps: readonly WorkflowStep[], edges: readonly WorkflowStepDependency[]): string {
+export function formatRunDag(
+  run: WorkflowRun,
+  steps: readonly WorkflowStep[],
+  edges: readonly WorkflowStepDependency[],
+  coordination: RunCoordination = { activeKey: null, mutations: [] },
+): string {
   const prerequisites = new Map<string, WorkflowStepDependency[]>();
   for (const edge of edges) prerequisites.set(edge.dependentStepKey, [...(prerequisites.get(edge.dependentStepKey) ?? []), edge]);
   const depth = new Map<string, number>();
@@ -57,6 +63,7 @@ export function formatRunDag(run: WorkflowRun, steps: readonly WorkflowStep[], e
     `  created ${run.createdAt.toISOString()}${run.finishedAt ? `  finished ${run.finishedAt.toISOString()}` : ''}${run.statusReason ? `  reason: ${run.statusReason}` : ''}`,
   ];
   if (run.resultStepKey) lines.push(`  result step: ${run.resultStepKey}${run.status === 'SUCCEEDED' ? `  result: ${JSON.stringify(run.result)}` : ''}`);
+  lines.push(...coordinationLines(coordination));
   const levels = Math.max(0, ...depth.values());
   for (let level = 0; level <= levels; level += 1) {
     const atLevel = steps.filter((step) => depth.get(step.stepKey) === level);
@@ -81,4 +88,21 @@ export function formatProgress(progress: unknown): string {
   const { processed, total } = progress as { processed: unknown; total?: unknown };
   if (typeof processed !== 'number') return '';
   return typeof total === 'number' ? `  ${processed}/${total}` : `  ${processed}`;
+}
+
+/** The run's active key (held or released) and its appends, one line each: what `runs show` prints under the header. */
+function coordinationLines(coordination: RunCoordination): string[] {
+  const lines: string[] = [];
+  const key = coordination.activeKey;
+  if (key) {
+    const state = key.releasedAt ? `released ${key.releasedAt.toISOString()}` : 'held';
+    lines.push(`  active key: ${JSON.stringify(key.activeKey)} (${key.scope})  claimed ${key.claimedAt.toISOString()}  ${state}`);
+  }
+  if (coordination.mutations.length > 0) {
+    lines.push(`  appends (${coordination.mutations.length}):`);
+    for (const m of coordination.mutations) {
+      lines.push(`    ${JSON.stringify(m.mutationKey)}  ${m.stepCount} step${m.stepCount === 1 ? '' : 's'}  at ${m.createdAt.toISOString()}`);
+    }
+  }
+  return lines;
 }

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { cancelWorkflowRun } from '../workflow/cancel.js';
 import { completeExternalWorkflowStep } from '../workflow/external.js';
 import { recoverWorkflowRun } from '../recovery/recover.js';
+import { readRunCoordination } from '../workflow/coordination-reads.js';
 import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps, type WorkflowRunWithLineage } from '../workflow/reads.js';
 import type { WorkflowRunStatus } from '../workflow/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
@@ -32,16 +33,23 @@ export function registerRunCommands(program: Command, context: CliContext): void
     });
   runs
     .command('show <workflowRunId>')
-    .description("show a run and draw its DAG with each step's status")
+    .description("show a run, its active key and appends, and draw its DAG with each step's status")
     .action(async (workflowRunId: string) => {
       const db = context.db();
       const ref = { scope: context.scope, workflowRunId };
       const run = await getWorkflowRun(db, ref);
-      const [steps, edges] = await Promise.all([
+      const [steps, edges, coordination] = await Promise.all([
         allItems((paging) => listWorkflowSteps(db, { ...ref, ...paging })),
         allItems((paging) => listWorkflowStepDependencies(db, { ...ref, ...paging })),
+        readRunCoordination(db, { scope: context.scope, workflowRunId: run.id }),
       ]);
-      context.print(`${formatRunDag(run, steps, edges)}${formatLineage(run)}`, { run, steps, dependencies: edges });
+      context.print(`${formatRunDag(run, steps, edges, coordination)}${formatLineage(run)}`, {
+        run,
+        activeKey: coordination.activeKey,
+        mutations: coordination.mutations,
+        steps,
+        dependencies: edges,
+      });
     });
   runs
     .command('recover <workflowRunId>')

@@ -28,6 +28,7 @@ import { isTransactionClient, type Db, type PrismaClientLike, type Tx } from '..
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { parseInput } from '../validation/parse.js';
 import { uuid } from '../validation/primitives.js';
+import { checkCoordination } from './coordination-checks.js';
 import { checkJobs, checkReplayLineage } from './job-checks.js';
 import { checkRecoveries } from './recovery-checks.js';
 import { checkEnqueueIntents } from './intent-checks.js';
@@ -103,6 +104,7 @@ export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = 
       add(await checkStepJobs(tx, runIds));
       add(await checkEdges(tx, runIds));
       add(await checkRecoveries(tx, runIds));
+      add(await checkCoordination(tx, runIds));
       if (wanted) {
         // Only these runs: their jobs are checked here, not by the job scan below.
         const jobIds = await jobIdsOfRuns(tx, runIds);

@@ -37,6 +37,13 @@
  *   recovery.carried_step        a step a failed-only recovery carried over is SUCCEEDED without a job,
  *                                with the output its source step succeeded with
  *   intent.job_mismatch          a settled enqueue intent names a job of its own type, organization and key
+ *   active_key.scope_mismatch    a claim's scope is its run's: 'global' or 'organization:<organization id>'
+ *   active_key.duplicate_claim   at most one unreleased claim per (scope, active key)
+ *   active_key.released_early    a claim is released only once its run is terminal and its canceled leases ran out
+ *   active_key.release_overdue   a claim whose run has been terminal and quiesced for over a minute is released
+ *                                (no reaper swept; the next enqueue of the key would still release it)
+ *   mutation.step_count          an append's step_count is the number of steps its request added, all in the run
+ *   mutation.edges               the edges into an append's steps are exactly its request's edges
  */
 
 export type IntegrityViolationKind =
@@ -68,7 +75,13 @@ export type IntegrityViolationKind =
   | 'replay.lineage_missing'
   | 'recovery.lineage'
   | 'recovery.carried_step'
-  | 'intent.job_mismatch';
+  | 'intent.job_mismatch'
+  | 'active_key.scope_mismatch'
+  | 'active_key.duplicate_claim'
+  | 'active_key.released_early'
+  | 'active_key.release_overdue'
+  | 'mutation.step_count'
+  | 'mutation.edges';
 
 export interface IntegrityViolation {
   kind: IntegrityViolationKind;
@@ -125,6 +138,12 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'recovery.lineage': 'A workflow recovery row disagrees with its source or recovery run.',
   'recovery.carried_step': 'A step carried over by a recovery disagrees with its source step or its own state.',
   'intent.job_mismatch': 'An enqueue intent names a job of another type, organization or idempotency key.',
+  'active_key.scope_mismatch': "The active key's scope is not its run's organization (or global).",
+  'active_key.duplicate_claim': 'Another run holds the same active key unreleased.',
+  'active_key.released_early': 'The active key was released before its run was terminal and quiesced.',
+  'active_key.release_overdue': 'The active key is still held although its run has long been terminal and quiesced.',
+  'mutation.step_count': "The append's step count does not match the steps its request added.",
+  'mutation.edges': "The edges into the append's steps are not its request's edges.",
 };
 
 export function toViolation(row: ViolationRow): IntegrityViolation {

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
 import { backoffPolicySchema } from './retry-policy.js';
 import { truncateText } from '../validation/storable.js';
-import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId } from '../validation/primitives.js';
+import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId, timestamp } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
 
@@ -40,7 +40,7 @@ export const enqueueJobInputSchema = z
     priority: int32.optional(),
     maxAttempts: positiveInt.optional(),
     timeoutSeconds: positiveInt.optional(),
-    runAt: z.date().optional(),
+    runAt: timestamp.optional(),
     /** Measured on the database clock, as claiming is. */
     delayMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2147483647).optional(),
     idempotencyKey: requestKey.optional(),
@@ -155,7 +155,7 @@ export const jobFailureSchema = z.strictObject({
 export const failJobInputSchema = jobLeaseSchema.extend({
   error: jobFailureSchema,
   retryable: z.boolean(),
-  retryNotBefore: z.date().optional(),
+  retryNotBefore: timestamp.optional(),
   /**
    * The backoff of the job's type (a worker passes its definition's); default DEFAULT_BACKOFF. A backoff
    * stored on the job row (its enqueue's or step's) wins over it.

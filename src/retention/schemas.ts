@@ -1,6 +1,6 @@
 /** Input of `purgeFinished`; a bad input is `retention.invalid_input` naming the field, before anything is read. */
 import { z } from 'zod';
-import { positiveInt } from '../validation/primitives.js';
+import { positiveInt, timestamp } from '../validation/primitives.js';
 
 export const RETENTION_INVALID_INPUT = 'retention.invalid_input';
 export const MAX_PURGE_BATCH = 10_000;
@@ -13,7 +13,7 @@ export type PurgeableRunStatus = (typeof PURGEABLE_RUN_STATUSES)[number];
 
 export const purgeFinishedInputSchema = z.strictObject({
   /** Rows that finished strictly before this instant are purged. */
-  olderThan: z.date().refine((d) => !Number.isNaN(d.getTime()), 'must be a valid date'),
+  olderThan: timestamp,
   /** Direct jobs in these terminal statuses (default all three). */
   statuses: z.array(z.enum(PURGEABLE_JOB_STATUSES)).min(1, 'must name at least one status').optional(),
   /** Workflow runs in these terminal statuses (default all three); `[]`-free: omit to keep the default. */

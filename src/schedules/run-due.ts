@@ -51,6 +51,7 @@ import { newId } from '../db/ids.js';
 import { databaseErrorInfo, isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
 import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { ValidatedWorkflowRun } from '../workflow/definition.js';
@@ -93,6 +94,8 @@ export interface RunDueSchedulesResult {
 
 /** The idempotency key of a slot's job; the slot's exact instant, so every slot of every schedule has its own. */
 export function slotIdempotencyKey(scheduleKey: string, slot: Date): string {
+  if (typeof scheduleKey !== 'string') throw new ValidationError(SCHEDULE_INVALID_INPUT, 'scheduleKey', 'Expected a string.');
+  if (!(slot instanceof Date) || Number.isNaN(slot.getTime())) throw new ValidationError(SCHEDULE_INVALID_INPUT, 'slot', 'Expected a valid Date.');
   return `schedule:${scheduleKey}:${slot.toISOString()}`;
 }
 

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { enqueueJobInputSchema, DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/schemas.js';
-import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText } from '../validation/primitives.js';
+import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, timestamp } from '../validation/primitives.js';
 import { cronProblem, timezoneProblem } from './cron.js';
 import type { WorkflowRunInput } from '../workflow/definition.js';
 import { workflowRunProblem } from './targets.js';
@@ -65,7 +65,7 @@ export const upsertScheduleInputSchema = z
      */
     catchUp: z.strictObject({ maxSlots: positiveInt.max(MAX_CATCH_UP_SLOTS) }).optional(),
     /** The clock the first slot is computed from (default: now). For tests and backfills. */
-    now: z.date().optional(),
+    now: timestamp.optional(),
   })
   .superRefine((input, ctx) => {
     const zoneProblem = timezoneProblem(input.timezone);
@@ -73,6 +73,8 @@ export const upsertScheduleInputSchema = z
       ctx.addIssue({ code: 'custom', path: ['timezone'], message: zoneProblem });
       return;
     }
+    // An invalid `now` has its own issue already; the cron library would throw on it.
+    if (input.now !== undefined && !timestamp.safeParse(input.now).success) return;
     const problem = cronProblem(input.cron, input.timezone, input.now ?? new Date());
     if (problem) ctx.addIssue({ code: 'custom', path: ['cron'], message: problem });
     targetProblems(input, ctx);
@@ -136,7 +138,7 @@ export type ScheduleRef = z.input<typeof scheduleRefSchema>;
 export const setScheduleEnabledInputSchema = z.strictObject({
   key: scheduleKey,
   /** Resuming computes the next slot after this instant (default: now); slots missed while paused do not run. */
-  now: z.date().optional(),
+  now: timestamp.optional(),
 });
 export type SetScheduleEnabledInput = z.input<typeof setScheduleEnabledInputSchema>;
 
@@ -151,7 +153,7 @@ export type ListSchedulesInput = z.input<typeof listSchedulesInputSchema>;
 
 export const runDueSchedulesInputSchema = z.strictObject({
   /** The scheduler's clock; default: the database's `statement_timestamp()`. */
-  now: z.date().optional(),
+  now: timestamp.optional(),
   /** Most schedules one call materialises (each may yield up to its catch-up limit of jobs). */
   limit: positiveInt.max(MAX_SCHEDULE_BATCH),
 });

@@ -51,6 +51,21 @@ export const storableText = z.string().superRefine((text, ctx) => {
   if (problem) ctx.addIssue({ code: 'custom', message: `must be storable text: ${problem}`, input: text });
 });
 
+/**
+ * Instants runledger stores or compares in SQL. PostgreSQL's timestamptz
+ * stops at 4714 BC and the driver writes BC years in a form it refuses, while
+ * a JS Date reaches 271821 BC: so a stored instant is a valid Date in years
+ * 1 to 9999 (UTC), checked here rather than failing as a database error.
+ */
+export const MIN_TIMESTAMP = new Date('0001-01-01T00:00:00.000Z');
+export const MAX_TIMESTAMP = new Date('9999-12-31T23:59:59.999Z');
+export const timestamp = z
+  .date({ error: 'must be a Date' })
+  .refine(
+    (d) => !Number.isNaN(d.getTime()) && d.getTime() >= MIN_TIMESTAMP.getTime() && d.getTime() <= MAX_TIMESTAMP.getTime(),
+    'must be a valid date in years 1 to 9999 (UTC)',
+  );
+
 export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
 
 /** The longest organization id runledger stores (characters); the column's CHECK says the same. */

@@ -15,6 +15,7 @@
  */
 import type { JobOutcomeCode } from '../errors/codes.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../validation/primitives.js';
 import { formatJsonPath, textProblem, toStorableText, type JsonProblem } from '../validation/storable.js';
 
 export const JOB_HANDLER_ERROR = 'job.handler_error' satisfies JobOutcomeCode;
@@ -119,7 +120,10 @@ export function describeFailure(error: unknown): FailureRecord {
       code: safeCode(error.code, JOB_RETRY_REQUESTED),
       message: messageOf(error),
       retryable: true,
-      ...(notBefore instanceof Date && !Number.isNaN(notBefore.getTime()) ? { retryNotBefore: notBefore } : {}),
+      // Clamped into what the database stores (years 1 to 9999): the handler's intent survives, the failure is recorded.
+      ...(notBefore instanceof Date && !Number.isNaN(notBefore.getTime())
+        ? { retryNotBefore: new Date(Math.min(Math.max(notBefore.getTime(), MIN_TIMESTAMP.getTime()), MAX_TIMESTAMP.getTime())) }
+        : {}),
     };
   }
   return { code: JOB_HANDLER_ERROR, message: messageOf(error), retryable: true };

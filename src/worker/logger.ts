@@ -10,6 +10,8 @@
  * surprise. Pass `silentLogger` to mute it.
  */
 
+import { ValidationError } from '../errors/runledger-error.js';
+
 export type LogFields = Record<string, unknown>;
 
 export interface WorkerLogger {
@@ -33,7 +35,11 @@ export const silentLogger: WorkerLogger = Object.freeze({ debug: noop, info: noo
  * levels below `level` (default `info`).
  */
 export function createConsoleLogger(options: { level?: LogLevel } = {}): WorkerLogger {
-  const threshold = LEVEL_RANK[options.level ?? 'info'];
+  const level = (options as { level?: unknown } | null)?.level ?? 'info';
+  if (options === null || typeof options !== 'object' || typeof level !== 'string' || !Object.hasOwn(LEVEL_RANK, level)) {
+    throw new ValidationError('worker.invalid_options', 'level', `Expected level to be one of ${Object.keys(LEVEL_RANK).join(', ')}.`);
+  }
+  const threshold = LEVEL_RANK[level as LogLevel];
   const write = (level: LogLevel, sink: (...args: unknown[]) => void) =>
     LEVEL_RANK[level] < threshold
       ? noop

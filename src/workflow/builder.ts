@@ -157,6 +157,9 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
   }
 
   private addDependencies(step: string, prerequisites: readonly string[], mode: 'on_success' | 'on_terminal'): this {
+    if (!Array.isArray(prerequisites)) {
+      throw new ValidationError('workflow.invalid_input', `steps.${String(step)}.dependsOn`, 'Expected an array of prerequisite step keys.');
+    }
     const list = this.dependencies.get(step) ?? [];
     for (const prerequisite of prerequisites) list.push({ step: prerequisite, mode });
     this.dependencies.set(step, list);

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { isTransactionClient, type Db, type PrismaClientLike, type PrismaTransactionLike } from '../client/types.js';
-import type { Scope } from '../db/scope.js';
+import { scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.js';
@@ -173,9 +173,12 @@ export function enqueueWorkflowRunHandle<Result = unknown>(
   options: EnqueueWorkflowRunHandleOptions & { readWith: PrismaClientLike },
 ): Promise<EnqueuedWorkflowRunHandle<Result>>;
 export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, options: EnqueueWorkflowRunHandleOptions = {}): Promise<EnqueuedWorkflowRunHandle> {
+  if (options === null || typeof options !== 'object') throw new ValidationError(INVALID, 'options', 'Expected an options object.');
   const { readWith, scope: givenScope, ...handleOptions } = options;
-  // Checked before the enqueue, so a handle that could not outlive `tx` is refused with nothing written.
+  // Checked before the enqueue, so a handle that could not outlive `tx`, or bad options, are refused with nothing written.
   const reader = ensureRootClient(readWith ?? db, 'readWith');
+  parseInput(handleOptionsSchema, { pollIntervalMs: handleOptions.pollIntervalMs }, INVALID);
+  if (givenScope !== undefined) parseInput(z.object({ scope: scopeSchema }), { scope: givenScope }, INVALID);
   const enqueued = await enqueueWorkflowRun(db, input);
   const scope: Scope = givenScope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'no_organization' });
   return { ...workflowRunHandle(reader, scope, enqueued.workflowRunId, handleOptions), enqueued };

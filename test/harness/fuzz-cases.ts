@@ -1,0 +1,165 @@
+/**
+ * The public-API fuzz table: one row per runtime export of `runledger` that
+ * takes input (a row key is the export's name, or `name#variant` for another
+ * call form of it), each with the valid arguments the fuzzer mutates and how
+ * to call it; and the exports deliberately left out, each with its reason.
+ * test/integration/fuzz-public-api.test.ts fails when a function export is in
+ * neither, so a new public function is one row here.
+ *
+ * `args` gets the fixtures (rows the engine wrote through the public API, so
+ * a mutated call reaches past validation into the real paths) and must build
+ * a fresh argument list each time: the fuzzer mutates it in place.
+ */
+import { z } from 'zod';
+import * as runledger from '../../src/index.js';
+import type { ClaimedJob, Db, JobDefinition, PrismaClientLike } from '../../src/index.js';
+
+export interface FuzzFixtures {
+  /** The root client (for calls that need one, e.g. handles and workers). */
+  root: PrismaClientLike;
+  pendingJobId: string;
+  /** A lease still held: its fields are what the lease-fenced calls take. */
+  lease: ClaimedJob;
+  succeededJobId: string;
+  deadJobId: string;
+  /** A global run with a job step 'work' and an open external window 'gate'. */
+  openRunId: string;
+  scheduleKey: string;
+  definition: JobDefinition<{ n: number }, unknown, { n: number }>;
+}
+
+export interface FuzzCase {
+  args(f: FuzzFixtures): unknown[];
+  /** Calls the export with `db` (the root client or the host's transaction). */
+  call(db: Db, args: unknown[], f: FuzzFixtures): unknown;
+  /** No database involved: no row counts, no host transaction. */
+  pure?: true;
+}
+
+/** A fresh copy: the scope constants are frozen, and the fuzzer edits what it is given. */
+const scope = () => ({ ...runledger.noOrganizationScope() });
+const leaseOf = (f: FuzzFixtures) => ({ jobId: f.lease.jobId, runNumber: f.lease.runNumber, attempt: f.lease.attempt, workerId: f.lease.workerId });
+/** A created or started worker in the result is stopped, so nothing outlives the run. */
+async function settle(result: unknown): Promise<unknown> {
+  const value = await result;
+  if (value && typeof value === 'object' && typeof (value as { stop?: unknown }).stop === 'function') await (value as { stop(): Promise<void> }).stop();
+  return value;
+}
+const any = (fn: unknown) => fn as (...args: unknown[]) => unknown;
+const dbCall = (name: keyof typeof runledger): FuzzCase['call'] => (db, args) => settle(any(runledger[name])(db, ...args));
+
+export const FUZZ_CASES: Record<string, FuzzCase> = {
+  // Errors and scopes: pure.
+  isRunledgerError: { pure: true, args: () => [new runledger.ValidationError('job.invalid_input', 'payload', 'bad'), 'job.invalid_input'], call: (_db, args) => { const r = runledger.isRunledgerError(args[0], args[1] as never); if (typeof r !== 'boolean') throw new Error('not a boolean'); return r; } },
+  organizationScope: { args: () => ['org-fuzz'], call: (db, args) => runledger.listJobs(db, { scope: any(runledger.organizationScope)(...args) as runledger.Scope, limit: 1 }) },
+
+  // Queue.
+  enqueueJob: { args: () => [{ jobType: 'fuzz.job', payload: { n: 1 }, priority: 1, maxAttempts: 2, timeoutSeconds: 30, idempotencyKey: 'fuzz-key', resource: 'fuzz-res', backoff: { baseDelayMs: 10, maxDelayMs: 100 }, runAt: new Date(Date.now() + 60_000) }, { notify: false }], call: dbCall('enqueueJob') },
+  'enqueueJob#definition': { args: () => [{ n: 1 }, { organizationId: 'org-fuzz', delayMs: 10 }], call: (db, args, f) => settle(any(runledger.enqueueJob)(db, f.definition, ...args)) },
+  enqueueJobs: { args: () => [[{ jobType: 'fuzz.a', payload: ['x'] }, { jobType: 'fuzz.b', payload: null, organizationId: 'org-fuzz' }], { notify: true }], call: dbCall('enqueueJobs') },
+  claimJobs: { args: () => [{ workerId: 'fuzz-worker', jobTypes: ['fuzz.never-enqueued'], limit: 2, leaseSeconds: 30, markRunning: true }], call: dbCall('claimJobs') },
+  markJobRunning: { args: (f) => [leaseOf(f)], call: dbCall('markJobRunning') },
+  heartbeatJob: { args: (f) => [{ ...leaseOf(f), leaseSeconds: 60, save: { progress: { done: 1 }, checkpoint: { at: 'x' } } }], call: dbCall('heartbeatJob') },
+  completeJobSuccess: { args: (f) => [{ ...leaseOf(f), runNumber: f.lease.runNumber + 1000, output: { ok: true } }], call: dbCall('completeJobSuccess') },
+  completeJobsSuccess: { args: (f) => [[{ ...leaseOf(f), runNumber: f.lease.runNumber + 1000, output: [1] }]], call: dbCall('completeJobsSuccess') },
+  failJob: { args: (f) => [{ ...leaseOf(f), runNumber: f.lease.runNumber + 1000, error: { code: 'fuzz.failed', message: 'no' }, retryable: true, retryNotBefore: new Date(Date.now() + 1_000) }], call: dbCall('failJob') },
+  releaseJob: { args: (f) => [{ ...leaseOf(f), runNumber: f.lease.runNumber + 1000, reason: 'fuzz.release' }], call: dbCall('releaseJob') },
+  cancelJob: { args: (f) => [{ jobId: f.succeededJobId, scope: scope(), reason: 'fuzz' }], call: dbCall('cancelJob') },
+  reapExpiredLeases: { args: () => [{ limit: 1 }], call: dbCall('reapExpiredLeases') },
+  getJob: { args: (f) => [{ scope: scope(), jobId: f.pendingJobId }], call: dbCall('getJob') },
+  findJob: { args: (f) => [{ scope: scope(), jobId: f.pendingJobId }], call: dbCall('findJob') },
+  listJobs: { args: () => [{ scope: scope(), status: ['PENDING', 'LEASED'], jobType: 'fuzz.job', limit: 2, cursor: '00000000-0000-0000-0000-000000000000' }], call: dbCall('listJobs') },
+  listJobEvents: { args: (f) => [{ scope: scope(), jobId: f.pendingJobId, limit: 2, cursor: '1' }], call: dbCall('listJobEvents') },
+
+  // Workflows.
+  workflow: {
+    // The builder's arguments; `after` may name b itself or an unknown step (self-dependency, unknown prerequisite).
+    args: () => ['fuzz.flow', { meta: 'data' }, 'a', 'fuzz.step', { n: 1 }, 'b', ['a']],
+    call: (db, [type, metadata, keyA, jobType, payload, keyB, after]) => {
+      const builder = any(runledger.workflow)(type, metadata) as runledger.WorkflowBuilder;
+      const run = builder
+        .job(keyA as string, jobType as string, payload as never)
+        .job(keyB as string, jobType as string, payload as never)
+        .afterSuccess(keyB as string, after as string[])
+        .build();
+      return runledger.enqueueWorkflowRun(db, run);
+    },
+  },
+  enqueueWorkflowRun: {
+    args: () => [{ workflowType: 'fuzz.run', metadata: { a: 1 }, organizationId: 'org-fuzz', idempotencyKey: 'fuzz-run', resultStepKey: 'b', steps: [{ key: 'a', kind: 'job', jobType: 'fuzz.s', payload: {} }, { key: 'b', kind: 'external', dependsOn: [{ step: 'a', mode: 'ON_TERMINAL' }] }] }],
+    call: dbCall('enqueueWorkflowRun'),
+  },
+  'enqueueWorkflowRun#cycle': {
+    // Edges in a cycle (a -> b -> c -> a): refused whatever else the fuzzer does to it.
+    args: () => [{ workflowType: 'fuzz.cycle', steps: [{ key: 'a', kind: 'job', jobType: 'fuzz.s', payload: {}, dependsOn: [{ step: 'c' }] }, { key: 'b', kind: 'job', jobType: 'fuzz.s', payload: {}, dependsOn: [{ step: 'a' }] }, { key: 'c', kind: 'external', dependsOn: [{ step: 'b' }] }] }],
+    call: dbCall('enqueueWorkflowRun'),
+  },
+  enqueueWorkflowRuns: { args: () => [[runledger.workflow('fuzz.runs').job('a', 'fuzz.s', {}).build(), runledger.workflow('fuzz.runs').external('e').build()]], call: dbCall('enqueueWorkflowRuns') },
+  completeExternalWorkflowStep: { args: (f) => [{ workflowRunId: f.openRunId, stepKey: 'gate-missing', scope: scope(), outcome: { status: 'succeeded', output: { by: 'fuzz' } }, statusReason: 'r', errorCode: null, errorMessage: null }], call: dbCall('completeExternalWorkflowStep') },
+  cancelWorkflowRun: { args: () => [{ workflowRunId: '01234567-89ab-7def-8123-456789abcdef', scope: scope(), reason: 'fuzz' }], call: dbCall('cancelWorkflowRun') },
+  getWorkflowRun: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId }], call: dbCall('getWorkflowRun') },
+  findWorkflowRun: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId }], call: dbCall('findWorkflowRun') },
+  listWorkflowRuns: { args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: ['RUNNING'], limit: 2 }], call: dbCall('listWorkflowRuns') },
+  countWorkflowRuns: { args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: 'RUNNING' }], call: dbCall('countWorkflowRuns') },
+  listWorkflowSteps: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId, limit: 1 }], call: dbCall('listWorkflowSteps') },
+  listWorkflowStepDependencies: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId, limit: 1 }], call: dbCall('listWorkflowStepDependencies') },
+  workflowRunHandle: {
+    args: (f) => [scope(), f.openRunId, { pollIntervalMs: 10 }],
+    // Creating a handle reads nothing; its first read validates the scope and id.
+    call: async (_db, args, f) => (any(runledger.workflowRunHandle)(f.root, ...args) as runledger.WorkflowRunHandle).getRun(),
+  },
+  enqueueWorkflowRunHandle: {
+    args: () => [runledger.workflow('fuzz.handle').external('e').build(), { pollIntervalMs: 10 }],
+    call: (db, args, f) => settle(any(runledger.enqueueWorkflowRunHandle)(db, args[0], db === f.root ? args[1] : { ...(args[1] as object), readWith: f.root })),
+  },
+  enqueueOrGetActiveWorkflow: { args: () => [{ ...runledger.workflow('fuzz.active').organization('org-fuzz').job('a', 'fuzz.s', {}).build(), activeKey: 'fuzz:key' }], call: dbCall('enqueueOrGetActiveWorkflow') },
+  releaseQuiescedActiveKeys: { args: () => [{ limit: 1 }], call: dbCall('releaseQuiescedActiveKeys') },
+  appendWorkflowSteps: {
+    args: (f) => [{ workflowRunId: f.openRunId, scope: scope(), mutationKey: 'fuzz-append', window: 'gate', steps: [{ key: 'new-a', kind: 'job', jobType: 'fuzz.s', payload: { x: 1 }, resource: 'r', backoff: { baseDelayMs: 5 } }, { key: 'new-b', kind: 'external' }], edges: [{ prerequisite: 'work', dependent: 'new-a' }, { prerequisite: 'new-a', dependent: 'new-b', mode: 'on_terminal' }, { prerequisite: 'new-b', dependent: 'new-a' }] }],
+    call: dbCall('appendWorkflowSteps'),
+  },
+
+  // Integrity.
+  verifyIntegrity: { args: () => [{ scope: scope(), pageSize: 2, maxViolations: 5 }], call: dbCall('verifyIntegrity') },
+
+  // Schedules and retention.
+  upsertSchedule: { args: (f) => [{ key: f.scheduleKey, cron: '*/5 * * * *', timezone: 'Europe/Paris', jobType: 'fuzz.sched', payload: { a: 1 }, organizationId: null, enabled: false, priority: 1, maxAttempts: 1, timeoutSeconds: 5, resource: 'r', catchUp: { maxSlots: 2 }, now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('upsertSchedule') },
+  deleteSchedule: { args: () => [{ key: 'fuzz.schedule-missing' }], call: dbCall('deleteSchedule') },
+  getSchedule: { args: (f) => [{ key: f.scheduleKey }], call: dbCall('getSchedule') },
+  findSchedule: { args: (f) => [{ key: f.scheduleKey }], call: dbCall('findSchedule') },
+  listSchedules: { args: () => [{ enabled: false, jobType: 'fuzz.sched', limit: 2, cursor: 'a' }], call: dbCall('listSchedules') },
+  pauseSchedule: { args: (f) => [{ key: f.scheduleKey, now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('pauseSchedule') },
+  resumeSchedule: { args: () => [{ key: 'fuzz.schedule-missing', now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('resumeSchedule') },
+  runScheduleNow: { args: () => [{ key: 'fuzz.schedule-missing' }], call: dbCall('runScheduleNow') },
+  runDueSchedules: { args: () => [{ now: new Date('2000-01-01T00:00:00Z'), limit: 1 }], call: dbCall('runDueSchedules') },
+  slotIdempotencyKey: { pure: true, args: () => ['fuzz.schedule', new Date('2026-01-01T00:00:00Z')], call: (_db, args) => any(runledger.slotIdempotencyKey)(...args) },
+  purgeFinished: { args: () => [{ olderThan: new Date('2000-01-01T00:00:00Z'), statuses: ['SUCCEEDED'], workflowRunStatuses: ['CANCELED'], batchSize: 10, dryRun: true }], call: dbCall('purgeFinished') },
+
+  // Replay and recovery.
+  compareAndReplaySucceededJob: { args: (f) => [{ scope: scope(), sourceJobId: f.succeededJobId, expectedRunNumber: 2, replayRequestKey: 'fuzz-replay', reason: 'fuzz' }], call: dbCall('compareAndReplaySucceededJob') },
+  compareAndRequeueJob: { args: (f) => [{ scope: scope(), jobId: f.deadJobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 2, statePolicy: 'preserve_progress_and_checkpoint' }], call: dbCall('compareAndRequeueJob') },
+
+  // Worker runtime: validated options; a worker that starts is stopped at once.
+  createWorker: { args: (f) => [{ db: f.root, handlers: [f.definition], concurrency: 1, batchSize: 1, leaseSeconds: 30, pollIntervalMs: 60_000, reaper: false, schedules: false, logger: runledger.silentLogger }], call: (_db, args) => settle(any(runledger.createWorker)(...args)) },
+  runWorker: { args: (f) => [{ db: f.root, handlers: [f.definition], concurrency: 1, pollIntervalMs: 60_000, reaper: false, schedules: false, logger: runledger.silentLogger }], call: (_db, args) => settle(any(runledger.runWorker)(...args)) },
+  defineJob: { pure: true, args: () => ['fuzz.defined', z.object({ n: z.number() }), async () => 'ok', { retry: { maxAttempts: 3, backoff: { baseDelayMs: 10, maxDelayMs: 20 } }, timeoutSeconds: 5 }], call: (_db, args) => any(runledger.defineJob)(...args) },
+  createConsoleLogger: { pure: true, args: () => [{ level: 'error' }], call: (_db, args) => any(runledger.createConsoleLogger)(...args) },
+};
+
+/** Function exports the fuzzer does not call, and why. */
+export const NOT_FUZZED: Record<string, string> = {
+  RunledgerError: 'error class: the caller constructs it with its own arguments; nothing is validated or stored',
+  ValidationError: 'error class (see RunledgerError)',
+  NotFoundError: 'error class (see RunledgerError)',
+  ConflictError: 'error class (see RunledgerError)',
+  UnavailableError: 'error class (see RunledgerError)',
+  InternalError: 'error class (see RunledgerError)',
+  RetryableError: "a handler's error class: what it carries is checked when the worker records it (worker-storable.test.ts)",
+  TerminalError: 'a handler\'s error class (see RetryableError)',
+  JobAbortedError: 'thrown by runledger into a handler, never constructed from input',
+  noOrganizationScope: 'takes no input',
+  adminScope: 'takes no input',
+  migrate: 'connects to the URL it is given and migrates; hostile URLs are connection failures (migrate.connection_failed, migrate.test.ts), not input validation',
+  createWorkflowRunListener: 'opens a LISTEN connection to the URL it is given (listen-reconnect.test.ts); its scope and ids are validated by the reads it wraps',
+  preparedStatementName: "the Prisma adapter's statement-name hook, called by the adapter with its own query objects, never with application input",
+};

@@ -1,0 +1,88 @@
+/**
+ * Bugs the public-API fuzzer (fuzz-public-api.test.ts) found, each pinned by
+ * the smallest input that showed it: a raw TypeError instead of a coded
+ * validation error, or a refusal that came after a write.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  claimJobs,
+  createConsoleLogger,
+  enqueueJob,
+  failJob,
+  getJob,
+  listJobs,
+  pauseSchedule,
+  purgeFinished,
+  RetryableError,
+  runDueSchedules,
+  upsertSchedule,
+  enqueueWorkflowRunHandle,
+  listWorkflowRuns,
+  noOrganizationScope,
+  slotIdempotencyKey,
+  workflow,
+} from '../../src/index.js';
+import { describeFailure } from '../../src/worker/job-errors.js';
+import { useTestDatabase } from '../harness/database.js';
+
+const db = useTestDatabase();
+
+describe('found by fuzzing', () => {
+  it('the builder refuses prerequisites that are not an array with workflow.invalid_input naming the step', () => {
+    const builder = workflow('fuzz.builder').job('a', 'x', {}).job('b', 'x', {});
+    expect(() => builder.afterSuccess('b', 7 as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'steps.b.dependsOn' }));
+    expect(() => builder.afterTerminal('b', null as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input' }));
+  });
+
+  it('slotIdempotencyKey refuses a non-Date or invalid slot and a non-string key with schedule.invalid_input', () => {
+    expect(() => slotIdempotencyKey('nightly', {} as Date)).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'slot' }));
+    expect(() => slotIdempotencyKey('nightly', new Date(Number.NaN))).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'slot' }));
+    expect(() => slotIdempotencyKey(Symbol('k') as never, new Date(0))).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'scheduleKey' }));
+    expect(slotIdempotencyKey('nightly', new Date(0))).toBe('schedule:nightly:1970-01-01T00:00:00.000Z');
+  });
+
+  it('enqueueWorkflowRunHandle checks its handle options before enqueueing: a bad one writes no run', async () => {
+    const run = () => workflow('fuzz.handle-options').external('e').build();
+    await expect(enqueueWorkflowRunHandle(db.prisma, run(), { pollIntervalMs: -5 })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'pollIntervalMs' });
+    await expect(enqueueWorkflowRunHandle(db.prisma, run(), { scope: { kind: 'organization' } as never })).rejects.toMatchObject({ code: 'workflow.invalid_input' });
+    await expect(enqueueWorkflowRunHandle(db.prisma, run(), null as never)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'options' });
+    expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'fuzz.handle-options' })).items).toEqual([]);
+  });
+
+  it('createConsoleLogger refuses null options or an unknown level with worker.invalid_options', () => {
+    expect(() => createConsoleLogger(null as never)).toThrow(expect.objectContaining({ code: 'worker.invalid_options', field: 'level' }));
+    expect(() => createConsoleLogger({ level: 'loud' as never })).toThrow(expect.objectContaining({ code: 'worker.invalid_options', field: 'level' }));
+    expect(() => createConsoleLogger({ level: 'toString' as never })).toThrow(expect.objectContaining({ code: 'worker.invalid_options' }));
+    expect(typeof createConsoleLogger().info).toBe('function');
+  });
+
+  it('dates outside years 1 to 9999 are refused as invalid input naming the field, not sent to PostgreSQL (database.error before)', async () => {
+    const ancient = new Date(-8.64e15);
+    const far = new Date(8.64e15);
+    await expect(enqueueJob(db.prisma, { jobType: 'fuzz.dates', payload: {}, runAt: ancient })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'runAt' });
+    await expect(enqueueJob(db.prisma, { jobType: 'fuzz.dates', payload: {}, runAt: far })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'runAt' });
+    await expect(purgeFinished(db.prisma, { olderThan: ancient, dryRun: true })).rejects.toMatchObject({ code: 'retention.invalid_input', field: 'olderThan' });
+    await expect(runDueSchedules(db.prisma, { now: ancient, limit: 1 })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'now' });
+    // The cron library threw a raw RangeError on such a `now` before its own issue was reported.
+    await expect(upsertSchedule(db.prisma, { key: 'fuzz.dates', cron: '0 0 * * *', timezone: 'Europe/Paris', jobType: 'fuzz.dates', payload: {}, enabled: true, now: ancient })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'now' });
+    await upsertSchedule(db.prisma, { key: 'fuzz.dates', cron: '0 0 * * *', jobType: 'fuzz.dates', payload: {}, enabled: true });
+    await expect(pauseSchedule(db.prisma, { key: 'fuzz.dates', now: new Date('-000100-01-01T00:00:00Z') })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'now' });
+    expect((await listJobs(db.prisma, { scope: noOrganizationScope(), jobType: 'fuzz.dates' })).items).toEqual([]);
+
+    // The bounds themselves are stored and read back exactly.
+    for (const runAt of [new Date('0001-01-01T00:00:00.000Z'), new Date('9999-12-31T23:59:59.999Z')]) {
+      const { jobId } = await enqueueJob(db.prisma, { jobType: 'fuzz.dates-bound', payload: {}, runAt });
+      expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).nextRunAt).toEqual(runAt);
+    }
+
+    await enqueueJob(db.prisma, { jobType: 'fuzz.dates-fail', payload: {} });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['fuzz.dates-fail'], limit: 1, leaseSeconds: 60 });
+    await expect(failJob(db.prisma, { ...lease!, error: { code: 'x.y', message: 'm' }, retryable: true, retryNotBefore: ancient })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'retryNotBefore' });
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId })).status).toBe('LEASED');
+  });
+
+  it("a handler's RetryableError with a retryNotBefore out of range is clamped into it, so the worker can record the failure", () => {
+    expect(describeFailure(new RetryableError('later', { retryNotBefore: new Date(8.64e15) }))).toMatchObject({ retryNotBefore: new Date('9999-12-31T23:59:59.999Z') });
+    expect(describeFailure(new RetryableError('sooner', { retryNotBefore: new Date(-8.64e15) }))).toMatchObject({ retryNotBefore: new Date('0001-01-01T00:00:00.000Z') });
+  });
+});

@@ -1,0 +1,268 @@
+/**
+ * Tenant isolation matrix: every scoped operation, library and CLI, run
+ * against organization A's rows from organization B's scope and from the
+ * global scope (rows without an organization), must answer not-found (or its
+ * documented outcome) and change nothing (a snapshot of every runledger table
+ * before and after); adminScope sees A's rows. One row of OPERATIONS per
+ * operation: a new scoped operation is one more row.
+ *
+ * Not in the matrix, by design: lease-fenced calls (heartbeat, complete,
+ * fail, release, markRunning) are fenced by the lease a claim returned, not
+ * by a scope; claimJobs, reapExpiredLeases, releaseQuiescedActiveKeys,
+ * purgeFinished and the schedule functions act for the whole database (the
+ * CLI refuses --org for reap, purge and schedules: rows below).
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  adminScope,
+  appendWorkflowSteps,
+  cancelJob,
+  cancelWorkflowRun,
+  claimJobs,
+  compareAndReplaySucceededJob,
+  compareAndRequeueJob,
+  completeExternalWorkflowStep,
+  countWorkflowRuns,
+  enqueueJob,
+  enqueueOrGetActiveWorkflow,
+  enqueueWorkflowRun,
+  findJob,
+  findWorkflowRun,
+  getJob,
+  getWorkflowRun,
+  listJobEvents,
+  listJobs,
+  listWorkflowRuns,
+  listWorkflowStepDependencies,
+  listWorkflowSteps,
+  noOrganizationScope,
+  organizationScope,
+  verifyIntegrity,
+  workflow,
+  workflowRunHandle,
+  type Scope,
+} from '../../src/index.js';
+import { runCli } from '../harness/cli.js';
+import { FUZZ_CASES, type FuzzFixtures } from '../harness/fuzz-cases.js';
+import { useTestDatabase } from '../harness/database.js';
+import { runRunnableJobs } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+const ORG_A = 'org-a';
+const ORG_B = 'org-b';
+
+/** Organization A's rows, each kind an operation can target. */
+interface TenantA {
+  pendingJobId: string;
+  succeededJobId: string;
+  deadJobId: string;
+  /** A run waiting on its external step 'approve' (also its append window), holding active key 'sync:1'. */
+  runId: string;
+  allJobIds: string[];
+}
+let a: TenantA;
+
+beforeAll(async () => {
+  const prisma = db.prisma;
+  const succeeded = await enqueueJob(prisma, { jobType: 'tenant.done', payload: {}, organizationId: ORG_A });
+  const dead = await enqueueJob(prisma, { jobType: 'tenant.dead', payload: {}, organizationId: ORG_A, maxAttempts: 1 });
+  await runRunnableJobs(prisma, (job) => (job.jobType === 'tenant.dead' ? { ok: false } : { ok: true, output: 'ok' }));
+  const run = await enqueueOrGetActiveWorkflow(prisma, {
+    ...workflow('tenant.flow').organization(ORG_A).job('prep', 'tenant.prep', {}).external('approve').afterSuccess('approve', ['prep']).build(),
+    activeKey: 'sync:1',
+  });
+  await runRunnableJobs(prisma);
+  const pending = await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {}, organizationId: ORG_A, idempotencyKey: 'tenant-key' });
+  // Organization B's and global rows live beside them: the other scopes are not empty.
+  await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {}, organizationId: ORG_B });
+  await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {} });
+  await enqueueWorkflowRun(prisma, workflow('tenant.other').organization(ORG_B).external('x').build());
+  await enqueueWorkflowRun(prisma, workflow('tenant.other').external('x').build());
+  const jobs = await listJobs(prisma, { scope: organizationScope(ORG_A), limit: 500 });
+  a = { pendingJobId: pending.jobId, succeededJobId: succeeded.jobId, deadJobId: dead.jobId, runId: run.workflowRunId, allJobIds: jobs.items.map((j) => j.id) };
+  expect(a.allJobIds).toHaveLength(4);
+  expect((await getWorkflowRun(prisma, { scope: organizationScope(ORG_A), workflowRunId: a.runId })).status).toBe('WAITING_FOR_EXTERNAL');
+});
+
+/** Every row of every runledger table, hashed per table: any insert, update or delete shows. */
+async function snapshot(): Promise<Record<string, string>> {
+  const tables = await db.prisma.$queryRaw<{ name: string }[]>`
+    SELECT table_name AS name FROM information_schema.tables
+     WHERE table_schema = 'runledger' AND table_type = 'BASE TABLE' AND table_name <> '_prisma_migrations' ORDER BY table_name`;
+  const selects = tables.map(({ name }) => `(SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM runledger."${name}" t) AS "${name}"`);
+  const [row] = await db.prisma.$queryRawUnsafe<Record<string, string>[]>(`SELECT ${selects.join(', ')}`);
+  return row!;
+}
+
+type Outcome = { code: string } | { check: (value: unknown) => void };
+interface ScopedOperation {
+  name: string;
+  call: (scope: Scope) => Promise<unknown>;
+  /** What a scope that does not own A's rows gets. */
+  outside: Outcome;
+  /** Reads only: what adminScope gets (it must see A's rows). */
+  admin?: (value: unknown) => void;
+  /** The documented outcome writes rows of its own (in the other scope): undone after, so the snapshot still compares. */
+  cleanup?: (value: unknown) => Promise<void>;
+}
+
+const ids = (page: unknown) => (page as { items: { id: string }[] }).items.map((item) => item.id);
+const noneOfA = (value: unknown) => expect(ids(value).filter((id) => a.allJobIds.includes(id))).toEqual([]);
+
+const OPERATIONS: ScopedOperation[] = [
+  // Job reads.
+  { name: 'getJob', call: (scope) => getJob(db.prisma, { scope, jobId: a.pendingJobId }), outside: { code: 'job.not_found' }, admin: (job) => expect(job).toMatchObject({ id: a.pendingJobId }) },
+  { name: 'findJob', call: (scope) => findJob(db.prisma, { scope, jobId: a.pendingJobId }), outside: { check: (job) => expect(job).toBeNull() }, admin: (job) => expect(job).not.toBeNull() },
+  { name: 'listJobs', call: (scope) => listJobs(db.prisma, { scope, limit: 500 }), outside: { check: noneOfA }, admin: (page) => expect(ids(page)).toEqual(expect.arrayContaining(a.allJobIds)) },
+  { name: 'listJobEvents', call: (scope) => listJobEvents(db.prisma, { scope, jobId: a.pendingJobId }), outside: { code: 'job.not_found' }, admin: (page) => expect(ids(page).length).toBeGreaterThan(0) },
+  // Run reads.
+  { name: 'getWorkflowRun', call: (scope) => getWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }), outside: { code: 'workflow.run_not_found' }, admin: (run) => expect(run).toMatchObject({ id: a.runId }) },
+  { name: 'findWorkflowRun', call: (scope) => findWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }), outside: { check: (run) => expect(run).toBeNull() }, admin: (run) => expect(run).not.toBeNull() },
+  {
+    name: 'listWorkflowRuns',
+    call: (scope) => listWorkflowRuns(db.prisma, { scope, limit: 500 }),
+    outside: { check: (page) => expect(ids(page)).not.toContain(a.runId) },
+    admin: (page) => expect(ids(page)).toContain(a.runId),
+  },
+  { name: 'countWorkflowRuns', call: (scope) => countWorkflowRuns(db.prisma, { scope, workflowType: 'tenant.flow' }), outside: { check: (n) => expect(n).toBe(0) }, admin: (n) => expect(n).toBe(1) },
+  { name: 'listWorkflowSteps', call: (scope) => listWorkflowSteps(db.prisma, { scope, workflowRunId: a.runId }), outside: { code: 'workflow.run_not_found' }, admin: (page) => expect(ids(page)).toHaveLength(2) },
+  {
+    name: 'listWorkflowStepDependencies',
+    call: (scope) => listWorkflowStepDependencies(db.prisma, { scope, workflowRunId: a.runId }),
+    outside: { code: 'workflow.run_not_found' },
+    admin: (page) => expect((page as { items: unknown[] }).items).toHaveLength(1),
+  },
+  { name: 'workflowRunHandle', call: (scope) => workflowRunHandle(db.prisma, scope, a.runId).getStatus(), outside: { code: 'workflow.run_not_found' }, admin: (status) => expect(status).toBe('WAITING_FOR_EXTERNAL') },
+  {
+    name: 'verifyIntegrity',
+    call: (scope) => verifyIntegrity(db.prisma, { scope, workflowRunIds: [a.runId] }),
+    outside: { check: (report) => expect(report).toMatchObject({ clean: true, checked: { runs: 0, jobs: 0 } }) },
+    admin: (report) => expect(report).toMatchObject({ clean: true, checked: { runs: 1 } }),
+  },
+  // Writes: refused as not found, nothing written.
+  { name: 'cancelJob', call: (scope) => cancelJob(db.prisma, { scope, jobId: a.pendingJobId }), outside: { code: 'job.not_found' } },
+  { name: 'cancelWorkflowRun', call: (scope) => cancelWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }), outside: { code: 'workflow.run_not_found' } },
+  {
+    name: 'completeExternalWorkflowStep',
+    call: (scope) => completeExternalWorkflowStep(db.prisma, { scope, workflowRunId: a.runId, stepKey: 'approve', outcome: { status: 'succeeded' } }),
+    outside: { code: 'workflow.external_step_not_found' },
+  },
+  {
+    name: 'appendWorkflowSteps',
+    call: (scope) => appendWorkflowSteps(db.prisma, { scope, workflowRunId: a.runId, mutationKey: 'm', window: 'approve', steps: [{ key: 'late', kind: 'external' }] }),
+    outside: { code: 'workflow.run_not_found' },
+  },
+  {
+    name: 'compareAndReplaySucceededJob',
+    call: (scope) => compareAndReplaySucceededJob(db.prisma, { scope, sourceJobId: a.succeededJobId, expectedRunNumber: 1, replayRequestKey: 'k', reason: 'r' }),
+    outside: { check: (result) => expect(result).toEqual({ kind: 'not_found' }) },
+  },
+  {
+    name: 'compareAndRequeueJob',
+    call: (scope) => compareAndRequeueJob(db.prisma, { scope, jobId: a.deadJobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'reset_progress_and_checkpoint' }),
+    outside: { check: (result) => expect(result).toEqual({ kind: 'not_found' }) },
+  },
+  // Keys are claimed per scope: A's claim of 'sync:1' neither blocks nor is seen by another scope's enqueue.
+  {
+    name: 'enqueueOrGetActiveWorkflow',
+    call: (scope) =>
+      enqueueOrGetActiveWorkflow(db.prisma, {
+        ...workflow('tenant.flow-elsewhere').organization(scope.kind === 'organization' ? scope.organizationId : null).external('x').build(),
+        activeKey: 'sync:1',
+      }),
+    outside: { check: (outcome) => expect(outcome).toMatchObject({ outcome: 'inserted' }) },
+    cleanup: async (outcome) => {
+      const runId = (outcome as { workflowRunId: string }).workflowRunId;
+      expect(runId).not.toBe(a.runId);
+      await db.prisma.$executeRaw`DELETE FROM runledger.workflow_runs WHERE id = ${runId}::uuid`;
+    },
+  },
+];
+
+/** The CLI's scoped commands: `--org org-b` and `--without-org` stand for the two outside scopes. */
+interface CliOperation {
+  name: string;
+  args: () => string[];
+  outside: (result: { code: number; stdout: string; stderr: string }) => void;
+}
+const notFound = (r: { code: number }) => expect(r.code).toBe(3);
+const CLI_OPERATIONS: CliOperation[] = [
+  { name: 'runs show', args: () => ['runs', 'show', a.runId], outside: notFound },
+  { name: 'runs cancel', args: () => ['runs', 'cancel', a.runId], outside: notFound },
+  { name: 'runs list', args: () => ['--json', 'runs', 'list', '--limit', '500'], outside: (r) => expect(r.code === 0 && !r.stdout.includes(a.runId)).toBe(true) },
+  { name: 'steps complete', args: () => ['steps', 'complete', a.runId, 'approve'], outside: notFound },
+  { name: 'jobs show', args: () => ['jobs', 'show', a.pendingJobId], outside: notFound },
+  { name: 'jobs cancel', args: () => ['jobs', 'cancel', a.pendingJobId], outside: notFound },
+  { name: 'jobs replay', args: () => ['jobs', 'replay', a.succeededJobId, '--key', 'k', '--reason', 'r'], outside: notFound },
+  { name: 'jobs requeue', args: () => ['jobs', 'requeue', a.deadJobId], outside: notFound },
+  { name: 'jobs list', args: () => ['--json', 'jobs', 'list', '--limit', '500'], outside: (r) => expect(r.code === 0 && a.allJobIds.every((id) => !r.stdout.includes(id))).toBe(true) },
+  { name: 'doctor', args: () => ['--json', 'doctor', '--run', a.runId], outside: (r) => expect([r.code, JSON.parse(r.stdout).checked]).toEqual([0, { runs: 0, jobs: 0 }]) },
+  // Whole-database commands refuse a scope rather than pretend to honour it.
+  { name: 'schedules list', args: () => ['--json', 'schedules', 'list'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
+  { name: 'purge', args: () => ['--json', 'purge', '--older-than', '1d', '--dry-run'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
+  { name: 'reap', args: () => ['--json', 'reap'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
+];
+
+const OUTSIDE_SCOPES: [string, () => Scope, string[]][] = [
+  ['organization B', () => organizationScope(ORG_B), ['--org', ORG_B]],
+  ['the global scope', () => noOrganizationScope(), ['--without-org']],
+];
+
+async function expectOutcome(promise: Promise<unknown>, outcome: Outcome): Promise<unknown> {
+  if ('code' in outcome) {
+    await expect(promise).rejects.toMatchObject({ code: outcome.code });
+    return undefined;
+  }
+  const value = await promise;
+  outcome.check(value);
+  return value;
+}
+
+describe('tenant isolation matrix', () => {
+  for (const [scopeName, scope, cliFlags] of OUTSIDE_SCOPES) {
+    for (const op of OPERATIONS) {
+      it(`${op.name} from ${scopeName} does not reach organization A's rows and changes nothing of them`, async () => {
+        const before = await snapshot();
+        const value = await expectOutcome(op.call(scope()), op.outside);
+        if (op.cleanup) await op.cleanup(value);
+        expect(await snapshot()).toEqual(before);
+      });
+    }
+    for (const op of CLI_OPERATIONS) {
+      it(`runledger ${op.name} ${cliFlags.join(' ')} does not reach organization A's rows and changes nothing`, async () => {
+        const before = await snapshot();
+        op.outside(await runCli(db.url, ...cliFlags, ...op.args()));
+        expect(await snapshot()).toEqual(before);
+      });
+    }
+  }
+
+  for (const op of OPERATIONS.filter((o) => o.admin)) {
+    it(`${op.name} with adminScope sees organization A's rows (and organization A's own scope does too)`, async () => {
+      op.admin!(await op.call(adminScope()));
+      op.admin!(await op.call(organizationScope(ORG_A)));
+    });
+  }
+
+  it('has a row for every public function that takes a scope (found from the fuzz table, which covers every export)', () => {
+    const placeholder = new Proxy({}, { get: (_t, key) => (key === 'lease' ? { jobId: 'j', runNumber: 1, attempt: 1, workerId: 'w' } : 'placeholder') }) as FuzzFixtures;
+    const takesScope = (value: unknown, depth = 0): boolean =>
+      depth < 4 && value !== null && typeof value === 'object' &&
+      (['admin', 'organization', 'no_organization'].includes((value as { kind?: unknown }).kind as string) ||
+        Object.values(value).some((child) => takesScope(child, depth + 1)));
+    const scoped = Object.entries(FUZZ_CASES)
+      .filter(([, fuzzCase]) => takesScope(fuzzCase.args(placeholder)))
+      .map(([name]) => name.split('#')[0]!);
+    expect(scoped.length).toBeGreaterThan(10);
+    const rows = OPERATIONS.map((op) => op.name);
+    expect([...new Set(scoped)].filter((name) => !rows.includes(name)), 'scoped functions without a row in OPERATIONS').toEqual([]);
+  });
+});
+
+describe('scoped writes inside scope still work (the matrix is not vacuous)', () => {
+  it("organization A's own scope cancels its pending job", async () => {
+    await expect(cancelJob(db.prisma, { scope: organizationScope(ORG_A), jobId: a.pendingJobId })).resolves.toMatchObject({ status: 'CANCELED' });
+    // claimJobs never hands out a canceled job, whatever the organization.
+    expect((await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['tenant.pending'], limit: 10, leaseSeconds: 30 })).map((j) => j.jobId)).not.toContain(a.pendingJobId);
+  });
+});
