@@ -33,6 +33,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'compareAndReplaySucceededJob', 'compareAndRequeueJob',
   // Worker runtime.
   'createWorker', 'runWorker', 'defineJob', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
+  // Web dashboard.
+  'createDashboard',
 ];
 
 describe('public API', () => {
