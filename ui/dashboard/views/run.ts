@@ -56,7 +56,7 @@ function completeForm(context: Context, runId: string, step: Step): HTMLFormElem
 export function runView(context: Context, runId: string): View {
   let selected: string | undefined;
   let latest: RunDetail | undefined;
-  let panelKey = '';
+  let panelKey: string | undefined;
   let cancelKey = '';
   const summary = h('div');
   const cancel = h('section', { class: 'actions', 'aria-label': 'Run actions' });
@@ -166,7 +166,7 @@ export function runView(context: Context, runId: string): View {
                 h('td', {}, step.executionKind === 'EXTERNAL' ? 'external' : (step.jobType ?? 'job')),
                 h('td', {}, statusBadge(step.status)),
                 h('td', {}, detail.edges.filter((edge) => edge.dependentStepKey === step.stepKey).map((edge) => `${edge.prerequisiteStepKey}${edge.releaseMode === 'ON_TERMINAL' ? ' (any outcome)' : ''}`).join(', ') || '—'),
-                h('td', {}, step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, step.jobId.slice(0, 8)) : '—'),
+                h('td', {}, step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, `…${step.jobId.slice(-8)}`) : '—'),
               ),
             ),
           ),
