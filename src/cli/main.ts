@@ -18,6 +18,7 @@ import { registerDoctorCommand } from './doctor.js';
 import { registerScheduleCommands } from './schedules.js';
 import { registerPurgeCommand } from './purge.js';
 import { registerWorkerCommand } from './worker.js';
+import { registerDashboardCommand } from './dashboard.js';
 import { UsageError, type CliContext } from './context.js';
 
 const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
@@ -94,6 +95,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerDoctorCommand(program, context);
   registerScheduleCommands(program, context);
   registerPurgeCommand(program, context);
+  registerDashboardCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 

@@ -19,7 +19,13 @@ import { useTestDatabase } from '../harness/database.js';
 import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** CHROMIUM_PATH, else `chromium` on the PATH (Debian installs /usr/bin/chromium). */
+function findChromium(): string {
+  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH;
+  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/bin'];
+  return dirs.map((dir) => path.join(dir, 'chromium')).find((candidate) => existsSync(candidate)) ?? '/usr/bin/chromium';
+}
+const CHROMIUM = findChromium();
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) {
   console.warn(`dashboard browser tests SKIPPED: no Chromium at ${CHROMIUM} (install Debian's \`chromium\` package, or set CHROMIUM_PATH)`);
