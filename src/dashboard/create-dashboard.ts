@@ -85,6 +85,14 @@ async function authorizeRequest(options: DashboardOptions, req: IncomingMessage)
   return parsed.data as Scope;
 }
 
+function decodeSegment(segment: string, field: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ValidationError('dashboard.invalid_input', field, `The ${field} in the URL is not valid percent-encoding.`);
+  }
+}
+
 function routeNotFound(): NotFoundError {
   return new NotFoundError('dashboard.not_found', 'No such dashboard page or API route.');
 }
@@ -103,7 +111,7 @@ const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchPa
 
 const ACTIONS: [RegExp, (db: Db, scope: Scope, match: string[], body: Record<string, unknown>) => Promise<unknown>][] = [
   [new RegExp(`^runs/${ID}/cancel$`), (db, scope, m, body) => cancelRunAction(db, scope, m[1]!, body)],
-  [new RegExp(`^runs/${ID}/steps/([^/]{1,600})/complete$`), (db, scope, m, body) => completeStepAction(db, scope, m[1]!, decodeURIComponent(m[2]!), body)],
+  [new RegExp(`^runs/${ID}/steps/([^/]{1,600})/complete$`), (db, scope, m, body) => completeStepAction(db, scope, m[1]!, decodeSegment(m[2]!, 'stepKey'), body)],
   [new RegExp(`^jobs/${ID}/cancel$`), (db, scope, m, body) => cancelJobAction(db, scope, m[1]!, body)],
   [new RegExp(`^jobs/${ID}/replay$`), (db, scope, m, body) => replayJobAction(db, scope, m[1]!, body)],
   [new RegExp(`^jobs/${ID}/requeue$`), (db, scope, m, body) => requeueJobAction(db, scope, m[1]!, body)],
