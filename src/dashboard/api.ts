@@ -5,7 +5,7 @@
  * scope answers 404 exactly like a missing one.
  *
  *   GET api/overview                      counts by status and type, oldest due job, last hour
- *   GET api/jobs?type&status&org&cursor&limit&id
+ *   GET api/jobs?type&status&org&cursor&limit&id&key   (id: exact job id; key: exact idempotency key, with type)
  *   GET api/jobs/:id                      job, events, workflow step, replay lineage
  *   GET api/runs?type&status&cursor&limit
  *   GET api/runs/:id                      run, steps, edges
@@ -18,7 +18,7 @@ import type { Job, JobStatus } from '../queue/rows.js';
 import type { Page } from '../queue/schemas.js';
 import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps } from '../workflow/reads.js';
 import type { WorkflowRunStatus, WorkflowStep, WorkflowStepDependency } from '../workflow/rows.js';
-import { readJobLinks, readOverview } from './queries.js';
+import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.js';
 
 /** A run page draws at most this many steps and edges (10 pages of the library's largest). */
 export const MAX_DRAWN_STEPS = 5_000;
@@ -74,6 +74,14 @@ export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Pr
     if (!UUID.test(id)) return { items: [], nextCursor: null };
     const job = await findJob(db, { scope: narrowed, jobId: id.toLowerCase() });
     return { items: job ? [job] : [], nextCursor: null };
+  }
+  const key = optionalText(query, 'key');
+  if (key !== undefined) {
+    const jobType = optionalText(query, 'type');
+    if (jobType === undefined) {
+      throw new ValidationError('dashboard.invalid_input', 'type', 'A key search needs the job type: a key is unique per type and organization.');
+    }
+    return { items: await findJobsByIdempotencyKey(db, narrowed, jobType, key), nextCursor: null };
   }
   return listJobs(db, {
     scope: narrowed,

@@ -8,7 +8,7 @@
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
-import type { JobStatus } from '../queue/rows.js';
+import { toJob, type Job, type JobRow, type JobStatus } from '../queue/rows.js';
 import type { WorkflowRunStatus } from '../workflow/rows.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
@@ -113,5 +113,29 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
       replayOf: row.replay_of,
       replays: row.replays,
     };
+  }, { readCommitted: false });
+}
+
+/** Jobs a key search lists at most (a key is unique per type and organization, so admin sees one per organization). */
+export const MAX_KEY_MATCHES = 100;
+
+/**
+ * Jobs of `jobType` whose idempotency key is exactly `key`, within `scope`,
+ * newest first. The type is required: it leads the unique index on keys
+ * (job_type, organization, key), so the search stays an index lookup.
+ */
+export async function findJobsByIdempotencyKey(db: Db, scope: Scope, jobType: string, key: string): Promise<Job[]> {
+  const s = scopeParams(scope);
+  return withStatement(db, 'dashboard job key search', async (tx) => {
+    const rows = await tx.$queryRaw<JobRow[]>`
+      SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
+             timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
+        FROM runledger.job_queue
+       WHERE job_type = ${jobType}::text AND idempotency_key = ${key}::text
+         AND (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+       ORDER BY id DESC
+       LIMIT ${MAX_KEY_MATCHES}::int`;
+    return rows.map(toJob);
   }, { readCommitted: false });
 }

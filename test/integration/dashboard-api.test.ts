@@ -100,7 +100,7 @@ describe('dashboard API: reads', () => {
     expect(runs.body.items.map((r: { id: string }) => r.id)).toEqual([runA]);
   });
 
-  it('lets admin narrow the jobs list by organization, type and status, with keyset pages', async () => {
+  it('lets admin narrow the jobs list by organization, type, status and idempotency key, with keyset pages', async () => {
     const orgB = await call(base, 'GET', '/api/jobs?org=org-b');
     expect(orgB.body.items.map((job: { id: string }) => job.id)).toContain(jobB);
     expect(orgB.body.items.every((job: { organizationId: string }) => job.organizationId === 'org-b')).toBe(true);
@@ -111,6 +111,14 @@ describe('dashboard API: reads', () => {
     expect(second.body.items).toHaveLength(1);
     expect(second.body.items[0].id).not.toBe(first.body.items[0].id);
     expect(second.body.nextCursor).toBeNull();
+    const keyed = await enqueueJob(db.prisma, { jobType: 'dash.keyed', payload: {}, organizationId: 'org-b', idempotencyKey: 'order-42' });
+    await enqueueJob(db.prisma, { jobType: 'dash.keyed', payload: {}, organizationId: 'org-a', idempotencyKey: 'order-42' });
+    const byKey = await call(base, 'GET', '/api/jobs?type=dash.keyed&key=order-42');
+    expect(byKey.body.items.map((job: { organizationId: string }) => job.organizationId).sort()).toEqual(['org-a', 'org-b']);
+    const byKeyInB = await call(base, 'GET', '/api/jobs?type=dash.keyed&key=order-42', { scope: 'org:org-b' });
+    expect(byKeyInB.body.items.map((job: { id: string }) => job.id)).toEqual([keyed.jobId]);
+    const keyWithoutType = await call(base, 'GET', '/api/jobs?key=order-42');
+    expect([keyWithoutType.status, keyWithoutType.body.error.code, keyWithoutType.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'type']);
     const bad = await call(base, 'GET', '/api/jobs?status=NOPE');
     expect([bad.status, bad.body.error.code, bad.body.error.details.field]).toEqual([400, 'job.invalid_input', 'status']);
   });

@@ -22,13 +22,14 @@ export function jobsView(context: Context, query: URLSearchParams): View {
     { name: 'status', label: 'Status', options: ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'] },
     ...(context.session.scope.kind === 'admin' ? [{ name: 'org', label: 'Organization' }] : []),
     { name: 'id', label: 'Job id' },
+    { name: 'key', label: 'Idempotency key (with type)' },
   ];
   const body = h('div');
   const root = h('section', { 'aria-labelledby': 'jobs-title' }, h('h1', { id: 'jobs-title' }, 'Jobs'), filterForm('#/jobs', query, fields), body);
   return {
     root,
     async refresh() {
-      const params = Object.fromEntries(['type', 'status', 'org', 'id', 'cursor'].map((key) => [key, query.get(key) ?? undefined]));
+      const params = Object.fromEntries(['type', 'status', 'org', 'id', 'key', 'cursor'].map((key) => [key, query.get(key) ?? undefined]));
       const page = await get<{ items: Job[]; nextCursor: string | null }>('jobs', params);
       replace(
         body,
