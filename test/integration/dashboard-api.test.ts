@@ -143,6 +143,17 @@ describe('dashboard API: reads', () => {
     expect((await call(mounted.url, 'GET', '/api/overview')).status).toBe(200);
   });
 
+  it('fails closed when authorize throws or returns something that is not a scope, showing nothing of either', async () => {
+    const throwing = await serveDashboard(db.prisma, { authorize: () => { throw new Error('session store down: secret-detail'); } });
+    const thrown = await call(throwing.url, 'GET', '/api/overview');
+    expect([thrown.status, thrown.body.error.code]).toEqual([500, 'dashboard.internal']);
+    expect(JSON.stringify(thrown.body)).not.toContain('secret-detail');
+    const odd = await serveDashboard(db.prisma, { authorize: () => ({ kind: 'everyone' }) as never });
+    const refused = await call(odd.url, 'GET', '/api/jobs');
+    expect([refused.status, refused.body.error.code]).toEqual([500, 'dashboard.invalid_scope']);
+    expect(refused.body.jobs).toBeUndefined();
+  });
+
   it('refuses bad options with dashboard.invalid_options naming the field', () => {
     const attempt = (options: object) => {
       try {
@@ -170,6 +181,20 @@ describe('dashboard API: actions', () => {
     const crossSite = await call(base, 'POST', path, { body, session, headers: { 'sec-fetch-site': 'cross-site' } });
     expect([crossSite.status, crossSite.body.error.details.reason]).toEqual([403, 'cross_site']);
     expect((await stepsByKey(db.prisma, runA)).approve!.status).toBe('WAITING_FOR_EXTERNAL');
+  });
+
+  it('refuses a body that is not JSON, or too large, before acting', async () => {
+    const session = await dashboardSession(base);
+    const path = `/api/runs/${runA}/cancel`;
+    const headers = { [SCOPE_HEADER]: 'admin', cookie: session.cookie, 'x-runledger-csrf': session.token };
+    const text = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'text/plain' }, body: 'cancel' });
+    expect([text.status, ((await text.json()) as any).error.details.field]).toEqual([400, 'content-type']);
+    const huge = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ reason: 'x'.repeat(1_100_000) }) });
+    expect([huge.status, ((await huge.json()) as any).error.code]).toEqual([413, 'dashboard.payload_too_large']);
+    const broken = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"reason":' });
+    expect([broken.status, ((await broken.json()) as any).error.code]).toEqual([400, 'dashboard.invalid_input']);
+    const run = await call(base, 'GET', `/api/runs/${runA}`);
+    expect(run.body.run.status).not.toBe('CANCELED');
   });
 
   it('refuses every action on a read-only dashboard', async () => {
