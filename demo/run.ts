@@ -8,8 +8,11 @@
  * Uses DATABASE_URL when set; otherwise starts an embedded PostgreSQL (no
  * Docker, no setup) and removes it at the end. Exits 0 leaving nothing running.
  */
+import http from 'node:http';
 import {
+  adminScope,
   completeExternalWorkflowStep,
+  createDashboard,
   compareAndReplaySucceededJob,
   createWorker,
   createWorkflowRunListener,
@@ -27,6 +30,7 @@ import { startPostgresServer } from 'runledger/testing';
 import { createPrismaClient } from '../src/client/connect.js';
 import { elapsed, stepChanges, timeline } from './display.js';
 import { handlers } from './handlers.js';
+import { buildDashboardAssets } from '../scripts/build-dashboard.js';
 
 const say = (line = '') => process.stdout.write(`${line}\n`);
 
@@ -133,6 +137,7 @@ async function main(): Promise<void> {
     const source = await getJob(prisma, { scope: noOrganizationScope(), jobId: notify.jobId });
     say(`  ${elapsed(t0)}  replay ${replayed.status}; the source is untouched (${source.status}, run ${source.runNumber})`);
     if (server.kind === 'url') say(`\nInspect it with the CLI: npx runledger runs show ${run.workflowRunId}`);
+    if (process.env.RUNLEDGER_DEMO_DASHBOARD === '1') await serveDashboard(prisma, server.url, run.workflowRunId);
   } finally {
     await worker.stop({ drainMs: 5_000 });
     await listener.close();
@@ -140,6 +145,22 @@ async function main(): Promise<void> {
     await server.stop();
   }
   say(`\nDone in ${elapsed(t0).trim()}; worker stopped, connections closed${server.kind === 'embedded' ? ', embedded PostgreSQL stopped' : ''}.`);
+  say('\nOpen the web dashboard on the demo\'s data:');
+  say('  RUNLEDGER_DEMO_DASHBOARD=1 npm run demo     # runs the demo again, then serves http://127.0.0.1:4000/ until Ctrl-C');
+  say('  # or, on your own database (DATABASE_URL): npm run build && npx runledger dashboard --port 4000');
+}
+
+/** The demo's data in the web dashboard, on 127.0.0.1 (admin scope: a local look, no login) until Ctrl-C. */
+async function serveDashboard(prisma: ReturnType<typeof createPrismaClient>, url: string, workflowRunId: string): Promise<void> {
+  await buildDashboardAssets();
+  const dashboard = createDashboard({ db: prisma, listenConnectionString: url, authorize: () => adminScope() });
+  const httpServer = http.createServer(dashboard);
+  await new Promise<void>((resolve) => httpServer.listen(Number(process.env.PORT ?? 4000), '127.0.0.1', resolve));
+  say(`\nDashboard: http://127.0.0.1:${Number(process.env.PORT ?? 4000)}/#/runs/${workflowRunId}  (Ctrl-C stops it)`);
+  await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+  await dashboard.close();
+  httpServer.closeAllConnections();
+  await new Promise<void>((resolve) => httpServer.close(() => resolve()));
 }
 
 async function waitForJob(prisma: ReturnType<typeof createPrismaClient>, jobId: string, status: string) {

@@ -20,6 +20,7 @@ import { registerPurgeCommand } from './purge.js';
 import { registerStatsCommand } from './stats.js';
 import { registerDefinitionCommands } from './definitions.js';
 import { registerWorkerCommand } from './worker.js';
+import { registerDashboardCommand } from './dashboard.js';
 import { UsageError, type CliContext } from './context.js';
 
 const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
@@ -98,6 +99,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerPurgeCommand(program, context);
   registerStatsCommand(program, context);
   registerDefinitionCommands(program, context);
+  registerDashboardCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }
 

@@ -26,6 +26,21 @@ export const ERROR_CODES = [
   // The Prisma client handed in.
   'client.invalid',
   'client.invalid_options',
+  // The web dashboard (src/dashboard/): HTTP status by category, except forbidden, read_only, csrf_rejected (403),
+  // method_not_allowed (405) and payload_too_large (413).
+  'dashboard.invalid_options',
+  'dashboard.invalid_input',
+  'dashboard.forbidden',
+  'dashboard.read_only',
+  'dashboard.csrf_rejected',
+  'dashboard.payload_too_large',
+  'dashboard.not_found',
+  'dashboard.method_not_allowed',
+  'dashboard.assets_missing',
+  'dashboard.invalid_scope',
+  'dashboard.internal',
+  'dashboard.job_changed',
+  'dashboard.cancellation_not_quiesced',
   // The database, normalised (src/errors/database-error.ts).
   'database.error',
   'database.timeout',

@@ -38,6 +38,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
   // Worker runtime.
   'createWorker', 'runWorker', 'defineJob', 'continueNow', 'continueAfter', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
+  // Web dashboard.
+  'createDashboard',
 ];
 
 describe('public API', () => {

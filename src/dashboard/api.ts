@@ -1,0 +1,131 @@
+/**
+ * The dashboard's read API, every answer computed in the scope `authorize`
+ * returned for the request, through the library's own scoped reads (and
+ * queries.ts for the overview and a job's links). A job or run outside the
+ * scope answers 404 exactly like a missing one.
+ *
+ *   GET api/overview                      counts by status and type, oldest due job, last hour
+ *   GET api/jobs?type&status&org&cursor&limit&id&key   (id: exact job id; key: exact idempotency key, with type)
+ *   GET api/jobs/:id                      job, events, workflow step, replay lineage
+ *   GET api/runs?type&status&cursor&limit
+ *   GET api/runs/:id                      run, steps, edges
+ */
+import type { Db } from '../client/types.js';
+import { organizationScope, noOrganizationScope, type Scope } from '../db/scope.js';
+import { NotFoundError, ValidationError } from '../errors/runledger-error.js';
+import { findJob, getJob, listJobEvents, listJobs } from '../queue/reads.js';
+import type { Job, JobStatus } from '../queue/rows.js';
+import type { Page } from '../queue/schemas.js';
+import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps } from '../workflow/reads.js';
+import type { WorkflowRunStatus, WorkflowStep, WorkflowStepDependency } from '../workflow/rows.js';
+import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.js';
+
+/** A run page draws at most this many steps and edges (10 pages of the library's largest). */
+export const MAX_DRAWN_STEPS = 5_000;
+const PAGE = 500;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The scope a list filter by organization leaves: admin may narrow to any
+ * organization (or to rows without one); an organization scope only to
+ * itself, and any other filter matches nothing (null).
+ */
+export function narrowScope(scope: Scope, query: URLSearchParams): Scope | null {
+  const org = query.get('org');
+  const withoutOrg = query.get('withoutOrg') === '1';
+  if (org !== null && org !== '' && withoutOrg) {
+    throw new ValidationError('dashboard.invalid_input', 'org', 'Filter by one organization or by rows without one, not both.');
+  }
+  if (withoutOrg) return scope.kind === 'admin' || scope.kind === 'no_organization' ? noOrganizationScope() : null;
+  if (org === null || org === '') return scope;
+  if (scope.kind === 'admin') return organizationScope(org);
+  return scope.kind === 'organization' && scope.organizationId === org ? scope : null;
+}
+
+function optionalLimit(query: URLSearchParams): number | undefined {
+  const raw = query.get('limit');
+  if (raw === null || raw === '') return undefined;
+  if (!/^[0-9]{1,4}$/.test(raw)) throw new ValidationError('dashboard.invalid_input', 'limit', 'limit must be a whole number.');
+  return Number(raw);
+}
+
+function optionalText(query: URLSearchParams, name: string): string | undefined {
+  const value = query.get(name);
+  return value === null || value === '' ? undefined : value;
+}
+
+/** `status=A,B` or `status=A&status=B`. */
+function statuses<S extends string>(query: URLSearchParams): S[] | undefined {
+  const all = query.getAll('status').flatMap((value) => value.split(',')).filter((value) => value !== '');
+  return all.length === 0 ? undefined : (all as S[]);
+}
+
+export function overview(db: Db, scope: Scope) {
+  return readOverview(db, scope);
+}
+
+export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<Job>> {
+  const narrowed = narrowScope(scope, query);
+  if (!narrowed) return { items: [], nextCursor: null };
+  const id = optionalText(query, 'id');
+  if (id !== undefined) {
+    // A search by id: exact, and only within the scope, like every read.
+    if (!UUID.test(id)) return { items: [], nextCursor: null };
+    const job = await findJob(db, { scope: narrowed, jobId: id.toLowerCase() });
+    return { items: job ? [job] : [], nextCursor: null };
+  }
+  const key = optionalText(query, 'key');
+  if (key !== undefined) {
+    const jobType = optionalText(query, 'type');
+    if (jobType === undefined) {
+      throw new ValidationError('dashboard.invalid_input', 'type', 'A key search needs the job type: a key is unique per type and organization.');
+    }
+    return { items: await findJobsByIdempotencyKey(db, narrowed, jobType, key), nextCursor: null };
+  }
+  return listJobs(db, {
+    scope: narrowed,
+    jobType: optionalText(query, 'type'),
+    status: statuses<JobStatus>(query),
+    limit: optionalLimit(query),
+    cursor: optionalText(query, 'cursor'),
+  });
+}
+
+export async function jobDetail(db: Db, scope: Scope, jobId: string) {
+  const job = await getJob(db, { scope, jobId });
+  const [events, links] = await Promise.all([listJobEvents(db, { scope, jobId, limit: PAGE }), readJobLinks(db, scope, jobId)]);
+  // Deleted between the reads (retention): report it as the library would.
+  if (!links) throw new NotFoundError('job.not_found', 'The job does not exist.', { details: { jobId } });
+  return { job, events: events.items, moreEvents: events.nextCursor !== null, ...links };
+}
+
+export function runsPage(db: Db, scope: Scope, query: URLSearchParams) {
+  return listWorkflowRuns(db, {
+    scope,
+    workflowType: optionalText(query, 'type'),
+    status: statuses<WorkflowRunStatus>(query),
+    limit: optionalLimit(query),
+    cursor: optionalText(query, 'cursor'),
+  });
+}
+
+async function allPages<T>(read: (cursor: string | undefined) => Promise<Page<T>>): Promise<{ items: T[]; truncated: boolean }> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await read(cursor);
+    items.push(...page.items);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && items.length < MAX_DRAWN_STEPS);
+  return { items, truncated: cursor !== undefined };
+}
+
+export async function runDetail(db: Db, scope: Scope, workflowRunId: string) {
+  const run = await getWorkflowRun(db, { scope, workflowRunId });
+  const [steps, edges] = await Promise.all([
+    allPages<WorkflowStep>((cursor) => listWorkflowSteps(db, { scope, workflowRunId, limit: PAGE, cursor })),
+    allPages<WorkflowStepDependency>((cursor) => listWorkflowStepDependencies(db, { scope, workflowRunId, limit: PAGE, cursor })),
+  ]);
+  return { run, steps: steps.items, edges: edges.items, truncated: steps.truncated || edges.truncated };
+}

@@ -1,0 +1,3 @@
+/** Public API of the dashboard; re-exported by src/index.ts. */
+export { createDashboard, type DashboardOptions, type DashboardHandler } from './create-dashboard.js';
+export type { DashboardOverview, JobLinks } from './queries.js';

@@ -1,0 +1,113 @@
+/**
+ * Live updates: Server-Sent Events fed by the library's one LISTEN connection
+ * (src/notify/listen-client.ts), subscribed while at least one page is open.
+ *
+ * An event says only that something changed (`job`: jobs became runnable;
+ * `run`: a run ended; `resync`: LISTEN was (re)established, so something may
+ * have been missed), never which row: the notification payloads name job
+ * types and run ids of every organization, and a tenant's page must learn
+ * nothing about another's. The page then reads again through its own scope.
+ * Notifications are an accelerator only; the page also polls, which is what
+ * makes it correct (a step that moves without a NOTIFY still shows up).
+ *
+ * Events are coalesced per kind over COALESCE_MS so a burst of enqueues costs
+ * each page one refresh.
+ */
+import type { ServerResponse } from 'node:http';
+import { JOB_AVAILABLE_CHANNEL, WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
+import { listen, type ListenSubscription } from '../notify/listen-client.js';
+
+const COALESCE_MS = 250;
+/** A comment line keeps proxies from closing an idle stream. */
+const KEEPALIVE_MS = 15_000;
+/** How long a page waits before reconnecting a dropped stream. */
+const RETRY_MS = 3_000;
+
+type LiveKind = 'job' | 'run' | 'resync';
+
+export class LiveFeed {
+  private readonly clients = new Set<ServerResponse>();
+  private subscriptions: ListenSubscription[] = [];
+  private pending = new Set<LiveKind>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private keepaliveTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly connectionString: string | undefined) {}
+
+  get listening(): boolean {
+    return this.subscriptions.length > 0 && this.subscriptions.every((s) => s.listening);
+  }
+
+  /** Streams events to `res` until the client goes away or the feed closes. */
+  attach(res: ServerResponse): void {
+    if (this.closed) {
+      res.writeHead(503, { 'content-type': 'text/plain' }).end();
+      return;
+    }
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write(`retry: ${RETRY_MS}\nevent: hello\ndata: ${JSON.stringify({ live: this.connectionString !== undefined })}\n\n`);
+    this.clients.add(res);
+    res.on('close', () => this.detach(res));
+    if (this.clients.size === 1) this.start();
+  }
+
+  private start(): void {
+    this.keepaliveTimer = setInterval(() => {
+      for (const client of this.clients) client.write(': keepalive\n\n');
+    }, KEEPALIVE_MS);
+    this.keepaliveTimer.unref();
+    if (!this.connectionString) return;
+    const subscriber = (kind: LiveKind) => ({
+      onNotification: () => this.signal(kind),
+      onListening: () => this.signal('resync'),
+    });
+    this.subscriptions = [
+      listen(this.connectionString, JOB_AVAILABLE_CHANNEL, subscriber('job')),
+      listen(this.connectionString, WORKFLOW_RUN_TERMINAL_CHANNEL, subscriber('run')),
+    ];
+  }
+
+  private detach(res: ServerResponse): void {
+    if (!this.clients.delete(res) || this.clients.size > 0) return;
+    void this.stop();
+  }
+
+  private async stop(): Promise<void> {
+    clearInterval(this.keepaliveTimer);
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.pending.clear();
+    const subscriptions = this.subscriptions;
+    this.subscriptions = [];
+    await Promise.all(subscriptions.map((s) => s.close()));
+  }
+
+  private signal(kind: LiveKind): void {
+    this.pending.add(kind);
+    this.flushTimer ??= setTimeout(() => this.flush(), COALESCE_MS);
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    const kinds = [...this.pending];
+    this.pending.clear();
+    for (const kind of kinds) {
+      for (const client of this.clients) client.write(`event: change\ndata: ${JSON.stringify({ kind })}\n\n`);
+    }
+  }
+
+  /** Ends every stream and leaves the LISTEN connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const clients = [...this.clients];
+    this.clients.clear();
+    for (const client of clients) client.end();
+    await this.stop();
+  }
+}

@@ -1,0 +1,307 @@
+/** The dashboard's JSON API over real HTTP and a real database: counts, scoping, CSRF, read-only, actions, live events. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  claimJobs,
+  completeJobSuccess,
+  createDashboard,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  getJob,
+  isRunledgerError,
+  workflow,
+} from '../../src/index.js';
+import { useTestDatabase } from '../harness/database.js';
+import { dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { stepsByKey } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+
+interface Call {
+  status: number;
+  body: any;
+}
+
+async function call(base: string, method: string, path: string, options: { scope?: string; body?: unknown; session?: { cookie: string; token: string }; headers?: Record<string, string> } = {}): Promise<Call> {
+  const headers: Record<string, string> = { [SCOPE_HEADER]: options.scope ?? 'admin', ...(options.headers ?? {}) };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.session) {
+    headers.cookie = options.session.cookie;
+    headers['x-runledger-csrf'] = options.session.token;
+  }
+  const response = await fetch(`${base}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), redirect: 'manual' });
+  const text = await response.text();
+  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
+}
+
+/** A run whose `approve` step waits for an external completion; `publish` follows on success, `audit` on any outcome. */
+function reviewRun(org: string | null) {
+  const builder = workflow('dash.review').external('approve').job('publish', 'dash.publish', {}).afterSuccess('publish', ['approve']).job('audit', 'dash.audit', {}).afterTerminal('audit', ['approve']);
+  return (org ? builder.organization(org) : builder).build();
+}
+
+let served: ServedDashboard;
+let base: string;
+let runA: string;
+let runB: string;
+let jobB: string;
+
+beforeAll(async () => {
+  runA = (await enqueueWorkflowRun(db.prisma, reviewRun('org-a'))).workflowRunId;
+  runB = (await enqueueWorkflowRun(db.prisma, reviewRun('org-b'))).workflowRunId;
+  await enqueueJob(db.prisma, { jobType: 'dash.mail', payload: { n: 1 }, organizationId: 'org-a' });
+  await enqueueJob(db.prisma, { jobType: 'dash.mail', payload: { n: 2 }, organizationId: 'org-a' });
+  jobB = (await enqueueJob(db.prisma, { jobType: 'dash.bill', payload: { n: 3 }, organizationId: 'org-b' })).jobId;
+  await enqueueJob(db.prisma, { jobType: 'dash.bill', payload: { n: 4 } });
+  served = await serveDashboard(db.prisma, { listenConnectionString: db.url });
+  base = served.url;
+});
+
+describe('dashboard API: reads', () => {
+  it('reports overview counts equal to the database, for admin and for one organization', async () => {
+    const overview = await call(base, 'GET', '/api/overview');
+    expect(overview.status).toBe(200);
+    const actual = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`
+      SELECT job_type, status::text AS status, count(*)::int AS n FROM runledger.job_queue GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect(overview.body.jobs).toEqual(actual.map((row) => ({ jobType: row.job_type, status: row.status, count: row.n })));
+    const runs = await db.prisma.$queryRaw<{ workflow_type: string; status: string; n: number }[]>`
+      SELECT workflow_type, status::text AS status, count(*)::int AS n FROM runledger.workflow_runs GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect(overview.body.runs).toEqual(runs.map((row) => ({ workflowType: row.workflow_type, status: row.status, count: row.n })));
+    expect(overview.body.oldestReadySeconds).toBeGreaterThanOrEqual(0);
+
+    const scoped = await call(base, 'GET', '/api/overview', { scope: 'org:org-a' });
+    const orgA = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`
+      SELECT job_type, status::text AS status, count(*)::int AS n FROM runledger.job_queue WHERE organization_id = 'org-a' GROUP BY 1, 2 ORDER BY 1, 2`;
+    expect(scoped.body.jobs).toEqual(orgA.map((row) => ({ jobType: row.job_type, status: row.status, count: row.n })));
+    expect(scoped.body.jobs.some((row: { jobType: string }) => row.jobType === 'dash.bill')).toBe(false);
+    const orgARuns = await db.prisma.$queryRaw<{ status: string }[]>`SELECT status::text AS status FROM runledger.workflow_runs WHERE organization_id = 'org-a'`;
+    expect(scoped.body.runs).toEqual([{ workflowType: 'dash.review', status: orgARuns[0]!.status, count: 1 }]);
+  });
+
+  it('refuses a request authorize denies, page and API alike', async () => {
+    expect((await call(base, 'GET', '/api/overview', { scope: 'none' })).body.error.code).toBe('dashboard.forbidden');
+    expect((await call(base, 'GET', '/api/overview', { scope: 'none' })).status).toBe(403);
+    expect((await call(base, 'GET', '/', { scope: 'none' })).status).toBe(403);
+    expect((await call(base, 'GET', '/api/events', { scope: 'none' })).status).toBe(403);
+  });
+
+  it('keeps an organization to its own jobs and runs', async () => {
+    const jobs = await call(base, 'GET', '/api/jobs?limit=100', { scope: 'org:org-a' });
+    expect(jobs.body.items.length).toBeGreaterThan(0);
+    expect(jobs.body.items.every((job: { organizationId: string }) => job.organizationId === 'org-a')).toBe(true);
+    // Filtering by another organization, or searching another's id, finds nothing.
+    expect((await call(base, 'GET', '/api/jobs?org=org-b', { scope: 'org:org-a' })).body.items).toEqual([]);
+    expect((await call(base, 'GET', `/api/jobs?id=${jobB}`, { scope: 'org:org-a' })).body.items).toEqual([]);
+    const detail = await call(base, 'GET', `/api/jobs/${jobB}`, { scope: 'org:org-a' });
+    expect([detail.status, detail.body.error.code]).toEqual([404, 'job.not_found']);
+    const run = await call(base, 'GET', `/api/runs/${runB}`, { scope: 'org:org-a' });
+    expect([run.status, run.body.error.code]).toEqual([404, 'workflow.run_not_found']);
+    const runs = await call(base, 'GET', '/api/runs', { scope: 'org:org-a' });
+    expect(runs.body.items.map((r: { id: string }) => r.id)).toEqual([runA]);
+  });
+
+  it('lets admin narrow the jobs list by organization, type, status and idempotency key, with keyset pages', async () => {
+    const orgB = await call(base, 'GET', '/api/jobs?org=org-b');
+    expect(orgB.body.items.map((job: { id: string }) => job.id)).toContain(jobB);
+    expect(orgB.body.items.every((job: { organizationId: string }) => job.organizationId === 'org-b')).toBe(true);
+    const first = await call(base, 'GET', '/api/jobs?type=dash.mail&status=PENDING&limit=1');
+    expect(first.body.items).toHaveLength(1);
+    expect(first.body.nextCursor).toBeTypeOf('string');
+    const second = await call(base, 'GET', `/api/jobs?type=dash.mail&status=PENDING&limit=1&cursor=${first.body.nextCursor}`);
+    expect(second.body.items).toHaveLength(1);
+    expect(second.body.items[0].id).not.toBe(first.body.items[0].id);
+    expect(second.body.nextCursor).toBeNull();
+    const keyed = await enqueueJob(db.prisma, { jobType: 'dash.keyed', payload: {}, organizationId: 'org-b', idempotencyKey: 'order-42' });
+    await enqueueJob(db.prisma, { jobType: 'dash.keyed', payload: {}, organizationId: 'org-a', idempotencyKey: 'order-42' });
+    const byKey = await call(base, 'GET', '/api/jobs?type=dash.keyed&key=order-42');
+    expect(byKey.body.items.map((job: { organizationId: string }) => job.organizationId).sort()).toEqual(['org-a', 'org-b']);
+    const byKeyInB = await call(base, 'GET', '/api/jobs?type=dash.keyed&key=order-42', { scope: 'org:org-b' });
+    expect(byKeyInB.body.items.map((job: { id: string }) => job.id)).toEqual([keyed.jobId]);
+    const keyWithoutType = await call(base, 'GET', '/api/jobs?key=order-42');
+    expect([keyWithoutType.status, keyWithoutType.body.error.code, keyWithoutType.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'type']);
+    const bad = await call(base, 'GET', '/api/jobs?status=NOPE');
+    expect([bad.status, bad.body.error.code, bad.body.error.details.field]).toEqual([400, 'job.invalid_input', 'status']);
+  });
+
+  it('shows a run with its steps and edges, and the edge modes', async () => {
+    const detail = await call(base, 'GET', `/api/runs/${runA}`, { scope: 'org:org-a' });
+    expect(detail.status).toBe(200);
+    expect(detail.body.steps.map((step: { stepKey: string }) => step.stepKey).sort()).toEqual(['approve', 'audit', 'publish']);
+    expect(detail.body.edges.map((edge: { dependentStepKey: string; releaseMode: string }) => `${edge.dependentStepKey}:${edge.releaseMode}`).sort()).toEqual([
+      'audit:ON_TERMINAL',
+      'publish:ON_SUCCESS',
+    ]);
+  });
+
+  it('answers unknown routes and wrong methods with coded errors, and redirects the bare base path', async () => {
+    expect((await call(base, 'GET', '/api/nothing')).body.error.code).toBe('dashboard.not_found');
+    const wrong = await call(base, 'GET', `/api/runs/${runA}/cancel`);
+    expect([wrong.status, wrong.body.error.code]).toEqual([405, 'dashboard.method_not_allowed']);
+    const mounted = await serveDashboard(db.prisma, { basePath: '/ops/jobs/' });
+    const redirect = await call(mounted.url, 'GET', '');
+    expect([redirect.status, redirect.body]).toEqual([308, '']);
+    expect((await call(mounted.url, 'GET', '/api/overview')).status).toBe(200);
+  });
+
+  it('fails closed when authorize throws or returns something that is not a scope, showing nothing of either', async () => {
+    const throwing = await serveDashboard(db.prisma, { authorize: () => { throw new Error('session store down: secret-detail'); } });
+    const thrown = await call(throwing.url, 'GET', '/api/overview');
+    expect([thrown.status, thrown.body.error.code]).toEqual([500, 'dashboard.internal']);
+    expect(JSON.stringify(thrown.body)).not.toContain('secret-detail');
+    const odd = await serveDashboard(db.prisma, { authorize: () => ({ kind: 'everyone' }) as never });
+    const refused = await call(odd.url, 'GET', '/api/jobs');
+    expect([refused.status, refused.body.error.code]).toEqual([500, 'dashboard.invalid_scope']);
+    expect(refused.body.jobs).toBeUndefined();
+  });
+
+  it('refuses bad options with dashboard.invalid_options naming the field', () => {
+    const attempt = (options: object) => {
+      try {
+        createDashboard({ db: db.prisma, authorize: () => null, ...options });
+        return 'accepted';
+      } catch (error) {
+        return isRunledgerError(error, 'dashboard.invalid_options') ? (error.details.field as string) : String(error);
+      }
+    };
+    expect(attempt({ basePath: 'no-slash' })).toBe('basePath');
+    expect(attempt({ authorize: 'yes' })).toBe('authorize');
+    expect(attempt({ readOnly: 'no' })).toBe('readOnly');
+  });
+});
+
+describe('dashboard API: actions', () => {
+  it('refuses a POST without the CSRF token, with a wrong one, or from another site, and changes nothing', async () => {
+    const session = await dashboardSession(base);
+    const body = { status: 'succeeded', output: { by: 'csrf' } };
+    const path = `/api/runs/${runA}/steps/approve/complete`;
+    const missing = await call(base, 'POST', path, { body });
+    expect([missing.status, missing.body.error.code, missing.body.error.details.reason]).toEqual([403, 'dashboard.csrf_rejected', 'missing_token']);
+    const wrong = await call(base, 'POST', path, { body, session: { cookie: session.cookie, token: 'x'.repeat(43) } });
+    expect(wrong.body.error.details.reason).toBe('token_mismatch');
+    const crossSite = await call(base, 'POST', path, { body, session, headers: { 'sec-fetch-site': 'cross-site' } });
+    expect([crossSite.status, crossSite.body.error.details.reason]).toEqual([403, 'cross_site']);
+    expect((await stepsByKey(db.prisma, runA)).approve!.status).toBe('WAITING_FOR_EXTERNAL');
+  });
+
+  it('refuses a body that is not JSON, or too large, before acting', async () => {
+    const session = await dashboardSession(base);
+    const path = `/api/runs/${runA}/cancel`;
+    const headers = { [SCOPE_HEADER]: 'admin', cookie: session.cookie, 'x-runledger-csrf': session.token };
+    const text = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'text/plain' }, body: 'cancel' });
+    expect([text.status, ((await text.json()) as any).error.details.field]).toEqual([400, 'content-type']);
+    const huge = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ reason: 'x'.repeat(1_100_000) }) });
+    expect([huge.status, ((await huge.json()) as any).error.code]).toEqual([413, 'dashboard.payload_too_large']);
+    const broken = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"reason":' });
+    expect([broken.status, ((await broken.json()) as any).error.code]).toEqual([400, 'dashboard.invalid_input']);
+    const run = await call(base, 'GET', `/api/runs/${runA}`);
+    expect(run.body.run.status).not.toBe('CANCELED');
+  });
+
+  it('refuses every action on a read-only dashboard', async () => {
+    const readOnly = await serveDashboard(db.prisma, { readOnly: true });
+    const session = await dashboardSession(readOnly.url);
+    const refused = await call(readOnly.url, 'POST', `/api/runs/${runA}/steps/approve/complete`, { body: { status: 'succeeded' }, session });
+    expect([refused.status, refused.body.error.code]).toEqual([403, 'dashboard.read_only']);
+    const cancel = await call(readOnly.url, 'POST', `/api/runs/${runA}/cancel`, { body: {}, session });
+    expect(cancel.body.error.code).toBe('dashboard.read_only');
+    expect((await call(readOnly.url, 'GET', '/api/session')).body.readOnly).toBe(true);
+    expect((await stepsByKey(db.prisma, runA)).approve!.status).toBe('WAITING_FOR_EXTERNAL');
+  });
+
+  it("cannot complete or cancel another organization's run", async () => {
+    const session = await dashboardSession(base, 'org:org-a');
+    const complete = await call(base, 'POST', `/api/runs/${runB}/steps/approve/complete`, { scope: 'org:org-a', body: { status: 'succeeded' }, session });
+    expect(complete.status).toBe(404);
+    const cancel = await call(base, 'POST', `/api/runs/${runB}/cancel`, { scope: 'org:org-a', body: {}, session });
+    expect([cancel.status, cancel.body.error.code]).toEqual([404, 'workflow.run_not_found']);
+    const cancelJob = await call(base, 'POST', `/api/jobs/${jobB}/cancel`, { scope: 'org:org-a', body: {}, session });
+    expect([cancelJob.status, cancelJob.body.error.code]).toEqual([404, 'job.not_found']);
+    expect((await stepsByKey(db.prisma, runB)).approve!.status).toBe('WAITING_FOR_EXTERNAL');
+    expect((await getJob(db.prisma, { scope: { kind: 'admin' }, jobId: jobB })).status).toBe('PENDING');
+  });
+
+  it("completes an external step in the request's scope, and returns the library's coded errors", async () => {
+    const session = await dashboardSession(base, 'org:org-a');
+    const path = `/api/runs/${runA}/steps/approve/complete`;
+    const invalid = await call(base, 'POST', path, { scope: 'org:org-a', body: { status: 'maybe' }, session });
+    expect([invalid.status, invalid.body.error.code]).toEqual([400, 'workflow.invalid_input']);
+    const outputOnFailure = await call(base, 'POST', path, { scope: 'org:org-a', body: { status: 'failed', output: 1 }, session });
+    expect(outputOnFailure.body.error.code).toBe('workflow.external_output_not_allowed');
+    const done = await call(base, 'POST', path, { scope: 'org:org-a', body: { status: 'succeeded', output: { by: 'ana' }, reason: 'looks right' }, session });
+    expect(done.status).toBe(200);
+    expect(done.body.step).toMatchObject({ stepKey: 'approve', status: 'SUCCEEDED', output: { by: 'ana' }, statusReason: 'looks right' });
+    const steps = await stepsByKey(db.prisma, runA);
+    expect([steps.approve!.status, steps.publish!.status, steps.audit!.status]).toEqual(['SUCCEEDED', 'ENQUEUED', 'ENQUEUED']);
+    const conflict = await call(base, 'POST', path, { scope: 'org:org-a', body: { status: 'failed' }, session });
+    expect([conflict.status, conflict.body.error.category]).toEqual([409, 'conflict']);
+  });
+
+  it('cancels a run', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, reviewRun(null));
+    const session = await dashboardSession(base);
+    const canceled = await call(base, 'POST', `/api/runs/${workflowRunId}/cancel`, { body: { reason: 'operator' }, session });
+    expect([canceled.status, canceled.body.run.status]).toEqual([200, 'CANCELED']);
+  });
+
+  it('replays a succeeded job and requeues a dead-lettered one, showing the lineage; a stale page gets dashboard.job_changed', async () => {
+    const source = await enqueueJob(db.prisma, { jobType: 'dash.once', payload: {} });
+    const doomed = await enqueueJob(db.prisma, { jobType: 'dash.doomed', payload: {}, maxAttempts: 1 });
+    const claimed = await claimJobs(db.prisma, { workerId: 'w', limit: 10, leaseSeconds: 60, jobTypes: ['dash.once', 'dash.doomed'] });
+    for (const job of claimed) {
+      if (job.jobId === source.jobId) await completeJobSuccess(db.prisma, { ...job, output: { sent: true } });
+      else await failJob(db.prisma, { ...job, error: { code: 'test.failed', message: 'no' }, retryable: false });
+    }
+    const session = await dashboardSession(base);
+    const stale = await call(base, 'POST', `/api/jobs/${source.jobId}/replay`, { body: { expectedRunNumber: 2, reason: 'again', replayRequestKey: 'k1' }, session });
+    expect([stale.status, stale.body.error.code, stale.body.error.details.status]).toEqual([409, 'dashboard.job_changed', 'SUCCEEDED']);
+    const replay = await call(base, 'POST', `/api/jobs/${source.jobId}/replay`, { body: { expectedRunNumber: 1, reason: 'again', replayRequestKey: 'k1' }, session });
+    expect(replay.status).toBe(200);
+    const replayJobId = replay.body.replay.jobId as string;
+    const sourceDetail = await call(base, 'GET', `/api/jobs/${source.jobId}`);
+    expect(sourceDetail.body.replays).toMatchObject([{ replayJobId, sourceRunNumber: 1, reason: 'again' }]);
+    expect(JSON.stringify(sourceDetail.body)).not.toContain('k1');
+    expect(sourceDetail.body.events.map((e: { eventType: string }) => e.eventType)).toContain('SUCCEEDED');
+    const replayDetail = await call(base, 'GET', `/api/jobs/${replayJobId}`);
+    expect(replayDetail.body.replayOf).toMatchObject({ sourceJobId: source.jobId, sourceRunNumber: 1 });
+
+    const requeued = await call(base, 'POST', `/api/jobs/${doomed.jobId}/requeue`, { body: { expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1 }, session });
+    expect([requeued.status, requeued.body.job.status, requeued.body.job.runNumber]).toEqual([200, 'PENDING', 2]);
+    const again = await call(base, 'POST', `/api/jobs/${doomed.jobId}/requeue`, { body: { expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1 }, session });
+    expect(again.body.error.code).toBe('dashboard.job_changed');
+  });
+
+  it('shows a workflow job its step and run', async () => {
+    const steps = await stepsByKey(db.prisma, runA);
+    const detail = await call(base, 'GET', `/api/jobs/${steps.publish!.jobId}`, { scope: 'org:org-a' });
+    expect(detail.body.workflowStep).toEqual({ workflowRunId: runA, stepKey: 'publish' });
+  });
+});
+
+describe('dashboard API: live events', () => {
+  it('streams a content-free change event when jobs become runnable', async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${base}/api/events`, { headers: { [SCOPE_HEADER]: 'org:org-a' }, signal: controller.signal });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const readUntil = async (needle: string) => {
+      while (!text.includes(needle)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${needle}`);
+        text += decoder.decode(value);
+      }
+    };
+    try {
+      await readUntil('event: hello');
+      // LISTEN is in effect once the hub says so (a resync event), so the NOTIFY below cannot be missed.
+      await readUntil('"kind":"resync"');
+      await enqueueJob(db.prisma, { jobType: 'dash.live', payload: {}, organizationId: 'org-b' });
+      await readUntil('"kind":"job"');
+      expect(text).not.toContain('dash.live');
+    } finally {
+      controller.abort();
+      await reader.cancel().catch(() => undefined);
+    }
+  });
+});

@@ -1,0 +1,194 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium (package `chromium`,
+ * installed by .ci/run when missing) driven by playwright-core, which
+ * downloads nothing. The page is built first (scripts/build-dashboard.ts), so
+ * no prior `npm run build` is needed. Without Chromium the file says why and
+ * is skipped, visibly.
+ *
+ * Screenshots go to test-artifacts/ (git-ignored); with
+ * RUNLEDGER_UPDATE_SCREENSHOTS=1 they are also copied to docs/ for the README.
+ */
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, workflow } from '../../src/index.js';
+import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
+import { useTestDatabase } from '../harness/database.js';
+import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
+
+/** CHROMIUM_PATH, else `chromium` on the PATH (Debian installs /usr/bin/chromium). */
+function findChromium(): string {
+  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH;
+  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/bin'];
+  return dirs.map((dir) => path.join(dir, 'chromium')).find((candidate) => existsSync(candidate)) ?? '/usr/bin/chromium';
+}
+const CHROMIUM = findChromium();
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  console.warn(`dashboard browser tests SKIPPED: no Chromium at ${CHROMIUM} (install Debian's \`chromium\` package, or set CHROMIUM_PATH)`);
+}
+
+const ARTIFACTS = path.resolve('test-artifacts');
+const DOCS = path.resolve('docs');
+
+async function screenshot(page: Page, name: string, forReadme = true): Promise<void> {
+  await mkdir(ARTIFACTS, { recursive: true });
+  const file = path.join(ARTIFACTS, name);
+  await page.screenshot({ path: file, fullPage: true });
+  if (forReadme && process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
+    await mkdir(DOCS, { recursive: true });
+    await copyFile(file, path.join(DOCS, name));
+  }
+}
+
+const db = useTestDatabase();
+
+describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
+  let browser: Browser;
+  let served: ServedDashboard;
+
+  beforeAll(async () => {
+    await buildDashboardAssets();
+    const { chromium } = await import('playwright-core');
+    // Root in CI: Chromium's sandbox needs an unprivileged user.
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    served = await serveDashboard(db.prisma, { listenConnectionString: db.url, basePath: '/ops/runledger' });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  async function openPage(hash: string, scope = 'admin'): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, extraHTTPHeaders: { 'x-test-scope': scope } });
+    const page = await context.newPage();
+    await page.goto(`${served.url}/${hash}`);
+    return page;
+  }
+
+  it('shows overview counts equal to the database', async () => {
+    for (let n = 0; n < 3; n += 1) await enqueueJob(db.prisma, { jobType: 'browser.mail', payload: { n } });
+    await enqueueJob(db.prisma, { jobType: 'browser.bill', payload: {} });
+    const page = await openPage('#/');
+    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_queue WHERE status = 'PENDING'`;
+    const pending = row!.n;
+    await page.locator('[data-testid=pending-total]').filter({ hasText: String(pending) }).waitFor();
+    const mailPending = await page.locator('td[data-type="browser.mail"][data-status="PENDING"]').innerText();
+    expect(mailPending.trim()).toBe('3');
+    // Every form control is labelled.
+    // (Browser-side code as strings: this file compiles without the DOM library.)
+    const unlabelled = await page.evaluate("[...document.querySelectorAll('input, select, textarea')].filter((el) => el.labels.length === 0).length");
+    expect(unlabelled).toBe(0);
+    await page.context().close();
+  });
+
+  it('draws a run as a DAG and advances it without a reload when its external step is completed in the page', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('report.weekly')
+        .organization('acme')
+        .job('fetch-news', 'report.fetch', { source: 'news' })
+        .job('fetch-rates', 'report.fetch', { source: 'rates' })
+        .job('summarize', 'report.summarize', {})
+        .afterSuccess('summarize', ['fetch-news', 'fetch-rates'])
+        .job('audit', 'report.audit', {})
+        .afterTerminal('audit', ['fetch-news', 'fetch-rates'])
+        .external('approval')
+        .afterSuccess('approval', ['summarize'])
+        .job('publish', 'report.publish', {})
+        .afterSuccess('publish', ['approval'])
+        .resultStep('publish')
+        .build(),
+    );
+    await runRunnableJobs(db.prisma, () => ({ ok: true, output: { ok: true } }));
+    expect((await stepsByKey(db.prisma, workflowRunId)).approval!.status).toBe('WAITING_FOR_EXTERNAL');
+
+    const page = await openPage(`#/runs/${workflowRunId}`, 'org:acme');
+    const node = (key: string, status: string) => page.locator(`svg.dag [data-step-key="${key}"][data-status="${status}"]`);
+    await node('approval', 'WAITING_FOR_EXTERNAL').waitFor();
+    expect(await page.locator('svg.dag .node').count()).toBe(6);
+    expect(await page.locator('svg.dag path.edge-ON_TERMINAL').count()).toBe(2);
+    expect(await page.locator('svg.dag path.edge-ON_SUCCESS').count()).toBe(4);
+    await screenshot(page, 'dashboard-run.png');
+
+    // A marker a reload would wipe.
+    await page.evaluate('window.stayed = true');
+    // Keyboard: focus the node, open it with Enter, complete the step from the form.
+    await page.locator('svg.dag [data-step-key="approval"]').focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Output (JSON, success only)').fill('{"approvedBy":"ana"}');
+    await page.getByRole('button', { name: 'Complete step' }).click();
+    await node('approval', 'SUCCEEDED').waitFor();
+    await node('publish', 'ENQUEUED').waitFor();
+    const steps = await stepsByKey(db.prisma, workflowRunId);
+    expect(steps.approval!.output).toEqual({ approvedBy: 'ana' });
+
+    // A change made elsewhere (a worker finishing publish) reaches the open page too.
+    await runRunnableJobs(db.prisma, () => ({ ok: true, output: { url: 'https://example.test/r' } }));
+    await node('publish', 'SUCCEEDED').waitFor();
+    await page.locator('[data-testid=run-status]').filter({ hasText: 'succeeded' }).waitFor();
+    expect(await page.evaluate('window.stayed')).toBe(true);
+    await screenshot(page, 'dashboard-run-finished.png', false);
+    await page.context().close();
+  });
+
+  it("shows a library error in the page, and no other organization's run", async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.other').organization('other').external('gate').build());
+    const foreign = await openPage(`#/runs/${workflowRunId}`, 'org:acme');
+    await foreign.locator('#error').filter({ hasText: 'workflow.run_not_found' }).waitFor();
+    expect(await foreign.locator('svg.dag .node').count()).toBe(0);
+    await foreign.context().close();
+
+    // The page shows the run, then the step is completed elsewhere: the form's click gets the library's conflict code.
+    const page = await openPage(`#/runs/${workflowRunId}`, 'org:other');
+    await page.locator('svg.dag [data-step-key="gate"]').click();
+    const button = page.getByRole('button', { name: 'Complete step' });
+    await button.waitFor();
+    await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'gate', scope: organizationScope('other'), outcome: { status: 'failed' } });
+    await button.click();
+    await page.locator('#error').filter({ hasText: 'workflow.' }).waitFor();
+    await page.context().close();
+  });
+
+  it('draws a 200-step run whole, scaled to fit, and zooms from the keyboard', async () => {
+    let builder = workflow('browser.wide').job('root', 'wide.root', {});
+    for (let i = 0; i < 198; i += 1) builder = builder.job(`part-${i}`, 'wide.part', { i }).afterSuccess(`part-${i}`, ['root']);
+    const parts = Array.from({ length: 198 }, (_, i) => `part-${i}`);
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.job('merge', 'wide.merge', {}).afterTerminal('merge', parts).build());
+    const page = await openPage(`#/runs/${workflowRunId}`);
+    await page.locator('svg.dag [data-step-key="merge"]').waitFor();
+    expect(await page.locator('svg.dag .node').count()).toBe(200);
+    const scale = async () => Number(/scale\(([0-9.]+)\)/.exec((await page.locator('svg.dag g.viewport').getAttribute('transform')) ?? '')?.[1]);
+    await expect.poll(scale).toBeLessThan(0.5);
+    const fitted = await scale();
+    await page.locator('svg.dag').focus();
+    await page.keyboard.press('+');
+    expect(await scale()).toBeCloseTo(fitted * 1.25, 3);
+    await page.keyboard.press('0');
+    expect(await scale()).toBeCloseTo(fitted, 3);
+    await page.context().close();
+  });
+
+  it('hides the actions of a read-only dashboard', async () => {
+    const readOnly = await serveDashboard(db.prisma, { readOnly: true });
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.ro').external('gate').build());
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${readOnly.url}/#/runs/${workflowRunId}`);
+    await page.locator('svg.dag [data-step-key="gate"][data-status="WAITING_FOR_EXTERNAL"]').click();
+    await page.locator('.step-panel h2').filter({ hasText: 'gate' }).waitFor();
+    expect(await page.locator('form.action').count()).toBe(0);
+    await expect(page.locator('#scope').innerText()).resolves.toContain('read-only');
+    await context.close();
+  });
+
+  it('shows the overview after the runs above (the README screenshot)', async () => {
+    const page = await openPage('#/');
+    await page.locator('td[data-type="report.weekly"][data-status="SUCCEEDED"]').filter({ hasText: '1' }).waitFor();
+    await screenshot(page, 'dashboard-overview.png');
+    await page.context().close();
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * The dashboard page: a hash-routed single page (`#/`, `#/jobs`, `#/jobs/<id>`,
+ * `#/runs`, `#/runs/<id>`) over the JSON API. It refreshes the visible view on
+ * every live event (Server-Sent Events, debounced) and every POLL_MS anyway:
+ * polling is the correctness path, events only make it quick.
+ */
+import { get, setCsrfToken, type Session } from './api.js';
+import { errorText, type Context, type View } from './context.js';
+import { replace, h } from './dom.js';
+import { jobView } from './views/job.js';
+import { jobsView } from './views/jobs.js';
+import { overviewView } from './views/overview.js';
+import { runView } from './views/run.js';
+import { runsView } from './views/runs.js';
+
+const POLL_MS = 5_000;
+const DEBOUNCE_MS = 200;
+
+function route(context: Context): View {
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const [path = '/', search = ''] = hash.split('?');
+  const query = new URLSearchParams(search);
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'jobs' && parts[1]) return jobView(context, parts[1]);
+  if (parts[0] === 'jobs') return jobsView(context, query);
+  if (parts[0] === 'runs' && parts[1]) return runView(context, parts[1]);
+  if (parts[0] === 'runs') return runsView(context, query);
+  return overviewView(context);
+}
+
+async function start(): Promise<void> {
+  const main = document.getElementById('main')!;
+  const errorBox = document.getElementById('error')!;
+  const liveBox = document.getElementById('live')!;
+  const showError = (error: unknown) => {
+    errorBox.textContent = errorText(error);
+    errorBox.hidden = false;
+  };
+  const clearError = () => {
+    errorBox.hidden = true;
+    errorBox.textContent = '';
+  };
+
+  let session: Session;
+  try {
+    session = await get<Session>('session');
+  } catch (error) {
+    showError(error);
+    replace(main, h('p', {}, 'The dashboard is not available to you.'));
+    return;
+  }
+  setCsrfToken(session.csrfToken);
+  const scope = session.scope;
+  document.getElementById('scope')!.textContent =
+    (scope.kind === 'admin' ? 'all organizations' : scope.kind === 'organization' ? `organization ${scope.organizationId}` : 'rows without an organization') +
+    (session.readOnly ? ' · read-only' : '');
+
+  let view: View | undefined;
+  let running = false;
+  let again = false;
+  let timer: number | undefined;
+  const refresh = async () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    const current = view;
+    try {
+      await current?.refresh();
+      document.body.dataset.refreshedAt = String(Date.now());
+    } catch (error) {
+      showError(error);
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        void refresh();
+      }
+    }
+  };
+  const context: Context = {
+    session,
+    showError,
+    clearError,
+    refreshSoon: () => {
+      clearTimeout(timer);
+      timer = window.setTimeout(() => void refresh(), DEBOUNCE_MS);
+    },
+  };
+
+  const show = () => {
+    clearError();
+    view = route(context);
+    replace(main, view.root);
+    void refresh();
+  };
+  window.addEventListener('hashchange', () => {
+    show();
+    main.focus();
+  });
+  show();
+  window.setInterval(() => void refresh(), POLL_MS);
+
+  // Live events: any change means "read again"; the stream carries no row data.
+  const events = new EventSource('api/events');
+  events.addEventListener('hello', (event) => {
+    const live = (JSON.parse((event as MessageEvent<string>).data) as { live: boolean }).live;
+    liveBox.textContent = live ? 'live' : `polling every ${POLL_MS / 1000} s`;
+    liveBox.className = live ? 'live on' : 'live';
+  });
+  events.addEventListener('change', () => context.refreshSoon());
+  events.addEventListener('error', () => {
+    liveBox.textContent = `reconnecting · polling every ${POLL_MS / 1000} s`;
+    liveBox.className = 'live';
+  });
+}
+
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', () => void start());
+else void start();

@@ -1,0 +1,147 @@
+import { get, post } from '../api.js';
+import type { Context, View } from '../context.js';
+import { h, replace } from '../dom.js';
+import { json, when } from '../format.js';
+import { actionForm } from './actions.js';
+import { statusBadge } from './list.js';
+
+interface Job {
+  id: string;
+  jobType: string;
+  organizationId: string | null;
+  payload: unknown;
+  status: string;
+  priority: number;
+  attempt: number;
+  maxAttempts: number;
+  runNumber: number;
+  timeoutSeconds: number;
+  nextRunAt: string;
+  leaseOwner: string | null;
+  leaseExpiresAt: string | null;
+  heartbeatAt: string | null;
+  progress: unknown;
+  checkpoint: unknown;
+  output: unknown;
+  lastErrorCode: string | null;
+  lastErrorMessage: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  resourceKey?: string | null;
+}
+
+interface JobDetail {
+  job: Job;
+  events: { id: string; eventType: string; runNumber: number; attempt: number; payload: unknown; createdAt: string }[];
+  moreEvents: boolean;
+  workflowStep: { workflowRunId: string; stepKey: string } | null;
+  replayOf: { sourceJobId: string; sourceRunNumber: number; reason: string; createdAt: string } | null;
+  replays: { replayJobId: string; sourceRunNumber: number; reason: string; createdAt: string }[];
+}
+
+function facts(rows: [string, Node | string][]): HTMLElement {
+  return h('dl', { class: 'facts' }, rows.flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]));
+}
+
+function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
+  const { job } = detail;
+  const direct = detail.workflowStep === null;
+  const forms: HTMLElement[] = [];
+  if (job.status === 'PENDING' || job.status === 'LEASED') {
+    forms.push(actionForm(context, 'cancel-job', 'Cancel this job', [{ name: 'reason', label: 'Reason' }], 'Cancel job', (values) =>
+      post(`jobs/${job.id}/cancel`, values.reason ? { reason: values.reason } : {}),
+    ));
+  }
+  if (direct && job.status === 'SUCCEEDED') {
+    // One key per form: a retried click replays once (the library's idempotency), a new visit makes a new replay.
+    const replayRequestKey = `dashboard-${crypto.randomUUID()}`;
+    forms.push(actionForm(context, 'replay-job', 'Replay as a new job', [{ name: 'reason', label: 'Reason (required)', required: true }], 'Replay', (values) =>
+      post(`jobs/${job.id}/replay`, { expectedRunNumber: job.runNumber, reason: values.reason, replayRequestKey }),
+    ));
+  }
+  if (direct && (job.status === 'DEAD_LETTERED' || job.status === 'CANCELED')) {
+    forms.push(
+      actionForm(
+        context,
+        'requeue-job',
+        'Requeue (a new run of this job)',
+        [{ name: 'statePolicy', label: 'Progress and checkpoint', kind: 'select', options: ['preserve_progress_and_checkpoint', 'reset_progress_and_checkpoint'], value: 'preserve_progress_and_checkpoint' }],
+        'Requeue',
+        (values) => post(`jobs/${job.id}/requeue`, { expectedStatus: job.status, expectedRunNumber: job.runNumber, statePolicy: values.statePolicy }),
+      ),
+    );
+  }
+  return forms;
+}
+
+export function jobView(context: Context, jobId: string): View {
+  const title = h('h1', { id: 'job-title' }, 'Job ', h('span', { class: 'mono' }, jobId));
+  const summary = h('div');
+  const actions = h('section', { 'aria-label': 'Actions', class: 'actions' });
+  const details = h('div');
+  const root = h('article', { 'aria-labelledby': 'job-title' }, title, summary, actions, details);
+  let actionKey = '';
+  return {
+    root,
+    async refresh() {
+      const detail = await get<JobDetail>(`jobs/${encodeURIComponent(jobId)}`);
+      const { job } = detail;
+      replace(
+        summary,
+        facts([
+          ['status', statusBadge(job.status)],
+          ['type', job.jobType],
+          ['organization', job.organizationId ?? '—'],
+          ['attempt', `${job.attempt} of ${job.maxAttempts} (run ${job.runNumber})`],
+          ['priority', String(job.priority)],
+          ['next run at', when(job.nextRunAt)],
+          ['lease', job.leaseOwner ? `${job.leaseOwner} until ${when(job.leaseExpiresAt)} (heartbeat ${when(job.heartbeatAt)})` : '—'],
+          ['created', when(job.createdAt)],
+          ['started', when(job.startedAt)],
+          ['finished', when(job.finishedAt)],
+          ['last error', job.lastErrorCode ? `${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '—'],
+          [
+            'workflow',
+            detail.workflowStep
+              ? h('a', { href: `#/runs/${detail.workflowStep.workflowRunId}` }, `step ${detail.workflowStep.stepKey} of run ${detail.workflowStep.workflowRunId}`)
+              : 'a direct job',
+          ],
+          ['replay of', detail.replayOf ? h('a', { href: `#/jobs/${detail.replayOf.sourceJobId}`, class: 'mono' }, `${detail.replayOf.sourceJobId} (run ${detail.replayOf.sourceRunNumber}): ${detail.replayOf.reason}`) : '—'],
+        ]),
+      );
+      const key = `${job.status}:${job.runNumber}`;
+      if (!context.session.readOnly && key !== actionKey) {
+        actionKey = key;
+        replace(actions, jobActions(context, detail));
+      }
+      replace(
+        details,
+        h('h2', {}, 'Payload'),
+        h('pre', { tabindex: 0 }, json(job.payload)),
+        h('h2', {}, 'Output'),
+        h('pre', { tabindex: 0 }, json(job.output)),
+        h('h2', {}, 'Progress and checkpoint'),
+        h('pre', { tabindex: 0 }, json({ progress: job.progress, checkpoint: job.checkpoint })),
+        h('h2', {}, 'Replays of this job'),
+        detail.replays.length === 0
+          ? h('p', {}, 'None.')
+          : h('ul', {}, detail.replays.map((r) => h('li', {}, h('a', { href: `#/jobs/${r.replayJobId}`, class: 'mono' }, r.replayJobId), ` of run ${r.sourceRunNumber}, ${when(r.createdAt)}: ${r.reason}`))),
+        h('h2', {}, 'Events'),
+        h(
+          'table',
+          { class: 'list' },
+          h('thead', {}, h('tr', {}, ['event', 'run', 'attempt', 'at', 'details'].map((name) => h('th', { scope: 'col' }, name)))),
+          h(
+            'tbody',
+            {},
+            detail.events.map((event) =>
+              h('tr', {}, h('td', {}, event.eventType), h('td', { class: 'num' }, event.runNumber), h('td', { class: 'num' }, event.attempt), h('td', {}, when(event.createdAt)), h('td', { class: 'mono small' }, JSON.stringify(event.payload))),
+            ),
+          ),
+        ),
+        detail.moreEvents ? h('p', { class: 'muted' }, 'Events after the first 500 are not shown.') : null,
+      );
+    },
+  };
+}
