@@ -30,7 +30,7 @@ import { jsonParam } from '../queue/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './definition.js';
 import type { WorkflowRunStatus } from './rows.js';
-import { withCatalogDefaults } from './catalog-defaults.js';
+import { applyCatalogJson, inheritedJobTypes, type CatalogJson } from './catalog-defaults.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -100,17 +100,18 @@ interface PlannedRun {
 }
 
 export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[], owned: boolean): Promise<EnqueueWorkflowRunResult[]> {
-  const settled = await withCatalogDefaults(tx, runs);
-  const planned: PlannedRun[] = runs.map((run, index) => ({
-    run: settled[index]!,
+  const planned: PlannedRun[] = runs.map((run) => ({
+    run,
     runId: newId(),
     stepIds: run.steps.map(() => newId()),
     status: run.steps.every((step) => step.kind === 'external' && step.dependsOn.length === 0) ? 'WAITING_FOR_EXTERNAL' : 'RUNNING',
     canonical: run.idempotencyKey === null ? null : canonicalRequest(run),
   }));
 
-  // Statement 1: every run; a key that exists already (or twice in this batch) is skipped.
-  const inserted = await tx.$queryRaw<{ id: string }[]>`
+  // Statement 1: every run; a key that exists already (or twice in this batch) is skipped. It also reads the catalog
+  // defaults of the job types whose steps leave settings out (an uncorrelated subquery: evaluated once).
+  const inherited = [...new Set(runs.flatMap((run) => inheritedJobTypes(run.steps)))];
+  const inserted = await tx.$queryRaw<{ id: string; catalog: CatalogJson }[]>`
     INSERT INTO runledger.workflow_runs
            (id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key)
     SELECT r.id, r.workflow_type, r.organization_id, r.status::runledger.workflow_run_status, r.metadata, r.idempotency_key,
@@ -124,9 +125,16 @@ export async function persistRuns(tx: Tx, runs: readonly ValidatedWorkflowRun[],
     ON CONFLICT (workflow_type, COALESCE(organization_id, ''), idempotency_key)
        WHERE idempotency_key IS NOT NULL
     DO NOTHING
-    RETURNING id`;
+    RETURNING id,
+              (SELECT COALESCE(jsonb_object_agg(d.job_type, jsonb_build_array(d.default_priority, d.default_max_attempts,
+                                                                              d.default_timeout_seconds)), '{}'::jsonb)
+                 FROM runledger.job_definitions d WHERE d.job_type = ANY(${inherited}::text[])) AS catalog`;
   const insertedIds = new Set(inserted.map((row) => row.id));
-  const fresh = planned.filter((p) => insertedIds.has(p.runId));
+  const catalog = inserted[0]?.catalog ?? {};
+  // The steps' stored settings take the catalog's defaults; the idempotency snapshot (`canonical`) stays the request as given.
+  const fresh = planned
+    .filter((p) => insertedIds.has(p.runId))
+    .map((p) => ({ ...p, run: { ...p.run, steps: applyCatalogJson(p.run.steps, catalog) } }));
   const skipped = planned.filter((p) => !insertedIds.has(p.runId));
 
   // Statement 2 (only when keys were taken): same request -> the existing run, else a conflict.
