@@ -14,15 +14,16 @@
  *
  * Readers: direct enqueue joins the catalog in its INSERT (src/queue/enqueue.ts:
  * a disabled type is refused, and with `requireDefinition` so is a missing
- * one); workflow enqueue reads the defaults of its job steps' types in one
- * statement (`catalogDefaults`); the intent promoter joins it to find enabled
+ * one); workflow enqueue and appends read the defaults of their job steps'
+ * types inside a statement they send anyway (src/workflow/catalog-defaults.ts);
+ * the intent promoter joins it to find enabled
  * types (src/queue/intents.ts). No reader locks catalog rows: a `disable`
  * refuses enqueues that start after it commits; one already running may
  * still insert its jobs.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Db, Tx } from '../client/types.js';
+import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
@@ -214,23 +215,4 @@ export async function setJobDefinitionEnabled(db: Db, input: SetJobDefinitionEna
     });
   }
   return toRecord(row);
-}
-
-/** The catalog defaults a workflow step may inherit. */
-export interface CatalogDefaults {
-  priority: number;
-  maxAttempts: number;
-  timeoutSeconds: number;
-}
-
-/** The catalog defaults of `jobTypes` (one read; types without a row are absent). */
-export async function catalogDefaults(tx: Tx, jobTypes: readonly string[]): Promise<Map<string, CatalogDefaults>> {
-  if (jobTypes.length === 0) return new Map();
-  const rows = await tx.$queryRaw<{ job_type: string; default_priority: number; default_max_attempts: number; default_timeout_seconds: number }[]>`
-    SELECT job_type, default_priority, default_max_attempts, default_timeout_seconds
-      FROM runledger.job_definitions
-     WHERE job_type = ANY(${[...jobTypes]}::text[])`;
-  return new Map(
-    rows.map((row) => [row.job_type, { priority: row.default_priority, maxAttempts: row.default_max_attempts, timeoutSeconds: row.default_timeout_seconds }]),
-  );
 }

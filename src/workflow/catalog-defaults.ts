@@ -3,27 +3,16 @@
  * (src/queue/definitions.ts): the step's own setting, else its job type's
  * catalog default, else the built-in default (src/queue/defaults.ts). The
  * values are written on the step row (and its job when it is a root), so a
- * later catalog change does not move a run already enqueued. Enqueue: one
- * read for every job type of the batch, none when every step sets
- * everything. Appends: a subquery of the append's first read.
+ * later catalog change does not move a run already enqueued. No statement
+ * of its own: the catalog rides, as an uncorrelated subquery (evaluated
+ * once), on the enqueue's run INSERT and on the append's first read.
  */
-import type { Tx } from '../client/types.js';
-import { catalogDefaults } from '../queue/definitions.js';
-import type { ValidatedStep, ValidatedWorkflowRun } from './definition.js';
+import type { ValidatedStep } from './definition.js';
 
 type JobStep = Extract<ValidatedStep, { kind: 'job' }>;
 
 function inheritsAny(step: ValidatedStep): step is JobStep {
   return step.kind === 'job' && (step.inherits?.length ?? 0) > 0;
-}
-
-/** `runs` with each job step's inherited settings replaced by its type's catalog defaults (the same objects when none apply). */
-export async function withCatalogDefaults(tx: Tx, runs: readonly ValidatedWorkflowRun[]): Promise<ValidatedWorkflowRun[]> {
-  const types = new Set(runs.flatMap((run) => run.steps.filter(inheritsAny).map((step) => step.jobType)));
-  if (types.size === 0) return [...runs];
-  const defaults = await catalogDefaults(tx, [...types]);
-  if (defaults.size === 0) return [...runs];
-  return runs.map((run) => ({ ...run, steps: applyCatalogDefaults(run.steps, defaults) }));
 }
 
 /** The steps with inherited settings taken from `defaults` (job type -> catalog defaults). */
@@ -46,10 +35,14 @@ export function inheritedJobTypes(steps: readonly ValidatedStep[]): string[] {
   return [...new Set(steps.filter(inheritsAny).map((step) => step.jobType))];
 }
 
-/** Appended steps (`{ step }` holders) with their inherited settings from `catalog` (read by the append's first statement: job type -> [priority, maxAttempts, timeoutSeconds]). */
-export function withCatalogDefaultsForSteps<P extends { step: ValidatedStep }>(planned: readonly P[], catalog: CatalogJson): P[] {
+/** `steps` with their inherited settings taken from `catalog` (as the enqueue's or append's first statement read it). */
+export function applyCatalogJson<S extends ValidatedStep>(steps: readonly S[], catalog: CatalogJson): S[] {
   const defaults = new Map(Object.entries(catalog).map(([type, [priority, maxAttempts, timeoutSeconds]]) => [type, { priority, maxAttempts, timeoutSeconds }]));
-  if (defaults.size === 0) return [...planned];
-  const steps = applyCatalogDefaults(planned.map((p) => p.step), defaults);
+  return defaults.size === 0 ? [...steps] : applyCatalogDefaults(steps, defaults);
+}
+
+/** Appended steps (`{ step }` holders) with their inherited settings from `catalog`. */
+export function withCatalogDefaultsForSteps<P extends { step: ValidatedStep }>(planned: readonly P[], catalog: CatalogJson): P[] {
+  const steps = applyCatalogJson(planned.map((p) => p.step), catalog);
   return planned.map((p, index) => ({ ...p, step: steps[index]! }));
 }

@@ -33,7 +33,7 @@ import { jsonParam } from '../queue/rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './definition.js';
 import type { WorkflowRunStatus } from './rows.js';
-import { withCatalogDefaults } from './catalog-defaults.js';
+import { applyCatalogJson, inheritedJobTypes, type CatalogJson } from './catalog-defaults.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -125,13 +125,11 @@ export async function persistRuns(
   owned: boolean,
   carriedByRun: readonly CarriedSteps[] = [],
 ): Promise<EnqueueWorkflowRunResult[]> {
-  // Unset step settings from the job definitions catalog; the canonical request (idempotency, recovery) stays as given.
-  const settled = await withCatalogDefaults(tx, runs);
   const planned: PlannedRun[] = runs.map((run, index) => {
     const carried = carriedByRun[index] ?? NOTHING_CARRIED;
     const live = run.steps.filter((step) => !carried.has(step.key));
     return {
-      run: settled[index]!,
+      run,
       runId: newId(),
       stepIds: run.steps.map(() => newId()),
       status: live.every((step) => step.kind === 'external' && pendingOf(step, carried) === 0) ? 'WAITING_FOR_EXTERNAL' : 'RUNNING',
@@ -142,8 +140,10 @@ export async function persistRuns(
 
   // The caller's trace, continued by the spans of every step's job (src/telemetry/).
   const traceContext = jsonParam(await captureTraceContext());
-  // Statement 1: every run; a key that exists already (or twice in this batch) is skipped.
-  const inserted = await tx.$queryRaw<{ id: string }[]>`
+  // Statement 1: every run; a key that exists already (or twice in this batch) is skipped. It also reads the catalog
+  // defaults of the job types whose steps leave settings out (an uncorrelated subquery: evaluated once).
+  const inherited = [...new Set(runs.flatMap((run) => inheritedJobTypes(run.steps)))];
+  const inserted = await tx.$queryRaw<{ id: string; catalog: CatalogJson }[]>`
     INSERT INTO runledger.workflow_runs
            (id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key,
             trace_context)
@@ -158,9 +158,16 @@ export async function persistRuns(
     ON CONFLICT (workflow_type, COALESCE(organization_id, ''), idempotency_key)
        WHERE idempotency_key IS NOT NULL
     DO NOTHING
-    RETURNING id`;
+    RETURNING id,
+              (SELECT COALESCE(jsonb_object_agg(d.job_type, jsonb_build_array(d.default_priority, d.default_max_attempts,
+                                                                              d.default_timeout_seconds)), '{}'::jsonb)
+                 FROM runledger.job_definitions d WHERE d.job_type = ANY(${inherited}::text[])) AS catalog`;
   const insertedIds = new Set(inserted.map((row) => row.id));
-  const fresh = planned.filter((p) => insertedIds.has(p.runId));
+  const catalog = inserted[0]?.catalog ?? {};
+  // The steps' stored settings take the catalog's defaults; the idempotency snapshot (`canonical`) stays the request as given.
+  const fresh = planned
+    .filter((p) => insertedIds.has(p.runId))
+    .map((p) => ({ ...p, run: { ...p.run, steps: applyCatalogJson(p.run.steps, catalog) } }));
   const skipped = planned.filter((p) => !insertedIds.has(p.runId));
 
   // Statement 2 (only when keys were taken): same request -> the existing run, else a conflict.
