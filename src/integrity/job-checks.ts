@@ -16,8 +16,8 @@
  * the schema's unique index, so it needs no check here.
  *
  * Attempt history (job_attempts, src/queue/attempts.ts): at most one open
- * attempt per job (also the schema's partial unique index; a restore without
- * it is what this catches); a LEASED job has exactly its lease's attempt open
+ * attempt per job (no index enforces it, to keep the claim and completion
+ * paths cheap: see the job_attempts migration); a LEASED job has exactly its lease's attempt open
  * (same run number, attempt and worker) and any other job none (a lease
  * granted before the job_attempts migration has no attempt row and is
  * reported until it ends); no attempt finishes before it starts or belongs to

@@ -63,8 +63,7 @@ describe('verifyIntegrity: job attempts', () => {
     expect((await verifyIntegrity(db.prisma)).violations).toEqual([]);
   });
 
-  it('names a job with two open attempts (a restore without the partial unique index)', async () => {
-    await db.prisma.$executeRawUnsafe('DROP INDEX runledger.job_attempts_open_uidx');
+  it('names a job with two open attempts', async () => {
     await corrupt(
       `INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at) VALUES ($1, 1, 1, 'other', now())`,
       [leased.jobId],
