@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, workflow } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
@@ -49,6 +49,7 @@ const db = useTestDatabase();
 describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   let browser: Browser;
   let served: ServedDashboard;
+  const pageErrors: string[] = [];
 
   beforeAll(async () => {
     await buildDashboardAssets();
@@ -62,9 +63,15 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await browser?.close();
   });
 
+  afterEach(() => {
+    expect(pageErrors.splice(0)).toEqual([]);
+  });
+
   async function openPage(hash: string, scope = 'admin'): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, extraHTTPHeaders: { 'x-test-scope': scope } });
     const page = await context.newPage();
+    // A script error anywhere in the page fails the test that opened it.
+    page.on('pageerror', (error) => pageErrors.push(`${hash}: ${error.message}`));
     await page.goto(`${served.url}/${hash}`);
     return page;
   }
@@ -132,6 +139,17 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.locator('[data-testid=run-status]').filter({ hasText: 'succeeded' }).waitFor();
     expect(await page.evaluate('window.stayed')).toBe(true);
     await screenshot(page, 'dashboard-run-finished.png', false);
+
+    // From the steps table to the publish job's page, then to the jobs list, all in the same page.
+    await page.getByRole('link', { name: `…${steps.publish!.jobId!.slice(-8)}` }).click();
+    await page.locator('#job-title').filter({ hasText: steps.publish!.jobId! }).waitFor();
+    await page.locator('table.list td').filter({ hasText: /^SUCCEEDED$/ }).first().waitFor();
+    await page.getByRole('link', { name: `step publish of run ${workflowRunId}` }).waitFor();
+    await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Jobs' }).click();
+    await page.getByLabel('Type', { exact: true }).fill('report.publish');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByRole('link', { name: steps.publish!.jobId! }).waitFor();
+    expect(await page.evaluate('window.stayed')).toBe(true);
     await page.context().close();
   });
 
