@@ -65,7 +65,7 @@ describe('runledger jobs list', () => {
   it('refuses a bad status, limit or cursor as usage errors (exit 2) naming the field', async () => {
     const status = await cli('--json', 'jobs', 'list', '--status', 'DONE');
     expect(status.code).toBe(2);
-    expect(JSON.parse(status.stderr)).toMatchObject({ code: 'job.invalid_input', details: { field: 'status' } });
+    expect(JSON.parse(status.stderr)).toMatchObject({ code: 'job.invalid_input', details: { field: 'status.0' } });
     expect((await cli('jobs', 'list', '--limit', '0')).code).toBe(2);
     const cursor = await cli('--json', 'jobs', 'list', '--cursor', 'page-2');
     expect(cursor.code).toBe(2);

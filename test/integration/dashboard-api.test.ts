@@ -120,7 +120,7 @@ describe('dashboard API: reads', () => {
     const keyWithoutType = await call(base, 'GET', '/api/jobs?key=order-42');
     expect([keyWithoutType.status, keyWithoutType.body.error.code, keyWithoutType.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'type']);
     const bad = await call(base, 'GET', '/api/jobs?status=NOPE');
-    expect([bad.status, bad.body.error.code, bad.body.error.details.field]).toEqual([400, 'job.invalid_input', 'status']);
+    expect([bad.status, bad.body.error.code, bad.body.error.details.field]).toEqual([400, 'job.invalid_input', 'status.0']);
   });
 
   it('shows a run with its steps and edges, and the edge modes', async () => {

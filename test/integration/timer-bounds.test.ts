@@ -31,7 +31,7 @@ describe('timer-fed options', () => {
       [{ leaseSeconds: MAX_LEASE_SECONDS + 1 }, 'leaseSeconds'],
       [{ pollIntervalMs: 2 ** 31 }, 'pollIntervalMs'],
       [{ pollIntervalMs: Number.NaN }, 'pollIntervalMs'],
-      [{ reaper: { intervalMs: Number.POSITIVE_INFINITY } }, 'reaper'],
+      [{ reaper: { intervalMs: Number.POSITIVE_INFINITY } }, 'reaper.intervalMs'],
     ];
     for (const [options, field] of cases) {
       const error = await errorOf(() => createWorker({ db: db.prisma, handlers: [handler], ...options }));
