@@ -19,8 +19,12 @@ export const fetchFeed = defineJob('market.fetch_feed', z.object({ feed: z.strin
 
 /** Fan-in: summarises every feed (it runs only after all of them succeeded). */
 export const summarize = defineJob('market.summarize', z.object({ region: z.string() }), async ({ region }, ctx) => {
-  await ctx.saveProgress({ stage: 'aggregating' });
-  await pause(250, ctx.signal);
+  // Stage and progress are persisted (lease-fenced) and shown by `runledger runs show` and the dashboard.
+  await ctx.setStage('aggregating');
+  await pause(150, ctx.signal);
+  await ctx.progress(3, 3);
+  await ctx.setStage('writing headline');
+  await pause(100, ctx.signal);
   return { region, headline: `${region}: demand up 4.2%, rates steady`, confidence: 0.87 };
 });
 

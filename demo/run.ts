@@ -5,6 +5,11 @@
  *   fetch-rates├─▶ summarize ─▶ approval (a human, external) ─▶ publish (result)
  *   fetch-sales┘└─▶ audit (runs whatever the fetches' outcome)
  *
+ * The fetches share one execution resource (the market-data provider allows
+ * one call at a time per region), and the run holds an active key, so a second
+ * request for the same region's report gets the running one instead of a
+ * duplicate run.
+ *
  * Uses DATABASE_URL when set; otherwise starts an embedded PostgreSQL (no
  * Docker, no setup) and removes it at the end. Exits 0 leaving nothing running.
  */
@@ -17,12 +22,13 @@ import {
   createWorker,
   createWorkflowRunListener,
   enqueueJob,
-  enqueueWorkflowRunHandle,
+  enqueueOrGetActiveWorkflow,
   getJob,
   noOrganizationScope,
   listWorkflowSteps,
   migrate,
   workflow,
+  workflowRunHandle,
   type WorkerLogger,
   type WorkflowStep,
 } from 'runledger';
@@ -65,12 +71,13 @@ async function main(): Promise<void> {
     say(`• worker ${worker.workerId} started (concurrency 4, LISTEN/NOTIFY wake-ups, polling as the safety net)\n`);
 
     const region = 'EMEA';
-    const run = await enqueueWorkflowRunHandle(
-      prisma,
-      workflow('reports.weekly_market', { region, requestedBy: 'demo' })
-        .job('fetch-news', 'market.fetch_feed', { feed: 'news', region })
-        .job('fetch-rates', 'market.fetch_feed', { feed: 'rates', region }, { maxAttempts: 3 })
-        .job('fetch-sales', 'market.fetch_feed', { feed: 'sales', region })
+    // One call at a time to the provider per region: the fetch steps share an execution resource.
+    const provider = { resource: `market-data:${region}` };
+    const report = {
+      ...workflow('reports.weekly_market', { region, requestedBy: 'demo' })
+        .job('fetch-news', 'market.fetch_feed', { feed: 'news', region }, provider)
+        .job('fetch-rates', 'market.fetch_feed', { feed: 'rates', region }, { ...provider, maxAttempts: 3 })
+        .job('fetch-sales', 'market.fetch_feed', { feed: 'sales', region }, provider)
         .job('summarize', 'market.summarize', { region })
         .afterSuccess('summarize', ['fetch-news', 'fetch-rates', 'fetch-sales'])
         .job('audit', 'market.audit_fetches', { region })
@@ -80,11 +87,16 @@ async function main(): Promise<void> {
         .job('publish', 'report.publish', { region, channel: 'email' })
         .afterSuccess('publish', ['approval'])
         .resultStep('publish')
-        .idempotencyKey(`weekly-market:${region}:${new Date().toISOString().slice(0, 10)}:${t0}`)
         .build(),
-      { listener },
-    );
-    say(`Run ${run.workflowRunId} enqueued (${run.enqueued.status}). Step changes as they happen:`);
+      // At most one live weekly report per region (released when the run ends).
+      activeKey: `weekly-market:${region}:${t0}`,
+    };
+    const enqueued = await enqueueOrGetActiveWorkflow(prisma, report);
+    const duplicate = await enqueueOrGetActiveWorkflow(prisma, report);
+    const run = workflowRunHandle<{ url: string }>(prisma, noOrganizationScope(), enqueued.workflowRunId, { listener });
+    say(`Run ${run.workflowRunId} ${enqueued.outcome} (${enqueued.status}); a second request for the region → ${duplicate.outcome}, the same run: ${duplicate.workflowRunId === enqueued.workflowRunId}.`);
+    say('Step changes as they happen (the fetches take turns on the provider):');
+
 
     // Watch the steps; when the approval step waits, an editor approves it.
     const seen = new Map<string, string>();
@@ -116,7 +128,7 @@ async function main(): Promise<void> {
     steps = (await listWorkflowSteps(prisma, { scope: noOrganizationScope(), workflowRunId: run.workflowRunId, limit: 500 })).items;
     for (const line of stepChanges(seen, steps, t0)) say(line);
 
-    const result = await run.getResult<{ url: string }>({ timeoutMs: 10_000 });
+    const result = await run.getResult({ timeoutMs: 10_000 });
     const finished = await run.getRun();
     say(`\nRun ${finished.status} in ${((finished.finishedAt!.getTime() - finished.createdAt.getTime()) / 1000).toFixed(2)}s. Result (the publish step's output):`);
     say(`  ${JSON.stringify(result)}`);
