@@ -27,6 +27,7 @@ export function formatMetrics(m: QueueMetrics): string {
     `  last hour: succeeded ${recent.succeeded}, dead-lettered ${recent.deadLettered}, canceled ${recent.canceled}`,
     `  dead-lettered in the last 24 h: ${m.deadLetteredLast24h}`,
     `  oldest runnable job due for: ${ms(m.oldestRunnableAgeMs)}`,
+    `  enqueue intents: ${m.intents.pending} pending (oldest ${ms(m.intents.oldestPendingAgeMs)}, ${m.intents.failing} failing), ${m.intents.conflicts} conflicts`,
     `  wait (due to start), last hour: ${percentiles(m.waitTimeMs)}`,
     `  run (start to finish), last hour: ${percentiles(m.runTimeMs)}`,
     `  workflow runs: running ${runs.running}, waiting for external ${runs.waitingForExternal}; last hour: succeeded ${runs.finishedRecently.succeeded}, completed with errors ${runs.finishedRecently.completedWithErrors}, canceled ${runs.finishedRecently.canceled}`,

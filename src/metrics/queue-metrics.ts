@@ -9,6 +9,7 @@ import { withStatement } from '../client/transaction.js';
 import { asTemplate } from '../db/sql-template.js';
 import type { Scope } from '../db/scope.js';
 import { parseInput } from '../validation/parse.js';
+import { readEnqueueIntentStats, type EnqueueIntentStats } from '../queue/intents.js';
 import {
   METRICS_QUERIES,
   type CountRow,
@@ -74,6 +75,8 @@ export interface QueueMetrics {
     waitingForExternal: number;
     finishedRecently: { succeeded: number; completedWithErrors: number; canceled: number };
   };
+  /** The durable enqueue intent backlog (`getEnqueueIntentStats`): pending, oldest pending age, attempts, conflicts. */
+  intents: EnqueueIntentStats;
 }
 
 /**
@@ -101,6 +104,7 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
   const [durations] = await read<DurationRow>('durationSample');
   const [deadLettered] = await read<CountRow>('deadLetteredCount');
   const runs = await read<RunCountRow>('workflowRunCounts');
+  const intents = await readEnqueueIntentStats(tx, scope);
 
   const byType = typeMetrics(live, finished);
   const runCount = (status: RunCountRow['status']) => runs.find((r) => r.status === status)?.count ?? 0;
@@ -128,6 +132,7 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
       waitingForExternal: runCount('WAITING_FOR_EXTERNAL'),
       finishedRecently: { succeeded: runCount('SUCCEEDED'), completedWithErrors: runCount('COMPLETED_WITH_ERRORS'), canceled: runCount('CANCELED') },
     },
+    intents,
   };
 }
 

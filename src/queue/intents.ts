@@ -293,12 +293,14 @@ export interface EnqueueIntentStats {
  */
 export async function getEnqueueIntentStats(db: Db, input: { scope: Scope }): Promise<EnqueueIntentStats> {
   const { scope } = parseInput(enqueueIntentStatsInputSchema, input, JOB_INVALID_INPUT);
+  return withStatement(db, 'read enqueue intent stats', (tx) => readEnqueueIntentStats(tx, scope), { readCommitted: false });
+}
+
+/** The intent backlog read on `tx` (getEnqueueIntentStats, and getQueueMetrics's `intents`). */
+export async function readEnqueueIntentStats(tx: Tx, scope: Scope): Promise<EnqueueIntentStats> {
   const s = scopeParams(scope);
-  const [row] = await withStatement(
-    db,
-    'read enqueue intent stats',
-    // Two partial-index reads (pending, conflict): promoted intents, the bulk of the table, are never visited.
-    async (tx) => tx.$queryRaw<{ pending: number; oldest_ms: number | null; max_attempts: number; failing: number; conflicts: number }[]>`
+  // Two partial-index reads (pending, conflict): promoted intents, the bulk of the table, are never visited.
+  const [row] = await tx.$queryRaw<{ pending: number; oldest_ms: number | null; max_attempts: number; failing: number; conflicts: number }[]>`
       SELECT p.pending, p.oldest_ms, p.max_attempts, p.failing, c.conflicts
         FROM (SELECT count(*)::int AS pending,
                      (extract(epoch FROM now() - min(created_at)) * 1000)::float8 AS oldest_ms,
@@ -310,9 +312,7 @@ export async function getEnqueueIntentStats(db: Db, input: { scope: Scope }): Pr
        CROSS JOIN (SELECT count(*)::int AS conflicts
                      FROM runledger.job_enqueue_intents
                     WHERE state = 'CONFLICT'
-                      AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) c`,
-    { readCommitted: false },
-  );
+                      AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) c`;
   return {
     pending: row!.pending,
     oldestPendingAgeMs: row!.oldest_ms === null ? null : Math.max(0, Math.round(row!.oldest_ms)),

@@ -5,7 +5,7 @@
  * direct/workflow split.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminScope, enqueueWorkflowRun, getQueueMetrics, isRunledgerError, noOrganizationScope, organizationScope, workflow } from '../../src/index.js';
+import { adminScope, enqueueWorkflowRun, getQueueMetrics, isRunledgerError, noOrganizationScope, organizationScope, recordJobEnqueueIntent, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -108,6 +108,18 @@ describe('getQueueMetrics', () => {
   it('uses the database clock when none is given', async () => {
     const m = await getQueueMetrics(db.prisma, { scope: adminScope() });
     expect(Math.abs(m.asOf.getTime() - Date.now())).toBeLessThan(60_000);
+  });
+
+  it("includes the enqueue intent backlog of its scope", async () => {
+    const empty = await getQueueMetrics(db.prisma, { scope: organizationScope('org-intents'), now: NOW });
+    expect(empty.intents).toEqual({ pending: 0, oldestPendingAgeMs: null, maxPendingAttempts: 0, failing: 0, conflicts: 0 });
+    await recordJobEnqueueIntent(db.prisma, { jobType: 'metrics.intent', payload: {}, idempotencyKey: 'i-1', organizationId: 'org-intents' });
+    await recordJobEnqueueIntent(db.prisma, { jobType: 'metrics.intent', payload: {}, idempotencyKey: 'i-2', organizationId: 'org-intents' });
+    const mine = await getQueueMetrics(db.prisma, { scope: organizationScope('org-intents'), now: NOW });
+    expect(mine.intents).toMatchObject({ pending: 2, failing: 0, conflicts: 0 });
+    expect(mine.intents.oldestPendingAgeMs).not.toBeNull();
+    expect((await getQueueMetrics(db.prisma, { scope: organizationScope('org-other'), now: NOW })).intents.pending).toBe(0);
+    expect((await getQueueMetrics(db.prisma, { scope: noOrganizationScope(), now: NOW })).intents.pending).toBe(0);
   });
 
   it('refuses a missing scope with metrics.invalid_input naming the field', async () => {
