@@ -17,6 +17,8 @@
  *     (finished before the cutoff, in `statuses`, not quiescing), and kept
  *     whole otherwise. So a source is kept while any replay of it is kept,
  *     and a replay never outlives its recorded source.
+ *   - pending enqueue intents (settled ones, PROMOTED or CONFLICT, are
+ *     deleted with the job they name);
  *   - recovery lineage whole, the same way: runs joined by
  *     `workflow_recoveries` rows (a source, its recoveries, theirs) are
  *     deleted in one batch when every one of them is purgeable, with the
@@ -187,9 +189,12 @@ async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
   if (ids.length === 0) return { deleted: 0, next };
 
   // 4. Lineage rows first (a replay job cannot be deleted while its row exists), then the jobs (their events
-  //    go with them, by the job_queue_delete_events trigger).
+  //    go with them, by the job_queue_delete_events trigger). The settled enqueue intents that name these jobs go
+  //    too (else promoted intents would pile up forever); a pending intent is work not yet done and stays.
   await tx.$executeRaw`
     DELETE FROM runledger.job_replays WHERE source_job_id = ANY(${ids}::uuid[]) OR replay_job_id = ANY(${ids}::uuid[])`;
+  await tx.$executeRaw`
+    DELETE FROM runledger.job_enqueue_intents WHERE job_id = ANY(${ids}::uuid[]) AND state <> 'PENDING'`;
   const deleted = await tx.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ANY(${ids}::uuid[])`;
   return { deleted, next };
 }

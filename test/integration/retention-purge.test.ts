@@ -11,9 +11,14 @@ import {
   failJob,
   noOrganizationScope,
   isRunledgerError,
+  promoteEnqueueIntents,
   purgeFinished,
+  recordJobEnqueueIntent,
+  syncJobDefinitions,
   workflow,
 } from '../../src/index.js';
+import { z } from 'zod';
+import { defineJob } from '../../src/worker/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
@@ -122,6 +127,23 @@ describe('purgeFinished on direct jobs', () => {
     await backdateJobs([recentReplay]);
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 1 })).jobs).toBe(2);
     expect(await existing([recentSource, recentReplay])).toEqual([]);
+  });
+
+  it('deletes the settled enqueue intent that names a purged job, and keeps pending intents', async () => {
+    await syncJobDefinitions(db.prisma, [defineJob('p.intent', z.object({}), () => null)]);
+    await recordJobEnqueueIntent(db.prisma, { jobType: 'p.intent', payload: {}, idempotencyKey: 'promoted' });
+    await recordJobEnqueueIntent(db.prisma, { jobType: 'p.no_definition', payload: {}, idempotencyKey: 'waiting' });
+    await promoteEnqueueIntents(db.prisma, { jobTypes: ['p.intent', 'p.no_definition'], limit: 10 });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.intent'], limit: 1, leaseSeconds: 60, markRunning: true });
+    await completeJobSuccess(db.prisma, { ...lease!, output: null });
+    await backdateJobs([lease!.jobId]);
+    const intents = () => db.prisma.$queryRaw<{ key: string; state: string }[]>`
+      SELECT idempotency_key AS key, state::text FROM runledger.job_enqueue_intents ORDER BY idempotency_key`;
+    expect(await intents()).toEqual([{ key: 'promoted', state: 'PROMOTED' }, { key: 'waiting', state: 'PENDING' }]);
+
+    expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(1);
+    expect(await existing([lease!.jobId])).toEqual([]);
+    expect(await intents()).toEqual([{ key: 'waiting', state: 'PENDING' }]);
   });
 
   it('refuses bad input naming the field, before reading anything', async () => {
