@@ -1,7 +1,7 @@
 import { get, post } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
-import { json, when } from '../format.js';
+import { millis, json, progressText, when } from '../format.js';
 import { actionForm } from './actions.js';
 import { statusBadge } from './list.js';
 
@@ -29,10 +29,28 @@ interface Job {
   startedAt: string | null;
   finishedAt: string | null;
   resourceKey?: string | null;
+  stage: string | null;
+}
+
+interface Attempt {
+  seq: string;
+  runNumber: number;
+  attempt: number;
+  workerId: string;
+  startedAt: string;
+  finishedAt: string | null;
+  outcome: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  retryDelayMs: number | null;
+  retryDelaySource: string | null;
+  nextRunAt: string | null;
 }
 
 interface JobDetail {
   job: Job;
+  attempts: Attempt[];
+  attemptsCursor: string | null;
   events: { id: string; eventType: string; runNumber: number; attempt: number; payload: unknown; createdAt: string }[];
   moreEvents: boolean;
   workflowStep: { workflowRunId: string; stepKey: string } | null;
@@ -75,6 +93,51 @@ function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
   return forms;
 }
 
+const RETRY_SOURCE: Record<string, string> = { POLICY: 'backoff policy', HANDLER_NOT_BEFORE: "handler's retry-not-before" };
+
+function attemptRow(a: Attempt): HTMLElement {
+  return h(
+    'tr',
+    { 'data-testid': 'attempt-row' },
+    h('td', { class: 'num' }, a.attempt),
+    h('td', { class: 'num' }, a.runNumber),
+    h('td', { class: 'mono small' }, a.workerId),
+    h('td', {}, when(a.startedAt)),
+    h('td', {}, a.finishedAt ? when(a.finishedAt) : 'running'),
+    h('td', { 'data-testid': 'attempt-outcome' }, a.outcome ? statusBadge(a.outcome) : '—'),
+    h('td', {}, a.errorCode ? h('span', {}, h('code', {}, a.errorCode), a.errorMessage ? `: ${a.errorMessage}` : '') : '—'),
+    h('td', {}, a.retryDelayMs === null ? '—' : `${millis(a.retryDelayMs)} (${RETRY_SOURCE[a.retryDelaySource ?? ''] ?? a.retryDelaySource ?? '?'})`),
+    h('td', {}, when(a.nextRunAt)),
+  );
+}
+
+function attemptsTable(attempts: Attempt[]): HTMLElement {
+  if (attempts.length === 0) return h('p', { class: 'muted' }, 'Not claimed yet.');
+  return h(
+    'table',
+    { class: 'list', 'data-testid': 'attempts' },
+    h('caption', { class: 'sr-only' }, 'Attempts of this job, oldest first'),
+    h('thead', {}, h('tr', {}, ['attempt', 'run', 'worker', 'started', 'finished', 'outcome', 'error', 'retry delay', 'runnable again'].map((name) => h('th', { scope: 'col' }, name)))),
+    h('tbody', {}, attempts.map(attemptRow)),
+  );
+}
+
+/** Later attempts load on request, a page at a time, into the same table. */
+function moreAttempts(jobId: string, cursor: string): HTMLElement {
+  let next: string | null = cursor;
+  const button = h('button', {
+    type: 'button',
+    onclick: async () => {
+      if (!next) return;
+      const page = await get<{ items: Attempt[]; nextCursor: string | null }>(`jobs/${encodeURIComponent(jobId)}/attempts`, { cursor: next });
+      button.closest('div')?.querySelector('[data-testid="attempts"] tbody')?.append(...page.items.map(attemptRow));
+      next = page.nextCursor;
+      if (!next) button.remove();
+    },
+  }, 'Show later attempts');
+  return button;
+}
+
 export function jobView(context: Context, jobId: string): View {
   const title = h('h1', { id: 'job-title' }, 'Job ', h('span', { class: 'mono' }, jobId));
   const summary = h('div');
@@ -94,6 +157,8 @@ export function jobView(context: Context, jobId: string): View {
           ['type', job.jobType],
           ['organization', job.organizationId ?? '—'],
           ['attempt', `${job.attempt} of ${job.maxAttempts} (run ${job.runNumber})`],
+          ['stage', job.stage ?? '—'],
+          ['progress', progressText(job.progress)],
           ['priority', String(job.priority)],
           ['next run at', when(job.nextRunAt)],
           ['lease', job.leaseOwner ? `${job.leaseOwner} until ${when(job.leaseExpiresAt)} (heartbeat ${when(job.heartbeatAt)})` : '—'],
@@ -117,6 +182,9 @@ export function jobView(context: Context, jobId: string): View {
       }
       replace(
         details,
+        h('h2', {}, 'Attempts'),
+        attemptsTable(detail.attempts),
+        detail.attemptsCursor ? moreAttempts(jobId, detail.attemptsCursor) : null,
         h('h2', {}, 'Payload'),
         h('pre', { tabindex: 0 }, json(job.payload)),
         h('h2', {}, 'Output'),
