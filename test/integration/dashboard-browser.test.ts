@@ -105,7 +105,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
         .afterTerminal('audit', ['fetch-news', 'fetch-rates'])
         .external('approval')
         .afterSuccess('approval', ['summarize'])
-        .job('publish', 'report.publish', {})
+        .job('publish', 'report.publish', {}, { stage: 'awaiting approval' })
         .afterSuccess('publish', ['approval'])
         .resultStep('publish')
         .build(),
@@ -119,6 +119,9 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await page.locator('svg.dag .node').count()).toBe(6);
     expect(await page.locator('svg.dag path.edge-ON_TERMINAL').count()).toBe(2);
     expect(await page.locator('svg.dag path.edge-ON_SUCCESS').count()).toBe(4);
+    // The step's stage, in the steps table and in the node's tooltip.
+    await page.locator('tr:has(button:text-is("publish")) [data-testid=step-stage]').filter({ hasText: 'awaiting approval' }).waitFor();
+    expect(await page.locator('svg.dag [data-step-key="publish"] title').textContent()).toContain('stage awaiting approval');
     await screenshot(page, 'dashboard-run.png');
 
     // A marker a reload would wipe.
@@ -145,6 +148,12 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.locator('#job-title').filter({ hasText: steps.publish!.jobId! }).waitFor();
     await page.locator('table.list td').filter({ hasText: /^SUCCEEDED$/ }).first().waitFor();
     await page.getByRole('link', { name: `step publish of run ${workflowRunId}` }).waitFor();
+    // Its one attempt: the worker that ran it, and how it ended.
+    const attempt = page.locator('[data-testid=attempt-row]');
+    await attempt.locator('[data-testid=attempt-outcome]').filter({ hasText: 'succeeded' }).waitFor();
+    expect(await attempt.count()).toBe(1);
+    expect(await attempt.locator('td').nth(2).innerText()).toBe('test-worker');
+    await screenshot(page, 'dashboard-job.png', false);
     await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Jobs' }).click();
     await page.getByLabel('Type', { exact: true }).fill('report.publish');
     await page.getByRole('button', { name: 'Apply' }).click();
