@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, workflow } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -174,6 +174,9 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.locator('svg.dag [data-step-key="gate"]').click();
     const button = page.getByRole('button', { name: 'Complete step' });
     await button.waitFor();
+    // From here the page's reads of the run are held, so no refresh (live or polled) replaces the stale form before the click.
+    const held: Route[] = [];
+    await page.route(`**/api/runs/${workflowRunId}`, (route) => void held.push(route));
     await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'gate', scope: organizationScope('other'), outcome: { status: 'failed' } });
     await button.click();
     await page.locator('#error').filter({ hasText: 'workflow.' }).waitFor();
