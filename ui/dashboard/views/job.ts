@@ -122,20 +122,55 @@ function attemptsTable(attempts: Attempt[]): HTMLElement {
   );
 }
 
-/** Later attempts load on request, a page at a time, into the same table. */
-function moreAttempts(jobId: string, cursor: string): HTMLElement {
-  let next: string | null = cursor;
-  const button = h('button', {
-    type: 'button',
-    onclick: async () => {
-      if (!next) return;
-      const page = await get<{ items: Attempt[]; nextCursor: string | null }>(`jobs/${encodeURIComponent(jobId)}/attempts`, { cursor: next });
-      button.closest('div')?.querySelector('[data-testid="attempts"] tbody')?.append(...page.items.map(attemptRow));
-      next = page.nextCursor;
-      if (!next) button.remove();
-    },
-  }, 'Show later attempts');
-  return button;
+/**
+ * Attempt pages past the first, loaded on request (a continuation job can have
+ * thousands of attempts). Once the operator asked for them they stay: each
+ * refresh merges them with the first page by `seq` (which orders a job's
+ * attempts) and reads the attempts that started since the last one held.
+ */
+class LaterAttempts {
+  private rows = new Map<string, Attempt>();
+  private expanded = false;
+  private more = false;
+
+  constructor(
+    private readonly jobId: string,
+    private readonly onError: (error: unknown) => void,
+    private readonly rerender: () => void,
+  ) {}
+
+  private lastSeq(first: Attempt[]): string | undefined {
+    const seqs = [...first.map((a) => a.seq), ...this.rows.keys()];
+    return seqs.reduce<string | undefined>((max, seq) => (max === undefined || BigInt(seq) > BigInt(max) ? seq : max), undefined);
+  }
+
+  /** One page after the newest attempt held (first page included). */
+  async load(first: Attempt[]): Promise<void> {
+    const cursor = this.lastSeq(first);
+    const page = await get<{ items: Attempt[]; nextCursor: string | null }>(`jobs/${encodeURIComponent(this.jobId)}/attempts`, { cursor });
+    for (const a of page.items) this.rows.set(a.seq, a);
+    this.more = page.nextCursor !== null;
+  }
+
+  /** On refresh, when expanded: the attempts that started since. */
+  async catchUp(first: Attempt[]): Promise<void> {
+    if (this.expanded) await this.load(first);
+  }
+
+  render(first: Attempt[], firstHasMore: boolean): (HTMLElement | null)[] {
+    const all = new Map(this.rows);
+    for (const a of first) all.set(a.seq, a);
+    const attempts = [...all.values()].sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
+    const more = this.expanded ? this.more : firstHasMore;
+    const button = h('button', {
+      type: 'button',
+      onclick: () => {
+        this.expanded = true;
+        this.load(first).then(this.rerender, this.onError);
+      },
+    }, 'Show later attempts');
+    return [attemptsTable(attempts), more ? button : null];
+  }
 }
 
 export function jobView(context: Context, jobId: string): View {
@@ -145,10 +180,18 @@ export function jobView(context: Context, jobId: string): View {
   const details = h('div');
   const root = h('article', { 'aria-labelledby': 'job-title' }, title, summary, actions, details);
   let actionKey = '';
+  let latest: JobDetail | undefined;
+  const attemptsBox = h('div');
+  const renderAttempts = () => {
+    if (latest) replace(attemptsBox, later.render(latest.attempts, latest.attemptsCursor !== null));
+  };
+  const later = new LaterAttempts(jobId, context.showError, renderAttempts);
   return {
     root,
     async refresh() {
       const detail = await get<JobDetail>(`jobs/${encodeURIComponent(jobId)}`);
+      await later.catchUp(detail.attempts);
+      latest = detail;
       const { job } = detail;
       replace(
         summary,
@@ -180,11 +223,11 @@ export function jobView(context: Context, jobId: string): View {
         actionKey = key;
         replace(actions, jobActions(context, detail));
       }
+      renderAttempts();
       replace(
         details,
         h('h2', {}, 'Attempts'),
-        attemptsTable(detail.attempts),
-        detail.attemptsCursor ? moreAttempts(jobId, detail.attemptsCursor) : null,
+        attemptsBox,
         h('h2', {}, 'Payload'),
         h('pre', { tabindex: 0 }, json(job.payload)),
         h('h2', {}, 'Output'),
