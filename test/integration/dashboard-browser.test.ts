@@ -13,7 +13,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page, Route } from 'playwright-core';
-import { completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, workflow } from '../../src/index.js';
+import { claimJobs, completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, releaseJob, workflow } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
 import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
@@ -219,6 +219,29 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const page = await openPage('#/');
     await page.locator('td[data-type="report.weekly"][data-status="SUCCEEDED"]').filter({ hasText: '1' }).waitFor();
     await screenshot(page, 'dashboard-overview.png');
+    await page.context().close();
+  });
+
+  it("pages a job's attempts past the first 500, and keeps them across a refresh", async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'browser.restless', payload: {} });
+    // 501 leases: each released (runnable at once), so claimed again under the same attempt number.
+    for (let n = 0; n < 501; n += 1) {
+      const [lease] = await claimJobs(db.prisma, { workerId: `w-${n}`, limit: 1, leaseSeconds: 60, jobTypes: ['browser.restless'] });
+      await releaseJob(db.prisma, { ...lease!, reason: 'job.worker_shutdown' });
+    }
+    const page = await openPage(`#/jobs/${jobId}`);
+    const rows = page.locator('[data-testid=attempt-row]');
+    const more = page.getByRole('button', { name: 'Show later attempts' });
+    await more.waitFor();
+    expect(await rows.count()).toBe(500);
+    await more.click();
+    await rows.nth(500).locator('td').filter({ hasText: 'w-500' }).waitFor();
+    expect(await more.count()).toBe(0);
+    // A new lease after the pages were loaded shows up on the next refresh, the loaded rows stay.
+    await claimJobs(db.prisma, { workerId: 'w-late', limit: 1, leaseSeconds: 60, jobTypes: ['browser.restless'] });
+    await rows.nth(501).locator('td').filter({ hasText: 'w-late' }).waitFor();
+    expect(await rows.count()).toBe(502);
+    expect(await rows.nth(501).locator('[data-testid=attempt-outcome]').innerText()).toBe('—');
     await page.context().close();
   });
 });
