@@ -4,15 +4,18 @@
  * queries.ts for the overview and a job's links). A job or run outside the
  * scope answers 404 exactly like a missing one.
  *
- *   GET api/overview                      counts by status and type, oldest due job, last hour
+ *   GET api/overview                      counts by status and type, oldest due job, last hour, and getQueueMetrics
  *   GET api/jobs?type&status&org&cursor&limit&id&key   (id: exact job id; key: exact idempotency key, with type)
- *   GET api/jobs/:id                      job, events, workflow step, replay lineage
+ *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage
+ *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
  *   GET api/runs?type&status&cursor&limit
  *   GET api/runs/:id                      run, steps, edges
  */
 import type { Db } from '../client/types.js';
 import { organizationScope, noOrganizationScope, type Scope } from '../db/scope.js';
 import { NotFoundError, ValidationError } from '../errors/runledger-error.js';
+import { getQueueMetrics } from '../metrics/queue-metrics.js';
+import { listJobAttempts } from '../queue/attempts.js';
 import { findJob, getJob, listJobEvents, listJobs } from '../queue/reads.js';
 import type { Job, JobStatus } from '../queue/rows.js';
 import type { Page } from '../queue/schemas.js';
@@ -61,8 +64,14 @@ function statuses<S extends string>(query: URLSearchParams): S[] | undefined {
   return all.length === 0 ? undefined : (all as S[]);
 }
 
-export function overview(db: Db, scope: Scope) {
-  return readOverview(db, scope);
+/**
+ * The overview's own counts (tested against the table, one snapshot) next to
+ * the library's queue metrics for the same scope: the last hour's throughput,
+ * wait and run time percentiles, dead letters, and the intent backlog.
+ */
+export async function overview(db: Db, scope: Scope) {
+  const [counts, metrics] = await Promise.all([readOverview(db, scope), getQueueMetrics(db, { scope })]);
+  return { ...counts, metrics };
 }
 
 export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<Job>> {
@@ -94,10 +103,19 @@ export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Pr
 
 export async function jobDetail(db: Db, scope: Scope, jobId: string) {
   const job = await getJob(db, { scope, jobId });
-  const [events, links] = await Promise.all([listJobEvents(db, { scope, jobId, limit: PAGE }), readJobLinks(db, scope, jobId)]);
+  const [attempts, events, links] = await Promise.all([
+    listJobAttempts(db, { scope, jobId, limit: PAGE }),
+    listJobEvents(db, { scope, jobId, limit: PAGE }),
+    readJobLinks(db, scope, jobId),
+  ]);
   // Deleted between the reads (retention): report it as the library would.
   if (!links) throw new NotFoundError('job.not_found', 'The job does not exist.', { details: { jobId } });
-  return { job, events: events.items, moreEvents: events.nextCursor !== null, ...links };
+  return { job, attempts: attempts.items, attemptsCursor: attempts.nextCursor, events: events.items, moreEvents: events.nextCursor !== null, ...links };
+}
+
+/** A further page of a job's attempts, in the request's scope (`job.not_found` outside it). */
+export function jobAttemptsPage(db: Db, scope: Scope, jobId: string, query: URLSearchParams) {
+  return listJobAttempts(db, { scope, jobId, limit: optionalLimit(query), cursor: optionalText(query, 'cursor') });
 }
 
 export function runsPage(db: Db, scope: Scope, query: URLSearchParams) {

@@ -20,7 +20,7 @@ import type { Db } from '../client/types.js';
 import { scopeSchema, type Scope } from '../db/scope.js';
 import { InternalError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { cancelJobAction, cancelRunAction, completeStepAction, replayJobAction, requeueJobAction } from './actions.js';
-import { jobDetail, jobsPage, overview, runDetail, runsPage } from './api.js';
+import { jobAttemptsPage, jobDetail, jobsPage, overview, runDetail, runsPage } from './api.js';
 import { AssetStore } from './assets.js';
 import { checkCsrf, sessionToken } from './csrf.js';
 import { readJsonBody, sendError, sendJson } from './http.js';
@@ -105,6 +105,7 @@ const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchPa
   [/^overview$/, (db, scope) => overview(db, scope)],
   [/^jobs$/, (db, scope, _m, query) => jobsPage(db, scope, query)],
   [new RegExp(`^jobs/${ID}$`), (db, scope, m) => jobDetail(db, scope, m[1]!)],
+  [new RegExp(`^jobs/${ID}/attempts$`), (db, scope, m, query) => jobAttemptsPage(db, scope, m[1]!, query)],
   [/^runs$/, (db, scope, _m, query) => runsPage(db, scope, query)],
   [new RegExp(`^runs/${ID}$`), (db, scope, m) => runDetail(db, scope, m[1]!)],
 ];

@@ -130,7 +130,7 @@ export async function findJobsByIdempotencyKey(db: Db, scope: Scope, jobType: st
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
              timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key
+             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage
         FROM runledger.job_queue
        WHERE job_type = ${jobType}::text AND idempotency_key = ${key}::text
          AND (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)

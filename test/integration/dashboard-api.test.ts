@@ -8,7 +8,11 @@ import {
   enqueueWorkflowRun,
   failJob,
   getJob,
+  getQueueMetrics,
+  heartbeatJob,
   isRunledgerError,
+  listJobAttempts,
+  organizationScope,
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -76,6 +80,66 @@ describe('dashboard API: reads', () => {
     expect(scoped.body.jobs.some((row: { jobType: string }) => row.jobType === 'dash.bill')).toBe(false);
     const orgARuns = await db.prisma.$queryRaw<{ status: string }[]>`SELECT status::text AS status FROM runledger.workflow_runs WHERE organization_id = 'org-a'`;
     expect(scoped.body.runs).toEqual([{ workflowType: 'dash.review', status: orgARuns[0]!.status, count: 1 }]);
+  });
+
+  it("returns a job's attempts, with its stage and progress, only in a scope that holds the job", async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'dash.attempted', payload: {}, organizationId: 'org-b', maxAttempts: 3, stage: 'queued' });
+    const [first] = await claimJobs(db.prisma, { workerId: 'w-1', limit: 1, leaseSeconds: 60, jobTypes: ['dash.attempted'] });
+    await heartbeatJob(db.prisma, { ...first!, save: { progress: { processed: 2, total: 5 } } });
+    await failJob(db.prisma, { ...first!, error: { code: 'test.flaky', message: 'try again' }, retryable: true });
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${jobId}::uuid`;
+    await claimJobs(db.prisma, { workerId: 'w-2', limit: 1, leaseSeconds: 60, jobTypes: ['dash.attempted'] });
+
+    const expected = JSON.parse(JSON.stringify((await listJobAttempts(db.prisma, { scope: organizationScope('org-b'), jobId })).items));
+    expect(expected.map((a: { outcome: string | null; workerId: string }) => [a.workerId, a.outcome])).toEqual([['w-1', 'FAILED_RETRY'], ['w-2', null]]);
+    expect(expected[0]).toMatchObject({ errorCode: 'test.flaky', errorMessage: 'try again', retryDelaySource: 'POLICY' });
+    expect(expected[0].retryDelayMs).toBeGreaterThan(0);
+
+    const detail = await call(base, 'GET', `/api/jobs/${jobId}`, { scope: 'org:org-b' });
+    expect(detail.status).toBe(200);
+    expect(detail.body.attempts).toEqual(expected);
+    expect(detail.body.attemptsCursor).toBeNull();
+    expect([detail.body.job.stage, detail.body.job.progress]).toEqual(['queued', { processed: 2, total: 5 }]);
+    const paged = await call(base, 'GET', `/api/jobs/${jobId}/attempts?limit=1`, { scope: 'org:org-b' });
+    expect(paged.body.items).toEqual([expected[0]]);
+    const rest = await call(base, 'GET', `/api/jobs/${jobId}/attempts?cursor=${paged.body.nextCursor}`, { scope: 'org:org-b' });
+    expect([rest.body.items, rest.body.nextCursor]).toEqual([[expected[1]], null]);
+
+    for (const path of [`/api/jobs/${jobId}`, `/api/jobs/${jobId}/attempts`]) {
+      const foreign = await call(base, 'GET', path, { scope: 'org:org-a' });
+      expect([foreign.status, foreign.body.error.code]).toEqual([404, 'job.not_found']);
+      expect(JSON.stringify(foreign.body)).not.toContain('test.flaky');
+    }
+    const badCursor = await call(base, 'GET', `/api/jobs/${jobId}/attempts?cursor=nope`, { scope: 'org:org-b' });
+    expect([badCursor.status, badCursor.body.error.code, badCursor.body.error.details.field]).toEqual([400, 'job.invalid_input', 'cursor']);
+  });
+
+  it("reports the last hour's figures exactly as getQueueMetrics does, for admin and for one organization", async () => {
+    await enqueueJob(db.prisma, { jobType: 'dash.metric', payload: { n: 1 }, organizationId: 'org-a' });
+    await enqueueJob(db.prisma, { jobType: 'dash.metric', payload: { n: 2 }, organizationId: 'org-a', maxAttempts: 1 });
+    const claimed = await claimJobs(db.prisma, { workerId: 'w', limit: 10, leaseSeconds: 60, jobTypes: ['dash.metric'], markRunning: true });
+    expect(claimed).toHaveLength(2);
+    await completeJobSuccess(db.prisma, { ...claimed[0]!, output: null });
+    await failJob(db.prisma, { ...claimed[1]!, error: { code: 'test.failed', message: 'no' }, retryable: false });
+
+    for (const [header, scope] of [['admin', { kind: 'admin' } as const], ['org:org-a', organizationScope('org-a')]] as const) {
+      const overview = await call(base, 'GET', '/api/overview', { scope: header });
+      expect(overview.status).toBe(200);
+      const metrics = overview.body.metrics;
+      // The same instant: every window and age is computed from it, so the figures must agree exactly.
+      const expected = JSON.parse(JSON.stringify(await getQueueMetrics(db.prisma, { scope, now: new Date(metrics.asOf) })));
+      // The intent backlog's age is read on the database clock, not at `now`.
+      delete expected.intents.oldestPendingAgeMs;
+      delete metrics.intents.oldestPendingAgeMs;
+      expect(metrics).toEqual(expected);
+      expect(metrics.jobs.finishedRecently.succeeded).toBeGreaterThanOrEqual(1);
+      expect(metrics.jobs.finishedRecently.deadLettered).toBeGreaterThanOrEqual(1);
+      expect(metrics.runTimeMs.samples).toBeGreaterThanOrEqual(2);
+      expect(metrics.deadLetteredLast24h).toBeGreaterThanOrEqual(1);
+    }
+    const orgA = (await call(base, 'GET', '/api/overview', { scope: 'org:org-a' })).body.metrics;
+    expect(orgA.byType.some((row: { jobType: string }) => row.jobType === 'dash.bill')).toBe(false);
+    expect(orgA.byType.find((row: { jobType: string }) => row.jobType === 'dash.metric').finishedRecently).toEqual({ succeeded: 1, deadLettered: 1, canceled: 0 });
   });
 
   it('refuses a request authorize denies, page and API alike', async () => {

@@ -12,8 +12,8 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, workflow } from '../../src/index.js';
+import type { Browser, Page, Route } from 'playwright-core';
+import { claimJobs, completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, releaseJob, workflow } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
 import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
@@ -105,7 +105,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
         .afterTerminal('audit', ['fetch-news', 'fetch-rates'])
         .external('approval')
         .afterSuccess('approval', ['summarize'])
-        .job('publish', 'report.publish', {})
+        .job('publish', 'report.publish', {}, { stage: 'awaiting approval' })
         .afterSuccess('publish', ['approval'])
         .resultStep('publish')
         .build(),
@@ -119,6 +119,9 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await page.locator('svg.dag .node').count()).toBe(6);
     expect(await page.locator('svg.dag path.edge-ON_TERMINAL').count()).toBe(2);
     expect(await page.locator('svg.dag path.edge-ON_SUCCESS').count()).toBe(4);
+    // The step's stage, in the steps table and in the node's tooltip.
+    await page.locator('tr:has(button:text-is("publish")) [data-testid=step-stage]').filter({ hasText: 'awaiting approval' }).waitFor();
+    expect(await page.locator('svg.dag [data-step-key="publish"] title').textContent()).toContain('stage awaiting approval');
     await screenshot(page, 'dashboard-run.png');
 
     // A marker a reload would wipe.
@@ -145,6 +148,12 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.locator('#job-title').filter({ hasText: steps.publish!.jobId! }).waitFor();
     await page.locator('table.list td').filter({ hasText: /^SUCCEEDED$/ }).first().waitFor();
     await page.getByRole('link', { name: `step publish of run ${workflowRunId}` }).waitFor();
+    // Its one attempt: the worker that ran it, and how it ended.
+    const attempt = page.locator('[data-testid=attempt-row]');
+    await attempt.locator('[data-testid=attempt-outcome]').filter({ hasText: 'succeeded' }).waitFor();
+    expect(await attempt.count()).toBe(1);
+    expect(await attempt.locator('td').nth(2).innerText()).toBe('test-worker');
+    await screenshot(page, 'dashboard-job.png', false);
     await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Jobs' }).click();
     await page.getByLabel('Type', { exact: true }).fill('report.publish');
     await page.getByRole('button', { name: 'Apply' }).click();
@@ -165,6 +174,9 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.locator('svg.dag [data-step-key="gate"]').click();
     const button = page.getByRole('button', { name: 'Complete step' });
     await button.waitFor();
+    // From here the page's reads of the run are held, so no refresh (live or polled) replaces the stale form before the click.
+    const held: Route[] = [];
+    await page.route(`**/api/runs/${workflowRunId}`, (route) => void held.push(route));
     await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'gate', scope: organizationScope('other'), outcome: { status: 'failed' } });
     await button.click();
     await page.locator('#error').filter({ hasText: 'workflow.' }).waitFor();
@@ -207,6 +219,29 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const page = await openPage('#/');
     await page.locator('td[data-type="report.weekly"][data-status="SUCCEEDED"]').filter({ hasText: '1' }).waitFor();
     await screenshot(page, 'dashboard-overview.png');
+    await page.context().close();
+  });
+
+  it("pages a job's attempts past the first 500, and keeps them across a refresh", async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'browser.restless', payload: {} });
+    // 501 leases: each released (runnable at once), so claimed again under the same attempt number.
+    for (let n = 0; n < 501; n += 1) {
+      const [lease] = await claimJobs(db.prisma, { workerId: `w-${n}`, limit: 1, leaseSeconds: 60, jobTypes: ['browser.restless'] });
+      await releaseJob(db.prisma, { ...lease!, reason: 'job.worker_shutdown' });
+    }
+    const page = await openPage(`#/jobs/${jobId}`);
+    const rows = page.locator('[data-testid=attempt-row]');
+    const more = page.getByRole('button', { name: 'Show later attempts' });
+    await more.waitFor();
+    expect(await rows.count()).toBe(500);
+    await more.click();
+    await rows.nth(500).locator('td').filter({ hasText: 'w-500' }).waitFor();
+    expect(await more.count()).toBe(0);
+    // A new lease after the pages were loaded shows up on the next refresh, the loaded rows stay.
+    await claimJobs(db.prisma, { workerId: 'w-late', limit: 1, leaseSeconds: 60, jobTypes: ['browser.restless'] });
+    await rows.nth(501).locator('td').filter({ hasText: 'w-late' }).waitFor();
+    expect(await rows.count()).toBe(502);
+    expect(await rows.nth(501).locator('[data-testid=attempt-outcome]').innerText()).toBe('—');
     await page.context().close();
   });
 });

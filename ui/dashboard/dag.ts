@@ -8,13 +8,15 @@
  */
 import dagre from '@dagrejs/dagre';
 import { h, s } from './dom.js';
-import { label } from './format.js';
+import { label, progressText } from './format.js';
 
 export interface DagStep {
   stepKey: string;
   status: string;
   executionKind: string;
   jobType: string | null;
+  stage: string | null;
+  progress: unknown;
 }
 export interface DagEdge {
   prerequisiteStepKey: string;
@@ -29,8 +31,19 @@ function shorten(text: string): string {
   return text.length > MAX_LABEL ? `${text.slice(0, MAX_LABEL - 1)}…` : text;
 }
 
+/** Stage and progress, when the step's job reports them (a hover tooltip and the screen-reader label say it). */
+function stageText(step: DagStep): string {
+  return [step.stage && `stage ${step.stage}`, step.progress != null && `progress ${progressText(step.progress)}`].filter(Boolean).join(', ');
+}
+
 function nodeLabel(step: DagStep): string {
-  return `step ${step.stepKey}, ${step.executionKind === 'EXTERNAL' ? 'external' : (step.jobType ?? 'job')}, ${label(step.status)}`;
+  const stage = stageText(step);
+  return `step ${step.stepKey}, ${step.executionKind === 'EXTERNAL' ? 'external' : (step.jobType ?? 'job')}, ${label(step.status)}${stage ? `, ${stage}` : ''}`;
+}
+
+function nodeTitle(step: DagStep): string {
+  const stage = stageText(step);
+  return stage ? `${step.stepKey}\n${stage}` : step.stepKey;
 }
 
 export class DagView {
@@ -93,6 +106,7 @@ export class DagView {
       node.setAttribute('class', `node status-${step.status}`);
       node.setAttribute('aria-label', nodeLabel(step));
       node.querySelector('.node-status')!.textContent = label(step.status);
+      node.querySelector('title')!.textContent = nodeTitle(step);
     }
   }
 
@@ -125,7 +139,7 @@ export class DagView {
         s('text', { x: 10, y: 19, class: 'node-key' }, shorten(step.stepKey)),
         s('text', { x: 10, y: 36, class: 'node-status' }, label(step.status)),
         step.executionKind === 'EXTERNAL' ? s('text', { x: box.width - 10, y: 19, class: 'node-kind', 'text-anchor': 'end' }, 'ext') : null,
-        s('title', {}, step.stepKey),
+        s('title', {}, nodeTitle(step)),
       );
       const select = () => this.onSelect(step.stepKey);
       node.addEventListener('click', select);

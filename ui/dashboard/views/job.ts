@@ -1,7 +1,7 @@
 import { get, post } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
-import { json, when } from '../format.js';
+import { millis, json, progressText, when } from '../format.js';
 import { actionForm } from './actions.js';
 import { statusBadge } from './list.js';
 
@@ -29,10 +29,28 @@ interface Job {
   startedAt: string | null;
   finishedAt: string | null;
   resourceKey?: string | null;
+  stage: string | null;
+}
+
+interface Attempt {
+  seq: string;
+  runNumber: number;
+  attempt: number;
+  workerId: string;
+  startedAt: string;
+  finishedAt: string | null;
+  outcome: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  retryDelayMs: number | null;
+  retryDelaySource: string | null;
+  nextRunAt: string | null;
 }
 
 interface JobDetail {
   job: Job;
+  attempts: Attempt[];
+  attemptsCursor: string | null;
   events: { id: string; eventType: string; runNumber: number; attempt: number; payload: unknown; createdAt: string }[];
   moreEvents: boolean;
   workflowStep: { workflowRunId: string; stepKey: string } | null;
@@ -75,6 +93,86 @@ function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
   return forms;
 }
 
+const RETRY_SOURCE: Record<string, string> = { POLICY: 'backoff policy', HANDLER_NOT_BEFORE: "handler's retry-not-before" };
+
+function attemptRow(a: Attempt): HTMLElement {
+  return h(
+    'tr',
+    { 'data-testid': 'attempt-row' },
+    h('td', { class: 'num' }, a.attempt),
+    h('td', { class: 'num' }, a.runNumber),
+    h('td', { class: 'mono small' }, a.workerId),
+    h('td', {}, when(a.startedAt)),
+    h('td', {}, a.finishedAt ? when(a.finishedAt) : 'running'),
+    h('td', { 'data-testid': 'attempt-outcome' }, a.outcome ? statusBadge(a.outcome) : '—'),
+    h('td', {}, a.errorCode ? h('span', {}, h('code', {}, a.errorCode), a.errorMessage ? `: ${a.errorMessage}` : '') : '—'),
+    h('td', {}, a.retryDelayMs === null ? '—' : `${millis(a.retryDelayMs)} (${RETRY_SOURCE[a.retryDelaySource ?? ''] ?? a.retryDelaySource ?? '?'})`),
+    h('td', {}, when(a.nextRunAt)),
+  );
+}
+
+function attemptsTable(attempts: Attempt[]): HTMLElement {
+  if (attempts.length === 0) return h('p', { class: 'muted' }, 'Not claimed yet.');
+  return h(
+    'table',
+    { class: 'list', 'data-testid': 'attempts' },
+    h('caption', { class: 'sr-only' }, 'Attempts of this job, oldest first'),
+    h('thead', {}, h('tr', {}, ['attempt', 'run', 'worker', 'started', 'finished', 'outcome', 'error', 'retry delay', 'runnable again'].map((name) => h('th', { scope: 'col' }, name)))),
+    h('tbody', {}, attempts.map(attemptRow)),
+  );
+}
+
+/**
+ * Attempt pages past the first, loaded on request (a continuation job can have
+ * thousands of attempts). Once the operator asked for them they stay: each
+ * refresh merges them with the first page by `seq` (which orders a job's
+ * attempts) and reads the attempts that started since the last one held.
+ */
+class LaterAttempts {
+  private rows = new Map<string, Attempt>();
+  private expanded = false;
+  private more = false;
+
+  constructor(
+    private readonly jobId: string,
+    private readonly onError: (error: unknown) => void,
+    private readonly rerender: () => void,
+  ) {}
+
+  private lastSeq(first: Attempt[]): string | undefined {
+    const seqs = [...first.map((a) => a.seq), ...this.rows.keys()];
+    return seqs.reduce<string | undefined>((max, seq) => (max === undefined || BigInt(seq) > BigInt(max) ? seq : max), undefined);
+  }
+
+  /** One page after the newest attempt held (first page included). */
+  async load(first: Attempt[]): Promise<void> {
+    const cursor = this.lastSeq(first);
+    const page = await get<{ items: Attempt[]; nextCursor: string | null }>(`jobs/${encodeURIComponent(this.jobId)}/attempts`, { cursor });
+    for (const a of page.items) this.rows.set(a.seq, a);
+    this.more = page.nextCursor !== null;
+  }
+
+  /** On refresh, when expanded: the attempts that started since. */
+  async catchUp(first: Attempt[]): Promise<void> {
+    if (this.expanded) await this.load(first);
+  }
+
+  render(first: Attempt[], firstHasMore: boolean): (HTMLElement | null)[] {
+    const all = new Map(this.rows);
+    for (const a of first) all.set(a.seq, a);
+    const attempts = [...all.values()].sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
+    const more = this.expanded ? this.more : firstHasMore;
+    const button = h('button', {
+      type: 'button',
+      onclick: () => {
+        this.expanded = true;
+        this.load(first).then(this.rerender, this.onError);
+      },
+    }, 'Show later attempts');
+    return [attemptsTable(attempts), more ? button : null];
+  }
+}
+
 export function jobView(context: Context, jobId: string): View {
   const title = h('h1', { id: 'job-title' }, 'Job ', h('span', { class: 'mono' }, jobId));
   const summary = h('div');
@@ -82,10 +180,18 @@ export function jobView(context: Context, jobId: string): View {
   const details = h('div');
   const root = h('article', { 'aria-labelledby': 'job-title' }, title, summary, actions, details);
   let actionKey = '';
+  let latest: JobDetail | undefined;
+  const attemptsBox = h('div');
+  const renderAttempts = () => {
+    if (latest) replace(attemptsBox, later.render(latest.attempts, latest.attemptsCursor !== null));
+  };
+  const later = new LaterAttempts(jobId, context.showError, renderAttempts);
   return {
     root,
     async refresh() {
       const detail = await get<JobDetail>(`jobs/${encodeURIComponent(jobId)}`);
+      await later.catchUp(detail.attempts);
+      latest = detail;
       const { job } = detail;
       replace(
         summary,
@@ -94,6 +200,8 @@ export function jobView(context: Context, jobId: string): View {
           ['type', job.jobType],
           ['organization', job.organizationId ?? '—'],
           ['attempt', `${job.attempt} of ${job.maxAttempts} (run ${job.runNumber})`],
+          ['stage', job.stage ?? '—'],
+          ['progress', progressText(job.progress)],
           ['priority', String(job.priority)],
           ['next run at', when(job.nextRunAt)],
           ['lease', job.leaseOwner ? `${job.leaseOwner} until ${when(job.leaseExpiresAt)} (heartbeat ${when(job.heartbeatAt)})` : '—'],
@@ -115,8 +223,11 @@ export function jobView(context: Context, jobId: string): View {
         actionKey = key;
         replace(actions, jobActions(context, detail));
       }
+      renderAttempts();
       replace(
         details,
+        h('h2', {}, 'Attempts'),
+        attemptsBox,
         h('h2', {}, 'Payload'),
         h('pre', { tabindex: 0 }, json(job.payload)),
         h('h2', {}, 'Output'),

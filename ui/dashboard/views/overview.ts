@@ -1,7 +1,7 @@
 import { get } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
-import { label, seconds, when } from '../format.js';
+import { label, millis, seconds, when } from '../format.js';
 
 interface Overview {
   jobs: { jobType: string; status: string; count: number }[];
@@ -9,6 +9,20 @@ interface Overview {
   oldestReadySeconds: number | null;
   lastHour: { succeeded: number; deadLettered: number; canceled: number };
   generatedAt: string;
+  /** getQueueMetrics for the same scope. */
+  metrics: {
+    asOf: string;
+    jobs: { pending: number; runnable: number; leased: number; finishedRecently: { succeeded: number; deadLettered: number; canceled: number } };
+    oldestRunnableAgeMs: number | null;
+    waitTimeMs: { samples: number; p50: number | null; p95: number | null };
+    runTimeMs: { samples: number; p50: number | null; p95: number | null };
+    deadLetteredLast24h: number;
+    intents: { pending: number; oldestPendingAgeMs: number | null };
+  };
+}
+
+function card(testId: string, value: string | number, caption: string): HTMLElement {
+  return h('div', { class: 'card' }, h('span', { class: 'big', 'data-testid': testId }, value), h('span', {}, caption));
 }
 
 const JOB_STATUSES = ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'];
@@ -43,16 +57,36 @@ export function overviewView(_context: Context): View {
     root,
     async refresh() {
       const data = await get<Overview>('overview');
+      const m = data.metrics;
+      const finished = m.jobs.finishedRecently.succeeded + m.jobs.finishedRecently.deadLettered + m.jobs.finishedRecently.canceled;
       const pending = data.jobs.filter((row) => row.status === 'PENDING').reduce((sum, row) => sum + row.count, 0);
       replace(
         body,
         h(
           'div',
           { class: 'cards' },
-          h('div', { class: 'card' }, h('span', { class: 'big', 'data-testid': 'pending-total' }, pending), h('span', {}, 'jobs pending')),
-          h('div', { class: 'card' }, h('span', { class: 'big' }, seconds(data.oldestReadySeconds)), h('span', {}, 'oldest due job has waited')),
-          h('div', { class: 'card' }, h('span', { class: 'big' }, data.lastHour.succeeded), h('span', {}, 'succeeded in the last hour')),
-          h('div', { class: 'card' }, h('span', { class: 'big' }, data.lastHour.deadLettered), h('span', {}, 'dead-lettered in the last hour')),
+          card('pending-total', pending, 'jobs pending'),
+          card('runnable-total', m.jobs.runnable, 'runnable now'),
+          card('leased-total', m.jobs.leased, 'running (leased)'),
+          card('oldest-runnable', m.oldestRunnableAgeMs === null ? 'none waiting' : millis(m.oldestRunnableAgeMs), 'oldest runnable job has waited'),
+        ),
+        h('h2', {}, 'Last hour'),
+        h(
+          'div',
+          { class: 'cards' },
+          card('finished-hour', finished, 'finished (throughput)'),
+          card('succeeded-hour', m.jobs.finishedRecently.succeeded, 'succeeded'),
+          card('dead-lettered-hour', m.jobs.finishedRecently.deadLettered, 'dead-lettered'),
+          card('canceled-hour', m.jobs.finishedRecently.canceled, 'canceled'),
+          card('wait-p50-p95', `${millis(m.waitTimeMs.p50)} / ${millis(m.waitTimeMs.p95)}`, `wait p50 / p95 (${m.waitTimeMs.samples} jobs)`),
+          card('run-p50-p95', `${millis(m.runTimeMs.p50)} / ${millis(m.runTimeMs.p95)}`, `run time p50 / p95 (${m.runTimeMs.samples} jobs)`),
+        ),
+        h(
+          'div',
+          { class: 'cards' },
+          card('dead-lettered-day', m.deadLetteredLast24h, 'dead-lettered in 24 h'),
+          card('intents-pending', m.intents.pending, 'enqueue intents pending'),
+          card('intents-oldest', m.intents.oldestPendingAgeMs === null ? '—' : millis(m.intents.oldestPendingAgeMs), 'oldest pending intent'),
         ),
         matrix('Jobs by type and status', data.jobs.map((row) => ({ type: row.jobType, status: row.status, count: row.count })), JOB_STATUSES, (type, status) =>
           `#/jobs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
@@ -60,7 +94,7 @@ export function overviewView(_context: Context): View {
         matrix('Workflow runs by type and status', data.runs.map((row) => ({ type: row.workflowType, status: row.status, count: row.count })), RUN_STATUSES, (type, status) =>
           `#/runs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
         ),
-        h('p', { class: 'muted' }, `As of ${when(data.generatedAt)}.`),
+        h('p', { class: 'muted' }, `As of ${when(data.generatedAt)}. Wait is due to first start and run time first start to finish, over jobs finished in the last hour.`),
       );
     },
   };

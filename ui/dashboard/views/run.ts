@@ -2,7 +2,7 @@ import { get, post } from '../api.js';
 import type { Context, View } from '../context.js';
 import { DagView, type DagEdge, type DagStep } from '../dag.js';
 import { h, replace } from '../dom.js';
-import { json, when } from '../format.js';
+import { json, progressText, when } from '../format.js';
 import { actionForm } from './actions.js';
 import { statusBadge } from './list.js';
 
@@ -64,7 +64,7 @@ export function runView(context: Context, runId: string): View {
   const table = h('div');
   const renderPanel = () => {
     const step = latest?.steps.find((candidate) => candidate.stepKey === selected);
-    const key = step ? `${step.stepKey}:${step.status}` : '';
+    const key = step ? JSON.stringify([step.stepKey, step.status, step.stage, step.progress]) : '';
     if (key === panelKey) return;
     panelKey = key;
     if (!step || !latest) {
@@ -86,6 +86,10 @@ export function runView(context: Context, runId: string): View {
         h('dd', {}, step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, step.jobId) : '—'),
         h('dt', {}, 'reason / error'),
         h('dd', {}, [step.statusReason, step.lastErrorCode && `${step.lastErrorCode}: ${step.lastErrorMessage ?? ''}`].filter(Boolean).join(' · ') || '—'),
+        h('dt', {}, 'stage'),
+        h('dd', {}, step.stage ?? '—'),
+        h('dt', {}, 'progress'),
+        h('dd', {}, progressText(step.progress)),
         h('dt', {}, 'started / finished'),
         h('dd', {}, `${when(step.startedAt)} / ${when(step.finishedAt)}`),
       ),
@@ -154,7 +158,7 @@ export function runView(context: Context, runId: string): View {
           'table',
           { class: 'list' },
           h('caption', { class: 'sr-only' }, 'Steps of this run'),
-          h('thead', {}, h('tr', {}, ['step', 'kind', 'status', 'after', 'job'].map((name) => h('th', { scope: 'col' }, name)))),
+          h('thead', {}, h('tr', {}, ['step', 'kind', 'status', 'stage', 'progress', 'after', 'job'].map((name) => h('th', { scope: 'col' }, name)))),
           h(
             'tbody',
             {},
@@ -165,6 +169,8 @@ export function runView(context: Context, runId: string): View {
                 h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => select(step.stepKey) }, step.stepKey)),
                 h('td', {}, step.executionKind === 'EXTERNAL' ? 'external' : (step.jobType ?? 'job')),
                 h('td', {}, statusBadge(step.status)),
+                h('td', { 'data-testid': 'step-stage' }, step.stage ?? '—'),
+                h('td', {}, progressText(step.progress)),
                 h('td', {}, detail.edges.filter((edge) => edge.dependentStepKey === step.stepKey).map((edge) => `${edge.prerequisiteStepKey}${edge.releaseMode === 'ON_TERMINAL' ? ' (any outcome)' : ''}`).join(', ') || '—'),
                 h('td', {}, step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, `…${step.jobId.slice(-8)}`) : '—'),
               ),
