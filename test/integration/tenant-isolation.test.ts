@@ -243,6 +243,12 @@ const CLI_OPERATIONS: CliOperation[] = [
   { name: 'runs show', args: () => ['runs', 'show', a.runId], outside: notFound },
   { name: 'runs cancel', args: () => ['runs', 'cancel', a.runId], outside: notFound },
   { name: 'runs list', args: () => ['--json', 'runs', 'list', '--limit', '500'], outside: (r) => expect(r.code === 0 && !r.stdout.includes(a.runId)).toBe(true) },
+  { name: 'runs recover', args: () => ['runs', 'recover', a.finishedRunId, '--request-key', 'k', '--reason', 'r'], outside: notFound },
+  {
+    name: 'stats',
+    args: () => ['--json', 'stats'],
+    outside: (r) => expect([r.code, (JSON.parse(r.stdout) as QueueMetrics).byType.map((t) => t.jobType).filter((t) => t === 'tenant.done' || t === 'tenant.dead')]).toEqual([0, []]),
+  },
   { name: 'steps complete', args: () => ['steps', 'complete', a.runId, 'approve'], outside: notFound },
   { name: 'jobs show', args: () => ['jobs', 'show', a.pendingJobId], outside: notFound },
   { name: 'jobs cancel', args: () => ['jobs', 'cancel', a.pendingJobId], outside: notFound },
@@ -253,6 +259,7 @@ const CLI_OPERATIONS: CliOperation[] = [
   // Whole-database commands refuse a scope rather than pretend to honour it.
   { name: 'schedules list', args: () => ['--json', 'schedules', 'list'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
   { name: 'purge', args: () => ['--json', 'purge', '--older-than', '1d', '--dry-run'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
+  { name: 'definitions list', args: () => ['--json', 'definitions', 'list'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
   { name: 'reap', args: () => ['--json', 'reap'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
 ];
 
