@@ -34,6 +34,7 @@ import {
   noOrganizationScope,
   slotIdempotencyKey,
   workflow,
+  workflowRunHandle,
 } from '../../src/index.js';
 import { z } from 'zod';
 import { describeFailure } from '../../src/worker/job-errors.js';
@@ -143,5 +144,12 @@ describe('found by fuzzing', () => {
     await expect(listWorkflowRecoveries(db.prisma, { scope, runId: run.workflowRunId, cursor: '9999999999999999999:01234567-89ab-7def-8123-456789abcdef' })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'cursor' });
     // The largest bigint still passes.
     await expect(listJobAttempts(db.prisma, { scope, jobId, cursor: '9223372036854775807' })).resolves.toEqual({ items: [], nextCursor: null });
+  });
+
+  it('workflowRunHandle refuses options that are not an object with workflow.invalid_input (a raw TypeError before)', () => {
+    const runId = '01234567-89ab-7def-8123-456789abcdef';
+    expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, null as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'options' }));
+    expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, 5 as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'options' }));
+    expect(typeof workflowRunHandle(db.prisma, noOrganizationScope(), runId).getRun).toBe('function');
   });
 });
