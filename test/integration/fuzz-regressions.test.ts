@@ -10,6 +10,8 @@ import {
   continueNow,
   createConsoleLogger,
   createDashboard,
+  declareSchedules,
+  findSchedule,
   defineJob,
   defineSchedule,
   getQueueMetrics,
@@ -151,5 +153,12 @@ describe('found by fuzzing', () => {
     expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, null as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'options' }));
     expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, 5 as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'options' }));
     expect(typeof workflowRunHandle(db.prisma, noOrganizationScope(), runId).getRun).toBe('function');
+  });
+
+  it('a job schedule with a null payload is refused naming payload (database.error from the one-target check before), nothing written', async () => {
+    const input = { key: 'fuzz.null-payload', cron: '0 0 * * *', jobType: 'fuzz.sched', payload: null, enabled: false };
+    await expect(upsertSchedule(db.prisma, input)).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'payload' });
+    await expect(declareSchedules(db.prisma, { schedules: [input] })).rejects.toMatchObject({ code: 'schedule.invalid_input' });
+    expect(await findSchedule(db.prisma, { key: 'fuzz.null-payload' })).toBeNull();
   });
 });
