@@ -67,6 +67,7 @@ function validateOptions(options: DashboardOptions): { basePath: string } {
     throw invalidOption('listenConnectionString', 'listenConnectionString must be a non-empty connection string.');
   }
   if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw invalidOption('readOnly', 'readOnly must be a boolean.');
+  if (options.basePath !== undefined && typeof options.basePath !== 'string') throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
   const basePath = (options.basePath ?? '').replace(/\/+$/, '');
   if (!BASE_PATH.test(basePath)) throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
   return { basePath };

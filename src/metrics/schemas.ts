@@ -1,6 +1,7 @@
 /** Input of `getQueueMetrics`; a bad input is `metrics.invalid_input` naming the field, before anything is read. */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
+import { timestamp } from '../validation/primitives.js';
 
 export const METRICS_INVALID_INPUT = 'metrics.invalid_input';
 
@@ -17,9 +18,6 @@ export const MAX_DURATION_SAMPLES = 10_000;
 export const getQueueMetricsInputSchema = z.strictObject({
   scope: scopeSchema,
   /** The clock the windows end at; default the database's `statement_timestamp()`. */
-  now: z
-    .date()
-    .refine((d) => !Number.isNaN(d.getTime()), 'must be a valid date')
-    .optional(),
+  now: timestamp.optional(),
 });
 export type GetQueueMetricsInput = z.input<typeof getQueueMetricsInputSchema>;

@@ -24,7 +24,7 @@ import { scopeParams, scopeSchema } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { uuid } from '../validation/primitives.js';
-import { JOB_INVALID_INPUT, pageFields, type Page } from './schemas.js';
+import { JOB_INVALID_INPUT, bigintPageFields, type Page } from './schemas.js';
 
 export type JobAttemptOutcome = 'SUCCEEDED' | 'FAILED_RETRY' | 'DEAD_LETTERED' | 'RELEASED' | 'LEASE_EXPIRED' | 'CANCELED' | 'CONTINUED';
 
@@ -89,7 +89,7 @@ function toJobAttempt(row: JobAttemptRow): JobAttempt {
   };
 }
 
-export const listJobAttemptsInputSchema = z.strictObject({ scope: scopeSchema, jobId: uuid, ...pageFields(/^[0-9]{1,19}$/, 'listJobAttempts') });
+export const listJobAttemptsInputSchema = z.strictObject({ scope: scopeSchema, jobId: uuid, ...bigintPageFields(/^[0-9]{1,19}$/, 'listJobAttempts') });
 export type ListJobAttemptsInput = z.input<typeof listJobAttemptsInputSchema>;
 
 /**

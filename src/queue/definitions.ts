@@ -161,7 +161,8 @@ export async function syncJobDefinitions(db: Db, definitions: readonly AnyJobDef
   return result;
 }
 
-const JOB_TYPE_CURSOR = /^[\s\S]{1,200}$/;
+// Any job type, which never holds NUL (PostgreSQL text cannot).
+const JOB_TYPE_CURSOR = /^[^\u0000]{1,200}$/;
 export const listJobDefinitionsInputSchema = z.strictObject({ ...pageFields(JOB_TYPE_CURSOR, 'listJobDefinitions') });
 export type ListJobDefinitionsInput = z.input<typeof listJobDefinitionsInputSchema>;
 

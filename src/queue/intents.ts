@@ -36,7 +36,7 @@ import { newId } from '../db/ids.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, jsonInput, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonInput, timestamp, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
 import { truncateText } from '../validation/storable.js';
 import { insertJobsTx, toInsertRow, type InsertJobRow } from './enqueue.js';
 import { backoffPolicySchema } from './retry-policy.js';
@@ -52,7 +52,7 @@ export const recordJobEnqueueIntentInputSchema = z.strictObject({
   priority: int32.optional(),
   maxAttempts: positiveInt.optional(),
   timeoutSeconds: positiveInt.optional(),
-  runAt: z.date().optional(),
+  runAt: timestamp.optional(),
   resource: requestKey.optional(),
   backoff: backoffPolicySchema.optional(),
 });

@@ -195,6 +195,27 @@ export function pageFields(cursorPattern: RegExp, list: string) {
     cursor: z.string().regex(cursorPattern, `must be a nextCursor returned by ${list}`).optional(),
   };
 }
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
+/**
+ * `pageFields` for a cursor that starts with a bigint (a sequence number, or
+ * microseconds before ':'): up to 19 digits pass the pattern, so one beyond
+ * PostgreSQL's bigint is refused here rather than by the cast.
+ */
+export function bigintPageFields(cursorPattern: RegExp, list: string) {
+  const message = `must be a nextCursor returned by ${list}`;
+  return {
+    ...pageFields(cursorPattern, list),
+    cursor: z
+      .string()
+      .regex(cursorPattern, message)
+      // Runs after a failed pattern too (zod goes on checking): only a leading number is read.
+      .refine((cursor) => {
+        const digits = /^[0-9]{1,19}/.exec(cursor);
+        return digits === null || BigInt(digits[0]) <= MAX_BIGINT;
+      }, message)
+      .optional(),
+  };
+}
 const UUID_CURSOR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One page of a list: `nextCursor` is null on the last page. */
@@ -211,5 +232,5 @@ export const listJobsInputSchema = z.strictObject({
 });
 export type ListJobsInput = z.input<typeof listJobsInputSchema>;
 
-export const listJobEventsInputSchema = z.strictObject({ scope: scopeSchema, jobId: uuid, ...pageFields(/^[0-9]{1,19}$/, 'listJobEvents') });
+export const listJobEventsInputSchema = z.strictObject({ scope: scopeSchema, jobId: uuid, ...bigintPageFields(/^[0-9]{1,19}$/, 'listJobEvents') });
 export type ListJobEventsInput = z.input<typeof listJobEventsInputSchema>;

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { scopeSchema, type Scope } from '../db/scope.js';
-import { pageFields } from '../queue/schemas.js';
+import { bigintPageFields } from '../queue/schemas.js';
 import { nonBlank, requestKey, uuid } from '../validation/primitives.js';
 
 /** Recovery reasons are audit text, bounded like replay reasons. */
@@ -40,7 +40,7 @@ export type ParsedRecoveryRequest = z.output<typeof recoverWorkflowRunInputSchem
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 export const listWorkflowRecoveriesInputSchema = z
   .strictObject({ runId: uuid, scope: scopeSchema })
-  .extend(pageFields(new RegExp(`^[0-9]{1,19}:${UUID}$`, 'i'), 'listWorkflowRecoveries'));
+  .extend(bigintPageFields(new RegExp(`^[0-9]{1,19}:${UUID}$`, 'i'), 'listWorkflowRecoveries'));
 
 export interface ListWorkflowRecoveriesInput {
   /** The source run whose recoveries are listed. */

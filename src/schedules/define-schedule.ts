@@ -4,8 +4,9 @@
  * `createWorker({ declareSchedules: { schedules: [...] } })`, `declareSchedules`
  * or `upsertSchedule`.
  */
-import type { AnyJobDefinition, JobPayload } from '../worker/define-job.js';
-import type { UpsertScheduleInput } from './schemas.js';
+import { ValidationError } from '../errors/runledger-error.js';
+import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
+import { SCHEDULE_INVALID_INPUT, type UpsertScheduleInput } from './schemas.js';
 
 type ScheduleSettings = Omit<UpsertScheduleInput, 'jobType' | 'payload' | 'workflow'>;
 
@@ -14,8 +15,10 @@ export function defineSchedule<D extends AnyJobDefinition>(input: ScheduleSettin
 /** A schedule by job type name (`jobType` + `payload`) or a workflow schedule (`workflow`). */
 export function defineSchedule(input: UpsertScheduleInput): UpsertScheduleInput;
 export function defineSchedule(input: UpsertScheduleInput | (ScheduleSettings & { job: AnyJobDefinition; payload: unknown })): UpsertScheduleInput {
+  if (typeof input !== 'object' || input === null) throw new ValidationError(SCHEDULE_INVALID_INPUT, 'input', 'Invalid schedule: expected an object');
   if (!('job' in input)) return input;
   const { job, ...rest } = input;
+  if (!isJobDefinition(job)) throw new ValidationError(SCHEDULE_INVALID_INPUT, 'job', 'Invalid job: expected a defineJob(...) definition');
   // The definition's own attempts and timeout, unless the schedule sets them.
   return {
     ...rest,

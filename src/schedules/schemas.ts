@@ -103,6 +103,8 @@ function targetProblems(input: TargetFields, ctx: z.core.$RefinementCtx): void {
   if (input.workflow === undefined) {
     if (input.jobType === undefined) ctx.addIssue({ code: 'custom', path: ['jobType'], message: 'is required (or give a workflow)' });
     else if (input.payload === undefined) ctx.addIssue({ code: 'custom', path: ['payload'], message: 'is required with jobType' });
+    // The row tells a job target by its payload column: JSON null would be stored as no payload at all.
+    else if (input.payload === null) ctx.addIssue({ code: 'custom', path: ['payload'], message: 'must not be null for a job schedule (use {} for none)' });
     return;
   }
   if (input.jobType !== undefined) {

@@ -42,6 +42,9 @@ export function continueAfter(delayMs: number, options: ContinuationOptions = {}
   if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > 2_147_483_647) {
     throw new ValidationError('worker.invalid_continuation', 'delayMs', 'Invalid delayMs: must be an integer from 0 to 2147483647');
   }
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError('worker.invalid_continuation', 'options', 'Invalid options: expected an object with checkpoint and/or progress');
+  }
   return Object.freeze({ [CONTINUATION]: true as const, delayMs, checkpoint: options.checkpoint, progress: options.progress });
 }
 

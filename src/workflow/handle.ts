@@ -86,6 +86,7 @@ export function workflowRunHandle<Result = unknown>(
   options: WorkflowRunHandleOptions = {},
 ): WorkflowRunHandle<Result> {
   ensureRootClient(db, 'db');
+  if (options === null || typeof options !== 'object') throw new ValidationError(INVALID, 'options', 'Expected an options object.');
   const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRunWithLineage> => {
     const run = await findWorkflowRun(db, { scope, workflowRunId });

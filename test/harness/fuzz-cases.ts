@@ -24,6 +24,8 @@ export interface FuzzFixtures {
   deadJobId: string;
   /** A global run with a job step 'work' and an open external window 'gate'. */
   openRunId: string;
+  /** A global run that is over (canceled): what recovery takes, and whose recoveries are listed. */
+  finishedRunId: string;
   scheduleKey: string;
   definition: JobDefinition<{ n: number }, unknown, { n: number }>;
 }
@@ -70,6 +72,20 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   findJob: { args: (f) => [{ scope: scope(), jobId: f.pendingJobId }], call: dbCall('findJob') },
   listJobs: { args: () => [{ scope: scope(), status: ['PENDING', 'LEASED'], jobType: 'fuzz.job', limit: 2, cursor: '00000000-0000-0000-0000-000000000000' }], call: dbCall('listJobs') },
   listJobEvents: { args: (f) => [{ scope: scope(), jobId: f.pendingJobId, limit: 2, cursor: '1' }], call: dbCall('listJobEvents') },
+  listJobAttempts: { args: (f) => [{ scope: scope(), jobId: f.succeededJobId, limit: 2, cursor: '0' }], call: dbCall('listJobAttempts') },
+
+  // Definitions catalog and enqueue intents (the fixture's definition is synced and enabled; an intent of its type is pending).
+  syncJobDefinitions: { args: (f) => [[f.definition, runledger.defineJob('fuzz.synced', z.object({ n: z.number() }), async () => null)]], call: dbCall('syncJobDefinitions') },
+  listJobDefinitions: { args: () => [{ limit: 2, cursor: 'a' }], call: dbCall('listJobDefinitions') },
+  // `enabled: true` only: a mutation can refuse it, never turn the fixture's type off for the rows after it.
+  setJobDefinitionEnabled: { args: (f) => [{ jobType: f.definition.jobType, enabled: true }], call: dbCall('setJobDefinitionEnabled') },
+  recordJobEnqueueIntent: {
+    args: () => [{ jobType: 'fuzz.intent', payload: { n: 1 }, idempotencyKey: 'fuzz-intent', organizationId: 'org-fuzz', priority: 1, maxAttempts: 2, timeoutSeconds: 30, runAt: new Date('2026-01-01T00:00:00Z'), resource: 'r', backoff: { baseDelayMs: 10, maxDelayMs: 100 } }],
+    call: dbCall('recordJobEnqueueIntent'),
+  },
+  promoteEnqueueIntents: { args: (f) => [{ jobTypes: [f.definition.jobType, 'fuzz.intent'], limit: 2 }], call: dbCall('promoteEnqueueIntents') },
+  getEnqueueIntentStats: { args: () => [{ scope: scope() }], call: dbCall('getEnqueueIntentStats') },
+  getQueueMetrics: { args: () => [{ scope: scope(), now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('getQueueMetrics') },
 
   // Workflows.
   workflow: {
@@ -119,6 +135,10 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     call: dbCall('appendWorkflowSteps'),
   },
 
+  // Recovery of a finished run: the first valid call inserts a recovery, later ones return it (same request) or conflict.
+  recoverWorkflowRun: { args: (f) => [{ sourceRunId: f.finishedRunId, scope: scope(), requestKey: 'fuzz-recover', reason: 'fuzz', mode: 'full' }], call: dbCall('recoverWorkflowRun') },
+  listWorkflowRecoveries: { args: (f) => [{ runId: f.finishedRunId, scope: scope(), limit: 2, cursor: '1:01234567-89ab-7def-8123-456789abcdef' }], call: dbCall('listWorkflowRecoveries') },
+
   // Integrity.
   verifyIntegrity: { args: () => [{ scope: scope(), pageSize: 2, maxViolations: 5 }], call: dbCall('verifyIntegrity') },
 
@@ -132,6 +152,15 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   resumeSchedule: { args: () => [{ key: 'fuzz.schedule-missing', now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('resumeSchedule') },
   runScheduleNow: { args: () => [{ key: 'fuzz.schedule-missing' }], call: dbCall('runScheduleNow') },
   runDueSchedules: { args: () => [{ now: new Date('2000-01-01T00:00:00Z'), limit: 1 }], call: dbCall('runDueSchedules') },
+  declareSchedules: {
+    args: () => [{ owner: 'fuzz-owner', prune: true, schedules: [{ key: 'fuzz.declared', cron: '0 0 * * *', timezone: 'UTC', jobType: 'fuzz.sched', payload: { a: 1 }, enabled: false, now: new Date('2026-01-01T00:00:00Z') }] }],
+    call: dbCall('declareSchedules'),
+  },
+  // defineSchedule only shapes its input; the row stores what it built, so what it lets through is validated where it is used.
+  defineSchedule: {
+    args: (f) => [{ key: 'fuzz.defined-schedule', cron: '0 0 * * *', job: f.definition, payload: { n: 1 }, enabled: false, maxAttempts: 2 }],
+    call: (db, args) => runledger.upsertSchedule(db, any(runledger.defineSchedule)(...args) as runledger.UpsertScheduleInput),
+  },
   slotIdempotencyKey: { pure: true, args: () => ['fuzz.schedule', new Date('2026-01-01T00:00:00Z')], call: (_db, args) => any(runledger.slotIdempotencyKey)(...args) },
   purgeFinished: { args: () => [{ olderThan: new Date('2000-01-01T00:00:00Z'), statuses: ['SUCCEEDED'], workflowRunStatuses: ['CANCELED'], batchSize: 10, dryRun: true }], call: dbCall('purgeFinished') },
 
@@ -143,6 +172,15 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   createWorker: { args: (f) => [{ db: f.root, handlers: [f.definition], concurrency: 1, batchSize: 1, leaseSeconds: 30, pollIntervalMs: 60_000, reaper: false, schedules: false, logger: runledger.silentLogger }], call: (_db, args) => settle(any(runledger.createWorker)(...args)) },
   runWorker: { args: (f) => [{ db: f.root, handlers: [f.definition], concurrency: 1, pollIntervalMs: 60_000, reaper: false, schedules: false, logger: runledger.silentLogger }], call: (_db, args) => settle(any(runledger.runWorker)(...args)) },
   defineJob: { pure: true, args: () => ['fuzz.defined', z.object({ n: z.number() }), async () => 'ok', { retry: { maxAttempts: 3, backoff: { baseDelayMs: 10, maxDelayMs: 20 } }, timeoutSeconds: 5 }], call: (_db, args) => any(runledger.defineJob)(...args) },
+  // A handler's return values: the delay and the options' shape are checked here; checkpoint and progress when the worker stores them (worker-storable.test.ts).
+  continueNow: { pure: true, args: () => [{ checkpoint: { page: 2 }, progress: { done: 1 } }], call: (_db, args) => any(runledger.continueNow)(...args) },
+  continueAfter: { pure: true, args: () => [1_000, { checkpoint: { page: 2 }, progress: null }], call: (_db, args) => any(runledger.continueAfter)(...args) },
+  // The handler is created and closed at once: its options are what is validated (requests: dashboard-*.test.ts).
+  createDashboard: {
+    pure: true,
+    args: (f) => [{ db: f.root, authorize: () => runledger.adminScope(), basePath: '/admin/jobs', readOnly: true }],
+    call: async (_db, args) => (any(runledger.createDashboard)(...args) as runledger.DashboardHandler).close(),
+  },
   createConsoleLogger: { pure: true, args: () => [{ level: 'error' }], call: (_db, args) => any(runledger.createConsoleLogger)(...args) },
 };
 

@@ -6,7 +6,22 @@
 import { describe, expect, it } from 'vitest';
 import {
   claimJobs,
+  continueAfter,
+  continueNow,
   createConsoleLogger,
+  createDashboard,
+  declareSchedules,
+  findSchedule,
+  defineJob,
+  defineSchedule,
+  getQueueMetrics,
+  getEnqueueIntentStats,
+  listJobAttempts,
+  listJobEvents,
+  listWorkflowRecoveries,
+  enqueueWorkflowRun,
+  listJobDefinitions,
+  recordJobEnqueueIntent,
   enqueueJob,
   failJob,
   getJob,
@@ -21,7 +36,9 @@ import {
   noOrganizationScope,
   slotIdempotencyKey,
   workflow,
+  workflowRunHandle,
 } from '../../src/index.js';
+import { z } from 'zod';
 import { describeFailure } from '../../src/worker/job-errors.js';
 import { useTestDatabase } from '../harness/database.js';
 
@@ -84,5 +101,64 @@ describe('found by fuzzing', () => {
   it("a handler's RetryableError with a retryNotBefore out of range is clamped into it, so the worker can record the failure", () => {
     expect(describeFailure(new RetryableError('later', { retryNotBefore: new Date(8.64e15) }))).toMatchObject({ retryNotBefore: new Date('9999-12-31T23:59:59.999Z') });
     expect(describeFailure(new RetryableError('sooner', { retryNotBefore: new Date(-8.64e15) }))).toMatchObject({ retryNotBefore: new Date('0001-01-01T00:00:00.000Z') });
+  });
+
+  it('defineSchedule refuses a non-object input or a job that is not a definition with schedule.invalid_input (a raw TypeError before)', () => {
+    expect(() => defineSchedule("E'\\x00'" as never)).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'input' }));
+    expect(() => defineSchedule(null as never)).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'input' }));
+    expect(() => defineSchedule({ key: 'k', cron: '0 0 * * *', job: null, payload: {} } as never)).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'job' }));
+    const job = defineJob('fuzz.define-schedule', z.object({ n: z.number() }), async () => null, { retry: { maxAttempts: 4 } });
+    expect(defineSchedule({ key: 'k', cron: '0 0 * * *', job, payload: { n: 1 }, enabled: true })).toMatchObject({ jobType: 'fuzz.define-schedule', maxAttempts: 4 });
+  });
+
+  it('continueNow and continueAfter refuse options that are not an object with worker.invalid_continuation (a raw TypeError before)', () => {
+    expect(() => continueNow(null as never)).toThrow(expect.objectContaining({ code: 'worker.invalid_continuation', field: 'options' }));
+    expect(() => continueAfter(5, 'x' as never)).toThrow(expect.objectContaining({ code: 'worker.invalid_continuation', field: 'options' }));
+    expect(continueAfter(5, { checkpoint: { page: 2 } })).toMatchObject({ delayMs: 5, checkpoint: { page: 2 } });
+  });
+
+  it('createDashboard refuses a basePath that is not a string with dashboard.invalid_options (a raw TypeError before)', async () => {
+    expect(() => createDashboard({ db: db.prisma, authorize: () => null, basePath: 5 as never })).toThrow(expect.objectContaining({ code: 'dashboard.invalid_options', field: 'basePath' }));
+    await createDashboard({ db: db.prisma, authorize: () => null, basePath: '/admin/' }).close();
+  });
+
+  it('listJobDefinitions refuses a cursor holding NUL as invalid input (database.error before)', async () => {
+    await expect(listJobDefinitions(db.prisma, { cursor: 'a\u0000b' })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'cursor' });
+    await expect(listJobDefinitions(db.prisma, { cursor: 'a b' })).resolves.toMatchObject({ nextCursor: null });
+  });
+
+  it('an intent runAt and a metrics now outside years 1 to 9999 are refused naming the field (database.error before), and nothing is written', async () => {
+    const far = new Date(8.64e15);
+    await expect(recordJobEnqueueIntent(db.prisma, { jobType: 'fuzz.intent-dates', payload: {}, idempotencyKey: 'k', runAt: far })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'runAt' });
+    await expect(recordJobEnqueueIntent(db.prisma, { jobType: 'fuzz.intent-dates', payload: {}, idempotencyKey: 'k', runAt: new Date(-8.64e15) })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'runAt' });
+    expect(await getEnqueueIntentStats(db.prisma, { scope: noOrganizationScope() })).toMatchObject({ pending: 0 });
+    await expect(getQueueMetrics(db.prisma, { scope: noOrganizationScope(), now: new Date(-8.64e15) })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
+    await expect(getQueueMetrics(db.prisma, { scope: noOrganizationScope(), now: far })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
+    await expect(getQueueMetrics(db.prisma, { scope: noOrganizationScope(), now: new Date('9999-12-31T23:59:59.999Z') })).resolves.toMatchObject({ asOf: new Date('9999-12-31T23:59:59.999Z') });
+  });
+
+  it('19-digit cursors beyond bigint are refused as invalid input (database.error before)', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'fuzz.attempts-cursor', payload: {} });
+    const scope = noOrganizationScope();
+    await expect(listJobAttempts(db.prisma, { scope, jobId, cursor: '9999999999999999999' })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'cursor' });
+    await expect(listJobEvents(db.prisma, { scope, jobId, cursor: '9223372036854775808' })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'cursor' });
+    const run = await enqueueWorkflowRun(db.prisma, workflow('fuzz.recoveries-cursor').external('e').build());
+    await expect(listWorkflowRecoveries(db.prisma, { scope, runId: run.workflowRunId, cursor: '9999999999999999999:01234567-89ab-7def-8123-456789abcdef' })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'cursor' });
+    // The largest bigint still passes.
+    await expect(listJobAttempts(db.prisma, { scope, jobId, cursor: '9223372036854775807' })).resolves.toEqual({ items: [], nextCursor: null });
+  });
+
+  it('workflowRunHandle refuses options that are not an object with workflow.invalid_input (a raw TypeError before)', () => {
+    const runId = '01234567-89ab-7def-8123-456789abcdef';
+    expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, null as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'options' }));
+    expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, 5 as never)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'options' }));
+    expect(typeof workflowRunHandle(db.prisma, noOrganizationScope(), runId).getRun).toBe('function');
+  });
+
+  it('a job schedule with a null payload is refused naming payload (database.error from the one-target check before), nothing written', async () => {
+    const input = { key: 'fuzz.null-payload', cron: '0 0 * * *', jobType: 'fuzz.sched', payload: null, enabled: false };
+    await expect(upsertSchedule(db.prisma, input)).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'payload' });
+    await expect(declareSchedules(db.prisma, { schedules: [input] })).rejects.toMatchObject({ code: 'schedule.invalid_input' });
+    expect(await findSchedule(db.prisma, { key: 'fuzz.null-payload' })).toBeNull();
   });
 });

@@ -9,7 +9,8 @@
  * Not in the matrix, by design: lease-fenced calls (heartbeat, complete,
  * fail, release, markRunning) are fenced by the lease a claim returned, not
  * by a scope; claimJobs, reapExpiredLeases, releaseQuiescedActiveKeys,
- * purgeFinished and the schedule functions act for the whole database (the
+ * purgeFinished, the schedule functions, the definitions catalog and intent
+ * promotion act for the whole database (the
  * CLI refuses --org for reap, purge and schedules: rows below).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -28,18 +29,25 @@ import {
   enqueueWorkflowRun,
   findJob,
   findWorkflowRun,
+  getEnqueueIntentStats,
   getJob,
+  getQueueMetrics,
   getWorkflowRun,
+  listJobAttempts,
   listJobEvents,
   listJobs,
+  listWorkflowRecoveries,
   listWorkflowRuns,
   listWorkflowStepDependencies,
   listWorkflowSteps,
   noOrganizationScope,
   organizationScope,
+  recordJobEnqueueIntent,
+  recoverWorkflowRun,
   verifyIntegrity,
   workflow,
   workflowRunHandle,
+  type QueueMetrics,
   type Scope,
 } from '../../src/index.js';
 import { runCli } from '../harness/cli.js';
@@ -58,6 +66,8 @@ interface TenantA {
   deadJobId: string;
   /** A run waiting on its external step 'approve' (also its append window), holding active key 'sync:1'. */
   runId: string;
+  /** A canceled run of A's, recovered once (its recovery is A's too). */
+  finishedRunId: string;
   allJobIds: string[];
 }
 let a: TenantA;
@@ -78,8 +88,20 @@ beforeAll(async () => {
   await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {} });
   await enqueueWorkflowRun(prisma, workflow('tenant.other').organization(ORG_B).external('x').build());
   await enqueueWorkflowRun(prisma, workflow('tenant.other').external('x').build());
+  // A finished run of A's with one recovery, and an enqueue intent of A's that stays pending (its type has no definition).
+  const finished = await enqueueWorkflowRun(prisma, workflow('tenant.finished').organization(ORG_A).external('x').build());
+  await cancelWorkflowRun(prisma, { scope: organizationScope(ORG_A), workflowRunId: finished.workflowRunId });
+  await recoverWorkflowRun(prisma, { scope: organizationScope(ORG_A), sourceRunId: finished.workflowRunId, requestKey: 'tenant-recover', reason: 'setup' });
+  await recordJobEnqueueIntent(prisma, { jobType: 'tenant.intent', payload: {}, idempotencyKey: 'tenant-intent', organizationId: ORG_A });
   const jobs = await listJobs(prisma, { scope: organizationScope(ORG_A), limit: 500 });
-  a = { pendingJobId: pending.jobId, succeededJobId: succeeded.jobId, deadJobId: dead.jobId, runId: run.workflowRunId, allJobIds: jobs.items.map((j) => j.id) };
+  a = {
+    pendingJobId: pending.jobId,
+    succeededJobId: succeeded.jobId,
+    deadJobId: dead.jobId,
+    runId: run.workflowRunId,
+    finishedRunId: finished.workflowRunId,
+    allJobIds: jobs.items.map((j) => j.id),
+  };
   expect(a.allJobIds).toHaveLength(4);
   expect((await getWorkflowRun(prisma, { scope: organizationScope(ORG_A), workflowRunId: a.runId })).status).toBe('WAITING_FOR_EXTERNAL');
 });
@@ -106,6 +128,7 @@ interface ScopedOperation {
   cleanup?: (value: unknown) => Promise<void>;
 }
 
+const typesOf = (metrics: unknown) => (metrics as QueueMetrics).byType.map((t) => t.jobType);
 const ids = (page: unknown) => (page as { items: { id: string }[] }).items.map((item) => item.id);
 const noneOfA = (value: unknown) => expect(ids(value).filter((id) => a.allJobIds.includes(id))).toEqual([]);
 
@@ -115,6 +138,25 @@ const OPERATIONS: ScopedOperation[] = [
   { name: 'findJob', call: (scope) => findJob(db.prisma, { scope, jobId: a.pendingJobId }), outside: { check: (job) => expect(job).toBeNull() }, admin: (job) => expect(job).not.toBeNull() },
   { name: 'listJobs', call: (scope) => listJobs(db.prisma, { scope, limit: 500 }), outside: { check: noneOfA }, admin: (page) => expect(ids(page)).toEqual(expect.arrayContaining(a.allJobIds)) },
   { name: 'listJobEvents', call: (scope) => listJobEvents(db.prisma, { scope, jobId: a.pendingJobId }), outside: { code: 'job.not_found' }, admin: (page) => expect(ids(page).length).toBeGreaterThan(0) },
+  {
+    name: 'listJobAttempts',
+    call: (scope) => listJobAttempts(db.prisma, { scope, jobId: a.succeededJobId }),
+    outside: { code: 'job.not_found' },
+    admin: (page) => expect((page as { items: { outcome: string }[] }).items.map((i) => i.outcome)).toEqual(['SUCCEEDED']),
+  },
+  // Counts: only the scope's own rows (A's types are its own: tenant.done and tenant.dead run nowhere else).
+  {
+    name: 'getQueueMetrics',
+    call: (scope) => getQueueMetrics(db.prisma, { scope }),
+    outside: { check: (m) => expect([typesOf(m).filter((t) => t === 'tenant.done' || t === 'tenant.dead'), (m as QueueMetrics).deadLetteredLast24h]).toEqual([[], 0]) },
+    admin: (m) => expect([typesOf(m), (m as QueueMetrics).deadLetteredLast24h]).toEqual([expect.arrayContaining(['tenant.done', 'tenant.dead']), 1]),
+  },
+  {
+    name: 'getEnqueueIntentStats',
+    call: (scope) => getEnqueueIntentStats(db.prisma, { scope }),
+    outside: { check: (stats) => expect(stats).toMatchObject({ pending: 0, conflicts: 0 }) },
+    admin: (stats) => expect(stats).toMatchObject({ pending: 1 }),
+  },
   // Run reads.
   { name: 'getWorkflowRun', call: (scope) => getWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }), outside: { code: 'workflow.run_not_found' }, admin: (run) => expect(run).toMatchObject({ id: a.runId }) },
   { name: 'findWorkflowRun', call: (scope) => findWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }), outside: { check: (run) => expect(run).toBeNull() }, admin: (run) => expect(run).not.toBeNull() },
@@ -131,6 +173,12 @@ const OPERATIONS: ScopedOperation[] = [
     call: (scope) => listWorkflowStepDependencies(db.prisma, { scope, workflowRunId: a.runId }),
     outside: { code: 'workflow.run_not_found' },
     admin: (page) => expect((page as { items: unknown[] }).items).toHaveLength(1),
+  },
+  {
+    name: 'listWorkflowRecoveries',
+    call: (scope) => listWorkflowRecoveries(db.prisma, { scope, runId: a.finishedRunId }),
+    outside: { code: 'workflow.run_not_found' },
+    admin: (page) => expect((page as { items: { sourceRunId: string }[] }).items.map((r) => r.sourceRunId)).toEqual([a.finishedRunId]),
   },
   { name: 'workflowRunHandle', call: (scope) => workflowRunHandle(db.prisma, scope, a.runId).getStatus(), outside: { code: 'workflow.run_not_found' }, admin: (status) => expect(status).toBe('WAITING_FOR_EXTERNAL') },
   {
@@ -150,6 +198,11 @@ const OPERATIONS: ScopedOperation[] = [
   {
     name: 'appendWorkflowSteps',
     call: (scope) => appendWorkflowSteps(db.prisma, { scope, workflowRunId: a.runId, mutationKey: 'm', window: 'approve', steps: [{ key: 'late', kind: 'external' }] }),
+    outside: { code: 'workflow.run_not_found' },
+  },
+  {
+    name: 'recoverWorkflowRun',
+    call: (scope) => recoverWorkflowRun(db.prisma, { scope, sourceRunId: a.finishedRunId, requestKey: 'outside-recover', reason: 'r' }),
     outside: { code: 'workflow.run_not_found' },
   },
   {
@@ -190,6 +243,12 @@ const CLI_OPERATIONS: CliOperation[] = [
   { name: 'runs show', args: () => ['runs', 'show', a.runId], outside: notFound },
   { name: 'runs cancel', args: () => ['runs', 'cancel', a.runId], outside: notFound },
   { name: 'runs list', args: () => ['--json', 'runs', 'list', '--limit', '500'], outside: (r) => expect(r.code === 0 && !r.stdout.includes(a.runId)).toBe(true) },
+  { name: 'runs recover', args: () => ['runs', 'recover', a.finishedRunId, '--request-key', 'k', '--reason', 'r'], outside: notFound },
+  {
+    name: 'stats',
+    args: () => ['--json', 'stats'],
+    outside: (r) => expect([r.code, (JSON.parse(r.stdout) as QueueMetrics).byType.map((t) => t.jobType).filter((t) => t === 'tenant.done' || t === 'tenant.dead')]).toEqual([0, []]),
+  },
   { name: 'steps complete', args: () => ['steps', 'complete', a.runId, 'approve'], outside: notFound },
   { name: 'jobs show', args: () => ['jobs', 'show', a.pendingJobId], outside: notFound },
   { name: 'jobs cancel', args: () => ['jobs', 'cancel', a.pendingJobId], outside: notFound },
@@ -200,6 +259,7 @@ const CLI_OPERATIONS: CliOperation[] = [
   // Whole-database commands refuse a scope rather than pretend to honour it.
   { name: 'schedules list', args: () => ['--json', 'schedules', 'list'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
   { name: 'purge', args: () => ['--json', 'purge', '--older-than', '1d', '--dry-run'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
+  { name: 'definitions list', args: () => ['--json', 'definitions', 'list'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
   { name: 'reap', args: () => ['--json', 'reap'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
 ];
 
