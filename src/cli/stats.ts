@@ -27,6 +27,7 @@ export function formatMetrics(m: QueueMetrics): string {
     `  last hour: succeeded ${recent.succeeded}, dead-lettered ${recent.deadLettered}, canceled ${recent.canceled}`,
     `  dead-lettered in the last 24 h: ${m.deadLetteredLast24h}`,
     `  oldest runnable job due for: ${ms(m.oldestRunnableAgeMs)}`,
+    `  continuations in the last hour: ${m.continuationsRecently.slices} slice(s) of ${m.continuationsRecently.jobs} job(s)`,
     `  enqueue intents: ${m.intents.pending} pending (oldest ${ms(m.intents.oldestPendingAgeMs)}, ${m.intents.failing} failing), ${m.intents.conflicts} conflicts`,
     `  wait (due to start), last hour: ${percentiles(m.waitTimeMs)}`,
     `  run (start to finish), last hour: ${percentiles(m.runTimeMs)}`,

@@ -16,7 +16,10 @@
  *     jobs, migration 20261214000000_queue_metrics) in their window only; the
  *     duration sample reads at most MAX_DURATION_SAMPLES entries per status;
  *   - workflow runs: live ones by workflow_runs_status_idx, finished ones in
- *     the recent window by workflow_runs_finished_idx.
+ *     the recent window by workflow_runs_finished_idx;
+ *   - continuations: job_attempts_continued_idx (attempts closed as
+ *     CONTINUED, by close time; migration 20261218000000) in the window, and
+ *     each one's job by primary key for the scope.
  * Scope is a filter on those rows (exact, as everywhere: an organization sees
  * only its rows, `noOrganizationScope()` only rows without one).
  */
@@ -179,6 +182,26 @@ export function deadLetteredCount({ now, scope }: MetricsQueryContext): Sql {
        AND ${scoped(jq, scope)}`;
 }
 
+/**
+ * Slices that ended in a continuation in the recent window (attempts closed as CONTINUED), and the distinct jobs
+ * they belong to: job_attempts_continued_idx holds only those attempts, and the scope is read from each one's job
+ * (a primary-key probe), so the cost is the window's continuations, never the attempt history.
+ */
+export function continuationCounts({ now, scope }: MetricsQueryContext): Sql {
+  return sqltag`
+    SELECT count(*)::int AS slices, count(DISTINCT a.job_id)::int AS jobs
+      FROM runledger.job_attempts a
+      JOIN runledger.job_queue jq ON jq.id = a.job_id
+     WHERE a.outcome = 'CONTINUED'
+       AND a.finished_at > ${windowStart(now, RECENT_WINDOW_MS)}::timestamptz AND a.finished_at <= ${now}::timestamptz
+       AND ${scoped(jq, scope)}`;
+}
+
+export interface ContinuationCountRow {
+  slices: number;
+  jobs: number;
+}
+
 export interface RunCountRow {
   status: 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'COMPLETED_WITH_ERRORS' | 'CANCELED';
   count: number;
@@ -208,4 +231,5 @@ export const METRICS_QUERIES = {
   durationSample,
   deadLetteredCount,
   workflowRunCounts,
+  continuationCounts,
 } as const satisfies Record<string, (context: MetricsQueryContext) => Sql>;

@@ -12,6 +12,7 @@ import { parseInput } from '../validation/parse.js';
 import { readEnqueueIntentStats, type EnqueueIntentStats } from '../queue/intents.js';
 import {
   METRICS_QUERIES,
+  type ContinuationCountRow,
   type CountRow,
   type DurationRow,
   type FinishedCountRow,
@@ -75,6 +76,8 @@ export interface QueueMetrics {
     waitingForExternal: number;
     finishedRecently: { succeeded: number; completedWithErrors: number; canceled: number };
   };
+  /** Handler continuations (`continueNow` / `continueAfter`) in the recent window: slices so ended, and their jobs. */
+  continuationsRecently: { slices: number; jobs: number };
   /** The durable enqueue intent backlog (`getEnqueueIntentStats`): pending, oldest pending age, attempts, conflicts. */
   intents: EnqueueIntentStats;
 }
@@ -104,6 +107,7 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
   const [durations] = await read<DurationRow>('durationSample');
   const [deadLettered] = await read<CountRow>('deadLetteredCount');
   const runs = await read<RunCountRow>('workflowRunCounts');
+  const [continuations] = await read<ContinuationCountRow>('continuationCounts');
   const intents = await readEnqueueIntentStats(tx, scope);
 
   const byType = typeMetrics(live, finished);
@@ -132,6 +136,7 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
       waitingForExternal: runCount('WAITING_FOR_EXTERNAL'),
       finishedRecently: { succeeded: runCount('SUCCEEDED'), completedWithErrors: runCount('COMPLETED_WITH_ERRORS'), canceled: runCount('CANCELED') },
     },
+    continuationsRecently: { slices: continuations?.slices ?? 0, jobs: continuations?.jobs ?? 0 },
     intents,
   };
 }

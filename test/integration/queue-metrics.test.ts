@@ -5,7 +5,8 @@
  * direct/workflow split.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminScope, enqueueWorkflowRun, getQueueMetrics, isRunledgerError, noOrganizationScope, organizationScope, recordJobEnqueueIntent, workflow } from '../../src/index.js';
+import { continueJobs } from '../../src/queue/continue.js';
+import { adminScope, claimJobs, enqueueJob, enqueueWorkflowRun, getQueueMetrics, isRunledgerError, noOrganizationScope, organizationScope, recordJobEnqueueIntent, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -120,6 +121,21 @@ describe('getQueueMetrics', () => {
     expect(mine.intents.oldestPendingAgeMs).not.toBeNull();
     expect((await getQueueMetrics(db.prisma, { scope: organizationScope('org-other'), now: NOW })).intents.pending).toBe(0);
     expect((await getQueueMetrics(db.prisma, { scope: noOrganizationScope(), now: NOW })).intents.pending).toBe(0);
+  });
+
+  it('counts the slices that ended in a continuation in the last hour, and their jobs, in its scope', async () => {
+    const before = await getQueueMetrics(db.prisma, { scope: organizationScope('org-slices') });
+    expect(before.continuationsRecently).toEqual({ slices: 0, jobs: 0 });
+    await enqueueJob(db.prisma, { jobType: 'metrics.sliced', payload: {}, organizationId: 'org-slices' });
+    for (let slice = 1; slice <= 3; slice += 1) {
+      const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['metrics.sliced'], limit: 1, leaseSeconds: 60, markRunning: true });
+      const [outcome] = await continueJobs(db.prisma, [{ lease: lease!, delayMs: 0, checkpoint: { slice } }]);
+      expect(outcome?.outcome).toBe('continued');
+    }
+    const after = await getQueueMetrics(db.prisma, { scope: organizationScope('org-slices') });
+    expect(after.continuationsRecently).toEqual({ slices: 3, jobs: 1 });
+    expect((await getQueueMetrics(db.prisma, { scope: organizationScope('org-other') })).continuationsRecently).toEqual({ slices: 0, jobs: 0 });
+    expect((await getQueueMetrics(db.prisma, { scope: adminScope() })).continuationsRecently.slices).toBeGreaterThanOrEqual(3);
   });
 
   it('refuses a missing scope with metrics.invalid_input naming the field', async () => {
