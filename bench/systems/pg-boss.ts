@@ -187,7 +187,9 @@ export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
           else fanIns += 1;
         }
         if (children.length > 0) await boss.insert(FAN_QUEUE, children, { db: tx });
-        for (const [run, n] of finishedChildren) {
+        // Counter rows in run order: two batches holding children of the same runs must lock them in one order
+        // (insertion order deadlocked, 40P01, when batches interleaved runs differently).
+        for (const [run, n] of [...finishedChildren].sort((a, b) => a[0] - b[0])) {
           const { rows } = await tx.executeSql(`UPDATE ${FAN_COUNTER_TABLE} SET remaining = remaining - $2 WHERE run = $1 RETURNING remaining`, [run, n]);
           // The last child to finish enqueues the fan-in, in the transaction that completes it.
           if (Number(rows[0]?.remaining) === 0) await boss.send(FAN_QUEUE, { kind: 'in', run, width: 0 } satisfies FanData, { db: tx });
