@@ -15,7 +15,9 @@
  * DEAD_LETTERED), not an outcome of its own: the outcome says what happened
  * to the job, the error code why. Invariants (checked by src/integrity/):
  * at most one open attempt per job, and an open one belongs to the job's
- * live lease (LEASED, same run number, attempt and worker).
+ * live lease (LEASED, same run number, attempt and worker). Every close
+ * writes `GREATEST(its clock, started_at)`: a cancellation's now() is its
+ * transaction's start, which can precede a claim it then waited for.
  */
 import { z } from 'zod';
 import type { Db } from '../client/types.js';

@@ -90,7 +90,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
       -- A leased job's attempt ends with the cancellation (its handler may still run until the lease expires).
       attempts AS (
         UPDATE runledger.job_attempts a
-           SET finished_at = now(), outcome = 'CANCELED', error_message = ${reason ?? null}::text
+           SET finished_at = GREATEST(now(), a.started_at), outcome = 'CANCELED', error_message = ${reason ?? null}::text
          WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
       )
       SELECT * FROM canceled`;

@@ -274,7 +274,7 @@ async function completeStatement(
     -- The lease's attempt (opened by the claim) closes with it; after the job rows, like every attempt write.
     attempts AS (
       UPDATE runledger.job_attempts a
-         SET finished_at = d.finished_at, outcome = 'SUCCEEDED'
+         SET finished_at = GREATEST(d.finished_at, a.started_at), outcome = 'SUCCEEDED'
         FROM done d
        WHERE a.job_id = d.id AND a.finished_at IS NULL
     ),

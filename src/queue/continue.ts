@@ -125,7 +125,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
     ),
     attempts AS (
       UPDATE runledger.job_attempts a
-         SET finished_at = (SELECT at FROM clock), outcome = 'CONTINUED', next_run_at = c.next_run_at,
+         SET finished_at = GREATEST((SELECT at FROM clock), a.started_at), outcome = 'CONTINUED', next_run_at = c.next_run_at,
              requested_next_run_at = c.next_run_at
         FROM continued c
        WHERE a.job_id = c.id AND a.finished_at IS NULL

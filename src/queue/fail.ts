@@ -153,7 +153,7 @@ async function failStatement(
     -- when it decided the time (later than the backoff), the policy otherwise.
     attempts AS (
       UPDATE runledger.job_attempts a
-         SET finished_at = now(),
+         SET finished_at = GREATEST(now(), a.started_at),
              outcome = CASE WHEN f.status = 'PENDING' THEN 'FAILED_RETRY' ELSE 'DEAD_LETTERED' END::runledger.job_attempt_outcome,
              error_code = ${o.code}, error_message = ${o.message},
              retry_delay_ms = CASE WHEN f.status = 'PENDING' THEN round(EXTRACT(EPOCH FROM (f.next_run_at - now())) * 1000)::bigint END,

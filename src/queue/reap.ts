@@ -110,7 +110,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
       -- The expired lease's attempt: its error when a handler ran, its next run time when the job goes back.
       attempts AS (
         UPDATE runledger.job_attempts a
-           SET finished_at = now(), outcome = 'LEASE_EXPIRED',
+           SET finished_at = GREATEST(now(), a.started_at), outcome = 'LEASE_EXPIRED',
                error_code = CASE WHEN r.started THEN ${LEASE_EXPIRED_CODE} END,
                error_message = CASE WHEN r.started THEN ${LEASE_EXPIRED_MESSAGE} END,
                next_run_at = CASE WHEN r.status = 'PENDING' THEN now() END

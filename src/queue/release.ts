@@ -67,7 +67,7 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
     ),
     attempts AS (
       UPDATE runledger.job_attempts a
-         SET finished_at = c.at, outcome = 'RELEASED', error_code = ${reason}::text, next_run_at = c.at
+         SET finished_at = GREATEST(c.at, a.started_at), outcome = 'RELEASED', error_code = ${reason}::text, next_run_at = c.at
         FROM clock c
        WHERE a.job_id = ANY(ARRAY(SELECT id FROM released)) AND a.finished_at IS NULL
     ),

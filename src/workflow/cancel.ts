@@ -96,7 +96,7 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
         -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts).
         attempts AS (
           UPDATE runledger.job_attempts a
-             SET finished_at = now(), outcome = 'CANCELED', error_code = ${WORKFLOW_RUN_CANCELED}, error_message = ${reason}
+             SET finished_at = GREATEST(now(), a.started_at), outcome = 'CANCELED', error_code = ${WORKFLOW_RUN_CANCELED}, error_message = ${reason}
            WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
         )
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)

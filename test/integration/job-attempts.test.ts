@@ -53,6 +53,28 @@ describe('job attempts', () => {
     expect(closed!.finishedAt!.getTime()).toBeGreaterThanOrEqual(closed!.startedAt.getTime());
   });
 
+  it('never closes an attempt before it started, though the closing transaction began before the claim', async () => {
+    // The chaos run found it: a cancellation whose transaction began (its now()) before a claim it then waited for
+    // closed the claim's attempt at that earlier time.
+    for (const how of ['job', 'run'] as const) {
+      const jobType = `att.early.${how}`;
+      const { jobId } = how === 'job' ? await enqueueJob(db.prisma, { jobType, payload: {} }) : { jobId: '' };
+      const run = how === 'run' ? await enqueueWorkflowRun(db.prisma, workflow('att.early').job('only', jobType, {}).build()) : undefined;
+      let leasedJobId = jobId;
+      await db.prisma.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT now()`; // the transaction's clock starts here
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
+        leasedJobId = lease!.jobId;
+        if (how === 'job') await cancelJob(tx, { jobId, scope });
+        else await cancelWorkflowRun(tx, { workflowRunId: run!.workflowRunId, scope });
+      });
+      const [closed] = await attempts(leasedJobId);
+      expect(closed?.outcome).toBe('CANCELED');
+      expect(closed!.finishedAt!.getTime()).toBeGreaterThanOrEqual(closed!.startedAt.getTime());
+    }
+  });
+
   it('records a retry delay from the policy, then from the handler, then the dead-letter', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'att.fail', payload: {}, maxAttempts: 3 });
     await failJob(db.prisma, { ...(await claim('att.fail')), error: { code: 'smtp.down', message: 'down' }, retryable: true });
