@@ -24,6 +24,7 @@
  * `runledger.job.failed` (`runledger.job.will_retry` says which failures
  * retry).
  */
+import { createRequire } from 'node:module';
 import type { Attributes, Context, Counter, Histogram, Meter, MeterProvider, Span, Tracer, TracerProvider } from '@opentelemetry/api';
 import type { ClaimedJob } from '../queue/claim.js';
 import type { JobInfo, WorkerEventEmitter } from '../worker/events.js';
@@ -34,7 +35,8 @@ import { traceCarrierOf } from './trace-context.js';
 type Outcome = 'succeeded' | 'retry_scheduled' | 'dead_lettered' | 'lease_lost' | 'unrecorded';
 
 const INSTRUMENTATION_NAME = 'runledger';
-const INSTRUMENTATION_VERSION = '0.1.0';
+/** The package's own version (src/ and dist/ both sit two levels below package.json), so it never goes stale. */
+const INSTRUMENTATION_VERSION: string = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 interface Instruments {
   consumed: Counter;

@@ -10,6 +10,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { MeterProvider, MetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { enqueueJob, enqueueWorkflowRun, workflow } from '../../src/index.js';
@@ -18,6 +19,7 @@ import { countdown, nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
 
+const packageVersion = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
 
@@ -95,6 +97,7 @@ describe('OpenTelemetry', () => {
     const [span] = processSpans('tele.ok');
     expect(span).toBeDefined();
     expect(span!.kind).toBe(SpanKind.CONSUMER);
+    expect(span!.instrumentationScope).toMatchObject({ name: 'runledger', version: packageVersion });
     expect(span!.spanContext().traceId).toBe(request.traceId);
     expect(span!.parentSpanContext?.spanId).toBe(request.spanId);
     expect(span!.attributes).toMatchObject({
