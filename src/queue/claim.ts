@@ -13,6 +13,11 @@
  *   in the same statement (a data-modifying CTE: the step -> RUNNING rule
  *   written in the header of src/workflow/job-hooks.ts); direct jobs pay
  *   nothing for it.
+ * - Each claimed job's attempt row (job_attempts) opens here; the statement
+ *   that ends the lease closes it (src/queue/attempts.ts).
+ * - A workflow job comes back with its step's run, key and prerequisites'
+ *   outcomes (`step`), and every job with its enqueuer's trace context, so
+ *   the worker starts a handler without another round trip.
  * - One statement in all, so on a root client it is sent as one autocommit
  *   statement (`withStatement`), and joins a caller's transaction otherwise.
  *
@@ -282,11 +287,6 @@ export function isResourceClaimRace(error: unknown): boolean {
  */
 const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR runledger.resource_claimable(jq.resource_key, jq.id))`;
 
-/**
- * A statement composed of fragments (`sqltag`, which flattens nested fragments into one list of strings and
- * values) handed to `$queryRaw` as the tagged-template call runledger's client types accept: the same
- * parameterized statement, no text is spliced in.
- */
 function toClaimedJob(row: ClaimedRow): ClaimedJob {
   return {
     jobId: row.id,
