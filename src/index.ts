@@ -29,7 +29,7 @@ export type { JsonValue } from './validation/primitives.js';
 export type { Jsonified } from './validation/jsonified.js';
 export type { StandardSchemaV1 } from './schema/standard-schema.js';
 /** Channels runledger NOTIFYs on, for a host that LISTENs itself (payloads: README). */
-export { WORKFLOW_RUN_TERMINAL_CHANNEL, JOB_AVAILABLE_CHANNEL } from './db/constants.js';
+export { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL, JOB_AVAILABLE_CHANNEL } from './db/constants.js';
 export { noOrganizationScope, adminScope, organizationScope, type Scope } from './db/scope.js';
 export type { Page } from './queue/schemas.js';
 

@@ -25,6 +25,7 @@ import { AssetStore } from './assets.js';
 import { checkCsrf, sessionToken } from './csrf.js';
 import { readJsonBody, sendError, sendJson } from './http.js';
 import { LiveFeed } from './live.js';
+import { getWorkflowRun } from '../workflow/reads.js';
 
 export interface DashboardOptions {
   /** The Prisma client the dashboard reads and acts through (a root client, not a transaction). */
@@ -92,6 +93,19 @@ function decodeSegment(segment: string, field: string): string {
   } catch {
     throw new ValidationError('dashboard.invalid_input', field, `The ${field} in the URL is not valid percent-encoding.`);
   }
+}
+
+/**
+ * `api/events?run=<id>`: the run whose step moves the stream also reports,
+ * once the run is found in the request's scope (`workflow.run_not_found`
+ * otherwise, exactly like its page), so a stream never confirms another
+ * organization's run.
+ */
+async function watchedRun(db: Db, scope: Scope, query: URLSearchParams): Promise<string | undefined> {
+  const runId = query.get('run');
+  if (runId === null || runId === '') return undefined;
+  const run = await getWorkflowRun(db, { scope, workflowRunId: runId });
+  return run.id;
 }
 
 function routeNotFound(): NotFoundError {
@@ -168,7 +182,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     }
     if (route === 'events') {
       if (!isRead) throw methodNotAllowed('GET');
-      live.attach(res);
+      live.attach(res, await watchedRun(db, scope, url.searchParams));
       return;
     }
     for (const [pattern, read] of READS) {

@@ -3,10 +3,14 @@
  * (src/notify/listen-client.ts), subscribed while at least one page is open.
  *
  * An event says only that something changed (`job`: jobs became runnable;
- * `run`: a run ended; `resync`: LISTEN was (re)established, so something may
- * have been missed), never which row: the notification payloads name job
- * types and run ids of every organization, and a tenant's page must learn
- * nothing about another's. The page then reads again through its own scope.
+ * `run`: a run ended; `step`: steps of the run this stream watches moved;
+ * `resync`: LISTEN was (re)established, so something may have been missed),
+ * never which row: the notification payloads name job types and run ids of
+ * every organization, and a tenant's page must learn nothing about another's.
+ * A stream watches a run only after the caller found that run in the
+ * request's scope (create-dashboard.ts), and a `step` event goes only to the
+ * streams watching the notified run. The page then reads again through its
+ * own scope.
  * Notifications are an accelerator only; the page also polls, which is what
  * makes it correct (a step that moves without a NOTIFY still shows up).
  *
@@ -14,7 +18,7 @@
  * each page one refresh.
  */
 import type { ServerResponse } from 'node:http';
-import { JOB_AVAILABLE_CHANNEL, WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL, WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../db/constants.js';
 import { listen, type ListenSubscription } from '../notify/listen-client.js';
 
 const COALESCE_MS = 250;
@@ -23,12 +27,15 @@ const KEEPALIVE_MS = 15_000;
 /** How long a page waits before reconnecting a dropped stream. */
 const RETRY_MS = 3_000;
 
-type LiveKind = 'job' | 'run' | 'resync';
+type LiveKind = 'job' | 'run' | 'step' | 'resync';
 
 export class LiveFeed {
-  private readonly clients = new Set<ServerResponse>();
+  /** Each open stream, with the run it watches (lower-case id) if any. */
+  private readonly clients = new Map<ServerResponse, string | undefined>();
   private subscriptions: ListenSubscription[] = [];
   private pending = new Set<LiveKind>();
+  /** Runs whose steps moved since the last flush. */
+  private pendingRuns = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -39,8 +46,12 @@ export class LiveFeed {
     return this.subscriptions.length > 0 && this.subscriptions.every((s) => s.listening);
   }
 
-  /** Streams events to `res` until the client goes away or the feed closes. */
-  attach(res: ServerResponse): void {
+  /**
+   * Streams events to `res` until the client goes away or the feed closes.
+   * `watchRunId`: a run the caller has checked is visible in the request's
+   * scope; the stream also hears when that run's steps move.
+   */
+  attach(res: ServerResponse, watchRunId?: string): void {
     if (this.closed) {
       res.writeHead(503, { 'content-type': 'text/plain' }).end();
       return;
@@ -52,24 +63,27 @@ export class LiveFeed {
       'x-accel-buffering': 'no',
     });
     res.write(`retry: ${RETRY_MS}\nevent: hello\ndata: ${JSON.stringify({ live: this.connectionString !== undefined })}\n\n`);
-    this.clients.add(res);
+    this.clients.set(res, watchRunId?.toLowerCase());
     res.on('close', () => this.detach(res));
     if (this.clients.size === 1) this.start();
+    // Already listening: this stream misses nothing from here on, and says so as a first stream hears it.
+    else if (this.listening) res.write(`event: change\ndata: ${JSON.stringify({ kind: 'resync' })}\n\n`);
   }
 
   private start(): void {
     this.keepaliveTimer = setInterval(() => {
-      for (const client of this.clients) client.write(': keepalive\n\n');
+      for (const client of this.clients.keys()) client.write(': keepalive\n\n');
     }, KEEPALIVE_MS);
     this.keepaliveTimer.unref();
     if (!this.connectionString) return;
-    const subscriber = (kind: LiveKind) => ({
-      onNotification: () => this.signal(kind),
-      onListening: () => this.signal('resync'),
-    });
+    // `resync` once every channel is listened to again, so a page that reads after it misses nothing.
+    const onListening = () => {
+      if (this.listening) this.signal('resync');
+    };
     this.subscriptions = [
-      listen(this.connectionString, JOB_AVAILABLE_CHANNEL, subscriber('job')),
-      listen(this.connectionString, WORKFLOW_RUN_TERMINAL_CHANNEL, subscriber('run')),
+      listen(this.connectionString, JOB_AVAILABLE_CHANNEL, { onNotification: () => this.signal('job'), onListening }),
+      listen(this.connectionString, WORKFLOW_RUN_TERMINAL_CHANNEL, { onNotification: () => this.signal('run'), onListening }),
+      listen(this.connectionString, WORKFLOW_STEP_CHANGED_CHANNEL, { onNotification: (runId) => this.signalRun(runId), onListening }),
     ];
   }
 
@@ -83,6 +97,7 @@ export class LiveFeed {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     this.pending.clear();
+    this.pendingRuns.clear();
     const subscriptions = this.subscriptions;
     this.subscriptions = [];
     await Promise.all(subscriptions.map((s) => s.close()));
@@ -93,19 +108,33 @@ export class LiveFeed {
     this.flushTimer ??= setTimeout(() => this.flush(), COALESCE_MS);
   }
 
+  /** Only runs some stream watches are kept: on a busy queue most step notifications concern no open page. */
+  private signalRun(runId: string): void {
+    const id = runId.toLowerCase();
+    for (const watched of this.clients.values()) {
+      if (watched !== id) continue;
+      this.pendingRuns.add(id);
+      this.flushTimer ??= setTimeout(() => this.flush(), COALESCE_MS);
+      return;
+    }
+  }
+
   private flush(): void {
     this.flushTimer = undefined;
     const kinds = [...this.pending];
+    const runs = this.pendingRuns;
     this.pending.clear();
-    for (const kind of kinds) {
-      for (const client of this.clients) client.write(`event: change\ndata: ${JSON.stringify({ kind })}\n\n`);
+    this.pendingRuns = new Set();
+    for (const [client, watched] of this.clients) {
+      for (const kind of kinds) client.write(`event: change\ndata: ${JSON.stringify({ kind })}\n\n`);
+      if (watched !== undefined && runs.has(watched)) client.write(`event: change\ndata: ${JSON.stringify({ kind: 'step' })}\n\n`);
     }
   }
 
   /** Ends every stream and leaves the LISTEN connection. */
   async close(): Promise<void> {
     this.closed = true;
-    const clients = [...this.clients];
+    const clients = [...this.clients.keys()];
     this.clients.clear();
     for (const client of clients) client.end();
     await this.stop();

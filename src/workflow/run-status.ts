@@ -7,10 +7,15 @@
  *   else                                  -> SUCCEEDED (result = the result step's output)
  * A CANCELED run is never overwritten. Entering a terminal status sends
  * pg_notify on the run-terminal channel inside the transaction, so a rollback
- * sends nothing and a listener hears each run end exactly once.
+ * sends nothing and a listener hears each run end exactly once. Every run
+ * recomputed also gets one pg_notify on the step-changed channel (payload: the
+ * run id): a recompute follows every step that became terminal, every
+ * external completion and every append, so a page drawing the run hears of
+ * each. PostgreSQL folds identical notifications of one transaction, so a
+ * batch settling many steps of one run sends it once.
  */
 import type { Tx } from '../client/types.js';
-import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
+import { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../db/constants.js';
 import type { WorkflowRunStatus } from './rows.js';
 
 /**
@@ -138,11 +143,15 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
         JOIN runs ON runs.id = u.id
        WHERE u.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
          AND runs.previous NOT IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+    ),
+    steps_notified AS (
+      SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, runs.id::text)) AS n FROM runs
     )
     SELECT runs.id, COALESCE(u.status, runs.previous) AS status
       FROM runs
       LEFT JOIN updated u ON u.id = runs.id
-      CROSS JOIN notified`;
+      CROSS JOIN notified
+      CROSS JOIN steps_notified`;
   for (const row of rows) statuses.set(row.id, row.status);
   return statuses;
 }

@@ -2,6 +2,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   claimJobs,
+  completeExternalWorkflowStep,
   completeJobSuccess,
   createDashboard,
   enqueueJob,
@@ -341,31 +342,70 @@ describe('dashboard API: actions', () => {
   });
 });
 
-describe('dashboard API: live events', () => {
-  it('streams a content-free change event when jobs become runnable', async () => {
-    const controller = new AbortController();
-    const response = await fetch(`${base}/api/events`, { headers: { [SCOPE_HEADER]: 'org:org-a' }, signal: controller.signal });
-    expect(response.headers.get('content-type')).toContain('text/event-stream');
-    const reader = response.body!.getReader();
-    const decoder = new TextDecoder();
-    let text = '';
-    const readUntil = async (needle: string) => {
-      while (!text.includes(needle)) {
+/** An open `api/events` stream, read as text until a needle shows up. */
+async function openStream(path: string, scope: string) {
+  const controller = new AbortController();
+  const response = await fetch(`${base}${path}`, { headers: { [SCOPE_HEADER]: scope }, signal: controller.signal });
+  expect(response.headers.get('content-type')).toContain('text/event-stream');
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  const stream = {
+    text: '',
+    async readUntil(needle: string) {
+      while (!stream.text.includes(needle)) {
         const { value, done } = await reader.read();
         if (done) throw new Error(`stream ended before ${needle}`);
-        text += decoder.decode(value);
+        stream.text += decoder.decode(value);
       }
-    };
-    try {
-      await readUntil('event: hello');
-      // LISTEN is in effect once the hub says so (a resync event), so the NOTIFY below cannot be missed.
-      await readUntil('"kind":"resync"');
-      await enqueueJob(db.prisma, { jobType: 'dash.live', payload: {}, organizationId: 'org-b' });
-      await readUntil('"kind":"job"');
-      expect(text).not.toContain('dash.live');
-    } finally {
+    },
+    async close() {
       controller.abort();
       await reader.cancel().catch(() => undefined);
+    },
+  };
+  // LISTEN is in effect on every channel once the feed says so (a resync event), so no NOTIFY after it is missed.
+  await stream.readUntil('event: hello');
+  await stream.readUntil('"kind":"resync"');
+  return stream;
+}
+
+describe('dashboard API: live events', () => {
+  it('streams a content-free change event when jobs become runnable', async () => {
+    const stream = await openStream('/api/events', 'org:org-a');
+    try {
+      await enqueueJob(db.prisma, { jobType: 'dash.live', payload: {}, organizationId: 'org-b' });
+      await stream.readUntil('"kind":"job"');
+      expect(stream.text).not.toContain('dash.live');
+    } finally {
+      await stream.close();
     }
+  });
+
+  it("tells a run page's stream, and only it, that the run's steps moved", async () => {
+    const watched = (await enqueueWorkflowRun(db.prisma, reviewRun('org-a'))).workflowRunId;
+    const other = (await enqueueWorkflowRun(db.prisma, reviewRun('org-a'))).workflowRunId;
+    const watching = await openStream(`/api/events?run=${watched}`, 'org:org-a');
+    const watchingOther = await openStream(`/api/events?run=${other}`, 'org:org-a');
+    const unwatched = await openStream('/api/events', 'admin');
+    try {
+      await completeExternalWorkflowStep(db.prisma, { scope: organizationScope('org-a'), workflowRunId: watched, stepKey: 'approve', outcome: { status: 'succeeded' } });
+      await watching.readUntil('"kind":"step"');
+      expect(watching.text).not.toContain(watched);
+      // A later event reaches the other streams after anything the step's flush wrote to them.
+      await enqueueJob(db.prisma, { jobType: 'dash.live', payload: {} });
+      await watchingOther.readUntil('"kind":"job"');
+      await unwatched.readUntil('"kind":"job"');
+      expect(watchingOther.text).not.toContain('"kind":"step"');
+      expect(unwatched.text).not.toContain('"kind":"step"');
+    } finally {
+      await Promise.all([watching.close(), watchingOther.close(), unwatched.close()]);
+    }
+  });
+
+  it("refuses to watch another organization's run, as its page does", async () => {
+    const refused = await call(base, 'GET', `/api/events?run=${runB}`, { scope: 'org:org-a' });
+    expect([refused.status, refused.body.error.code]).toEqual([404, 'workflow.run_not_found']);
+    const invalid = await call(base, 'GET', '/api/events?run=nope', { scope: 'org:org-a' });
+    expect(invalid.status).toBe(400);
   });
 });

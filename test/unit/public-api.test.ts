@@ -12,7 +12,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'RunledgerError', 'ValidationError', 'NotFoundError', 'ConflictError', 'UnavailableError', 'InternalError',
   'isRunledgerError', 'ERROR_CODES', 'JOB_OUTCOME_CODES',
   // Set-up: migrations, the adapter's statement names, channels a host may LISTEN on.
-  'migrate', 'preparedStatementName', 'WORKFLOW_RUN_TERMINAL_CHANNEL', 'JOB_AVAILABLE_CHANNEL',
+  'migrate', 'preparedStatementName', 'WORKFLOW_RUN_TERMINAL_CHANNEL', 'WORKFLOW_STEP_CHANGED_CHANNEL', 'JOB_AVAILABLE_CHANNEL',
   // Scopes.
   'noOrganizationScope', 'organizationScope', 'adminScope',
   // Queue.

@@ -102,18 +102,31 @@ async function start(): Promise<void> {
   show();
   window.setInterval(() => void refresh(), POLL_MS);
 
-  // Live events: any change means "read again"; the stream carries no row data.
-  const events = new EventSource('api/events');
-  events.addEventListener('hello', (event) => {
-    const live = (JSON.parse((event as MessageEvent<string>).data) as { live: boolean }).live;
-    liveBox.textContent = live ? 'live' : `polling every ${POLL_MS / 1000} s`;
-    liveBox.className = live ? 'live on' : 'live';
-  });
-  events.addEventListener('change', () => context.refreshSoon());
-  events.addEventListener('error', () => {
-    liveBox.textContent = `reconnecting · polling every ${POLL_MS / 1000} s`;
-    liveBox.className = 'live';
-  });
+  // Live events: any change means "read again"; the stream carries no row data. A run page's stream
+  // watches its run, so it also hears the run's steps move; the stream is reopened when that changes.
+  let events: EventSource | undefined;
+  let watching: string | undefined;
+  const connect = () => {
+    const parts = (location.hash.replace(/^#/, '').split('?')[0] ?? '').split('/').filter(Boolean);
+    const run = parts[0] === 'runs' && parts[1] ? decodeURIComponent(parts[1]) : undefined;
+    if (events && run === watching) return;
+    events?.close();
+    watching = run;
+    const stream = new EventSource(run === undefined ? 'api/events' : `api/events?${new URLSearchParams({ run }).toString()}`);
+    events = stream;
+    stream.addEventListener('hello', (event) => {
+      const live = (JSON.parse((event as MessageEvent<string>).data) as { live: boolean }).live;
+      liveBox.textContent = live ? 'live' : `polling every ${POLL_MS / 1000} s`;
+      liveBox.className = live ? 'live on' : 'live';
+    });
+    stream.addEventListener('change', () => context.refreshSoon());
+    stream.addEventListener('error', () => {
+      liveBox.textContent = `reconnecting · polling every ${POLL_MS / 1000} s`;
+      liveBox.className = 'live';
+    });
+  };
+  window.addEventListener('hashchange', connect);
+  connect();
 }
 
 if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', () => void start());
