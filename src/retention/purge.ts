@@ -146,10 +146,7 @@ async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
       FROM lineage l JOIN candidates c ON c.id = l.root
      ORDER BY c.finished_at, c.id`;
   if (walked.length === 0) return { deleted: 0, next: null };
-  const lineages = groupLineages(walked);
-  const lastRoot = walked[walked.length - 1]!;
-  const candidateCount = new Set(walked.map((w) => w.root)).size;
-  const next = candidateCount < s.batchSize ? null : { finishedAt: lastRoot.root_finished_at, id: lastRoot.root };
+  const { lineages, next } = lineagesOfBatch(walked, s.batchSize);
 
   // 2. Lock every job of every lineage (SKIP LOCKED), reading whether each is purgeable.
   const allIds = [...new Set(walked.map((w) => w.id))];
@@ -199,6 +196,19 @@ async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
   return { deleted, next };
 }
 
+/**
+ * A batch's candidates (`root`, in cursor order) walked to their lineages: the lineages, and where the next
+ * batch starts (null when fewer than `batchSize` candidates were left).
+ */
+function lineagesOfBatch(walked: readonly { root: string; id: string; root_finished_at: Date }[], batchSize: number): { lineages: Map<string, Set<string>>; next: Cursor | null } {
+  const lastRoot = walked[walked.length - 1]!;
+  const candidateCount = new Set(walked.map((w) => w.root)).size;
+  return {
+    lineages: groupLineages(walked),
+    next: candidateCount < batchSize ? null : { finishedAt: lastRoot.root_finished_at, id: lastRoot.root },
+  };
+}
+
 function groupLineages(walked: readonly { root: string; id: string }[]): Map<string, Set<string>> {
   // Two candidates of one lineage each walk to the same members: key each lineage by its smallest member.
   const byRoot = new Map<string, Set<string>>();
@@ -242,10 +252,7 @@ async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
       FROM lineage l JOIN candidates c ON c.id = l.root
      ORDER BY c.finished_at, c.id`;
   if (walked.length === 0) return { runs: 0, jobs: 0, next: null };
-  const lineages = groupLineages(walked);
-  const lastRoot = walked[walked.length - 1]!;
-  const candidateCount = new Set(walked.map((w) => w.root)).size;
-  const next = candidateCount < s.batchSize ? null : { finishedAt: lastRoot.root_finished_at, id: lastRoot.root };
+  const { lineages, next } = lineagesOfBatch(walked, s.batchSize);
   const runIds = [...new Set(walked.map((w) => w.id))];
 
   // Lock class 1: the runs' jobs. A run keeps everything if one of its jobs is held elsewhere, not finished,
