@@ -12,8 +12,11 @@
  *
  * Events are coalesced per kind over COALESCE_MS so a burst of enqueues costs
  * each page one refresh.
+ *
+ * A stream is written through a LiveWriter: a Node ServerResponse is one as
+ * it is (createDashboard); the fetch handler wraps a ReadableStream in one
+ * (fetch-handler.ts).
  */
-import type { ServerResponse } from 'node:http';
 import { JOB_AVAILABLE_CHANNEL, WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
 import { listen, type ListenSubscription } from '../notify/listen-client.js';
 
@@ -25,8 +28,24 @@ const RETRY_MS = 3_000;
 
 type LiveKind = 'job' | 'run' | 'resync';
 
+/** Where one page's stream goes; Node's ServerResponse satisfies it. `close` fires when the client goes away or the stream ends. */
+export interface LiveWriter {
+  writeHead(status: number, headers: Record<string, string>): unknown;
+  write(chunk: string): unknown;
+  end(): unknown;
+  on(event: 'close', listener: () => void): unknown;
+}
+
+/** The stream's response headers (also answered to a HEAD, which opens no stream). */
+export const LIVE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
 export class LiveFeed {
-  private readonly clients = new Set<ServerResponse>();
+  private readonly clients = new Set<LiveWriter>();
   private subscriptions: ListenSubscription[] = [];
   private pending = new Set<LiveKind>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -40,17 +59,13 @@ export class LiveFeed {
   }
 
   /** Streams events to `res` until the client goes away or the feed closes. */
-  attach(res: ServerResponse): void {
+  attach(res: LiveWriter): void {
     if (this.closed) {
-      res.writeHead(503, { 'content-type': 'text/plain' }).end();
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end();
       return;
     }
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    res.writeHead(200, { ...LIVE_HEADERS });
     res.write(`retry: ${RETRY_MS}\nevent: hello\ndata: ${JSON.stringify({ live: this.connectionString !== undefined })}\n\n`);
     this.clients.add(res);
     res.on('close', () => this.detach(res));
@@ -73,7 +88,7 @@ export class LiveFeed {
     ];
   }
 
-  private detach(res: ServerResponse): void {
+  private detach(res: LiveWriter): void {
     if (!this.clients.delete(res) || this.clients.size > 0) return;
     void this.stop();
   }
