@@ -8,9 +8,10 @@
  *
  * The live stream (`api/events`) is a streaming `ReadableStream` body. It
  * ends, and the page's client leaves the feed (the LISTEN subscription goes
- * with the last one), when the request's `signal` aborts (Next.js, Bun and
- * Deno abort it when the client disconnects), when the runtime cancels the
- * body, or on `close()`.
+ * with the last one), when the request's `signal` aborts (what a runtime
+ * does when the client disconnects; test/harness/fetch-bridge.ts does it the
+ * way Next.js's Node server does), when the runtime cancels the body, or on
+ * `close()`.
  */
 import { createDashboardCore, type DashboardCoreOptions } from './core.js';
 import type { DashboardAnswer, DashboardRequest } from './exchange.js';
