@@ -36,7 +36,8 @@ function nodeRequest(req: IncomingMessage): DashboardRequest {
 
 function write(res: ServerResponse, answer: DashboardAnswer): void {
   if (answer.kind === 'stream') {
-    answer.open(res);
+    // The client left while authorize ran: 'close' has fired already and would never detach a stream opened now.
+    if (!res.destroyed) answer.open(res);
     return;
   }
   if (res.headersSent) {

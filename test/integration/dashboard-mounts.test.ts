@@ -14,6 +14,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboard, createDashboardFetchHandler, enqueueJob, getJob, adminScope } from '../../src/index.js';
+import { listenConnectionStats } from '../../src/notify/listen-client.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
 import { scopeFromHeader, SCOPE_HEADER } from '../harness/dashboard.js';
@@ -218,5 +219,71 @@ describe.each(Object.keys(HOSTS))('dashboard mounted in %s', (name) => {
     const sibling = await fetch(`${base}-other`);
     expect(sibling.status).toBe(404);
     expect(await sibling.text()).not.toContain('dashboard.not_found');
+  });
+});
+
+describe('a page that leaves while authorize is still deciding', () => {
+  /** Its own key for the shared LISTEN hub (pg ignores the unknown parameter), so the subscriber count is this test's. */
+  function liveUrl(tag: string): string {
+    const url = new URL(db.url);
+    url.searchParams.set('runledger_test', tag);
+    return url.toString();
+  }
+
+  it('leaves no client behind on the Node handler (its close event has already fired)', async () => {
+    const url = liveUrl('node-gone');
+    let called!: () => void;
+    const authorizeCalled = new Promise<void>((resolve) => (called = resolve));
+    let decided!: () => void;
+    const authorizeDecided = new Promise<void>((resolve) => (decided = resolve));
+    const dashboard = createDashboard({
+      db: db.prisma,
+      listenConnectionString: url,
+      authorize: async (req) => {
+        const gone = new Promise((resolve) => req.socket.once('close', resolve));
+        called();
+        await gone;
+        decided();
+        return adminScope();
+      },
+    });
+    const server = http.createServer(dashboard);
+    const origin = await listen(server);
+    try {
+      const aborted = new AbortController();
+      const request = fetch(`${origin}/api/events`, { signal: aborted.signal }).catch((error: unknown) => error);
+      await authorizeCalled;
+      aborted.abort();
+      await request;
+      await authorizeDecided;
+      // The answer is written in the microtasks after authorize resolves; a macrotask turn is after all of them.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(listenConnectionStats(url)).toBeUndefined();
+    } finally {
+      await dashboard.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('ends the stream at once on the fetch handler (its signal had already aborted)', async () => {
+    const url = liveUrl('fetch-gone');
+    const aborted = new AbortController();
+    const dashboard = createDashboardFetchHandler({
+      db: db.prisma,
+      listenConnectionString: url,
+      authorize: () => {
+        aborted.abort();
+        return adminScope();
+      },
+    });
+    try {
+      const response = await dashboard(new Request('http://dashboard.test/api/events', { signal: aborted.signal }));
+      expect(listenConnectionStats(url)).toBeUndefined();
+      // What was written before the abort was seen, then the end.
+      expect(await response.text()).toMatch(/^retry: 3000\nevent: hello\n/);
+    } finally {
+      await dashboard.close();
+    }
   });
 });
