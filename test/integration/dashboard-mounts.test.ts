@@ -6,6 +6,8 @@
  * files load, a read answers in the request's scope, a POST action passes CSRF
  * with the session cookie (and is refused without it), the live stream says
  * hello, and the host's own routes (a JSON body parser included) still work.
+ * Last, a page that leaves while `authorize` is still deciding leaves no live
+ * client behind, on either handler.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
