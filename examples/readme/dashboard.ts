@@ -24,5 +24,5 @@ export function serve(prisma: PrismaClientLike, app: http.RequestListener) {
 
 /** Express, Connect, or anything with `use(path, handler)`: mount at basePath (the handler reads req.originalUrl). */
 export function mount(app: { use(path: string, handler: http.RequestListener): unknown }, dashboard: http.RequestListener) {
-  app.use('/admin/runledger', dashboard);
+  app.use('/admin/runledger', dashboard); // before express.json(): the dashboard reads (and bounds) its own bodies
 }

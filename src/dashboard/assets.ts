@@ -4,10 +4,10 @@
  * CDN, nothing fetched at run time. Read once, then served from memory.
  */
 import { readFile } from 'node:fs/promises';
-import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { UnavailableError } from '../errors/runledger-error.js';
+import type { BodyAnswer } from './exchange.js';
 
 /** Where the built assets live, relative to this module. */
 export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
@@ -39,15 +39,15 @@ export class AssetStore {
     return loading;
   }
 
-  async send(res: ServerResponse, name: AssetName, head: boolean): Promise<void> {
+  async answer(name: AssetName): Promise<BodyAnswer> {
     const body = await this.load(name);
-    res.writeHead(200, {
+    const headers = {
       ...SECURITY_HEADERS,
       'content-type': ASSET_FILES[name],
       'content-length': String(body.length),
       // The HTML names the script and style without a hash: revalidate rather than cache stale copies across upgrades.
       'cache-control': 'no-cache',
-    });
-    res.end(head ? undefined : body);
+    };
+    return { kind: 'body', status: 200, headers, body };
   }
 }

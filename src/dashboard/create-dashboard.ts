@@ -1,51 +1,19 @@
 /**
  * `createDashboard(options)`: the live web dashboard as one standard Node
  * request handler, `(req, res) => void`, to mount in the host's own server
- * behind the host's own authentication.
+ * (plain `http`, Express, Connect, Fastify through `@fastify/middie`) behind
+ * the host's own authentication. For runtimes that speak the Fetch API
+ * (Next.js route handlers, Hono, Bun, Deno) see fetch-handler.ts.
  *
- * Every request first asks `authorize(req)` for the scope it may see
- * (`adminScope()`, `organizationScope(id)`, `noOrganizationScope()`), or
- * null to refuse it (403 `dashboard.forbidden`). Every read and action then
- * runs in that scope and only in it. Actions are POSTs checked against CSRF
- * (csrf.ts) and refused with `dashboard.read_only` when `readOnly`.
- *
- * Routes, relative to `basePath` (the public path the handler is mounted at;
- * `req.originalUrl` is used when a framework such as Express rewrote
- * `req.url`): `/` the page, `/assets/*` its script and style, `/api/*` JSON
- * (api.ts, actions.ts), `/api/events` the live stream (live.ts). The page
- * uses relative URLs only, so it works under any prefix.
+ * This file only translates Node's request and response; what is answered is
+ * decided in core.ts. The public path is `req.originalUrl` when a framework
+ * (Express, middie) rewrote `req.url` to strip the mount prefix.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Db } from '../client/types.js';
-import { scopeSchema, type Scope } from '../db/scope.js';
-import { InternalError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
-import { cancelJobAction, cancelRunAction, completeStepAction, replayJobAction, requeueJobAction } from './actions.js';
-import { jobAttemptsPage, jobDetail, jobsPage, overview, runDetail, runsPage } from './api.js';
-import { AssetStore } from './assets.js';
-import { checkCsrf, sessionToken } from './csrf.js';
-import { readJsonBody, sendError, sendJson } from './http.js';
-import { LiveFeed } from './live.js';
-import { getWorkflowRun } from '../workflow/reads.js';
+import { createDashboardCore, type DashboardCoreOptions } from './core.js';
+import type { DashboardAnswer, DashboardRequest } from './exchange.js';
 
-export interface DashboardOptions {
-  /** The Prisma client the dashboard reads and acts through (a root client, not a transaction). */
-  db: Db;
-  /**
-   * Connection string for live updates over the library's one LISTEN
-   * connection. Without it the page still refreshes, by polling.
-   */
-  listenConnectionString?: string;
-  /**
-   * The scope this request may see and act in, or null (or undefined) to
-   * refuse it with 403. Called for every request, the page's files included;
-   * a throw refuses it too (500, the error is not shown).
-   */
-  authorize: (req: IncomingMessage) => Scope | null | undefined | Promise<Scope | null | undefined>;
-  /** Hide and refuse every action (`dashboard.read_only`, 403). Default false. */
-  readOnly?: boolean;
-  /** The public path the dashboard is mounted at, e.g. '/admin/jobs'. Default '' (the root). */
-  basePath?: string;
-}
+export interface DashboardOptions extends DashboardCoreOptions<IncomingMessage> {}
 
 /** A standard Node request handler, plus `close()` to end the live streams and leave the LISTEN connection. */
 export interface DashboardHandler {
@@ -53,85 +21,32 @@ export interface DashboardHandler {
   close(): Promise<void>;
 }
 
-const BASE_PATH = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$/;
-const ID = '([0-9A-Za-z-]{1,64})';
-
-function invalidOption(field: string, message: string): ValidationError {
-  return new ValidationError('dashboard.invalid_options', field, message);
+function nodeRequest(req: IncomingMessage): DashboardRequest {
+  return {
+    method: req.method ?? 'GET',
+    target: (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/',
+    header: (name) => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+    secure: Boolean((req.socket as { encrypted?: boolean } | null)?.encrypted),
+    body: () => req,
+  };
 }
 
-function validateOptions(options: DashboardOptions): { basePath: string } {
-  if (!options || typeof options !== 'object') throw invalidOption('options', 'createDashboard takes an options object.');
-  if (!options.db || typeof (options.db as { $queryRaw?: unknown }).$queryRaw !== 'function') throw invalidOption('db', 'db must be a Prisma client.');
-  if (typeof options.authorize !== 'function') throw invalidOption('authorize', 'authorize must be a function returning the request\'s scope, or null to refuse it.');
-  if (options.listenConnectionString !== undefined && (typeof options.listenConnectionString !== 'string' || options.listenConnectionString === '')) {
-    throw invalidOption('listenConnectionString', 'listenConnectionString must be a non-empty connection string.');
+function write(res: ServerResponse, answer: DashboardAnswer): void {
+  if (answer.kind === 'stream') {
+    // The client left while authorize ran: 'close' has fired already and would never detach a stream opened now.
+    if (!res.destroyed) answer.open(res);
+    return;
   }
-  if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw invalidOption('readOnly', 'readOnly must be a boolean.');
-  if (options.basePath !== undefined && typeof options.basePath !== 'string') throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
-  const basePath = (options.basePath ?? '').replace(/\/+$/, '');
-  if (!BASE_PATH.test(basePath)) throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
-  return { basePath };
-}
-
-async function authorizeRequest(options: DashboardOptions, req: IncomingMessage): Promise<Scope> {
-  let scope: unknown;
-  try {
-    scope = await options.authorize(req);
-  } catch (cause) {
-    throw new InternalError('dashboard.internal', 'The dashboard could not answer this request.', { cause, internalMessage: 'authorize threw' });
+  if (res.headersSent) {
+    res.end();
+    return;
   }
-  if (scope === null || scope === undefined) throw new ValidationError('dashboard.forbidden', 'authorization', 'You may not see this dashboard.');
-  const parsed = scopeSchema.safeParse(scope);
-  if (!parsed.success) throw new InternalError('dashboard.invalid_scope', 'The dashboard could not answer this request.', { internalMessage: 'authorize returned something other than a Scope' });
-  return parsed.data as Scope;
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body ?? undefined);
 }
-
-function decodeSegment(segment: string, field: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new ValidationError('dashboard.invalid_input', field, `The ${field} in the URL is not valid percent-encoding.`);
-  }
-}
-
-/**
- * `api/events?run=<id>`: the run whose step moves the stream also reports,
- * once the run is found in the request's scope (`workflow.run_not_found`
- * otherwise, exactly like its page), so a stream never confirms another
- * organization's run.
- */
-async function watchedRun(db: Db, scope: Scope, query: URLSearchParams): Promise<string | undefined> {
-  const runId = query.get('run');
-  if (runId === null || runId === '') return undefined;
-  const run = await getWorkflowRun(db, { scope, workflowRunId: runId });
-  return run.id;
-}
-
-function routeNotFound(): NotFoundError {
-  return new NotFoundError('dashboard.not_found', 'No such dashboard page or API route.');
-}
-
-function methodNotAllowed(allowed: string): ValidationError {
-  return new ValidationError('dashboard.method_not_allowed', 'method', `Use ${allowed} for this route.`);
-}
-
-const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchParams) => Promise<unknown>][] = [
-  [/^overview$/, (db, scope) => overview(db, scope)],
-  [/^jobs$/, (db, scope, _m, query) => jobsPage(db, scope, query)],
-  [new RegExp(`^jobs/${ID}$`), (db, scope, m) => jobDetail(db, scope, m[1]!)],
-  [new RegExp(`^jobs/${ID}/attempts$`), (db, scope, m, query) => jobAttemptsPage(db, scope, m[1]!, query)],
-  [/^runs$/, (db, scope, _m, query) => runsPage(db, scope, query)],
-  [new RegExp(`^runs/${ID}$`), (db, scope, m) => runDetail(db, scope, m[1]!)],
-];
-
-const ACTIONS: [RegExp, (db: Db, scope: Scope, match: string[], body: Record<string, unknown>) => Promise<unknown>][] = [
-  [new RegExp(`^runs/${ID}/cancel$`), (db, scope, m, body) => cancelRunAction(db, scope, m[1]!, body)],
-  [new RegExp(`^runs/${ID}/steps/([^/]{1,600})/complete$`), (db, scope, m, body) => completeStepAction(db, scope, m[1]!, decodeSegment(m[2]!, 'stepKey'), body)],
-  [new RegExp(`^jobs/${ID}/cancel$`), (db, scope, m, body) => cancelJobAction(db, scope, m[1]!, body)],
-  [new RegExp(`^jobs/${ID}/replay$`), (db, scope, m, body) => replayJobAction(db, scope, m[1]!, body)],
-  [new RegExp(`^jobs/${ID}/requeue$`), (db, scope, m, body) => requeueJobAction(db, scope, m[1]!, body)],
-];
 
 /**
  * @example
@@ -144,70 +59,11 @@ const ACTIONS: [RegExp, (db: Db, scope: Scope, match: string[], body: Record<str
  * http.createServer((req, res) => (req.url?.startsWith('/admin/jobs') ? dashboard(req, res) : app(req, res)));
  */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
-  const { basePath } = validateOptions(options);
-  const readOnly = options.readOnly ?? false;
-  const cookiePath = basePath === '' ? '/' : basePath;
-  const assets = new AssetStore();
-  const live = new LiveFeed(options.listenConnectionString);
-  const db = options.db;
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const original = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
-    const url = new URL(original, 'http://dashboard.invalid');
-    const method = req.method ?? 'GET';
-    if (basePath !== '' && url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) throw routeNotFound();
-    const rel = url.pathname.slice(basePath.length);
-    if (rel === '') {
-      // Relative URLs in the page resolve against a trailing slash.
-      res.writeHead(308, { location: `${basePath}/${url.search}` }).end();
-      return;
-    }
-    const scope = await authorizeRequest(options, req);
-    const isRead = method === 'GET' || method === 'HEAD';
-
-    if (rel === '/' || rel === '/index.html' || rel === '/assets/app.js' || rel === '/assets/app.css') {
-      if (!isRead) throw methodNotAllowed('GET');
-      const name = rel === '/' || rel === '/index.html' ? 'index.html' : rel === '/assets/app.js' ? 'app.js' : 'app.css';
-      await assets.send(res, name, method === 'HEAD');
-      return;
-    }
-    if (!rel.startsWith('/api/')) throw routeNotFound();
-    const route = rel.slice('/api/'.length);
-
-    if (route === 'session') {
-      if (!isRead) throw methodNotAllowed('GET');
-      const { token, setCookie } = sessionToken(req, cookiePath);
-      sendJson(res, 200, { scope, readOnly, live: options.listenConnectionString !== undefined, csrfToken: token }, setCookie ? { 'set-cookie': setCookie } : {});
-      return;
-    }
-    if (route === 'events') {
-      if (!isRead) throw methodNotAllowed('GET');
-      live.attach(res, await watchedRun(db, scope, url.searchParams));
-      return;
-    }
-    for (const [pattern, read] of READS) {
-      const match = pattern.exec(route);
-      if (!match) continue;
-      if (!isRead) throw methodNotAllowed('GET');
-      sendJson(res, 200, await read(db, scope, match, url.searchParams));
-      return;
-    }
-    for (const [pattern, act] of ACTIONS) {
-      const match = pattern.exec(route);
-      if (!match) continue;
-      if (method !== 'POST') throw methodNotAllowed('POST');
-      if (readOnly) throw new ValidationError('dashboard.read_only', 'method', 'This dashboard is read-only.');
-      checkCsrf(req);
-      const body = await readJsonBody(req);
-      sendJson(res, 200, await act(db, scope, match, body));
-      return;
-    }
-    throw routeNotFound();
-  }
-
+  const core = createDashboardCore(options, 'createDashboard');
   const handler = ((req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch((error: unknown) => sendError(res, error));
+    // answer() never rejects; a throw while writing means the socket is gone, so drop it.
+    void core.answer(nodeRequest(req), req).then((answer) => write(res, answer)).catch(() => res.destroy());
   }) as DashboardHandler;
-  handler.close = () => live.close();
+  handler.close = () => core.close();
   return handler;
 }

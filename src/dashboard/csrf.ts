@@ -15,15 +15,15 @@
  * Refusals are `dashboard.csrf_rejected` (HTTP 403), and nothing is done.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { ValidationError } from '../errors/runledger-error.js';
+import type { DashboardRequest } from './exchange.js';
 
 export const CSRF_COOKIE = 'runledger_dashboard_csrf';
 export const CSRF_HEADER = 'x-runledger-csrf';
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
-function cookieToken(req: IncomingMessage): string | undefined {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
+function cookieToken(req: DashboardRequest): string | undefined {
+  for (const part of (req.header('cookie') ?? '').split(';')) {
     const [name, ...value] = part.trim().split('=');
     if (name === CSRF_COOKIE) {
       const token = value.join('=');
@@ -34,11 +34,11 @@ function cookieToken(req: IncomingMessage): string | undefined {
 }
 
 /** The session's token, and the Set-Cookie header when a new one had to be made. */
-export function sessionToken(req: IncomingMessage, cookiePath: string): { token: string; setCookie?: string } {
+export function sessionToken(req: DashboardRequest, cookiePath: string): { token: string; setCookie?: string } {
   const existing = cookieToken(req);
   if (existing) return { token: existing };
   const token = randomBytes(32).toString('base64url');
-  const secure = (req.socket as { encrypted?: boolean }).encrypted || req.headers['x-forwarded-proto'] === 'https';
+  const secure = req.secure || req.header('x-forwarded-proto') === 'https';
   const setCookie = `${CSRF_COOKIE}=${token}; Path=${cookiePath}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
   return { token, setCookie };
 }
@@ -50,11 +50,11 @@ function rejected(reason: string): ValidationError {
 }
 
 /** Throws `dashboard.csrf_rejected` unless the POST comes from the dashboard's own page. */
-export function checkCsrf(req: IncomingMessage): void {
-  const site = req.headers['sec-fetch-site'];
+export function checkCsrf(req: DashboardRequest): void {
+  const site = req.header('sec-fetch-site');
   if (typeof site === 'string' && site !== 'same-origin' && site !== 'none') throw rejected('cross_site');
   const cookie = cookieToken(req);
-  const header = req.headers[CSRF_HEADER];
+  const header = req.header(CSRF_HEADER);
   if (!cookie || typeof header !== 'string' || !TOKEN.test(header)) throw rejected('missing_token');
   if (!timingSafeEqual(Buffer.from(cookie), Buffer.from(header))) throw rejected('token_mismatch');
 }

@@ -1,13 +1,14 @@
 /**
- * The HTTP plumbing of the dashboard: JSON answers, bounded JSON bodies, and
- * one mapping from a RunledgerError to a status code. Errors leave as the
- * error's client-safe `toJSON()` (never the internal message); anything that
- * is not a RunledgerError becomes a generic `dashboard.internal`.
+ * The HTTP plumbing of the dashboard, transport-free (exchange.ts): JSON
+ * answers, bounded JSON bodies, and one mapping from a RunledgerError to a
+ * status code. Errors leave as the error's client-safe `toJSON()` (never the
+ * internal message); anything that is not a RunledgerError becomes a generic
+ * `dashboard.internal`.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { InternalError, isRunledgerError, ValidationError, type RunledgerError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
+import type { BodyAnswer, DashboardRequest } from './exchange.js';
 
 /** Action bodies are small JSON documents (a step's output at most). */
 export const MAX_BODY_BYTES = 1_048_576;
@@ -29,14 +30,9 @@ const API_HEADERS = {
   'x-content-type-options': 'nosniff',
 } as const;
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
+export function jsonAnswer(status: number, body: unknown, headers: Record<string, string> = {}): BodyAnswer {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...API_HEADERS, 'content-length': String(Buffer.byteLength(text)), ...headers });
-  res.end(text);
+  return { kind: 'body', status, headers: { ...API_HEADERS, 'content-length': String(Buffer.byteLength(text)), ...headers }, body: text };
 }
 
 export function toRunledgerError(error: unknown): RunledgerError {
@@ -45,21 +41,22 @@ export function toRunledgerError(error: unknown): RunledgerError {
   return new InternalError('dashboard.internal', 'The dashboard could not answer this request.', { cause: error });
 }
 
-export function sendError(res: ServerResponse, error: unknown): void {
+export function errorAnswer(error: unknown): BodyAnswer {
   const coded = toRunledgerError(error);
-  sendJson(res, httpStatusOf(coded), { error: coded.toJSON() });
+  return jsonAnswer(httpStatusOf(coded), { error: coded.toJSON() });
 }
 
 /** The request's JSON body (an object); `dashboard.invalid_input` or `dashboard.payload_too_large` otherwise. */
-export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+export async function readJsonBody(request: DashboardRequest): Promise<Record<string, unknown>> {
+  const type = (request.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new ValidationError('dashboard.invalid_input', 'content-type', 'Actions take a JSON body (content-type: application/json).');
   }
-  const chunks: Buffer[] = [];
+  const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
+  // Leaving the loop early (the throw) cancels a Web body stream; a Node request is left unread and answered at once.
+  for await (const chunk of request.body()) {
+    size += chunk.byteLength;
     if (size > MAX_BODY_BYTES) {
       throw new ValidationError('dashboard.payload_too_large', 'body', `The body is larger than ${MAX_BODY_BYTES} bytes.`);
     }

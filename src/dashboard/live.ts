@@ -16,8 +16,11 @@
  *
  * Events are coalesced per kind over COALESCE_MS so a burst of enqueues costs
  * each page one refresh.
+ *
+ * A stream is written through a LiveWriter: a Node ServerResponse is one as
+ * it is (createDashboard); the fetch handler wraps a ReadableStream in one
+ * (fetch-handler.ts).
  */
-import type { ServerResponse } from 'node:http';
 import { JOB_AVAILABLE_CHANNEL, WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../db/constants.js';
 import { listen, type ListenSubscription } from '../notify/listen-client.js';
 
@@ -29,9 +32,25 @@ const RETRY_MS = 3_000;
 
 type LiveKind = 'job' | 'run' | 'step' | 'resync';
 
+/** Where one page's stream goes; Node's ServerResponse satisfies it. `close` fires when the client goes away or the stream ends. */
+export interface LiveWriter {
+  writeHead(status: number, headers: Record<string, string>): unknown;
+  write(chunk: string): unknown;
+  end(): unknown;
+  on(event: 'close', listener: () => void): unknown;
+}
+
+/** The stream's response headers (also answered to a HEAD, which opens no stream). */
+export const LIVE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
 export class LiveFeed {
   /** Each open stream, with the run it watches (lower-case id) if any. */
-  private readonly clients = new Map<ServerResponse, string | undefined>();
+  private readonly clients = new Map<LiveWriter, string | undefined>();
   private subscriptions: ListenSubscription[] = [];
   private pending = new Set<LiveKind>();
   /** Runs whose steps moved since the last flush. */
@@ -51,17 +70,13 @@ export class LiveFeed {
    * `watchRunId`: a run the caller has checked is visible in the request's
    * scope; the stream also hears when that run's steps move.
    */
-  attach(res: ServerResponse, watchRunId?: string): void {
+  attach(res: LiveWriter, watchRunId?: string): void {
     if (this.closed) {
-      res.writeHead(503, { 'content-type': 'text/plain' }).end();
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end();
       return;
     }
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    res.writeHead(200, { ...LIVE_HEADERS });
     res.write(`retry: ${RETRY_MS}\nevent: hello\ndata: ${JSON.stringify({ live: this.connectionString !== undefined })}\n\n`);
     this.clients.set(res, watchRunId?.toLowerCase());
     res.on('close', () => this.detach(res));
@@ -87,7 +102,7 @@ export class LiveFeed {
     ];
   }
 
-  private detach(res: ServerResponse): void {
+  private detach(res: LiveWriter): void {
     if (!this.clients.delete(res) || this.clients.size > 0) return;
     void this.stop();
   }

@@ -181,6 +181,12 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     args: (f) => [{ db: f.root, authorize: () => runledger.adminScope(), basePath: '/admin/jobs', readOnly: true }],
     call: async (_db, args) => (any(runledger.createDashboard)(...args) as runledger.DashboardHandler).close(),
   },
+  // The same options, for the Fetch API handler (its requests: dashboard-fetch.test.ts, dashboard-mounts.test.ts).
+  createDashboardFetchHandler: {
+    pure: true,
+    args: (f) => [{ db: f.root, authorize: () => runledger.adminScope(), basePath: '/admin/runledger', readOnly: false, listenConnectionString: 'postgresql://fuzz.invalid/db' }],
+    call: async (_db, args) => (any(runledger.createDashboardFetchHandler)(...args) as runledger.DashboardFetchHandler).close(),
+  },
   createConsoleLogger: { pure: true, args: () => [{ level: 'error' }], call: (_db, args) => any(runledger.createConsoleLogger)(...args) },
 };
 

@@ -9,14 +9,17 @@
  * RUNLEDGER_UPDATE_SCREENSHOTS=1 they are also copied to docs/ for the README.
  */
 import { existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page, Route } from 'playwright-core';
-import { claimJobs, completeExternalWorkflowStep, enqueueJob, enqueueWorkflowRun, organizationScope, releaseJob, workflow } from '../../src/index.js';
+import { claimJobs, completeExternalWorkflowStep, createDashboardFetchHandler, enqueueJob, enqueueWorkflowRun, organizationScope, releaseJob, workflow } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
-import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { SCOPE_HEADER, scopeFromHeader, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { fetchToNode } from '../harness/fetch-bridge.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
 /** CHROMIUM_PATH, else `chromium` on the PATH (Debian installs /usr/bin/chromium). */
@@ -243,5 +246,37 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await rows.count()).toBe(502);
     expect(await rows.nth(501).locator('[data-testid=attempt-outcome]').innerText()).toBe('—');
     await page.context().close();
+  });
+
+  // Last: its run would otherwise show in the README's overview screenshot.
+  it('works the same served by the Fetch API handler, mounted as a Next.js catch-all route would be: live stream, CSRF-checked action', async () => {
+    const dashboard = createDashboardFetchHandler({
+      db: db.prisma,
+      listenConnectionString: db.url,
+      basePath: '/admin/runledger',
+      authorize: (request) => scopeFromHeader(request.headers.get(SCOPE_HEADER) ?? undefined),
+    });
+    const server = http.createServer(fetchToNode(dashboard));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const context = await browser.newContext({ extraHTTPHeaders: { [SCOPE_HEADER]: 'org:next' } });
+    try {
+      const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.fetch').organization('next').external('gate').job('after', 'browser.after', {}).afterSuccess('after', ['gate']).build());
+      const page = await context.newPage();
+      page.on('pageerror', (error) => pageErrors.push(`fetch handler: ${error.message}`));
+      // The bare base path redirects to its trailing slash, as on the Node handler.
+      await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/runledger#/runs/${workflowRunId}`);
+      expect(new URL(page.url()).pathname).toBe('/admin/runledger/');
+      await page.locator('#live').filter({ hasText: /^live$/ }).waitFor();
+      await page.locator('svg.dag [data-step-key="gate"][data-status="WAITING_FOR_EXTERNAL"]').click();
+      await page.getByLabel('Output (JSON, success only)').fill('{"via":"fetch"}');
+      await page.getByRole('button', { name: 'Complete step' }).click();
+      await page.locator('svg.dag [data-step-key="after"][data-status="ENQUEUED"]').waitFor();
+      expect((await stepsByKey(db.prisma, workflowRunId)).gate!.output).toEqual({ via: 'fetch' });
+    } finally {
+      await context.close();
+      await dashboard.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

@@ -10,7 +10,7 @@
  * enqueue commits); Object.prototype is never polluted.
  *
  * Run counts (CI time, 2 cores): RUNS_PER_EXPORT = 16 random runs per row of
- * the table (68 rows: 1,088 calls, a third of them inside a host
+ * the table (69 rows: 1,104 calls, a third of them inside a host
  * transaction; 53 rows and 848 calls before the catalog, intent, attempt,
  * recovery, metrics, schedule-declaration, continuation and dashboard rows);
  * the type-directed sweep gives each date, number and string field of every

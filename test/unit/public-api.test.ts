@@ -38,8 +38,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
   // Worker runtime.
   'createWorker', 'runWorker', 'defineJob', 'continueNow', 'continueAfter', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
-  // Web dashboard.
-  'createDashboard',
+  // Web dashboard: a Node handler and a Fetch API handler.
+  'createDashboard', 'createDashboardFetchHandler',
 ];
 
 describe('public API', () => {
