@@ -55,6 +55,8 @@ export function throughputChart(): { root: HTMLElement; update(data: Throughput)
     root,
     update(data) {
       const sums = Object.fromEntries(SERIES.map((series) => [series.key, data.minutes.reduce((sum, m) => sum + m[series.key], 0)])) as Record<(typeof SERIES)[number]['key'], number>;
+      root.dataset.from = data.from;
+      root.dataset.to = data.to;
       for (const series of SERIES) root.dataset[`total${series.key[0]!.toUpperCase()}${series.key.slice(1)}`] = String(sums[series.key]);
       const busiest = data.minutes.reduce<ThroughputMinute | undefined>((best, m) => (best === undefined || total(m) > total(best) ? m : best), undefined);
       const summary =
