@@ -1,10 +1,11 @@
 /**
  * The dashboard's read API, every answer computed in the scope `authorize`
  * returned for the request, through the library's own scoped reads (and
- * queries.ts for the overview and a job's links). A job or run outside the
+ * queries.ts for the overview and a job's links, search.ts for `q`, throughput.ts
+ * for the chart). A job or run outside the
  * scope answers 404 exactly like a missing one.
  *
- *   GET api/overview                      counts by status and type, oldest due job, last hour, and getQueueMetrics
+ *   GET api/overview                      counts by status and type, oldest due job, last hour, getQueueMetrics, throughput per minute
  *   GET api/jobs?type&status&org&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts)
  *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
