@@ -1,14 +1,15 @@
 /**
  * The dashboard's read API, every answer computed in the scope `authorize`
  * returned for the request, through the library's own scoped reads (and
- * queries.ts for the overview and a job's links). A job or run outside the
+ * queries.ts for the overview and a job's links, search.ts for `q`, throughput.ts
+ * for the chart). A job or run outside the
  * scope answers 404 exactly like a missing one.
  *
- *   GET api/overview                      counts by status and type, oldest due job, last hour, and getQueueMetrics
- *   GET api/jobs?type&status&org&cursor&limit&id&key   (id: exact job id; key: exact idempotency key, with type)
+ *   GET api/overview                      counts by status and type, oldest due job, last hour, getQueueMetrics, throughput per minute
+ *   GET api/jobs?type&status&org&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts)
  *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
- *   GET api/runs?type&status&cursor&limit
+ *   GET api/runs?type&status&cursor&limit&q    (q: id prefix or key substring, search.ts)
  *   GET api/runs/:id                      run, steps, edges
  */
 import type { Db } from '../client/types.js';
@@ -20,8 +21,10 @@ import { findJob, getJob, listJobEvents, listJobs } from '../queue/reads.js';
 import type { Job, JobStatus } from '../queue/rows.js';
 import type { Page } from '../queue/schemas.js';
 import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps } from '../workflow/reads.js';
-import type { WorkflowRunStatus, WorkflowStep, WorkflowStepDependency } from '../workflow/rows.js';
+import type { WorkflowRun, WorkflowRunStatus, WorkflowStep, WorkflowStepDependency } from '../workflow/rows.js';
 import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.js';
+import { parseSearch, searchJobs, searchReport, searchRuns, type SearchReport } from './search.js';
+import { readThroughput } from './throughput.js';
 
 /** A run page draws at most this many steps and edges (10 pages of the library's largest). */
 export const MAX_DRAWN_STEPS = 5_000;
@@ -64,19 +67,46 @@ function statuses<S extends string>(query: URLSearchParams): S[] | undefined {
   return all.length === 0 ? undefined : (all as S[]);
 }
 
+const JOB_STATUSES: readonly JobStatus[] = ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'];
+const RUN_STATUSES: readonly WorkflowRunStatus[] = ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'];
+
+/** Statuses for a search, which builds its own SQL: checked here against the known ones. */
+function knownStatuses(query: URLSearchParams, known: readonly string[]): string[] | undefined {
+  const all = statuses<string>(query);
+  const bad = all?.findIndex((status) => !known.includes(status)) ?? -1;
+  if (bad >= 0) throw new ValidationError('dashboard.invalid_input', `status.${bad}`, `status is one of ${known.join(', ')}.`);
+  return all;
+}
+
+/** The search a `q` asks for, with the list's other filters (type, status, cursor, limit) applied to its matches. */
+function searchFilter(scope: Scope, query: URLSearchParams, q: string, known: readonly string[]) {
+  return {
+    scope,
+    term: parseSearch(q),
+    type: optionalText(query, 'type'),
+    statuses: knownStatuses(query, known),
+    cursor: optionalText(query, 'cursor'),
+    limit: optionalLimit(query),
+  };
+}
+
 /**
  * The overview's own counts (tested against the table, one snapshot) next to
  * the library's queue metrics for the same scope: the last hour's throughput,
  * wait and run time percentiles, dead letters, and the intent backlog.
  */
 export async function overview(db: Db, scope: Scope) {
-  const [counts, metrics] = await Promise.all([readOverview(db, scope), getQueueMetrics(db, { scope })]);
-  return { ...counts, metrics };
+  const [counts, metrics, throughput] = await Promise.all([readOverview(db, scope), getQueueMetrics(db, { scope }), readThroughput(db, scope)]);
+  return { ...counts, metrics, throughput };
 }
 
-export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<Job>> {
+export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<Job> & { search?: SearchReport }> {
+  const q = optionalText(query, 'q');
+  // Checked before the scope is narrowed, so a bad search is refused the same way in every scope.
+  const search = q === undefined ? undefined : searchFilter(scope, query, q, JOB_STATUSES);
   const narrowed = narrowScope(scope, query);
-  if (!narrowed) return { items: [], nextCursor: null };
+  if (!narrowed) return { items: [], nextCursor: null, ...(search ? { search: searchReport(search) } : {}) };
+  if (search) return searchJobs(db, { ...search, scope: narrowed });
   const id = optionalText(query, 'id');
   if (id !== undefined) {
     // A search by id: exact, and only within the scope, like every read.
@@ -118,7 +148,9 @@ export function jobAttemptsPage(db: Db, scope: Scope, jobId: string, query: URLS
   return listJobAttempts(db, { scope, jobId, limit: optionalLimit(query), cursor: optionalText(query, 'cursor') });
 }
 
-export function runsPage(db: Db, scope: Scope, query: URLSearchParams) {
+export function runsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<WorkflowRun> & { search?: SearchReport }> {
+  const q = optionalText(query, 'q');
+  if (q !== undefined) return searchRuns(db, searchFilter(scope, query, q, RUN_STATUSES));
   return listWorkflowRuns(db, {
     scope,
     workflowType: optionalText(query, 'type'),

@@ -409,3 +409,70 @@ describe('dashboard API: live events', () => {
     expect(invalid.status).toBe(400);
   });
 });
+
+describe('dashboard API: search and throughput', () => {
+  it("never finds another organization's job or run by id prefix or key substring", async () => {
+    await enqueueJob(db.prisma, { jobType: 'dash.searched', payload: {}, organizationId: 'org-b', idempotencyKey: 'Secret-Order-B' });
+    const [job] = await db.prisma.$queryRaw<{ id: string }[]>`SELECT id::text FROM runledger.job_queue WHERE idempotency_key = 'Secret-Order-B'`;
+    const ids = (body: any) => body.items.map((item: { id: string }) => item.id);
+    expect(ids((await call(base, 'GET', `/api/jobs?q=${job!.id.slice(0, 8)}&limit=500`, { scope: 'org:org-b' })).body)).toContain(job!.id);
+    expect(ids((await call(base, 'GET', '/api/jobs?q=secret-order', { scope: 'org:org-b' })).body)).toEqual([job!.id]);
+    for (const path of [`/api/jobs?q=${job!.id}`, `/api/jobs?q=${job!.id.slice(0, 8)}&limit=500`, '/api/jobs?q=secret-order', '/api/jobs?q=Secret-Order-B&type=dash.searched', '/api/jobs?q=secret&org=org-b']) {
+      const answer = await call(base, 'GET', path, { scope: 'org:org-a' });
+      expect(answer.status).toBe(200);
+      expect(answer.body.items.filter((item: { organizationId: string | null }) => item.organizationId !== 'org-a')).toEqual([]);
+      expect(ids(answer.body)).not.toContain(job!.id);
+    }
+    for (const path of [`/api/runs?q=${runB}`, `/api/runs?q=${runB.slice(0, 8)}&limit=500`]) {
+      const answer = await call(base, 'GET', path, { scope: 'org:org-a' });
+      expect(ids(answer.body)).not.toContain(runB);
+      expect(answer.body.items.every((run: { organizationId: string }) => run.organizationId === 'org-a')).toBe(true);
+    }
+    expect(ids((await call(base, 'GET', `/api/runs?q=${runB}`, { scope: 'org:org-b' })).body)).toEqual([runB]);
+  });
+
+  it("buckets the last hour per minute exactly as a count over the tables, in the request's scope", async () => {
+    // Finished jobs and a retried failure, moved to known minutes of the last hour.
+    const made: string[] = [];
+    for (const [org, minutesAgo, outcome] of [['org-a', 3, 'ok'], ['org-a', 3, 'ok'], ['org-b', 3, 'ok'], ['org-a', 17, 'dead'], [null, 17, 'ok'], ['org-b', 42, 'dead']] as const) {
+      const { jobId } = await enqueueJob(db.prisma, { jobType: 'dash.timed', payload: {}, maxAttempts: 1, ...(org ? { organizationId: org } : {}) });
+      const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['dash.timed'] });
+      if (outcome === 'ok') await completeJobSuccess(db.prisma, { ...lease!, output: null });
+      else await failJob(db.prisma, { ...lease!, error: { code: 'test.failed', message: 'no' }, retryable: false });
+      await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = now() - make_interval(mins => ${minutesAgo}::int) WHERE id = ${jobId}::uuid`;
+      made.push(jobId);
+    }
+    const { jobId: retried } = await enqueueJob(db.prisma, { jobType: 'dash.timed.retry', payload: {}, organizationId: 'org-a', maxAttempts: 3 });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['dash.timed.retry'] });
+    await failJob(db.prisma, { ...lease!, error: { code: 'test.flaky', message: 'again' }, retryable: true });
+    await db.prisma.$executeRaw`UPDATE runledger.job_attempts SET finished_at = now() - interval '17 minutes' WHERE job_id = ${retried}::uuid`;
+
+    for (const [header, org] of [['admin', undefined], ['org:org-a', 'org-a'], ['no-org', null]] as const) {
+      const { throughput } = (await call(base, 'GET', '/api/overview', { scope: header })).body;
+      expect(throughput.minutes).toHaveLength(60);
+      expect(throughput.from).toBe(throughput.minutes[0].minute);
+      const expected = await db.prisma.$queryRaw<{ minute: Date; succeeded: number; dead_lettered: number; canceled: number; retried: number }[]>`
+        SELECT m.minute,
+               (SELECT count(*)::int FROM runledger.job_queue jq WHERE jq.status = 'SUCCEEDED' AND jq.finished_at >= m.minute AND jq.finished_at < m.minute + interval '1 minute' AND jq.finished_at <= ${throughput.to}::timestamptz
+                  AND (${org === undefined}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${org ?? null}::text)) AS succeeded,
+               (SELECT count(*)::int FROM runledger.job_queue jq WHERE jq.status = 'DEAD_LETTERED' AND jq.finished_at >= m.minute AND jq.finished_at < m.minute + interval '1 minute' AND jq.finished_at <= ${throughput.to}::timestamptz
+                  AND (${org === undefined}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${org ?? null}::text)) AS dead_lettered,
+               (SELECT count(*)::int FROM runledger.job_queue jq WHERE jq.status = 'CANCELED' AND jq.finished_at >= m.minute AND jq.finished_at < m.minute + interval '1 minute' AND jq.finished_at <= ${throughput.to}::timestamptz
+                  AND (${org === undefined}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${org ?? null}::text)) AS canceled,
+               (SELECT count(*)::int FROM runledger.job_attempts a JOIN runledger.job_queue jq ON jq.id = a.job_id
+                 WHERE a.outcome = 'FAILED_RETRY' AND a.finished_at >= m.minute AND a.finished_at < m.minute + interval '1 minute' AND a.finished_at <= ${throughput.to}::timestamptz
+                  AND (${org === undefined}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${org ?? null}::text)) AS retried
+          FROM generate_series(${throughput.from}::timestamptz, ${throughput.to}::timestamptz, interval '1 minute') m(minute)
+         ORDER BY m.minute`;
+      expect(throughput.minutes).toEqual(
+        expected.map((row) => ({ minute: row.minute.toISOString(), succeeded: row.succeeded, deadLettered: row.dead_lettered, canceled: row.canceled, retried: row.retried })),
+      );
+      const sum = (key: string) => throughput.minutes.reduce((total: number, m: Record<string, number>) => total + m[key]!, 0);
+      // What this test moved into the hour shows up, in the right scopes.
+      if (header === 'admin') expect([sum('deadLettered') >= 2, sum('retried') >= 1]).toEqual([true, true]);
+      if (header === 'org:org-a') expect(sum('retried')).toBeGreaterThanOrEqual(1);
+      if (header === 'no-org') expect(sum('retried')).toBe(0);
+    }
+    expect(made).toHaveLength(6);
+  });
+});

@@ -247,6 +247,87 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await rows.nth(501).locator('[data-testid=attempt-outcome]').innerText()).toBe('—');
     await page.context().close();
   });
+  it('searches jobs and runs from a labelled box by keyboard, keeps the search in the hash, and updates the results as jobs arrive', async () => {
+    await enqueueJob(db.prisma, { jobType: 'browser.search', payload: {}, organizationId: 'acme', idempotencyKey: 'Invoice-2031-X' });
+    await enqueueJob(db.prisma, { jobType: 'browser.search', payload: {}, organizationId: 'globex', idempotencyKey: 'invoice-2031-Y' });
+    const page = await openPage('#/jobs', 'org:acme');
+    const box = page.getByLabel('Search', { exact: true });
+    await box.focus();
+    await page.keyboard.type('INVOICE-2031');
+    await page.keyboard.press('Enter');
+    // (Polled with evaluate: waitForFunction evaluates a string in the page, which its CSP refuses.)
+    await expect.poll(() => page.evaluate('location.hash')).toBe('#/jobs?q=INVOICE-2031');
+    const rows = page.locator('table.list tbody tr');
+    await page.locator('[data-testid=search-note][data-kind=key_substring]').filter({ hasText: 'newest 10,000' }).waitFor();
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(1);
+    // The box keeps the text and says what it searches; globex's job is not in this scope.
+    expect(await box.inputValue()).toBe('INVOICE-2031');
+    expect(await box.getAttribute('aria-describedby')).toBe('filter-q-hint');
+    // A job that arrives later shows up through the refresh loop, without a reload.
+    await page.evaluate('window.stayed = true');
+    await enqueueJob(db.prisma, { jobType: 'browser.search', payload: {}, organizationId: 'acme', idempotencyKey: 'invoice-2031-z' });
+    await page.locator('table.list tbody tr').nth(1).waitFor();
+    expect(await page.evaluate('window.stayed')).toBe(true);
+
+    // An id prefix, typed with its dash, on the runs page.
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.searched').organization('acme').external('gate').build());
+    await page.goto(`${served.url}/#/runs?q=${workflowRunId.slice(0, 13)}`);
+    await page.getByRole('link', { name: workflowRunId }).waitFor();
+    await page.locator('[data-testid=search-note][data-kind=id_prefix]').waitFor();
+    expect(await page.getByLabel('Search', { exact: true }).inputValue()).toBe(workflowRunId.slice(0, 13));
+    const ids = await page.locator('table.list tbody tr td:first-child a').allInnerTexts();
+    expect(ids.every((id) => id.startsWith(workflowRunId.slice(0, 13)))).toBe(true);
+    await page.context().close();
+  });
+
+  it("charts the last hour per minute with totals equal to the database, and a table alternative", async () => {
+    // Finished jobs at known minutes: 2 succeeded 4 minutes ago, 1 dead-lettered 9 minutes ago, 1 canceled 30 minutes ago.
+    for (const [minutesAgo, status] of [[4, 'SUCCEEDED'], [4, 'SUCCEEDED'], [9, 'DEAD_LETTERED'], [30, 'CANCELED']] as const) {
+      const { jobId } = await enqueueJob(db.prisma, { jobType: 'browser.timed', payload: {} });
+      await db.prisma.$executeRaw`
+        UPDATE runledger.job_queue SET status = ${status}::runledger.job_status, attempt = 1, started_at = now() - interval '1 hour',
+               finished_at = date_trunc('minute', now()) - make_interval(mins => ${minutesAgo}::int) + interval '20 seconds',
+               output = CASE WHEN ${status} = 'SUCCEEDED' THEN '{}'::jsonb END,
+               last_error_code = CASE WHEN ${status} = 'DEAD_LETTERED' THEN 'test.failed' END, last_error_message = CASE WHEN ${status} = 'DEAD_LETTERED' THEN 'no' END
+         WHERE id = ${jobId}::uuid`;
+    }
+    const page = await openPage('#/');
+    const chart = page.locator('[data-testid=throughput]');
+    await chart.locator('svg g.bar').nth(59).waitFor({ state: 'attached' });
+    const read = async () =>
+      (await page.evaluate(`(() => { const f = document.querySelector('[data-testid=throughput]'); return { ...f.dataset, bars: [...f.querySelectorAll('g.bar')].map((g) => ({ ...g.dataset })) }; })()`)) as Record<string, any>;
+    const shown = await read();
+    const [db0] = await db.prisma.$queryRaw<{ succeeded: number; dead: number; canceled: number; retried: number }[]>`
+      SELECT (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'SUCCEEDED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS succeeded,
+             (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'DEAD_LETTERED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS dead,
+             (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'CANCELED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS canceled,
+             (SELECT count(*)::int FROM runledger.job_attempts WHERE outcome = 'FAILED_RETRY' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS retried`;
+    expect([shown.totalSucceeded, shown.totalDeadLettered, shown.totalCanceled, shown.totalRetried].map(Number)).toEqual([db0!.succeeded, db0!.dead, db0!.canceled, db0!.retried]);
+    expect(db0!.canceled).toBeGreaterThanOrEqual(1);
+    // Each seeded minute's bar holds at least what was seeded there, per the database's own minute.
+    const bar = (minutesAgo: number) => shown.bars[59 - minutesAgo];
+    const [minutes] = await db.prisma.$queryRaw<{ four: Date; nine: Date; thirty: Date }[]>`
+      SELECT date_trunc('minute', ${shown.to}::timestamptz) - interval '4 minutes' AS four, date_trunc('minute', ${shown.to}::timestamptz) - interval '9 minutes' AS nine,
+             date_trunc('minute', ${shown.to}::timestamptz) - interval '30 minutes' AS thirty`;
+    expect([bar(4).minute, bar(9).minute, bar(30).minute]).toEqual([minutes!.four.toISOString(), minutes!.nine.toISOString(), minutes!.thirty.toISOString()]);
+    expect(Number(bar(4).succeeded)).toBeGreaterThanOrEqual(2);
+    expect(Number(bar(9).deadLettered)).toBeGreaterThanOrEqual(1);
+    expect(Number(bar(30).canceled)).toBeGreaterThanOrEqual(1);
+    const perBar = shown.bars.reduce((sum: number, b: Record<string, string>) => sum + Number(b.succeeded), 0);
+    expect(perBar).toBe(db0!.succeeded);
+    // Without the picture: a summary label, and the minutes as a table behind a keyboard-operable disclosure.
+    expect(await chart.locator('svg').getAttribute('aria-label')).toContain(`${db0!.succeeded} succeeded`);
+    await expect.poll(() => page.evaluate('document.body.dataset.refreshedAt')).toBeDefined();
+    await chart.locator('summary').focus();
+    await page.keyboard.press('Enter');
+    expect(await chart.locator('table.chart-table tbody tr').count()).toBe(60);
+    // The table stays open across the refresh loop.
+    const refreshed = await page.evaluate('document.body.dataset.refreshedAt');
+    await expect.poll(() => page.evaluate('document.body.dataset.refreshedAt'), { timeout: 15_000 }).not.toBe(refreshed);
+    expect(await chart.locator('details').getAttribute('open')).toBe('');
+    await page.context().close();
+  });
 
   // Last: its run would otherwise show in the README's overview screenshot.
   it('works the same served by the Fetch API handler, mounted as a Next.js catch-all route would be: live stream, CSRF-checked action', async () => {

@@ -2,7 +2,7 @@ import { get } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { when } from '../format.js';
-import { filterForm, pager, statusBadge } from './list.js';
+import { filterForm, pager, SEARCH_HINT, searchNote, statusBadge, type SearchReport } from './list.js';
 
 interface Job {
   id: string;
@@ -18,21 +18,21 @@ interface Job {
 
 export function jobsView(context: Context, query: URLSearchParams): View {
   const fields = [
+    { name: 'q', label: 'Search', hint: SEARCH_HINT },
     { name: 'type', label: 'Type' },
     { name: 'status', label: 'Status', options: ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'] },
     ...(context.session.scope.kind === 'admin' ? [{ name: 'org', label: 'Organization' }] : []),
-    { name: 'id', label: 'Job id' },
-    { name: 'key', label: 'Idempotency key (with type)' },
   ];
   const body = h('div');
   const root = h('section', { 'aria-labelledby': 'jobs-title' }, h('h1', { id: 'jobs-title' }, 'Jobs'), filterForm('#/jobs', query, fields), body);
   return {
     root,
     async refresh() {
-      const params = Object.fromEntries(['type', 'status', 'org', 'id', 'key', 'cursor'].map((key) => [key, query.get(key) ?? undefined]));
-      const page = await get<{ items: Job[]; nextCursor: string | null }>('jobs', params);
+      const params = Object.fromEntries(['q', 'type', 'status', 'org', 'id', 'key', 'cursor'].map((key) => [key, query.get(key) ?? undefined]));
+      const page = await get<{ items: Job[]; nextCursor: string | null; search?: SearchReport }>('jobs', params);
       replace(
         body,
+        searchNote('#/jobs', query, page.search, 'Jobs'),
         page.items.length === 0
           ? h('p', {}, 'No job matches.')
           : h(

@@ -2,10 +2,15 @@
 import { h } from '../dom.js';
 import { label } from '../format.js';
 
+/** The search box's description, on the jobs and runs pages. */
+export const SEARCH_HINT = 'Search: the start of an id (4 or more hex digits, dashes optional), or part of an idempotency key (any case; key: before it searches keys only).';
+
 export interface FilterField {
   name: string;
   label: string;
   options?: string[];
+  /** A sentence under the form that the control is described by (aria-describedby). */
+  hint?: string;
 }
 
 export function filterForm(base: string, query: URLSearchParams, fields: FilterField[]): HTMLFormElement {
@@ -14,9 +19,17 @@ export function filterForm(base: string, query: URLSearchParams, fields: FilterF
     const id = `filter-${field.name}`;
     const control = field.options
       ? h('select', { id, name: field.name }, h('option', { value: '' }, 'any'), field.options.map((option) => h('option', { value: option, selected: query.get(field.name) === option }, label(option))))
-      : h('input', { id, name: field.name, value: query.get(field.name) ?? '', autocomplete: 'off' });
+      : h('input', {
+          id,
+          name: field.name,
+          value: query.get(field.name) ?? '',
+          autocomplete: 'off',
+          type: field.name === 'q' ? 'search' : 'text',
+          'aria-describedby': field.hint ? `${id}-hint` : undefined,
+        });
     form.append(h('label', { for: id }, field.label), control);
   }
+  for (const field of fields) if (field.hint) form.append(h('p', { id: `filter-${field.name}-hint`, class: 'muted small hint' }, field.hint));
   form.append(h('button', { type: 'submit' }, 'Apply'));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -25,6 +38,29 @@ export function filterForm(base: string, query: URLSearchParams, fields: FilterF
     location.hash = `${base}?${params.toString()}`;
   });
   return form;
+}
+
+/** What a search answer reports it searched (src/dashboard/search.ts SearchReport). */
+export type SearchReport =
+  | { kind: 'id_prefix'; prefix: string }
+  | { kind: 'key_substring'; text: string; caseSensitive: false; searchedNewest: number; exactKeyAnyAge: boolean };
+
+/** Says what the search box searched, and how to search the other way or further back. */
+export function searchNote(base: string, query: URLSearchParams, report: SearchReport | undefined, noun: string): HTMLElement | null {
+  if (!report) return null;
+  if (report.kind === 'id_prefix') {
+    const asKey = new URLSearchParams(query);
+    asKey.set('q', `key:${query.get('q') ?? ''}`);
+    asKey.delete('cursor');
+    return h('p', { class: 'search-note', 'data-testid': 'search-note', 'data-kind': report.kind }, `${noun} whose id starts with ${report.prefix}. `, h('a', { href: `${base}?${asKey.toString()}` }, 'Search idempotency keys for this text instead'));
+  }
+  const newest = report.searchedNewest.toLocaleString('en-US');
+  return h(
+    'p',
+    { class: 'search-note', 'data-testid': 'search-note', 'data-kind': report.kind, 'data-searched-newest': report.searchedNewest },
+    `${noun} whose idempotency key contains “${report.text}” (any case), among the newest ${newest} in scope. ` +
+      (report.exactKeyAnyAge ? 'A key equal to it exactly is found at any age.' : 'Searched the newest ' + newest + '; narrow by type for older: the exact key is then found at any age.'),
+  );
 }
 
 export function pager(base: string, query: URLSearchParams, nextCursor: string | null): HTMLElement {

@@ -1,7 +1,8 @@
 import { get } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
-import { label, millis, seconds, when } from '../format.js';
+import { label, millis, when } from '../format.js';
+import { throughputChart, type Throughput } from './throughput-chart.js';
 
 interface Overview {
   jobs: { jobType: string; status: string; count: number }[];
@@ -19,6 +20,8 @@ interface Overview {
     deadLetteredLast24h: number;
     intents: { pending: number; oldestPendingAgeMs: number | null };
   };
+  /** The last hour per minute (src/dashboard/throughput.ts). */
+  throughput: Throughput;
 }
 
 function card(testId: string, value: string | number, caption: string): HTMLElement {
@@ -52,7 +55,9 @@ function matrix(caption: string, rows: { type: string; status: string; count: nu
 
 export function overviewView(_context: Context): View {
   const body = h('div');
-  const root = h('section', { 'aria-labelledby': 'overview-title' }, h('h1', { id: 'overview-title' }, 'Overview'), body);
+  const chart = throughputChart();
+  const tables = h('div');
+  const root = h('section', { 'aria-labelledby': 'overview-title' }, h('h1', { id: 'overview-title' }, 'Overview'), body, chart.root, tables);
   return {
     root,
     async refresh() {
@@ -88,6 +93,10 @@ export function overviewView(_context: Context): View {
           card('intents-pending', m.intents.pending, 'enqueue intents pending'),
           card('intents-oldest', m.intents.oldestPendingAgeMs === null ? '—' : millis(m.intents.oldestPendingAgeMs), 'oldest pending intent'),
         ),
+      );
+      chart.update(data.throughput);
+      replace(
+        tables,
         matrix('Jobs by type and status', data.jobs.map((row) => ({ type: row.jobType, status: row.status, count: row.count })), JOB_STATUSES, (type, status) =>
           `#/jobs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
         ),

@@ -2,7 +2,7 @@ import { get } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { when } from '../format.js';
-import { filterForm, pager, statusBadge } from './list.js';
+import { filterForm, pager, SEARCH_HINT, searchNote, statusBadge, type SearchReport } from './list.js';
 
 interface Run {
   id: string;
@@ -15,6 +15,7 @@ interface Run {
 
 export function runsView(_context: Context, query: URLSearchParams): View {
   const fields = [
+    { name: 'q', label: 'Search', hint: SEARCH_HINT },
     { name: 'type', label: 'Workflow type' },
     { name: 'status', label: 'Status', options: ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'] },
   ];
@@ -23,10 +24,11 @@ export function runsView(_context: Context, query: URLSearchParams): View {
   return {
     root,
     async refresh() {
-      const params = Object.fromEntries(['type', 'status', 'cursor'].map((key) => [key, query.get(key) ?? undefined]));
-      const page = await get<{ items: Run[]; nextCursor: string | null }>('runs', params);
+      const params = Object.fromEntries(['q', 'type', 'status', 'cursor'].map((key) => [key, query.get(key) ?? undefined]));
+      const page = await get<{ items: Run[]; nextCursor: string | null; search?: SearchReport }>('runs', params);
       replace(
         body,
+        searchNote('#/runs', query, page.search, 'Runs'),
         page.items.length === 0
           ? h('p', {}, 'No run matches.')
           : h(
