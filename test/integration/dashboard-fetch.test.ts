@@ -205,15 +205,15 @@ describe('createDashboardFetchHandler: the live stream', () => {
     // LISTEN is in effect once the feed says resync, so the NOTIFY below cannot be missed.
     await a.until('"kind":"resync"');
     await b.until('event: hello');
-    // One feed, two channels: the job-available and run-terminal subscriptions, however many pages.
-    expect(listenConnectionStats(url)?.subscribers).toBe(2);
+    // One feed, three channels: the job-available, run-terminal and step-changed subscriptions, however many pages.
+    expect(listenConnectionStats(url)?.subscribers).toBe(3);
     expect(await listenerCount()).toBe(1);
     await enqueueJob(db.prisma, { jobType: 'fetch.live', payload: {}, organizationId: 'org-b' });
     expect(await a.until('"kind":"job"')).not.toContain('fetch.live');
 
     first.abort();
     expect(await a.ended()).toBe(true);
-    expect(listenConnectionStats(url)?.subscribers).toBe(2);
+    expect(listenConnectionStats(url)?.subscribers).toBe(3);
     second.abort();
     expect(await b.ended()).toBe(true);
     expect(listenConnectionStats(url)).toBeUndefined();
@@ -225,7 +225,7 @@ describe('createDashboardFetchHandler: the live stream', () => {
     const handler = fetchDashboard({ listenConnectionString: url });
     const stream = await openStream(handler);
     await stream.until('event: hello');
-    expect(listenConnectionStats(url)?.subscribers).toBe(2);
+    expect(listenConnectionStats(url)?.subscribers).toBe(3);
     await stream.reader.cancel();
     expect(listenConnectionStats(url)).toBeUndefined();
   });
@@ -242,7 +242,7 @@ describe('createDashboardFetchHandler: the live stream', () => {
       const reader = response.body!.getReader();
       let text = '';
       while (!text.includes('event: hello')) text += new TextDecoder().decode((await reader.read()).value);
-      expect(listenConnectionStats(url)?.subscribers).toBe(2);
+      expect(listenConnectionStats(url)?.subscribers).toBe(3);
       aborted.abort();
       // The server learns of the disconnect asynchronously (socket close -> request.signal).
       await vi.waitFor(() => expect(listenConnectionStats(url)).toBeUndefined(), { timeout: 10_000 });
