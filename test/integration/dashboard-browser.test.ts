@@ -8,7 +8,6 @@
  * Screenshots go to test-artifacts/ (git-ignored); with
  * RUNLEDGER_UPDATE_SCREENSHOTS=1 they are also copied to docs/ for the README.
  */
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { copyFile, mkdir } from 'node:fs/promises';
@@ -17,22 +16,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page, Route } from 'playwright-core';
 import { claimJobs, completeExternalWorkflowStep, createDashboardFetchHandler, enqueueJob, enqueueWorkflowRun, organizationScope, releaseJob, workflow } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
+import { chromiumAvailable, launchChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
 import { SCOPE_HEADER, scopeFromHeader, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { fetchToNode } from '../harness/fetch-bridge.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
-/** CHROMIUM_PATH, else `chromium` on the PATH (Debian installs /usr/bin/chromium). */
-function findChromium(): string {
-  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH;
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/bin'];
-  return dirs.map((dir) => path.join(dir, 'chromium')).find((candidate) => existsSync(candidate)) ?? '/usr/bin/chromium';
-}
-const CHROMIUM = findChromium();
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`dashboard browser tests SKIPPED: no Chromium at ${CHROMIUM} (install Debian's \`chromium\` package, or set CHROMIUM_PATH)`);
-}
+const hasChromium = chromiumAvailable('dashboard browser tests');
 
 const ARTIFACTS = path.resolve('test-artifacts');
 const DOCS = path.resolve('docs');
@@ -56,9 +46,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
 
   beforeAll(async () => {
     await buildDashboardAssets();
-    const { chromium } = await import('playwright-core');
-    // Root in CI: Chromium's sandbox needs an unprivileged user.
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchChromium();
     served = await serveDashboard(db.prisma, { listenConnectionString: db.url, basePath: '/ops/runledger' });
   });
 
