@@ -9,14 +9,14 @@
  * (where a plan that walked the primary key filtering by organization would
  * read the whole table to fill the key window).
  */
-import { sqltag, type Sql } from '@prisma/client/runtime/client';
+import type { Sql } from '@prisma/client/runtime/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { adminScope, noOrganizationScope, organizationScope } from '../../src/index.js';
-import { asTemplate } from '../../src/db/sql-template.js';
 import type { Scope } from '../../src/db/scope.js';
 import { jobSearchQuery, KEY_SEARCH_WINDOW, parseSearch, runSearchQuery } from '../../src/dashboard/search.js';
 import { throughputQuery } from '../../src/dashboard/throughput.js';
 import { useTestDatabase } from '../harness/database.js';
+import { explainScans, rowsRead, type PlanNode } from '../harness/plans.js';
 
 const db = useTestDatabase();
 
@@ -53,32 +53,7 @@ beforeAll(async () => {
   for (const table of ['job_queue', 'job_attempts', 'workflow_runs']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
 }, 180_000);
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-function scans(node: PlanNode): PlanNode[] {
-  const own = node['Relation Name'] ? [node] : [];
-  return [...own, ...(node.Plans ?? []).flatMap(scans)];
-}
-
-async function explain(query: Sql, generic: boolean): Promise<PlanNode[]> {
-  return db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
-    const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode }[] }[]>(...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`));
-    return scans(row!['QUERY PLAN'][0]!.Plan);
-  });
-}
-
-/** Rows every scan handed up, over all its loops, plus those it read and filtered out. */
-const rowsRead = (nodes: PlanNode[]) =>
-  nodes.reduce((total, n) => total + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1), 0);
+const explain = (query: Sql, generic: boolean): Promise<PlanNode[]> => explainScans(db.prisma, query, generic);
 
 const SCOPES: [string, Scope][] = [
   ['admin', adminScope()],

@@ -5,13 +5,12 @@
  * scans return are bounded by the backlog and the windows, not the history.
  * Checked with EXPLAIN ANALYZE, in both custom and generic plan modes.
  */
-import { sqltag } from '@prisma/client/runtime/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { adminScope, noOrganizationScope, organizationScope } from '../../src/index.js';
-import { asTemplate } from '../../src/db/sql-template.js';
 import { METRICS_QUERIES } from '../../src/metrics/queries.js';
 import type { Scope } from '../../src/db/scope.js';
 import { useTestDatabase } from '../harness/database.js';
+import { explainScans, rowsRead, type PlanNode } from '../harness/plans.js';
 
 const db = useTestDatabase();
 const NOW = new Date('2027-03-01T12:00:00Z');
@@ -57,33 +56,9 @@ beforeAll(async () => {
   await db.prisma.$executeRaw`ANALYZE runledger.workflow_runs`;
 }, 120_000);
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-function scans(node: PlanNode): PlanNode[] {
-  const own = node['Relation Name'] ? [node] : [];
-  return [...own, ...(node.Plans ?? []).flatMap(scans)];
-}
-
 async function explain(section: keyof typeof METRICS_QUERIES, scope: Scope, generic: boolean): Promise<PlanNode[]> {
-  const query = METRICS_QUERIES[section]({ now: NOW, scope });
-  return db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
-    const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode }[] }[]>(...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`));
-    return scans(row!['QUERY PLAN'][0]!.Plan);
-  });
+  return explainScans(db.prisma, METRICS_QUERIES[section]({ now: NOW, scope }), generic);
 }
-
-/** Rows every scan of a table handed up, over all its loops, plus those it read and filtered out. */
-const rowsRead = (nodes: PlanNode[]) =>
-  nodes.reduce((total, n) => total + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1), 0);
 
 const SCOPES: [string, Scope][] = [
   ['admin', adminScope()],

@@ -1,0 +1,36 @@
+/**
+ * EXPLAIN (ANALYZE) of a statement as the plan tests read it: the scans it
+ * ran (nodes naming a table), under a custom or a generic plan, so a test can
+ * pin which indexes a statement uses and how many rows it reads.
+ */
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
+import { asTemplate } from '../../src/db/sql-template.js';
+
+export interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+function scans(node: PlanNode): PlanNode[] {
+  const own = node['Relation Name'] ? [node] : [];
+  return [...own, ...(node.Plans ?? []).flatMap(scans)];
+}
+
+/** The scans of `query`'s executed plan; `generic` forces the plan a prepared statement settles on. */
+export async function explainScans(db: PrismaClient, query: Sql, generic: boolean): Promise<PlanNode[]> {
+  return db.$transaction(async (tx) => {
+    await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
+    const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode }[] }[]>(...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`));
+    return scans(row!['QUERY PLAN'][0]!.Plan);
+  });
+}
+
+/** Rows the scans handed up, over all their loops, plus those they read and filtered out. */
+export const rowsRead = (nodes: PlanNode[]): number =>
+  nodes.reduce((total, n) => total + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1), 0);
