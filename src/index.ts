@@ -50,6 +50,9 @@ export {
   type FailJobResult,
 } from './queue/lifecycle.js';
 export { releaseJob } from './queue/release.js';
+export { setJobStage, recordJobProgress, type JobProgress } from './queue/stage.js';
+export { continueJob } from './queue/continue.js';
+export type { SetJobStageInput, RecordJobProgressInput, ContinueJobInput } from './queue/schemas.js';
 export { cancelJob } from './queue/cancel.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents } from './queue/reads.js';

@@ -51,6 +51,8 @@ export const ERROR_CODES = [
   'job.not_found',
   'job.not_cancelable',
   'job.lease_owner_mismatch',
+  // continueJob on a workflow job whose step did not opt in (allowContinuation); the job stays LEASED.
+  'job.continuation_not_enabled',
   'job.idempotency_conflict',
   'job.internal_state',
   'job.enqueue_idempotency_unsupported_isolation',

@@ -32,7 +32,10 @@ import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newIds } from '../db/ids.js';
 import type { JsonValue } from '../validation/primitives.js';
-import type { LeaseIdentity } from './lease.js';
+import { leaseMismatch, type LeaseIdentity } from './lease.js';
+import { ConflictError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
+import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './schemas.js';
 import { jsonParam } from './rows.js';
 
 export const CONTINUED_STEP_REASON = 'job.continued';
@@ -70,6 +73,36 @@ export async function continueJobs(db: Db, items: readonly ContinueJobItem[]): P
     if (row && row.run_number !== null && row.next_run_at !== null) return { jobId: lease.jobId, outcome: 'continued', runNumber: row.run_number, nextRunAt: row.next_run_at };
     return { jobId: lease.jobId, outcome: 'lease_owner_mismatch' };
   });
+}
+
+/**
+ * Ends this slice of a long job and schedules the next, for a hand-written
+ * loop (a handler returns `continueNow()` / `continueAfter(ms)` instead): the
+ * job goes back to PENDING as run number + 1, attempt 0, runnable after
+ * `delayMs` (default 0), keeping its checkpoint and progress unless `save`
+ * gives new ones (null clears). One fenced statement, as the worker's.
+ * `job.lease_owner_mismatch` once the lease is gone;
+ * `job.continuation_not_enabled` for a workflow job whose
+ * step did not opt in (`allowContinuation`), which stays LEASED for the
+ * caller to fail. Nothing is written by a refusal.
+ *
+ * @example
+ * const next = await continueJob(prisma, { ...job, delayMs: 5_000, save: { checkpoint: { cursor } } });
+ */
+export async function continueJob(db: Db, input: ContinueJobInput): Promise<{ jobId: string; runNumber: number; nextRunAt: Date }> {
+  const parsed = parseInput(continueJobInputSchema, input, JOB_INVALID_INPUT);
+  const lease = { jobId: parsed.jobId, runNumber: parsed.runNumber, attempt: parsed.attempt, workerId: parsed.workerId };
+  const [outcome] = await continueJobs(db, [
+    { lease, delayMs: parsed.delayMs ?? 0, checkpoint: parsed.save?.checkpoint, progress: parsed.save?.progress },
+  ]);
+  if (outcome!.outcome === 'continued') return { jobId: parsed.jobId, runNumber: outcome!.runNumber, nextRunAt: outcome!.nextRunAt };
+  if (outcome!.outcome === 'not_enabled') {
+    throw new ConflictError('job.continuation_not_enabled', "The job's workflow step does not allow continuation.", {
+      internalMessage: `continue job: step of job ${lease.jobId} has allow_continuation = false`,
+      details: { jobId: lease.jobId },
+    });
+  }
+  throw leaseMismatch(lease, 'continue job');
 }
 
 async function continueStatement(client: Tx, items: readonly ContinueJobItem[], eventIds: readonly string[]): Promise<ContinuedRow[]> {

@@ -127,6 +127,27 @@ export const heartbeatJobInputSchema = jobLeaseSchema.extend({
 });
 export type HeartbeatJobInput = z.input<typeof heartbeatJobInputSchema>;
 
+/** `setJobStage(db, { ...lease, stage })`. */
+export const setJobStageInputSchema = jobLeaseSchema.extend({ stage: stageLabel });
+export type SetJobStageInput = z.input<typeof setJobStageInputSchema>;
+
+const progressCount = z.number().int('must be an integer').min(0, 'must not be negative').max(Number.MAX_SAFE_INTEGER);
+
+/** `recordJobProgress(db, { ...lease, processed, total? })`: numeric progress, `processed` of `total` (optional: unknown size). */
+export const recordJobProgressInputSchema = jobLeaseSchema
+  .extend({ processed: progressCount, total: progressCount.optional() })
+  .refine((p) => p.total === undefined || p.processed <= p.total, { message: 'must not exceed total', path: ['processed'] });
+export type RecordJobProgressInput = z.input<typeof recordJobProgressInputSchema>;
+
+/** `continueJob(db, { ...lease, delayMs?, save? })`: ends this slice of a long job; the next one is runnable after `delayMs`. */
+export const continueJobInputSchema = jobLeaseSchema.extend({
+  /** 0 (default): runnable at once. */
+  delayMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2_147_483_647).optional(),
+  /** Checkpoint and progress the next slice starts from (null clears, absent keeps); nested for the reason heartbeatJob's is. */
+  save: z.strictObject({ progress: jsonValue.optional(), checkpoint: jsonValue.optional() }).optional(),
+});
+export type ContinueJobInput = z.input<typeof continueJobInputSchema>;
+
 export const completeJobInputSchema = jobLeaseSchema.extend({ output: jsonValue.optional() });
 export type CompleteJobInput = z.input<typeof completeJobInputSchema>;
 

@@ -8,7 +8,6 @@
  * (heartbeats do). A stage set to the one the job already has appends no
  * event.
  */
-import { z } from 'zod';
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
@@ -16,45 +15,51 @@ import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { jsonParam } from './rows.js';
-import { JOB_INVALID_INPUT, jobLeaseSchema, stageLabel } from './schemas.js';
+import { JOB_INVALID_INPUT, recordJobProgressInputSchema, setJobStageInputSchema, type ParsedJobLease, type RecordJobProgressInput, type SetJobStageInput } from './schemas.js';
 
-const count = z.number().int('must be an integer').min(0, 'must not be negative').max(Number.MAX_SAFE_INTEGER);
-
-/** Numeric progress: `processed` of `total` (total optional, for work of unknown size). */
-export const progressSchema = z
-  .strictObject({ processed: count, total: count.optional() })
-  .refine((p) => p.total === undefined || p.processed <= p.total, { message: 'must not exceed total', path: ['processed'] });
-
+/** Numeric progress as stored (`{ processed, total }`) and returned. */
 export interface JobProgress {
   processed: number;
   /** null: the total is unknown. */
   total: number | null;
 }
 
-const stageInputSchema = z.strictObject({ lease: jobLeaseSchema, stage: stageLabel });
-const progressInputSchema = z.strictObject({ lease: jobLeaseSchema, progress: progressSchema });
-
-/** Sets the running job's stage; `job.invalid_input` naming `stage`, `job.lease_owner_mismatch` once the lease is gone. */
-export async function setJobStage(db: Db, lease: LeaseIdentity, stage: string): Promise<void> {
-  const parsed = parseInput(stageInputSchema, { lease: leaseOnly(lease), stage }, JOB_INVALID_INPUT);
-  await writeFenced(db, parsed.lease, { stage: parsed.stage });
+/**
+ * Sets the running job's stage, for a hand-written loop (a handler uses
+ * `ctx.setStage`): `job.invalid_input` naming `stage`, `job.lease_owner_mismatch`
+ * once the lease is gone.
+ *
+ * @example
+ * await setJobStage(prisma, { ...job, stage: 'uploading' });
+ */
+export async function setJobStage(db: Db, input: SetJobStageInput): Promise<{ jobId: string; stage: string }> {
+  const parsed = parseInput(setJobStageInputSchema, input, JOB_INVALID_INPUT);
+  await writeFenced(db, leaseOnly(parsed), { stage: parsed.stage });
+  return { jobId: parsed.jobId, stage: parsed.stage };
 }
 
-/** Records the running job's progress (stored as `{ processed, total }` in its `progress`). */
-export async function setJobProgress(db: Db, lease: LeaseIdentity, processed: number, total?: number): Promise<JobProgress> {
-  const parsed = parseInput(progressInputSchema, { lease: leaseOnly(lease), progress: { processed, ...(total === undefined ? {} : { total }) } }, JOB_INVALID_INPUT);
-  const progress = { processed: parsed.progress.processed, total: parsed.progress.total ?? null };
-  await writeFenced(db, parsed.lease, { progress });
+/**
+ * Records the running job's progress (stored as `{ processed, total }` in its
+ * `progress`, with a PROGRESS event), for a hand-written loop (a handler uses
+ * `ctx.progress`).
+ *
+ * @example
+ * await recordJobProgress(prisma, { ...job, processed: 40, total: 100 });
+ */
+export async function recordJobProgress(db: Db, input: RecordJobProgressInput): Promise<JobProgress> {
+  const parsed = parseInput(recordJobProgressInputSchema, input, JOB_INVALID_INPUT);
+  const progress = { processed: parsed.processed, total: parsed.total ?? null };
+  await writeFenced(db, leaseOnly(parsed), { progress });
   return progress;
 }
 
-function leaseOnly(lease: LeaseIdentity): LeaseIdentity {
+function leaseOnly(lease: ParsedJobLease): LeaseIdentity {
   return { jobId: lease.jobId, runNumber: lease.runNumber, attempt: lease.attempt, workerId: lease.workerId };
 }
 
 type Change = { stage: string } | { progress: JobProgress };
 
-async function writeFenced(db: Db, l: z.output<typeof jobLeaseSchema>, change: Change): Promise<void> {
+async function writeFenced(db: Db, l: LeaseIdentity, change: Change): Promise<void> {
   const isStage = 'stage' in change;
   const stage = isStage ? change.stage : null;
   const progress: JsonValue | null = isStage ? null : { processed: change.progress.processed, total: change.progress.total };

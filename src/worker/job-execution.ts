@@ -48,7 +48,7 @@ import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type ContextWrites, type SaveFields } from './job-context.js';
-import { setJobProgress, setJobStage } from '../queue/stage.js';
+import { recordJobProgress, setJobStage } from '../queue/stage.js';
 import { isContinuation, type Continuation } from './continuation.js';
 import { stepInputsOf } from '../workflow/step-inputs.js';
 import type { JobSpan, JobTelemetry } from '../telemetry/options.js';
@@ -263,9 +263,11 @@ export class JobExecution {
   private contextWrites(): ContextWrites {
     return {
       save: (fields) => this.save(fields),
-      setStage: (stage) => this.fenced(() => setJobStage(this.deps.db, this.job, stage)),
+      setStage: async (stage) => {
+        await this.fenced(() => setJobStage(this.deps.db, { ...this.job, stage }));
+      },
       progress: async (processed, total) => {
-        const progress = await this.fenced(() => setJobProgress(this.deps.db, this.job, processed, total));
+        const progress = await this.fenced(() => recordJobProgress(this.deps.db, { ...this.job, processed, ...(total === undefined ? {} : { total }) }));
         return { processed: progress.processed, total: progress.total };
       },
     };

@@ -19,7 +19,7 @@ import {
   workflow,
   type ClaimedJob,
 } from '../../src/index.js';
-import { setJobProgress, setJobStage } from '../../src/queue/stage.js';
+import { recordJobProgress, setJobStage } from '../../src/queue/stage.js';
 import { defineJob } from '../../src/worker/index.js';
 import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { runCli } from '../harness/cli.js';
@@ -61,7 +61,7 @@ describe('stages and progress', () => {
       await ctx.progress(7);
       expect(ctx).toMatchObject({ stage: 'transform', lastProgress: { processed: 7, total: null } });
       const invalid = await ctx.progress(11, 10).catch((e: unknown) => e);
-      expect(isRunledgerError(invalid, 'job.invalid_input') && (invalid as { field?: string }).field).toBe('progress.processed');
+      expect(isRunledgerError(invalid, 'job.invalid_input') && (invalid as { field?: string }).field).toBe('processed');
       expect(isRunledgerError(await ctx.progress(-1).catch((e: unknown) => e), 'job.invalid_input')).toBe(true);
       expect(isRunledgerError(await ctx.progress(1.5).catch((e: unknown) => e), 'job.invalid_input')).toBe(true);
       expect(isRunledgerError(await ctx.setStage(' ').catch((e: unknown) => e), 'job.invalid_input')).toBe(true);
@@ -89,10 +89,10 @@ describe('stages and progress', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'stage.lost', payload: {}, stage: 'first' });
     const lease = await claim('stage.lost', 'old');
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
-    expect(isRunledgerError(await setJobStage(db.prisma, lease, 'second').catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
+    expect(isRunledgerError(await setJobStage(db.prisma, { ...lease, stage: 'second' }).catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
     await reapExpiredLeases(db.prisma, { limit: 10 });
     await claim('stage.lost', 'new');
-    expect(isRunledgerError(await setJobProgress(db.prisma, lease, 1, 2).catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
+    expect(isRunledgerError(await recordJobProgress(db.prisma, { ...lease, processed: 1, total: 2 }).catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
     expect(await getJob(db.prisma, { scope, jobId })).toMatchObject({ stage: 'first', progress: null });
     expect((await events(jobId)).filter((e) => e.eventType === 'STAGE_CHANGED' || e.eventType === 'PROGRESS')).toEqual([]);
   });
@@ -111,8 +111,8 @@ describe('stages and progress', () => {
     });
     const lease = await claim('stage.wf.a');
     expect(lease.stage).toBe('waiting');
-    await setJobStage(db.prisma, lease, 'crawling');
-    await setJobProgress(db.prisma, lease, 2, 4);
+    await setJobStage(db.prisma, { ...lease, stage: 'crawling' });
+    await recordJobProgress(db.prisma, { ...lease, processed: 2, total: 4 });
     const steps = Object.fromEntries((await listWorkflowSteps(db.prisma, { workflowRunId, scope })).items.map((s) => [s.stepKey, s]));
     expect(steps.a).toMatchObject({ stage: 'crawling', progress: { processed: 2, total: 4 } });
     expect(steps.b).toMatchObject({ stage: 'later', progress: null });

@@ -17,7 +17,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'noOrganizationScope', 'organizationScope', 'adminScope',
   // Queue.
   'enqueueJob', 'enqueueJobs', 'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess',
-  'failJob', 'releaseJob', 'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
+  'failJob', 'releaseJob', 'setJobStage', 'recordJobProgress', 'continueJob', 'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
   'listJobAttempts', 'DEFAULT_BACKOFF',
   // Job definitions catalog and enqueue intents.
   'syncJobDefinitions', 'listJobDefinitions', 'setJobDefinitionEnabled', 'recordJobEnqueueIntent', 'promoteEnqueueIntents',
