@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: runledger (its hand loop and createWorker) side by side
+ * `npm run bench`: runledger (its hand loop, createWorker with its defaults and with a tuned batchSize) side by side
  * with pg-boss 12 and graphile-worker 0.18 (bench/peers, installed on first
  * use), in one run, on one PostgreSQL server, on the server's default
  * settings (synchronous_commit on) unless BENCH_SYNCHRONOUS_COMMIT is set.
@@ -37,8 +37,12 @@ async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
   process.env.NO_LOG_SUCCESS ??= '1';
   const wanted = (key: string) => config.systems === null || config.systems.includes(key);
   const { runledgerLoopSystem } = await import('./systems/runledger.js');
-  const { runledgerWorkerSystem } = await import('./systems/runledger-worker.js');
-  const systems: BenchSystem[] = [runledgerLoopSystem({ claimBatch: config.claimBatch }), runledgerWorkerSystem()];
+  const { runledgerWorkerSystem, TUNED_WORKER_BATCH_SIZE } = await import('./systems/runledger-worker.js');
+  const systems: BenchSystem[] = [
+    runledgerLoopSystem({ claimBatch: config.claimBatch }),
+    runledgerWorkerSystem(),
+    runledgerWorkerSystem({ batchSize: TUNED_WORKER_BATCH_SIZE }),
+  ];
   if (['pgboss', 'pgboss_fetch'].some(wanted)) {
     const { pgBossSystems } = await import('./systems/pg-boss.js');
     systems.push(...pgBossSystems({ claimBatch: config.claimBatch }));

@@ -16,23 +16,24 @@ import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSys
 
 type Handler = (payload: unknown, jobId: string) => void;
 
-function newWorker({ prisma }: CountingPrisma, url: string, concurrency: number, jobTypes: readonly string[], handler: Handler = () => undefined): Worker {
+function newWorker({ prisma }: CountingPrisma, url: string, concurrency: number, batchSize: number | undefined, jobTypes: readonly string[], handler: Handler = () => undefined): Worker {
   return createWorker({
     db: prisma,
     listenConnectionString: url,
     handlers: jobTypes.map((type) => defineJob(type, z.unknown(), async (payload, ctx) => handler(payload, ctx.jobId))),
     concurrency,
+    ...(batchSize === undefined ? {} : { batchSize }),
     logger: silentLogger,
     reaper: false,
   });
 }
 
 /** Starts a worker and times it until `target` successes of `finalType` (any type when null) are committed. */
-async function timedWorker(url: string, concurrency: number, jobTypes: readonly string[], target: number, finalType: string | null, what: string): Promise<Timed> {
+async function timedWorker(url: string, concurrency: number, batchSize: number | undefined, jobTypes: readonly string[], target: number, finalType: string | null, what: string): Promise<Timed> {
   // Pool: the worker's claims and completion flushes plus headroom; the LISTEN connection is separate.
   return withCountingPrisma(url, concurrency + 4, async (client) => {
     const countdown = new Countdown(target, what);
-    const worker = newWorker(client, url, concurrency, jobTypes);
+    const worker = newWorker(client, url, concurrency, batchSize, jobTypes);
     // 'job:success' is emitted once the success is committed.
     worker.on('job:success', ({ job }) => {
       if (finalType === null || job.jobType === finalType) countdown.hit();
@@ -51,33 +52,44 @@ async function timedWorker(url: string, concurrency: number, jobTypes: readonly 
   });
 }
 
-export function runledgerWorkerSystem(): BenchSystem {
+/** What README's "Tuning a worker" advises for short jobs at high volume (100-250): the variant shown beside the defaults. */
+export const TUNED_WORKER_BATCH_SIZE = 250;
+
+/**
+ * createWorker with its defaults, or (`batchSize`) with a larger claim and
+ * buffer, the tuned variant beside the peers' tuned ones (pg-boss's
+ * batchSize, graphile-worker's localQueue).
+ */
+export function runledgerWorkerSystem(options: { batchSize?: number } = {}): BenchSystem {
   const loop = runledgerLoopSystem({ claimBatch: 1 });
+  const { batchSize } = options;
   return {
-    key: 'runledger_worker',
-    label: 'runledger createWorker',
+    key: batchSize === undefined ? 'runledger_worker' : 'runledger_worker_batched',
+    label: batchSize === undefined ? 'runledger createWorker' : `runledger createWorker (batchSize ${batchSize})`,
     peer: false,
 
     describe() {
-      return 'createWorker({ concurrency }) with its defaults (batchSize 2 x concurrency, completion batching), LISTEN + poll, reaper off';
+      return batchSize === undefined
+        ? 'createWorker({ concurrency }) with its defaults (batchSize 2 x concurrency, completion batching), LISTEN + poll, reaper off'
+        : `createWorker({ concurrency, batchSize: ${batchSize} }): claims of up to ${batchSize} jobs held in its buffer (as graphile-worker's localQueue), otherwise the defaults, reaper off`;
     },
 
     install: loop.install,
 
     seedNoop: seedNoopJobs,
-    drain: (url, { jobs, concurrency }) => timedWorker(url, concurrency, [BENCH_JOB_TYPE], jobs, null, 'createWorker drain'),
+    drain: (url, { jobs, concurrency }) => timedWorker(url, concurrency, batchSize, [BENCH_JOB_TYPE], jobs, null, 'createWorker drain'),
 
     seedChains: seedChainRuns,
-    chains: (url, { chains, concurrency }) => timedWorker(url, concurrency, CHAIN_STEPS, chains, CHAIN_STEPS[2], 'createWorker chains'),
+    chains: (url, { chains, concurrency }) => timedWorker(url, concurrency, batchSize, CHAIN_STEPS, chains, CHAIN_STEPS[2], 'createWorker chains'),
 
     seedFanOut: seedFanOutRuns,
-    fanOut: (url, { runs, concurrency }) => timedWorker(url, concurrency, [FAN_ROOT, FAN_CHILD, FAN_IN], runs, FAN_IN, 'createWorker fan-out'),
+    fanOut: (url, { runs, concurrency }) => timedWorker(url, concurrency, batchSize, [FAN_ROOT, FAN_CHILD, FAN_IN], runs, FAN_IN, 'createWorker fan-out'),
 
     async latency(url, jobs, concurrency): Promise<LatencySample[]> {
       return withCountingPrisma(url, concurrency + 4, async (client) => {
         const probe = new LatencyProbe();
         const seqByJob = new Map<string, number>();
-        const worker = newWorker(client, url, concurrency, [BENCH_JOB_TYPE], (payload, jobId) => {
+        const worker = newWorker(client, url, concurrency, batchSize, [BENCH_JOB_TYPE], (payload, jobId) => {
           const seq = seqOf(payload);
           seqByJob.set(jobId, seq);
           probe.picked(seq);
