@@ -70,6 +70,7 @@ export {
   promoteEnqueueIntents,
   getEnqueueIntentStats,
   type RecordJobEnqueueIntentInput,
+  type RecordJobEnqueueIntentSettings,
   type PromoteEnqueueIntentsInput,
   type PromoteEnqueueIntentsResult,
   type PromotedIntent,

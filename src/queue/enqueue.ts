@@ -270,7 +270,8 @@ export async function enqueueJobs(db: Db, first: AnyJobDefinition | readonly Enq
 }
 
 /** The by-name input of one job of `definition`: its type, and its settings under the enqueue's own. */
-function definedJobInput(definition: AnyJobDefinition, item: unknown): unknown {
+/** An enqueue's input from a typed definition and the call's own fields: the definition's settings unless the call gives its own. */
+export function definedJobInput(definition: AnyJobDefinition, item: unknown): unknown {
   // Not an object: left for the schema to refuse, naming the field.
   if (typeof item !== 'object' || item === null) return item;
   const defaults = {

@@ -35,10 +35,12 @@ import { ensureReadCommitted, withStatement, withTransaction } from '../client/t
 import { newId } from '../db/ids.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
+import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, jsonInput, timestamp, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
 import { truncateText } from '../validation/storable.js';
-import { insertJobsTx, toInsertRow, type InsertJobRow } from './enqueue.js';
+import { definedJobInput, insertJobsTx, toInsertRow, type InsertJobRow } from './enqueue.js';
+import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
 import { backoffPolicySchema } from './retry-policy.js';
 import { jsonParam } from './rows.js';
 import { JOB_INVALID_INPUT, MAX_ERROR_MESSAGE_LENGTH } from './schemas.js';
@@ -57,6 +59,8 @@ export const recordJobEnqueueIntentInputSchema = z.strictObject({
   backoff: backoffPolicySchema.optional(),
 });
 export type RecordJobEnqueueIntentInput = Omit<z.input<typeof recordJobEnqueueIntentInputSchema>, 'payload'> & { payload: unknown };
+/** An intent's own fields beside a typed definition and its payload (the idempotency key is required). */
+export type RecordJobEnqueueIntentSettings = Omit<RecordJobEnqueueIntentInput, 'jobType' | 'payload'>;
 
 /**
  * Records an enqueue intent: one INSERT, joined to `db` when it is your
@@ -72,7 +76,31 @@ export type RecordJobEnqueueIntentInput = Omit<z.input<typeof recordJobEnqueueIn
  *   await recordJobEnqueueIntent(tx, { jobType: 'invoice.send', payload: { orderId: id }, idempotencyKey: `invoice:${id}` });
  * });
  */
-export async function recordJobEnqueueIntent(db: Db, input: RecordJobEnqueueIntentInput): Promise<{ intentId: string }> {
+export function recordJobEnqueueIntent(db: Db, input: RecordJobEnqueueIntentInput): Promise<{ intentId: string }>;
+/**
+ * The typed form, as `enqueueJob(db, definition, payload, settings)`: the
+ * payload is checked against the definition's schema at compile time, and the
+ * definition's priority, attempts, timeout and backoff apply unless the
+ * settings give their own.
+ *
+ * @example
+ * await recordJobEnqueueIntent(tx, sendInvoice, { orderId: id }, { idempotencyKey: `invoice:${id}` });
+ */
+export function recordJobEnqueueIntent<D extends AnyJobDefinition>(
+  db: Db,
+  definition: D,
+  payload: JobPayload<D>,
+  settings: RecordJobEnqueueIntentSettings,
+): Promise<{ intentId: string }>;
+export async function recordJobEnqueueIntent(db: Db, first: AnyJobDefinition | RecordJobEnqueueIntentInput, ...rest: unknown[]): Promise<{ intentId: string }> {
+  let input: unknown = first;
+  if (isJobDefinition(first)) {
+    const settings = rest[1];
+    if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) {
+      throw new ValidationError('job.invalid_input', 'settings', 'Invalid settings: an intent needs its settings object with the idempotencyKey.');
+    }
+    input = definedJobInput(first, { ...settings, payload: rest[0] });
+  }
   const i = parseInput(recordJobEnqueueIntentInputSchema, input, JOB_INVALID_INPUT);
   const intentId = newId();
   await withStatement(

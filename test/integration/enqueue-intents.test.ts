@@ -72,6 +72,24 @@ describe('recordJobEnqueueIntent', () => {
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_enqueue_intents WHERE job_type = 'intent.bad'`;
     expect(row!.n).toBe(0);
   });
+
+  it("takes a typed definition: its type and settings, unless the intent gives its own, reach the promoted job", async () => {
+    const invoice = defineJob('intent.typed', z.object({ orderId: z.string() }), noop, { priority: 7, retry: { maxAttempts: 2 }, timeoutSeconds: 45 });
+    const { intentId } = await recordJobEnqueueIntent(db.prisma, invoice, { orderId: 'o-1' }, { idempotencyKey: 'typed-1', maxAttempts: 4 });
+    await syncJobDefinitions(db.prisma, [invoice]);
+    await promoteEnqueueIntents(db.prisma, { jobTypes: ['intent.typed'] });
+    const promoted = await intent(intentId);
+    expect(promoted).toMatchObject({ state: 'PROMOTED' });
+    const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: promoted!.job_id! });
+    expect(job).toMatchObject({ jobType: 'intent.typed', payload: { orderId: 'o-1' }, priority: 7, maxAttempts: 4, timeoutSeconds: 45, idempotencyKey: 'typed-1' });
+
+    // Settings missing or not an object, or no key in them: refused by field, nothing written.
+    for (const [settings, field] of [[undefined, 'settings'], ['typed-2', 'settings'], [{ priority: 1 }, 'idempotencyKey']] as const) {
+      await expect(recordJobEnqueueIntent(db.prisma, invoice, { orderId: 'o-2' }, settings as never)).rejects.toMatchObject({ code: 'job.invalid_input', field });
+    }
+    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_enqueue_intents WHERE job_type = 'intent.typed'`;
+    expect(row!.n).toBe(1);
+  });
 });
 
 describe('promoteEnqueueIntents', () => {

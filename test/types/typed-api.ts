@@ -137,4 +137,12 @@ export async function catalogAndIntents() {
   await recordJobEnqueueIntent(prisma, { jobType: 'c.typed', payload: { n: 1 }, idempotencyKey: 'k' });
   // @ts-expect-error an intent needs its idempotency key
   await recordJobEnqueueIntent(prisma, { jobType: 'c.typed', payload: { n: 1 } });
+  // The typed form: the definition types the payload, as enqueueJob's does.
+  await recordJobEnqueueIntent(prisma, typed, { n: 1 }, { idempotencyKey: 'k', runAt: new Date() });
+  // @ts-expect-error a string where the schema says number
+  await recordJobEnqueueIntent(prisma, typed, { n: '1' }, { idempotencyKey: 'k' });
+  // @ts-expect-error the typed form needs its settings, with the idempotency key
+  await recordJobEnqueueIntent(prisma, typed, { n: 1 });
+  // @ts-expect-error the key is required there too
+  await recordJobEnqueueIntent(prisma, typed, { n: 1 }, { priority: 1 });
 }
