@@ -174,6 +174,24 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.context().close();
   });
 
+  it('shows a claimed step RUNNING within a couple of seconds, though a claim sends no notification', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.claimed').job('work', 'browser.claimed', {}).build());
+    const page = await openPage(`#/runs/${workflowRunId}`);
+    await page.locator('svg.dag [data-step-key="work"][data-status="ENQUEUED"]').waitFor();
+    await page.locator('#live').filter({ hasText: /^live$/ }).waitFor();
+    // While a step waits to be claimed the page polls every second instead of every 5 s (views/run.ts): two reads
+    // in a row, with nothing changing in between, come well within 5 s.
+    const refreshedAt = () => page.evaluate('document.body.dataset.refreshedAt');
+    for (let i = 0; i < 2; i += 1) {
+      const before = await refreshedAt();
+      await expect.poll(refreshedAt, { timeout: 3_500, interval: 100 }).not.toBe(before);
+    }
+    const [claimed] = await claimJobs(db.prisma, { workerId: 'browser-claimer', jobTypes: ['browser.claimed'], limit: 1, leaseSeconds: 60, markRunning: true });
+    expect(claimed?.step?.workflowRunId).toBe(workflowRunId);
+    await page.locator('svg.dag [data-step-key="work"][data-status="RUNNING"]').waitFor({ timeout: 3_500 });
+    await page.context().close();
+  });
+
   it('draws a 200-step run whole, scaled to fit, and zooms from the keyboard', async () => {
     let builder = workflow('browser.wide').job('root', 'wide.root', {});
     for (let i = 0; i < 198; i += 1) builder = builder.job(`part-${i}`, 'wide.part', { i }).afterSuccess(`part-${i}`, ['root']);

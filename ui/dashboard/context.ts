@@ -4,6 +4,8 @@ export interface View {
   /** Built once per visit of a page; refresh() updates it in place, so focus, typed input and the graph's zoom survive. */
   root: HTMLElement;
   refresh(): Promise<void>;
+  /** How soon to poll again after a refresh, when the view knows better than the page's default (POLL_MS). */
+  pollMs?(): number | undefined;
 }
 
 export interface Context {

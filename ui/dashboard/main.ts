@@ -59,6 +59,13 @@ async function start(): Promise<void> {
   let running = false;
   let again = false;
   let timer: number | undefined;
+  let pollTimer: number | undefined;
+  // Polling, the correctness path: the next read is due POLL_MS after the last one, whatever caused it, or sooner
+  // when the view asks (a run page whose steps wait to be claimed).
+  const schedulePoll = () => {
+    clearTimeout(pollTimer);
+    pollTimer = window.setTimeout(() => void refresh(), view?.pollMs?.() ?? POLL_MS);
+  };
   const refresh = async () => {
     if (running) {
       again = true;
@@ -76,6 +83,8 @@ async function start(): Promise<void> {
       if (again) {
         again = false;
         void refresh();
+      } else {
+        schedulePoll();
       }
     }
   };
@@ -100,7 +109,6 @@ async function start(): Promise<void> {
     main.focus();
   });
   show();
-  window.setInterval(() => void refresh(), POLL_MS);
 
   // Live events: any change means "read again"; the stream carries no row data. A run page's stream
   // watches its run, so it also hears the run's steps move; the stream is reopened when that changes.

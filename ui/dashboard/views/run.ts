@@ -26,6 +26,13 @@ interface RunDetail {
 }
 
 const TERMINAL_RUN = new Set(['SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED']);
+/**
+ * A step's claim (ENQUEUED -> RUNNING) sends no notification (a NOTIFY per
+ * claim would queue claims on the database's notify lock), so while a step
+ * of this run waits to be claimed the page polls this often to show RUNNING
+ * soon; every terminal step move arrives as a live event anyway.
+ */
+const CLAIM_WATCH_POLL_MS = 1_000;
 
 function completeForm(context: Context, runId: string, step: Step): HTMLFormElement {
   return actionForm(
@@ -116,6 +123,7 @@ export function runView(context: Context, runId: string): View {
   );
   return {
     root,
+    pollMs: () => (latest && !TERMINAL_RUN.has(latest.run.status) && latest.steps.some((step) => step.status === 'ENQUEUED') ? CLAIM_WATCH_POLL_MS : undefined),
     async refresh() {
       const detail = await get<RunDetail>(`runs/${encodeURIComponent(runId)}`);
       latest = detail;
