@@ -31,9 +31,17 @@ interface Host {
   close(): Promise<void>;
 }
 
-async function listen(server: http.Server): Promise<string> {
+/** Serves `server` on 127.0.0.1; closing ends the dashboard's streams first, then every connection. */
+async function serve(server: http.Server, dashboard: { close(): Promise<void> }): Promise<Host> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      await dashboard.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 const HOSTS: Record<string, () => Promise<Host>> = {
@@ -50,15 +58,7 @@ const HOSTS: Record<string, () => Promise<Host>> = {
       res.json(req.body);
     });
     const server = http.createServer(app);
-    const origin = await listen(server);
-    return {
-      origin,
-      close: async () => {
-        await dashboard.close();
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      },
-    };
+    return serve(server, dashboard);
   },
   async fastify() {
     const dashboard = createDashboard({ db: db.prisma, listenConnectionString: db.url, basePath: BASE_PATH, authorize: (req) => scopeFromHeader(req.headers[SCOPE_HEADER]) });
@@ -89,15 +89,7 @@ const HOSTS: Record<string, () => Promise<Host>> = {
       if (req.method === 'POST' && path === '/echo') return void req.pipe(res.writeHead(200, { 'content-type': 'application/json' }));
       res.writeHead(404).end();
     });
-    const origin = await listen(server);
-    return {
-      origin,
-      close: async () => {
-        await dashboard.close();
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      },
-    };
+    return serve(server, dashboard);
   },
 };
 
@@ -249,8 +241,8 @@ describe('a page that leaves while authorize is still deciding', () => {
         return adminScope();
       },
     });
-    const server = http.createServer(dashboard);
-    const origin = await listen(server);
+    const host = await serve(http.createServer(dashboard), dashboard);
+    const { origin } = host;
     try {
       const aborted = new AbortController();
       const request = fetch(`${origin}/api/events`, { signal: aborted.signal }).catch((error: unknown) => error);
@@ -262,9 +254,7 @@ describe('a page that leaves while authorize is still deciding', () => {
       await new Promise((resolve) => setImmediate(resolve));
       expect(listenConnectionStats(url)).toBeUndefined();
     } finally {
-      await dashboard.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await host.close();
     }
   });
 
