@@ -97,7 +97,13 @@ export async function getQueueMetrics(db: Db, input: GetQueueMetricsInput): Prom
 }
 
 async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise<QueueMetrics> {
-  const asOf = now ?? (await tx.$queryRaw<{ now: Date }[]>`SELECT statement_timestamp() AS now`)[0]!.now;
+  // The database clock, rounded UP to the millisecond a JS Date holds: rounded down (as the driver would), a row
+  // written in the same millisecond before this read would fall outside the windows that end at `asOf`.
+  const asOf =
+    now ??
+    (await tx.$queryRaw<{ now: Date }[]>`
+      SELECT date_trunc('milliseconds', t) + CASE WHEN t > date_trunc('milliseconds', t) THEN interval '1 millisecond' ELSE interval '0' END AS now
+        FROM (SELECT statement_timestamp() AS t) c`)[0]!.now;
   const context: MetricsQueryContext = { now: asOf, scope };
   const read = <Row>(section: keyof typeof METRICS_QUERIES) => tx.$queryRaw<Row[]>(...asTemplate(METRICS_QUERIES[section](context)));
   // One after another: a transaction client runs one statement at a time.
