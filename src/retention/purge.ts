@@ -63,7 +63,12 @@ export interface PurgeFinishedResult {
 }
 
 interface Cursor {
-  finishedAt: Date;
+  /**
+   * The last candidate's finish time as PostgreSQL wrote it (text, microseconds). Not a JS Date: its
+   * milliseconds would put the cursor before rows of the same millisecond, which a batch statement finishes
+   * together, and a batch of kept rows (or a dry run) would then be read again for ever.
+   */
+  finishedAt: string;
   id: string;
 }
 
@@ -124,7 +129,7 @@ interface JobBatch {
 
 async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promise<JobBatch> {
   // 1. Candidates (after the cursor) and the lineage of each, walked both ways through job_replays.
-  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: Date }[]>`
+  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>`
     WITH RECURSIVE candidates AS (
       SELECT id, finished_at FROM runledger.job_queue
        WHERE workflow_step_id IS NULL
@@ -142,7 +147,7 @@ async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
         FROM lineage l
         JOIN runledger.job_replays r ON r.source_job_id = l.id OR r.replay_job_id = l.id
     )
-    SELECT l.root, l.id, c.finished_at AS root_finished_at
+    SELECT l.root, l.id, c.finished_at::text AS root_finished_at
       FROM lineage l JOIN candidates c ON c.id = l.root
      ORDER BY c.finished_at, c.id`;
   if (walked.length === 0) return { deleted: 0, next: null };
@@ -200,7 +205,7 @@ async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
  * A batch's candidates (`root`, in cursor order) walked to their lineages: the lineages, and where the next
  * batch starts (null when fewer than `batchSize` candidates were left).
  */
-function lineagesOfBatch(walked: readonly { root: string; id: string; root_finished_at: Date }[], batchSize: number): { lineages: Map<string, Set<string>>; next: Cursor | null } {
+function lineagesOfBatch(walked: readonly { root: string; id: string; root_finished_at: string }[], batchSize: number): { lineages: Map<string, Set<string>>; next: Cursor | null } {
   const lastRoot = walked[walked.length - 1]!;
   const candidateCount = new Set(walked.map((w) => w.root)).size;
   return {
@@ -230,7 +235,7 @@ interface RunBatch {
 
 async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promise<RunBatch> {
   // 1. Candidates (after the cursor) and the recovery lineage of each, walked both ways through workflow_recoveries.
-  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: Date }[]>`
+  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>`
     WITH RECURSIVE candidates AS (
       SELECT id, finished_at FROM runledger.workflow_runs
        WHERE status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
@@ -248,7 +253,7 @@ async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
         FROM lineage l
         JOIN runledger.workflow_recoveries r ON r.source_run_id = l.id OR r.recovery_run_id = l.id
     )
-    SELECT l.root, l.id, c.finished_at AS root_finished_at
+    SELECT l.root, l.id, c.finished_at::text AS root_finished_at
       FROM lineage l JOIN candidates c ON c.id = l.root
      ORDER BY c.finished_at, c.id`;
   if (walked.length === 0) return { runs: 0, jobs: 0, next: null };

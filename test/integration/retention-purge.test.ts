@@ -84,6 +84,24 @@ describe('purgeFinished on direct jobs', () => {
     expect(await existing([recent, pending]).then((ids) => ids.length)).toBe(2);
   });
 
+  it('moves past rows that share a finish time with sub-millisecond digits (one batch statement finishes them together)', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i += 1) ids.push(await finishedJob('purge.same-instant', 'SUCCEEDED'));
+    // What completeJobsSuccess does to a batch: one clock for all. A JS Date holds milliseconds only; the cursor must not lose the rest.
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = '2020-01-01 00:00:00.123456+00' WHERE id = ANY(${ids}::uuid[])`;
+    const bounded = <T>(work: Promise<T>) =>
+      Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('purge did not finish: its cursor does not move')), 15_000))]);
+    // Kept rows (another status asked for) and a dry run: nothing is deleted, so every batch must still move on.
+    const kept = await bounded(purgeFinished(db.prisma, { olderThan: CUTOFF, statuses: ['CANCELED'], batchSize: 2 }));
+    expect(kept.jobs).toBe(0);
+    const dry = await bounded(purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 2, dryRun: true }));
+    expect(dry.jobs).toBeGreaterThanOrEqual(6);
+    expect(await existing(ids)).toHaveLength(6);
+    const purged = await bounded(purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 2 }));
+    expect(purged.jobs).toBeGreaterThanOrEqual(6);
+    expect(await existing(ids)).toEqual([]);
+  });
+
   it('keeps a canceled job whose lease is still quiescing, and purges it once the lease has passed', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'p.quiesce', payload: {} });
     await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.quiesce'], limit: 1, leaseSeconds: 600, markRunning: true });
@@ -192,5 +210,17 @@ describe('purgeFinished on workflow runs', () => {
       UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second'
        WHERE id IN (SELECT job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${quiescing}::uuid) AND lease_expires_at IS NOT NULL`;
     expect(await purgeFinished(db.prisma, { olderThan: CUTOFF })).toMatchObject({ workflowRuns: 1, workflowJobs: 1 });
+  });
+
+  it('moves past runs that share a finish time with sub-millisecond digits', async () => {
+    const runs: string[] = [];
+    for (let i = 0; i < 5; i += 1) runs.push((await enqueueWorkflowRun(db.prisma, workflow('wf.same-instant').external('gate').build())).workflowRunId);
+    for (const workflowRunId of runs) await cancelWorkflowRun(db.prisma, { workflowRunId, scope: noOrganizationScope() });
+    await db.prisma.$executeRaw`UPDATE runledger.workflow_runs SET finished_at = '2020-01-01 00:00:00.654321+00' WHERE id = ANY(${runs}::uuid[])`;
+    const bounded = <T>(work: Promise<T>) =>
+      Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('purge did not finish: its cursor does not move')), 15_000))]);
+    // A dry run deletes nothing, so every batch must still move on.
+    expect(await bounded(purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 2, dryRun: true }))).toMatchObject({ workflowRuns: 5 });
+    expect(await bounded(purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 2 }))).toMatchObject({ workflowRuns: 5 });
   });
 });
