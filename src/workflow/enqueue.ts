@@ -75,7 +75,8 @@ export async function enqueueWorkflowRuns(db: Db, inputs: readonly WorkflowRunIn
   if (inputs.length > MAX_WORKFLOW_RUN_BATCH) {
     throw new ValidationError(WORKFLOW_INVALID_INPUT, 'runs', `At most ${MAX_WORKFLOW_RUN_BATCH} workflow runs per call.`);
   }
-  const runs = inputs.map((input, index) => {
+  // Array.from, not map: map skips the holes of a sparse array, which would reach the INSERT as nulls.
+  const runs = Array.from(inputs, (input, index) => {
     try {
       return validateWorkflowRun(input);
     } catch (error) {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  enqueueWorkflowRuns,
   claimJobs,
   continueAfter,
   continueNow,
@@ -64,6 +65,14 @@ describe('found by fuzzing', () => {
     await expect(enqueueWorkflowRunHandle(db.prisma, run(), { scope: { kind: 'organization' } as never })).rejects.toMatchObject({ code: 'workflow.invalid_input' });
     await expect(enqueueWorkflowRunHandle(db.prisma, run(), null as never)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'options' });
     expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'fuzz.handle-options' })).items).toEqual([]);
+  });
+
+  it('enqueueWorkflowRuns refuses a sparse array by the hole\'s index, writing nothing (its holes reached the INSERT as nulls: database.error)', async () => {
+    const holes = [, , ,] as never;
+    await expect(enqueueWorkflowRuns(db.prisma, holes)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: expect.stringMatching(/^0\b/) });
+    const oneHole = [workflow('fuzz.sparse').external('e').build(), , workflow('fuzz.sparse').external('e').build()] as never;
+    await expect(enqueueWorkflowRuns(db.prisma, oneHole)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: expect.stringMatching(/^1\b/) });
+    expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'fuzz.sparse' })).items).toEqual([]);
   });
 
   it('createConsoleLogger refuses null options or an unknown level with worker.invalid_options', () => {
