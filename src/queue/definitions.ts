@@ -112,7 +112,8 @@ function payloadJsonSchema(definition: AnyJobDefinition): JsonValue | null {
 export async function syncJobDefinitions(db: Db, definitions: readonly AnyJobDefinition[]): Promise<SyncJobDefinitionsResult> {
   if (!Array.isArray(definitions)) throw new ValidationError(JOB_INVALID_INPUT, 'definitions', 'Invalid definitions: expected an array of job definitions');
   const byType = new Map<string, AnyJobDefinition>();
-  definitions.forEach((definition, index) => {
+  // Array.from: forEach would skip the holes of a sparse array instead of refusing them.
+  Array.from(definitions).forEach((definition, index) => {
     if (!isJobDefinition(definition)) throw new ValidationError(JOB_INVALID_INPUT, `definitions.${index}`, `Invalid definitions.${index}: expected a defineJob(...) definition`);
     if (byType.has(definition.jobType)) {
       throw new ValidationError(JOB_INVALID_INPUT, `definitions.${index}`, `Invalid definitions.${index}: job type ${definition.jobType} is defined twice`);

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  syncJobDefinitions,
   enqueueWorkflowRuns,
   claimJobs,
   continueAfter,
@@ -73,6 +74,9 @@ describe('found by fuzzing', () => {
     const oneHole = [workflow('fuzz.sparse').external('e').build(), , workflow('fuzz.sparse').external('e').build()] as never;
     await expect(enqueueWorkflowRuns(db.prisma, oneHole)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: expect.stringMatching(/^1\b/) });
     expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'fuzz.sparse' })).items).toEqual([]);
+    // The same hole in syncJobDefinitions was skipped silently; it is refused by its index now.
+    const sparseDefinitions = [defineJob('fuzz.sparse-def', z.object({}), async () => null), ,] as never;
+    await expect(syncJobDefinitions(db.prisma, sparseDefinitions)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'definitions.1' });
   });
 
   it('createConsoleLogger refuses null options or an unknown level with worker.invalid_options', () => {
