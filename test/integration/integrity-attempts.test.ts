@@ -4,7 +4,8 @@
  * corruption is named by kind and job.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { claimJobs, completeJobSuccess, enqueueJob, failJob, verifyIntegrity, type ClaimedJob, type IntegrityViolation } from '../../src/index.js';
+import { claimJobs, completeJobSuccess, enqueueJob, failJob, verifyIntegrity, type ClaimedJob } from '../../src/index.js';
+import { corrupter, only } from '../harness/corruption.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -26,21 +27,8 @@ beforeAll(async () => {
   await failJob(db.prisma, { ...retried, error: { code: 'x', message: 'y' }, retryable: true });
 });
 
-/** Writes as an operator with a broken tool would: constraints off for this transaction only. */
-async function corrupt(sql: string, params: unknown[] = []): Promise<void> {
-  const client = await db.newPool({ max: 1 }).connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL session_replication_role = replica');
-    const result = await client.query(sql, params);
-    expect(result.rowCount).toBeGreaterThan(0);
-    await client.query('COMMIT');
-  } finally {
-    client.release();
-  }
-}
+const corrupt = corrupter(db);
 
-const only = (violations: IntegrityViolation[], kind: string) => violations.filter((v) => v.kind === kind);
 
 describe('verifyIntegrity: job attempts', () => {
   it('finds nothing wrong in the attempts the engine wrote', async () => {

@@ -16,6 +16,7 @@ import {
   workflow,
   type IntegrityViolation,
 } from '../../src/index.js';
+import { corrupter, only } from '../harness/corruption.js';
 import { useTestDatabase } from '../harness/database.js';
 import { claimAll, runRunnableJobs } from '../harness/workflow-helpers.js';
 
@@ -51,20 +52,8 @@ beforeAll(async () => {
   await cancelWorkflowRun(db.prisma, { workflowRunId: draining, scope: noOrganizationScope(), reason: 'operator' });
 });
 
-async function corrupt(sql: string, params: unknown[] = []): Promise<void> {
-  const client = await db.newPool({ max: 1 }).connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL session_replication_role = replica');
-    const result = await client.query(sql, params);
-    expect(result.rowCount).toBeGreaterThan(0);
-    await client.query('COMMIT');
-  } finally {
-    client.release();
-  }
-}
+const corrupt = corrupter(db);
 
-const only = (violations: IntegrityViolation[], kind: string) => violations.filter((v) => v.kind === kind);
 const claim = async (runId: string) =>
   (await db.prisma.$queryRaw<{ scope: string; released_at: Date | null }[]>`
     SELECT scope, released_at FROM runledger.workflow_active_keys WHERE workflow_run_id = ${runId}::uuid`)[0]!;

@@ -5,7 +5,8 @@
  * clean.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { verifyIntegrity, type IntegrityViolation } from '../../src/index.js';
+import { verifyIntegrity } from '../../src/index.js';
+import { corrupter, only } from '../harness/corruption.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runIntegrityWorkload, type Workload } from '../harness/integrity-workload.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
@@ -17,21 +18,8 @@ beforeAll(async () => {
   workload = await runIntegrityWorkload(db.prisma);
 });
 
-/** Writes as an operator with a broken tool would: foreign-key and constraint triggers off for this transaction only. */
-async function corrupt(sql: string, params: unknown[] = []): Promise<void> {
-  const client = await db.newPool({ max: 1 }).connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL session_replication_role = replica');
-    const result = await client.query(sql, params);
-    expect(result.rowCount).toBeGreaterThan(0);
-    await client.query('COMMIT');
-  } finally {
-    client.release();
-  }
-}
+const corrupt = corrupter(db);
 
-const only = (violations: IntegrityViolation[], kind: string) => violations.filter((v) => v.kind === kind);
 
 describe('verifyIntegrity', () => {
   it('finds nothing wrong in a database the engine wrote (every run and job kind, replays, requeues, a live lease)', async () => {

@@ -14,8 +14,8 @@ import {
   recoverWorkflowRun,
   verifyIntegrity,
   workflow,
-  type IntegrityViolation,
 } from '../../src/index.js';
+import { corrupter, only } from '../harness/corruption.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -52,20 +52,8 @@ async function existing(ids: string[]): Promise<number> {
   return row!.n;
 }
 
-async function corrupt(sql: string, params: unknown[] = []): Promise<void> {
-  const client = await db.newPool({ max: 1 }).connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL session_replication_role = replica');
-    const result = await client.query(sql, params);
-    expect(result.rowCount).toBeGreaterThan(0);
-    await client.query('COMMIT');
-  } finally {
-    client.release();
-  }
-}
+const corrupt = corrupter(db);
 
-const only = (violations: IntegrityViolation[], kind: string) => violations.filter((v) => v.kind === kind);
 
 describe('recovery lineage under retention', () => {
   it('deletes a source and its recoveries together once all are finished and old, and never half of them', async () => {
