@@ -1,25 +1,13 @@
 /** `runledger runs recover` and the lineage `runs show` prints, run in-process against a real database. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.js';
 import { enqueueWorkflowRun, workflow } from '../../src/index.js';
+import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
-  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(String(chunk)), true));
-  try {
-    const code = await main(['node', 'runledger', '--database-url', db.url, ...args]);
-    return { code, stdout: out.join(''), stderr: err.join('') };
-  } finally {
-    stdout.mockRestore();
-    stderr.mockRestore();
-  }
-}
+const cli = (...args: string[]) => runCli(db.url, ...args);
 
 afterEach(() => vi.restoreAllMocks());
 
