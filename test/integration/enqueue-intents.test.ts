@@ -15,22 +15,12 @@ import {
   verifyIntegrity,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { barrier } from '../harness/workflow-helpers.js';
 import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
 const noop = async () => undefined;
-
-function barrier(parties: number): () => Promise<void> {
-  let arrived = 0;
-  let release!: () => void;
-  const all = new Promise<void>((resolve) => (release = resolve));
-  return () => {
-    arrived += 1;
-    if (arrived === parties) release();
-    return all;
-  };
-}
 
 interface IntentState {
   state: string;

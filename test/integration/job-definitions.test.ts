@@ -17,21 +17,11 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { barrier } from '../harness/workflow-helpers.js';
 import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
-
-function barrier(parties: number): () => Promise<void> {
-  let arrived = 0;
-  let release!: () => void;
-  const all = new Promise<void>((resolve) => (release = resolve));
-  return () => {
-    arrived += 1;
-    if (arrived === parties) release();
-    return all;
-  };
-}
 
 async function rowCount(jobType: string): Promise<number> {
   const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_definitions WHERE job_type = ${jobType}`;

@@ -1,22 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, enqueueJob, enqueueJobs, type EnqueueJobInput } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { barrier } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 const ORG_A = '0190a3e0-0000-7000-8000-00000000000a';
 const ORG_B = '0190a3e0-0000-7000-8000-00000000000b';
-
-/** Resolves for everyone once `parties` have arrived: starts concurrent work together without sleeping. */
-function barrier(parties: number): () => Promise<void> {
-  let arrived = 0;
-  let release!: () => void;
-  const all = new Promise<void>((resolve) => (release = resolve));
-  return () => {
-    arrived += 1;
-    if (arrived === parties) release();
-    return all;
-  };
-}
 
 async function jobsWithKey(key: string): Promise<{ jobs: number; events: number }> {
   const [row] = await db.prisma.$queryRaw<{ jobs: number; events: number }[]>`

@@ -3,6 +3,7 @@ import { claimJobs, completeJobSuccess, enqueueJob, getJob, noOrganizationScope,
 import { newId } from '../../src/db/ids.js';
 import { compareAndReplaySucceededJob, type CompareAndReplaySucceededJobResult } from '../../src/replay/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { barrier } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 
@@ -15,18 +16,6 @@ async function succeededJob(jobType: string): Promise<Job> {
 
 function request(source: Job, reason = 'same reason') {
   return { scope: noOrganizationScope(), sourceJobId: source.id, expectedRunNumber: 1, replayRequestKey: 'k', reason };
-}
-
-/** Resolves every arrival once `parties` have arrived. */
-function barrier(parties: number): () => Promise<void> {
-  let arrived = 0;
-  let release!: () => void;
-  const all = new Promise<void>((resolve) => (release = resolve));
-  return async () => {
-    arrived += 1;
-    if (arrived === parties) release();
-    await all;
-  };
 }
 
 /** A latch opened by hand. */
