@@ -78,3 +78,15 @@ export function useRunTerminalListener(url: () => string): { readonly current: A
     },
   };
 }
+
+/** Leases one job of `jobType` (the claim index's first); throws when there is none, so a test reads as the steps it takes. */
+export async function claimOne(
+  db: Db,
+  jobType: string,
+  options: { workerId?: string; markRunning?: boolean; leaseSeconds?: number } = {},
+): Promise<ClaimedJob> {
+  const { workerId = 'w', markRunning = false, leaseSeconds = 60 } = options;
+  const [claimed] = await claimJobs(db, { workerId, jobTypes: [jobType], limit: 1, leaseSeconds, markRunning });
+  if (!claimed) throw new Error(`nothing of ${jobType} to claim`);
+  return claimed;
+}

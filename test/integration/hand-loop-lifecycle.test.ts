@@ -19,19 +19,14 @@ import {
   recordJobProgress,
   setJobStage,
   workflow,
-  type ClaimedJob,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { stepsByKey } from '../harness/workflow-helpers.js';
+import { stepsByKey, claimOne } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 const scope = noOrganizationScope();
 
-async function claim(jobType: string, workerId = 'hand'): Promise<ClaimedJob> {
-  const [claimed] = await claimJobs(db.prisma, { workerId, jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
-  if (!claimed) throw new Error(`nothing to claim of ${jobType}`);
-  return claimed;
-}
+const claim = (jobType: string, workerId = 'hand') => claimOne(db.prisma, jobType, { workerId, markRunning: true });
 
 const eventTypes = async (jobId: string) => (await listJobEvents(db.prisma, { scope, jobId })).items.map((e) => e.eventType);
 const field = (error: unknown) => (error as { field?: string }).field;

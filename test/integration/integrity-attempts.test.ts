@@ -4,19 +4,17 @@
  * corruption is named by kind and job.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { claimJobs, completeJobSuccess, enqueueJob, failJob, verifyIntegrity, type ClaimedJob } from '../../src/index.js';
+import { completeJobSuccess, enqueueJob, failJob, verifyIntegrity, type ClaimedJob } from '../../src/index.js';
 import { corrupter, only } from '../harness/corruption.js';
 import { useTestDatabase } from '../harness/database.js';
+import { claimOne } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 let leased: ClaimedJob;
 let done: ClaimedJob;
 let retried: ClaimedJob;
 
-async function claim(jobType: string): Promise<ClaimedJob> {
-  const [claimed] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 600 });
-  return claimed!;
-}
+const claim = (jobType: string) => claimOne(db.prisma, jobType, { leaseSeconds: 600 });
 
 beforeAll(async () => {
   for (const jobType of ['ia.leased', 'ia.done', 'ia.retried']) await enqueueJob(db.prisma, { jobType, payload: {} });

@@ -20,19 +20,15 @@ import {
   reapExpiredLeases,
   releaseJob,
   workflow,
-  type ClaimedJob,
 } from '../../src/index.js';
 import { countingClient } from '../harness/counting-client.js';
 import { useTestDatabase } from '../harness/database.js';
+import { claimOne } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 const scope = noOrganizationScope();
 
-async function claim(jobType: string, workerId = 'w1'): Promise<ClaimedJob> {
-  const [claimed] = await claimJobs(db.prisma, { workerId, jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
-  if (!claimed) throw new Error(`nothing of ${jobType} to claim`);
-  return claimed;
-}
+const claim = (jobType: string, workerId = 'w1') => claimOne(db.prisma, jobType, { workerId, markRunning: true });
 
 async function makeDue(jobId: string): Promise<void> {
   await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${jobId}::uuid`;

@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   appendWorkflowSteps,
-  claimJobs,
   enqueueJob,
   enqueueWorkflowRun,
   getJob,
@@ -16,24 +15,22 @@ import {
   listWorkflowSteps,
   noOrganizationScope,
   reapExpiredLeases,
+  recordJobProgress,
+  setJobStage,
   workflow,
-  type ClaimedJob,
 } from '../../src/index.js';
-import { recordJobProgress, setJobStage } from '../../src/queue/stage.js';
 import { defineJob } from '../../src/worker/index.js';
 import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
+import { claimOne } from '../harness/workflow-helpers.js';
 import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
 const scope = noOrganizationScope();
 
-async function claim(jobType: string, workerId = 'w'): Promise<ClaimedJob> {
-  const [claimed] = await claimJobs(db.prisma, { workerId, jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
-  return claimed!;
-}
+const claim = (jobType: string, workerId = 'w') => claimOne(db.prisma, jobType, { workerId });
 
 const events = async (jobId: string) => (await listJobEvents(db.prisma, { scope, jobId })).items;
 
