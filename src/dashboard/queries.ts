@@ -8,7 +8,7 @@
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
-import { toJob, type Job, type JobRow, type JobStatus } from '../queue/rows.js';
+import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../queue/rows.js';
 import type { WorkflowRunStatus } from '../workflow/rows.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
@@ -128,10 +128,8 @@ export async function findJobsByIdempotencyKey(db: Db, scope: Scope, jobType: st
   const s = scopeParams(scope);
   return withStatement(db, 'dashboard job key search', async (tx) => {
     const rows = await tx.$queryRaw<JobRow[]>`
-      SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
-             timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage
-        FROM runledger.job_queue
+      SELECT ${JOB_ROW_COLUMNS}
+        FROM runledger.job_queue jq
        WHERE job_type = ${jobType}::text AND idempotency_key = ${key}::text
          AND (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
        ORDER BY id DESC

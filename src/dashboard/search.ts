@@ -28,7 +28,7 @@ import type { Scope } from '../db/scope.js';
 import { scopeFilter } from './scope-filter.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import { toJob, type Job, type JobRow } from '../queue/rows.js';
+import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../queue/rows.js';
 import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../workflow/rows.js';
 
 /** Rows (in scope) a key substring search reads, newest first. On the plan test's 200k jobs: 2 to 20 ms (README). */
@@ -117,10 +117,6 @@ export function searchReport(filter: SearchFilter): SearchReport {
     : { kind: 'key_substring', text: term.text, caseSensitive: false, searchedNewest: KEY_SEARCH_WINDOW, exactKeyAnyAge: filter.type !== undefined };
 }
 
-const JOB_COLUMNS = sqltag`jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts, jq.run_number,
-       jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key, jq.progress,
-       jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage`;
-
 interface Table {
   relation: Sql;
   alias: Sql;
@@ -133,7 +129,7 @@ interface Table {
 const JOBS: Table = {
   relation: sqltag`runledger.job_queue`,
   alias: sqltag`jq`,
-  columns: JOB_COLUMNS,
+  columns: JOB_ROW_COLUMNS,
   typeColumn: sqltag`job_type`,
   // job_queue_org_created_idx (organization_id, id DESC)
   scopedNewest: sqltag`w.id DESC`,

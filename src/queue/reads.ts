@@ -10,7 +10,7 @@ import { withStatement } from '../client/transaction.js';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from './rows.js';
+import { JOB_ROW_COLUMNS, toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from './rows.js';
 import {
   JOB_INVALID_INPUT,
   jobRefSchema,
@@ -35,10 +35,8 @@ export async function findJob(db: Db, input: JobRef): Promise<Job | null> {
   const s = scopeParams(ref.scope);
   return withStatement(db, 'find job', async (tx) => {
     const rows = await tx.$queryRaw<JobRow[]>`
-      SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
-             timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage
-        FROM runledger.job_queue
+      SELECT ${JOB_ROW_COLUMNS}
+        FROM runledger.job_queue jq
        WHERE id = ${ref.jobId}::uuid
          AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
     return rows[0] ? toJob(rows[0]) : null;
@@ -71,10 +69,8 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<Page<Job>>
   return withStatement(db, 'list jobs', async (tx) => {
     // One row beyond the page tells whether another page exists.
     const rows = await tx.$queryRaw<JobRow[]>`
-      SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
-             timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage
-        FROM runledger.job_queue
+      SELECT ${JOB_ROW_COLUMNS}
+        FROM runledger.job_queue jq
        WHERE (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
          AND (${statuses}::runledger.job_status[] IS NULL OR status = ANY(${statuses}::runledger.job_status[]))
          AND (${filter.jobType ?? null}::text IS NULL OR job_type = ${filter.jobType ?? null}::text)

@@ -20,6 +20,7 @@
  *   LEASED  -> DEAD_LETTERED  LEASE_EXPIRED + DEAD_LETTERED (reaped, exhausted)
  *   PENDING | LEASED -> CANCELED  CANCELED (a leased job keeps lease_expires_at)
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { JsonValue } from '../validation/primitives.js';
 
 export type JobStatus = 'PENDING' | 'LEASED' | 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED';
@@ -102,6 +103,15 @@ export interface Job {
   /** The phase the job is in: its enqueue's label, then the handler's `ctx.setStage` (null: none). */
   stage: string | null;
 }
+
+/**
+ * The columns `toJob` reads (a JobRow), qualified by the alias `jq`: one list
+ * for every statement that selects a whole job (`FROM runledger.job_queue jq`).
+ */
+export const JOB_ROW_COLUMNS = sqltag`jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
+       jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key,
+       jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
+       jq.finished_at, jq.resource_key, jq.stage`;
 
 export function toJob(row: JobRow): Job {
   return {
