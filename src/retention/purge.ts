@@ -38,7 +38,9 @@
  * jobs are locked: a replay recorded in between (its insert needed a lock
  * on a job we now hold) would show up there, and the lineage is then kept.
  */
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Db, Tx } from '../client/types.js';
+import { asTemplate } from '../db/sql-template.js';
 import { withTransaction } from '../client/transaction.js';
 import { parseInput } from '../validation/parse.js';
 import {
@@ -129,27 +131,7 @@ interface JobBatch {
 
 async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promise<JobBatch> {
   // 1. Candidates (after the cursor) and the lineage of each, walked both ways through job_replays.
-  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>`
-    WITH RECURSIVE candidates AS (
-      SELECT id, finished_at FROM runledger.job_queue
-       WHERE workflow_step_id IS NULL
-         AND status IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED')
-         AND finished_at < ${s.cutoff}::timestamptz
-         AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
-              OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
-       ORDER BY finished_at, id
-       LIMIT ${s.batchSize}
-    ),
-    lineage(root, id) AS (
-      SELECT id, id FROM candidates
-      UNION
-      SELECT l.root, CASE WHEN r.source_job_id = l.id THEN r.replay_job_id ELSE r.source_job_id END
-        FROM lineage l
-        JOIN runledger.job_replays r ON r.source_job_id = l.id OR r.replay_job_id = l.id
-    )
-    SELECT l.root, l.id, c.finished_at::text AS root_finished_at
-      FROM lineage l JOIN candidates c ON c.id = l.root
-     ORDER BY c.finished_at, c.id`;
+  const walked = await walkCandidates(tx, JOB_LINEAGE, s, cursor);
   if (walked.length === 0) return { deleted: 0, next: null };
   const { lineages, next } = lineagesOfBatch(walked, s.batchSize);
 
@@ -201,6 +183,51 @@ async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
   return { deleted, next };
 }
 
+/** Where one kind of purge reads its candidates and the lineage that binds them (fixed SQL fragments, no input). */
+interface LineageSource {
+  /** The candidate rows: finished, of the purgeable statuses, with `id` and `finished_at`. */
+  candidates: (s: Settings) => Sql;
+  /** The lineage table, aliased r, with its two ends as r.source and r.target. */
+  links: Sql;
+}
+
+const JOB_LINEAGE: LineageSource = {
+  candidates: () => sqltag`
+      SELECT id, finished_at FROM runledger.job_queue
+       WHERE workflow_step_id IS NULL AND status IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED')`,
+  links: sqltag`(SELECT source_job_id AS source, replay_job_id AS target FROM runledger.job_replays) r`,
+};
+
+const RUN_LINEAGE: LineageSource = {
+  candidates: (s) => sqltag`
+      SELECT id, finished_at FROM runledger.workflow_runs
+       WHERE status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED') AND status::text = ANY(${s.runStatuses}::text[])`,
+  links: sqltag`(SELECT source_run_id AS source, recovery_run_id AS target FROM runledger.workflow_recoveries) r`,
+};
+
+/** The next `batchSize` candidates after `cursor` in (finished_at, id) order, each with every member of its lineage (walked both ways). */
+async function walkCandidates(tx: Tx, from: LineageSource, s: Settings, cursor: Cursor | null): Promise<{ root: string; id: string; root_finished_at: string }[]> {
+  return tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>(...asTemplate(sqltag`
+    WITH RECURSIVE candidates AS (
+      SELECT id, finished_at FROM (${from.candidates(s)}) k
+       WHERE finished_at < ${s.cutoff}::timestamptz
+         AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
+              OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
+       ORDER BY finished_at, id
+       LIMIT ${s.batchSize}
+    ),
+    lineage(root, id) AS (
+      SELECT id, id FROM candidates
+      UNION
+      SELECT l.root, CASE WHEN r.source = l.id THEN r.target ELSE r.source END
+        FROM lineage l
+        JOIN ${from.links} ON r.source = l.id OR r.target = l.id
+    )
+    SELECT l.root, l.id, c.finished_at::text AS root_finished_at
+      FROM lineage l JOIN candidates c ON c.id = l.root
+     ORDER BY c.finished_at, c.id`));
+}
+
 /**
  * A batch's candidates (`root`, in cursor order) walked to their lineages: the lineages, and where the next
  * batch starts (null when fewer than `batchSize` candidates were left).
@@ -235,27 +262,7 @@ interface RunBatch {
 
 async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promise<RunBatch> {
   // 1. Candidates (after the cursor) and the recovery lineage of each, walked both ways through workflow_recoveries.
-  const walked = await tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>`
-    WITH RECURSIVE candidates AS (
-      SELECT id, finished_at FROM runledger.workflow_runs
-       WHERE status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-         AND status::text = ANY(${s.runStatuses}::text[])
-         AND finished_at < ${s.cutoff}::timestamptz
-         AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
-              OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
-       ORDER BY finished_at, id
-       LIMIT ${s.batchSize}
-    ),
-    lineage(root, id) AS (
-      SELECT id, id FROM candidates
-      UNION
-      SELECT l.root, CASE WHEN r.source_run_id = l.id THEN r.recovery_run_id ELSE r.source_run_id END
-        FROM lineage l
-        JOIN runledger.workflow_recoveries r ON r.source_run_id = l.id OR r.recovery_run_id = l.id
-    )
-    SELECT l.root, l.id, c.finished_at::text AS root_finished_at
-      FROM lineage l JOIN candidates c ON c.id = l.root
-     ORDER BY c.finished_at, c.id`;
+  const walked = await walkCandidates(tx, RUN_LINEAGE, s, cursor);
   if (walked.length === 0) return { runs: 0, jobs: 0, next: null };
   const { lineages, next } = lineagesOfBatch(walked, s.batchSize);
   const runIds = [...new Set(walked.map((w) => w.id))];
