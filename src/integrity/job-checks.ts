@@ -21,7 +21,9 @@
  * (same run number, attempt and worker) and any other job none (a lease
  * granted before the job_attempts migration has no attempt row and is
  * reported until it ends); no attempt finishes before it starts or belongs to
- * a run the job has not reached.
+ * a run the job has not reached. A job finishes no earlier than it was
+ * created and started (time follows cause: a cancellation that waited for
+ * the row writes the clock it read after the wait).
  */
 import type { Tx } from '../client/types.js';
 import type { ViolationRow } from './violations.js';
@@ -33,6 +35,7 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
              j.backoff_base_ms, j.backoff_max_ms, s.backoff_base_ms AS step_backoff_base_ms, s.backoff_max_ms AS step_backoff_max_ms,
              j.lease_owner, j.lease_expires_at, j.heartbeat_at,
              j.output IS NOT NULL AS has_output, j.finished_at IS NOT NULL AS has_finished_at,
+             j.created_at, j.started_at, j.finished_at,
              s.id AS step_id, s.job_id AS step_job_id, s.workflow_run_id, s.step_key,
              ev.requeues, ev.replayed_from, lr.replay_job_id AS lineage_job_id,
              att.open_attempts, att.open_attempt, att.bad_attempts
@@ -109,6 +112,11 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
      WHERE open_attempts <= 1
        AND open_attempt IS DISTINCT FROM CASE WHEN status = 'LEASED'
                                               THEN jsonb_build_object('runNumber', run_number, 'attempt', attempt, 'workerId', lease_owner) END
+    UNION ALL
+    SELECT 'job.finished_before_started', workflow_run_id, step_id, step_key, id,
+           jsonb_build_object('finishedAt', 'no earlier than createdAt and startedAt'),
+           jsonb_build_object('createdAt', created_at, 'startedAt', started_at, 'finishedAt', finished_at)
+      FROM jobs WHERE finished_at < created_at OR finished_at < started_at
     UNION ALL
     SELECT 'job.attempt_history', workflow_run_id, step_id, step_key, id,
            jsonb_build_object('attempts', 'finished no earlier than started, of a run the job reached'),

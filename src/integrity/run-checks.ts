@@ -20,6 +20,7 @@
 import type { Tx } from '../client/types.js';
 import { WORKFLOW_RUN_CANCELED } from '../workflow/cancel.js';
 import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
+import { DEPENDENCY_UNSATISFIED } from '../workflow/release.js';
 import type { ViolationRow } from './violations.js';
 
 const TERMINAL_STEP = ['SUCCEEDED', 'FAILED', 'CANCELED'];
@@ -29,7 +30,7 @@ export async function checkSteps(tx: Tx, runIds: readonly string[]): Promise<Vio
   return tx.$queryRaw<ViolationRow[]>`
     WITH steps AS MATERIALIZED (
       SELECT ws.id, ws.workflow_run_id, ws.step_key, ws.status, ws.output IS NOT NULL AS has_output,
-             ws.finished_at IS NOT NULL AS has_finished_at, ws.dependency_count_total AS total,
+             ws.finished_at IS NOT NULL AS has_finished_at, ws.released_at, ws.finished_at, ws.dependency_count_total AS total,
              ws.dependency_count_pending AS pending, ws.dependency_count_unsatisfied AS unsatisfied, r.status AS run_status
         FROM unnest(${runIds}::uuid[]) AS page(id)
         JOIN runledger.workflow_runs r ON r.id = page.id
@@ -83,7 +84,13 @@ export async function checkSteps(tx: Tx, runIds: readonly string[]): Promise<Vio
            jsonb_build_object('finishedAt', CASE WHEN status::text = ANY(${TERMINAL_STEP}::text[]) THEN 'set' ELSE 'null' END),
            jsonb_build_object('status', status, 'finishedAt', CASE WHEN has_finished_at THEN 'set' ELSE 'null' END)
       FROM calc
-     WHERE has_finished_at <> (status::text = ANY(${TERMINAL_STEP}::text[]))`;
+     WHERE has_finished_at <> (status::text = ANY(${TERMINAL_STEP}::text[]))
+    UNION ALL
+    SELECT 'step.finished_before_released', workflow_run_id, id, step_key, NULL,
+           jsonb_build_object('finishedAt', 'no earlier than releasedAt'),
+           jsonb_build_object('releasedAt', released_at, 'finishedAt', finished_at)
+      FROM calc
+     WHERE finished_at < released_at`;
 }
 
 /**
@@ -94,7 +101,8 @@ export async function checkStepJobs(tx: Tx, runIds: readonly string[]): Promise<
   return tx.$queryRaw<ViolationRow[]>`
     WITH steps AS MATERIALIZED (
       SELECT ws.id, ws.workflow_run_id, ws.step_key, ws.execution_kind, ws.status, ws.job_id, ws.status_reason,
-             j.id AS found_job_id, j.status AS job_status, j.workflow_step_id AS job_step_id
+             j.id AS found_job_id, j.status AS job_status, j.workflow_step_id AS job_step_id,
+             ws.released_at, j.created_at AS job_created_at, j.next_run_at AS job_next_run_at
         FROM unnest(${runIds}::uuid[]) AS page(id)
         JOIN runledger.workflow_steps ws ON ws.workflow_run_id = page.id
         LEFT JOIN runledger.job_queue j ON j.id = ws.job_id
@@ -133,7 +141,13 @@ export async function checkStepJobs(tx: Tx, runIds: readonly string[]): Promise<
              WHEN 'CANCELED' THEN job_status IN ('CANCELED', 'DEAD_LETTERED')
              WHEN 'ENQUEUED' THEN job_status IN ('PENDING', 'LEASED')
              WHEN 'RUNNING' THEN job_status IN ('PENDING', 'LEASED')
-             ELSE false END`;
+             ELSE false END
+    UNION ALL
+    SELECT 'step.job_created_before_release', workflow_run_id, id, step_key, job_id,
+           jsonb_build_object('jobCreatedAt', 'no earlier than releasedAt', 'jobNextRunAt', 'no earlier than releasedAt'),
+           jsonb_build_object('releasedAt', released_at, 'jobCreatedAt', job_created_at, 'jobNextRunAt', job_next_run_at)
+      FROM steps
+     WHERE found_job_id IS NOT NULL AND (job_created_at < released_at OR job_next_run_at < released_at)`;
 }
 
 /** Run status (the recompute rule of run-status.ts), result and finished_at. */
@@ -144,6 +158,7 @@ export async function checkRuns(tx: Tx, runIds: readonly string[]): Promise<Viol
              count(ws.id) FILTER (WHERE ws.status IN ('BLOCKED', 'ENQUEUED', 'RUNNING')) AS active,
              count(ws.id) FILTER (WHERE ws.status = 'WAITING_FOR_EXTERNAL') AS waiting,
              count(ws.id) FILTER (WHERE ws.status IN ('FAILED', 'CANCELED')) AS errored,
+             r.finished_at, max(ws.finished_at) AS last_step_finished_at,
              r.result_step_key IS NOT NULL AS has_result_step,
              (array_agg(ws.output) FILTER (WHERE ws.step_key = r.result_step_key AND ws.status = 'SUCCEEDED'))[1] AS result_output
         FROM unnest(${runIds}::uuid[]) AS page(id)
@@ -176,10 +191,20 @@ export async function checkRuns(tx: Tx, runIds: readonly string[]): Promise<Viol
            jsonb_build_object('finishedAt', CASE WHEN status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED') THEN 'set' ELSE 'null' END),
            jsonb_build_object('status', status, 'finishedAt', CASE WHEN has_finished_at THEN 'set' ELSE 'null' END)
       FROM calc
-     WHERE has_finished_at <> (status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'))`;
+     WHERE has_finished_at <> (status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'))
+    UNION ALL
+    SELECT 'run.finished_before_step', id, NULL, NULL, NULL,
+           jsonb_build_object('finishedAt', 'no earlier than its last step'),
+           jsonb_build_object('finishedAt', finished_at, 'lastStepFinishedAt', last_step_finished_at)
+      FROM calc
+     WHERE finished_at < last_step_finished_at`;
 }
 
-/** Edges recorded under these runs, or leading into their steps, join two steps of the edge's own run. */
+/**
+ * Edges recorded under these runs, or leading into their steps, join two steps of the edge's own run; and
+ * time follows cause along each: the dependent was released (or, an unsatisfied dependency, canceled) no
+ * earlier than its prerequisite step and that step's job finished.
+ */
 export async function checkEdges(tx: Tx, runIds: readonly string[]): Promise<ViolationRow[]> {
   return tx.$queryRaw<ViolationRow[]>`
     WITH page_edges AS (
@@ -187,15 +212,34 @@ export async function checkEdges(tx: Tx, runIds: readonly string[]): Promise<Vio
       UNION
       SELECT e.* FROM runledger.workflow_step_dependencies e
        WHERE e.dependent_step_id = ANY(ARRAY(SELECT id FROM runledger.workflow_steps WHERE workflow_run_id = ANY(${runIds}::uuid[])))
+    ),
+    joined AS MATERIALIZED (
+      SELECT e.workflow_run_id, e.prerequisite_step_id, e.dependent_step_id, p.workflow_run_id AS prerequisite_run_id,
+             d.workflow_run_id AS dependent_run_id, d.step_key, p.step_key AS prerequisite_key,
+             p.finished_at AS prerequisite_finished_at, pj.finished_at AS prerequisite_job_finished_at,
+             COALESCE(d.released_at, CASE WHEN d.status = 'CANCELED' AND d.last_error_code IS NOT DISTINCT FROM ${DEPENDENCY_UNSATISFIED}::text
+                                          THEN d.finished_at END) AS settled_at,
+             d.released_at IS NOT NULL AS released
+        FROM page_edges e
+        LEFT JOIN runledger.workflow_steps p ON p.id = e.prerequisite_step_id
+        LEFT JOIN runledger.workflow_steps d ON d.id = e.dependent_step_id
+        LEFT JOIN runledger.job_queue pj ON pj.id = p.job_id
     )
-    SELECT 'edge.crosses_runs' AS kind, e.workflow_run_id, e.dependent_step_id AS step_id, d.step_key, NULL::uuid AS job_id,
-           jsonb_build_object('workflowRunId', e.workflow_run_id) AS expected,
-           jsonb_build_object('prerequisiteStepId', e.prerequisite_step_id, 'prerequisiteRunId', p.workflow_run_id,
-                              'dependentStepId', e.dependent_step_id, 'dependentRunId', d.workflow_run_id) AS found
-      FROM page_edges e
-      LEFT JOIN runledger.workflow_steps p ON p.id = e.prerequisite_step_id
-      LEFT JOIN runledger.workflow_steps d ON d.id = e.dependent_step_id
-     WHERE p.workflow_run_id IS DISTINCT FROM e.workflow_run_id OR d.workflow_run_id IS DISTINCT FROM e.workflow_run_id`;
+    SELECT 'edge.crosses_runs' AS kind, workflow_run_id, dependent_step_id AS step_id, step_key, NULL::uuid AS job_id,
+           jsonb_build_object('workflowRunId', workflow_run_id) AS expected,
+           jsonb_build_object('prerequisiteStepId', prerequisite_step_id, 'prerequisiteRunId', prerequisite_run_id,
+                              'dependentStepId', dependent_step_id, 'dependentRunId', dependent_run_id) AS found
+      FROM joined
+     WHERE prerequisite_run_id IS DISTINCT FROM workflow_run_id OR dependent_run_id IS DISTINCT FROM workflow_run_id
+    UNION ALL
+    SELECT 'edge.released_before_prerequisite_finished', workflow_run_id, dependent_step_id, step_key, NULL,
+           jsonb_build_object(CASE WHEN released THEN 'releasedAt' ELSE 'canceledAt' END,
+                              'no earlier than ' || prerequisite_key || ' (step and job) finished'),
+           jsonb_build_object(CASE WHEN released THEN 'releasedAt' ELSE 'canceledAt' END, settled_at,
+                              'prerequisiteStepId', prerequisite_step_id, 'prerequisiteFinishedAt', prerequisite_finished_at,
+                              'prerequisiteJobFinishedAt', prerequisite_job_finished_at)
+      FROM joined
+     WHERE settled_at < prerequisite_finished_at OR settled_at < prerequisite_job_finished_at`;
 }
 
 /** The jobs of these runs' steps, both ways (the step names the job; the job names the step). */

@@ -3,11 +3,16 @@
  * object, with a stable `kind`, the ids involved, and what a recomputation
  * from first principles expected next to what the database holds.
  *
+ * The time-order kinds (`*_before_*`) hold because every transition time
+ * written after a lock wait is at least the times it depends on (SPEC,
+ * "Time follows cause"): a transaction's now() can predate a commit it waited for.
+ *
  * The kinds, and the invariant each one checks:
  *   run.status_mismatch          run status vs its steps (run-status.ts's recompute rule);
  *                                a CANCELED run has no live step left
  *   run.result_mismatch          a SUCCEEDED run's result is its result step's output; no result otherwise
  *   run.finished_at              finished_at is set exactly on terminal runs
+ *   run.finished_before_step     a terminal run finishes no earlier than its last step
  *   step.dependency_counters     total / pending / unsatisfied vs the step's edges and its prerequisites' statuses
  *   step.released_early          a released or finished step whose prerequisites were not all settled and satisfied
  *   step.not_released            a BLOCKED step (in a live run) whose prerequisites are all settled
@@ -18,11 +23,17 @@
  *   step.job_status_mismatch     terminal step -> terminal job, SUCCEEDED <-> SUCCEEDED, live step -> PENDING/LEASED job
  *   step.output_not_succeeded    output only on SUCCEEDED steps
  *   step.finished_at             finished_at is set exactly on terminal steps
+ *   step.finished_before_released a step finishes no earlier than it was released
+ *   step.job_created_before_release a step's job is created (and first runnable) no earlier than the step's release
  *   edge.crosses_runs            an edge and both of its steps belong to one run
+ *   edge.released_before_prerequisite_finished
+ *                                a dependent is released (or canceled as unsatisfied) no earlier than
+ *                                its prerequisite step, and that step's job, finished
  *   job.step_link_mismatch       a job naming a workflow step is that step's job
  *   job.lease_columns            lease owner / expiry / heartbeat / attempt agree with the status
  *   job.output_not_succeeded     output only on SUCCEEDED jobs
  *   job.finished_at              finished_at is set exactly on terminal jobs
+ *   job.finished_before_started  a job finishes no earlier than it was created and started
  *   job.run_number_mismatch      a job's run number is 1 + its REQUEUED events
  *   job.resource_mismatch        a workflow job's execution resource key is its step's
  *   job.backoff_mismatch         a workflow job's backoff (per enqueue or step) is its step's
@@ -50,6 +61,7 @@ export type IntegrityViolationKind =
   | 'run.status_mismatch'
   | 'run.result_mismatch'
   | 'run.finished_at'
+  | 'run.finished_before_step'
   | 'step.dependency_counters'
   | 'step.released_early'
   | 'step.not_released'
@@ -60,11 +72,15 @@ export type IntegrityViolationKind =
   | 'step.job_status_mismatch'
   | 'step.output_not_succeeded'
   | 'step.finished_at'
+  | 'step.finished_before_released'
+  | 'step.job_created_before_release'
   | 'edge.crosses_runs'
+  | 'edge.released_before_prerequisite_finished'
   | 'job.step_link_mismatch'
   | 'job.lease_columns'
   | 'job.output_not_succeeded'
   | 'job.finished_at'
+  | 'job.finished_before_started'
   | 'job.run_number_mismatch'
   | 'job.resource_mismatch'
   | 'job.backoff_mismatch'
@@ -112,6 +128,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'run.status_mismatch': 'The run status does not follow from its steps.',
   'run.result_mismatch': "The run result is not its result step's output.",
   'run.finished_at': 'The run finished_at does not match its status.',
+  'run.finished_before_step': 'The run finished before one of its steps did.',
   'step.dependency_counters': "The step's dependency counters do not match its edges and its prerequisites' statuses.",
   'step.released_early': 'The step left BLOCKED although a prerequisite is unsettled or unsatisfied.',
   'step.not_released': 'The step is BLOCKED although every prerequisite is settled.',
@@ -122,11 +139,15 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'step.job_status_mismatch': "The step's status disagrees with its job's status.",
   'step.output_not_succeeded': 'The step has an output but did not succeed.',
   'step.finished_at': 'The step finished_at does not match its status.',
+  'step.finished_before_released': 'The step finished before it was released.',
+  'step.job_created_before_release': "The step's job was created or made runnable before the step was released.",
   'edge.crosses_runs': 'A dependency edge joins steps of different runs.',
+  'edge.released_before_prerequisite_finished': 'The dependent step was released (or canceled as unsatisfied) before its prerequisite finished.',
   'job.step_link_mismatch': 'The job names a workflow step that does not name it as its job.',
   'job.lease_columns': "The job's lease columns disagree with its status.",
   'job.output_not_succeeded': 'The job has an output but did not succeed.',
   'job.finished_at': 'The job finished_at does not match its status.',
+  'job.finished_before_started': 'The job finished before it was created or started.',
   'job.run_number_mismatch': 'The job run number is not 1 + the number of its requeues.',
   'job.resource_mismatch': 'The workflow job does not carry its step\'s execution resource key.',
   'job.backoff_mismatch': 'The workflow job does not carry its step\'s backoff.',

@@ -69,10 +69,15 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
       await ensureReadCommittedForWorkflowJobs(context, [jobId], 'workflow.terminal_completion_unsupported_isolation', 'Workflow job cancellation');
     }
     const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean })[]>`
-      WITH canceled AS (
+      -- The cancellation time is read now that the row is locked (the statement above), not this transaction's
+      -- now(): the lock wait, or a caller's transaction begun earlier, can put now() before the job's creation
+      -- (a workflow release) or its claim, which committed first. Time follows cause.
+      WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS at),
+      canceled AS (
         UPDATE runledger.job_queue jq
            SET status = 'CANCELED', lease_owner = NULL, heartbeat_at = NULL,
-               finished_at = now(), updated_at = now()
+               finished_at = c.at, updated_at = c.at
+          FROM clock c
          WHERE jq.id = ${jobId}::uuid AND jq.status IN ('PENDING', 'LEASED')
         RETURNING jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt,
                   jq.max_attempts, jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner,
@@ -82,15 +87,15 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
         SELECT ${eventId}::uuid, id, 'CANCELED'::runledger.job_event_type, run_number, attempt,
-               jsonb_build_object('previousStatus', ${current.status}::text, 'reason', ${reason ?? null}::text)
+               jsonb_build_object('previousStatus', ${current.status}::text, 'reason', ${reason ?? null}::text), finished_at
           FROM canceled
       ),
       -- A leased job's attempt ends with the cancellation (its handler may still run until the lease expires).
       attempts AS (
         UPDATE runledger.job_attempts a
-           SET finished_at = GREATEST(now(), a.started_at), outcome = 'CANCELED', error_message = ${reason ?? null}::text
+           SET finished_at = GREATEST((SELECT at FROM clock), a.started_at), outcome = 'CANCELED', error_message = ${reason ?? null}::text
          WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
       )
       SELECT * FROM canceled`;

@@ -107,6 +107,12 @@ export interface InsertJobsOptions {
    * A refused batch inserts nothing and throws `job.definition_not_found_or_disabled`.
    */
   definitionGate?: 'off' | 'disabled' | 'strict';
+  /**
+   * The jobs' creation time (and next run time when a row gives none), as timestamptz text read from the
+   * database in this transaction; default now(). A workflow append passes the clock it read after its locks,
+   * so a job released after a lock wait is not created before the prerequisites it waited for finished.
+   */
+  at?: string;
 }
 
 /**
@@ -159,23 +165,23 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
               idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
-              trace_context)
+              trace_context, created_at, updated_at)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
-             CASE WHEN delay_ms IS NOT NULL THEN now() + delay_ms * interval '1 millisecond'
-                  ELSE COALESCE(next_run_at, now()) END,
+             CASE WHEN delay_ms IS NOT NULL THEN c.at + delay_ms * interval '1 millisecond'
+                  ELSE COALESCE(next_run_at, c.at) END,
              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
-             CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END
-        FROM input
+             CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END, c.at, c.at
+        FROM input, (SELECT COALESCE(${options.at ?? null}::timestamptz, now()) AS at) c
        WHERE NOT EXISTS (SELECT 1 FROM refused)
        ORDER BY ord
       ON CONFLICT (job_type, COALESCE(organization_id, ''), idempotency_key)
          WHERE idempotency_key IS NOT NULL
       DO NOTHING
-      RETURNING id, job_type, run_number, attempt, next_run_at
+      RETURNING id, job_type, run_number, attempt, next_run_at, created_at
     ),
     events AS (
-      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-      SELECT i.event_id, ins.id, 'ENQUEUED'::runledger.job_event_type, ins.run_number, ins.attempt, i.event_payload
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
+      SELECT i.event_id, ins.id, 'ENQUEUED'::runledger.job_event_type, ins.run_number, ins.attempt, i.event_payload, ins.created_at
         FROM inserted ins
         JOIN input i ON i.id = ins.id
     ),

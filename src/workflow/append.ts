@@ -116,12 +116,20 @@ export async function appendWorkflowSteps(db: Db, input: AppendWorkflowStepsInpu
        ORDER BY id
          FOR UPDATE`;
 
-    const [run] = await tx.$queryRaw<{ status: WorkflowRunStatus; organization_id: string | null; applied: boolean | null }[]>`
-      SELECT wr.status, wr.organization_id::text AS organization_id, m.request = ${jsonParam(append.canonical)}::jsonb AS applied
-        FROM runledger.workflow_runs wr
-        LEFT JOIN runledger.workflow_mutations m ON m.workflow_run_id = wr.id AND m.mutation_key = ${append.mutationKey}
-       WHERE wr.id = ${runId}::uuid
-         FOR UPDATE OF wr`;
+    // `at`: the append's time, read once the run row (the last lock) is held, as text so the microseconds
+    // survive. New steps released or canceled at once, and their jobs, take it rather than now(): an existing
+    // prerequisite may have finished in a transaction that committed while we waited for its row (time follows
+    // cause). The outer projection runs after the CTE has locked the row.
+    const [run] = await tx.$queryRaw<{ status: WorkflowRunStatus; organization_id: string | null; applied: boolean | null; at: string }[]>`
+      WITH locked AS MATERIALIZED (
+        SELECT wr.id, wr.status, wr.organization_id::text AS organization_id
+          FROM runledger.workflow_runs wr
+         WHERE wr.id = ${runId}::uuid
+           FOR UPDATE
+      )
+      SELECT l.status, l.organization_id, m.request = ${jsonParam(append.canonical)}::jsonb AS applied, clock_timestamp()::text AS at
+        FROM locked l
+        LEFT JOIN runledger.workflow_mutations m ON m.workflow_run_id = l.id AND m.mutation_key = ${append.mutationKey}`;
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
 
     if (run.applied === false) {
@@ -143,7 +151,7 @@ export async function appendWorkflowSteps(db: Db, input: AppendWorkflowStepsInpu
     checkAgainstRun(append, byKey);
 
     const planned = planSteps(append, byKey);
-    await writeAppend(tx, runId, run.organization_id, append, planned, byKey, visible[0]!.catalog);
+    await writeAppend(tx, runId, run.organization_id, append, planned, byKey, visible[0]!.catalog, run.at);
     const statuses = await recomputeWorkflowRunStatuses(tx, [runId]);
     return {
       outcome: 'appended',
@@ -239,6 +247,7 @@ async function writeAppend(
   planned: readonly PlannedStep[],
   byKey: ReadonlyMap<string, LockedStep>,
   catalog: CatalogJson,
+  at: string,
 ): Promise<void> {
   planned = withCatalogDefaultsForSteps(planned, catalog);
   const jobs: InsertJobRow[] = planned.flatMap((p) =>
@@ -264,7 +273,7 @@ async function writeAppend(
         ]
       : [],
   );
-  await insertJobsTx(tx, jobs);
+  await insertJobsTx(tx, jobs, { at });
 
   const col = <T>(pick: (p: PlannedStep) => T): T[] => planned.map(pick);
   const job = <T>(pick: (step: Extract<ValidatedStep, { kind: 'job' }>) => T): (T | null)[] => planned.map((p) => (p.step.kind === 'job' ? pick(p.step) : null));
@@ -277,8 +286,8 @@ async function writeAppend(
     SELECT s.id, wr.id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, wr.organization_id,
            s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms, s.stage, COALESCE(s.allow_continuation, false),
            s.status::runledger.workflow_step_status, s.job_id,
-           CASE WHEN s.status IN ('ENQUEUED', 'WAITING_FOR_EXTERNAL') THEN now() END,
-           CASE WHEN s.status = 'CANCELED' THEN now() END,
+           CASE WHEN s.status IN ('ENQUEUED', 'WAITING_FOR_EXTERNAL') THEN ${at}::timestamptz END,
+           CASE WHEN s.status = 'CANCELED' THEN ${at}::timestamptz END,
            s.total, s.pending, s.unsatisfied,
            CASE WHEN s.status = 'CANCELED' THEN ${DEPENDENCY_UNSATISFIED} END,
            CASE WHEN s.status = 'CANCELED' THEN ${DEPENDENCY_UNSATISFIED} END,

@@ -59,20 +59,28 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
     await lockRunStepRows(tx, runId);
 
     // The run may have finished, or been canceled by a concurrent call, while we waited for the locks.
-    const current = (await tx.$queryRaw<WorkflowRunRow[]>`SELECT * FROM runledger.workflow_runs WHERE id = ${runId}::uuid`)[0];
+    // `canceled_at`: the cancellation's time, read now that every lock is held, and written to the steps, jobs,
+    // attempts and run it cancels. Not now(): this transaction's start can predate a completion or release that
+    // committed while we waited (a step finished, a job created or claimed); time follows cause. As text, so
+    // the microseconds survive the round trip (a JavaScript Date keeps milliseconds).
+    const current = (
+      await tx.$queryRaw<(WorkflowRunRow & { canceled_at: string })[]>`
+        SELECT *, clock_timestamp()::text AS canceled_at FROM runledger.workflow_runs WHERE id = ${runId}::uuid`
+    )[0];
     if (!current) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
     if (current.status === 'CANCELED') return toWorkflowRun(current);
     if (current.status === 'SUCCEEDED' || current.status === 'COMPLETED_WITH_ERRORS') throw alreadyFinished(runId, current.status);
+    const at = current.canceled_at;
 
     const steps = await tx.$queryRaw<{ job_id: string | null }[]>`
       UPDATE runledger.workflow_steps
          SET status = 'CANCELED',
-             finished_at = COALESCE(finished_at, now()),
+             finished_at = COALESCE(finished_at, ${at}::timestamptz),
              status_reason = ${reason},
              last_error_code = ${WORKFLOW_RUN_CANCELED},
              last_error_message = 'The workflow run was canceled.',
              output = NULL,
-             updated_at = now()
+             updated_at = ${at}::timestamptz
        WHERE workflow_run_id = ${runId}::uuid
          AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
       RETURNING job_id`;
@@ -85,10 +93,10 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
                  lease_owner = NULL,
                  heartbeat_at = NULL,
                  lease_expires_at = CASE WHEN status = 'LEASED' THEN lease_expires_at END,
-                 finished_at = now(),
+                 finished_at = ${at}::timestamptz,
                  last_error_code = ${WORKFLOW_RUN_CANCELED},
                  last_error_message = ${reason},
-                 updated_at = now()
+                 updated_at = ${at}::timestamptz
            WHERE id = ANY(${jobIds}::uuid[]) AND status IN ('PENDING', 'LEASED')
           RETURNING id, run_number, attempt
         ),
@@ -96,19 +104,19 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
         -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts).
         attempts AS (
           UPDATE runledger.job_attempts a
-             SET finished_at = GREATEST(now(), a.started_at), outcome = 'CANCELED', error_code = ${WORKFLOW_RUN_CANCELED}, error_message = ${reason}
+             SET finished_at = GREATEST(${at}::timestamptz, a.started_at), outcome = 'CANCELED', error_code = ${WORKFLOW_RUN_CANCELED}, error_message = ${reason}
            WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
         )
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
         SELECT (${newIds(jobIds.length)}::uuid[])[n], id, 'CANCELED', run_number, attempt,
-               json_build_object('reason', ${reason}::text, 'workflowRunId', ${runId}::text)::jsonb
+               json_build_object('reason', ${reason}::text, 'workflowRunId', ${runId}::text)::jsonb, ${at}::timestamptz
           FROM numbered`;
     }
 
     const updated = await tx.$queryRaw<WorkflowRunRow[]>`
       UPDATE runledger.workflow_runs
          SET status = 'CANCELED', status_reason = ${reason}, result = NULL,
-             finished_at = COALESCE(finished_at, now()), updated_at = now()
+             finished_at = COALESCE(finished_at, ${at}::timestamptz), updated_at = ${at}::timestamptz
        WHERE id = ${runId}::uuid
       RETURNING *`;
     await notifyWorkflowRunTerminal(tx, runId, 'CANCELED');

@@ -116,10 +116,12 @@ export async function completeExternalWorkflowStep(db: Db, input: CompleteExtern
     const lock = await tryLockRunReleaseShared(tx, step.workflowRunId);
     if (!lock) throw releaseConflict(step.workflowRunId, 'release lock held exclusively (cancellation in progress)');
 
+    // Not before its release: the release may have committed while this transaction waited for the step rows,
+    // or after the caller's transaction began, so now() alone can predate it (time follows cause).
     const updated = await tx.$queryRaw<WorkflowStepRow[]>`
       UPDATE runledger.workflow_steps
          SET status = ${status}::runledger.workflow_step_status,
-             finished_at = COALESCE(finished_at, now()),
+             finished_at = COALESCE(finished_at, GREATEST(now(), released_at)),
              status_reason = ${metadata.statusReason},
              last_error_code = ${metadata.errorCode},
              last_error_message = ${metadata.errorMessage},

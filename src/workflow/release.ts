@@ -26,6 +26,18 @@
  *      notification are inserted by the same statement.
  * The steps canceled in 3 are the next level's frontier.
  *
+ * Time follows cause. A dependent's release (or cancellation) time, its new
+ * job's created_at / next_run_at and the job's ENQUEUED event all take one
+ * `clock_timestamp()` read once every dependent of the level is locked, not
+ * `now()`: `now()` is this transaction's start, which can predate the commit
+ * of a concurrent batch that finished another prerequisite of the same
+ * dependent (we waited for its lock on the dependent row, or the caller's
+ * transaction simply began earlier). Every other prerequisite's finish was
+ * written by a transaction that decremented this dependent's counter under
+ * its row lock and committed before we got the lock (or by this transaction,
+ * earlier), so the clock read after the lock is >= each of them; GREATEST
+ * over the prerequisites would need every incoming edge read again.
+ *
  * Callers hold the release lock (shared) of every run in the frontier,
  * proven by `ReleaseLocksHeld` (see locking.ts for the protocol).
  */
@@ -148,6 +160,8 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
     restored AS MATERIALIZED (
       SELECT set_config('lock_timeout', previous, true) AS v FROM prev WHERE (SELECT count(*) FROM locked) >= 0
     ),
+    -- The release time, read once every dependent is locked (module comment, "Time follows cause").
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
     -- A dependent missing (hashed NOT IN) or in another run than its edge's.
     outside_run AS MATERIALIZED (
       SELECT p.dependent_step_id, p.run_id
@@ -173,10 +187,10 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
                            THEN runledger.uuid_v7() ELSE ws.job_id END,
              released_at = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
                                   AND ws.dependency_count_unsatisfied + p.unsatisfied = 0
-                                THEN now() ELSE ws.released_at END,
+                                THEN (SELECT at FROM clock) ELSE ws.released_at END,
              finished_at = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
                                   AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
-                                THEN COALESCE(ws.finished_at, now()) ELSE ws.finished_at END,
+                                THEN COALESCE(ws.finished_at, (SELECT at FROM clock)) ELSE ws.finished_at END,
              status_reason = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
                                     AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
                                   THEN ${DEPENDENCY_UNSATISFIED} ELSE ws.status_reason END,
@@ -186,7 +200,7 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
              last_error_message = CASE WHEN ws.status = 'BLOCKED' AND ws.dependency_count_pending - p.settled = 0
                                          AND ws.dependency_count_unsatisfied + p.unsatisfied > 0
                                        THEN ${DEPENDENCY_UNSATISFIED_MESSAGE} ELSE ws.last_error_message END,
-             updated_at = now()
+             updated_at = (SELECT at FROM clock)
         FROM locked p
        WHERE ws.id = p.id
          AND ws.workflow_run_id = p.run_id
@@ -201,23 +215,23 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
     ),
     jobs AS (
       INSERT INTO runledger.job_queue
-             (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at, workflow_step_id,
-              resource_key, backoff_base_ms, backoff_max_ms, stage)
+             (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at, created_at, updated_at,
+              workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage)
       SELECT m.job_id, m.job_type, m.organization_id, m.payload,
              COALESCE(m.priority, ${DEFAULT_PRIORITY}::int), COALESCE(m.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int),
-             COALESCE(m.timeout_seconds, ${DEFAULT_TIMEOUT_SECONDS}::int), now(), m.id, m.resource_key,
+             COALESCE(m.timeout_seconds, ${DEFAULT_TIMEOUT_SECONDS}::int), c.at, c.at, c.at, m.id, m.resource_key,
              m.backoff_base_ms, m.backoff_max_ms, m.stage
-        FROM moved m
+        FROM moved m CROSS JOIN clock c
        WHERE m.status = 'ENQUEUED'
        ORDER BY m.job_id
       RETURNING id, job_type
     ),
     -- From \`moved\`, not a join of \`jobs\` with it: a new job is run 1, attempt 0 (the column defaults).
     job_events AS (
-      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
       SELECT runledger.uuid_v7(), m.job_id, 'ENQUEUED'::runledger.job_event_type, 1, 0,
-             jsonb_build_object('workflowRunId', m.workflow_run_id, 'stepId', m.id, 'stepKey', m.step_key)
-        FROM moved m
+             jsonb_build_object('workflowRunId', m.workflow_run_id, 'stepId', m.id, 'stepKey', m.step_key), c.at
+        FROM moved m CROSS JOIN clock c
        WHERE m.status = 'ENQUEUED'
     ),
     notified AS (

@@ -80,7 +80,13 @@ export async function recomputeAfterTerminal(
   return { late, statuses: await recomputeLockedRunStatuses(tx, rows.map((row) => row.id)) };
 }
 
-/** Statement 2 of the recompute: the caller holds the rows of `lockedIds` (rung 4). */
+/**
+ * Statement 2 of the recompute: the caller holds the rows of `lockedIds` (rung 4).
+ * A run that ends finishes at GREATEST(now(), its last step's finish): a step
+ * finished by a transaction that committed while we waited for the run row,
+ * or by this one at a clock read after its own locks (release.ts), can be
+ * later than this transaction's start.
+ */
 async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]): Promise<Map<string, WorkflowRunStatus>> {
   const statuses = new Map<string, WorkflowRunStatus>();
   if (lockedIds.length === 0) return statuses;
@@ -96,13 +102,14 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
       SELECT runs.id,
              count(*) FILTER (WHERE ws.status IN ('BLOCKED', 'ENQUEUED', 'RUNNING')) AS active,
              count(*) FILTER (WHERE ws.status = 'WAITING_FOR_EXTERNAL') AS waiting,
-             count(*) FILTER (WHERE ws.status IN ('FAILED', 'CANCELED')) AS errored
+             count(*) FILTER (WHERE ws.status IN ('FAILED', 'CANCELED')) AS errored,
+             max(ws.finished_at) AS last_step_finished_at
         FROM runs
         LEFT JOIN runledger.workflow_steps ws ON ws.workflow_run_id = runs.id
        GROUP BY runs.id
     ),
     next AS (
-      SELECT id,
+      SELECT id, last_step_finished_at,
              CASE WHEN active > 0 THEN 'RUNNING'
                   WHEN waiting > 0 THEN 'WAITING_FOR_EXTERNAL'
                   WHEN errored > 0 THEN 'COMPLETED_WITH_ERRORS'
@@ -113,7 +120,7 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
       UPDATE runledger.workflow_runs r
          SET status = next.status,
              finished_at = CASE WHEN next.status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') THEN NULL
-                                ELSE COALESCE(r.finished_at, now()) END,
+                                ELSE COALESCE(r.finished_at, GREATEST(now(), next.last_step_finished_at)) END,
              result = CASE WHEN next.status = 'SUCCEEDED' THEN (
                                 SELECT ws.output FROM runledger.workflow_steps ws
                                  WHERE ws.workflow_run_id = r.id AND ws.step_key = r.result_step_key AND ws.status = 'SUCCEEDED')

@@ -53,10 +53,14 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
        ORDER BY ws.id
          FOR UPDATE
     ),
+    -- Read once the step rows are locked: a cancellation's or reaper's now() (its transaction's start) can
+    -- predate the job's own transition (cancel.ts writes the clock after its job row lock) or the step's
+    -- release committed while it waited; the step finishes no earlier than either (time follows cause).
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
     moved AS (
       UPDATE runledger.workflow_steps ws
          SET status = i.status::runledger.workflow_step_status,
-             finished_at = COALESCE(ws.finished_at, now()),
+             finished_at = COALESCE(ws.finished_at, (SELECT at FROM clock)),
              status_reason = i.status_reason,
              last_error_code = i.error_code,
              last_error_message = i.error_message,

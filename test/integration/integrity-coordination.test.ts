@@ -122,6 +122,18 @@ describe('verifyIntegrity on active keys and appends', () => {
 
   it('names a claim held long after its run ended and quiesced; the reaper sweep clears it', async () => {
     await corrupt(`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '2 minutes' WHERE status = 'CANCELED' AND job_type = 'coord.slow'`);
+    // The whole run happened three minutes earlier: its steps, jobs and attempts move back too, so time still follows cause.
+    await corrupt(
+      `UPDATE runledger.workflow_steps SET released_at = released_at - interval '3 minutes', started_at = started_at - interval '3 minutes',
+              finished_at = finished_at - interval '3 minutes' WHERE workflow_run_id = $1`,
+      [draining],
+    );
+    await corrupt(
+      `UPDATE runledger.job_queue SET created_at = created_at - interval '3 minutes', next_run_at = next_run_at - interval '3 minutes',
+              started_at = started_at - interval '3 minutes', finished_at = finished_at - interval '3 minutes'
+        WHERE workflow_step_id IN (SELECT id FROM runledger.workflow_steps WHERE workflow_run_id = $1)`,
+      [draining],
+    );
     await corrupt(`UPDATE runledger.workflow_runs SET finished_at = now() - interval '3 minutes' WHERE id = $1`, [draining]);
     const report = await verifyIntegrity(db.prisma);
     expect(report.violations).toEqual([

@@ -43,8 +43,30 @@ async function recover(sourceRunId: string, key = 'k'): Promise<string> {
   return (await recoverWorkflowRun(db.prisma, { sourceRunId, scope, requestKey: key, reason: 'again', mode: 'failed_only' })).recoveryRunId;
 }
 
+/** Moves the runs' finish to OLD and their steps', jobs' and attempts' times back by as much, so time still follows cause. */
 async function backdate(ids: string[]): Promise<void> {
-  await db.prisma.$executeRaw`UPDATE runledger.workflow_runs SET finished_at = ${OLD} WHERE id = ANY(${ids}::uuid[])`;
+  await db.prisma.$transaction([
+    db.prisma.$executeRaw`
+      WITH shift AS (SELECT id, finished_at - ${OLD}::timestamptz AS by FROM runledger.workflow_runs WHERE id = ANY(${ids}::uuid[])),
+      steps AS (
+        UPDATE runledger.workflow_steps ws
+           SET released_at = ws.released_at - s.by, started_at = ws.started_at - s.by, finished_at = ws.finished_at - s.by
+          FROM shift s WHERE ws.workflow_run_id = s.id
+        RETURNING ws.job_id, s.by
+      ),
+      jobs AS (
+        UPDATE runledger.job_queue jq
+           SET created_at = jq.created_at - st.by, next_run_at = jq.next_run_at - st.by,
+               started_at = jq.started_at - st.by, finished_at = jq.finished_at - st.by
+          FROM steps st WHERE jq.id = st.job_id
+      ),
+      attempts AS (
+        UPDATE runledger.job_attempts a
+           SET started_at = a.started_at - st.by, finished_at = a.finished_at - st.by
+          FROM steps st WHERE a.job_id = st.job_id
+      )
+      UPDATE runledger.workflow_runs r SET finished_at = ${OLD} FROM shift s WHERE r.id = s.id`,
+  ]);
 }
 
 async function existing(ids: string[]): Promise<number> {

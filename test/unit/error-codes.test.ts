@@ -15,7 +15,7 @@ const NOT_CODES = new Set(['billing.capture', 'email.send', 'migration.sql', 'ou
 /** Codes a handler's example throws as its own (RetryableError/TerminalError), not runledger's. */
 const HOST_CODES = new Set(['billing.customer_missing', 'billing.rate_limited', 'billing.declined']);
 /** The integrity checker's violation kinds (src/integrity/violations.ts): reported, never thrown or recorded. */
-const VIOLATION_KINDS = new Set(['job.lease_columns', 'job.output_not_succeeded', 'job.finished_at', 'job.step_link_mismatch', 'job.run_number_mismatch', 'job.resource_mismatch', 'job.backoff_mismatch', 'job.attempt_open_count', 'job.attempt_lease_mismatch', 'job.attempt_history']);
+const VIOLATION_KINDS = new Set(['job.lease_columns', 'job.output_not_succeeded', 'job.finished_at', 'job.step_link_mismatch', 'job.run_number_mismatch', 'job.resource_mismatch', 'job.backoff_mismatch', 'job.attempt_open_count', 'job.attempt_lease_mismatch', 'job.attempt_history', 'job.finished_before_started']);
 const PREFIXES = /^(cli|client|database|job|listen|migrate|testing|worker|workflow)\./;
 
 async function sourceFiles(dir: string): Promise<string[]> {
