@@ -25,8 +25,12 @@
  *
  * Lock order: the job row only, `FOR UPDATE` (run_number changes, and the
  * update must exclude a concurrent replay or requeue of the same row), taken
- * only while the row is eligible; a stale observation is read without a lock,
- * so a mismatch never holds a worker's row in the caller's transaction.
+ * only while the row is eligible and quiesced; a stale observation and a
+ * canceled lease still live are read without a lock, so neither a mismatch
+ * nor a `cancellation_not_quiesced` refusal holds a worker's row in the
+ * caller's transaction (a row lock lasts until that transaction ends). The
+ * quiescence marker of a CANCELED job never changes while the row stays in
+ * the expected status and run, so the unlocked read decides as the lock would.
  * Any isolation level works: under READ COMMITTED the locking read is retried
  * when the row became eligible between statements; stronger levels see one
  * snapshot, where that cannot happen.
@@ -61,7 +65,6 @@ export type CompareAndRequeueJobResult =
   /** A canceled handler's lease runs until `retryAfter`; ask again then. */
   | { kind: 'cancellation_not_quiesced'; retryAfter: Date };
 
-type LockedRow = JobRow & { lease_live: boolean };
 
 /**
  * Requeues a dead-lettered or canceled direct job as a new run of the same
@@ -84,48 +87,49 @@ export async function compareAndRequeueJob(db: Db, input: CompareAndRequeueJobIn
   return withTransaction(db, OPERATION, async ({ tx }) => {
     for (let round = 0; round < MAX_ROUNDS; round += 1) {
       const locked = await lockEligibleJobTx(tx, request);
-      if (locked) {
-        if (locked.lease_live) return { kind: 'cancellation_not_quiesced', retryAfter: locked.lease_expires_at! };
-        return { kind: 'requeued', job: await requeueLockedJobTx(tx, request, locked, eventId) };
-      }
+      if (locked) return { kind: 'requeued', job: await requeueLockedJobTx(tx, request, locked, eventId) };
       const actual = await readJobTx(tx, request);
       if (!actual) return { kind: 'not_found' };
       if (actual.status !== request.expectedStatus || actual.run_number !== request.expectedRunNumber) {
         return { kind: 'expectation_mismatch', actual: toJob(actual) };
       }
       if (actual.workflow_managed) throw workflowRequeueNotSupported(actual.id, OPERATION);
+      // Read, not locked (module comment): the refusal leaves the row free for the canceled handler's worker.
+      if (actual.lease_live) return { kind: 'cancellation_not_quiesced', retryAfter: actual.lease_expires_at! };
       // Eligible now but not at the locking read's snapshot: retry it.
     }
     throw unstableRow(request.jobId, OPERATION);
   });
 }
 
-async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<LockedRow | undefined> {
+/** The row, locked, when it is eligible and no canceled lease is live; otherwise nothing is locked. */
+async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<JobRow | undefined> {
   const s = scopeParams(request.scope);
-  const rows = await tx.$queryRaw<LockedRow[]>`
+  const rows = await tx.$queryRaw<JobRow[]>`
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage,
-           COALESCE(jq.lease_expires_at > now(), false) AS lease_live
+           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
        AND jq.status = ${request.expectedStatus}::runledger.job_status
        AND jq.run_number = ${request.expectedRunNumber}::int
        AND jq.workflow_step_id IS NULL
+       AND NOT COALESCE(jq.lease_expires_at > now(), false)
        FOR UPDATE OF jq`;
   return rows[0];
 }
 
-async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow & { workflow_managed: boolean }) | undefined> {
+async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow & { workflow_managed: boolean; lease_live: boolean }) | undefined> {
   const s = scopeParams(request.scope);
-  const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean })[]>`
+  const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean; lease_live: boolean })[]>`
     SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
            jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
            jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
            jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage,
-           jq.workflow_step_id IS NOT NULL AS workflow_managed
+           jq.workflow_step_id IS NOT NULL AS workflow_managed,
+           COALESCE(jq.lease_expires_at > now(), false) AS lease_live
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
        AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;

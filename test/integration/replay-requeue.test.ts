@@ -153,6 +153,23 @@ describe('compareAndRequeueJob', () => {
     expect(result).toMatchObject({ kind: 'requeued', job: { status: 'PENDING', runNumber: 2, attempt: 0, leaseExpiresAt: null } });
   });
 
+  it("refuses a not-quiesced cancellation without holding the job row in the caller's open transaction", async () => {
+    const { job } = await canceledLeasedJob('requeue.quiesce.unlocked');
+    const other = await db.newPool({ max: 1 }).connect();
+    try {
+      await db.prisma.$transaction(async (tx) => {
+        expect(await compareAndRequeueJob(tx, requeueOf(job))).toEqual({ kind: 'cancellation_not_quiesced', retryAfter: job.leaseExpiresAt });
+        // The caller's transaction is still open: another connection can lock the row at once.
+        await other.query('BEGIN');
+        const locked = await other.query('SELECT id FROM runledger.job_queue WHERE id = $1 FOR UPDATE NOWAIT', [job.id]);
+        expect(locked.rowCount).toBe(1);
+        await other.query('ROLLBACK');
+      });
+    } finally {
+      other.release();
+    }
+  });
+
   it('fences the canceled handler out of the requeued run', async () => {
     const { job, lease } = await canceledLeasedJob('requeue.fence');
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}::uuid`;
