@@ -71,6 +71,7 @@ export {
   getEnqueueIntentStats,
   type RecordJobEnqueueIntentInput,
   type RecordJobEnqueueIntentSettings,
+  type RecordedEnqueueIntent,
   type PromoteEnqueueIntentsInput,
   type PromoteEnqueueIntentsResult,
   type PromotedIntent,

@@ -66,6 +66,9 @@ export const ERROR_CODES = [
   'job.definition_not_found',
   'job.definition_not_found_or_disabled',
   'job.intent_unsupported_isolation',
+  // Recording an intent under a key that holds an intent of another request (thrown); promoting an intent whose
+  // key holds a job of another request (the CONFLICT intent's lastErrorCode).
+  'job.intent_idempotency_conflict',
   // The integrity checker.
   'integrity.invalid_input',
   // Retention.
@@ -157,8 +160,6 @@ export const JOB_OUTCOME_CODES = [
   'job.payload_invalid',
   'job.output_invalid',
   'job.timeout',
-  // An enqueue intent whose idempotency key holds a job of another request (the intent's lastErrorCode).
-  'job.intent_idempotency_conflict',
   // A workflow job returned a continuation although its step did not opt in (allowContinuation).
   'job.workflow_handler_continuation_not_enabled',
   // A workflow step waiting for its job's next slice (a step's statusReason).

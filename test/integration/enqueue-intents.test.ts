@@ -63,6 +63,76 @@ describe('recordJobEnqueueIntent', () => {
     expect(row!.n).toBe(0);
   });
 
+  it('returns the existing intent when the same request is recorded again under its key', async () => {
+    const request = { jobType: 'intent.again', payload: { order: 7, lines: [1, 2] }, idempotencyKey: 'again-1', priority: 3 };
+    const first = await recordJobEnqueueIntent(db.prisma, request);
+    expect(first.disposition).toBe('inserted');
+    // The same request in another key order, with the default attempts written out, and a joined transaction.
+    const again = await db.prisma.$transaction((tx) =>
+      recordJobEnqueueIntent(tx, { idempotencyKey: 'again-1', payload: { lines: [1, 2], order: 7 }, jobType: 'intent.again', priority: 3, maxAttempts: 5 }),
+    );
+    expect(again).toEqual({ intentId: first.intentId, disposition: 'existing' });
+    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM runledger.job_enqueue_intents WHERE job_type = 'intent.again' AND idempotency_key = 'again-1'`;
+    expect(row!.n).toBe(1);
+    // Another organization's key is another key.
+    const elsewhere = await recordJobEnqueueIntent(db.prisma, { ...request, organizationId: 'org-again' });
+    expect(elsewhere.intentId).not.toBe(first.intentId);
+  });
+
+  it('refuses a changed request under a recorded key with job.intent_idempotency_conflict, writing nothing', async () => {
+    const first = await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.changed', payload: { n: 1 }, idempotencyKey: 'changed-1' });
+    for (const changed of [{ payload: { n: 2 } }, { priority: 9 }, { payload: { n: 1 }, resource: 'printer' }]) {
+      const error = await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.changed', payload: { n: 1 }, idempotencyKey: 'changed-1', ...changed }).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toMatchObject({ code: 'job.intent_idempotency_conflict', category: 'conflict' });
+      expect(JSON.stringify(error)).not.toContain('INSERT');
+    }
+    // Inside a host transaction the refusal leaves the transaction usable, and it commits the host's own writes only.
+    await db.prisma.$transaction(async (tx) => {
+      await expect(recordJobEnqueueIntent(tx, { jobType: 'intent.changed', payload: { n: 3 }, idempotencyKey: 'changed-1' })).rejects.toMatchObject({
+        code: 'job.intent_idempotency_conflict',
+      });
+      await tx.$queryRaw`SELECT 1`;
+    });
+    const rows = await db.prisma.$queryRaw<{ id: string; payload: unknown }[]>`
+      SELECT id, payload FROM runledger.job_enqueue_intents WHERE job_type = 'intent.changed'`;
+    expect(rows).toEqual([{ id: first.intentId, payload: { n: 1 } }]);
+  });
+
+  it('records one intent when two transactions record the same key at once, and refuses the changed one of a concurrent pair', async () => {
+    const clients = Array.from({ length: 4 }, () => db.newClient({ max: 1 }));
+    await Promise.all(clients.map((client) => client.$connect()));
+    const both = barrier(2);
+    const same = await Promise.all(
+      clients.slice(0, 2).map((client) =>
+        client.$transaction(async (tx) => {
+          await both();
+          return recordJobEnqueueIntent(tx, { jobType: 'intent.concurrent', payload: { n: 1 }, idempotencyKey: 'c-1' });
+        }),
+      ),
+    );
+    expect(same[0]!.intentId).toBe(same[1]!.intentId);
+    expect(same.map((r) => r.disposition).sort()).toEqual(['existing', 'inserted']);
+
+    const pair = barrier(2);
+    const outcomes = await Promise.allSettled(
+      clients.slice(2).map((client, i) =>
+        client.$transaction(async (tx) => {
+          await pair();
+          return recordJobEnqueueIntent(tx, { jobType: 'intent.concurrent', payload: { n: i }, idempotencyKey: 'c-2' });
+        }),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    expect(outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason.code)).toEqual(['job.intent_idempotency_conflict']);
+    const [row] = await db.prisma.$queryRaw<{ one: number; two: number }[]>`
+      SELECT count(*) FILTER (WHERE idempotency_key = 'c-1')::int AS one, count(*) FILTER (WHERE idempotency_key = 'c-2')::int AS two
+        FROM runledger.job_enqueue_intents WHERE job_type = 'intent.concurrent'`;
+    expect(row).toEqual({ one: 1, two: 1 });
+  });
+
   it("takes a typed definition: its type and settings, unless the intent gives its own, reach the promoted job", async () => {
     const invoice = defineJob('intent.typed', z.object({ orderId: z.string() }), noop, { priority: 7, retry: { maxAttempts: 2 }, timeoutSeconds: 45 });
     const { intentId } = await recordJobEnqueueIntent(db.prisma, invoice, { orderId: 'o-1' }, { idempotencyKey: 'typed-1', maxAttempts: 4 });
