@@ -83,7 +83,9 @@ export type RecordJobEnqueueIntentSettings = Omit<RecordJobEnqueueIntentInput, '
  * and the catalog is not read: a worker registered for the type promotes it
  * once the type's definition is enabled. The settings follow `enqueueJob`'s
  * rules when it is promoted (the same idempotency key and request give the
- * same job).
+ * same job). Idempotent by key (module comment): the same request again
+ * returns the recorded intent (`disposition: 'existing'`), another request
+ * under the key throws `job.intent_idempotency_conflict` and writes nothing.
  *
  * @example
  * await prisma.$transaction(async (tx) => {
