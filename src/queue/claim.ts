@@ -7,8 +7,9 @@
  * - `FOR UPDATE SKIP LOCKED`: concurrent claimers never wait for each other
  *   and never receive the same job; a row another claimer holds is skipped.
  * - Each claimed job gets `attempt + 1`, an owner, an expiry on the database
- *   clock, an open job_attempts row, and a LEASED event (plus a RUNNING event with `markRunning`, which
- *   folds the RUNNING transition into the claim so it costs no commit).
+ *   clock and an open job_attempts row, which is also its trail's LEASED event (and RUNNING event with
+ *   `markRunning`, which folds the RUNNING transition into the claim so it costs no commit): two row
+ *   writes per job, no job_events row (see the job_trail view).
  * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
  *   in the same statement (a data-modifying CTE: the step -> RUNNING rule
  *   written in the header of src/workflow/job-hooks.ts); direct jobs pay
@@ -49,7 +50,6 @@ import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
-import { newIds } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { JobLease } from './rows.js';
@@ -128,8 +128,6 @@ interface ClaimedRow {
  */
 export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJob[]> {
   const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
-  // Event ids are generated in order: all LEASED ids precede all RUNNING ids, so a job's events sort as they happened.
-  const eventIds = newIds(markRunning ? limit * 2 : limit);
   // Statement shapes whose generic plan (a prepared statement's, see preparedStatementName) costs what a
   // custom one does while the backlog is small, so PostgreSQL reuses it instead of planning the whole CTE
   // on every claim (planning cost about as much as running it): typed and untyped claims each have only
@@ -192,28 +190,15 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
       ),
-      -- One INSERT, ordered, so each job's LEASED event takes a lower seq than its RUNNING event.
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT e.event_id, e.job_id, e.event_type, e.run_number, e.attempt, e.payload
-          FROM (
-            SELECT (${eventIds}::uuid[])[n] AS event_id, id AS job_id, 'LEASED'::runledger.job_event_type AS event_type,
-                   run_number, attempt, jsonb_build_object('workerId', lease_owner, 'leaseExpiresAt', lease_expires_at) AS payload,
-                   n, 0 AS phase
-              FROM numbered
-            UNION ALL
-            SELECT (${eventIds}::uuid[])[n + ${limit}::int], id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
-                   jsonb_build_object('workerId', lease_owner), n, 1
-              FROM numbered
-             WHERE ${markRunning}::boolean
-          ) e
-         ORDER BY e.n, e.phase
-      ),
       -- The attempt history (job_attempts): this lease's attempt opens with the lease, closed by whichever
-      -- statement ends it.
+      -- statement ends it. The row is the trail's LEASED event too (its seq is the event's number, leased_until
+      -- its payload), and with markRunning its RUNNING event (running_seq = seq: right after LEASED): see the
+      -- job_trail view (migration 20261221000000_derived_job_trail). No job_events row is written.
       attempts AS (
-        INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at)
-        SELECT id, run_number, attempt, lease_owner, now() FROM numbered ORDER BY n
+        INSERT INTO runledger.job_attempts (job_id, seq, run_number, attempt, worker_id, started_at, leased_until, running_seq, running_at)
+        SELECT id, seq, run_number, attempt, lease_owner, now(), lease_expires_at,
+               CASE WHEN ${markRunning}::boolean THEN seq END, CASE WHEN ${markRunning}::boolean THEN now() END
+          FROM (SELECT numbered.*, nextval('runledger.job_events_seq_seq') AS seq FROM numbered ORDER BY n) o
       ),
       -- The workflow hook (see src/workflow/job-hooks.ts): steps of claimed workflow jobs become RUNNING.
       steps AS (

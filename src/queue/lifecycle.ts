@@ -9,7 +9,9 @@
  *   moment the row is written (see "The lease clock" below).
  *   Zero rows means the lease is stale or foreign: `job.lease_owner_mismatch`,
  *   and nothing was changed (the statement matched nothing).
- * - Each transition appends its job_events row in the same statement.
+ * - Each transition records its trail in the same statement: the job_events
+ *   row, or, for the hot transitions (claim, running, success), the attempt
+ *   row that stands for it (the job_trail view: migration 20261221000000).
  * - Workflow-managed jobs (`workflow_step_id` on the job row) move their
  *   steps in the same statement; direct jobs pay no extra round trip.
  * - Round trips on a root client (`withStatement`, src/client/transaction.ts):
@@ -29,7 +31,6 @@
  */
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
-import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonParam, type JobLease } from './rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
@@ -55,12 +56,11 @@ export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseI
 
 /**
  * Records that the handler started. Idempotent per attempt: a second call
- * appends no second RUNNING event. `claimJobs({ markRunning: true })` does the
+ * records no second RUNNING event. `claimJobs({ markRunning: true })` does the
  * same inside the claim.
  */
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
-  const eventId = newId();
   // One statement: the step -> RUNNING hook (the rule in job-hooks.ts's header) is the `steps` CTE,
   // which reads the updated job through an InitPlan, so the job row is locked before any step row.
   await withStatement(db, 'mark job running', async (client) => {
@@ -80,19 +80,17 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
          WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
            AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
         RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
-                  jq.workflow_step_id IS NOT NULL AS workflow_managed,
-                  -- Once per lease: a released attempt is claimed again under the same attempt number, so only a
-                  -- RUNNING event after this lease's LEASED event counts (the reaper reads "started" the same way).
-                  NOT EXISTS (SELECT 1 FROM runledger.job_events e
-                               WHERE e.job_id = jq.id AND e.event_type = 'RUNNING'
-                                 AND e.seq > (SELECT max(le.seq) FROM runledger.job_events le
-                                               WHERE le.job_id = jq.id AND le.event_type = 'LEASED')) AS first_time
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT ${eventId}::uuid, id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
-               jsonb_build_object('workerId', ${l.workerId}::text)
-          FROM running WHERE first_time
+      -- The trail's RUNNING event is the open attempt's running_seq/running_at (the job_trail view), set once per
+      -- lease: a released attempt is claimed again under the same attempt number, but it opens a new attempt row,
+      -- whose running_seq is NULL (the reaper reads "started" from the same column). After the job row, like
+      -- every attempt write.
+      attempt_running AS (
+        UPDATE runledger.job_attempts a
+           SET running_seq = nextval('runledger.job_events_seq_seq'), running_at = c.at
+          FROM running r, clock c
+         WHERE a.job_id = r.id AND a.finished_at IS NULL AND a.running_seq IS NULL
       ),
       steps AS (
         UPDATE runledger.workflow_steps ws

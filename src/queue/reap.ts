@@ -57,10 +57,9 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
     const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean; started: boolean }[]>`
       WITH expired AS (
         SELECT jq.id, jq.lease_owner, jq.lease_expires_at, jq.attempt AS lease_attempt,
-               EXISTS (SELECT 1 FROM runledger.job_events r
-                        WHERE r.job_id = jq.id AND r.event_type = 'RUNNING'
-                          AND r.seq > (SELECT max(le.seq) FROM runledger.job_events le
-                                        WHERE le.job_id = jq.id AND le.event_type = 'LEASED')) AS started
+               -- Started: the lease's open attempt recorded RUNNING (markRunning at claim, or markJobRunning).
+               EXISTS (SELECT 1 FROM runledger.job_attempts a
+                        WHERE a.job_id = jq.id AND a.finished_at IS NULL AND a.running_seq IS NOT NULL) AS started
           FROM runledger.job_queue jq
          WHERE jq.status = 'LEASED' AND jq.lease_expires_at <= now()
          ORDER BY jq.lease_expires_at, jq.id
