@@ -102,3 +102,11 @@ SELECT md5(a."job_id"::text || ':' || a."closed_seq" || ':SUCCEEDED')::uuid, a."
        'SUCCEEDED'::"runledger"."job_event_type", a."run_number", a."attempt", NULL::jsonb, a."finished_at"
   FROM "runledger"."job_attempts" a
  WHERE a."closed_seq" IS NOT NULL;
+
+-- A SUCCEEDED event is derived only from a SUCCEEDED close, and a RUNNING
+-- one only with its time. NOT VALID then VALIDATE: the check of existing
+-- rows (all NULL here) takes no lock that blocks writers.
+ALTER TABLE "runledger"."job_attempts"
+    ADD CONSTRAINT "job_attempts_trail" CHECK (("closed_seq" IS NULL OR "outcome" = 'SUCCEEDED')
+                                               AND (("running_seq" IS NULL) = ("running_at" IS NULL))) NOT VALID;
+ALTER TABLE "runledger"."job_attempts" VALIDATE CONSTRAINT "job_attempts_trail";
