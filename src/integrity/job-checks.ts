@@ -52,7 +52,7 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
                     FILTER (WHERE a.finished_at IS NULL))[1] AS open_attempt,
                  jsonb_agg(jsonb_build_object('seq', a.seq, 'runNumber', a.run_number, 'startedAt', a.started_at, 'finishedAt', a.finished_at)
                            ORDER BY a.seq) FILTER (WHERE a.finished_at < a.started_at OR a.run_number > j.run_number) AS bad_attempts
-            FROM runledger.job_attempts a
+            FROM runledger.job_attempt_history a
            WHERE a.job_id = j.id
         ) att ON true
     )

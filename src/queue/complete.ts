@@ -1,6 +1,6 @@
 /**
  * Completing leased jobs, one or a batch: "a batch of job outcomes becomes
- * rows". One statement writes the jobs, their attempts and their
+ * rows". One statement writes the jobs (their attempts and trail included) and their
  * workflow steps, and takes the release locks of the runs whose steps have
  * dependents; src/workflow/terminal.ts then releases the dependents (one
  * statement per cascade depth, across all runs) and recomputes the statuses of
@@ -209,7 +209,7 @@ async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCo
 
 /**
  * The completion statement for a set of leases: job rows (locked in id
- * order, rung 1), their attempts (closed, standing for the SUCCEEDED event), and the steps of workflow-managed
+ * order, rung 1; each keeps its attempt, closed: src/queue/attempt-row.ts), and the steps of workflow-managed
  * ones (locked in id order, rung 2a) moved to SUCCEEDED with the output, all
  * in one statement, which then takes the release locks (rung 3) of the runs
  * whose new terminal steps have dependents. A step already terminal (a
@@ -256,21 +256,15 @@ async function completeStatement(
     done AS (
       UPDATE runledger.job_queue jq
          SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-             output = i.output, finished_at = now(), updated_at = now()
+             output = i.output, finished_at = now(), updated_at = now(),
+             -- The attempt stays on the job row, closed: its number is the trail's SUCCEEDED event
+             -- (src/queue/attempt-row.ts). No attempt or event row is written.
+             attempt_closed_seq = CASE WHEN jq.attempt_seq IS NOT NULL THEN nextval('runledger.job_events_seq_seq') END
         FROM input i
        WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked))
          AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
          AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
       RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, jq.workflow_step_id
-    ),
-    -- The lease's attempt (opened by the claim) closes with it; after the job rows, like every attempt write.
-    -- Its closed_seq is the trail's SUCCEEDED event (the job_trail view): no job_events row is written.
-    attempts AS (
-      UPDATE runledger.job_attempts a
-         SET finished_at = GREATEST(d.finished_at, a.started_at), outcome = 'SUCCEEDED',
-             closed_seq = nextval('runledger.job_events_seq_seq')
-        FROM done d
-       WHERE a.job_id = d.id AND a.finished_at IS NULL
     ),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (

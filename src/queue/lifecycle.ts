@@ -10,8 +10,9 @@
  *   Zero rows means the lease is stale or foreign: `job.lease_owner_mismatch`,
  *   and nothing was changed (the statement matched nothing).
  * - Each transition records its trail in the same statement: the job_events
- *   row, or, for the hot transitions (claim, running, success), the attempt
- *   row that stands for it (the job_trail view: migration 20261221000000).
+ *   row, or, for the hot transitions (claim, running, success), the job
+ *   row's attempt columns that stand for it (src/queue/attempt-row.ts, the
+ *   job_trail view).
  * - Workflow-managed jobs (`workflow_step_id` on the job row) move their
  *   steps in the same statement; direct jobs pay no extra round trip.
  * - Round trips on a root client (`withStatement`, src/client/transaction.ts):
@@ -75,22 +76,19 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
       clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
       running AS (
         UPDATE runledger.job_queue jq
-           SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at
+           SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at,
+               -- The trail's RUNNING event, once per lease: a released attempt is claimed again under the same
+               -- attempt number but opens a new attempt, whose running columns are NULL (the reaper reads
+               -- "started" from them too). See src/queue/attempt-row.ts.
+               attempt_running_seq = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
+                                          THEN nextval('runledger.job_events_seq_seq') ELSE jq.attempt_running_seq END,
+               attempt_running_at = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
+                                         THEN c.at ELSE jq.attempt_running_at END
           FROM clock c
          WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
            AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
         RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
-      ),
-      -- The trail's RUNNING event is the open attempt's running_seq/running_at (the job_trail view), set once per
-      -- lease: a released attempt is claimed again under the same attempt number, but it opens a new attempt row,
-      -- whose running_seq is NULL (the reaper reads "started" from the same column). After the job row, like
-      -- every attempt write.
-      attempt_running AS (
-        UPDATE runledger.job_attempts a
-           SET running_seq = nextval('runledger.job_events_seq_seq'), running_at = c.at
-          FROM running r, clock c
-         WHERE a.job_id = r.id AND a.finished_at IS NULL AND a.running_seq IS NULL
       ),
       steps AS (
         UPDATE runledger.workflow_steps ws

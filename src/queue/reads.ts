@@ -89,7 +89,7 @@ export async function listJobEvents(db: Db, input: ListJobEventsInput): Promise<
   return withStatement(db, 'list job events', async (tx) => {
     // LEFT JOIN: one row with a NULL event still proves the job is in scope.
     // The trail is stored events plus those the job and attempt rows stand for (the job_trail view, migration
-    // 20261221000000_derived_job_trail), ordered by their position; the cursor is a position.
+    // 20261221000000_lean_ledger), ordered by their position; the cursor is a position.
     const rows = await tx.$queryRaw<(Omit<JobEventRow, 'id'> & { id: string | null; seq: string | null })[]>`
       SELECT e.id, e.position::text AS seq, jq.id AS job_id, e.event_type, e.run_number, e.attempt, e.payload, e.created_at
         FROM runledger.job_queue jq

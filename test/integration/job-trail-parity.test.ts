@@ -1,5 +1,5 @@
 /**
- * The derived trail (migration 20261221000000_derived_job_trail) reads as the
+ * The derived trail (migration 20261221000000_lean_ledger) reads as the
  * stored one did: the same rich history, written through the public API,
  * gives the same events in the same order, with the same types, numbers and
  * payloads as the code that stored every event (test/fixtures/trail/golden.json,

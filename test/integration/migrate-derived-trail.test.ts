@@ -1,8 +1,9 @@
 /**
- * Migration 20261221000000_derived_job_trail on a database written by the
- * code before it, whose every transition stored a job_events row: the trails
- * read the same afterwards, a live lease's stored RUNNING moves into its open
- * attempt (so reaping and markJobRunning read one place), and the new code
+ * Migration 20261221000000_lean_ledger on a database written by the
+ * code before it, whose every transition stored a job_events row and whose
+ * attempts were rows of their own: the trails and attempts read the same
+ * afterwards, a live lease's open attempt moves onto its job row with its
+ * stored RUNNING (so reaping and markJobRunning read one place), and the new code
  * goes on from there (a completion appends SUCCEEDED, a never-started lease is
  * given back, a new attempt sorts after the old ones).
  */
@@ -16,7 +17,7 @@ import { PACKAGED_MIGRATIONS_DIR } from '../../src/migrate/migration-files.js';
 import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
 
 const databases = useEmptyDatabases();
-const MIGRATION = '20261221000000_derived_job_trail';
+const MIGRATION = '20261221000000_lean_ledger';
 const FINISHED = '01900000-0000-7000-8000-000000000001';
 const STARTED = '01900000-0000-7000-8000-000000000002';
 const UNSTARTED = '01900000-0000-7000-8000-000000000003';
@@ -76,14 +77,21 @@ describe(`migration ${MIGRATION}`, () => {
       expect(await trail(FINISHED)).toEqual(before.finished);
       expect(await trail(STARTED)).toEqual(before.started);
       expect(await trail(UNSTARTED)).toEqual(before.unstarted);
-      // The live lease's RUNNING now lives on its open attempt, and only there.
+      // The live leases' open attempts moved onto their job rows, the started one's RUNNING with it, and only there.
       expect((await stored(STARTED)).map((e) => e.type)).toEqual(['ENQUEUED', 'LEASED']);
-      const [open] = await queryOnce<{ running: boolean }>(url, `SELECT running_seq IS NOT NULL AS running FROM runledger.job_attempts WHERE job_id = $1`, [STARTED]);
-      expect(open).toEqual({ running: true });
+      expect(await queryOnce(url, 'SELECT job_id FROM runledger.job_attempts WHERE finished_at IS NULL')).toEqual([]);
+      expect(await queryOnce(url, `SELECT id, attempt_worker_id, attempt_running_seq IS NOT NULL AS running FROM runledger.job_queue
+                                    WHERE status = 'LEASED' ORDER BY id`)).toEqual([
+        { id: STARTED, attempt_worker_id: 'w-old', running: true },
+        { id: UNSTARTED, attempt_worker_id: 'w-old', running: false },
+      ]);
 
       // The new code goes on: the started lease completes, the unstarted one is given back without using its attempt.
       await completeJobSuccess(prisma, { jobId: STARTED, runNumber: 1, attempt: 1, workerId: 'w-old', output: 'ok' });
       expect((await trail(STARTED)).map((e) => e.type)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'SUCCEEDED']);
+      const attemptsOf = async (jobId: string) => (await listJobAttempts(prisma, { scope, jobId })).items.map((x) => [x.workerId, x.outcome]);
+      expect(await attemptsOf(STARTED)).toEqual([['w-old', 'SUCCEEDED']]);
+      expect(await attemptsOf(FINISHED)).toEqual([['w-old', 'SUCCEEDED']]);
       expect(await reapExpiredLeases(prisma, { limit: 10 })).toEqual({ retried: [UNSTARTED], deadLettered: [] });
       expect((await trail(UNSTARTED)).map((e) => [e.type, (e.payload as { started?: boolean } | null)?.started])).toEqual([
         ['ENQUEUED', undefined], ['LEASED', undefined], ['LEASE_EXPIRED', false],
