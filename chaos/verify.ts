@@ -73,7 +73,7 @@ export async function verifyChaosRun(
   const afterSuccess = await admin.query(`
     SELECT x.job_id, x.run_number, x.attempt AS executed_attempt, e.attempt AS succeeded_attempt
       FROM chaos.executions x
-      JOIN runledger.job_events e ON e.job_id = x.job_id AND e.run_number = x.run_number AND e.event_type = 'SUCCEEDED' AND e.attempt < x.attempt
+      JOIN runledger.job_trail e ON e.job_id = x.job_id AND e.run_number = x.run_number AND e.event_type = 'SUCCEEDED' AND e.attempt < x.attempt
      LIMIT 20`);
   if (afterSuccess.rows.length > 0) stats.violation(`executions after a committed success (no replay or requeue explains them): ${listed(afterSuccess.rows)}`);
   const unexecuted = await admin.query(`
@@ -85,7 +85,7 @@ export async function verifyChaosRun(
   const early = await admin.query(`
     SELECT x.job_id, x.attempt, x.retry_not_before, n.started_at AS next_started_at
       FROM chaos.executions x
-      JOIN runledger.job_events e ON e.job_id = x.job_id AND e.run_number = x.run_number AND e.attempt = x.attempt AND e.event_type = 'RETRY_SCHEDULED'
+      JOIN runledger.job_trail e ON e.job_id = x.job_id AND e.run_number = x.run_number AND e.attempt = x.attempt AND e.event_type = 'RETRY_SCHEDULED'
       JOIN chaos.executions n ON n.job_id = x.job_id AND n.run_number = x.run_number AND n.attempt = x.attempt + 1
      WHERE x.retry_not_before IS NOT NULL AND n.started_at < x.retry_not_before - interval '50 milliseconds'
      LIMIT 20`);

@@ -15,9 +15,10 @@
  * when the job is inserted, never changed); at most one LEASED job per key is
  * the schema's unique index, so it needs no check here.
  *
- * Attempt history (job_attempts, src/queue/attempts.ts): at most one open
- * attempt per job (no index enforces it, to keep the claim and completion
- * paths cheap: see the job_attempts migration); a LEASED job has exactly its lease's attempt open
+ * Attempt history (runledger.job_attempt_history: the job row's attempt and
+ * job_attempts rows, src/queue/attempt-row.ts): at most one open attempt per
+ * job (a job_attempts row left open beside the job row's would be a second);
+ * a LEASED job has exactly its lease's attempt open
  * (same run number, attempt and worker) and any other job none (a lease
  * granted before the job_attempts migration has no attempt row and is
  * reported until it ends); no attempt finishes before it starts or belongs to
@@ -55,7 +56,7 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
                     FILTER (WHERE a.finished_at IS NULL))[1] AS open_attempt,
                  jsonb_agg(jsonb_build_object('seq', a.seq, 'runNumber', a.run_number, 'startedAt', a.started_at, 'finishedAt', a.finished_at)
                            ORDER BY a.seq) FILTER (WHERE a.finished_at < a.started_at OR a.run_number > j.run_number) AS bad_attempts
-            FROM runledger.job_attempts a
+            FROM runledger.job_attempt_history a
            WHERE a.job_id = j.id
         ) att ON true
     )

@@ -1,9 +1,11 @@
 /**
- * Attempt history: one job_attempts row per lease of a job. The claim
- * statement opens it (src/queue/claim.ts) and the statement that ends the
- * lease closes it, in the same statement as the job's transition:
+ * Attempt history: one attempt per lease of a job, read from
+ * runledger.job_attempt_history. The claim opens the attempt on the job row
+ * itself, and a success leaves it there, closed; every other end moves it
+ * into a job_attempts row, written by the statement that ends the lease, in
+ * the same statement as the job's transition (src/queue/attempt-row.ts):
  *
- *   complete (complete.ts)          -> SUCCEEDED
+ *   complete (complete.ts)          -> SUCCEEDED     (stays on the job row)
  *   fail, retry scheduled (fail.ts) -> FAILED_RETRY  (delay, its source, requested and effective next run)
  *   fail, no retry (fail.ts)        -> DEAD_LETTERED
  *   release (release.ts)            -> RELEASED      (error_code: the release reason)
@@ -111,7 +113,7 @@ export async function listJobAttempts(db: Db, input: ListJobAttemptsInput): Prom
              a.retry_delay_source::text AS retry_delay_source, a.requested_next_run_at, a.next_run_at
         FROM runledger.job_queue jq
         LEFT JOIN LATERAL (
-          SELECT at.* FROM runledger.job_attempts at
+          SELECT at.* FROM runledger.job_attempt_history at
            WHERE at.job_id = jq.id AND (${ref.cursor ?? null}::bigint IS NULL OR at.seq > ${ref.cursor ?? null}::bigint)
            ORDER BY at.seq
            LIMIT ${ref.limit + 1}::int

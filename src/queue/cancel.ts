@@ -15,6 +15,7 @@
  * step rows is the global order, shared with the lifecycle and the workflow
  * engine.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { withTransaction } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
@@ -22,6 +23,7 @@ import { scopeParams } from '../db/scope.js';
 import { ConflictError, InternalError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { toJob, type Job, type JobRow } from './rows.js';
 import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './schemas.js';
 
@@ -73,10 +75,12 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
       -- now(): the lock wait, or a caller's transaction begun earlier, can put now() before the job's creation
       -- (a workflow release) or its claim, which committed first. Time follows cause.
       WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS at),
+      -- The row as locked above (this statement's snapshot), before the update: its attempt, if leased.
+      before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq WHERE jq.id = ${jobId}::uuid),
       canceled AS (
         UPDATE runledger.job_queue jq
            SET status = 'CANCELED', lease_owner = NULL, heartbeat_at = NULL,
-               finished_at = c.at, updated_at = c.at
+               finished_at = c.at, updated_at = c.at, ${CLEAR_ATTEMPT}
           FROM clock c
          WHERE jq.id = ${jobId}::uuid AND jq.status IN ('PENDING', 'LEASED')
         RETURNING jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt,
@@ -92,12 +96,14 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
                jsonb_build_object('previousStatus', ${current.status}::text, 'reason', ${reason ?? null}::text), finished_at
           FROM canceled
       ),
-      -- A leased job's attempt ends with the cancellation (its handler may still run until the lease expires).
-      attempts AS (
-        UPDATE runledger.job_attempts a
-           SET finished_at = GREATEST((SELECT at FROM clock), a.started_at), outcome = 'CANCELED', error_message = ${reason ?? null}::text
-         WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
-      )
+      -- A leased job's attempt ends with the cancellation (its handler may still run until the lease expires), and
+      -- moves into job_attempts (src/queue/attempt-row.ts).
+      ended AS (SELECT b.* FROM before b WHERE b.id IN (SELECT id FROM canceled)),
+      attempts AS (${archiveAttempts(sqltag`ended`, {
+        finishedAt: sqltag`(SELECT at FROM clock)`,
+        outcome: sqltag`'CANCELED'`,
+        errorMessage: sqltag`${reason ?? null}::text`,
+      })})
       SELECT * FROM canceled`;
     const row = rows[0];
     if (!row) {

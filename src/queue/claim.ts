@@ -7,14 +7,15 @@
  * - `FOR UPDATE SKIP LOCKED`: concurrent claimers never wait for each other
  *   and never receive the same job; a row another claimer holds is skipped.
  * - Each claimed job gets `attempt + 1`, an owner, an expiry on the database
- *   clock, an open job_attempts row, and a LEASED event (plus a RUNNING event with `markRunning`, which
- *   folds the RUNNING transition into the claim so it costs no commit).
+ *   clock and its open attempt, all on its own row (src/queue/attempt-row.ts), which is also its trail's
+ *   LEASED event (and RUNNING event with `markRunning`, which folds the RUNNING transition into the claim
+ *   so it costs no commit): one row write per direct job (see the job_trail view).
  * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
  *   in the same statement (a data-modifying CTE: the step -> RUNNING rule
  *   written in the header of src/workflow/job-hooks.ts); direct jobs pay
  *   nothing for it.
- * - Each claimed job's attempt row (job_attempts) opens here; the statement
- *   that ends the lease closes it (src/queue/attempts.ts).
+ * - Each claimed job's attempt opens here, on the job row; the statement
+ *   that ends the lease closes it (src/queue/attempt-row.ts).
  * - A workflow job comes back with its step's run, key and prerequisites'
  *   outcomes (`step`), and every job with its enqueuer's trace context, so
  *   the worker starts a handler without another round trip.
@@ -49,7 +50,6 @@ import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
-import { newIds } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { JobLease } from './rows.js';
@@ -128,8 +128,6 @@ interface ClaimedRow {
  */
 export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJob[]> {
   const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
-  // Event ids are generated in order: all LEASED ids precede all RUNNING ids, so a job's events sort as they happened.
-  const eventIds = newIds(markRunning ? limit * 2 : limit);
   // Statement shapes whose generic plan (a prepared statement's, see preparedStatementName) costs what a
   // custom one does while the backlog is small, so PostgreSQL reuses it instead of planning the whole CTE
   // on every claim (planning cost about as much as running it): typed and untyped claims each have only
@@ -172,6 +170,9 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
       -- other types' backlog.
       WITH candidates AS (${candidates}),
+      -- Each claimed job's attempt number in its trail (job_events' sequence): its LEASED event's place, and
+      -- with markRunning its RUNNING event's (right after).
+      numbers AS MATERIALIZED (SELECT id, nextval('runledger.job_events_seq_seq') AS seq FROM candidates),
       claimed AS (
         UPDATE runledger.job_queue jq
            SET status = 'LEASED',
@@ -180,7 +181,15 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
                lease_expires_at = now() + make_interval(secs => ${leaseSeconds}::int),
                heartbeat_at = now(),
                started_at = CASE WHEN ${markRunning}::boolean THEN COALESCE(jq.started_at, now()) ELSE jq.started_at END,
-               updated_at = now()
+               updated_at = now(),
+               -- The open attempt, on the job row (src/queue/attempt-row.ts): no attempt or event row is written.
+               attempt_seq = (SELECT n.seq FROM numbers n WHERE n.id = jq.id),
+               attempt_worker_id = ${workerId},
+               attempt_started_at = now(),
+               attempt_leased_until = now() + make_interval(secs => ${leaseSeconds}::int),
+               attempt_running_seq = CASE WHEN ${markRunning}::boolean THEN (SELECT n.seq FROM numbers n WHERE n.id = jq.id) END,
+               attempt_running_at = CASE WHEN ${markRunning}::boolean THEN now() END,
+               attempt_closed_seq = NULL
          -- By primary key through an InitPlan (like the steps below): the same plan, custom or generic, whatever
          -- the candidates' row estimate (a join could turn into a hash join over the whole table).
          WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
@@ -191,29 +200,6 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       ),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
-      ),
-      -- One INSERT, ordered, so each job's LEASED event takes a lower seq than its RUNNING event.
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT e.event_id, e.job_id, e.event_type, e.run_number, e.attempt, e.payload
-          FROM (
-            SELECT (${eventIds}::uuid[])[n] AS event_id, id AS job_id, 'LEASED'::runledger.job_event_type AS event_type,
-                   run_number, attempt, jsonb_build_object('workerId', lease_owner, 'leaseExpiresAt', lease_expires_at) AS payload,
-                   n, 0 AS phase
-              FROM numbered
-            UNION ALL
-            SELECT (${eventIds}::uuid[])[n + ${limit}::int], id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
-                   jsonb_build_object('workerId', lease_owner), n, 1
-              FROM numbered
-             WHERE ${markRunning}::boolean
-          ) e
-         ORDER BY e.n, e.phase
-      ),
-      -- The attempt history (job_attempts): this lease's attempt opens with the lease, closed by whichever
-      -- statement ends it.
-      attempts AS (
-        INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at)
-        SELECT id, run_number, attempt, lease_owner, now() FROM numbered ORDER BY n
       ),
       -- The workflow hook (see src/workflow/job-hooks.ts): steps of claimed workflow jobs become RUNNING.
       steps AS (

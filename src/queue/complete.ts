@@ -1,6 +1,6 @@
 /**
  * Completing leased jobs, one or a batch: "a batch of job outcomes becomes
- * rows". One statement writes the jobs, their SUCCEEDED events and their
+ * rows". One statement writes the jobs (their attempts and trail included) and their
  * workflow steps, and takes the release locks of the runs whose steps have
  * dependents; src/workflow/terminal.ts then releases the dependents (one
  * statement per cascade depth, across all runs) and recomputes the statuses of
@@ -10,7 +10,6 @@
 import type { z } from 'zod';
 import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { newIds } from '../db/ids.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
@@ -115,7 +114,6 @@ function leaseKey(jobId: string, runNumber: number, attempt: number, workerId: s
 
 async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run: StepRunner, isolate: boolean): Promise<SettledCompleteOutcome[]> {
   if (parsed.length === 0) return [];
-  const eventIds = newIds(parsed.length);
   const outcomes: (SettledCompleteOutcome | undefined)[] = new Array(parsed.length);
   const settle = (indexes: readonly number[], rows: readonly CompletedRow[]): number[] => {
     const done = new Map(rows.map((row) => [leaseKey(row.id, row.run_number, row.attempt, row.worker_id), row.finished_at]));
@@ -143,7 +141,7 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
   // transaction below, which re-checks everything.
   if (autocommit && !parsed.some((item) => item.lease.workflowManaged === true)) {
     try {
-      const rows = await run(() => withStatement(db, 'complete jobs', (client) => completeStatement(client, parsed, eventIds, true)));
+      const rows = await run(() => withStatement(db, 'complete jobs', (client) => completeStatement(client, parsed, true)));
       open = settle(open, rows);
     } catch (error) {
       fail(open, error);
@@ -152,7 +150,6 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
   }
   const inTransaction = async (indexes: readonly number[]): Promise<CompletedRow[]> => {
     const subset = indexes.map((index) => parsed[index]!);
-    const subsetEventIds = indexes.map((index) => eventIds[index]!);
     return run(() =>
       withTransaction(db, 'complete jobs', async (context) => {
         await ensureReadCommittedForWorkflowJobs(
@@ -161,7 +158,7 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
           'workflow.terminal_completion_unsupported_isolation',
           'Workflow job completion',
         );
-        const completed = await completeStatementLockingReleases(context.tx, subset, subsetEventIds);
+        const completed = await completeStatementLockingReleases(context.tx, subset);
         const terminal = completed.flatMap((row) =>
           row.step_run_id === null
             ? []
@@ -199,9 +196,9 @@ async function completeParsed(db: Db, parsed: readonly ParsedCompleteItem[], run
 }
 
 /** The completion statement in a transaction: a timed-out release lock is `workflow.release_conflict`. */
-async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCompleteItem[], eventIds: readonly string[]): Promise<CompletedRow[]> {
+async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCompleteItem[]): Promise<CompletedRow[]> {
   try {
-    return await completeStatement(tx, items, eventIds, false);
+    return await completeStatement(tx, items, false);
   } catch (error) {
     if (databaseErrorInfo(error).sqlState === '55P03') {
       throw releaseConflict(`${items.length} jobs' runs`, `shared release lock not granted within ${RELEASE_LOCK_WAIT_MS} ms`, error);
@@ -212,7 +209,7 @@ async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCo
 
 /**
  * The completion statement for a set of leases: job rows (locked in id
- * order, rung 1), their SUCCEEDED events, and the steps of workflow-managed
+ * order, rung 1; each keeps its attempt, closed: src/queue/attempt-row.ts), and the steps of workflow-managed
  * ones (locked in id order, rung 2a) moved to SUCCEEDED with the output, all
  * in one statement, which then takes the release locks (rung 3) of the runs
  * whose new terminal steps have dependents. A step already terminal (a
@@ -226,7 +223,6 @@ async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCo
 async function completeStatement(
   client: Tx,
   items: readonly ParsedCompleteItem[],
-  eventIds: readonly string[],
   directOnly: boolean,
 ): Promise<CompletedRow[]> {
   const leases = items.map((item) => item.lease);
@@ -235,8 +231,8 @@ async function completeStatement(
       SELECT *
         FROM unnest(${leases.map((l) => l.jobId)}::uuid[], ${leases.map((l) => l.runNumber)}::int[],
                     ${leases.map((l) => l.attempt)}::int[], ${leases.map((l) => l.workerId)}::text[],
-                    ${items.map((item) => jsonParam(item.output))}::jsonb[], ${eventIds as string[]}::uuid[])
-             AS i(job_id, run_number, attempt, worker_id, output, event_id)
+                    ${items.map((item) => jsonParam(item.output))}::jsonb[])
+             AS i(job_id, run_number, attempt, worker_id, output)
     ),
     -- Rung 1: the batch's job rows, in id order, so two overlapping batches cannot deadlock. Found by
     -- primary key through an InitPlan (\`= ANY(ARRAY(...))\`), whatever the statistics: with a fresh table's
@@ -260,23 +256,15 @@ async function completeStatement(
     done AS (
       UPDATE runledger.job_queue jq
          SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-             output = i.output, finished_at = now(), updated_at = now()
+             output = i.output, finished_at = now(), updated_at = now(),
+             -- The attempt stays on the job row, closed: its number is the trail's SUCCEEDED event
+             -- (src/queue/attempt-row.ts). No attempt or event row is written.
+             attempt_closed_seq = CASE WHEN jq.attempt_seq IS NOT NULL THEN nextval('runledger.job_events_seq_seq') END
         FROM input i
        WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked))
          AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
          AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
-      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, i.event_id, jq.workflow_step_id
-    ),
-    events AS (
-      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-      SELECT event_id, id, 'SUCCEEDED'::runledger.job_event_type, run_number, attempt, NULL FROM done
-    ),
-    -- The lease's attempt (opened by the claim) closes with it; after the job rows, like every attempt write.
-    attempts AS (
-      UPDATE runledger.job_attempts a
-         SET finished_at = GREATEST(d.finished_at, a.started_at), outcome = 'SUCCEEDED'
-        FROM done d
-       WHERE a.job_id = d.id AND a.finished_at IS NULL
+      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, jq.workflow_step_id
     ),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (

@@ -27,11 +27,13 @@
  * released). The execution resource is released by the status change itself
  * (src/queue/claim.ts: the LEASED row is the reservation).
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newIds } from '../db/ids.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
@@ -120,7 +122,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
     ),
     -- Rung 1: the batch's job rows in id order (as the completion statement, complete.ts).
     locked AS MATERIALIZED (
-      SELECT jq.id, jq.workflow_step_id,
+      SELECT jq.id, jq.workflow_step_id, ${ATTEMPT_COLUMNS},
              jq.workflow_step_id IS NULL
                OR COALESCE((SELECT ws.allow_continuation FROM runledger.workflow_steps ws WHERE ws.id = jq.workflow_step_id), false) AS allowed
         FROM runledger.job_queue jq
@@ -139,7 +141,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
              checkpoint = CASE WHEN i.set_checkpoint THEN i.checkpoint ELSE jq.checkpoint END,
              progress = CASE WHEN i.set_progress THEN i.progress ELSE jq.progress END,
              lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-             last_error_code = NULL, last_error_message = NULL, updated_at = c.at
+             last_error_code = NULL, last_error_message = NULL, updated_at = c.at, ${CLEAR_ATTEMPT}
         FROM input i, clock c
        WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked WHERE allowed))
          AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
@@ -156,13 +158,16 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
         FROM continued
        ORDER BY id
     ),
-    attempts AS (
-      UPDATE runledger.job_attempts a
-         SET finished_at = GREATEST((SELECT at FROM clock), a.started_at), outcome = 'CONTINUED', next_run_at = c.next_run_at,
-             requested_next_run_at = c.next_run_at
-        FROM continued c
-       WHERE a.job_id = c.id AND a.finished_at IS NULL
-    ),
+    -- The slice's attempt moves into job_attempts (src/queue/attempt-row.ts), as run_number - 1.
+    ended AS (SELECT c.id, c.run_number - 1 AS run_number, c.slice_attempt AS attempt, c.next_run_at, k.attempt_seq, k.attempt_worker_id,
+                     k.attempt_started_at, k.attempt_leased_until, k.attempt_running_seq, k.attempt_running_at
+                FROM continued c JOIN locked k ON k.id = c.id),
+    attempts AS (${archiveAttempts(sqltag`ended`, {
+      finishedAt: sqltag`(SELECT at FROM clock)`,
+      outcome: sqltag`'CONTINUED'`,
+      nextRunAt: sqltag`o.next_run_at`,
+      requestedNextRunAt: sqltag`o.next_run_at`,
+    })}),
     -- Rung 2a: the steps stay live, waiting for the next slice.
     steps AS (
       UPDATE runledger.workflow_steps ws

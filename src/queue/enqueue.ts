@@ -87,7 +87,11 @@ export interface InsertJobRow {
   idempotencyKey: string | null;
   /** The canonical request; non-null exactly when idempotencyKey is. */
   enqueueRequest: JsonValue | null;
-  /** Payload of the ENQUEUED event (the workflow engine records run and step here). */
+  /**
+   * Payload of the ENQUEUED event, stored when it says more than the job row (a schedule, an intent, a replay,
+   * an append's lineage). null writes no event: the job_trail view derives ENQUEUED from the job row (a workflow
+   * step's job gets its run, step and key from the step), so a plain enqueue writes one row per job.
+   */
   eventPayload: JsonValue | null;
   /** The workflow step this job executes (set once, here); absent for a direct job. */
   workflowStepId?: string | null;
@@ -184,6 +188,7 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
       SELECT i.event_id, ins.id, 'ENQUEUED'::runledger.job_event_type, ins.run_number, ins.attempt, i.event_payload, ins.created_at
         FROM inserted ins
         JOIN input i ON i.id = ins.id
+       WHERE i.event_payload IS NOT NULL
     ),
     notified AS (
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n

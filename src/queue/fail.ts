@@ -3,11 +3,13 @@
  * back to ENQUEUED) or a dead-letter (its step FAILED and its dependents
  * released). Fencing, the lease clock and round trips: see lifecycle.ts.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
+import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type FailJobResult } from './lease.js';
 import { resolveBackoff, retryDelayMs } from './retry-policy.js';
 import {
@@ -92,7 +94,7 @@ async function failStatement(
 ): Promise<FailedRow[]> {
   return client.$queryRaw<FailedRow[]>`
     WITH locked AS MATERIALIZED (
-      SELECT jq.id FROM runledger.job_queue jq
+      SELECT jq.id, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
          AND jq.lease_owner = ${l.workerId}
          AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
@@ -115,7 +117,7 @@ async function failStatement(
                                 ELSE jq.next_run_at END,
              finished_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
              lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-             last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now()
+             last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now(), ${CLEAR_ATTEMPT}
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
          AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
          AND jq.id IN (SELECT id FROM locked)
@@ -151,20 +153,21 @@ async function failStatement(
     ),
     -- The lease's attempt closes with the delay it got and where that came from: the handler's retry-not-before
     -- when it decided the time (later than the backoff), the policy otherwise.
-    attempts AS (
-      UPDATE runledger.job_attempts a
-         SET finished_at = GREATEST(now(), a.started_at),
-             outcome = CASE WHEN f.status = 'PENDING' THEN 'FAILED_RETRY' ELSE 'DEAD_LETTERED' END::runledger.job_attempt_outcome,
-             error_code = ${o.code}, error_message = ${o.message},
-             retry_delay_ms = CASE WHEN f.status = 'PENDING' THEN round(EXTRACT(EPOCH FROM (f.next_run_at - now())) * 1000)::bigint END,
-             retry_delay_source = CASE WHEN f.status <> 'PENDING' THEN NULL
-                                       WHEN f.next_run_at = ${o.retryNotBefore ?? null}::timestamptz THEN 'HANDLER_NOT_BEFORE'
-                                       ELSE 'POLICY' END::runledger.job_retry_delay_source,
-             requested_next_run_at = ${o.retryNotBefore ?? null}::timestamptz,
-             next_run_at = CASE WHEN f.status = 'PENDING' THEN f.next_run_at END
-        FROM failed f
-       WHERE a.job_id = f.id AND a.finished_at IS NULL
-    )
+    ended AS (SELECT f.id, f.run_number, f.attempt, f.status, f.next_run_at, k.attempt_seq, k.attempt_worker_id, k.attempt_started_at,
+                     k.attempt_leased_until, k.attempt_running_seq, k.attempt_running_at
+                FROM failed f JOIN locked k ON k.id = f.id),
+    attempts AS (${archiveAttempts(sqltag`ended`, {
+      finishedAt: sqltag`now()`,
+      outcome: sqltag`CASE WHEN o.status = 'PENDING' THEN 'FAILED_RETRY' ELSE 'DEAD_LETTERED' END`,
+      errorCode: sqltag`${o.code}::text`,
+      errorMessage: sqltag`${o.message}::text`,
+      retryDelayMs: sqltag`CASE WHEN o.status = 'PENDING' THEN round(EXTRACT(EPOCH FROM (o.next_run_at - now())) * 1000)::bigint END`,
+      retryDelaySource: sqltag`CASE WHEN o.status <> 'PENDING' THEN NULL
+                                    WHEN o.next_run_at = ${o.retryNotBefore ?? null}::timestamptz THEN 'HANDLER_NOT_BEFORE'
+                                    ELSE 'POLICY' END`,
+      requestedNextRunAt: sqltag`${o.retryNotBefore ?? null}::timestamptz`,
+      nextRunAt: sqltag`CASE WHEN o.status = 'PENDING' THEN o.next_run_at END`,
+    })}    )
     SELECT f.status, f.next_run_at, f.workflow_step_id,
            CASE WHEN s.status = 'FAILED' THEN s.workflow_run_id END AS step_run_id, s.has_dependents
       FROM failed f LEFT JOIN steps s ON s.id = f.workflow_step_id`;

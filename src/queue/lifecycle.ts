@@ -9,7 +9,10 @@
  *   moment the row is written (see "The lease clock" below).
  *   Zero rows means the lease is stale or foreign: `job.lease_owner_mismatch`,
  *   and nothing was changed (the statement matched nothing).
- * - Each transition appends its job_events row in the same statement.
+ * - Each transition records its trail in the same statement: the job_events
+ *   row, or, for the hot transitions (claim, running, success), the job
+ *   row's attempt columns that stand for it (src/queue/attempt-row.ts, the
+ *   job_trail view).
  * - Workflow-managed jobs (`workflow_step_id` on the job row) move their
  *   steps in the same statement; direct jobs pay no extra round trip.
  * - Round trips on a root client (`withStatement`, src/client/transaction.ts):
@@ -29,7 +32,6 @@
  */
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
-import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonParam, type JobLease } from './rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
@@ -55,12 +57,11 @@ export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseI
 
 /**
  * Records that the handler started. Idempotent per attempt: a second call
- * appends no second RUNNING event. `claimJobs({ markRunning: true })` does the
+ * records no second RUNNING event. `claimJobs({ markRunning: true })` does the
  * same inside the claim.
  */
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
-  const eventId = newId();
   // One statement: the step -> RUNNING hook (the rule in job-hooks.ts's header) is the `steps` CTE,
   // which reads the updated job through an InitPlan, so the job row is locked before any step row.
   await withStatement(db, 'mark job running', async (client) => {
@@ -75,24 +76,19 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
       clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
       running AS (
         UPDATE runledger.job_queue jq
-           SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at
+           SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at,
+               -- The trail's RUNNING event, once per lease: a released attempt is claimed again under the same
+               -- attempt number but opens a new attempt, whose running columns are NULL (the reaper reads
+               -- "started" from them too). See src/queue/attempt-row.ts.
+               attempt_running_seq = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
+                                          THEN nextval('runledger.job_events_seq_seq') ELSE jq.attempt_running_seq END,
+               attempt_running_at = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
+                                         THEN c.at ELSE jq.attempt_running_at END
           FROM clock c
          WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
            AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
         RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
-                  jq.workflow_step_id IS NOT NULL AS workflow_managed,
-                  -- Once per lease: a released attempt is claimed again under the same attempt number, so only a
-                  -- RUNNING event after this lease's LEASED event counts (the reaper reads "started" the same way).
-                  NOT EXISTS (SELECT 1 FROM runledger.job_events e
-                               WHERE e.job_id = jq.id AND e.event_type = 'RUNNING'
-                                 AND e.seq > (SELECT max(le.seq) FROM runledger.job_events le
-                                               WHERE le.job_id = jq.id AND le.event_type = 'LEASED')) AS first_time
-      ),
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT ${eventId}::uuid, id, 'RUNNING'::runledger.job_event_type, run_number, attempt,
-               jsonb_build_object('workerId', ${l.workerId}::text)
-          FROM running WHERE first_time
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       steps AS (
         UPDATE runledger.workflow_steps ws

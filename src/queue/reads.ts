@@ -88,18 +88,20 @@ export async function listJobEvents(db: Db, input: ListJobEventsInput): Promise<
   const s = scopeParams(ref.scope);
   return withStatement(db, 'list job events', async (tx) => {
     // LEFT JOIN: one row with a NULL event still proves the job is in scope.
+    // The trail is stored events plus those the job and attempt rows stand for (the job_trail view, migration
+    // 20261222000000_lean_ledger), ordered by their position; the cursor is a position.
     const rows = await tx.$queryRaw<(Omit<JobEventRow, 'id'> & { id: string | null; seq: string | null })[]>`
-      SELECT e.id, e.seq::text AS seq, jq.id AS job_id, e.event_type, e.run_number, e.attempt, e.payload, e.created_at
+      SELECT e.id, e.position::text AS seq, jq.id AS job_id, e.event_type, e.run_number, e.attempt, e.payload, e.created_at
         FROM runledger.job_queue jq
         LEFT JOIN LATERAL (
-          SELECT ev.* FROM runledger.job_events ev
-           WHERE ev.job_id = jq.id AND (${ref.cursor ?? null}::bigint IS NULL OR ev.seq > ${ref.cursor ?? null}::bigint)
-           ORDER BY ev.seq
+          SELECT ev.* FROM runledger.job_trail ev
+           WHERE ev.job_id = jq.id AND (${ref.cursor ?? null}::bigint IS NULL OR ev.position > ${ref.cursor ?? null}::bigint)
+           ORDER BY ev.position
            LIMIT ${ref.limit + 1}::int
         ) e ON true
        WHERE jq.id = ${ref.jobId}::uuid
          AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
-       ORDER BY e.seq`;
+       ORDER BY e.position`;
     if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
     const events = rows.filter((row) => row.id !== null);
     const page = events.slice(0, ref.limit);

@@ -24,10 +24,12 @@
  * completing right now is left for the next pass, never waited for), then
  * step rows in the workflow hooks.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newIds } from '../db/ids.js';
+import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { parseInput } from '../validation/parse.js';
 import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
 import { JOB_INVALID_INPUT, reapExpiredLeasesInputSchema, type ReapExpiredLeasesInput } from './schemas.js';
@@ -56,11 +58,9 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
     const { tx } = context;
     const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean; started: boolean }[]>`
       WITH expired AS (
-        SELECT jq.id, jq.lease_owner, jq.lease_expires_at, jq.attempt AS lease_attempt,
-               EXISTS (SELECT 1 FROM runledger.job_events r
-                        WHERE r.job_id = jq.id AND r.event_type = 'RUNNING'
-                          AND r.seq > (SELECT max(le.seq) FROM runledger.job_events le
-                                        WHERE le.job_id = jq.id AND le.event_type = 'LEASED')) AS started
+        SELECT jq.id, jq.lease_owner, jq.lease_expires_at, jq.attempt AS lease_attempt, ${ATTEMPT_COLUMNS},
+               -- Started: the lease's attempt recorded RUNNING (markRunning at claim, or markJobRunning).
+               jq.attempt_running_seq IS NOT NULL AS started
           FROM runledger.job_queue jq
          WHERE jq.status = 'LEASED' AND jq.lease_expires_at <= now()
          ORDER BY jq.lease_expires_at, jq.id
@@ -77,7 +77,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
                lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
                last_error_code = CASE WHEN e.started THEN ${LEASE_EXPIRED_CODE} ELSE jq.last_error_code END,
                last_error_message = CASE WHEN e.started THEN ${LEASE_EXPIRED_MESSAGE} ELSE jq.last_error_message END,
-               updated_at = now()
+               updated_at = now(), ${CLEAR_ATTEMPT}
           FROM expired e
          WHERE jq.id = e.id AND jq.status = 'LEASED'
         RETURNING jq.id, jq.status, jq.job_type, jq.run_number, jq.attempt, e.lease_attempt, e.started,
@@ -107,16 +107,20 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
           ) e
          ORDER BY e.n, e.phase
       ),
-      -- The expired lease's attempt: its error when a handler ran, its next run time when the job goes back.
-      attempts AS (
-        UPDATE runledger.job_attempts a
-           SET finished_at = GREATEST(now(), a.started_at), outcome = 'LEASE_EXPIRED',
-               error_code = CASE WHEN r.started THEN ${LEASE_EXPIRED_CODE} END,
-               error_message = CASE WHEN r.started THEN ${LEASE_EXPIRED_MESSAGE} END,
-               next_run_at = CASE WHEN r.status = 'PENDING' THEN now() END
-          FROM reaped r
-         WHERE a.job_id = r.id AND a.finished_at IS NULL
+      -- The expired lease's attempt moves into job_attempts (src/queue/attempt-row.ts): its error when a handler
+      -- ran, its next run time when the job goes back.
+      ended AS (
+        SELECT r.id, r.run_number, r.lease_attempt AS attempt, r.started, r.status, x.attempt_seq, x.attempt_worker_id,
+               x.attempt_started_at, x.attempt_leased_until, x.attempt_running_seq, x.attempt_running_at
+          FROM reaped r JOIN expired x ON x.id = r.id
       ),
+      attempts AS (${archiveAttempts(sqltag`ended`, {
+        finishedAt: sqltag`now()`,
+        outcome: sqltag`'LEASE_EXPIRED'`,
+        errorCode: sqltag`CASE WHEN o.started THEN ${LEASE_EXPIRED_CODE} END`,
+        errorMessage: sqltag`CASE WHEN o.started THEN ${LEASE_EXPIRED_MESSAGE} END`,
+        nextRunAt: sqltag`CASE WHEN o.status = 'PENDING' THEN now() END`,
+      })}),
       -- Steps of never-started workflow jobs: put back as unclaimed (the rule in src/queue/release.ts). The
       -- InitPlans run the job UPDATE to completion first, so job rows are locked before step rows.
       unclaimed_steps AS (

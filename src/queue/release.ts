@@ -23,11 +23,13 @@
  * one autocommit statement. Lock order: the job row (`locked`), then the step
  * row: the step UPDATE reads the released job through an InitPlan.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
+import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch } from './lease.js';
 import { JOB_INVALID_INPUT, releaseJobInputSchema, type ParsedJobLease, type ReleaseJobInput } from './schemas.js';
 
@@ -43,7 +45,7 @@ export async function releaseJob(db: Db, input: ReleaseJobInput): Promise<{ jobI
 async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, eventId: string): Promise<{ id: string }[]> {
   return client.$queryRaw<{ id: string }[]>`
     WITH locked AS MATERIALIZED (
-      SELECT jq.id FROM runledger.job_queue jq
+      SELECT jq.id, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
          AND jq.lease_owner = ${l.workerId}
          FOR UPDATE
@@ -53,7 +55,7 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
     released AS (
       UPDATE runledger.job_queue jq
          SET status = 'PENDING', attempt = jq.attempt - 1, next_run_at = c.at,
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, updated_at = c.at
+             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, updated_at = c.at, ${CLEAR_ATTEMPT}
         FROM clock c
        WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
          AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
@@ -65,12 +67,16 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
              jsonb_build_object('reason', ${reason}::text, 'workerId', ${l.workerId}::text, 'releasedAttempt', ${l.attempt}::int)
         FROM released
     ),
-    attempts AS (
-      UPDATE runledger.job_attempts a
-         SET finished_at = GREATEST(c.at, a.started_at), outcome = 'RELEASED', error_code = ${reason}::text, next_run_at = c.at
-        FROM clock c
-       WHERE a.job_id = ANY(ARRAY(SELECT id FROM released)) AND a.finished_at IS NULL
-    ),
+    -- The released attempt moves into job_attempts (src/queue/attempt-row.ts) under the lease's attempt number.
+    ended AS (SELECT r.id, r.run_number, ${l.attempt}::int AS attempt, k.attempt_seq, k.attempt_worker_id, k.attempt_started_at,
+                     k.attempt_leased_until, k.attempt_running_seq, k.attempt_running_at
+                FROM released r JOIN locked k ON k.id = r.id),
+    attempts AS (${archiveAttempts(sqltag`ended`, {
+      finishedAt: sqltag`(SELECT at FROM clock)`,
+      outcome: sqltag`'RELEASED'`,
+      errorCode: sqltag`${reason}::text`,
+      nextRunAt: sqltag`(SELECT at FROM clock)`,
+    })}),
     -- The step rule in the module comment; a direct job matches no step row.
     steps AS (
       UPDATE runledger.workflow_steps ws

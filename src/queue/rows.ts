@@ -8,7 +8,10 @@
  * cancel.ts). Keep them identical to `JobRow`; `enqueue_request` is internal
  * and never selected.
  *
- * Job state machine (every arrow appends the named job_events row):
+ * Job state machine (every arrow records the named event in the job's trail,
+ * runledger.job_trail: ENQUEUED, LEASED, RUNNING and SUCCEEDED are read from
+ * the job row's attempt columns, the others are job_events rows; see
+ * src/queue/attempt-row.ts):
  *   (new)   -> PENDING        ENQUEUED
  *   PENDING -> LEASED         LEASED (+ RUNNING when claimed with markRunning)
  *   LEASED  -> LEASED         RUNNING (markJobRunning; heartbeats append nothing)

@@ -9,6 +9,7 @@
  * that is already CANCELED; a run that already finished otherwise is a
  * conflict.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import { z } from 'zod';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
@@ -17,6 +18,7 @@ import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, uuid } from '../validation/primitives.js';
+import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../queue/attempt-row.js';
 import { releaseActiveKeysOfRuns } from './active-keys.js';
 import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from './locking.js';
 import { notifyWorkflowRunTerminal } from './run-status.js';
@@ -87,9 +89,11 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
     const jobIds = steps.flatMap((step) => (step.job_id ? [step.job_id] : []));
     if (jobIds.length > 0) {
       await tx.$executeRaw`
-        WITH canceled AS (
+        -- The rows as locked above (this statement's snapshot), before the update: the leased ones' attempts.
+        WITH before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq WHERE jq.id = ANY(${jobIds}::uuid[])),
+        canceled AS (
           UPDATE runledger.job_queue
-             SET status = 'CANCELED',
+             SET status = 'CANCELED', ${CLEAR_ATTEMPT},
                  lease_owner = NULL,
                  heartbeat_at = NULL,
                  lease_expires_at = CASE WHEN status = 'LEASED' THEN lease_expires_at END,
@@ -101,12 +105,14 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
           RETURNING id, run_number, attempt
         ),
         numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.id) AS n FROM canceled c),
-        -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts).
-        attempts AS (
-          UPDATE runledger.job_attempts a
-             SET finished_at = GREATEST(${at}::timestamptz, a.started_at), outcome = 'CANCELED', error_code = ${WORKFLOW_RUN_CANCELED}, error_message = ${reason}
-           WHERE a.job_id = ANY(ARRAY(SELECT id FROM canceled)) AND a.finished_at IS NULL
-        )
+        -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts), moved into job_attempts.
+        ended AS (SELECT b.* FROM before b WHERE b.id IN (SELECT id FROM canceled)),
+        attempts AS (${archiveAttempts(sqltag`ended`, {
+          finishedAt: sqltag`${at}::timestamptz`,
+          outcome: sqltag`'CANCELED'`,
+          errorCode: sqltag`${WORKFLOW_RUN_CANCELED}::text`,
+          errorMessage: sqltag`${reason}::text`,
+        })})
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
         SELECT (${newIds(jobIds.length)}::uuid[])[n], id, 'CANCELED', run_number, attempt,
                json_build_object('reason', ${reason}::text, 'workflowRunId', ${runId}::text)::jsonb, ${at}::timestamptz

@@ -210,7 +210,8 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
         nextRunAt: null,
         idempotencyKey: null,
         enqueueRequest: null,
-        eventPayload: { workflowRunId: runId, stepId, stepKey: step.key },
+        // The ENQUEUED event's {workflowRunId, stepId, stepKey} is derived from the step (the job_trail view).
+        eventPayload: null,
         workflowStepId: stepId,
         resourceKey: step.resourceKey,
         backoff: step.backoff,

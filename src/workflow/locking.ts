@@ -43,7 +43,7 @@
  *     detector (40P01, `database.transaction_conflict`: retried like any
  *     failed claim), and a lost race is a unique violation that claimJobs
  *     retries (src/queue/claim.ts).
- *   - Attempt history (job_attempts rows, src/queue/attempts.ts) is rung 1's
+ *   - Attempt history (the job row's attempt columns and job_attempts rows, src/queue/attempt-row.ts) is rung 1's
  *     appendix, not a class of its own: a job's attempt row is opened and
  *     closed only by the statement that holds (or takes) that job's row, in
  *     the same statement, after it; no statement locks attempt rows on their

@@ -22,12 +22,13 @@
  *      moves in the same UPDATE: with unsatisfied = 0 a JOB step becomes
  *      ENQUEUED with a new job id, an EXTERNAL step WAITING_FOR_EXTERNAL;
  *      otherwise it is CANCELED with `workflow.dependency_unsatisfied`;
- *   4. the released job steps' jobs, their ENQUEUED events and the wake-up
- *      notification are inserted by the same statement.
+ *   4. the released job steps' jobs and the wake-up notification are
+ *      inserted by the same statement (their ENQUEUED events are derived
+ *      from the job rows: the job_trail view).
  * The steps canceled in 3 are the next level's frontier.
  *
- * Time follows cause. A dependent's release (or cancellation) time, its new
- * job's created_at / next_run_at and the job's ENQUEUED event all take one
+ * Time follows cause. A dependent's release (or cancellation) time and its new
+ * job's created_at / next_run_at (its derived ENQUEUED event's time) all take one
  * `clock_timestamp()` read once every dependent of the level is locked, not
  * `now()`: `now()` is this transaction's start, which can predate the commit
  * of a concurrent batch that finished another prerequisite of the same
@@ -226,14 +227,7 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
        ORDER BY m.job_id
       RETURNING id, job_type
     ),
-    -- From \`moved\`, not a join of \`jobs\` with it: a new job is run 1, attempt 0 (the column defaults).
-    job_events AS (
-      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
-      SELECT runledger.uuid_v7(), m.job_id, 'ENQUEUED'::runledger.job_event_type, 1, 0,
-             jsonb_build_object('workflowRunId', m.workflow_run_id, 'stepId', m.id, 'stepKey', m.step_key), c.at
-        FROM moved m CROSS JOIN clock c
-       WHERE m.status = 'ENQUEUED'
-    ),
+    -- No ENQUEUED event is written: the job_trail view derives it from the job row and its step.
     notified AS (
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM jobs) t
     )

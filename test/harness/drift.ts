@@ -51,7 +51,10 @@ export async function schemaDrift(datamodel: string, client: pg.ClientBase, sche
     `SELECT table_name AS "table", column_name AS "column", data_type AS "dataType", udt_name AS "udtName",
             is_nullable = 'YES' AS nullable, column_default IS NOT NULL AS "hasDefault",
             datetime_precision AS precision
-       FROM information_schema.columns WHERE table_schema = $1 AND table_name <> '_prisma_migrations'`,
+       FROM information_schema.columns
+      -- Tables only: views (runledger.job_trail) are read with raw SQL and have no Prisma model.
+      WHERE table_schema = $1 AND table_name <> '_prisma_migrations'
+        AND (table_schema, table_name) IN (SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE')`,
     [schema],
   );
   const { rows: enumRows } = await client.query<{ name: string; values: string[] }>(

@@ -140,7 +140,7 @@ describe('completion batches across runs', () => {
       SELECT count(*)::int AS dependents,
              count(*) FILTER (WHERE ws.status = 'ENQUEUED' AND ws.dependency_count_pending = 0 AND ws.dependency_count_unsatisfied = 0)::int AS released,
              count(DISTINCT jq.id)::int AS jobs,
-             (SELECT count(*)::int FROM runledger.job_events e JOIN runledger.job_queue j ON j.id = e.job_id
+             (SELECT count(*)::int FROM runledger.job_trail e JOIN runledger.job_queue j ON j.id = e.job_id
                WHERE j.job_type = 'mixed.dep' AND e.event_type = 'ENQUEUED') AS events
         FROM runledger.workflow_steps ws
         JOIN runledger.job_queue jq ON jq.id = ws.job_id AND jq.workflow_step_id = ws.id

@@ -231,7 +231,7 @@ describe('promoteEnqueueIntents', () => {
     const [row] = await db.prisma.$queryRaw<{ jobs: number; pending: number; events: number }[]>`
       SELECT (SELECT count(*)::int FROM runledger.job_queue WHERE job_type = 'intent.race') AS jobs,
              (SELECT count(*)::int FROM runledger.job_enqueue_intents WHERE job_type = 'intent.race' AND state <> 'PROMOTED') AS pending,
-             (SELECT count(*)::int FROM runledger.job_events e JOIN runledger.job_queue jq ON jq.id = e.job_id
+             (SELECT count(*)::int FROM runledger.job_trail e JOIN runledger.job_queue jq ON jq.id = e.job_id
                WHERE jq.job_type = 'intent.race' AND e.payload ? 'enqueueIntentId') AS events`;
     expect(row).toEqual({ jobs: 200, pending: 0, events: 200 });
   });

@@ -16,7 +16,7 @@ async function counts(tag: string): Promise<{ jobs: number; runs: number; events
   const [row] = await db.prisma.$queryRaw<{ jobs: number; runs: number; events: number }[]>`
     SELECT (SELECT count(*)::int FROM runledger.job_queue WHERE job_type LIKE ${`${tag}%`}) AS jobs,
            (SELECT count(*)::int FROM runledger.workflow_runs WHERE workflow_type LIKE ${`${tag}%`}) AS runs,
-           (SELECT count(*)::int FROM runledger.job_events e JOIN runledger.job_queue jq ON jq.id = e.job_id
+           (SELECT count(*)::int FROM runledger.job_trail e JOIN runledger.job_queue jq ON jq.id = e.job_id
              WHERE jq.job_type LIKE ${`${tag}%`}) AS events`;
   return row!;
 }

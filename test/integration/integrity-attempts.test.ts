@@ -34,8 +34,8 @@ describe('verifyIntegrity: job attempts', () => {
   });
 
   it('names an open attempt of a job that holds no lease, and a leased job whose open attempt is another lease\'s', async () => {
-    await corrupt('UPDATE runledger.job_attempts SET finished_at = NULL, outcome = NULL WHERE job_id = $1', [done.jobId]);
-    await corrupt("UPDATE runledger.job_attempts SET worker_id = 'ghost' WHERE job_id = $1", [leased.jobId]);
+    await corrupt(`INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at) VALUES ($1, 1, 1, 'w', now())`, [done.jobId]);
+    await corrupt("UPDATE runledger.job_queue SET attempt_worker_id = 'ghost' WHERE id = $1", [leased.jobId]);
     const report = await verifyIntegrity(db.prisma);
     expect(only(report.violations, 'job.attempt_lease_mismatch')).toEqual(
       expect.arrayContaining([
@@ -44,8 +44,8 @@ describe('verifyIntegrity: job attempts', () => {
       ]),
     );
     expect(only(report.violations, 'job.attempt_lease_mismatch')).toHaveLength(2);
-    await corrupt("UPDATE runledger.job_attempts SET finished_at = now(), outcome = 'SUCCEEDED' WHERE job_id = $1", [done.jobId]);
-    await corrupt("UPDATE runledger.job_attempts SET worker_id = 'w' WHERE job_id = $1", [leased.jobId]);
+    await corrupt('DELETE FROM runledger.job_attempts WHERE job_id = $1 AND finished_at IS NULL', [done.jobId]);
+    await corrupt("UPDATE runledger.job_queue SET attempt_worker_id = 'w' WHERE id = $1", [leased.jobId]);
     expect((await verifyIntegrity(db.prisma)).violations).toEqual([]);
   });
 

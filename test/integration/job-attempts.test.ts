@@ -175,7 +175,7 @@ describe('job attempts', () => {
       await counter.close();
     }
     const [closed] = await db.prisma.$queryRaw<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM runledger.job_attempts a JOIN runledger.job_queue j ON j.id = a.job_id
+      SELECT count(*)::int AS n FROM runledger.job_attempt_history a JOIN runledger.job_queue j ON j.id = a.job_id
        WHERE j.job_type = 'att.count' AND a.finished_at IS NOT NULL`;
     expect(closed!.n).toBe(21);
   });

@@ -18,7 +18,7 @@ const db = useTestDatabase();
 
 async function eventTypes(jobId: string): Promise<string[]> {
   const rows = await db.prisma.$queryRaw<{ event_type: string }[]>`
-    SELECT event_type FROM runledger.job_events WHERE job_id = ${jobId}::uuid ORDER BY seq`;
+    SELECT event_type FROM runledger.job_trail WHERE job_id = ${jobId}::uuid ORDER BY position`;
   return rows.map((row) => row.event_type);
 }
 
@@ -36,7 +36,7 @@ describe('cancelJob', () => {
     expect(job.finishedAt).toBeInstanceOf(Date);
     expect(await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['cancel.pending'], limit: 1, leaseSeconds: 5 })).toEqual([]);
     const [event] = await db.prisma.$queryRaw<{ event_type: string; run_number: number; attempt: number; payload: unknown }[]>`
-      SELECT event_type, run_number, attempt, payload FROM runledger.job_events
+      SELECT event_type, run_number, attempt, payload FROM runledger.job_trail
        WHERE job_id = ${jobId}::uuid AND event_type = 'CANCELED'`;
     expect(event).toEqual({
       event_type: 'CANCELED',

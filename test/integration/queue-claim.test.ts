@@ -83,7 +83,7 @@ describe('claimJobs', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 't', payload: {} });
     await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 30, markRunning: true });
     const events = await db.prisma.$queryRaw<{ event_type: string; attempt: number }[]>`
-      SELECT event_type, attempt FROM runledger.job_events WHERE job_id = ${jobId}::uuid ORDER BY seq`;
+      SELECT event_type, attempt FROM runledger.job_trail WHERE job_id = ${jobId}::uuid ORDER BY position`;
     expect(events).toEqual([
       { event_type: 'ENQUEUED', attempt: 0 },
       { event_type: 'LEASED', attempt: 1 },
@@ -118,7 +118,7 @@ describe('claimJobs', () => {
     const [events] = await db.prisma.$queryRaw<{ jobs: number; multiply_leased: number; owner_mismatch: number }[]>`
       WITH per_job AS (
         SELECT e.job_id, count(*) AS leases, min(e.payload->>'workerId') AS event_owner
-          FROM runledger.job_events e WHERE e.event_type = 'LEASED' GROUP BY e.job_id
+          FROM runledger.job_trail e WHERE e.event_type = 'LEASED' GROUP BY e.job_id
       )
       SELECT count(*)::int AS jobs,
              count(*) FILTER (WHERE leases <> 1)::int AS multiply_leased,

@@ -48,7 +48,7 @@ describe('enqueueJob', () => {
       finishedAt: null,
     });
     const events = await db.prisma.$queryRaw<{ event_type: string; run_number: number; attempt: number }[]>`
-      SELECT event_type, run_number, attempt FROM runledger.job_events WHERE job_id = ${result.jobId}::uuid`;
+      SELECT event_type, run_number, attempt FROM runledger.job_trail WHERE job_id = ${result.jobId}::uuid`;
     expect(events).toEqual([{ event_type: 'ENQUEUED', run_number: 1, attempt: 0 }]);
   });
 
@@ -97,7 +97,7 @@ describe('enqueueJobs', () => {
     expect(new Set(results.map((r) => r.jobId)).size).toBe(20);
     const rows = await db.prisma.$queryRaw<{ id: string; i: number; events: number }[]>`
       SELECT jq.id, (jq.payload->>'i')::int AS i,
-             (SELECT count(*)::int FROM runledger.job_events e WHERE e.job_id = jq.id AND e.event_type = 'ENQUEUED') AS events
+             (SELECT count(*)::int FROM runledger.job_trail e WHERE e.job_id = jq.id AND e.event_type = 'ENQUEUED') AS events
         FROM runledger.job_queue jq WHERE jq.job_type = 'batch.item'`;
     const byId = new Map(rows.map((row) => [row.id, row]));
     results.forEach((result, i) => {

@@ -10,7 +10,7 @@ const ORG_B = '0190a3e0-0000-7000-8000-00000000000b';
 async function jobsWithKey(key: string): Promise<{ jobs: number; events: number }> {
   const [row] = await db.prisma.$queryRaw<{ jobs: number; events: number }[]>`
     SELECT count(DISTINCT jq.id)::int AS jobs, count(e.id)::int AS events
-      FROM runledger.job_queue jq LEFT JOIN runledger.job_events e ON e.job_id = jq.id
+      FROM runledger.job_queue jq LEFT JOIN runledger.job_trail e ON e.job_id = jq.id
      WHERE jq.idempotency_key = ${key}`;
   return row!;
 }

@@ -43,7 +43,7 @@ interface RowSnapshot {
 async function snapshot(jobId: string): Promise<RowSnapshot> {
   const [row] = await db.prisma.$queryRaw<RowSnapshot[]>`
     SELECT status::text, attempt, lease_owner, lease_expires_at, heartbeat_at, started_at, progress,
-           (SELECT count(*)::int FROM runledger.job_events e WHERE e.job_id = jq.id) AS events
+           (SELECT count(*)::int FROM runledger.job_trail e WHERE e.job_id = jq.id) AS events
       FROM runledger.job_queue jq WHERE id = ${jobId}::uuid`;
   return row!;
 }

@@ -31,7 +31,7 @@ async function expireLease(jobId: string): Promise<void> {
 
 async function eventTypes(jobId: string): Promise<string[]> {
   const rows = await db.prisma.$queryRaw<{ event_type: string }[]>`
-    SELECT event_type FROM runledger.job_events WHERE job_id = ${jobId}::uuid ORDER BY seq`;
+    SELECT event_type FROM runledger.job_trail WHERE job_id = ${jobId}::uuid ORDER BY position`;
   return rows.map((row) => row.event_type);
 }
 

@@ -26,7 +26,7 @@ async function expireLeases(jobIds: string[], ago = '1 second'): Promise<void> {
 
 async function events(jobId: string) {
   return db.prisma.$queryRaw<{ event_type: string; run_number: number; attempt: number; payload: Record<string, unknown> | null }[]>`
-    SELECT event_type, run_number, attempt, payload FROM runledger.job_events WHERE job_id = ${jobId}::uuid ORDER BY seq`;
+    SELECT event_type, run_number, attempt, payload FROM runledger.job_trail WHERE job_id = ${jobId}::uuid ORDER BY position`;
 }
 
 describe('reapExpiredLeases', () => {

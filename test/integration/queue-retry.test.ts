@@ -17,7 +17,7 @@ async function makeDue(jobId: string): Promise<void> {
 
 async function events(jobId: string) {
   return db.prisma.$queryRaw<{ event_type: string; attempt: number; payload: Record<string, unknown> | null }[]>`
-    SELECT event_type, attempt, payload FROM runledger.job_events WHERE job_id = ${jobId}::uuid ORDER BY seq`;
+    SELECT event_type, attempt, payload FROM runledger.job_trail WHERE job_id = ${jobId}::uuid ORDER BY position`;
 }
 
 describe('failJob', () => {

@@ -8,7 +8,7 @@ const db = useTestDatabase();
 async function countJobs(jobType: string): Promise<{ jobs: number; events: number }> {
   const [row] = await db.prisma.$queryRaw<{ jobs: number; events: number }[]>`
     SELECT (SELECT count(*)::int FROM runledger.job_queue WHERE job_type = ${jobType}) AS jobs,
-           (SELECT count(*)::int FROM runledger.job_events e JOIN runledger.job_queue jq ON jq.id = e.job_id
+           (SELECT count(*)::int FROM runledger.job_trail e JOIN runledger.job_queue jq ON jq.id = e.job_id
              WHERE jq.job_type = ${jobType}) AS events`;
   return row!;
 }

@@ -19,7 +19,7 @@ const lease = { jobId: JOB_ID, runNumber: 1, attempt: 1, workerId: 'w1' };
 
 async function counts(): Promise<{ jobs: number; events: number }> {
   const [row] = await db.prisma.$queryRaw<{ jobs: number; events: number }[]>`
-    SELECT (SELECT count(*)::int FROM runledger.job_queue) AS jobs, (SELECT count(*)::int FROM runledger.job_events) AS events`;
+    SELECT (SELECT count(*)::int FROM runledger.job_queue) AS jobs, (SELECT count(*)::int FROM runledger.job_trail) AS events`;
   return row!;
 }
 

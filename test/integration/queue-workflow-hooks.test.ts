@@ -144,7 +144,7 @@ describe('workflow hooks of the queue', () => {
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', output: null });
     expect(await step(stepId)).toMatchObject({ status: 'RUNNING', output: null });
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM runledger.job_events WHERE job_id = ${jobId}::uuid AND event_type = 'SUCCEEDED'`;
+      SELECT count(*)::int AS n FROM runledger.job_trail WHERE job_id = ${jobId}::uuid AND event_type = 'SUCCEEDED'`;
     expect(row?.n).toBe(0);
   });
 

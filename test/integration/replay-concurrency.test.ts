@@ -151,7 +151,7 @@ describe('concurrent compareAndReplaySucceededJob', () => {
     }
     expect(await jobCount('concurrent.bypass')).toBe(2);
     const [events] = await db.prisma.$queryRaw<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM runledger.job_events e JOIN runledger.job_queue jq ON jq.id = e.job_id
+      SELECT count(*)::int AS n FROM runledger.job_trail e JOIN runledger.job_queue jq ON jq.id = e.job_id
        WHERE jq.job_type = 'concurrent.bypass' AND e.event_type = 'ENQUEUED' AND e.payload IS NOT NULL`;
     expect(events!.n).toBe(0);
   });

@@ -50,7 +50,7 @@ async function existing(ids: string[]): Promise<string[]> {
 }
 
 async function eventCount(ids: string[]): Promise<number> {
-  const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_events WHERE job_id = ANY(${ids}::uuid[])`;
+  const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_trail WHERE job_id = ANY(${ids}::uuid[])`;
   return row!.n;
 }
 

@@ -29,8 +29,8 @@ async function jobStates(jobType: string) {
 async function releaseReasons(jobType: string) {
   const rows = await db.prisma.$queryRaw<{ n: number; reason: string }[]>`
     SELECT (j.payload->>'n')::int AS n, e.payload->>'reason' AS reason
-      FROM runledger.job_events e JOIN runledger.job_queue j ON j.id = e.job_id
-     WHERE j.job_type = ${jobType} AND e.event_type = 'RELEASED' ORDER BY e.seq`;
+      FROM runledger.job_trail e JOIN runledger.job_queue j ON j.id = e.job_id
+     WHERE j.job_type = ${jobType} AND e.event_type = 'RELEASED' ORDER BY e.position`;
   return rows;
 }
 

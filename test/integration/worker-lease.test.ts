@@ -34,7 +34,7 @@ async function stealLease(jobId: string, jobType: string): Promise<ClaimedJob> {
 
 async function succeededEvents(jobId: string): Promise<number> {
   const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
-    SELECT count(*)::int AS n FROM runledger.job_events WHERE job_id = ${jobId}::uuid AND event_type = 'SUCCEEDED'`;
+    SELECT count(*)::int AS n FROM runledger.job_trail WHERE job_id = ${jobId}::uuid AND event_type = 'SUCCEEDED'`;
   return row!.n;
 }
 

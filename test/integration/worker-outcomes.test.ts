@@ -19,7 +19,7 @@ const startWorker = useWorkers(db);
 /** A job's event types, sorted by name: these tests assert which events exist, not their order. */
 async function eventTypes(jobId: string): Promise<string[]> {
   const rows = await db.prisma.$queryRaw<{ event_type: string }[]>`
-    SELECT event_type::text FROM runledger.job_events WHERE job_id = ${jobId}::uuid`;
+    SELECT event_type::text FROM runledger.job_trail WHERE job_id = ${jobId}::uuid`;
   return rows.map((row) => row.event_type).sort();
 }
 

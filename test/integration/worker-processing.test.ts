@@ -54,7 +54,7 @@ describe('worker processing', () => {
     expect(await countByStatus('proc.count')).toEqual({ SUCCEEDED: 200 });
     const events = await db.prisma.$queryRaw<{ job_id: string; n: number }[]>`
       SELECT e.job_id::text, count(*)::int AS n
-        FROM runledger.job_events e JOIN runledger.job_queue q ON q.id = e.job_id
+        FROM runledger.job_trail e JOIN runledger.job_queue q ON q.id = e.job_id
        WHERE q.job_type = 'proc.count' AND e.event_type = 'SUCCEEDED'
        GROUP BY e.job_id`;
     expect(events).toHaveLength(200);

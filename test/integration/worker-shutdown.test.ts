@@ -52,7 +52,7 @@ describe('stop()', () => {
     // Released, not failed: PENDING at once with the attempt given back, and a RELEASED event naming the reason.
     expect(states.slice(10).map((s) => [s.status, s.attempt, s.lease_owner, s.last_error_code])).toEqual(Array(10).fill(['PENDING', 0, null, null]));
     const released = await db.prisma.$queryRaw<{ reason: string }[]>`
-      SELECT e.payload->>'reason' AS reason FROM runledger.job_events e JOIN runledger.job_queue j ON j.id = e.job_id
+      SELECT e.payload->>'reason' AS reason FROM runledger.job_trail e JOIN runledger.job_queue j ON j.id = e.job_id
        WHERE j.job_type = 'stop.drain' AND e.event_type = 'RELEASED'`;
     expect(released.map((r) => r.reason)).toEqual(Array(10).fill('job.worker_shutdown'));
     expect(abortReasons).toHaveLength(10);

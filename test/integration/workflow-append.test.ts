@@ -111,7 +111,7 @@ describe('appendWorkflowSteps', () => {
     expect(steps.chained).toMatchObject({ dependencyCountTotal: 2, dependencyCountPending: 2, dependencyCountUnsatisfied: 0 });
     expect(steps.afterOk!.jobId).not.toBeNull();
     const [events] = await db.prisma.$queryRaw<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM runledger.job_events e JOIN runledger.job_queue jq ON jq.id = e.job_id
+      SELECT count(*)::int AS n FROM runledger.job_trail e JOIN runledger.job_queue jq ON jq.id = e.job_id
        WHERE jq.job_type = 'ap.term.new' AND e.event_type = 'ENQUEUED' AND e.payload->>'mutationKey' = 'm-terminal'`;
     expect(events!.n).toBe(2);
   });

@@ -70,7 +70,7 @@ describe('workflow concurrency', () => {
     const [released] = await db.prisma.$queryRaw<{ jobs: number; enqueued_events: number }[]>`
       SELECT count(DISTINCT jq.id)::int AS jobs, count(je.id)::int AS enqueued_events
         FROM runledger.job_queue jq
-        JOIN runledger.job_events je ON je.job_id = jq.id AND je.event_type = 'ENQUEUED'
+        JOIN runledger.job_trail je ON je.job_id = jq.id AND je.event_type = 'ENQUEUED'
        WHERE jq.job_type = 'fanin.dependent'`;
     expect(released).toEqual({ jobs: 200, enqueued_events: 200 });
   });
