@@ -10,7 +10,7 @@ import { isDatabaseError, normalizeDatabaseError } from '../errors/database-erro
 import type { ErrorCode } from '../errors/codes.js';
 import { isRunledgerError, type ErrorCategory, type RunledgerError } from '../errors/runledger-error.js';
 import { migrate } from '../migrate/migrate.js';
-import type { Scope } from '../db/scope.js';
+import { adminScope, noOrganizationScope, organizationScope, type Scope } from '../db/scope.js';
 import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
 import { registerReapCommand } from './reap.js';
@@ -61,8 +61,18 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     },
     get scope(): Scope {
       const { org, withoutOrg } = options();
-      if (org) return { kind: 'organization', organizationId: org };
-      return withoutOrg ? { kind: 'no_organization' } : { kind: 'admin' };
+      // `--org "$ORG"` with $ORG unset or blank must not fall through to admin scope (every tenant): refused, exit 2.
+      if (org !== undefined) {
+        if (org.trim() === '') throw new UsageError('--org must name an organization; it is empty or blank.', { code: 'cli.blank_organization', field: '--org' });
+        try {
+          return organizationScope(org);
+        } catch (error) {
+          // Too long, NUL, a lone surrogate: the library's reason, under the option's name.
+          const reason = isRunledgerError(error) ? error.message.replace(/^Invalid organizationId: /, '') : String(error);
+          throw new UsageError(`--org ${reason}.`, { code: 'cli.invalid_argument', field: '--org' });
+        }
+      }
+      return withoutOrg ? noOrganizationScope() : adminScope();
     },
     connectionString() {
       const url = options().databaseUrl ?? process.env.DATABASE_URL;
@@ -77,6 +87,9 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
       process.stdout.write(`${context.json ? JSON.stringify(data, null, 2) : human}\n`);
     },
   };
+
+  // Every command, including those that take no scope (migrate, worker): a bad --org is refused before anything runs.
+  program.hook('preAction', () => void context.scope);
 
   program
     .command('migrate')

@@ -23,6 +23,9 @@ export const ERROR_CODES = [
   'cli.missing_database_url',
   'cli.requeue_status',
   'cli.scope_not_supported',
+  'cli.blank_organization',
+  // A scope built from input (organizationScope): a blank organization is refused.
+  'scope.invalid_input',
   // The Prisma client handed in.
   'client.invalid',
   'client.invalid_options',
