@@ -31,7 +31,8 @@ Exit codes:
   2  invalid input (or wrong usage)
   3  not found
   4  conflict
-  5  database unavailable (refused, lost or timed-out connection): retry later
+  5  database unavailable (refused, lost or timed-out connection, not accepting
+     connections, or no such database): retry later, or check --database-url
 Errors are one line on stderr (the error's JSON with --json); RUNLEDGER_DEBUG=1 adds the internal detail.`;
 
 /** `argv` lets usage errors raised before `--json` is parsed still honour it. */

@@ -49,6 +49,8 @@ export const ERROR_CODES = [
   'database.timeout',
   'database.transaction_conflict',
   'database.unavailable',
+  // 3D000: the connection string names a database that does not exist (category unavailable: CLI exit code 5).
+  'database.not_found',
   // Jobs.
   'job.invalid_input',
   'job.not_found',
@@ -84,6 +86,7 @@ export const ERROR_CODES = [
   // Migrations.
   'migrate.checksum_mismatch',
   'migrate.connection_failed',
+
   'migrate.failed_migration_in_history',
   'migrate.history_in_other_schema',
   'migrate.migration_failed',

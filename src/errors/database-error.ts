@@ -4,10 +4,16 @@
  * never inspect Prisma error shapes themselves.
  *
  * Connection faults (refused, reset, terminated by the server, timed out,
- * pool exhausted) are `database.unavailable` (category `unavailable`) however
- * they arrive: a Node socket code, a Prisma P1xxx code, a driver-adapter
- * error kind, a SQLSTATE of class 08/53/57P, or pg's code-less "Connection
- * terminated unexpectedly". Retrying callers (the worker) key on that.
+ * pool exhausted, a database not accepting connections, a server starting
+ * up or shutting down) are `database.unavailable` (category `unavailable`)
+ * however they arrive: a Node socket code, a Prisma P1xxx code, a
+ * driver-adapter error kind, a SQLSTATE of class 08/53/57P or 55000 at
+ * connect, or pg's code-less "Connection terminated unexpectedly". Retrying
+ * callers (the worker) key on that.
+ *
+ * A missing database (3D000: the connection string names none) has a code
+ * of its own, `database.not_found` (category `unavailable`, exit code 5 in
+ * the CLI): retrying as is cannot help, fixing the URL does.
  */
 import { ConflictError, InternalError, RunledgerError, UnavailableError } from './runledger-error.js';
 
@@ -76,6 +82,13 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
       details: { sqlState },
     });
   }
+  if (sqlState === '3D000') {
+    return new UnavailableError('database.not_found', 'The database named by the connection string does not exist.', {
+      internalMessage,
+      cause: error,
+      details: { sqlState },
+    });
+  }
   if (sqlState === '55P03' || sqlState === '57014') {
     return new UnavailableError('database.timeout', 'The database did not answer in time; retry later.', {
       internalMessage,
@@ -119,11 +132,12 @@ const SOCKET_CODES: ReadonlySet<string> = new Set([
 
 /**
  * Prisma's codes for an unreachable server (P1001), a connect timeout
- * (P1002), a socket timeout (P1008), a closed connection (P1017), and
- * P2028, an interactive transaction that could not start in time (its pool
- * could not get a connection) or whose connection went away.
+ * (P1002), a socket timeout (P1008), a closed connection (P1017), too many
+ * connections (P2037), and P2028, an interactive transaction that could not
+ * start in time (its pool could not get a connection) or whose connection
+ * went away.
  */
-const PRISMA_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2028']);
+const PRISMA_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2028', 'P2037']);
 
 /** @prisma/adapter-pg's error kinds for the same failures (`meta.driverAdapterError.cause.kind`). */
 const ADAPTER_KINDS: ReadonlySet<string> = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
@@ -136,6 +150,22 @@ const ADAPTER_KINDS: ReadonlySet<string> = new Set(['DatabaseNotReachable', 'Con
  */
 function isConnectionSqlState(sqlState: string): boolean {
   return sqlState.startsWith('08') || sqlState.startsWith('53') || sqlState.startsWith('57P');
+}
+
+/**
+ * 55000 (object_not_in_prerequisite_state) is a connection fault only when
+ * the server refuses the session: `database "x" is not currently accepting
+ * connections` (ALTER DATABASE ... ALLOW_CONNECTIONS false, as operators and
+ * restores do), raised FATAL while connecting. Inside a session 55000 means
+ * other things (a sequence's currval before nextval, a replication slot in
+ * use), ERROR-level and not cured by retrying. Severity and message are both
+ * looked at: either identifies the connect phase (the message may be
+ * translated by the server's lc_messages, the severity word too).
+ */
+function isRefusedSession(sqlState: string, record: Record<string, unknown>): boolean {
+  if (sqlState !== '55000') return false;
+  const message = String(record.originalMessage ?? record.message ?? '');
+  return record.severity === 'FATAL' || /\bnot currently accepting connections\b/.test(message);
 }
 
 /**
@@ -178,7 +208,7 @@ function connectionFault(error: unknown): string | undefined {
     if (code && PRISMA_CODES.has(code)) return code;
     if (typeof record.kind === 'string' && ADAPTER_KINDS.has(record.kind)) return record.kind;
     const sqlState = originalCode ?? code;
-    if (sqlState && SQLSTATE.test(sqlState) && isConnectionSqlState(sqlState)) return sqlState;
+    if (sqlState && SQLSTATE.test(sqlState) && (isConnectionSqlState(sqlState) || isRefusedSession(sqlState, record))) return sqlState;
     if (typeof record.message === 'string' && PG_CONNECTION_MESSAGES.some((pattern) => pattern.test(record.message as string))) {
       return record.message;
     }
