@@ -51,6 +51,8 @@ export const ERROR_CODES = [
   'database.unavailable',
   // 3D000: the connection string names a database that does not exist (category unavailable: CLI exit code 5).
   'database.not_found',
+  // A transaction client used after it committed or rolled back (category validation, field db).
+  'database.transaction_closed',
   // Jobs.
   'job.invalid_input',
   'job.not_found',

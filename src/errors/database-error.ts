@@ -11,11 +11,13 @@
  * connect, or pg's code-less "Connection terminated unexpectedly". Retrying
  * callers (the worker) key on that.
  *
- * A missing database (3D000: the connection string names none) has a code
- * of its own, `database.not_found` (category `unavailable`, exit code 5 in
- * the CLI): retrying as is cannot help, fixing the URL does.
+ * Two more have codes of their own because retrying as is cannot help:
+ * `database.not_found` (3D000, the connection string names no database;
+ * category `unavailable`, exit code 5 in the CLI) and
+ * `database.transaction_closed` (a transaction client used after it
+ * committed or rolled back: a programming error, category `validation`).
  */
-import { ConflictError, InternalError, RunledgerError, UnavailableError } from './runledger-error.js';
+import { ConflictError, InternalError, RunledgerError, UnavailableError, ValidationError } from './runledger-error.js';
 
 export interface DatabaseErrorInfo {
   /** Five-character SQLSTATE, when the error came from PostgreSQL. */
@@ -65,6 +67,16 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
   if (error instanceof RunledgerError) return error;
   const { sqlState, message } = databaseErrorInfo(error);
   const internalMessage = `${operation}: ${sqlState ?? 'no sqlstate'}: ${message}`;
+  // Before the connection rules: Prisma reports a closed transaction with P2028, the code it also uses for a
+  // transaction that could not start in time; this one can never succeed, however long the caller waits.
+  if (isClosedTransaction(error)) {
+    return new ValidationError(
+      'database.transaction_closed',
+      'db',
+      'The transaction client passed as db has already committed or rolled back; pass the Prisma client, or a transaction that is still open.',
+      { internalMessage: `${operation}: ${describe(error)}`, cause: error },
+    );
+  }
   // Before the SQLSTATE rules: a connection that died inside a statement can
   // carry the statement's own code too, and the cure is the same (retry later).
   const fault = connectionFault(error);
@@ -135,7 +147,7 @@ const SOCKET_CODES: ReadonlySet<string> = new Set([
  * (P1002), a socket timeout (P1008), a closed connection (P1017), too many
  * connections (P2037), and P2028, an interactive transaction that could not
  * start in time (its pool could not get a connection) or whose connection
- * went away.
+ * went away (not one that is closed: see isClosedTransaction).
  */
 const PRISMA_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2028', 'P2037']);
 
@@ -166,6 +178,23 @@ function isRefusedSession(sqlState: string, record: Record<string, unknown>): bo
   if (sqlState !== '55000') return false;
   const message = String(record.originalMessage ?? record.message ?? '');
   return record.severity === 'FATAL' || /\bnot currently accepting connections\b/.test(message);
+}
+
+/**
+ * Prisma's answer to a statement on an interactive-transaction client that
+ * already committed or rolled back (P2028 "Transaction already closed", or
+ * "Transaction not found" once Prisma has forgotten it), or the driver
+ * adapter's TransactionAlreadyClosed (P1018).
+ */
+function isClosedTransaction(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== null && typeof current === 'object'; depth += 1) {
+    const record = current as Record<string, unknown>;
+    if (record.code === 'P1018') return true;
+    if (record.code === 'P2028' && typeof record.message === 'string' && /Transaction already closed|Transaction not found/.test(record.message)) return true;
+    current = record.cause;
+  }
+  return false;
 }
 
 /**
@@ -202,6 +231,7 @@ function connectionFault(error: unknown): string | undefined {
       continue;
     }
     const record = current as Record<string, unknown>;
+    if (isClosedTransaction(record)) continue;
     const code = typeof record.code === 'string' ? record.code : undefined;
     const originalCode = typeof record.originalCode === 'string' ? record.originalCode : undefined;
     if (code && SOCKET_CODES.has(code)) return code;

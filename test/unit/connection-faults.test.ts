@@ -104,6 +104,16 @@ describe('connection fault classification', () => {
     expect(normalized.message).not.toContain('nope');
   });
 
+  it.each([
+    'Transaction API error: Transaction already closed: A query cannot be executed on a committed transaction.',
+    'Transaction API error: Transaction already closed: A query cannot be executed on a transaction that was rolled back.',
+    "Transaction API error: Transaction not found. Transaction ID is invalid, refers to an old closed transaction Prisma doesn't have information about anymore, or was obtained before disconnecting.",
+  ])('reports a closed transaction client (P2028: %s) as database.transaction_closed, never as retry later', (message) => {
+    const error = Object.assign(new Error(`\nInvalid \`prisma.$queryRaw()\` invocation:\n\n\n${message}`), { name: 'PrismaClientKnownRequestError', code: 'P2028', meta: {}, clientVersion: '7.10.1' });
+    expect(isConnectionFault(error)).toBe(false);
+    expect(normalizeDatabaseError(error, 'x')).toMatchObject({ code: 'database.transaction_closed', category: 'validation', field: 'db' });
+  });
+
   it('leaves other database errors and non-database errors alone', () => {
     const uniqueViolation = adapterError('P2010', { kind: 'UniqueConstraintViolation', originalCode: '23505', originalMessage: 'duplicate key' });
     expect(isConnectionFault(uniqueViolation)).toBe(false);
