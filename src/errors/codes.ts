@@ -88,6 +88,8 @@ export const ERROR_CODES = [
   // Migrations.
   'migrate.checksum_mismatch',
   'migrate.connection_failed',
+  // runledger's tables or schema are missing (42P01/3F000/42704/42883 naming them): run migrate().
+  'migrate.required',
 
   'migrate.failed_migration_in_history',
   'migrate.history_in_other_schema',

@@ -11,12 +11,14 @@
  * connect, or pg's code-less "Connection terminated unexpectedly". Retrying
  * callers (the worker) key on that.
  *
- * Two more have codes of their own because retrying as is cannot help:
+ * Three more have codes of their own because retrying as is cannot help:
  * `database.not_found` (3D000, the connection string names no database;
- * category `unavailable`, exit code 5 in the CLI) and
+ * category `unavailable`, exit code 5 in the CLI), `migrate.required`
+ * (runledger's own tables or schema are missing: run migrate()), and
  * `database.transaction_closed` (a transaction client used after it
  * committed or rolled back: a programming error, category `validation`).
  */
+import { RUNLEDGER_SCHEMA } from '../db/constants.js';
 import { ConflictError, InternalError, RunledgerError, UnavailableError, ValidationError } from './runledger-error.js';
 
 export interface DatabaseErrorInfo {
@@ -101,6 +103,13 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
       details: { sqlState },
     });
   }
+  if (sqlState !== undefined && isMissingOwnObject(sqlState, message)) {
+    return new InternalError('migrate.required', "runledger's tables are missing from this database: run migrate() (or `runledger migrate`) first.", {
+      internalMessage,
+      cause: error,
+      details: { sqlState },
+    });
+  }
   if (sqlState === '55P03' || sqlState === '57014') {
     return new UnavailableError('database.timeout', 'The database did not answer in time; retry later.', {
       internalMessage,
@@ -178,6 +187,20 @@ function isRefusedSession(sqlState: string, record: Record<string, unknown>): bo
   if (sqlState !== '55000') return false;
   const message = String(record.originalMessage ?? record.message ?? '');
   return record.severity === 'FATAL' || /\bnot currently accepting connections\b/.test(message);
+}
+
+/**
+ * An undefined table, schema, type or function (42P01, 3F000, 42704, 42883)
+ * that is runledger's own: the database was never migrated, or not to this
+ * version. Keyed on the name in the server's message (an identifier, the
+ * same in every lc_messages language), so a host's missing table (a trigger
+ * of its own, say) stays a plain database error.
+ */
+const MISSING_OBJECT_SQLSTATES: ReadonlySet<string> = new Set(['42P01', '3F000', '42704', '42883']);
+/** `"runledger"`, `"runledger".x`, `"runledger.x"` or `runledger.x`, not `myrunledger.x` nor `"runledger_old"`. */
+const OWN_OBJECT = new RegExp(`(?<![\\w$])"?${RUNLEDGER_SCHEMA}(?:"?\\.|"(?![\\w$]))`);
+function isMissingOwnObject(sqlState: string, message: string): boolean {
+  return MISSING_OBJECT_SQLSTATES.has(sqlState) && OWN_OBJECT.test(message);
 }
 
 /**

@@ -114,6 +114,18 @@ describe('connection fault classification', () => {
     expect(normalizeDatabaseError(error, 'x')).toMatchObject({ code: 'database.transaction_closed', category: 'validation', field: 'db' });
   });
 
+  it.each([
+    ['an undefined table through Prisma (P2010 wrapping TableDoesNotExist)', adapterError('P2010', { originalCode: '42P01', originalMessage: 'relation "runledger.job_queue" does not exist', kind: 'TableDoesNotExist', table: 'runledger.job_queue' }), true],
+    ['an undefined schema through Prisma (P2010, 3F000)', adapterError('P2010', { originalCode: '3F000', originalMessage: 'schema "runledger" does not exist', kind: 'postgres', code: '3F000', severity: 'ERROR' }), true],
+    ['an undefined type (42704)', pgError('42704', 'ERROR', 'type "runledger.JobStatus" does not exist', 'typenameType'), true],
+    ['an undefined table, plain pg', pgError('42P01', 'ERROR', 'relation "runledger.job_definitions" does not exist', 'parserOpenTable'), true],
+    ["the host's own undefined table", pgError('42P01', 'ERROR', 'relation "orders" does not exist', 'parserOpenTable'), false],
+    ['a schema whose name merely starts the same', pgError('3F000', 'ERROR', 'schema "runledger_old" does not exist', 'LookupExplicitNamespace'), false],
+  ])('reports %s as migrate.required only when the object is runledger\'s', (_label, error, own) => {
+    expect(isConnectionFault(error)).toBe(false);
+    expect(normalizeDatabaseError(error, 'x').code).toBe(own ? 'migrate.required' : 'database.error');
+  });
+
   it('leaves other database errors and non-database errors alone', () => {
     const uniqueViolation = adapterError('P2010', { kind: 'UniqueConstraintViolation', originalCode: '23505', originalMessage: 'duplicate key' });
     expect(isConnectionFault(uniqueViolation)).toBe(false);
