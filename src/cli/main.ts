@@ -5,6 +5,7 @@
  * 4 conflict, 5 database unavailable.
  */
 import { Command, CommanderError, Option } from 'commander';
+import pg from 'pg';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import type { ErrorCode } from '../errors/codes.js';
@@ -22,6 +23,16 @@ import { registerDefinitionCommands } from './definitions.js';
 import { registerWorkerCommand } from './worker.js';
 import { registerDashboardCommand } from './dashboard.js';
 import { UsageError, type CliContext } from './context.js';
+import { integerOption } from './options.js';
+
+/**
+ * How long the CLI waits for PostgreSQL to accept a connection: a server (or
+ * a proxy, a firewall) that accepts TCP and never answers would otherwise
+ * hang a script for ever. Long-running statements are not bounded: purge,
+ * doctor and the dashboard may legitimately run for minutes.
+ */
+const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
+const MAX_CONNECT_TIMEOUT_SECONDS = 3_600;
 
 const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
 const EXIT_CODES_HELP = `
@@ -52,10 +63,16 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     .option('--json', 'machine-readable JSON output', false)
     .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('withoutOrg'))
     .option('--without-org', 'act only on rows without an organization', false)
+    .addOption(
+      new Option('--connect-timeout <seconds>', `give up connecting to PostgreSQL after this long (exit code 5)`)
+        .env('RUNLEDGER_CONNECT_TIMEOUT')
+        .argParser(integerOption({ min: 1, max: MAX_CONNECT_TIMEOUT_SECONDS }))
+        .default(DEFAULT_CONNECT_TIMEOUT_SECONDS),
+    )
     .addHelpText('after', EXIT_CODES_HELP);
 
   let client: RunledgerPrismaClient | undefined;
-  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; withoutOrg: boolean }>();
+  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; withoutOrg: boolean; connectTimeout: number }>();
   const context: CliContext = {
     get json() {
       return options().json;
@@ -81,8 +98,11 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
       return url;
     },
     db() {
-      client ??= createPrismaClient(context.connectionString(), { max: 4 });
+      client ??= createPrismaClient(context.connectionString(), { max: 4, connectTimeoutMs: options().connectTimeout * 1000 });
       return client;
+    },
+    connectTimeoutMs() {
+      return options().connectTimeout * 1000;
     },
     print(human, data) {
       process.stdout.write(`${context.json ? JSON.stringify(data, null, 2) : human}\n`);
@@ -96,12 +116,15 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     .command('migrate')
     .description("apply runledger's migrations (safe to run concurrently; a no-op when up to date)")
     .action(async () => {
-      const result = await migrate({ connectionString: context.connectionString() }).catch((error: unknown) => {
+      // Through a pool of one, which is where pg takes a connect timeout (migrate's own client would wait for ever).
+      const pool = new pg.Pool({ connectionString: context.connectionString(), max: 1, connectionTimeoutMillis: context.connectTimeoutMs() });
+      pool.on('error', () => undefined); // a connection lost while idle: the next query reports it
+      const result = await migrate({ pool }).catch((error: unknown) => {
         // The statements that repair a misplaced history are in the error's details, which human output does not print.
         const fixSql = isRunledgerError(error) ? error.details.fixSql : undefined;
         if (!context.json && Array.isArray(fixSql)) process.stderr.write(`To move the history rows, run:\n${fixSql.map((sql) => `  ${sql};\n`).join('')}`);
         throw error;
-      });
+      }).finally(() => pool.end().catch(() => undefined));
       context.print(`${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`, result);
     });
   registerRunCommands(program, context);

@@ -301,9 +301,62 @@ describe('the CLI', () => {
     }
   });
 
+  describe('against a server that accepts TCP and never answers', () => {
+    let silent: net.Server;
+    const held: net.Socket[] = [];
+    let silentUrl: string;
+    beforeAll(async () => {
+      silent = net.createServer((socket) => void held.push(socket)); // accepts, reads nothing, writes nothing
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      silentUrl = `postgresql://postgres@127.0.0.1:${(silent.address() as net.AddressInfo).port}/app`;
+    });
+    afterAll(async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    });
+
+    /** The CLI's answer, or a failure naming the hang if it has none within `boundMs`. */
+    async function bounded(boundMs: number, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
+      const started = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const hang = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`runledger ${args.join(' ')} still hanging after ${boundMs} ms`)), boundMs)));
+      try {
+        const result = await Promise.race([cli(...args), hang]);
+        return { ...result, ms: Date.now() - started };
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+
+    it('gives up after --connect-timeout and exits 5, for reads, writes and migrate', async () => {
+      for (const command of [['jobs', 'show', newId()], ['runs', 'list'], ['jobs', 'cancel', newId()], ['migrate']]) {
+        const result = await bounded(8_000, '--json', '--connect-timeout', '1', '--database-url', silentUrl, ...command);
+        expect({ command, code: result.code, stdout: result.stdout }).toEqual({ command, code: 5, stdout: '' });
+        expect(JSON.parse(result.stderr)).toMatchObject({ category: 'unavailable' });
+        expect(result.ms).toBeGreaterThanOrEqual(900);
+        expect(result.ms).toBeLessThan(6_000);
+      }
+    });
+
+    it('takes the timeout from $RUNLEDGER_CONNECT_TIMEOUT, and refuses one that is not a whole number of seconds', async () => {
+      vi.stubEnv('RUNLEDGER_CONNECT_TIMEOUT', '1');
+      try {
+        const result = await bounded(8_000, '--json', '--database-url', silentUrl, 'runs', 'list');
+        expect([result.code, JSON.parse(result.stderr).code]).toEqual([5, 'database.unavailable']);
+        vi.stubEnv('RUNLEDGER_CONNECT_TIMEOUT', 'soon');
+        const bad = await cli('--json', '--database-url', silentUrl, 'runs', 'list');
+        expect([bad.code, bad.stdout]).toEqual([2, '']);
+      } finally {
+        vi.unstubAllEnvs();
+      }
+      for (const value of ['0', '1.5', '-1']) expect((await cli('--json', '--connect-timeout', value, '--database-url', silentUrl, 'runs', 'list')).code).toBe(2);
+    });
+  });
+
   it('lists its exit codes in --help', async () => {
     const help = await cli('--help');
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Exit codes:[\s\S]*5\s+database unavailable/);
+    expect(help.stdout).toMatch(/--connect-timeout <seconds>[\s\S]*default: 10,\s+env:\s+RUNLEDGER_CONNECT_TIMEOUT/);
   });
 });
