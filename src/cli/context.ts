@@ -11,6 +11,8 @@ export interface CliContext {
   db(): RunledgerPrismaClient;
   print(human: string, data: unknown): void;
   connectionString(): string;
+  /** --connect-timeout (or $RUNLEDGER_CONNECT_TIMEOUT), in ms. */
+  connectTimeoutMs(): number;
 }
 
 /**

@@ -5,12 +5,13 @@
  * 4 conflict, 5 database unavailable.
  */
 import { Command, CommanderError, Option } from 'commander';
+import pg from 'pg';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { isRunledgerError, type ErrorCategory, type RunledgerError } from '../errors/runledger-error.js';
 import { migrate } from '../migrate/migrate.js';
-import type { Scope } from '../db/scope.js';
+import { adminScope, noOrganizationScope, organizationScope, type Scope } from '../db/scope.js';
 import { registerJobCommands } from './jobs.js';
 import { registerRunCommands } from './runs.js';
 import { registerReapCommand } from './reap.js';
@@ -22,6 +23,16 @@ import { registerDefinitionCommands } from './definitions.js';
 import { registerWorkerCommand } from './worker.js';
 import { registerDashboardCommand } from './dashboard.js';
 import { UsageError, type CliContext } from './context.js';
+import { integerOption } from './options.js';
+
+/**
+ * How long the CLI waits for PostgreSQL to accept a connection: a server (or
+ * a proxy, a firewall) that accepts TCP and never answers would otherwise
+ * hang a script for ever. Long-running statements are not bounded: purge,
+ * doctor and the dashboard may legitimately run for minutes.
+ */
+const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
+const MAX_CONNECT_TIMEOUT_SECONDS = 3_600;
 
 const EXIT_CODES: Record<ErrorCategory, number> = { internal: 1, validation: 2, not_found: 3, conflict: 4, unavailable: 5 };
 const EXIT_CODES_HELP = `
@@ -31,7 +42,8 @@ Exit codes:
   2  invalid input (or wrong usage)
   3  not found
   4  conflict
-  5  database unavailable (refused, lost or timed-out connection): retry later
+  5  database unavailable (refused, lost or timed-out connection, not accepting
+     connections, or no such database): retry later, or check --database-url
 Errors are one line on stderr (the error's JSON with --json); RUNLEDGER_DEBUG=1 adds the internal detail.`;
 
 /** `argv` lets usage errors raised before `--json` is parsed still honour it. */
@@ -51,18 +63,34 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
     .option('--json', 'machine-readable JSON output', false)
     .addOption(new Option('--org <organizationId>', 'act within one organization (default: admin scope, all organizations)').conflicts('withoutOrg'))
     .option('--without-org', 'act only on rows without an organization', false)
+    .addOption(
+      new Option('--connect-timeout <seconds>', `give up connecting to PostgreSQL after this long (exit code 5)`)
+        .env('RUNLEDGER_CONNECT_TIMEOUT')
+        .argParser(integerOption({ min: 1, max: MAX_CONNECT_TIMEOUT_SECONDS }))
+        .default(DEFAULT_CONNECT_TIMEOUT_SECONDS),
+    )
     .addHelpText('after', EXIT_CODES_HELP);
 
   let client: RunledgerPrismaClient | undefined;
-  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; withoutOrg: boolean }>();
+  const options = () => program.opts<{ databaseUrl?: string; json: boolean; org?: string; withoutOrg: boolean; connectTimeout: number }>();
   const context: CliContext = {
     get json() {
       return options().json;
     },
     get scope(): Scope {
       const { org, withoutOrg } = options();
-      if (org) return { kind: 'organization', organizationId: org };
-      return withoutOrg ? { kind: 'no_organization' } : { kind: 'admin' };
+      // `--org "$ORG"` with $ORG unset or blank must not fall through to admin scope (every tenant): refused, exit 2.
+      if (org !== undefined) {
+        if (org.trim() === '') throw new UsageError('--org must name an organization; it is empty or blank.', { code: 'cli.blank_organization', field: '--org' });
+        try {
+          return organizationScope(org);
+        } catch (error) {
+          // Too long, NUL, a lone surrogate: the library's reason, under the option's name.
+          const reason = isRunledgerError(error) ? error.message.replace(/^Invalid organizationId: /, '') : String(error);
+          throw new UsageError(`--org ${reason}.`, { code: 'cli.invalid_argument', field: '--org' });
+        }
+      }
+      return withoutOrg ? noOrganizationScope() : adminScope();
     },
     connectionString() {
       const url = options().databaseUrl ?? process.env.DATABASE_URL;
@@ -70,24 +98,33 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
       return url;
     },
     db() {
-      client ??= createPrismaClient(context.connectionString(), { max: 4 });
+      client ??= createPrismaClient(context.connectionString(), { max: 4, connectTimeoutMs: options().connectTimeout * 1000 });
       return client;
+    },
+    connectTimeoutMs() {
+      return options().connectTimeout * 1000;
     },
     print(human, data) {
       process.stdout.write(`${context.json ? JSON.stringify(data, null, 2) : human}\n`);
     },
   };
 
+  // Every command, including those that take no scope (migrate, worker): a bad --org is refused before anything runs.
+  program.hook('preAction', () => void context.scope);
+
   program
     .command('migrate')
     .description("apply runledger's migrations (safe to run concurrently; a no-op when up to date)")
     .action(async () => {
-      const result = await migrate({ connectionString: context.connectionString() }).catch((error: unknown) => {
+      // Through a pool of one, which is where pg takes a connect timeout (migrate's own client would wait for ever).
+      const pool = new pg.Pool({ connectionString: context.connectionString(), max: 1, connectionTimeoutMillis: context.connectTimeoutMs() });
+      pool.on('error', () => undefined); // a connection lost while idle: the next query reports it
+      const result = await migrate({ pool }).catch((error: unknown) => {
         // The statements that repair a misplaced history are in the error's details, which human output does not print.
         const fixSql = isRunledgerError(error) ? error.details.fixSql : undefined;
         if (!context.json && Array.isArray(fixSql)) process.stderr.write(`To move the history rows, run:\n${fixSql.map((sql) => `  ${sql};\n`).join('')}`);
         throw error;
-      });
+      }).finally(() => pool.end().catch(() => undefined));
       context.print(`${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`, result);
     });
   registerRunCommands(program, context);

@@ -21,8 +21,21 @@ export function preparedStatementName(query: { sql: string; argTypes: readonly u
   return `rl_${createHash('sha1').update(query.sql).update('\0').update(JSON.stringify(query.argTypes)).digest('hex').slice(0, 24)}`;
 }
 
-export function createPrismaClient(connectionString: string, options: { max?: number } = {}): PrismaClient {
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+export interface PrismaClientOptions {
+  /** Pooled connections (default 10). */
+  max?: number;
+  /**
+   * Gives up on a connection attempt after this many ms (pg's
+   * `connectionTimeoutMillis`: the TCP connect and PostgreSQL's handshake,
+   * and also a wait for a free pooled connection). Default: none, pg waits
+   * for ever, which a server that accepts TCP and never answers turns into a
+   * hang. The CLI sets it (--connect-timeout).
+   */
+  connectTimeoutMs?: number;
+}
+
+export function createPrismaClient(connectionString: string, options: PrismaClientOptions = {}): PrismaClient {
+  const pool = new pg.Pool({ connectionString, max: options.max ?? 10, ...(options.connectTimeoutMs ? { connectionTimeoutMillis: options.connectTimeoutMs } : {}) });
   // Every connection keeps an 'error' listener for life. The adapter listens on a connection only after its
   // `await pool.connect()` resumes; a backend terminated just as it finished connecting sends its FATAL in
   // the same read as the end of the handshake, so pg emitted 'error' with no listener in between and the

@@ -12,6 +12,7 @@
  *   GET api/runs?type&status&cursor&limit&q    (q: id prefix or key substring, search.ts)
  *   GET api/runs/:id                      run, steps, edges
  */
+import { z } from 'zod';
 import type { Db } from '../client/types.js';
 import { organizationScope, noOrganizationScope, type Scope } from '../db/scope.js';
 import { NotFoundError, ValidationError } from '../errors/runledger-error.js';
@@ -25,10 +26,14 @@ import type { WorkflowRun, WorkflowRunStatus, WorkflowStep, WorkflowStepDependen
 import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.js';
 import { parseSearch, searchJobs, searchReport, searchRuns, type SearchReport } from './search.js';
 import { readThroughput } from './throughput.js';
+import { parseInput } from '../validation/parse.js';
+import { organizationId } from '../validation/primitives.js';
 
 /** A run page draws at most this many steps and edges (10 pages of the library's largest). */
 export const MAX_DRAWN_STEPS = 5_000;
 const PAGE = 500;
+
+const orgFilter = z.object({ org: organizationId });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -45,6 +50,9 @@ export function narrowScope(scope: Scope, query: URLSearchParams): Scope | null 
   }
   if (withoutOrg) return scope.kind === 'admin' || scope.kind === 'no_organization' ? noOrganizationScope() : null;
   if (org === null || org === '') return scope;
+  // `org=` (an empty form field) is no filter; `org=%20` is a blank organization, refused like everywhere else
+  // (as is one that could never be stored: too long, NUL), whatever the request's own scope.
+  parseInput(orgFilter, { org }, 'dashboard.invalid_input');
   if (scope.kind === 'admin') return organizationScope(org);
   return scope.kind === 'organization' && scope.organizationId === org ? scope : null;
 }

@@ -8,9 +8,10 @@
  * a small organization.
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
-import type { Scope } from '../db/scope.js';
+import { assertScopeHasOrganization, type Scope } from '../db/scope.js';
 
 export function scopeFilter(alias: Sql, scope: Scope): Sql {
+  assertScopeHasOrganization(scope);
   switch (scope.kind) {
     case 'admin':
       return sqltag`TRUE`;

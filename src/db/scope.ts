@@ -6,6 +6,8 @@
  * never see or change another organization's rows, nor rows without one.
  */
 import { z } from 'zod';
+import { ValidationError } from '../errors/runledger-error.js';
+import { parseInput } from '../validation/parse.js';
 import { organizationId } from '../validation/primitives.js';
 
 export type Scope =
@@ -32,10 +34,17 @@ export function adminScope(): Scope {
   return ADMIN;
 }
 
-/** One organization's rows, `organizationId` being the host's own id (see MAX_ORGANIZATION_ID_LENGTH). */
+/**
+ * One organization's rows, `organizationId` being the host's own id (see
+ * MAX_ORGANIZATION_ID_LENGTH). A blank id (empty or whitespace only, what an
+ * unset variable gives) is refused with `scope.invalid_input` naming
+ * `organizationId`: an empty scope is no scope, never every tenant's.
+ */
 export function organizationScope(organizationId: string): Scope {
-  return { kind: 'organization', organizationId };
+  return { kind: 'organization', organizationId: parseInput(organizationIdInput, { organizationId }, 'scope.invalid_input').organizationId };
 }
+
+const organizationIdInput = z.object({ organizationId });
 
 /**
  * SQL parameters for the exact-scope predicate, used as
@@ -45,6 +54,7 @@ export function organizationScope(organizationId: string): Scope {
  * `(${p.all} OR (${p.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${p.organizationId}::text)`.
  */
 export function scopeParams(scope: Scope): { all: boolean; organizationId: string | null } {
+  assertScopeHasOrganization(scope);
   switch (scope.kind) {
     case 'admin':
       return { all: true, organizationId: null };
@@ -52,5 +62,17 @@ export function scopeParams(scope: Scope): { all: boolean; organizationId: strin
       return { all: false, organizationId: null };
     case 'organization':
       return { all: false, organizationId: scope.organizationId };
+  }
+}
+
+/**
+ * The last guard before a scope reaches SQL: an organization scope whose id
+ * is blank is refused even where no schema parsed it (a scope built by hand
+ * and passed to a function that takes it as is). Every public entry point
+ * also parses its scope with `scopeSchema`, which refuses the same.
+ */
+export function assertScopeHasOrganization(scope: Scope): void {
+  if (scope.kind === 'organization' && (typeof scope.organizationId !== 'string' || scope.organizationId.trim().length === 0)) {
+    throw new ValidationError('scope.invalid_input', 'scope.organizationId', 'Invalid scope.organizationId: must not be blank');
   }
 }

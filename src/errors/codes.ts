@@ -23,6 +23,9 @@ export const ERROR_CODES = [
   'cli.missing_database_url',
   'cli.requeue_status',
   'cli.scope_not_supported',
+  'cli.blank_organization',
+  // A scope built from input (organizationScope): a blank organization is refused.
+  'scope.invalid_input',
   // The Prisma client handed in.
   'client.invalid',
   'client.invalid_options',
@@ -46,6 +49,10 @@ export const ERROR_CODES = [
   'database.timeout',
   'database.transaction_conflict',
   'database.unavailable',
+  // 3D000: the connection string names a database that does not exist (category unavailable: CLI exit code 5).
+  'database.not_found',
+  // A transaction client used after it committed or rolled back (category validation, field db).
+  'database.transaction_closed',
   // Jobs.
   'job.invalid_input',
   'job.not_found',
@@ -84,6 +91,9 @@ export const ERROR_CODES = [
   // Migrations.
   'migrate.checksum_mismatch',
   'migrate.connection_failed',
+  // runledger's tables or schema are missing (42P01/3F000/42704/42883 naming them): run migrate().
+  'migrate.required',
+
   'migrate.failed_migration_in_history',
   'migrate.history_in_other_schema',
   'migrate.migration_failed',

@@ -4,12 +4,22 @@
  * never inspect Prisma error shapes themselves.
  *
  * Connection faults (refused, reset, terminated by the server, timed out,
- * pool exhausted) are `database.unavailable` (category `unavailable`) however
- * they arrive: a Node socket code, a Prisma P1xxx code, a driver-adapter
- * error kind, a SQLSTATE of class 08/53/57P, or pg's code-less "Connection
- * terminated unexpectedly". Retrying callers (the worker) key on that.
+ * pool exhausted, a database not accepting connections, a server starting
+ * up or shutting down) are `database.unavailable` (category `unavailable`)
+ * however they arrive: a Node socket code, a Prisma P1xxx code, a
+ * driver-adapter error kind, a SQLSTATE of class 08/53/57P or 55000 at
+ * connect, or pg's code-less "Connection terminated unexpectedly". Retrying
+ * callers (the worker) key on that.
+ *
+ * Three more have codes of their own because retrying as is cannot help:
+ * `database.not_found` (3D000, the connection string names no database;
+ * category `unavailable`, exit code 5 in the CLI), `migrate.required`
+ * (runledger's own tables or schema are missing: run migrate()), and
+ * `database.transaction_closed` (a transaction client used after it
+ * committed or rolled back: a programming error, category `validation`).
  */
-import { ConflictError, InternalError, RunledgerError, UnavailableError } from './runledger-error.js';
+import { RUNLEDGER_SCHEMA } from '../db/constants.js';
+import { ConflictError, InternalError, RunledgerError, UnavailableError, ValidationError } from './runledger-error.js';
 
 export interface DatabaseErrorInfo {
   /** Five-character SQLSTATE, when the error came from PostgreSQL. */
@@ -59,6 +69,16 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
   if (error instanceof RunledgerError) return error;
   const { sqlState, message } = databaseErrorInfo(error);
   const internalMessage = `${operation}: ${sqlState ?? 'no sqlstate'}: ${message}`;
+  // Before the connection rules: Prisma reports a closed transaction with P2028, the code it also uses for a
+  // transaction that could not start in time; this one can never succeed, however long the caller waits.
+  if (isClosedTransaction(error)) {
+    return new ValidationError(
+      'database.transaction_closed',
+      'db',
+      'The transaction client passed as db has already committed or rolled back; pass the Prisma client, or a transaction that is still open.',
+      { internalMessage: `${operation}: ${describe(error)}`, cause: error },
+    );
+  }
   // Before the SQLSTATE rules: a connection that died inside a statement can
   // carry the statement's own code too, and the cure is the same (retry later).
   const fault = connectionFault(error);
@@ -71,6 +91,20 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
   }
   if (sqlState === '40001' || sqlState === '40P01') {
     return new ConflictError('database.transaction_conflict', 'The operation conflicted with a concurrent one; retry it.', {
+      internalMessage,
+      cause: error,
+      details: { sqlState },
+    });
+  }
+  if (sqlState === '3D000') {
+    return new UnavailableError('database.not_found', 'The database named by the connection string does not exist.', {
+      internalMessage,
+      cause: error,
+      details: { sqlState },
+    });
+  }
+  if (sqlState !== undefined && isMissingOwnObject(sqlState, message)) {
+    return new InternalError('migrate.required', "runledger's tables are missing from this database: run migrate() (or `runledger migrate`) first.", {
       internalMessage,
       cause: error,
       details: { sqlState },
@@ -119,11 +153,12 @@ const SOCKET_CODES: ReadonlySet<string> = new Set([
 
 /**
  * Prisma's codes for an unreachable server (P1001), a connect timeout
- * (P1002), a socket timeout (P1008), a closed connection (P1017), and
- * P2028, an interactive transaction that could not start in time (its pool
- * could not get a connection) or whose connection went away.
+ * (P1002), a socket timeout (P1008), a closed connection (P1017), too many
+ * connections (P2037), and P2028, an interactive transaction that could not
+ * start in time (its pool could not get a connection) or whose connection
+ * went away (not one that is closed: see isClosedTransaction).
  */
-const PRISMA_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2028']);
+const PRISMA_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2028', 'P2037']);
 
 /** @prisma/adapter-pg's error kinds for the same failures (`meta.driverAdapterError.cause.kind`). */
 const ADAPTER_KINDS: ReadonlySet<string> = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
@@ -136,6 +171,53 @@ const ADAPTER_KINDS: ReadonlySet<string> = new Set(['DatabaseNotReachable', 'Con
  */
 function isConnectionSqlState(sqlState: string): boolean {
   return sqlState.startsWith('08') || sqlState.startsWith('53') || sqlState.startsWith('57P');
+}
+
+/**
+ * 55000 (object_not_in_prerequisite_state) is a connection fault only when
+ * the server refuses the session: `database "x" is not currently accepting
+ * connections` (ALTER DATABASE ... ALLOW_CONNECTIONS false, as operators and
+ * restores do), raised FATAL while connecting. Inside a session 55000 means
+ * other things (a sequence's currval before nextval, a replication slot in
+ * use), ERROR-level and not cured by retrying. Severity and message are both
+ * looked at: either identifies the connect phase (the message may be
+ * translated by the server's lc_messages, the severity word too).
+ */
+function isRefusedSession(sqlState: string, record: Record<string, unknown>): boolean {
+  if (sqlState !== '55000') return false;
+  const message = String(record.originalMessage ?? record.message ?? '');
+  return record.severity === 'FATAL' || /\bnot currently accepting connections\b/.test(message);
+}
+
+/**
+ * An undefined table, schema, type or function (42P01, 3F000, 42704, 42883)
+ * that is runledger's own: the database was never migrated, or not to this
+ * version. Keyed on the name in the server's message (an identifier, the
+ * same in every lc_messages language), so a host's missing table (a trigger
+ * of its own, say) stays a plain database error.
+ */
+const MISSING_OBJECT_SQLSTATES: ReadonlySet<string> = new Set(['42P01', '3F000', '42704', '42883']);
+/** `"runledger"`, `"runledger".x`, `"runledger.x"` or `runledger.x`, not `myrunledger.x` nor `"runledger_old"`. */
+const OWN_OBJECT = new RegExp(`(?<![\\w$])"?${RUNLEDGER_SCHEMA}(?:"?\\.|"(?![\\w$]))`);
+function isMissingOwnObject(sqlState: string, message: string): boolean {
+  return MISSING_OBJECT_SQLSTATES.has(sqlState) && OWN_OBJECT.test(message);
+}
+
+/**
+ * Prisma's answer to a statement on an interactive-transaction client that
+ * already committed or rolled back (P2028 "Transaction already closed", or
+ * "Transaction not found" once Prisma has forgotten it), or the driver
+ * adapter's TransactionAlreadyClosed (P1018).
+ */
+function isClosedTransaction(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== null && typeof current === 'object'; depth += 1) {
+    const record = current as Record<string, unknown>;
+    if (record.code === 'P1018') return true;
+    if (record.code === 'P2028' && typeof record.message === 'string' && /Transaction already closed|Transaction not found/.test(record.message)) return true;
+    current = record.cause;
+  }
+  return false;
 }
 
 /**
@@ -172,13 +254,14 @@ function connectionFault(error: unknown): string | undefined {
       continue;
     }
     const record = current as Record<string, unknown>;
+    if (isClosedTransaction(record)) continue;
     const code = typeof record.code === 'string' ? record.code : undefined;
     const originalCode = typeof record.originalCode === 'string' ? record.originalCode : undefined;
     if (code && SOCKET_CODES.has(code)) return code;
     if (code && PRISMA_CODES.has(code)) return code;
     if (typeof record.kind === 'string' && ADAPTER_KINDS.has(record.kind)) return record.kind;
     const sqlState = originalCode ?? code;
-    if (sqlState && SQLSTATE.test(sqlState) && isConnectionSqlState(sqlState)) return sqlState;
+    if (sqlState && SQLSTATE.test(sqlState) && (isConnectionSqlState(sqlState) || isRefusedSession(sqlState, record))) return sqlState;
     if (typeof record.message === 'string' && PG_CONNECTION_MESSAGES.some((pattern) => pattern.test(record.message as string))) {
       return record.message;
     }

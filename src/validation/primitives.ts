@@ -73,11 +73,15 @@ export const MAX_ORGANIZATION_ID_LENGTH = 255;
 
 /**
  * An organization id is the host's own id, whatever its shape (cuid, UUID,
- * an integer as text, a slug): any non-empty storable string of at most
+ * an integer as text, a slug): any non-blank storable string of at most
  * MAX_ORGANIZATION_ID_LENGTH characters, stored and compared exactly as given.
+ * Blank (empty or whitespace only) is refused on every surface, enqueue and
+ * scope alike: it is what an unset variable in the host looks like, and as a
+ * scope it must never read as "no organization given", i.e. everything.
  */
 export const organizationId = storableText
   .refine((s) => s.length > 0, 'must not be empty')
+  .refine((s) => s.trim().length > 0, 'must not be blank')
   .refine((s) => s.length <= MAX_ORGANIZATION_ID_LENGTH, `must be at most ${MAX_ORGANIZATION_ID_LENGTH} characters`);
 
 export const nonBlank = (max = 200) =>

@@ -1,6 +1,7 @@
 /**
  * A dashboard served on 127.0.0.1 for a test file: `authorize` reads the
- * test's `x-test-scope` header (`admin`, `org:<id>`, `none`; absent: admin),
+ * test's `x-test-scope` header (`admin`, `org:<id>`, `raw-org:<id>` unvalidated,
+ * `none`; absent: admin),
  * standing in for the host's own authentication. Closed after the file.
  */
 import http from 'node:http';
@@ -15,6 +16,8 @@ export function scopeFromHeader(value: string | string[] | undefined): Scope | n
   if (value === 'none') return null;
   if (value === 'no-org') return noOrganizationScope();
   if (typeof value === 'string' && value.startsWith('org:')) return organizationScope(value.slice(4));
+  // A scope object built by hand, as a host might from a user whose organization is unset: not validated here.
+  if (typeof value === 'string' && value.startsWith('raw-org:')) return { kind: 'organization', organizationId: value.slice(8) };
   return null;
 }
 

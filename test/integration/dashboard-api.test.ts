@@ -165,6 +165,25 @@ describe('dashboard API: reads', () => {
     expect(runs.body.items.map((r: { id: string }) => r.id)).toEqual([runA]);
   });
 
+  it('refuses a blank organization, from authorize or in the org filter, and shows nothing', async () => {
+    // An authorize that hands back a blank organization (a user whose org is unset) is a broken scope, never admin.
+    for (const header of ['raw-org:', 'raw-org:   ']) {
+      for (const path of ['/api/overview', '/api/jobs', '/api/runs', `/api/jobs/${jobB}`]) {
+        const answer = await call(base, 'GET', path, { scope: header });
+        expect([header, path, answer.status, answer.body.error?.code]).toEqual([header, path, 500, 'dashboard.invalid_scope']);
+        expect(JSON.stringify(answer.body)).not.toContain('org-b');
+      }
+    }
+    // The org filter: empty is no filter (an empty form field), blank is refused in every scope.
+    for (const header of ['admin', 'org:org-a']) {
+      const blank = await call(base, 'GET', '/api/jobs?org=%20%20', { scope: header });
+      expect([blank.status, blank.body.error.code, blank.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'org']);
+      const tab = await call(base, 'GET', '/api/jobs?org=%09', { scope: header });
+      expect([tab.status, tab.body.error.code]).toEqual([400, 'dashboard.invalid_input']);
+    }
+    expect((await call(base, 'GET', '/api/jobs?org=&limit=500')).body.items.map((job: { id: string }) => job.id)).toContain(jobB);
+  });
+
   it('lets admin narrow the jobs list by organization, type, status and idempotency key, with keyset pages', async () => {
     const orgB = await call(base, 'GET', '/api/jobs?org=org-b');
     expect(orgB.body.items.map((job: { id: string }) => job.id)).toContain(jobB);

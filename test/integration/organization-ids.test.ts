@@ -1,7 +1,7 @@
 /**
  * Organization ids are the host's own ids: a cuid, an integer as text or a
  * UUID goes through enqueue, claim, reads, scoping and idempotency unchanged;
- * an empty, over-long or NUL-bearing id is refused naming the field, and
+ * an empty, blank, over-long or NUL-bearing id is refused naming the field, and
  * nothing is written.
  */
 import { describe, expect, it } from 'vitest';
@@ -93,6 +93,8 @@ describe('organization ids', () => {
 
   it.each([
     ['empty', ''],
+    ['blank (spaces)', '   '],
+    ['blank (tab and newline)', '\t\n'],
     ['over 255 characters', 'x'.repeat(256)],
     ['containing NUL', 'org\u0000id'],
   ])('refuses an organization id %s, naming the field, and writes nothing', async (_name, orgId) => {
@@ -105,7 +107,9 @@ describe('organization ids', () => {
     expect(runError).toBeInstanceOf(ValidationError);
     expect(runError).toMatchObject({ code: 'workflow.invalid_input', field: 'organizationId' });
 
-    const scopeError = await refusal(listJobs(db.prisma, { scope: organizationScope(orgId) }));
+    // organizationScope refuses it at once; a scope object built by hand is refused by the function it reaches.
+    expect(() => organizationScope(orgId)).toThrow(expect.objectContaining({ code: 'scope.invalid_input', field: 'organizationId' }));
+    const scopeError = await refusal(listJobs(db.prisma, { scope: { kind: 'organization', organizationId: orgId } }));
     expect(scopeError).toMatchObject({ code: 'job.invalid_input', field: 'scope.organizationId' });
     expect(await counts()).toEqual(before);
   });

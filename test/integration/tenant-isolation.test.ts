@@ -319,6 +319,56 @@ describe('tenant isolation matrix', () => {
   });
 });
 
+/**
+ * An empty scope is no scope: a blank organization (what `--org "$ORG"` or
+ * `organizationScope(user.orgId)` gives when the variable is unset) is refused
+ * as invalid input by every scoped operation and CLI command, never read as
+ * admin scope, and changes nothing.
+ */
+describe('a blank organization is refused, never admin scope', () => {
+  const BLANKS: [string, string][] = [
+    ['empty', ''],
+    ['blank', '  '],
+  ];
+
+  it.each(BLANKS)('organizationScope refuses an %s organization id, naming the field', (_name, blank) => {
+    expect(() => organizationScope(blank)).toThrow(expect.objectContaining({ code: 'scope.invalid_input', category: 'validation', field: 'organizationId' }));
+  });
+
+  for (const [blankName, blank] of BLANKS) {
+    for (const op of OPERATIONS) {
+      it(`${op.name} with an ${blankName} organization scope is refused as invalid input and changes nothing`, async () => {
+        const before = await snapshot();
+        // Built by hand, as a host's own code might: organizationScope() would throw before the call.
+        const error = await op.call({ kind: 'organization', organizationId: blank }).then(
+          (value) => ({ resolved: value }),
+          (e: unknown) => e,
+        );
+        expect(error).toMatchObject({ category: 'validation', field: expect.stringMatching(/organizationId$/) });
+        expect(await snapshot()).toEqual(before);
+      });
+    }
+    const commands: [string, () => string[]][] = [
+      ...CLI_OPERATIONS.map((op): [string, () => string[]] => [op.name, op.args]),
+      // Commands that take no scope refuse it too, rather than ignore it.
+      ['migrate', () => ['migrate']],
+      ['worker', () => ['worker', '--handlers', 'nowhere.js']],
+    ];
+    it.each(commands)(`runledger --org <${blankName}> %s exits 2 naming --org, prints nothing, and changes nothing`, async (_name, argsOf) => {
+      const args = argsOf();
+      const before = await snapshot();
+      const result = await runCli(db.url, '--json', '--org', blank, ...args);
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(JSON.parse(result.stderr)).toMatchObject({ code: 'cli.blank_organization', category: 'validation', details: { field: '--org' } });
+      expect(await snapshot()).toEqual(before);
+      // And in human mode: one line on stderr, still nothing of anyone's on stdout.
+      const human = await runCli(db.url, '--org', blank, ...args.filter((arg) => arg !== '--json'));
+      expect([human.code, human.stdout, human.stderr]).toEqual([2, '', '--org must name an organization; it is empty or blank.\n']);
+    });
+  }
+});
+
 describe('scoped writes inside scope still work (the matrix is not vacuous)', () => {
   it("organization A's own scope cancels its pending job", async () => {
     await expect(cancelJob(db.prisma, { scope: organizationScope(ORG_A), jobId: a.pendingJobId })).resolves.toMatchObject({ status: 'CANCELED' });

@@ -8,7 +8,18 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  cancelJob,
+  cancelWorkflowRun,
+  claimJobs,
+  completeJobSuccess,
+  enqueueJob,
+  enqueueJobs,
+  enqueueWorkflowRun,
+  getJob,
   isRunledgerError,
+  listJobs,
+  noOrganizationScope,
+  workflow,
   type Db,
   type Tx,
 } from '../../src/index.js';
@@ -113,6 +124,51 @@ describe('withTransaction', () => {
     expect(e.message).not.toMatch(/SELECT|division/i);
     expect(e.internalMessage).toContain('divide');
     expect(e.internalMessage).toContain('22012');
+  });
+});
+
+describe('a transaction client used after its transaction ended', () => {
+  /** One function of each kind: owned-or-joined transaction, one statement, read, lifecycle write, workflow. */
+  const calls: Record<string, (tx: Db) => Promise<unknown>> = {
+    enqueueJob: (tx) => enqueueJob(tx, { jobType: 'closed.x', payload: {} }),
+    'enqueueJob (keyed)': (tx) => enqueueJob(tx, { jobType: 'closed.x', payload: {}, idempotencyKey: 'closed-k' }),
+    enqueueJobs: (tx) => enqueueJobs(tx, [{ jobType: 'closed.x', payload: {} }]),
+    getJob: (tx) => getJob(tx, { scope: noOrganizationScope(), jobId: newId() }),
+    listJobs: (tx) => listJobs(tx, { scope: noOrganizationScope() }),
+    claimJobs: (tx) => claimJobs(tx, { workerId: 'w', limit: 1, leaseSeconds: 30 }),
+    completeJobSuccess: (tx) => completeJobSuccess(tx, { jobId: newId(), runNumber: 1, attempt: 1, workerId: 'w' }),
+    cancelJob: (tx) => cancelJob(tx, { scope: noOrganizationScope(), jobId: newId() }),
+    enqueueWorkflowRun: (tx) => enqueueWorkflowRun(tx, workflow('closed.wf').job('a', 'closed.a', {}).build()),
+    cancelWorkflowRun: (tx) => cancelWorkflowRun(tx, { scope: noOrganizationScope(), workflowRunId: newId() }),
+  };
+
+  it.each([
+    ['committed', async () => host.$transaction(async (tx) => tx)],
+    ['rolled back', async () => {
+      let leaked: unknown;
+      await host.$transaction(async (tx) => {
+        leaked = tx;
+        throw new Error('roll back');
+      }).catch(() => undefined);
+      return leaked as Tx;
+    }],
+  ] as const)('is database.transaction_closed (validation, field db: it can never succeed) from every kind of function once %s, and writes nothing', async (_state, ended) => {
+    const tx = (await ended()) as unknown as Db;
+    const before = await db.prisma.$queryRaw<{ n: number }[]>`SELECT (SELECT count(*) FROM runledger.job_queue) + (SELECT count(*) FROM runledger.workflow_runs) AS n`;
+    for (const [label, call] of Object.entries(calls)) {
+      const error = await call(tx).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect({ label, code: (error as { code?: string })?.code, category: (error as { category?: string })?.category, field: (error as { field?: string })?.field }).toEqual({
+        label,
+        code: 'database.transaction_closed',
+        category: 'validation',
+        field: 'db',
+      });
+      expect((error as Error).message).not.toMatch(/retry/i);
+    }
+    expect(await db.prisma.$queryRaw`SELECT (SELECT count(*) FROM runledger.job_queue) + (SELECT count(*) FROM runledger.workflow_runs) AS n`).toEqual(before);
   });
 });
 

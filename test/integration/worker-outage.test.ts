@@ -25,6 +25,7 @@ import {
   type WorkerOperation,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { refuseConnections } from '../harness/database-outage.js';
 import { startFaultProxy, type FaultProxy } from '../harness/fault-proxy.js';
 import { countdown, latch, within } from '../fixtures/worker-support/latches.js';
 
@@ -86,6 +87,18 @@ async function withProxiedWorker<T>(
   }
 }
 
+/** Waits (bounded, polling the condition) until every job in `jobIds` is SUCCEEDED. */
+async function untilSucceeded(jobIds: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM runledger.job_queue WHERE id = ANY(${jobIds}::uuid[]) AND status = 'SUCCEEDED'`;
+    if (row!.n === jobIds.length) return;
+    if (Date.now() > deadline) throw new Error(`only ${row!.n} of ${jobIds.length} jobs succeeded within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 describe('a worker through a database outage', () => {
   it('runs every job exactly once when the network is cut for 8 s (the outage of issue 9) while its handlers finish', async () => {
     const { runs, gate, handlers } = gatedHandlers('outage');
@@ -124,6 +137,65 @@ describe('a worker through a database outage', () => {
     for (const runId of runIds) expect(await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId: runId })).toMatchObject({ status: 'SUCCEEDED', result: 'step done' });
     expect(runs.size).toBe(20 + 4 + 2 * 2);
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
+  });
+
+  it('runs every job exactly once through two outages of the database itself (ALLOW_CONNECTIONS false, sessions terminated), each shorter than the lease', async () => {
+    // Issue 21: new sessions are refused with SQLSTATE 55000 and running ones end with 57P01. Before 55000
+    // was a connection fault, the completions met during the outage were dropped ("the lease will expire"),
+    // the reaper handed the jobs out again after the lease, and they ran twice.
+    const runs = new Map<string, number>();
+    let gate = latch();
+    const handler = defineJob('refused.ok', z.object({ n: z.number() }), async (payload, ctx) => {
+      runs.set(ctx.jobId, (runs.get(ctx.jobId) ?? 0) + 1);
+      await gate.promise;
+      return payload.n;
+    });
+    const perRound = 24;
+    let started = countdown(perRound);
+    const leaseLost: string[] = [];
+    const client = db.newClient({ max: 4 });
+    const worker = createWorker({
+      db: client,
+      handlers: [handler],
+      logger: silentLogger,
+      concurrency: perRound,
+      leaseSeconds: 6,
+      pollIntervalMs: 50,
+      // The reaper is what re-runs a job whose completion was dropped: it must run, and soon after a lease expires.
+      reaper: { intervalMs: 500, limit: 100 },
+      schedules: false,
+      intents: false,
+      listen: false,
+    });
+    worker.on('job:start', () => started.arrive());
+    worker.on('job:lease_lost', (e) => leaseLost.push(e.job.jobId));
+    await worker.start();
+    const jobIds: string[] = [];
+    try {
+      for (let round = 0; round < 2; round += 1) {
+        const jobs = await enqueueJobs(db.prisma, Array.from({ length: perRound }, (_, n) => ({ jobType: 'refused.ok', payload: { n } })));
+        jobIds.push(...jobs.map((job) => job.jobId));
+        await within(started.promise, 20_000, `round ${round}: all ${perRound} jobs started`);
+        const outage = await refuseConnections(db.name, { terminate: true });
+        try {
+          gate.open(); // every handler returns now, while no session can be had
+          await new Promise((resolve) => setTimeout(resolve, 2_500)); // an outage well inside the 6 s lease
+        } finally {
+          await outage.end();
+        }
+        await untilSucceeded(jobs.map((job) => job.jobId), 30_000);
+        gate = latch();
+        started = countdown(perRound);
+      }
+    } finally {
+      await worker.stop({ drainMs: 0 });
+    }
+    const counts = jobIds.map((jobId) => runs.get(jobId) ?? 0);
+    expect({ duplicates: counts.filter((count) => count > 1).length, missing: counts.filter((count) => count === 0).length }).toEqual({ duplicates: 0, missing: 0 });
+    expect(leaseLost).toEqual([]);
+    const attempts = await db.prisma.$queryRaw<{ attempt: number; n: number }[]>`
+      SELECT attempt, count(*)::int AS n FROM runledger.job_queue WHERE id = ANY(${jobIds}::uuid[]) GROUP BY attempt`;
+    expect(attempts).toEqual([{ attempt: 1, n: 2 * perRound }]);
   });
 
   it('reports a completion whose commit reached PostgreSQL but whose answer was lost as a success', async () => {

@@ -18,6 +18,13 @@ const adapterError = (code: string, cause: Record<string, unknown>) =>
     meta: { driverAdapterError: Object.assign(new Error(String(cause.kind)), { name: 'DriverAdapterError', cause }) },
   });
 
+/** A DatabaseError as pg raises it (pg-protocol's parser: `severity` is the server's possibly translated S field). */
+const pgError = (code: string, severity: string, message: string, routine: string) =>
+  Object.assign(new Error(message), { name: 'error', length: message.length + 50, severity, code, routine });
+
+const notAccepting = { originalCode: '55000', originalMessage: 'database "app" is not currently accepting connections' };
+const tooMany = { originalCode: '53300', originalMessage: 'too many connections for database "app"', kind: 'TooManyConnections', cause: 'too many connections for database "app"' };
+
 const faults: [string, unknown][] = [
   ['refused, raw query (P2010 wrapping DatabaseNotReachable)', adapterError('P2010', { kind: 'DatabaseNotReachable', host: '127.0.0.1', port: 1 })],
   ['refused, $transaction start (P1001)', adapterError('P1001', { kind: 'DatabaseNotReachable', host: '127.0.0.1', port: 1 })],
@@ -38,6 +45,34 @@ const faults: [string, unknown][] = [
   ['class 08 from pg', Object.assign(new Error('connection failure'), { code: '08006', severity: 'FATAL' })],
   ['57P03 cannot connect now', Object.assign(new Error('the database system is starting up'), { code: '57P03', severity: 'FATAL' })],
   ['Prisma interactive transaction could not start in time (P2028)', Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' })],
+  // The shapes below were recorded against PostgreSQL 15 (ALLOW_CONNECTIONS false, CONNECTION LIMIT 0 for a
+  // non-superuser role, pg_ctl stop -m smart with a session open) through createPrismaClient and plain pg.
+  [
+    'not accepting connections, raw query (P2010 wrapping 55000 FATAL)',
+    adapterError('P2010', { ...notAccepting, kind: 'postgres', code: '55000', severity: 'FATAL', message: notAccepting.originalMessage }),
+  ],
+  [
+    'not accepting connections, $transaction start (P2039 wrapping 55000 FATAL)',
+    adapterError('P2039', { ...notAccepting, kind: 'postgres', code: '55000', severity: 'FATAL', message: notAccepting.originalMessage }),
+  ],
+  ['not accepting connections, plain pg connect (55000 FATAL)', pgError('55000', 'FATAL', notAccepting.originalMessage, 'CheckMyDatabase')],
+  ['not accepting connections, message only (a severity word the driver did not keep)', pgError('55000', 'ERROR', notAccepting.originalMessage, 'CheckMyDatabase')],
+  [
+    'shutting down, raw query (P2010 wrapping 57P03)',
+    adapterError('P2010', { originalCode: '57P03', originalMessage: 'the database system is shutting down', kind: 'postgres', code: '57P03', severity: 'FATAL' }),
+  ],
+  [
+    'starting up, $transaction start (P2039 wrapping 57P03)',
+    adapterError('P2039', { originalCode: '57P03', originalMessage: 'the database system is starting up', kind: 'postgres', code: '57P03', severity: 'FATAL' }),
+  ],
+  ['shutting down, plain pg connect (57P03)', pgError('57P03', 'FATAL', 'the database system is shutting down', 'ProcessStartupPacket')],
+  ['too many connections, raw query (P2010 wrapping TooManyConnections 53300)', adapterError('P2010', tooMany)],
+  ['too many connections, $transaction start (P2037)', adapterError('P2037', tooMany)],
+  ['too many connections, plain pg (53300)', pgError('53300', 'FATAL', 'too many connections for role "app"', 'InitializeSessionUserId')],
+  ['crash shutdown (57P02)', pgError('57P02', 'FATAL', 'terminating connection because of crash of another server process', 'quickdie')],
+  ['database dropped under the session (57P04)', pgError('57P04', 'FATAL', 'terminating connection because database was dropped', 'ProcessInterrupts')],
+  ['idle session timeout (57P05)', pgError('57P05', 'FATAL', 'terminating connection due to idle-session timeout', 'ProcessInterrupts')],
+  ['protocol violation (08P01)', pgError('08P01', 'FATAL', 'invalid frontend message type 0', 'SocketBackend')],
 ];
 
 describe('connection fault classification', () => {
@@ -48,6 +83,47 @@ describe('connection fault classification', () => {
     expect(normalized).toMatchObject({ code: 'database.unavailable', category: 'unavailable' });
     expect(normalized.message).toBe('The database is unavailable; retry later.');
     expect(normalized.internalMessage).toContain('complete jobs');
+  });
+
+  it('leaves 55000 alone when it is not a refused session (an ERROR inside one: currval before nextval)', () => {
+    const currval = pgError('55000', 'ERROR', 'currval of sequence "s" is not yet defined in this session', 'currval_oid');
+    expect(isConnectionFault(currval)).toBe(false);
+    expect(normalizeDatabaseError(currval, 'x')).toMatchObject({ code: 'database.error', category: 'internal' });
+    const throughPrisma = adapterError('P2010', { originalCode: '55000', originalMessage: currval.message, kind: 'postgres', code: '55000', severity: 'ERROR', message: currval.message });
+    expect(normalizeDatabaseError(throughPrisma, 'x').code).toBe('database.error');
+  });
+
+  it.each([
+    ['a raw query (P2010 wrapping DatabaseDoesNotExist)', adapterError('P2010', { originalCode: '3D000', originalMessage: 'database "nope" does not exist', kind: 'DatabaseDoesNotExist', db: 'nope' })],
+    ['a $transaction start (P1003)', adapterError('P1003', { originalCode: '3D000', originalMessage: 'database "nope" does not exist', kind: 'DatabaseDoesNotExist', db: 'nope' })],
+    ['plain pg', pgError('3D000', 'FATAL', 'database "nope" does not exist', 'InitPostgres')],
+  ])('reports a missing database from %s as database.not_found (category unavailable), not as a connection fault', (_label, error) => {
+    expect(isConnectionFault(error)).toBe(false);
+    const normalized = normalizeDatabaseError(error, 'x');
+    expect(normalized).toMatchObject({ code: 'database.not_found', category: 'unavailable', details: { sqlState: '3D000' } });
+    expect(normalized.message).not.toContain('nope');
+  });
+
+  it.each([
+    'Transaction API error: Transaction already closed: A query cannot be executed on a committed transaction.',
+    'Transaction API error: Transaction already closed: A query cannot be executed on a transaction that was rolled back.',
+    "Transaction API error: Transaction not found. Transaction ID is invalid, refers to an old closed transaction Prisma doesn't have information about anymore, or was obtained before disconnecting.",
+  ])('reports a closed transaction client (P2028: %s) as database.transaction_closed, never as retry later', (message) => {
+    const error = Object.assign(new Error(`\nInvalid \`prisma.$queryRaw()\` invocation:\n\n\n${message}`), { name: 'PrismaClientKnownRequestError', code: 'P2028', meta: {}, clientVersion: '7.10.1' });
+    expect(isConnectionFault(error)).toBe(false);
+    expect(normalizeDatabaseError(error, 'x')).toMatchObject({ code: 'database.transaction_closed', category: 'validation', field: 'db' });
+  });
+
+  it.each([
+    ['an undefined table through Prisma (P2010 wrapping TableDoesNotExist)', adapterError('P2010', { originalCode: '42P01', originalMessage: 'relation "runledger.job_queue" does not exist', kind: 'TableDoesNotExist', table: 'runledger.job_queue' }), true],
+    ['an undefined schema through Prisma (P2010, 3F000)', adapterError('P2010', { originalCode: '3F000', originalMessage: 'schema "runledger" does not exist', kind: 'postgres', code: '3F000', severity: 'ERROR' }), true],
+    ['an undefined type (42704)', pgError('42704', 'ERROR', 'type "runledger.JobStatus" does not exist', 'typenameType'), true],
+    ['an undefined table, plain pg', pgError('42P01', 'ERROR', 'relation "runledger.job_definitions" does not exist', 'parserOpenTable'), true],
+    ["the host's own undefined table", pgError('42P01', 'ERROR', 'relation "orders" does not exist', 'parserOpenTable'), false],
+    ['a schema whose name merely starts the same', pgError('3F000', 'ERROR', 'schema "runledger_old" does not exist', 'LookupExplicitNamespace'), false],
+  ])('reports %s as migrate.required only when the object is runledger\'s', (_label, error, own) => {
+    expect(isConnectionFault(error)).toBe(false);
+    expect(normalizeDatabaseError(error, 'x').code).toBe(own ? 'migrate.required' : 'database.error');
   });
 
   it('leaves other database errors and non-database errors alone', () => {

@@ -16,7 +16,7 @@ const NOT_CODES = new Set(['billing.capture', 'email.send', 'migration.sql', 'ou
 const HOST_CODES = new Set(['billing.customer_missing', 'billing.rate_limited', 'billing.declined']);
 /** The integrity checker's violation kinds (src/integrity/violations.ts): reported, never thrown or recorded. */
 const VIOLATION_KINDS = new Set(['job.lease_columns', 'job.output_not_succeeded', 'job.finished_at', 'job.step_link_mismatch', 'job.run_number_mismatch', 'job.resource_mismatch', 'job.backoff_mismatch', 'job.attempt_open_count', 'job.attempt_lease_mismatch', 'job.attempt_history', 'job.finished_before_started']);
-const PREFIXES = /^(cli|client|database|job|listen|migrate|testing|worker|workflow)\./;
+const PREFIXES = /^(cli|client|database|job|listen|migrate|scope|testing|worker|workflow)\./;
 
 async function sourceFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });
