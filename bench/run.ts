@@ -63,7 +63,7 @@ function workloads(config: BenchConfig): Workload[] {
     enqueueSingleWorkload(config),
     pickupLatencyWorkload(config),
     wideFanOutWorkload(config.wideWidths, config.repeats),
-    claimLatencyWorkload(config.claimLatency),
+    claimLatencyWorkload(config.claimLatency, config.skipBigClaim),
   ];
   return all.filter((w) => config.workloads === null || config.workloads.some((k) => w.key === k || w.key.startsWith(`${k}_`)));
 }

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { BenchConfig } from '../config.js';
 import type { Spread } from '../stats.js';
 import type { BenchSystem } from '../systems/types.js';
+import type { TupleCounts, TupleSnapshot } from '../tuples.js';
 
 export interface BenchContext {
   config: BenchConfig;
@@ -29,6 +30,15 @@ export interface RepMeasure {
   commitsPerUnit: number;
   statements: number | null;
   statementsPerUnit: number | null;
+  /** pg_stat_user_tables deltas over every user table of the system's database (see bench/tuples.ts). */
+  tuples: TupleCounts;
+  /** The same per table ("schema.table"), tables that changed only. */
+  tuplesByTable: TupleSnapshot;
+  /** Inserted + updated + deleted tuples. */
+  rowsWritten: number;
+  rowsWrittenPerUnit: number;
+  /** HOT updates (a subset of the updates: no index entry written). */
+  hotUpdatesPerUnit: number;
 }
 
 export interface ThroughputRow {
@@ -39,6 +49,10 @@ export interface ThroughputRow {
   rate: Spread;
   commitsPerUnit: Spread;
   statementsPerUnit: Spread | null;
+  /** Rows (tuples) inserted + updated + deleted per unit; absent in results written before the bench counted them. */
+  rowsWrittenPerUnit?: Spread;
+  /** HOT updates per unit (included in rowsWrittenPerUnit). */
+  hotUpdatesPerUnit?: Spread;
   /** Median rate / the best peer variant's median rate: > 1 means faster than the best peer. Null for peers. */
   ratioToBestPeer: number | null;
 }
