@@ -96,7 +96,8 @@ export function headlineTable(results: BenchResults): string {
 /**
  * Rows written per unit of work, one line per throughput workload, one column
  * per system (every variant, peers included): the medians of the throughput
- * tables' "rows written" column side by side.
+ * tables' "rows written" column side by side and, in brackets where the
+ * workload seeds anything, the same with the seeding's rows.
  */
 export function rowWritesTable(results: BenchResults): string {
   const throughput = results.workloads.filter((w): w is ThroughputResult => w.kind === 'throughput');
@@ -106,7 +107,10 @@ export function rowWritesTable(results: BenchResults): string {
     singular(w.unit),
     ...results.systems.map((s) => {
       const row = w.rows.find((r) => r.system === s.key);
-      return row ? num(row.rowsWrittenPerUnit?.median, 2) : '-';
+      if (!row) return '-';
+      const timed = num(row.rowsWrittenPerUnit?.median, 2);
+      const withSeed = row.rowsWrittenWithSeedPerUnit?.median;
+      return withSeed === undefined || withSeed === row.rowsWrittenPerUnit?.median ? timed : `${timed} (${num(withSeed, 2)})`;
     }),
   ]);
   return table(headers, rows);
@@ -131,7 +135,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     '## Rows written per unit of work',
     '',
-    'Tuples inserted + updated + deleted on the system\'s tables per job enqueued or drained, or per workflow step (medians; the peers\' fan-out includes their fan-in counter row).',
+    'Tuples inserted + updated + deleted on the system\'s tables per job enqueued or drained, or per workflow step, in the timed part (medians; the peers\' fan-out includes their fan-in counter row). In brackets: with the untimed seeding\'s rows (the drained jobs\' enqueue; runledger\'s workflow runs, steps, dependencies and first jobs; the peers\' first job of each chain or run), which is what one counter delta over the whole workload says.',
     '',
     rowWritesTable(results),
     '',

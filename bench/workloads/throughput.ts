@@ -8,7 +8,7 @@
  */
 import { resetServerStatements, serverStatementCount } from '../pgss.js';
 import { spread } from '../stats.js';
-import { countersAfter, countersBefore, rowsWritten, sumTuples, tupleDelta } from '../tuples.js';
+import { countersAfter, countersBefore, readTuples, rowsWritten, sumTuples, tupleDelta } from '../tuples.js';
 import type { BenchSystem, Timed } from '../systems/types.js';
 import type { BenchContext, RepMeasure, ThroughputResult, ThroughputRow, Workload } from './types.js';
 
@@ -26,6 +26,8 @@ export interface ThroughputSpec {
 
 export async function measureRep(context: BenchContext, system: BenchSystem, spec: ThroughputSpec): Promise<RepMeasure> {
   return context.withDatabase(system, async (url, database) => {
+    // A clone starts with zeroed table counters; read them anyway, so the seeding's own rows are a delta too.
+    const fresh = await readTuples(url);
     if (spec.seed) await spec.seed(system, url);
     const quietMs = context.config.quick ? 300 : 500;
     // Profiling aid (BENCH_DEBUG_PGSS=1 with a server preloading pg_stat_statements): what the server spent its time on.
@@ -39,6 +41,7 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
     const tuplesByTable = tupleDelta(before.tuples, after.tuples);
     const tuples = sumTuples(tuplesByTable);
     const written = rowsWritten(tuples);
+    const seedWritten = rowsWritten(sumTuples(tupleDelta(fresh, before.tuples)));
     return {
       wallMs: timed.wallMs,
       units: spec.units,
@@ -52,6 +55,8 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
       rowsWritten: written,
       rowsWrittenPerUnit: written / spec.units,
       hotUpdatesPerUnit: tuples.hotUpdated / spec.units,
+      seedRowsWritten: seedWritten,
+      rowsWrittenWithSeedPerUnit: (written + seedWritten) / spec.units,
     };
   });
 }
@@ -82,6 +87,7 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
           statementsPerUnit: statements.length === reps.length ? spread(statements) : null,
           rowsWrittenPerUnit: spread(reps.map((r) => r.rowsWrittenPerUnit)),
           hotUpdatesPerUnit: spread(reps.map((r) => r.hotUpdatesPerUnit)),
+          rowsWrittenWithSeedPerUnit: spread(reps.map((r) => r.rowsWrittenWithSeedPerUnit)),
           ratioToBestPeer: null,
         });
       }

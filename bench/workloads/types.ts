@@ -39,6 +39,10 @@ export interface RepMeasure {
   rowsWrittenPerUnit: number;
   /** HOT updates (a subset of the updates: no index entry written). */
   hotUpdatesPerUnit: number;
+  /** Rows the untimed seeding wrote (runledger: the workflow runs, steps, dependencies, first jobs; the peers: their first jobs). */
+  seedRowsWritten: number;
+  /** (rowsWritten + seedRowsWritten) / units: what one counter delta over the whole workload would say. */
+  rowsWrittenWithSeedPerUnit: number;
 }
 
 export interface ThroughputRow {
@@ -53,6 +57,8 @@ export interface ThroughputRow {
   rowsWrittenPerUnit?: Spread;
   /** HOT updates per unit (included in rowsWrittenPerUnit). */
   hotUpdatesPerUnit?: Spread;
+  /** Rows written per unit, the untimed seeding's included. */
+  rowsWrittenWithSeedPerUnit?: Spread;
   /** Median rate / the best peer variant's median rate: > 1 means faster than the best peer. Null for peers. */
   ratioToBestPeer: number | null;
 }
