@@ -161,7 +161,12 @@ async function measureTable(context: BenchContext, url: string, table: 'empty' |
       const n = Math.min(1_000, claimed - done);
       await enqueueJobs(prisma, Array.from({ length: n }, (_, i) => ({ jobType: CLAIMED_TYPE, payload: { n: done + i } })));
     }
-    await withClient(url, (client) => client.query('ANALYZE runledger.job_queue'));
+    await withClient(url, async (client) => {
+      await client.query('ANALYZE runledger.job_queue');
+      // Write the load's dirty pages now, not in a spread checkpoint under the timed claims (needs
+      // superuser or pg_checkpoint; without it the claims share the disk with that checkpoint).
+      await client.query('CHECKPOINT').catch(() => undefined);
+    });
     const setupSeconds = (performance.now() - setupStarted) / 1000;
     const claim = () => claimJobs(prisma, { workerId: 'bench-claim', jobTypes: [CLAIMED_TYPE], limit: sizes.limit, leaseSeconds: 600 });
     for (let i = 0; i < WARMUP_CLAIMS; i += 1) await claim();
