@@ -159,10 +159,10 @@ async function runAll(server: PostgresServer, config: BenchConfig): Promise<Benc
       config,
       admin,
       log,
-      async withDatabase(system, fn) {
+      async withDatabase(system, fn, suffix) {
         const template = templates.get(system.key);
         if (!template) throw new Error(`no template for ${system.key}`);
-        const database = `bench_run_${system.key}`;
+        const database = `bench_run_${system.key}${suffix ? `_${suffix}` : ''}`;
         await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
         await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${template}"`);
         try {

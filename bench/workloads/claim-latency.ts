@@ -3,7 +3,7 @@
  * sequential claimJobs(limit, one job type) timed on two databases, one
  * holding only that type's pending jobs ("empty") and one that also holds
  * F finished rows and P pending jobs of other types due earlier (so they sit
- * ahead of the claimed type in the claim index). The full run builds the
+ * ahead of the claimed type in the claim index), in interleaved rounds. The full run builds the
  * issue's 10M finished + 1M other pending (BENCH_SKIP_BIG_CLAIM=1 leaves the
  * workload out; BENCH_CLAIM_FINISHED / BENCH_CLAIM_OTHER_PENDING set other
  * sizes); the claimed type's jobs go through enqueueJobs. The target: p50 on
@@ -43,6 +43,8 @@ import type { BenchContext, TableResult, Workload } from './types.js';
 const CLAIMED_TYPE = 'bench_claim';
 /** Untimed claims first, so both tables are measured with prepared, planned statements. */
 const WARMUP_CLAIMS = 5;
+/** Timed claims on one table before switching to the other. */
+const ROUND = 10;
 /** Rows per INSERT ... SELECT, so progress shows and no single statement holds minutes of WAL. */
 const INSERT_CHUNK = 500_000;
 /** Connections loading rows and building indexes at once (the bench machine has 2 cores). */
@@ -151,34 +153,52 @@ async function insertBulk(context: BenchContext, url: string, sizes: ClaimLatenc
   return indexes.length;
 }
 
-async function measureTable(context: BenchContext, url: string, table: 'empty' | 'big', sizes: ClaimLatencySizes): Promise<TableMeasure> {
+/** Autovacuum off, the bulk rows (big table only), the claimed type's jobs, ANALYZE, CHECKPOINT; returns the seconds it took. */
+async function setupTable(context: BenchContext, url: string, table: 'empty' | 'big', sizes: ClaimLatencySizes): Promise<number> {
   const setupStarted = performance.now();
   await withClient(url, (client) => client.query('ALTER TABLE runledger.job_queue SET (autovacuum_enabled = false)'));
   if (table === 'big') await insertBulk(context, url, sizes);
   const claimed = (sizes.samples + WARMUP_CLAIMS) * sizes.limit;
-  return withCountingPrisma(url, 2, async ({ prisma }) => {
+  await withCountingPrisma(url, 2, async ({ prisma }) => {
     for (let done = 0; done < claimed; done += 1_000) {
       const n = Math.min(1_000, claimed - done);
       await enqueueJobs(prisma, Array.from({ length: n }, (_, i) => ({ jobType: CLAIMED_TYPE, payload: { n: done + i } })));
     }
-    await withClient(url, async (client) => {
-      await client.query('ANALYZE runledger.job_queue');
-      // Write the load's dirty pages now, not in a spread checkpoint under the timed claims (needs
-      // superuser or pg_checkpoint; without it the claims share the disk with that checkpoint).
-      await client.query('CHECKPOINT').catch(() => undefined);
-    });
-    const setupSeconds = (performance.now() - setupStarted) / 1000;
-    const claim = () => claimJobs(prisma, { workerId: 'bench-claim', jobTypes: [CLAIMED_TYPE], limit: sizes.limit, leaseSeconds: 600 });
-    for (let i = 0; i < WARMUP_CLAIMS; i += 1) await claim();
-    const times: number[] = [];
-    for (let i = 0; i < sizes.samples; i += 1) {
-      const started = performance.now();
-      const jobs = await claim();
-      times.push(performance.now() - started);
-      if (jobs.length !== sizes.limit) throw new Error(`claim latency: claimed ${jobs.length}, expected ${sizes.limit}`);
-    }
-    return { table, setupSeconds, p50Ms: percentile(times, 50), p95Ms: percentile(times, 95), maxMs: Math.max(...times), samples: times.length };
   });
+  await withClient(url, async (client) => {
+    await client.query('ANALYZE runledger.job_queue');
+    // Write the load's dirty pages now, not in a spread checkpoint under the timed claims (needs
+    // superuser or pg_checkpoint; without it the claims share the disk with that checkpoint).
+    await client.query('CHECKPOINT').catch(() => undefined);
+  });
+  return (performance.now() - setupStarted) / 1000;
+}
+
+/**
+ * Times the claims on both tables in interleaved rounds of ROUND claims (the
+ * table that goes first alternates), so a change in machine load during the
+ * run weighs on both alike: on a shared machine the load moves more between
+ * two back-to-back measurements than the table size moves the claim.
+ */
+async function measureInterleaved(urls: Record<'empty' | 'big', string>, sizes: ClaimLatencySizes): Promise<Record<'empty' | 'big', number[]>> {
+  return withCountingPrisma(urls.empty, 2, async (empty) =>
+    withCountingPrisma(urls.big, 2, async (big) => {
+      const clients = { empty: empty.prisma, big: big.prisma };
+      const times: Record<'empty' | 'big', number[]> = { empty: [], big: [] };
+      const claim = async (table: 'empty' | 'big', timed: boolean): Promise<void> => {
+        const started = performance.now();
+        const jobs = await claimJobs(clients[table], { workerId: 'bench-claim', jobTypes: [CLAIMED_TYPE], limit: sizes.limit, leaseSeconds: 600 });
+        if (timed) times[table].push(performance.now() - started);
+        if (jobs.length !== sizes.limit) throw new Error(`claim latency (${table} table): claimed ${jobs.length}, expected ${sizes.limit}`);
+      };
+      for (let i = 0; i < WARMUP_CLAIMS; i += 1) for (const table of ['empty', 'big'] as const) await claim(table, false);
+      for (let done = 0, round = 0; done < sizes.samples; done += ROUND, round += 1) {
+        const order = round % 2 === 0 ? (['empty', 'big'] as const) : (['big', 'empty'] as const);
+        for (const table of order) for (let i = 0; i < Math.min(ROUND, sizes.samples - done); i += 1) await claim(table, true);
+      }
+      return times;
+    }),
+  );
 }
 
 export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Workload {
@@ -189,13 +209,32 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
       const measures: TableMeasure[] = [];
       if (skip) context.log('claim_latency: skipped (BENCH_SKIP_BIG_CLAIM=1)');
       if (system && !skip) {
-        for (const table of ['empty', 'big'] as const) {
-          context.log(`claim_latency: ${table} table`);
-          const measure = await context.withDatabase(system, async (url, database) => {
-            await context.admin.query(`ALTER DATABASE "${database}" SET synchronous_commit = off`);
-            return measureTable(context, url, table, sizes);
-          });
-          context.log(`  p50 ${measure.p50Ms.toFixed(2)} ms, p95 ${measure.p95Ms.toFixed(2)} ms (setup ${measure.setupSeconds.toFixed(0)} s)`);
+        // Both databases at once (the empty one under a suffixed name), so their claims can interleave.
+        const measured = await context.withDatabase(
+          system,
+          async (emptyUrl, emptyDatabase) =>
+            context.withDatabase(
+              system,
+              async (bigUrl, bigDatabase) => {
+                for (const database of [emptyDatabase, bigDatabase]) await context.admin.query(`ALTER DATABASE "${database}" SET synchronous_commit = off`);
+                context.log('claim_latency: empty table');
+                const emptySetup = await setupTable(context, emptyUrl, 'empty', sizes);
+                context.log('claim_latency: big table');
+                const bigSetup = await setupTable(context, bigUrl, 'big', sizes);
+                context.log(`claim_latency: ${sizes.samples} claims per table, interleaved in rounds of ${ROUND}`);
+                const times = await measureInterleaved({ empty: emptyUrl, big: bigUrl }, sizes);
+                return [
+                  { table: 'empty' as const, setupSeconds: emptySetup, times: times.empty },
+                  { table: 'big' as const, setupSeconds: bigSetup, times: times.big },
+                ];
+              },
+              'big',
+            ),
+          'empty',
+        );
+        for (const { table, setupSeconds, times } of measured) {
+          const measure: TableMeasure = { table, setupSeconds, p50Ms: percentile(times, 50), p95Ms: percentile(times, 95), maxMs: Math.max(...times), samples: times.length };
+          context.log(`  ${table}: p50 ${measure.p50Ms.toFixed(2)} ms, p95 ${measure.p95Ms.toFixed(2)} ms (setup ${setupSeconds.toFixed(0)} s)`);
           measures.push(measure);
         }
       }
@@ -211,6 +250,7 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
         size: `${fmtN(sizes.finished)} finished, ${fmtN(sizes.otherPending)} other pending, ${sizes.samples} timed claims per table`,
         notes: [
           'both databases run with synchronous_commit off, so the figure is the claim statement, not the WAL flush of its commit',
+          `the two tables' claims are interleaved in rounds of ${ROUND}, so load changes on a shared machine weigh on both alike`,
           "the big table's setup time is the bulk load (set-based, indexes rebuilt after) plus the claimed type's enqueue and ANALYZE",
           // The last note is the headline's cell for this workload.
           ...(skip

@@ -10,8 +10,11 @@ export interface BenchContext {
   /** Superuser connection to the server's maintenance database (reads counters; creates and drops databases). */
   admin: pg.Client;
   log(line: string): void;
-  /** Clones the system's installed template into a fresh database, runs `fn`, drops the database. */
-  withDatabase<R>(system: BenchSystem, fn: (url: string, database: string) => Promise<R>): Promise<R>;
+  /**
+   * Clones the system's installed template into a fresh database, runs `fn`, drops the database.
+   * `suffix` names a second database beside the first, for a workload that needs two at once.
+   */
+  withDatabase<R>(system: BenchSystem, fn: (url: string, database: string) => Promise<R>, suffix?: string): Promise<R>;
 }
 
 export interface Workload {
