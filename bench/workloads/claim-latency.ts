@@ -37,7 +37,7 @@ import type { ClaimLatencySizes } from '../config.js';
 import { withClient } from '../db.js';
 import { runInFlight } from '../done.js';
 import { percentile } from '../stats.js';
-import { withCountingPrisma } from '../systems/runledger-client.js';
+import { withCountingPrisma, type CountingPrisma } from '../systems/runledger-client.js';
 import type { BenchContext, TableResult, Workload } from './types.js';
 
 const CLAIMED_TYPE = 'bench_claim';
@@ -59,6 +59,8 @@ interface TableMeasure {
   p95Ms: number;
   maxMs: number;
   samples: number;
+  /** How PostgreSQL planned the claim statement on the measuring session (pg_prepared_statements), when it could be read. */
+  plans: ClaimPlans | null;
 }
 
 /**
@@ -174,15 +176,42 @@ async function setupTable(context: BenchContext, url: string, table: 'empty' | '
   return (performance.now() - setupStarted) / 1000;
 }
 
+interface ClaimPlans {
+  generic: number;
+  custom: number;
+}
+
+/**
+ * The claim statement's plan counts on the session that ran it: a statement
+ * the plan cache keeps re-planning (custom plans) pays its planning on every
+ * call, which a bigger table can tip (the generic plan's estimate grows with
+ * the statistics), so the table reports it beside the times.
+ */
+async function claimPlans(prisma: CountingPrisma['prisma']): Promise<ClaimPlans | null> {
+  try {
+    const rows = await prisma.$queryRawUnsafe<{ generic: bigint | number; custom: bigint | number }[]>(
+      `SELECT coalesce(sum(generic_plans), 0) AS generic, coalesce(sum(custom_plans), 0) AS custom
+         FROM pg_prepared_statements WHERE statement LIKE '%UPDATE%' AND statement LIKE '%LEASED%'`,
+    );
+    return { generic: Number(rows[0]?.generic ?? 0), custom: Number(rows[0]?.custom ?? 0) };
+  } catch {
+    return null; // generic_plans / custom_plans need PostgreSQL 14+
+  }
+}
+
 /**
  * Times the claims on both tables in interleaved rounds of ROUND claims (the
  * table that goes first alternates), so a change in machine load during the
  * run weighs on both alike: on a shared machine the load moves more between
  * two back-to-back measurements than the table size moves the claim.
  */
-async function measureInterleaved(urls: Record<'empty' | 'big', string>, sizes: ClaimLatencySizes): Promise<Record<'empty' | 'big', number[]>> {
-  return withCountingPrisma(urls.empty, 2, async (empty) =>
-    withCountingPrisma(urls.big, 2, async (big) => {
+async function measureInterleaved(
+  urls: Record<'empty' | 'big', string>,
+  sizes: ClaimLatencySizes,
+): Promise<{ times: Record<'empty' | 'big', number[]>; plans: Record<'empty' | 'big', ClaimPlans | null> }> {
+  // One connection each: the claims are sequential, and the plan counts are per session.
+  return withCountingPrisma(urls.empty, 1, async (empty) =>
+    withCountingPrisma(urls.big, 1, async (big) => {
       const clients = { empty: empty.prisma, big: big.prisma };
       const times: Record<'empty' | 'big', number[]> = { empty: [], big: [] };
       const claim = async (table: 'empty' | 'big', timed: boolean): Promise<void> => {
@@ -196,7 +225,7 @@ async function measureInterleaved(urls: Record<'empty' | 'big', string>, sizes: 
         const order = round % 2 === 0 ? (['empty', 'big'] as const) : (['big', 'empty'] as const);
         for (const table of order) for (let i = 0; i < Math.min(ROUND, sizes.samples - done); i += 1) await claim(table, true);
       }
-      return times;
+      return { times, plans: { empty: await claimPlans(empty.prisma), big: await claimPlans(big.prisma) } };
     }),
   );
 }
@@ -222,19 +251,20 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
                 context.log('claim_latency: big table');
                 const bigSetup = await setupTable(context, bigUrl, 'big', sizes);
                 context.log(`claim_latency: ${sizes.samples} claims per table, interleaved in rounds of ${ROUND}`);
-                const times = await measureInterleaved({ empty: emptyUrl, big: bigUrl }, sizes);
+                const { times, plans } = await measureInterleaved({ empty: emptyUrl, big: bigUrl }, sizes);
                 return [
-                  { table: 'empty' as const, setupSeconds: emptySetup, times: times.empty },
-                  { table: 'big' as const, setupSeconds: bigSetup, times: times.big },
+                  { table: 'empty' as const, setupSeconds: emptySetup, times: times.empty, plans: plans.empty },
+                  { table: 'big' as const, setupSeconds: bigSetup, times: times.big, plans: plans.big },
                 ];
               },
               'big',
             ),
           'empty',
         );
-        for (const { table, setupSeconds, times } of measured) {
-          const measure: TableMeasure = { table, setupSeconds, p50Ms: percentile(times, 50), p95Ms: percentile(times, 95), maxMs: Math.max(...times), samples: times.length };
-          context.log(`  ${table}: p50 ${measure.p50Ms.toFixed(2)} ms, p95 ${measure.p95Ms.toFixed(2)} ms (setup ${setupSeconds.toFixed(0)} s)`);
+        for (const { table, setupSeconds, times, plans } of measured) {
+          const measure: TableMeasure = { table, setupSeconds, p50Ms: percentile(times, 50), p95Ms: percentile(times, 95), maxMs: Math.max(...times), samples: times.length, plans };
+          const planText = plans ? `, claim plans ${plans.generic} generic / ${plans.custom} custom` : '';
+          context.log(`  ${table}: p50 ${measure.p50Ms.toFixed(2)} ms, p95 ${measure.p95Ms.toFixed(2)} ms (setup ${setupSeconds.toFixed(0)} s${planText})`);
           measures.push(measure);
         }
       }
@@ -259,8 +289,16 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
               ? []
               : [`p50 big / empty = ${ratio.toFixed(2)}x (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'missed'}); p95 ${ratioP95.toFixed(2)}x`]),
         ],
-        headers: ['table', 'p50 ms', 'p95 ms', 'max ms', 'claims', 'setup s'],
-        rows: measures.map((m) => [m.table, m.p50Ms.toFixed(2), m.p95Ms.toFixed(2), m.maxMs.toFixed(2), m.samples, m.setupSeconds.toFixed(1)]),
+        headers: ['table', 'p50 ms', 'p95 ms', 'max ms', 'claims', 'claim plans generic / custom', 'setup s'],
+        rows: measures.map((m) => [
+          m.table,
+          m.p50Ms.toFixed(2),
+          m.p95Ms.toFixed(2),
+          m.maxMs.toFixed(2),
+          m.samples,
+          m.plans ? `${m.plans.generic} / ${m.plans.custom}` : 'n/a',
+          m.setupSeconds.toFixed(1),
+        ]),
         data: { sizes, skipped: skip, measures, ratioP50: ratio, ratioP95 },
       };
     },
