@@ -16,13 +16,15 @@ function table(headers: string[], rows: string[][]): string {
 function throughputTable(w: ThroughputResult): string {
   const unit = singular(w.unit);
   return table(
-    ['system', `${w.unit}/s (median)`, 'min-max', `commits/${unit}`, `statements/${unit}`, 'ratio to best peer'],
+    ['system', `${w.unit}/s (median)`, 'min-max', `commits/${unit}`, `statements/${unit}`, `rows written/${unit}`, `HOT updates/${unit}`, 'ratio to best peer'],
     w.rows.map((r) => [
       r.system === w.bestPeer ? `${r.label} (best peer)` : r.label,
       num(r.rate.median),
       range(r.rate),
       num(r.commitsPerUnit.median, 3),
       r.statementsPerUnit ? num(r.statementsPerUnit.median, 3) : 'n/a',
+      num(r.rowsWrittenPerUnit?.median, 2),
+      num(r.hotUpdatesPerUnit?.median, 2),
       ratio(r.ratioToBestPeer),
     ]),
   );
@@ -91,6 +93,29 @@ export function headlineTable(results: BenchResults): string {
   return table(headers, rows);
 }
 
+/**
+ * Rows written per unit of work, one line per throughput workload, one column
+ * per system (every variant, peers included): the medians of the throughput
+ * tables' "rows written" column side by side and, in brackets where the
+ * workload seeds anything, the same with the seeding's rows.
+ */
+export function rowWritesTable(results: BenchResults): string {
+  const throughput = results.workloads.filter((w): w is ThroughputResult => w.kind === 'throughput');
+  const headers = ['workload', 'per', ...results.systems.map((s) => s.label)];
+  const rows = throughput.map((w) => [
+    w.title,
+    singular(w.unit),
+    ...results.systems.map((s) => {
+      const row = w.rows.find((r) => r.system === s.key);
+      if (!row) return '-';
+      const timed = num(row.rowsWrittenPerUnit?.median, 2);
+      const withSeed = row.rowsWrittenWithSeedPerUnit?.median;
+      return withSeed === undefined || withSeed === row.rowsWrittenPerUnit?.median ? timed : `${timed} (${num(withSeed, 2)})`;
+    }),
+  ]);
+  return table(headers, rows);
+}
+
 export function environmentLine(results: BenchResults): string {
   const settings = Object.entries(results.server.settings).map(([k, v]) => `${k}=${v}`).join(', ');
   return `${results.date}, ${results.quick ? 'quick sizes (BENCH_QUICK=1)' : 'full sizes'}, ${results.config.repeats} run(s) per figure (median; min-max in the tables); PostgreSQL ${results.server.version} (${results.server.kind}; ${settings}); Node ${results.node}, ${results.cpus} CPUs`;
@@ -102,11 +127,17 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     environmentLine(results),
     '',
-    'Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system\'s database (harness commits subtracted); statements are counted in runledger\'s client pool (BEGIN/COMMIT included).',
+    'Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system\'s database (harness commits subtracted); statements are counted in runledger\'s client pool (BEGIN/COMMIT included); rows written are the `pg_stat_user_tables` delta of n_tup_ins + n_tup_upd + n_tup_del over the system\'s tables (HOT updates: n_tup_hot_upd, included in the updates).',
     '',
     '## Headline',
     '',
     headlineTable(results),
+    '',
+    '## Rows written per unit of work',
+    '',
+    'Tuples inserted + updated + deleted on the system\'s tables per job enqueued or drained, or per workflow step, in the timed part (medians; the peers\' fan-out includes their fan-in counter row). In brackets: with the untimed seeding\'s rows (the drained jobs\' enqueue; runledger\'s workflow runs, steps, dependencies and first jobs; the peers\' first job of each chain or run), which is what one counter delta over the whole workload says.',
+    '',
+    rowWritesTable(results),
     '',
     '## Systems',
     '',

@@ -63,7 +63,7 @@ function workloads(config: BenchConfig): Workload[] {
     enqueueSingleWorkload(config),
     pickupLatencyWorkload(config),
     wideFanOutWorkload(config.wideWidths, config.repeats),
-    claimLatencyWorkload(config.claimLatency),
+    claimLatencyWorkload(config.claimLatency, config.skipBigClaim),
   ];
   return all.filter((w) => config.workloads === null || config.workloads.some((k) => w.key === k || w.key.startsWith(`${k}_`)));
 }
@@ -159,10 +159,10 @@ async function runAll(server: PostgresServer, config: BenchConfig): Promise<Benc
       config,
       admin,
       log,
-      async withDatabase(system, fn) {
+      async withDatabase(system, fn, suffix) {
         const template = templates.get(system.key);
         if (!template) throw new Error(`no template for ${system.key}`);
-        const database = `bench_run_${system.key}`;
+        const database = `bench_run_${system.key}${suffix ? `_${suffix}` : ''}`;
         await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
         await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${template}"`);
         try {

@@ -1,13 +1,14 @@
 /**
  * The shape shared by every throughput workload: for each system that
  * supports it, `repeats` times, clone a fresh database, seed (untimed, not
- * counted), read the settled commit counter, run the timed part, read it
- * again. Medians of the repetitions, min and max, commits and statements per
- * unit, and each runledger variant's ratio to the best peer variant.
+ * counted), read the settled commit and tuple counters, run the timed part,
+ * read them again. Medians of the repetitions, min and max, commits,
+ * statements and rows written per unit, and each runledger variant's ratio
+ * to the best peer variant.
  */
-import { settledCommits } from '../db.js';
 import { resetServerStatements, serverStatementCount } from '../pgss.js';
 import { spread } from '../stats.js';
+import { countersAfter, countersBefore, readTuples, rowsWritten, sumTuples, tupleDelta } from '../tuples.js';
 import type { BenchSystem, Timed } from '../systems/types.js';
 import type { BenchContext, RepMeasure, ThroughputResult, ThroughputRow, Workload } from './types.js';
 
@@ -25,16 +26,22 @@ export interface ThroughputSpec {
 
 export async function measureRep(context: BenchContext, system: BenchSystem, spec: ThroughputSpec): Promise<RepMeasure> {
   return context.withDatabase(system, async (url, database) => {
+    // A clone starts with zeroed table counters; read them anyway, so the seeding's own rows are a delta too.
+    const fresh = await readTuples(url);
     if (spec.seed) await spec.seed(system, url);
     const quietMs = context.config.quick ? 300 : 500;
     // Profiling aid (BENCH_DEBUG_PGSS=1 with a server preloading pg_stat_statements): what the server spent its time on.
     const profiling = process.env.BENCH_DEBUG_PGSS ? await resetServerStatements(url) : false;
-    const before = await settledCommits(context.admin, database, quietMs);
+    const before = await countersBefore(context.admin, url, database, quietMs);
     const timed = await spec.run(system, url);
-    const after = await settledCommits(context.admin, database, quietMs);
+    const after = await countersAfter(context.admin, url, database, quietMs);
     if (profiling) await serverStatementCount(url);
-    const commits = after - before - timed.harnessCommits;
+    const commits = after.commits - before.commits - timed.harnessCommits;
     const statements = timed.statements ?? null;
+    const tuplesByTable = tupleDelta(before.tuples, after.tuples);
+    const tuples = sumTuples(tuplesByTable);
+    const written = rowsWritten(tuples);
+    const seedWritten = rowsWritten(sumTuples(tupleDelta(fresh, before.tuples)));
     return {
       wallMs: timed.wallMs,
       units: spec.units,
@@ -43,6 +50,13 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
       commitsPerUnit: commits / spec.units,
       statements,
       statementsPerUnit: statements === null ? null : statements / spec.units,
+      tuples,
+      tuplesByTable,
+      rowsWritten: written,
+      rowsWrittenPerUnit: written / spec.units,
+      hotUpdatesPerUnit: tuples.hotUpdated / spec.units,
+      seedRowsWritten: seedWritten,
+      rowsWrittenWithSeedPerUnit: (written + seedWritten) / spec.units,
     };
   });
 }
@@ -57,7 +71,9 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
         for (let rep = 0; rep < context.config.repeats; rep += 1) {
           context.log(`${spec.key}: ${system.label}, run ${rep + 1}/${context.config.repeats}`);
           const measure = await measureRep(context, system, spec);
-          context.log(`  ${measure.rate.toFixed(0)} ${spec.unit}/s, ${measure.commitsPerUnit.toFixed(3)} commits/${singular(spec.unit)}`);
+          context.log(
+            `  ${measure.rate.toFixed(0)} ${spec.unit}/s, ${measure.commitsPerUnit.toFixed(3)} commits/${singular(spec.unit)}, ${measure.rowsWrittenPerUnit.toFixed(2)} rows written/${singular(spec.unit)} (${measure.hotUpdatesPerUnit.toFixed(2)} HOT updates)`,
+          );
           reps.push(measure);
         }
         const statements = reps.map((r) => r.statementsPerUnit).filter((v): v is number => v !== null);
@@ -69,6 +85,9 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
           rate: spread(reps.map((r) => r.rate)),
           commitsPerUnit: spread(reps.map((r) => r.commitsPerUnit)),
           statementsPerUnit: statements.length === reps.length ? spread(statements) : null,
+          rowsWrittenPerUnit: spread(reps.map((r) => r.rowsWrittenPerUnit)),
+          hotUpdatesPerUnit: spread(reps.map((r) => r.hotUpdatesPerUnit)),
+          rowsWrittenWithSeedPerUnit: spread(reps.map((r) => r.rowsWrittenWithSeedPerUnit)),
           ratioToBestPeer: null,
         });
       }

@@ -3,14 +3,18 @@ import type pg from 'pg';
 import type { BenchConfig } from '../config.js';
 import type { Spread } from '../stats.js';
 import type { BenchSystem } from '../systems/types.js';
+import type { TupleCounts, TupleSnapshot } from '../tuples.js';
 
 export interface BenchContext {
   config: BenchConfig;
   /** Superuser connection to the server's maintenance database (reads counters; creates and drops databases). */
   admin: pg.Client;
   log(line: string): void;
-  /** Clones the system's installed template into a fresh database, runs `fn`, drops the database. */
-  withDatabase<R>(system: BenchSystem, fn: (url: string, database: string) => Promise<R>): Promise<R>;
+  /**
+   * Clones the system's installed template into a fresh database, runs `fn`, drops the database.
+   * `suffix` names a second database beside the first, for a workload that needs two at once.
+   */
+  withDatabase<R>(system: BenchSystem, fn: (url: string, database: string) => Promise<R>, suffix?: string): Promise<R>;
 }
 
 export interface Workload {
@@ -29,6 +33,19 @@ export interface RepMeasure {
   commitsPerUnit: number;
   statements: number | null;
   statementsPerUnit: number | null;
+  /** pg_stat_user_tables deltas over every user table of the system's database (see bench/tuples.ts). */
+  tuples: TupleCounts;
+  /** The same per table ("schema.table"), tables that changed only. */
+  tuplesByTable: TupleSnapshot;
+  /** Inserted + updated + deleted tuples. */
+  rowsWritten: number;
+  rowsWrittenPerUnit: number;
+  /** HOT updates (a subset of the updates: no index entry written). */
+  hotUpdatesPerUnit: number;
+  /** Rows the untimed seeding wrote (runledger: the workflow runs, steps, dependencies, first jobs; the peers: their first jobs). */
+  seedRowsWritten: number;
+  /** (rowsWritten + seedRowsWritten) / units: what one counter delta over the whole workload would say. */
+  rowsWrittenWithSeedPerUnit: number;
 }
 
 export interface ThroughputRow {
@@ -39,6 +56,12 @@ export interface ThroughputRow {
   rate: Spread;
   commitsPerUnit: Spread;
   statementsPerUnit: Spread | null;
+  /** Rows (tuples) inserted + updated + deleted per unit; absent in results written before the bench counted them. */
+  rowsWrittenPerUnit?: Spread;
+  /** HOT updates per unit (included in rowsWrittenPerUnit). */
+  hotUpdatesPerUnit?: Spread;
+  /** Rows written per unit, the untimed seeding's included. */
+  rowsWrittenWithSeedPerUnit?: Spread;
   /** Median rate / the best peer variant's median rate: > 1 means faster than the best peer. Null for peers. */
   ratioToBestPeer: number | null;
 }

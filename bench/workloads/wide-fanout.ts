@@ -4,8 +4,8 @@
  * claimed root, which must release all W. Reported per width: wall time,
  * statements the client sent (BEGIN/COMMIT included, counted in the pg.Pool
  * under Prisma; see runledger-client.ts), commits, rows written (inserted,
- * updated, deleted: pg_stat_user_tables deltas of the runledger schema, read
- * once the backends have exited and published their counters) and rows
+ * updated, deleted: pg_stat_user_tables deltas, read once the backends have
+ * exited and published their counters; bench/tuples.ts) and rows
  * locked (a second pass runs the same completion inside an interactive
  * transaction and, before it commits, counts the rows its transaction holds
  * with the pgrowlocks extension; rows it inserted are not locks and not
@@ -14,7 +14,7 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { claimJobs, completeJobsSuccess, enqueueWorkflowRun, isRunledgerError, type ClaimedJob } from '../../src/index.js';
-import { settledCommits, withClient } from '../db.js';
+import { countersAfter, countersBefore, rowsWritten, sumTuples, tupleDelta } from '../tuples.js';
 import { resetServerStatements, serverStatementCount } from '../pgss.js';
 import { spread, type Spread } from '../stats.js';
 import { withCountingPrisma } from '../systems/runledger-client.js';
@@ -39,15 +39,6 @@ interface WidthMeasure {
   rowsWritten: Spread;
   rowsLocked: Record<string, number> | null;
   rowsLockedTotal: number | null;
-}
-
-async function tupleCount(url: string): Promise<number> {
-  return withClient(url, async (client) => {
-    const { rows } = await client.query<{ n: string }>(
-      `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) AS n FROM pg_stat_user_tables WHERE schemaname = 'runledger'`,
-    );
-    return Number(rows[0]?.n ?? 0);
-  });
 }
 
 /** Enqueues the run and claims its root; returns the lease, or null when the width is over the step limit. */
@@ -120,9 +111,9 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
                 root = await seedAndClaim(url, width);
                 if (!root) throw new Error('wide fan-out: could not enqueue the capped width');
               }
-              const tuplesBefore = await tupleCount(url);
               const serverCounting = await resetServerStatements(url);
-              const before = await settledCommits(context.admin, database);
+              // Settled readings (bench/tuples.ts): the seeding's and these connections' counters fall before the timed call.
+              const before = await countersBefore(context.admin, url, database);
               const result = await withCountingPrisma(url, 2, async ({ prisma, statements }) => {
                 const sent = statements();
                 const started = performance.now();
@@ -131,11 +122,11 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
                 if (outcomes[0]?.outcome !== 'succeeded') throw new Error(`wide fan-out: completion refused (${outcomes[0]?.outcome})`);
                 return { wallMs, statements: statements() - sent };
               });
-              const after = await settledCommits(context.admin, database);
+              const after = await countersAfter(context.admin, url, database);
               // The harness's SELECT 1 on connect is the one statement (and commit) to subtract.
               const server = serverCounting ? await serverStatementCount(url) : null;
-              const rowsWritten = (await tupleCount(url)) - tuplesBefore;
-              return { ...result, serverStatements: server ? server.total - 1 : null, fkChecks: server?.fkChecks ?? null, commits: after - before - 1, rowsWritten };
+              const written = rowsWritten(sumTuples(tupleDelta(before.tuples, after.tuples)));
+              return { ...result, serverStatements: server ? server.total - 1 : null, fkChecks: server?.fkChecks ?? null, commits: after.commits - before.commits - 1, rowsWritten: written };
             });
             context.log(
               `  ${measured.wallMs.toFixed(1)} ms, ${measured.statements} statements${measured.serverStatements === null ? '' : ` (server: ${measured.serverStatements}, ${measured.fkChecks} FK checks)`}, ${measured.rowsWritten} rows written`,

@@ -7,7 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { END_MARKER, START_MARKER, renderSection, replaceSection } from '../../bench/readme-section.js';
+import { renderMarkdown, rowWritesTable } from '../../bench/report.js';
 import { spread } from '../../bench/stats.js';
+import { rowsWritten, sumTuples, tupleDelta } from '../../bench/tuples.js';
 import type { BenchResults } from '../../bench/workloads/types.js';
 
 const readJson = (path: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')) as Record<string, unknown>;
@@ -22,37 +24,50 @@ describe('bench statistics', () => {
   });
 });
 
-describe('README performance section', () => {
-  const results: BenchResults = {
-    date: '2026-12-01T00:00:00.000Z',
-    quick: true,
-    node: 'v20.20.2',
-    cpus: 2,
-    host: 'test',
-    server: { kind: 'embedded', version: '18.4', settings: { synchronous_commit: 'on' } },
-    config: { repeats: 1 } as BenchResults['config'],
-    systems: [
-      { key: 'runledger', label: 'runledger (hand loop)', peer: false, description: '' },
-      { key: 'peer', label: 'peer', peer: true, description: '' },
-    ],
-    workloads: [
-      {
-        kind: 'throughput',
-        key: 'chains',
-        title: 'chains',
-        size: '3 steps',
-        unit: 'steps',
-        notes: [],
-        bestPeer: 'peer',
-        rows: [
-          { system: 'runledger', label: 'runledger (hand loop)', peer: false, reps: [], rate: { median: 300, min: 300, max: 300 }, commitsPerUnit: { median: 0.1, min: 0.1, max: 0.1 }, statementsPerUnit: null, ratioToBestPeer: 3 },
-          { system: 'peer', label: 'peer', peer: true, reps: [], rate: { median: 100, min: 100, max: 100 }, commitsPerUnit: { median: 1, min: 1, max: 1 }, statementsPerUnit: null, ratioToBestPeer: null },
-        ],
-      },
-    ],
-    wallSeconds: 1,
-  };
+const results: BenchResults = {
+  date: '2026-12-01T00:00:00.000Z',
+  quick: true,
+  node: 'v20.20.2',
+  cpus: 2,
+  host: 'test',
+  server: { kind: 'embedded', version: '18.4', settings: { synchronous_commit: 'on' } },
+  config: { repeats: 1 } as BenchResults['config'],
+  systems: [
+    { key: 'runledger', label: 'runledger (hand loop)', peer: false, description: '' },
+    { key: 'peer', label: 'peer', peer: true, description: '' },
+  ],
+  workloads: [
+    {
+      kind: 'throughput',
+      key: 'chains',
+      title: 'chains',
+      size: '3 steps',
+      unit: 'steps',
+      notes: [],
+      bestPeer: 'peer',
+      rows: [
+        {
+          system: 'runledger',
+          label: 'runledger (hand loop)',
+          peer: false,
+          reps: [],
+          rate: { median: 300, min: 300, max: 300 },
+          commitsPerUnit: { median: 0.1, min: 0.1, max: 0.1 },
+          statementsPerUnit: null,
+          rowsWrittenPerUnit: { median: 14.25, min: 14, max: 15 },
+          hotUpdatesPerUnit: { median: 1.5, min: 1, max: 2 },
+          rowsWrittenWithSeedPerUnit: { median: 17, min: 16.75, max: 17.75 },
+          ratioToBestPeer: 3,
+        },
+        // Written before the bench counted rows: no rowsWrittenPerUnit / hotUpdatesPerUnit.
+        { system: 'peer', label: 'peer', peer: true, reps: [], rate: { median: 100, min: 100, max: 100 }, commitsPerUnit: { median: 1, min: 1, max: 1 }, statementsPerUnit: null, ratioToBestPeer: null },
+      ],
+    },
+  ],
+  wallSeconds: 1,
+};
 
+describe('README performance section', () => {
   it('replaces only the text between the markers', () => {
     const readme = `# title\n\nbefore\n${START_MARKER}\nstale figures\n${END_MARKER}\nafter\n`;
     const next = replaceSection(readme, renderSection(results));
@@ -65,6 +80,36 @@ describe('README performance section', () => {
 
   it('refuses a README without the markers instead of keeping stale figures', () => {
     expect(() => replaceSection('# no markers\n', renderSection(results))).toThrow(/no .* section/);
+  });
+});
+
+describe('rows written', () => {
+  it('are the per-table delta of inserted + updated + deleted tuples, HOT updates apart, new tables counted from 0', () => {
+    const before = {
+      'runledger.job_queue': { inserted: 10, updated: 5, deleted: 0, hotUpdated: 1 },
+      'runledger.job_events': { inserted: 20, updated: 0, deleted: 0, hotUpdated: 0 },
+    };
+    const after = {
+      'runledger.job_queue': { inserted: 10, updated: 9, deleted: 2, hotUpdated: 3 },
+      'runledger.job_events': { inserted: 20, updated: 0, deleted: 0, hotUpdated: 0 },
+      'public.bench_fan_counter': { inserted: 0, updated: 4, deleted: 0, hotUpdated: 4 },
+    };
+    const delta = tupleDelta(before, after);
+    expect(delta).toEqual({
+      'runledger.job_queue': { inserted: 0, updated: 4, deleted: 2, hotUpdated: 2 },
+      'public.bench_fan_counter': { inserted: 0, updated: 4, deleted: 0, hotUpdated: 4 },
+    });
+    expect(sumTuples(delta)).toEqual({ inserted: 0, updated: 8, deleted: 2, hotUpdated: 6 });
+    expect(rowsWritten(sumTuples(delta))).toBe(10);
+  });
+
+  it('get a column in each throughput table and a summary table per system, n/a for results without them', () => {
+    const markdown = renderMarkdown(results);
+    expect(markdown).toContain('| system | steps/s (median) | min-max | commits/step | statements/step | rows written/step | HOT updates/step | ratio to best peer |');
+    expect(markdown).toContain('| runledger (hand loop) | 300 | 300-300 | 0.100 | n/a | 14.25 | 1.50 | 3.00x |');
+    expect(markdown).toContain('| peer (best peer) | 100 | 100-100 | 1.000 | n/a | n/a | n/a | - |');
+    expect(rowWritesTable(results)).toBe(['| workload | per | runledger (hand loop) | peer |', '| --- | ---: | ---: | ---: |', '| chains | step | 14.25 (17.00) | n/a |'].join('\n'));
+    expect(markdown).toContain(rowWritesTable(results));
   });
 });
 
