@@ -39,7 +39,9 @@ grep -qx 'package/dist/cli/main.js' "$WORK/contents.txt" || { echo "package smok
 grep -qx 'package/dist/dashboard/assets/app.js' "$WORK/contents.txt" || { echo "package smoke: ${TARBALL} has no dashboard assets"; exit 1; }
 cd "$WORK/app"
 npm init -y >/dev/null
-npm install --no-audit --no-fund --prefer-offline "../${TARBALL}" >/dev/null
+npm install --no-audit --no-fund --prefer-offline "../${TARBALL}" >/dev/null 2>"$WORK/install.log" || { cat "$WORK/install.log"; exit 1; }
+# The package's own dependencies accept every Node its engines promise: an app installing it sees no EBADENGINE.
+if grep -q EBADENGINE "$WORK/install.log"; then echo "package smoke: installing ${TARBALL} warns EBADENGINE on Node $(node --version)"; cat "$WORK/install.log"; exit 1; fi
 psql "$ADMIN_URL" -qtAc "CREATE DATABASE ${DB}" >/dev/null
 
 DATABASE_URL="$DB_URL" npx --no-install runledger migrate
