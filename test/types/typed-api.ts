@@ -29,6 +29,7 @@ import {
   type PrismaClientLike,
 } from 'runledger';
 import { countAllWords } from '../../examples/readme/fan-in.js';
+import type { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 
 declare const prisma: PrismaClientLike;
 
@@ -145,4 +146,16 @@ export async function catalogAndIntents() {
   await recordJobEnqueueIntent(prisma, typed, { n: 1 });
   // @ts-expect-error the key is required there too
   await recordJobEnqueueIntent(prisma, typed, { n: 1 }, { priority: 1 });
+}
+
+export async function handlesInATransaction(host: HostPrismaClient) {
+  const run = workflow('h.run').job('a', 'h.a', {}).build();
+  await host.$transaction(async (tx) => {
+    await enqueueWorkflowRunHandle(tx, run, { readWith: host });
+    // @ts-expect-error a transaction client needs readWith (test/types/messages/read-with.ts checks the message names it)
+    await enqueueWorkflowRunHandle(tx, run);
+    // @ts-expect-error options without readWith are no better
+    await enqueueWorkflowRunHandle(tx, run, { pollIntervalMs: 100 });
+  });
+  await enqueueWorkflowRunHandle(host, run);
 }
