@@ -159,3 +159,20 @@ export async function handlesInATransaction(host: HostPrismaClient) {
   });
   await enqueueWorkflowRunHandle(host, run);
 }
+
+export function stepKeys(keys: readonly string[]) {
+  workflow('k.run').job('a', 'k.a', {}).job('b', 'k.b', {}).afterSuccess('b', ['a']).afterTerminal('b', ['a']);
+  // @ts-expect-error an unknown prerequisite
+  workflow('k.run').job('a', 'k.a', {}).afterSuccess('a', ['nope']);
+  // @ts-expect-error an unknown prerequisite among known ones
+  workflow('k.run').job('a', 'k.a', {}).job('b', 'k.b', {}).afterTerminal('b', ['a', 'nope']);
+  // @ts-expect-error an unknown dependent step
+  workflow('k.run').job('a', 'k.a', {}).afterSuccess('nope', ['a']);
+  // @ts-expect-error a prerequisite added only later
+  workflow('k.run').job('b', 'k.b', {}).afterSuccess('b', ['a']).job('a', 'k.a', {});
+  // Keys the compiler cannot list (strings, patterns, steps added in a loop) are checked by build() instead.
+  const fanned = workflow('k.fan');
+  keys.forEach((key) => fanned.job(key, 'k.part', {}));
+  fanned.job('join', 'k.join', {}).afterSuccess('join', keys);
+  workflow('k.tpl').job(`part-${keys.length}`, 'k.part', {}).job('join', 'k.join', {}).afterSuccess('join', [`part-${keys.length}`]);
+}
