@@ -39,6 +39,7 @@ import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import { failJob, heartbeatJob } from '../queue/lifecycle.js';
 import { releaseJob } from '../queue/release.js';
+import { leaseLostToCancel } from '../queue/lease.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
@@ -171,7 +172,7 @@ export class JobExecution {
       this.deps.events.emit('job:released', { job: this.info, reason });
     } catch (error) {
       if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
-        this.reportLeaseLost('release');
+        await this.reportLeaseLost('release');
       } else {
         this.logger.error('releasing the lease failed; it will expire and the job run again', { error });
         this.deps.events.emit('worker:error', { error, operation: 'release', jobId: this.job.jobId });
@@ -250,7 +251,7 @@ export class JobExecution {
       await retryLeaseWrite(() => this.extendLease(), { deadline: () => (this.outcome === undefined ? leaseDeadline(this.job) : 0) });
     } catch (error) {
       if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
-        this.loseLease('heartbeat');
+        await this.loseLease('heartbeat');
         return;
       }
       // The lease is still good until it expires; the next heartbeat may get through.
@@ -278,7 +279,7 @@ export class JobExecution {
     try {
       return await write();
     } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) await this.loseLease('save');
       throw error;
     }
   }
@@ -288,7 +289,7 @@ export class JobExecution {
     try {
       await this.extendLease(fields);
     } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) await this.loseLease('save');
       throw error;
     }
   }
@@ -300,17 +301,28 @@ export class JobExecution {
     leaseGranted(this.job, sentAt, this.deps.leaseSeconds);
   }
 
-  private loseLease(during: 'heartbeat' | 'save'): void {
+  private async loseLease(during: 'heartbeat' | 'save'): Promise<void> {
     if (!this.take('lease lost')) return;
-    this.controller.abort(new JobAbortedError('lease lost', 'The job is no longer leased to this worker.'));
-    this.reportLeaseLost(during);
+    // One read first (this path is rare), so the handler's signal says why: canceled, or lost to another attempt.
+    const canceled = await this.lostToCancel();
+    this.controller.abort(
+      canceled ? new JobAbortedError('canceled', 'The job was canceled.') : new JobAbortedError('lease lost', 'The job is no longer leased to this worker.'),
+    );
+    await this.reportLeaseLost(during, canceled);
     this.markRecorded();
   }
 
-  private reportLeaseLost(during: WorkerEvents['job:lease_lost']['during']): void {
+  private async reportLeaseLost(during: WorkerEvents['job:lease_lost']['during'], canceled?: boolean): Promise<void> {
+    const wasCanceled = canceled ?? (await this.lostToCancel());
     this.deps.stats.leaseLost += 1;
-    this.logger.warn('lease lost: another attempt owns the job; nothing recorded', { during });
-    this.deps.events.emit('job:lease_lost', { job: this.info, during });
+    if (wasCanceled) this.logger.info('the job was canceled while it ran; its handler was aborted, nothing recorded', { during });
+    else this.logger.warn('lease lost: another attempt owns the job; nothing recorded', { during });
+    this.deps.events.emit('job:lease_lost', { job: this.info, during, canceled: wasCanceled });
+  }
+
+  /** A fence refused: canceled (the row says CANCELED for this run), or taken by another attempt. Unknown reads as the latter. */
+  private async lostToCancel(): Promise<boolean> {
+    return leaseLostToCancel(this.deps.db, this.job).catch(() => false);
   }
 
   private async recordSuccess(output: JsonValue | undefined): Promise<void> {
@@ -322,7 +334,7 @@ export class JobExecution {
       this.logger.debug('job succeeded');
       this.deps.events.emit('job:success', { job: this.info, output, durationMs: Date.now() - this.startedAt });
     } else if (result.outcome === 'lease_owner_mismatch') {
-      this.reportLeaseLost('complete');
+      await this.reportLeaseLost('complete');
     } else {
       this.logger.error('recording the success failed; the lease will expire and the job run again', { error: result.error });
       this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
@@ -361,7 +373,7 @@ export class JobExecution {
       );
       return;
     } else if (result.outcome === 'lease_owner_mismatch') {
-      this.reportLeaseLost('complete');
+      await this.reportLeaseLost('complete');
     } else {
       this.logger.error('recording the continuation failed; the lease will expire and the job run again', { error: result.error });
       this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
@@ -391,7 +403,7 @@ export class JobExecution {
       });
     } catch (failError) {
       if (isRunledgerError(failError, LEASE_OWNER_MISMATCH)) {
-        this.reportLeaseLost('fail');
+        await this.reportLeaseLost('fail');
       } else {
         this.logger.error('recording the failure failed; the lease will expire and the job run again', { error: failError });
         this.deps.events.emit('worker:error', { error: failError, operation: 'fail', jobId: this.job.jobId });
