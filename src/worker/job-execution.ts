@@ -70,6 +70,8 @@ import { leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
+/** Longest wait for the read that tells a cancel from another attempt after a refused fence. */
+const LOST_LEASE_READ_MS = 2_000;
 
 export interface JobExecutionDeps {
   db: Db;
@@ -320,9 +322,20 @@ export class JobExecution {
     this.deps.events.emit('job:lease_lost', { job: this.info, during, canceled: wasCanceled });
   }
 
-  /** A fence refused: canceled (the row says CANCELED for this run), or taken by another attempt. Unknown reads as the latter. */
+  /**
+   * A fence refused: canceled (the row says CANCELED for this run), or taken by another attempt.
+   * Unknown (the read failed, or took over LOST_LEASE_READ_MS: the handler's abort waits on it) reads as the latter.
+   */
   private async lostToCancel(): Promise<boolean> {
-    return leaseLostToCancel(this.deps.db, this.job).catch(() => false);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), LOST_LEASE_READ_MS);
+    });
+    try {
+      return await Promise.race([leaseLostToCancel(this.deps.db, this.job).catch(() => false), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async recordSuccess(output: JsonValue | undefined): Promise<void> {
