@@ -42,3 +42,18 @@ export function timeline(steps: readonly WorkflowStep[], runCreatedAt: Date, wid
     return `  ${step.stepKey.padEnd(16)} |${bar.padEnd(width + 1)}| ${MARK[step.status]} ${seconds}`;
   });
 }
+
+/**
+ * A `runledger` CLI command as it runs where the demo runs: in a clone of this
+ * repository, where `npx runledger` finds no binary (only an app that installed
+ * the package has one), so through the `cli` npm script, which runs the CLI
+ * from source. Returned as argv so a test runs exactly what the demo prints.
+ */
+export function cliCommand(...args: string[]): string[] {
+  return ['npm', 'run', 'cli', '--', ...args];
+}
+
+/** The command as a shell line (the demo's arguments need no quoting). */
+export function shellLine(argv: readonly string[]): string {
+  return argv.join(' ');
+}

@@ -34,7 +34,7 @@ import {
 } from 'runledger';
 import { startPostgresServer } from 'runledger/testing';
 import { createPrismaClient } from '../src/client/connect.js';
-import { elapsed, stepChanges, timeline } from './display.js';
+import { cliCommand, elapsed, shellLine, stepChanges, timeline } from './display.js';
 import { handlers } from './handlers.js';
 import { buildDashboardAssets } from '../scripts/build-dashboard.js';
 
@@ -148,7 +148,10 @@ async function main(): Promise<void> {
     const replayed = await waitForJob(prisma, first.replay.jobId, 'SUCCEEDED');
     const source = await getJob(prisma, { scope: noOrganizationScope(), jobId: notify.jobId });
     say(`  ${elapsed(t0)}  replay ${replayed.status}; the source is untouched (${source.status}, run ${source.runNumber})`);
-    if (server.kind === 'url') say(`\nInspect it with the CLI: npx runledger runs show ${run.workflowRunId}`);
+    if (server.kind === 'url') {
+      say(`\nInspect it with the CLI (DATABASE_URL is already set): ${shellLine(cliCommand('runs', 'show', run.workflowRunId))}`);
+      say('  (in an app that installed the package, the same command is `npx runledger runs show <runId>`)');
+    }
     if (process.env.RUNLEDGER_DEMO_DASHBOARD === '1') await serveDashboard(prisma, server.url, run.workflowRunId);
   } finally {
     await worker.stop({ drainMs: 5_000 });
@@ -159,7 +162,8 @@ async function main(): Promise<void> {
   say(`\nDone in ${elapsed(t0).trim()}; worker stopped, connections closed${server.kind === 'embedded' ? ', embedded PostgreSQL stopped' : ''}.`);
   say('\nOpen the web dashboard on the demo\'s data:');
   say('  RUNLEDGER_DEMO_DASHBOARD=1 npm run demo     # runs the demo again, then serves http://127.0.0.1:4000/ until Ctrl-C');
-  say('  # or, on your own database (DATABASE_URL): npm run build && npx runledger dashboard --port 4000');
+  say(`  # or, on your own database (DATABASE_URL): ${shellLine(cliCommand('dashboard', '--port', '4000'))}`);
+  say('  # (in an app that installed the package: npx runledger dashboard --port 4000)');
 }
 
 /** The demo's data in the web dashboard, on 127.0.0.1 (admin scope: a local look, no login) until Ctrl-C. */

@@ -80,7 +80,7 @@ export {
 export { listJobAttempts, type JobAttempt, type JobAttemptOutcome, type RetryDelaySource, type ListJobAttemptsInput } from './queue/attempts.js';
 export type { RetryPolicy, BackoffPolicy } from './queue/retry-policy.js';
 export { DEFAULT_BACKOFF } from './queue/defaults.js';
-export type { Job, JobEvent, JobEventType, JobLease, JobStatus } from './queue/rows.js';
+export type { Job, JobEvent, JobEventType, JobLease, JobState, JobStatus } from './queue/rows.js';
 export type {
   EnqueueJobInput,
   EnqueueOptions,

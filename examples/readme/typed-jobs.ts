@@ -23,7 +23,8 @@ export function billingJobs(payments: Payments) {
 
 export async function runBilling(prisma: PrismaClientLike, payments: Payments) {
   const { captureInvoice } = billingJobs(payments);
-  const worker = createWorker({ db: prisma, handlers: [captureInvoice], concurrency: 10 });
+  // listenConnectionString: woken by NOTIFY when a job commits; without it a `db` worker only polls (pollIntervalMs, 1 s).
+  const worker = createWorker({ db: prisma, listenConnectionString: process.env.DATABASE_URL, handlers: [captureInvoice], concurrency: 10 });
   await worker.start();
 
   // The compiler checks the payload against the schema: { invoiceId: 42 } does not compile.

@@ -25,7 +25,7 @@ export function formatJobList(jobs: readonly Job[]): string {
     ...jobs.map((job) => [
       job.id,
       job.jobType,
-      job.status,
+      job.state,
       String(job.runNumber),
       `${job.attempt}/${job.maxAttempts}`,
       job.organizationId ?? '-',

@@ -19,7 +19,7 @@ export function registerJobCommands(program: Command, context: CliContext): void
     .command('list')
     .description('list jobs, newest first (--org / --without-org for one organization or none)')
     .option('--type <jobType>', 'only this job type')
-    .option('--status <status...>', 'only these statuses (PENDING, LEASED, SUCCEEDED, DEAD_LETTERED, CANCELED)')
+    .option('--status <status...>', 'only these statuses (PENDING, LEASED, SUCCEEDED, DEAD_LETTERED, CANCELED; LEASED includes RUNNING)')
     .option('--limit <n>', 'page size (1 to 500)', integerOption({ min: 1, max: 500 }), 20)
     .option('--cursor <cursor>', 'the cursor printed after the previous page')
     .action(async (options: { type?: string; status?: JobStatus[]; limit: number; cursor?: string }) => {
@@ -50,7 +50,7 @@ export function registerJobCommands(program: Command, context: CliContext): void
       const events = await allItems((paging) => listJobEvents(db, { ...ref, ...paging }));
       const attempts = await allItems((paging) => listJobAttempts(db, { ...ref, ...paging }));
       const human = [
-        `Job ${job.id}  ${job.jobType}  ${job.status}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}${job.stage ? `  stage ${job.stage}` : ''}${formatProgress(job.progress)}`,
+        `Job ${job.id}  ${job.jobType}  ${job.state}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}${job.stage ? `  stage ${job.stage}` : ''}${formatProgress(job.progress)}`,
         job.lastErrorCode ? `  last error: ${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '',
         '',
         table([['AT', 'EVENT', 'RUN', 'ATTEMPT'], ...events.map((e) => [e.createdAt.toISOString(), e.eventType, String(e.runNumber), String(e.attempt)])]),

@@ -1,4 +1,6 @@
 /** What the lease-fenced writes (lifecycle.ts, complete.ts, fail.ts, release.ts) share: the lease they name and its refusal. */
+import type { Db } from '../client/types.js';
+import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import type { JobLease } from './rows.js';
 import type { ParsedJobLease } from './schemas.js';
@@ -27,3 +29,18 @@ export function leaseMismatch(lease: ParsedJobLease, operation: string): Conflic
   });
 }
 
+
+/**
+ * After a refused fence: was the lease lost to a cancellation of this run of
+ * the job (`cancelJob`, a canceled workflow run), rather than to another
+ * attempt (reaped, then claimed again)? The worker says which in its log.
+ * The fence itself stays one statement that matches nothing; this read runs
+ * only on that rare path.
+ */
+export async function leaseLostToCancel(db: Db, lease: Pick<JobLease, 'jobId' | 'runNumber'>): Promise<boolean> {
+  const rows = await withStatement(db, 'read a canceled job', async (client) =>
+    client.$queryRaw<{ canceled: boolean }[]>`
+      SELECT status = 'CANCELED' AS canceled FROM runledger.job_queue WHERE id = ${lease.jobId}::uuid AND run_number = ${lease.runNumber}::int`,
+  );
+  return rows[0]?.canceled === true;
+}

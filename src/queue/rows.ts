@@ -28,6 +28,21 @@ import type { JsonValue } from '../validation/primitives.js';
 
 export type JobStatus = 'PENDING' | 'LEASED' | 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED';
 
+/**
+ * What a job is doing, for people: its stored `status`, except that a LEASED
+ * job whose handler has started reads RUNNING. Derived on read (`toJob`), not
+ * stored: the status enum and the lease fences stay as they are. "Started" is
+ * `started_at` set: the worker marks each job running at its claim, a hand
+ * loop with `markJobRunning` (or `claimJobs({ markRunning: true })`). The
+ * column keeps the first start of the run, so a hand loop's later attempt
+ * reads RUNNING from its claim on.
+ */
+export type JobState = 'PENDING' | 'LEASED' | 'RUNNING' | 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED';
+
+export function jobState(status: JobStatus, startedAt: Date | null): JobState {
+  return status === 'LEASED' && startedAt !== null ? 'RUNNING' : status;
+}
+
 export type JobEventType =
   | 'ENQUEUED'
   | 'LEASED'
@@ -77,7 +92,10 @@ export interface Job {
   /** null: a job without an organization. */
   organizationId: string | null;
   payload: JsonValue;
+  /** The stored status (what filters, fences and compare-and-set calls use). */
   status: JobStatus;
+  /** What to show: `status`, except RUNNING for a LEASED job whose handler has started (see JobState). */
+  state: JobState;
   /** Higher runs first. */
   priority: number;
   /** Attempts started in the current run (0 until first claimed). */
@@ -123,6 +141,7 @@ export function toJob(row: JobRow): Job {
     organizationId: row.organization_id,
     payload: row.payload,
     status: row.status,
+    state: jobState(row.status, row.started_at),
     priority: row.priority,
     attempt: row.attempt,
     maxAttempts: row.max_attempts,

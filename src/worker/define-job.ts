@@ -26,6 +26,7 @@ import { ValidationError } from '../errors/runledger-error.js';
 import type { BackoffPolicy } from '../queue/defaults.js';
 import { resolveBackoff, retryPolicySchema, type RetryPolicy } from '../queue/retry-policy.js';
 import { isStandardSchema, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import type { JsonInput } from '../validation/json-input.js';
 import type { Jsonified } from '../validation/jsonified.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
@@ -103,7 +104,8 @@ const definitionSchema = z.strictObject({
  */
 export function defineJob<S extends StandardSchemaV1, O>(
   jobType: string,
-  schema: S,
+  // The payload is stored as JSON: a schema whose input is not (a Date, a bigint) would fail every enqueue.
+  schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
   handler: JobHandler<StandardSchemaV1.InferOutput<S>, O>,
   settings: JobSettings = {},
 ): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>> {

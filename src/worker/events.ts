@@ -73,8 +73,11 @@ export interface WorkerEvents {
   };
   /** The lease was given back (`reason`: `job.worker_shutdown`, or `job.buffer_expired` for a buffered job that waited too long): the job is PENDING again, its attempt not used up. */
   'job:released': { job: JobInfo; reason: string };
-  /** The lease fence refused this worker: another attempt owns the job now; nothing was recorded. */
-  'job:lease_lost': { job: JobInfo; during: 'heartbeat' | 'save' | 'complete' | 'fail' | 'release' };
+  /**
+   * The lease fence refused this worker; nothing was recorded. `canceled`: the job was canceled
+   * (`cancelJob`, its workflow run canceled) while it ran; otherwise another attempt owns it now.
+   */
+  'job:lease_lost': { job: JobInfo; during: 'heartbeat' | 'save' | 'complete' | 'fail' | 'release'; canceled: boolean };
   /** Nothing in flight and the last claim found nothing more (emitted once per idle period). */
   'worker:idle': { workerId: string };
   'worker:error': { error: unknown; operation: WorkerOperation; jobId?: string };

@@ -80,11 +80,12 @@ export class TerminalError extends Error {
 }
 
 /** Why the worker aborted `ctx.signal`. */
-export type JobAbortReason = 'timeout' | 'lease lost' | 'shutdown';
+export type JobAbortReason = 'timeout' | 'lease lost' | 'canceled' | 'shutdown';
 
 /**
  * The `reason` of an aborted `ctx.signal` (so `signal.throwIfAborted()` throws
- * an Error, not a string). `reason` says which of the three it was.
+ * an Error, not a string). `reason` says which it was: `canceled` when the
+ * lease was lost to a cancellation of the job, `lease lost` when to another attempt.
  */
 export class JobAbortedError extends Error {
   readonly reason: JobAbortReason;

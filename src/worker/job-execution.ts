@@ -39,6 +39,7 @@ import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import { failJob, heartbeatJob } from '../queue/lifecycle.js';
 import { releaseJob } from '../queue/release.js';
+import { leaseLostToCancel } from '../queue/lease.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
@@ -69,6 +70,8 @@ import { leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
+/** Longest wait for the read that tells a cancel from another attempt after a refused fence. */
+const LOST_LEASE_READ_MS = 2_000;
 
 export interface JobExecutionDeps {
   db: Db;
@@ -171,7 +174,7 @@ export class JobExecution {
       this.deps.events.emit('job:released', { job: this.info, reason });
     } catch (error) {
       if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
-        this.reportLeaseLost('release');
+        await this.reportLeaseLost('release');
       } else {
         this.logger.error('releasing the lease failed; it will expire and the job run again', { error });
         this.deps.events.emit('worker:error', { error, operation: 'release', jobId: this.job.jobId });
@@ -250,7 +253,7 @@ export class JobExecution {
       await retryLeaseWrite(() => this.extendLease(), { deadline: () => (this.outcome === undefined ? leaseDeadline(this.job) : 0) });
     } catch (error) {
       if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
-        this.loseLease('heartbeat');
+        await this.loseLease('heartbeat');
         return;
       }
       // The lease is still good until it expires; the next heartbeat may get through.
@@ -278,7 +281,7 @@ export class JobExecution {
     try {
       return await write();
     } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) await this.loseLease('save');
       throw error;
     }
   }
@@ -288,7 +291,7 @@ export class JobExecution {
     try {
       await this.extendLease(fields);
     } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) this.loseLease('save');
+      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) await this.loseLease('save');
       throw error;
     }
   }
@@ -300,17 +303,39 @@ export class JobExecution {
     leaseGranted(this.job, sentAt, this.deps.leaseSeconds);
   }
 
-  private loseLease(during: 'heartbeat' | 'save'): void {
+  private async loseLease(during: 'heartbeat' | 'save'): Promise<void> {
     if (!this.take('lease lost')) return;
-    this.controller.abort(new JobAbortedError('lease lost', 'The job is no longer leased to this worker.'));
-    this.reportLeaseLost(during);
+    // One read first (this path is rare), so the handler's signal says why: canceled, or lost to another attempt.
+    const canceled = await this.lostToCancel();
+    this.controller.abort(
+      canceled ? new JobAbortedError('canceled', 'The job was canceled.') : new JobAbortedError('lease lost', 'The job is no longer leased to this worker.'),
+    );
+    await this.reportLeaseLost(during, canceled);
     this.markRecorded();
   }
 
-  private reportLeaseLost(during: WorkerEvents['job:lease_lost']['during']): void {
+  private async reportLeaseLost(during: WorkerEvents['job:lease_lost']['during'], canceled?: boolean): Promise<void> {
+    const wasCanceled = canceled ?? (await this.lostToCancel());
     this.deps.stats.leaseLost += 1;
-    this.logger.warn('lease lost: another attempt owns the job; nothing recorded', { during });
-    this.deps.events.emit('job:lease_lost', { job: this.info, during });
+    if (wasCanceled) this.logger.info('the job was canceled while it ran; its handler was aborted, nothing recorded', { during });
+    else this.logger.warn('lease lost: another attempt owns the job; nothing recorded', { during });
+    this.deps.events.emit('job:lease_lost', { job: this.info, during, canceled: wasCanceled });
+  }
+
+  /**
+   * A fence refused: canceled (the row says CANCELED for this run), or taken by another attempt.
+   * Unknown (the read failed, or took over LOST_LEASE_READ_MS: the handler's abort waits on it) reads as the latter.
+   */
+  private async lostToCancel(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), LOST_LEASE_READ_MS);
+    });
+    try {
+      return await Promise.race([leaseLostToCancel(this.deps.db, this.job).catch(() => false), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async recordSuccess(output: JsonValue | undefined): Promise<void> {
@@ -322,7 +347,7 @@ export class JobExecution {
       this.logger.debug('job succeeded');
       this.deps.events.emit('job:success', { job: this.info, output, durationMs: Date.now() - this.startedAt });
     } else if (result.outcome === 'lease_owner_mismatch') {
-      this.reportLeaseLost('complete');
+      await this.reportLeaseLost('complete');
     } else {
       this.logger.error('recording the success failed; the lease will expire and the job run again', { error: result.error });
       this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
@@ -361,7 +386,7 @@ export class JobExecution {
       );
       return;
     } else if (result.outcome === 'lease_owner_mismatch') {
-      this.reportLeaseLost('complete');
+      await this.reportLeaseLost('complete');
     } else {
       this.logger.error('recording the continuation failed; the lease will expire and the job run again', { error: result.error });
       this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
@@ -391,7 +416,7 @@ export class JobExecution {
       });
     } catch (failError) {
       if (isRunledgerError(failError, LEASE_OWNER_MISMATCH)) {
-        this.reportLeaseLost('fail');
+        await this.reportLeaseLost('fail');
       } else {
         this.logger.error('recording the failure failed; the lease will expire and the job run again', { error: failError });
         this.deps.events.emit('worker:error', { error: failError, operation: 'fail', jobId: this.job.jobId });

@@ -310,8 +310,15 @@ class RunledgerWorker implements Worker {
       });
       // Awaited so that a job enqueued after start() resolves is announced to us (when LISTEN is up).
       await this.listener.start();
+    }
+    // Once, at start: which path wakes this worker. A `db` without `listenConnectionString` is a
+    // quiet latency cost (up to pollIntervalMs per job) that the operator must be able to see.
+    if (listenConnectionString) {
+      logger.info('wake-ups: LISTEN/NOTIFY, with polling as the safety net', { pollIntervalMs });
     } else if (listen) {
-      logger.info('no connection string to LISTEN on (pass listenConnectionString); polling only', { pollIntervalMs });
+      logger.info('wake-ups: polling only; no connection string to LISTEN on (pass listenConnectionString with db to be woken by NOTIFY)', { pollIntervalMs });
+    } else {
+      logger.info('wake-ups: polling only (listen: false)', { pollIntervalMs });
     }
     // Before any loop: the promoter needs the catalog rows; a failure here is retried by its passes.
     const syncPending = this.options.syncDefinitions && !(await this.syncDefinitions()) ? () => this.syncDefinitions() : undefined;

@@ -50,6 +50,22 @@ export interface JobStepSettings {
 declare const RESULT: unique symbol;
 export type TypedWorkflowRunInput<Result> = WorkflowRunInput & { readonly [RESULT]?: Result };
 
+/** True for `string` and template patterns (`d${number}`), whose values the compiler cannot list. */
+type IsPatternKey<K extends string> = {} extends Record<K, 1> ? true : false;
+
+/**
+ * A step key as `afterSuccess`/`afterTerminal` accept it: a literal the builder
+ * has seen, or one it cannot judge (`string`, a pattern). An unknown literal
+ * becomes a message type, so the compiler's error names the key.
+ */
+export type KnownStep<Steps, K extends string> = K extends string
+  ? IsPatternKey<K> extends true
+    ? K
+    : K extends keyof Steps
+      ? K
+      : `no step '${K}' in this workflow (add it before naming it)`
+  : never;
+
 /**
  * `Steps` maps each step key to what its step stores as output: the
  * definition's output type for a step given by definition, `unknown` for one
@@ -104,13 +120,18 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
     return this as unknown as WorkflowBuilder<Steps & { [P in K]: unknown }, Result>;
   }
 
-  /** `step` runs only once every one of `prerequisites` SUCCEEDED; otherwise it is canceled. */
-  afterSuccess(step: string, prerequisites: readonly string[]): this {
+  /**
+   * `step` runs only once every one of `prerequisites` SUCCEEDED; otherwise it is canceled.
+   * A literal key must name a step this builder's type has seen (`afterSuccess('a', ['nope'])`
+   * does not compile); a key typed `string` or a pattern (`step-${number}`) is checked by
+   * `build()` and the enqueue, since the compiler cannot know it (e.g. steps added in a loop).
+   */
+  afterSuccess<const S extends string, const P extends string>(step: KnownStep<Steps, S>, prerequisites: readonly KnownStep<Steps, P>[]): this {
     return this.addDependencies(step, prerequisites, 'on_success');
   }
 
-  /** `step` runs once every one of `prerequisites` is terminal, whatever the outcome. */
-  afterTerminal(step: string, prerequisites: readonly string[]): this {
+  /** `step` runs once every one of `prerequisites` is terminal, whatever the outcome (keys as for `afterSuccess`). */
+  afterTerminal<const S extends string, const P extends string>(step: KnownStep<Steps, S>, prerequisites: readonly KnownStep<Steps, P>[]): this {
     return this.addDependencies(step, prerequisites, 'on_terminal');
   }
 

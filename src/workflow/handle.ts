@@ -149,6 +149,15 @@ export interface EnqueueWorkflowRunHandleOptions extends WorkflowRunHandleOption
   readWith?: PrismaClientLike;
 }
 
+/**
+ * The parameter type of the signature a transaction client without `readWith`
+ * falls to: nothing has this property, so the call fails to compile with the
+ * property's name as the message.
+ */
+export interface TransactionClientWithoutReadWith extends PrismaTransactionLike {
+  readonly 'a transaction client needs { readWith: prisma } (your root client) in the options': never;
+}
+
 export type EnqueuedWorkflowRunHandle<Result = unknown> = WorkflowRunHandle<Result> & { enqueued: EnqueueWorkflowRunResult };
 
 /**
@@ -172,6 +181,16 @@ export function enqueueWorkflowRunHandle<Result = unknown>(
   tx: PrismaTransactionLike,
   input: TypedWorkflowRunInput<Result>,
   options: EnqueueWorkflowRunHandleOptions & { readWith: PrismaClientLike },
+): Promise<EnqueuedWorkflowRunHandle<Result>>;
+/**
+ * Never matches: a transaction client given without `readWith` falls to this
+ * last signature, whose error the compiler reports, so it names `readWith`
+ * instead of the root client's `$connect` that `tx` lacks.
+ */
+export function enqueueWorkflowRunHandle<Result = unknown>(
+  tx: TransactionClientWithoutReadWith,
+  input: TypedWorkflowRunInput<Result>,
+  options?: EnqueueWorkflowRunHandleOptions,
 ): Promise<EnqueuedWorkflowRunHandle<Result>>;
 export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, options: EnqueueWorkflowRunHandleOptions = {}): Promise<EnqueuedWorkflowRunHandle> {
   if (options === null || typeof options !== 'object') throw new ValidationError(INVALID, 'options', 'Expected an options object.');

@@ -101,8 +101,10 @@ describe('completion batches across runs', () => {
     const mixedRun = (r: number): WorkflowRunInput => {
       const builder = workflow('mixed');
       for (let i = 0; i < 4; i += 1) builder.job(`h${i}`, `mixed.helper${i}`, {}).job(`r${i}`, 'mixed.root', { r, i }).afterSuccess(`r${i}`, [`h${i}`]);
-      builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', ['r0', 'r1', 'r2', 'r3']);
-      builder.job('d2', 'mixed.dep', {}).afterTerminal('d2', ['r0', 'r1', 'r2', 'r3']);
+      // Keys added in the loop above, unknown to the builder's type: plain strings, checked at build().
+      const roots: string[] = ['r0', 'r1', 'r2', 'r3'];
+      builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', roots);
+      builder.job('d2', 'mixed.dep', {}).afterTerminal('d2', roots);
       return builder.build();
     };
     const runs = 40;

@@ -76,7 +76,13 @@ describe('idempotent enqueue', () => {
   it('leaves the schedule out of the canonical request', async () => {
     const first = await enqueueJob(db.prisma, { jobType: 'sync', payload: {}, idempotencyKey: 'k-schedule' });
     const second = await enqueueJob(db.prisma, { jobType: 'sync', payload: {}, idempotencyKey: 'k-schedule', delayMs: 60_000 });
-    expect(second.jobId).toBe(first.jobId);
+    const third = await enqueueJob(db.prisma, { jobType: 'sync', payload: {}, idempotencyKey: 'k-schedule', runAt: new Date(Date.now() + 3_600_000) });
+    expect([second.jobId, third.jobId]).toEqual([first.jobId, first.jobId]);
+    expect([second.disposition, third.disposition]).toEqual(['existing', 'existing']);
+    // The first accepted schedule stands (README, "Deliberate differences from the original").
+    const [row] = await db.prisma.$queryRaw<{ due_now: boolean }[]>`
+      SELECT next_run_at <= now() AS due_now FROM runledger.job_queue WHERE id = ${first.jobId}::uuid`;
+    expect(row!.due_now).toBe(true);
   });
 
   it('scopes keys by job type and organization', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, completeJobSuccess, enqueueJob, getJob, noOrganizationScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
+import { cancelJob, claimJobs, completeJobSuccess, enqueueJob, getJob, noOrganizationScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
 import {
   defineJob,
   JobAbortedError,
@@ -177,5 +177,52 @@ describe('a lost lease', () => {
     expect(errors).toEqual([]);
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'intruder', output: null });
     expect(await succeededEvents(jobId)).toBe(0);
+  });
+
+  it('says the job was canceled, not that another attempt owns it, when a running job is canceled (heartbeat)', async () => {
+    const started = latch();
+    const aborted = latch<unknown>();
+    const handler = defineJob('lease.canceled_running', z.object({}), async (_payload, ctx) => {
+      started.open();
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      aborted.open(ctx.signal.reason);
+      return 'after the cancel';
+    });
+    const logger = recordingLogger();
+    const worker = await startWorker({ handlers: [handler], concurrency: 1, leaseSeconds: 2, heartbeatFraction: 0.1, logger });
+    const lost = nextEvent(worker, 'job:lease_lost');
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'lease.canceled_running', payload: {} });
+    await started.promise;
+    await cancelJob(db.prisma, { scope: noOrganizationScope(), jobId, reason: 'customer request' });
+
+    expect(await lost).toMatchObject({ during: 'heartbeat', canceled: true, job: { jobId } });
+    expect(await aborted.promise).toMatchObject({ reason: 'canceled' });
+    await worker.stop();
+    const mine = logger.entries.filter((e) => e.fields?.jobId === jobId);
+    expect(mine.filter((e) => e.message.startsWith('the job was canceled'))).toHaveLength(1);
+    expect(mine.filter((e) => e.message.startsWith('lease lost'))).toEqual([]);
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'CANCELED', output: null });
+  });
+
+  it('says the job was canceled when the completion of a canceled job is refused', async () => {
+    const started = latch();
+    const proceed = latch();
+    const handler = defineJob('lease.canceled_complete', z.object({}), async () => {
+      started.open();
+      await proceed.promise;
+      return 'stale';
+    });
+    const logger = recordingLogger();
+    const worker = await startWorker({ handlers: [handler], concurrency: 1, logger });
+    const lost = nextEvent(worker, 'job:lease_lost');
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'lease.canceled_complete', payload: {} });
+    await started.promise;
+    await cancelJob(db.prisma, { scope: noOrganizationScope(), jobId });
+    proceed.open();
+
+    expect(await lost).toMatchObject({ during: 'complete', canceled: true });
+    const mine = logger.entries.filter((e) => e.fields?.jobId === jobId);
+    expect(mine.some((e) => e.level === 'info' && e.message.startsWith('the job was canceled'))).toBe(true);
+    expect(mine.filter((e) => e.message.startsWith('lease lost'))).toEqual([]);
   });
 });

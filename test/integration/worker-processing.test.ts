@@ -102,7 +102,24 @@ describe('worker processing', () => {
     const succeeded = nextEvent(worker, 'job:success', (e) => e.job.jobType === 'proc.db_only', 5_000);
     await enqueueJob(db.prisma, { jobType: 'proc.db_only', payload: {} });
     await succeeded;
-    expect(entries.filter((message) => message.includes('polling only'))).toHaveLength(1);
+    const wakeUps = entries.filter((message) => message.startsWith('wake-ups:'));
+    expect(wakeUps).toHaveLength(1);
+    expect(wakeUps[0]).toContain('polling only');
+    expect(wakeUps[0]).toContain('listenConnectionString');
+  });
+
+  it.each([
+    ['LISTEN/NOTIFY, with polling as the safety net', { listenConnectionString: 'url' }],
+    ['polling only (listen: false)', { listen: false }],
+  ] as const)('logs its wake-up path once at start: %s', async (path, options) => {
+    const entries: string[] = [];
+    const logger = { ...silentLogger, info: (message: string) => void entries.push(message) };
+    const handler = defineJob('proc.wake_path', z.object({}), async () => null);
+    const listenOptions = 'listenConnectionString' in options ? { listenConnectionString: db.url } : options;
+    const worker = startWorker({ handlers: [handler], logger, pollIntervalMs: 50, ...listenOptions });
+    await worker.start();
+    await worker.stop({ drainMs: 0 });
+    expect(entries.filter((message) => message.startsWith('wake-ups:'))).toEqual([`wake-ups: ${path}`]);
   });
 
   it('keeps waking on NOTIFY after its LISTEN connection is killed', async () => {

@@ -29,6 +29,7 @@ import {
   type PrismaClientLike,
 } from 'runledger';
 import { countAllWords } from '../../examples/readme/fan-in.js';
+import type { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 
 declare const prisma: PrismaClientLike;
 
@@ -145,4 +146,70 @@ export async function catalogAndIntents() {
   await recordJobEnqueueIntent(prisma, typed, { n: 1 });
   // @ts-expect-error the key is required there too
   await recordJobEnqueueIntent(prisma, typed, { n: 1 }, { priority: 1 });
+}
+
+export async function handlesInATransaction(host: HostPrismaClient) {
+  const run = workflow('h.run').job('a', 'h.a', {}).build();
+  await host.$transaction(async (tx) => {
+    await enqueueWorkflowRunHandle(tx, run, { readWith: host });
+    // @ts-expect-error a transaction client needs readWith (test/types/messages/read-with.ts checks the message names it)
+    await enqueueWorkflowRunHandle(tx, run);
+    // @ts-expect-error options without readWith are no better
+    await enqueueWorkflowRunHandle(tx, run, { pollIntervalMs: 100 });
+  });
+  await enqueueWorkflowRunHandle(host, run);
+}
+
+export function stepKeys(keys: readonly string[]) {
+  workflow('k.run').job('a', 'k.a', {}).job('b', 'k.b', {}).afterSuccess('b', ['a']).afterTerminal('b', ['a']);
+  // @ts-expect-error an unknown prerequisite
+  workflow('k.run').job('a', 'k.a', {}).afterSuccess('a', ['nope']);
+  // @ts-expect-error an unknown prerequisite among known ones
+  workflow('k.run').job('a', 'k.a', {}).job('b', 'k.b', {}).afterTerminal('b', ['a', 'nope']);
+  // @ts-expect-error an unknown dependent step
+  workflow('k.run').job('a', 'k.a', {}).afterSuccess('nope', ['a']);
+  // @ts-expect-error a prerequisite added only later
+  workflow('k.run').job('b', 'k.b', {}).afterSuccess('b', ['a']).job('a', 'k.a', {});
+  // Keys the compiler cannot list (strings, patterns, steps added in a loop) are checked by build() instead.
+  const fanned = workflow('k.fan');
+  keys.forEach((key) => fanned.job(key, 'k.part', {}));
+  fanned.job('join', 'k.join', {}).afterSuccess('join', keys);
+  workflow('k.tpl').job(`part-${keys.length}`, 'k.part', {}).job('join', 'k.join', {}).afterSuccess('join', [`part-${keys.length}`]);
+}
+
+interface Shipment {
+  orderId: string;
+  lines: { sku: string; quantity: number; note?: string }[];
+}
+
+export async function jsonPayloads(shipment: Shipment) {
+  // @ts-expect-error a Date in the payload's input is not JSON: every enqueue would fail
+  defineJob('j.date', z.object({ dueAt: z.date() }), () => 1);
+  // @ts-expect-error nor is a bigint
+  defineJob('j.bigint', z.object({ amount: z.bigint() }), () => 1);
+  // @ts-expect-error nor a Date deep inside, optional or not
+  defineJob('j.deep', z.object({ lines: z.array(z.object({ at: z.date().optional() })) }), () => 1);
+  // @ts-expect-error valibot's date alike
+  defineJob('j.vdate', v.object({ at: v.date() }), () => 1);
+  // JSON in, anything out: a string the schema turns into a Date, coercion (input unknown), unknown, records.
+  const parsed = defineJob('j.transform', z.object({ at: z.string().transform((text) => new Date(text)) }), (payload) => payload.at.getTime());
+  await enqueueJob(prisma, parsed, { at: '2026-12-01T00:00:00Z' });
+  defineJob('j.coerce', z.object({ at: z.coerce.date() }), () => 1);
+  defineJob('j.unknown', z.unknown(), () => 1);
+  defineJob('j.record', z.record(z.string(), z.array(z.number().nullable())), () => 1);
+  // A payload typed by the host's own interface still enqueues.
+  const ship = defineJob(
+    'j.ship',
+    z.object({ orderId: z.string(), lines: z.array(z.object({ sku: z.string(), quantity: z.number(), note: z.string().optional() })) }),
+    () => 1,
+  );
+  await enqueueJob(prisma, ship, shipment);
+  // A recursive schema: the check stops at its depth limit instead of failing to compile.
+  const tree: z.ZodType<TreeNode> = z.lazy(() => z.object({ name: z.string(), children: z.array(tree) }));
+  defineJob('j.tree', tree, (node) => node.children.length);
+}
+
+interface TreeNode {
+  name: string;
+  children: TreeNode[];
 }

@@ -11,6 +11,8 @@ interface Job {
   organizationId: string | null;
   payload: unknown;
   status: string;
+  /** status, except RUNNING for a LEASED job whose handler has started */
+  state: string;
   priority: number;
   attempt: number;
   maxAttempts: number;
@@ -196,7 +198,7 @@ export function jobView(context: Context, jobId: string): View {
       replace(
         summary,
         facts([
-          ['status', statusBadge(job.status)],
+          ['status', statusBadge(job.state)],
           ['type', job.jobType],
           ['organization', job.organizationId ?? '—'],
           ['attempt', `${job.attempt} of ${job.maxAttempts} (run ${job.runNumber})`],

@@ -9,6 +9,8 @@ interface Job {
   jobType: string;
   organizationId: string | null;
   status: string;
+  /** status, except RUNNING for a LEASED job whose handler has started */
+  state: string;
   attempt: number;
   maxAttempts: number;
   runNumber: number;
@@ -49,7 +51,7 @@ export function jobsView(context: Context, query: URLSearchParams): View {
                     {},
                     h('td', {}, h('a', { href: `#/jobs/${job.id}`, class: 'mono' }, job.id)),
                     h('td', {}, job.jobType),
-                    h('td', {}, statusBadge(job.status)),
+                    h('td', {}, statusBadge(job.state)),
                     h('td', { class: 'num' }, `${job.attempt}/${job.maxAttempts}`),
                     h('td', { class: 'num' }, job.runNumber),
                     h('td', {}, job.organizationId ?? '—'),

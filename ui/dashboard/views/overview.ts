@@ -29,6 +29,11 @@ function card(testId: string, value: string | number, caption: string): HTMLElem
 }
 
 const JOB_STATUSES = ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'];
+
+/** The counts are by stored status; a LEASED job is one a worker holds, nearly always running. */
+function columnLabel(status: string): string {
+  return status === 'LEASED' ? 'leased / running' : label(status);
+}
 const RUN_STATUSES = ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'];
 
 function matrix(caption: string, rows: { type: string; status: string; count: number }[], statuses: string[], link: (type: string, status?: string) => string): HTMLElement {
@@ -43,7 +48,7 @@ function matrix(caption: string, rows: { type: string; status: string; count: nu
     'table',
     { class: 'grid' },
     h('caption', {}, caption),
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'type'), statuses.map((status) => h('th', { scope: 'col', class: 'num' }, label(status))))),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'type'), statuses.map((status) => h('th', { scope: 'col', class: 'num' }, columnLabel(status))))),
     h(
       'tbody',
       {},
