@@ -32,15 +32,16 @@ export type JobStatus = 'PENDING' | 'LEASED' | 'SUCCEEDED' | 'DEAD_LETTERED' | '
  * What a job is doing, for people: its stored `status`, except that a LEASED
  * job whose handler has started reads RUNNING. Derived on read (`toJob`), not
  * stored: the status enum and the lease fences stay as they are. "Started" is
- * `started_at` set: the worker marks each job running at its claim, a hand
- * loop with `markJobRunning` (or `claimJobs({ markRunning: true })`). The
- * column keeps the first start of the run, so a hand loop's later attempt
- * reads RUNNING from its claim on.
+ * the lease's own attempt marked running (`attempt_running_at` on the job row,
+ * src/queue/attempt-row.ts): the worker marks each job running at its claim, a
+ * hand loop with `markJobRunning` (or `claimJobs({ markRunning: true })`).
+ * A row read without that column (a statement of its own) falls back to
+ * `started_at`, the first start of the run.
  */
 export type JobState = 'PENDING' | 'LEASED' | 'RUNNING' | 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED';
 
-export function jobState(status: JobStatus, startedAt: Date | null): JobState {
-  return status === 'LEASED' && startedAt !== null ? 'RUNNING' : status;
+export function jobState(status: JobStatus, started: boolean): JobState {
+  return status === 'LEASED' && started ? 'RUNNING' : status;
 }
 
 export type JobEventType =
@@ -84,6 +85,8 @@ export interface JobRow {
   finished_at: Date | null;
   resource_key: string | null;
   stage?: string | null;
+  /** The lease's attempt was marked running (JOB_ROW_COLUMNS selects it); absent: read from started_at. */
+  running?: boolean | null;
 }
 
 export interface Job {
@@ -132,7 +135,7 @@ export interface Job {
 export const JOB_ROW_COLUMNS = sqltag`jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
        jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key,
        jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
-       jq.finished_at, jq.resource_key, jq.stage`;
+       jq.finished_at, jq.resource_key, jq.stage, jq.attempt_running_at IS NOT NULL AS running`;
 
 export function toJob(row: JobRow): Job {
   return {
@@ -141,7 +144,7 @@ export function toJob(row: JobRow): Job {
     organizationId: row.organization_id,
     payload: row.payload,
     status: row.status,
-    state: jobState(row.status, row.started_at),
+    state: jobState(row.status, row.running ?? row.started_at !== null),
     priority: row.priority,
     attempt: row.attempt,
     maxAttempts: row.max_attempts,

@@ -4,7 +4,7 @@
  * stays LEASED for filters, fences and compare-and-set calls (issue 21).
  */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, getJob, listJobs, markJobRunning, noOrganizationScope } from '../../src/index.js';
+import { claimJobs, enqueueJob, failJob, getJob, listJobs, markJobRunning, noOrganizationScope } from '../../src/index.js';
 import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
 import { SCOPE_HEADER, serveDashboard } from '../harness/dashboard.js';
@@ -25,6 +25,20 @@ describe('a running job', () => {
     // Filters stay on the stored status: LEASED finds the running job.
     const leased = await listJobs(db.prisma, { scope, status: ['LEASED'], jobType: 'state.hand', limit: 10 });
     expect(leased.items.map((job) => [job.id, job.state])).toEqual([[jobId, 'RUNNING']]);
+  });
+
+  it("reads a lease's own start: a later attempt claimed without markRunning is LEASED until it starts", async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'state.again', payload: {}, maxAttempts: 3 });
+    const claim = async () => (await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['state.again'], limit: 1, leaseSeconds: 60 }))[0]!;
+    const first = await claim();
+    await markJobRunning(db.prisma, first);
+    await failJob(db.prisma, { ...first, error: { code: 'x', message: 'again' }, retryable: true });
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${jobId}::uuid`;
+    const second = await claim();
+    // started_at keeps the run's first start; the state reads this lease's attempt.
+    expect(await getJob(db.prisma, { scope, jobId })).toMatchObject({ status: 'LEASED', state: 'LEASED', startedAt: expect.any(Date) });
+    await markJobRunning(db.prisma, second);
+    expect(await getJob(db.prisma, { scope, jobId })).toMatchObject({ status: 'LEASED', state: 'RUNNING' });
   });
 
   it('is RUNNING as a worker claims it (markRunning), in the CLI and the dashboard API', async () => {

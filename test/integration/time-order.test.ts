@@ -150,8 +150,10 @@ describe('time follows cause', () => {
     const runs = await Promise.all(
       Array.from({ length: 12 }, (_, i) => {
         const builder = workflow(`to.batch.${i}`);
-        for (const root of ['r0', 'r1', 'r2', 'r3']) builder.job(root, `to.batch.${root}`, { i });
-        return enqueueWorkflowRun(db.prisma, builder.job('d', 'to.batch.d', {}).afterSuccess('d', ['r0', 'r1', 'r2', 'r3']).build());
+        const roots: string[] = ['r0', 'r1', 'r2', 'r3'];
+        for (const root of roots) builder.job(root, `to.batch.${root}`, { i });
+        // Keys added in a loop are typed string, checked by build() (the typed builder refuses unseen literals).
+        return enqueueWorkflowRun(db.prisma, builder.job('d', 'to.batch.d', {}).afterSuccess('d', roots).build());
       }),
     );
     const byRoot: ClaimedJob[][] = [];
