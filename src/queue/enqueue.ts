@@ -232,7 +232,7 @@ export async function enqueueJob(db: Db, first: AnyJobDefinition | EnqueueJobInp
     options = rest[0] ?? {};
   }
   const parsed = parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
-  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT, 'options');
   const [result] = await enqueueParsed(db, [parsed], { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
   return result!;
 }
@@ -264,8 +264,8 @@ export async function enqueueJobs(db: Db, first: AnyJobDefinition | readonly Enq
     inputs = Array.isArray(items) ? items.map((item: unknown) => definedJobInput(first, item)) : items;
     options = rest[1] ?? {};
   }
-  const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT);
-  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT, 'inputs');
+  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT, 'options');
   return enqueueParsed(db, parsed, { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
 }
 

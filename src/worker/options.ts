@@ -238,7 +238,7 @@ const workerOptionsSchema = z
   });
 
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
-  const o = parseInput(workerOptionsSchema, options, WORKER_INVALID_OPTIONS);
+  const o = parseInput(workerOptionsSchema, options, WORKER_INVALID_OPTIONS, 'options');
   const batchSize = Math.min(o.batchSize ?? o.concurrency * DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT, MAX_CLAIM_BATCH);
   if (o.db && isTransactionClient(o.db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'db', 'Invalid db: must be a root Prisma client, not a transaction client');

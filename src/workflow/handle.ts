@@ -99,7 +99,7 @@ export function workflowRunHandle<Result = unknown>(
     getStatus: async () => (await getRun()).status,
     async getResult<T>(resultOptions: GetResultOptions = {}): Promise<T> {
       // NaN, negative, Infinity or > 2^31-1 would make the deadline never (or at once) come.
-      const timeoutMs = parseInput(getResultOptionsSchema, resultOptions, INVALID).timeoutMs ?? DEFAULT_RESULT_TIMEOUT_MS;
+      const timeoutMs = parseInput(getResultOptionsSchema, resultOptions, INVALID, 'options').timeoutMs ?? DEFAULT_RESULT_TIMEOUT_MS;
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         // Register for the wake-up before reading, so a notification sent

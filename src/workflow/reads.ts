@@ -132,7 +132,7 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
 }
 
 export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Promise<number> {
-  const parsed = parseInput(filterSchema, filter, INVALID);
+  const parsed = parseInput(filterSchema, filter, INVALID, 'filter');
   const s = scopeParams(parsed.scope);
   const rows = await withTransaction(db, 'count workflow runs', async ({ tx }) =>
     tx.$queryRaw<{ n: number }[]>`
