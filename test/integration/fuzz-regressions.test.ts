@@ -39,6 +39,9 @@ import {
   slotIdempotencyKey,
   workflow,
   workflowRunHandle,
+  releaseJob,
+  countWorkflowRuns,
+  verifyIntegrity,
 } from '../../src/index.js';
 import { z } from 'zod';
 import { describeFailure } from '../../src/worker/job-errors.js';
@@ -173,5 +176,13 @@ describe('found by fuzzing', () => {
     await expect(upsertSchedule(db.prisma, input)).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'payload' });
     await expect(declareSchedules(db.prisma, { schedules: [input] })).rejects.toMatchObject({ code: 'schedule.invalid_input' });
     expect(await findSchedule(db.prisma, { key: 'fuzz.null-payload' })).toBeNull();
+  });
+});
+
+describe('found by fuzzing the installed package (issue 21)', () => {
+  it('a missing input says once which argument is invalid (it read "Invalid input: Invalid input: expected object ...")', async () => {
+    await expect(listJobs(db.prisma, undefined as never)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'input', message: 'Invalid input: must be an object (received undefined)' });
+    await expect(verifyIntegrity(db.prisma, 5 as never)).rejects.toMatchObject({ code: 'integrity.invalid_input', field: 'options' });
+    await expect(listJobs(db.prisma, { scope: noOrganizationScope(), jobTyp: 'x' } as never)).rejects.toMatchObject({ field: 'jobTyp', message: 'Invalid jobTyp: is not a known field' });
   });
 });
