@@ -185,4 +185,14 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     await expect(verifyIntegrity(db.prisma, 5 as never)).rejects.toMatchObject({ code: 'integrity.invalid_input', field: 'options' });
     await expect(listJobs(db.prisma, { scope: noOrganizationScope(), jobTyp: 'x' } as never)).rejects.toMatchObject({ field: 'jobTyp', message: 'Invalid jobTyp: is not a known field' });
   });
+
+  it('releaseJob refuses a blank reason naming it, and the lease stays held (a blank reason was recorded before)', async () => {
+    await enqueueJob(db.prisma, { jobType: 'fuzz.release-blank', payload: {} });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['fuzz.release-blank'], limit: 1, leaseSeconds: 60 });
+    for (const reason of ['', '   ', '\t']) {
+      await expect(releaseJob(db.prisma, { ...lease!, reason })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'reason' });
+    }
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId })).status).toBe('LEASED');
+    await expect(releaseJob(db.prisma, { ...lease!, reason: 'fuzz.released' })).resolves.toMatchObject({ status: 'PENDING' });
+  });
 });
