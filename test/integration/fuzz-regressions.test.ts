@@ -195,4 +195,16 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId })).status).toBe('LEASED');
     await expect(releaseJob(db.prisma, { ...lease!, reason: 'fuzz.released' })).resolves.toMatchObject({ status: 'PENDING' });
   });
+
+  it('a run read filter is bounded like the workflow type it matches (a 10 MB workflowType was accepted)', async () => {
+    const scope = noOrganizationScope();
+    const huge = 'w'.repeat(10 * 1024 * 1024);
+    await expect(listWorkflowRuns(db.prisma, { scope, workflowType: huge })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'workflowType' });
+    await expect(countWorkflowRuns(db.prisma, { scope, workflowType: 'w'.repeat(201) })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'workflowType' });
+    await expect(countWorkflowRuns(db.prisma, { scope, workflowType: '  ' })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'workflowType' });
+    await expect(countWorkflowRuns(db.prisma, { scope, workflowType: 'w'.repeat(200) })).resolves.toBe(0);
+    // A dependency or an appended edge names a step key (at most 200 characters).
+    const longDependency = { workflowType: 'fuzz.long-dependency', steps: [{ key: 'a', kind: 'external', dependsOn: [{ step: 'k'.repeat(201) }] }] } as never;
+    await expect(enqueueWorkflowRun(db.prisma, longDependency)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'steps.0.dependsOn.0.step' });
+  });
 });
