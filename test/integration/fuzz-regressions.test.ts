@@ -207,4 +207,13 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     const longDependency = { workflowType: 'fuzz.long-dependency', steps: [{ key: 'a', kind: 'external', dependsOn: [{ step: 'k'.repeat(201) }] }] } as never;
     await expect(enqueueWorkflowRun(db.prisma, longDependency)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'steps.0.dependsOn.0.step' });
   });
+
+  it('declareSchedules refuses an owner with a lone surrogate (stored as U+FFFD before, so prune never matched it again), writing nothing', async () => {
+    const schedules = [{ key: 'fuzz.owner-surrogate', cron: '0 0 * * *', jobType: 'fuzz.sched', payload: {}, enabled: false }];
+    await expect(declareSchedules(db.prisma, { owner: 'team\uD800', schedules })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'owner' });
+    await expect(declareSchedules(db.prisma, { owner: 'team\u0000', schedules })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'owner' });
+    expect(await findSchedule(db.prisma, { key: 'fuzz.owner-surrogate' })).toBeNull();
+    await declareSchedules(db.prisma, { owner: 'team \uD83D\uDE00', schedules });
+    expect(await findSchedule(db.prisma, { key: 'fuzz.owner-surrogate' })).toMatchObject({ declaredBy: 'team \uD83D\uDE00' });
+  });
 });
