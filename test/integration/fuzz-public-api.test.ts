@@ -189,7 +189,7 @@ describe('fuzzed public API', () => {
 
 /** Type-directed sweep values: every scalar slot of every row gets each value of its own type's list. */
 const SWEEP: { when: (value: unknown) => boolean; values: unknown[] }[] = [
-  { when: (v) => v instanceof Date, values: [new Date(Number.NaN), new Date(-8.64e15), new Date(8.64e15), new Date('-004714-11-23T00:00:00Z'), new Date('294277-01-01T00:00:00Z')] },
+  { when: (v) => v instanceof Date, values: [new Date(Number.NaN), new Date(-8.64e15), new Date(8.64e15), new Date('-004714-11-23T00:00:00Z'), new Date('294277-01-01T00:00:00Z'), new Date('0001-01-01T00:00:00Z'), new Date('9999-12-31T23:59:59.999Z')] },
   { when: (v) => typeof v === 'number', values: [Number.NaN, Number.POSITIVE_INFINITY, -1, 0, 1.5, 2 ** 31, 2 ** 53 + 2, -(2 ** 63)] },
   { when: (v) => typeof v === 'string', values: ['', ' ', 'a\u0000b', 'a\uD800', SQL_METACHARACTERS[0], 'x'.repeat(600)] },
 ];

@@ -216,4 +216,11 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     await declareSchedules(db.prisma, { owner: 'team \uD83D\uDE00', schedules });
     expect(await findSchedule(db.prisma, { key: 'fuzz.owner-surrogate' })).toMatchObject({ declaredBy: 'team \uD83D\uDE00' });
   });
+
+  it('getQueueMetrics refuses a now whose windows would start before year 1 (it passed validation, then failed 22008)', async () => {
+    const scope = noOrganizationScope();
+    await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-01T00:00:00Z') })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
+    await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-01T23:59:59.999Z') })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
+    await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-02T00:00:00Z') })).resolves.toMatchObject({ asOf: new Date('0001-01-02T00:00:00Z') });
+  });
 });
