@@ -58,6 +58,7 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   // Queue.
   enqueueJob: { args: () => [{ jobType: 'fuzz.job', payload: { n: 1 }, priority: 1, maxAttempts: 2, timeoutSeconds: 30, idempotencyKey: 'fuzz-key', resource: 'fuzz-res', backoff: { baseDelayMs: 10, maxDelayMs: 100 }, runAt: new Date(Date.now() + 60_000) }, { notify: false }], call: dbCall('enqueueJob') },
   'enqueueJob#definition': { args: () => [{ n: 1 }, { organizationId: 'org-fuzz', delayMs: 10 }], call: (db, args, f) => settle(any(runledger.enqueueJob)(db, f.definition, ...args)) },
+  'enqueueJobs#definition': { args: () => [[{ payload: { n: 1 }, priority: 2 }, { payload: { n: 2 }, idempotencyKey: 'fuzz-typed-many' }], { notify: false }], call: (db, args, f) => settle(any(runledger.enqueueJobs)(db, f.definition, ...args)) },
   enqueueJobs: { args: () => [[{ jobType: 'fuzz.a', payload: ['x'] }, { jobType: 'fuzz.b', payload: null, organizationId: 'org-fuzz' }], { notify: true }], call: dbCall('enqueueJobs') },
   claimJobs: { args: () => [{ workerId: 'fuzz-worker', jobTypes: ['fuzz.never-enqueued'], limit: 2, leaseSeconds: 30, markRunning: true }], call: dbCall('claimJobs') },
   markJobRunning: { args: (f) => [leaseOf(f)], call: dbCall('markJobRunning') },
@@ -86,6 +87,7 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     args: () => [{ jobType: 'fuzz.intent', payload: { n: 1 }, idempotencyKey: 'fuzz-intent', organizationId: 'org-fuzz', priority: 1, maxAttempts: 2, timeoutSeconds: 30, runAt: new Date('2026-01-01T00:00:00Z'), resource: 'r', backoff: { baseDelayMs: 10, maxDelayMs: 100 } }],
     call: dbCall('recordJobEnqueueIntent'),
   },
+  'recordJobEnqueueIntent#definition': { args: () => [{ n: 1 }, { idempotencyKey: 'fuzz-typed-intent', organizationId: 'org-fuzz' }], call: (db, args, f) => settle(any(runledger.recordJobEnqueueIntent)(db, f.definition, ...args)) },
   promoteEnqueueIntents: { args: (f) => [{ jobTypes: [f.definition.jobType, 'fuzz.intent'], limit: 2 }], call: dbCall('promoteEnqueueIntents') },
   getEnqueueIntentStats: { args: () => [{ scope: scope() }], call: dbCall('getEnqueueIntentStats') },
   getQueueMetrics: { args: () => [{ scope: scope(), now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('getQueueMetrics') },

@@ -42,6 +42,8 @@ import {
   releaseJob,
   countWorkflowRuns,
   verifyIntegrity,
+  enqueueJobs,
+  type StandardSchemaV1,
 } from '../../src/index.js';
 import { z } from 'zod';
 import { describeFailure } from '../../src/worker/job-errors.js';
@@ -222,5 +224,25 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-01T00:00:00Z') })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
     await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-01T23:59:59.999Z') })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
     await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-02T00:00:00Z') })).resolves.toMatchObject({ asOf: new Date('0001-01-02T00:00:00Z') });
+  });
+
+  it('a typed enqueue checks the payload with its definition\'s schema before writing (a JavaScript caller stored a payload that could only dead-letter)', async () => {
+    const definition = defineJob('fuzz.typed-payload', z.object({ n: z.number() }), async () => null);
+    const bad = { n: 'x' } as never;
+    const scope = noOrganizationScope();
+    await expect(enqueueJob(db.prisma, definition, bad)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.n' });
+    await expect(enqueueJobs(db.prisma, definition, [{ payload: { n: 1 } }, { payload: bad }])).rejects.toMatchObject({ code: 'job.invalid_input', field: '1.payload.n' });
+    await expect(recordJobEnqueueIntent(db.prisma, definition, bad, { idempotencyKey: 'typed-bad' })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.n' });
+    expect(() => workflow('fuzz.typed-payload').external('e').job('a', definition, bad)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'steps.1.payload.n' }));
+    expect(() => defineSchedule({ key: 'fuzz.typed-payload', cron: '0 0 * * *', job: definition, payload: { n: 'x' } as unknown as { n: number }, enabled: false })).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'payload.n' }));
+    expect((await listJobs(db.prisma, { scope, jobType: 'fuzz.typed-payload' })).items).toEqual([]);
+    expect(await getEnqueueIntentStats(db.prisma, { scope })).toMatchObject({ pending: 0 });
+
+    // An asynchronous schema is awaited by the async forms.
+    const later = { '~standard': { version: 1, vendor: 'fuzz', validate: async (value: unknown) => ((value as { ok?: unknown }).ok === true ? { value } : { issues: [{ message: 'not ok', path: [{ key: 'ok' }] }] }) } } as const;
+    const asyncDefinition = defineJob('fuzz.typed-async', later as unknown as StandardSchemaV1<{ ok: boolean }>, async () => null);
+    await expect(enqueueJob(db.prisma, asyncDefinition, { ok: false })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.ok', message: 'Invalid payload.ok: not ok' });
+    await expect(enqueueJob(db.prisma, asyncDefinition, { ok: true })).resolves.toMatchObject({ jobId: expect.any(String) });
+    await expect(enqueueJob(db.prisma, definition, { n: 1 })).resolves.toMatchObject({ jobId: expect.any(String) });
   });
 });
