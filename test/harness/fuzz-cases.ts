@@ -129,6 +129,11 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     // Creating a handle reads nothing; its first read validates the scope and id.
     call: async (_db, args, f) => (any(runledger.workflowRunHandle)(f.root, ...args) as runledger.WorkflowRunHandle).getRun(),
   },
+  // getResult of a run that is over answers at once (a coded conflict): its options and the handle's are what is fuzzed.
+  'workflowRunHandle#getResult': {
+    args: (f) => [scope(), f.finishedRunId, { pollIntervalMs: 10 }, { timeoutMs: 100 }],
+    call: async (_db, [s, id, options, resultOptions], f) => (any(runledger.workflowRunHandle)(f.root, s, id, options) as runledger.WorkflowRunHandle).getResult(resultOptions as runledger.GetResultOptions),
+  },
   enqueueWorkflowRunHandle: {
     args: () => [runledger.workflow('fuzz.handle').external('e').build(), { pollIntervalMs: 10 }],
     call: (db, args, f) => settle(any(runledger.enqueueWorkflowRunHandle)(db, args[0], db === f.root ? args[1] : { ...(args[1] as object), readWith: f.root })),

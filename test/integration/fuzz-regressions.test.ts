@@ -245,4 +245,17 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     await expect(enqueueJob(db.prisma, asyncDefinition, { ok: true })).resolves.toMatchObject({ jobId: expect.any(String) });
     await expect(enqueueJob(db.prisma, definition, { n: 1 })).resolves.toMatchObject({ jobId: expect.any(String) });
   });
+
+  it('a workflow run handle refuses a listener that is not one, naming it, before anything is read or written (getResult threw a raw TypeError)', async () => {
+    const runId = '01234567-89ab-7def-8123-456789abcdef';
+    for (const listener of [{}, 5, { wake: 'no' }, { wake: async () => undefined, listening: 'yes' }]) {
+      expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, { listener: listener as never })).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'listener' }));
+    }
+    const run = () => workflow('fuzz.handle-listener').external('e').build();
+    await expect(enqueueWorkflowRunHandle(db.prisma, run(), { listener: {} as never })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'listener' });
+    expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'fuzz.handle-listener' })).items).toEqual([]);
+    // A listener-shaped object is accepted (polling decides; the wake only shortens the wait).
+    const quiet = { wake: () => new Promise<void>(() => undefined), close: async () => undefined };
+    await expect(workflowRunHandle(db.prisma, noOrganizationScope(), runId, { listener: quiet }).getResult({ timeoutMs: 10 })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
+  });
 });
