@@ -83,6 +83,7 @@ export const ERROR_CODES = [
   'migrate.connection_failed',
   'migrate.failed_migration_in_history',
   'migrate.history_in_other_schema',
+  'migrate.invalid_options',
   'migrate.migration_failed',
   'migrate.untracked_schema_objects',
   // runledger/testing.

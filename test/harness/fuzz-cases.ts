@@ -17,6 +17,8 @@ import type { ClaimedJob, Db, JobDefinition, PrismaClientLike } from '../../src/
 export interface FuzzFixtures {
   /** The root client (for calls that need one, e.g. handles and workers). */
   root: PrismaClientLike;
+  /** The test database's URL (migrate and the run listener open their own connections). */
+  url: string;
   pendingJobId: string;
   /** A lease still held: its fields are what the lease-fenced calls take. */
   lease: ClaimedJob;
@@ -197,6 +199,8 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     args: (f) => [{ db: f.root, authorize: () => runledger.adminScope(), basePath: '/admin/runledger', readOnly: false, listenConnectionString: 'postgresql://fuzz.invalid/db' }],
     call: async (_db, args) => (any(runledger.createDashboardFetchHandler)(...args) as runledger.DashboardFetchHandler).close(),
   },
+  // Migrates the test database (already migrated: nothing is applied); a hostile option is migrate.invalid_options, an unreachable server migrate.connection_failed.
+  migrate: { args: (f) => [{ connectionString: f.url, log: () => undefined }], call: (_db, args) => any(runledger.migrate)(...args) },
   createConsoleLogger: { pure: true, args: () => [{ level: 'error' }], call: (_db, args) => any(runledger.createConsoleLogger)(...args) },
 };
 
@@ -213,7 +217,6 @@ export const NOT_FUZZED: Record<string, string> = {
   JobAbortedError: 'thrown by runledger into a handler, never constructed from input',
   noOrganizationScope: 'takes no input',
   adminScope: 'takes no input',
-  migrate: 'connects to the URL it is given and migrates; hostile URLs are connection failures (migrate.connection_failed, migrate.test.ts), not input validation',
   createWorkflowRunListener: 'opens a LISTEN connection to the URL it is given (listen-reconnect.test.ts); its scope and ids are validated by the reads it wraps',
   preparedStatementName: "the Prisma adapter's statement-name hook, called by the adapter with its own query objects, never with application input",
 };

@@ -79,6 +79,7 @@ beforeAll(async () => {
   void pending;
   fixtures = {
     root: prisma,
+    url: db.url,
     pendingJobId: stillPending.jobId,
     lease: lease!,
     succeededJobId: succeeded.jobId,
