@@ -77,7 +77,9 @@ export const ERROR_CODES = [
   'schedule.not_found',
   'schedule.unsupported_isolation',
   // LISTEN/NOTIFY.
+  'listen.connection_failed',
   'listen.invalid_channel',
+  'listen.invalid_options',
   // Migrations.
   'migrate.checksum_mismatch',
   'migrate.connection_failed',

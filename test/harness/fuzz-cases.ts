@@ -201,6 +201,12 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   },
   // Migrates the test database (already migrated: nothing is applied); a hostile option is migrate.invalid_options, an unreachable server migrate.connection_failed.
   migrate: { args: (f) => [{ connectionString: f.url, log: () => undefined }], call: (_db, args) => any(runledger.migrate)(...args) },
+  // Opens (and closes at once) a LISTEN connection to the test database: a hostile option is listen.invalid_options, an unreachable server listen.connection_failed.
+  createWorkflowRunListener: {
+    pure: true,
+    args: (f) => [{ connectionString: f.url, onError: () => undefined }],
+    call: async (_db, args) => (await (any(runledger.createWorkflowRunListener)(...args) as Promise<runledger.WorkflowRunListener>)).close(),
+  },
   createConsoleLogger: { pure: true, args: () => [{ level: 'error' }], call: (_db, args) => any(runledger.createConsoleLogger)(...args) },
 };
 
@@ -217,6 +223,5 @@ export const NOT_FUZZED: Record<string, string> = {
   JobAbortedError: 'thrown by runledger into a handler, never constructed from input',
   noOrganizationScope: 'takes no input',
   adminScope: 'takes no input',
-  createWorkflowRunListener: 'opens a LISTEN connection to the URL it is given (listen-reconnect.test.ts); its scope and ids are validated by the reads it wraps',
   preparedStatementName: "the Prisma adapter's statement-name hook, called by the adapter with its own query objects, never with application input",
 };
