@@ -47,6 +47,7 @@ import {
 } from '../../src/index.js';
 import { z } from 'zod';
 import { describeFailure } from '../../src/worker/job-errors.js';
+import { createTestDatabase, startPostgresServer } from '../../src/testing/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -257,5 +258,13 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     // A listener-shaped object is accepted (polling decides; the wake only shortens the wait).
     const quiet = { wake: () => new Promise<void>(() => undefined), close: async () => undefined };
     await expect(workflowRunHandle(db.prisma, noOrganizationScope(), runId, { listener: quiet }).getResult({ timeoutMs: 10 })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
+  });
+
+  it('runledger/testing refuses server options that are not options with testing.invalid_options, starting nothing (startPostgresServer(null) threw a raw TypeError)', async () => {
+    await expect(startPostgresServer(null as never)).rejects.toMatchObject({ code: 'testing.invalid_options', field: 'options' });
+    await expect(startPostgresServer({ url: 'not a url' })).rejects.toMatchObject({ code: 'testing.invalid_options', field: 'url' });
+    await expect(startPostgresServer({ settings: { 'fsync=off -c x': 'on' } })).rejects.toMatchObject({ code: 'testing.invalid_options' });
+    await expect(createTestDatabase('abc' as never)).rejects.toMatchObject({ code: 'testing.invalid_options', field: 'options' });
+    await expect(startPostgresServer({ url: db.url })).resolves.toMatchObject({ kind: 'url', url: db.url });
   });
 });
