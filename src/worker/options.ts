@@ -13,6 +13,7 @@ import { MAX_SCHEDULE_BATCH } from '../schedules/schemas.js';
 import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
 import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
 import { MAX_PROMOTE_BATCH } from '../queue/intents.js';
+import { connectionString } from '../validation/connection-string.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
 import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
@@ -167,8 +168,9 @@ const rootClientShape = z.custom<PrismaClientLike>(
 const workerOptionsSchema = z
   .strictObject({
     db: rootClientShape.optional(),
-    connectionString: nonBlank(10_000).optional(),
-    listenConnectionString: nonBlank(10_000).optional(),
+    // postgres:// URLs: a malformed one is refused here, not retried as a connection failure.
+    connectionString: connectionString.optional(),
+    listenConnectionString: connectionString.optional(),
     handlers: z
       .array(z.custom<AnyJobDefinition>(isJobDefinition, { error: 'must be made by defineJob()' }))
       .min(1, 'must register at least one handler'),
