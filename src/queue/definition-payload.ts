@@ -13,6 +13,7 @@
 import type { ErrorCode } from '../errors/codes.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import { issueReason } from '../validation/parse.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { AnyJobDefinition } from '../worker/define-job.js';
 
@@ -22,9 +23,9 @@ const MAX_MESSAGE = 1_000;
 function refusal(issues: ReadonlyArray<StandardSchemaV1.Issue>, prefix: readonly (string | number)[], code: ErrorCode): ValidationError {
   const issue = issues[0];
   const field = formatJsonPath([...prefix, 'payload', ...(issue ? issuePath(issue) : []).map(String)]);
-  const message = toStorableText(`Invalid ${field}: ${issue?.message ?? 'is invalid'}`, MAX_MESSAGE);
+  const message = toStorableText(`Invalid ${field}: ${issueReason(issue?.message ?? '')}`, MAX_MESSAGE);
   return new ValidationError(code, field, message, {
-    details: { issues: issues.map((i) => ({ path: formatJsonPath([...prefix, 'payload', ...issuePath(i).map(String)]), message: toStorableText(i.message, MAX_MESSAGE) })) },
+    details: { issues: issues.map((i) => ({ path: formatJsonPath([...prefix, 'payload', ...issuePath(i).map(String)]), message: toStorableText(issueReason(i.message), MAX_MESSAGE) })) },
   });
 }
 

@@ -35,12 +35,22 @@ function issuePath(issue: z.core.$ZodIssue): (string | number)[] {
  */
 function reason(issue: z.core.$ZodIssue): string {
   if (issue.code === 'unrecognized_keys') return issue.keys.length === 1 ? 'is not a known field' : `has unknown fields ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
-  const text = issue.message.replace(/^Invalid (input|option)(: |$)/, '').replace(/^expected one of /, 'must be one of ').trim();
-  if (text === '') return 'is invalid';
+  const text = issueReason(issue.message);
   // "expected object, received undefined" -> "must be an object (received undefined)"
   const typed = issue.code === 'invalid_type' ? /^expected (\w+), received (.+)$/.exec(text) : null;
   if (typed) return `must be ${/^[aeiou]/.test(typed[1]!) ? 'an' : 'a'} ${typed[1]} (received ${typed[2]})`;
   return text;
+}
+
+/**
+ * A schema's issue message as the reason after `Invalid <field>: `: zod's
+ * generic lead ("Invalid input: ", "Invalid option: ") is dropped, since the
+ * field is already named. Also for the Standard Schema issues of a job
+ * definition's schema (zod's among them), which other libraries word their own way.
+ */
+export function issueReason(message: string): string {
+  const text = message.replace(/^Invalid (input|option)(: |$)/, '').replace(/^expected one of /, 'must be one of ').trim();
+  return text === '' ? 'is invalid' : text;
 }
 
 /**

@@ -231,7 +231,7 @@ describe('found by fuzzing the installed package (issue 21)', () => {
     const definition = defineJob('fuzz.typed-payload', z.object({ n: z.number() }), async () => null);
     const bad = { n: 'x' } as never;
     const scope = noOrganizationScope();
-    await expect(enqueueJob(db.prisma, definition, bad)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.n' });
+    await expect(enqueueJob(db.prisma, definition, bad)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.n', message: 'Invalid payload.n: expected number, received string' });
     await expect(enqueueJobs(db.prisma, definition, [{ payload: { n: 1 } }, { payload: bad }])).rejects.toMatchObject({ code: 'job.invalid_input', field: '1.payload.n' });
     await expect(recordJobEnqueueIntent(db.prisma, definition, bad, { idempotencyKey: 'typed-bad' })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.n' });
     expect(() => workflow('fuzz.typed-payload').external('e').job('a', definition, bad)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'steps.1.payload.n' }));
