@@ -142,7 +142,7 @@ export {
   type EnqueuedWorkflowRunHandle,
   type GetResultOptions,
 } from './workflow/handle.js';
-export { createWorkflowRunListener, type WorkflowRunListener } from './workflow/run-listener.js';
+export { createWorkflowRunListener, type WorkflowRunListener, type WorkflowRunListenerOptions } from './workflow/run-listener.js';
 export type { StepPrerequisite, StepPrerequisites } from './workflow/step-inputs.js';
 
 // ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@
  * scope answers 404 exactly like a missing one.
  *
  *   GET api/overview                      counts by status and type, oldest due job, last hour, getQueueMetrics, throughput per minute
- *   GET api/jobs?type&status&org&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts)
+ *   GET api/jobs?type&status&org&withoutOrg&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts; withoutOrg: 1 or true)
  *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
  *   GET api/runs?type&status&cursor&limit&q    (q: id prefix or key substring, search.ts)
@@ -24,7 +24,9 @@ import type { Page } from '../queue/schemas.js';
 import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps } from '../workflow/reads.js';
 import type { WorkflowRun, WorkflowRunStatus, WorkflowStep, WorkflowStepDependency } from '../workflow/rows.js';
 import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.js';
-import { parseSearch, searchJobs, searchReport, searchRuns, type SearchReport } from './search.js';
+import { MAX_SEARCH_LENGTH, parseSearch, searchJobs, searchReport, searchRuns, type SearchReport } from './search.js';
+import { MAX_ORGANIZATION_ID_LENGTH } from '../validation/primitives.js';
+import { textProblem } from '../validation/storable.js';
 import { readThroughput } from './throughput.js';
 import { parseInput } from '../validation/parse.js';
 import { organizationId } from '../validation/primitives.js';
@@ -43,9 +45,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * itself, and any other filter matches nothing (null).
  */
 export function narrowScope(scope: Scope, query: URLSearchParams): Scope | null {
-  const org = query.get('org');
-  const withoutOrg = query.get('withoutOrg') === '1';
-  if (org !== null && org !== '' && withoutOrg) {
+  const org = optionalText(query, 'org') ?? null;
+  const withoutOrg = flag(query, 'withoutOrg');
+  if (org !== null && withoutOrg) {
     throw new ValidationError('dashboard.invalid_input', 'org', 'Filter by one organization or by rows without one, not both.');
   }
   if (withoutOrg) return scope.kind === 'admin' || scope.kind === 'no_organization' ? noOrganizationScope() : null;
@@ -57,6 +59,48 @@ export function narrowScope(scope: Scope, query: URLSearchParams): Scope | null 
   return scope.kind === 'organization' && scope.organizationId === org ? scope : null;
 }
 
+/**
+ * The longest value each text parameter may have: what the column it is
+ * compared with can hold (job and workflow types 200 characters, keys 512
+ * bytes, organization ids 255 characters), a cursor's longest form, and the
+ * search box's own bound. Anything longer can match nothing.
+ */
+const MAX_PARAMETER_LENGTH: Record<string, number> = {
+  q: MAX_SEARCH_LENGTH + 4,
+  type: 200,
+  key: 512,
+  org: MAX_ORGANIZATION_ID_LENGTH,
+  cursor: 100,
+  id: 100,
+  run: 100,
+  status: 100,
+};
+
+/**
+ * A query parameter's text, checked before any read uses it: text PostgreSQL
+ * cannot take (NUL, a lone surrogate) was sent as is, and the statement's
+ * failure answered 500; now it is 400 `dashboard.invalid_input` naming the
+ * parameter, as is a value longer than MAX_PARAMETER_LENGTH.
+ */
+function checkedText(name: string, value: string): string {
+  const problem = textProblem(value);
+  if (problem) throw new ValidationError('dashboard.invalid_input', name, `${name} ${problem}.`);
+  const max = MAX_PARAMETER_LENGTH[name] ?? MAX_SEARCH_LENGTH;
+  if (value.length > max || (name === 'key' && Buffer.byteLength(value, 'utf8') > max)) {
+    throw new ValidationError('dashboard.invalid_input', name, `${name} is at most ${max} ${name === 'key' ? 'bytes' : 'characters'}.`);
+  }
+  return value;
+}
+
+/** `withoutOrg=1` or `withoutOrg=true` (or `0` / `false`, the same as leaving it out); any other value is refused, not read as false. */
+function flag(query: URLSearchParams, name: string): boolean {
+  const value = query.get(name);
+  if (value === null) return false;
+  if (value === '1' || value === 'true') return true;
+  if (value === '0' || value === 'false') return false;
+  throw new ValidationError('dashboard.invalid_input', name, `${name} is 1 or true (0 or false: the same as leaving it out).`);
+}
+
 function optionalLimit(query: URLSearchParams): number | undefined {
   const raw = query.get('limit');
   if (raw === null || raw === '') return undefined;
@@ -66,12 +110,12 @@ function optionalLimit(query: URLSearchParams): number | undefined {
 
 function optionalText(query: URLSearchParams, name: string): string | undefined {
   const value = query.get(name);
-  return value === null || value === '' ? undefined : value;
+  return value === null || value === '' ? undefined : checkedText(name, value);
 }
 
 /** `status=A,B` or `status=A&status=B`. */
 function statuses<S extends string>(query: URLSearchParams): S[] | undefined {
-  const all = query.getAll('status').flatMap((value) => value.split(',')).filter((value) => value !== '');
+  const all = query.getAll('status').flatMap((value) => checkedText('status', value).split(',')).filter((value) => value !== '');
   return all.length === 0 ? undefined : (all as S[]);
 }
 

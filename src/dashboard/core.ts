@@ -15,6 +15,7 @@
  * style, `/api/*` JSON (api.ts, actions.ts), `/api/events` the live stream
  * (live.ts). The page uses relative URLs only, so it works under any prefix.
  */
+import { connectionStringProblem } from '../validation/connection-string.js';
 import type { Db } from '../client/types.js';
 import { scopeSchema, type Scope } from '../db/scope.js';
 import { InternalError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
@@ -66,8 +67,10 @@ function validateOptions<R>(options: DashboardCoreOptions<R>, factory: string): 
   if (!options || typeof options !== 'object') throw invalidOption('options', `${factory} takes an options object.`);
   if (!options.db || typeof (options.db as { $queryRaw?: unknown }).$queryRaw !== 'function') throw invalidOption('db', 'db must be a Prisma client.');
   if (typeof options.authorize !== 'function') throw invalidOption('authorize', 'authorize must be a function returning the request\'s scope, or null to refuse it.');
-  if (options.listenConnectionString !== undefined && (typeof options.listenConnectionString !== 'string' || options.listenConnectionString === '')) {
-    throw invalidOption('listenConnectionString', 'listenConnectionString must be a non-empty connection string.');
+  const listenProblem = options.listenConnectionString === undefined ? undefined : connectionStringProblem(options.listenConnectionString);
+  if (listenProblem) {
+    // A malformed URL would otherwise be retried for ever by the live feed's LISTEN connection.
+    throw invalidOption('listenConnectionString', `listenConnectionString ${listenProblem}.`);
   }
   if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw invalidOption('readOnly', 'readOnly must be a boolean.');
   if (options.basePath !== undefined && typeof options.basePath !== 'string') throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");

@@ -87,7 +87,9 @@ export const ERROR_CODES = [
   'schedule.not_found',
   'schedule.unsupported_isolation',
   // LISTEN/NOTIFY.
+  'listen.connection_failed',
   'listen.invalid_channel',
+  'listen.invalid_options',
   // Migrations.
   'migrate.checksum_mismatch',
   'migrate.connection_failed',
@@ -96,6 +98,7 @@ export const ERROR_CODES = [
 
   'migrate.failed_migration_in_history',
   'migrate.history_in_other_schema',
+  'migrate.invalid_options',
   'migrate.migration_failed',
   'migrate.untracked_schema_objects',
   // runledger/testing.

@@ -78,7 +78,7 @@ export interface IntegrityReport {
  * for (const v of report.violations) console.error(v.kind, v.workflowRunId ?? v.jobId, v.expected, v.found);
  */
 export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = {}): Promise<IntegrityReport> {
-  const input = parseInput(verifyIntegritySchema, options, INTEGRITY_INVALID_INPUT);
+  const input = parseInput(verifyIntegritySchema, options, INTEGRITY_INVALID_INPUT, 'options');
   const scope = scopeParams(input.scope);
   const report: IntegrityReport = { clean: true, violations: [], truncated: false, checked: { runs: 0, jobs: 0 } };
   const add = (rows: ViolationRow[]) => {

@@ -1,7 +1,7 @@
 /** Input of `getQueueMetrics`; a bad input is `metrics.invalid_input` naming the field, before anything is read. */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
-import { timestamp } from '../validation/primitives.js';
+import { MIN_TIMESTAMP, timestamp } from '../validation/primitives.js';
 
 export const METRICS_INVALID_INPUT = 'metrics.invalid_input';
 
@@ -15,9 +15,18 @@ export const DEAD_LETTER_WINDOW_MS = 86_400_000;
  */
 export const MAX_DURATION_SAMPLES = 10_000;
 
+/**
+ * The earliest `now` whose windows still start at a storable instant: the
+ * windows are subtracted from `now` and sent to PostgreSQL, so a `now` within
+ * the longest window of year 1 would send a date it refuses (22008).
+ */
+export const MIN_METRICS_NOW = new Date(MIN_TIMESTAMP.getTime() + Math.max(RECENT_WINDOW_MS, DEAD_LETTER_WINDOW_MS));
+
 export const getQueueMetricsInputSchema = z.strictObject({
   scope: scopeSchema,
-  /** The clock the windows end at; default the database's `statement_timestamp()`. */
-  now: timestamp.optional(),
+  /** The clock the windows end at; default the database's `statement_timestamp()`. At least MIN_METRICS_NOW (0001-01-02). */
+  now: timestamp
+    .refine((d) => d.getTime() >= MIN_METRICS_NOW.getTime(), `must be at or after ${MIN_METRICS_NOW.toISOString()} (its ${DEAD_LETTER_WINDOW_MS / 3_600_000} h window starts before it)`)
+    .optional(),
 });
 export type GetQueueMetricsInput = z.input<typeof getQueueMetricsInputSchema>;

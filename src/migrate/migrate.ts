@@ -12,11 +12,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { ConflictError, InternalError, RunledgerError, UnavailableError } from '../errors/runledger-error.js';
+import { ConflictError, InternalError, RunledgerError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
 import { isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
 import { RUNLEDGER_SCHEMA } from '../db/constants.js';
 import { ensurePendingNotAppliedElsewhere } from './history-elsewhere.js';
-import { PACKAGED_MIGRATIONS_DIR, readMigrationFiles } from './migration-files.js';
+import { connectionStringProblem } from '../validation/connection-string.js';
+import { textProblem } from '../validation/storable.js';
+import { PACKAGED_MIGRATIONS_DIR, readMigrationFiles, type MigrationFile } from './migration-files.js';
 
 /** The key Prisma's schema engine locks during `migrate deploy`. */
 export const PRISMA_MIGRATE_ADVISORY_LOCK_KEY = 72707369;
@@ -42,8 +44,18 @@ interface HistoryRow {
 
 const HISTORY_TABLE = `"${RUNLEDGER_SCHEMA}"."_prisma_migrations"`;
 
+/**
+ * Applies the pending migrations (see the header). Options are checked before
+ * anything connects: exactly one of `connectionString` (a postgres:// URL) or
+ * `pool` (a pg.Pool), an existing `migrationsDir`, a `log` function; anything
+ * else is `migrate.invalid_options` naming the field. Leaving out both, or
+ * passing `connectionString: undefined` (an unset environment variable), is
+ * refused: pg would otherwise connect wherever the PG* variables point.
+ * A server that cannot be reached is `migrate.connection_failed`.
+ */
 export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
-  const files = await readMigrationFiles(options.migrationsDir ?? PACKAGED_MIGRATIONS_DIR);
+  validateOptions(options);
+  const files = await readMigrationsDir(options.migrationsDir ?? PACKAGED_MIGRATIONS_DIR);
   const ownClient = options.pool ? undefined : new pg.Client({ connectionString: options.connectionString });
   // A connection lost between queries is raised as an 'error' event; unheard, it would crash the process (the next query reports it).
   ownClient?.on('error', () => undefined);
@@ -81,9 +93,47 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   }
 }
 
+function invalid(field: string, message: string): ValidationError {
+  return new ValidationError('migrate.invalid_options', field, message);
+}
+
+function validateOptions(options: unknown): asserts options is MigrateOptions {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalid('options', 'Invalid options: must be an object with connectionString or pool.');
+  const o = options as Record<string, unknown>;
+  const hasUrl = o.connectionString !== undefined;
+  const hasPool = o.pool !== undefined;
+  if (hasUrl && hasPool) throw invalid('pool', 'Invalid pool: give connectionString or pool, not both.');
+  if (!hasUrl && !hasPool) throw invalid('connectionString', 'Invalid connectionString: give connectionString (a postgres:// URL) or pool; without either, pg would connect wherever the PG* environment variables point.');
+  if (hasUrl) {
+    const problem = connectionStringProblem(o.connectionString);
+    if (problem) throw invalid('connectionString', `Invalid connectionString: ${problem}.`);
+  }
+  if (hasPool && typeof (o.pool as { connect?: unknown } | null)?.connect !== 'function') throw invalid('pool', 'Invalid pool: must be a pg.Pool.');
+  if (o.migrationsDir !== undefined && (typeof o.migrationsDir !== 'string' || o.migrationsDir.trim() === '' || textProblem(o.migrationsDir))) {
+    throw invalid('migrationsDir', 'Invalid migrationsDir: must be a directory path.');
+  }
+  if (o.log !== undefined && typeof o.log !== 'function') throw invalid('log', 'Invalid log: must be a function.');
+}
+
+/** A missing or unreadable folder is the caller's option, named as such (a raw ENOENT before). */
+async function readMigrationsDir(dir: string): Promise<MigrationFile[]> {
+  try {
+    return await readMigrationFiles(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') {
+      throw new ValidationError('migrate.invalid_options', 'migrationsDir', `Invalid migrationsDir: ${code === 'EACCES' ? 'cannot be read' : 'is not a directory'}.`, {
+        internalMessage: `migrate: ${(error as Error).message}`,
+        details: { migrationsDir: dir },
+      });
+    }
+    throw error;
+  }
+}
+
 async function applyPending(
   client: pg.ClientBase,
-  files: Awaited<ReturnType<typeof readMigrationFiles>>,
+  files: MigrationFile[],
   log: (line: string) => void,
 ): Promise<MigrateResult> {
   await client.query(`CREATE SCHEMA IF NOT EXISTS "${RUNLEDGER_SCHEMA}"`);

@@ -62,7 +62,7 @@ function splitLease(item: ParsedJobLease & { output?: CompleteJobsItem['output']
  * trouble does not fail (and re-run) another run's work.
  */
 export async function completeJobsSuccess(db: Db, items: readonly CompleteJobInput[]): Promise<CompleteJobOutcome[]> {
-  const parsed = parseInput(completeJobsBatchSchema, items, JOB_INVALID_INPUT);
+  const parsed = parseInput(completeJobsBatchSchema, items, JOB_INVALID_INPUT, 'items');
   const outcomes = await completeParsed(db, parsed.map(splitLease), runOnce, false);
   const failed = outcomes.find((outcome) => outcome.outcome === 'error');
   if (failed) throw failed.error;
@@ -90,7 +90,7 @@ export async function completeJobsSuccessSettled(
   items: readonly CompleteJobsItem[],
   run: StepRunner = runOnce,
 ): Promise<SettledCompleteOutcome[]> {
-  const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT);
+  const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT, 'items');
   return completeParsed(db, parsed, run, true);
 }
 

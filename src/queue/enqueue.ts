@@ -44,6 +44,7 @@ import { newId, newIds } from '../db/ids.js';
 import { ConflictError, InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { checkDefinitionPayload } from './definition-payload.js';
 import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
 import type { BackoffPolicy } from './defaults.js';
 import { resolveBackoff } from './retry-policy.js';
@@ -243,7 +244,8 @@ export async function enqueueJob(db: Db, first: AnyJobDefinition | EnqueueJobInp
     options = rest[0] ?? {};
   }
   const parsed = parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
-  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT, 'options');
+  if (isJobDefinition(first)) await checkDefinitionPayload(first, rest[0], [], JOB_INVALID_INPUT);
   const [result] = await enqueueParsed(db, [parsed], { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
   return result!;
 }
@@ -275,8 +277,12 @@ export async function enqueueJobs(db: Db, first: AnyJobDefinition | readonly Enq
     inputs = Array.isArray(items) ? items.map((item: unknown) => definedJobInput(first, item)) : items;
     options = rest[1] ?? {};
   }
-  const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT);
-  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT);
+  const parsed = parseInput(enqueueJobsInputSchema, inputs, JOB_INVALID_INPUT, 'inputs');
+  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT, 'options');
+  if (isJobDefinition(first)) {
+    const items = rest[0] as readonly { payload: unknown }[];
+    for (const [index, item] of items.entries()) await checkDefinitionPayload(first, item.payload, [index], JOB_INVALID_INPUT);
+  }
   return enqueueParsed(db, parsed, { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
 }
 

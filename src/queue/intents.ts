@@ -55,6 +55,7 @@ import { parseInput } from '../validation/parse.js';
 import { int32, jsonInput, timestamp, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
 import { truncateText } from '../validation/storable.js';
 import { definedJobInput, insertJobsTx, toInsertRow, type InsertJobRow } from './enqueue.js';
+import { checkDefinitionPayload } from './definition-payload.js';
 import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
 import { backoffPolicySchema } from './retry-policy.js';
 import { jsonParam } from './rows.js';
@@ -119,6 +120,7 @@ export async function recordJobEnqueueIntent(db: Db, first: AnyJobDefinition | R
     input = definedJobInput(first, { ...settings, payload: rest[0] });
   }
   const i = parseInput(recordJobEnqueueIntentInputSchema, input, JOB_INVALID_INPUT);
+  if (isJobDefinition(first)) await checkDefinitionPayload(first, rest[0], [], JOB_INVALID_INPUT);
   const intent: IntentRow = {
     id: newId(),
     job_type: i.jobType,

@@ -61,7 +61,7 @@ export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseI
  * same inside the claim.
  */
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
-  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT);
+  const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT, 'lease');
   // One statement: the step -> RUNNING hook (the rule in job-hooks.ts's header) is the `steps` CTE,
   // which reads the updated job through an InitPlan, so the job row is locked before any step row.
   await withStatement(db, 'mark job running', async (client) => {

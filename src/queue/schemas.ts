@@ -186,7 +186,8 @@ export const failJobInputSchema = jobLeaseSchema.extend({
 export type FailJobInput = z.input<typeof failJobInputSchema>;
 
 export const releaseJobInputSchema = jobLeaseSchema.extend({
-  reason: storableText.min(1).max(200).default('job.released'),
+  /** Recorded on the job's release event: blank would say nothing, so it is refused like every other reason. */
+  reason: nonBlank(200).default('job.released'),
 });
 export type ReleaseJobInput = z.input<typeof releaseJobInputSchema>;
 

@@ -105,7 +105,7 @@ export async function upsertSchedulesTx(tx: Tx, schedules: readonly ParsedSchedu
 
 /** Deletes the schedule; true when it existed. Jobs it already made are not touched. */
 export async function deleteSchedule(db: Db, ref: ScheduleRef): Promise<boolean> {
-  const { key } = parseInput(scheduleRefSchema, ref, SCHEDULE_INVALID_INPUT);
+  const { key } = parseInput(scheduleRefSchema, ref, SCHEDULE_INVALID_INPUT, 'ref');
   return withStatement(db, 'delete schedule', async (tx) => {
     const deleted = await tx.$executeRaw`DELETE FROM runledger.job_schedules WHERE schedule_key = ${key}`;
     return deleted > 0;
@@ -114,7 +114,7 @@ export async function deleteSchedule(db: Db, ref: ScheduleRef): Promise<boolean>
 
 /** The schedule, or null when none has this key. */
 export async function findSchedule(db: Db, ref: ScheduleRef): Promise<Schedule | null> {
-  const { key } = parseInput(scheduleRefSchema, ref, SCHEDULE_INVALID_INPUT);
+  const { key } = parseInput(scheduleRefSchema, ref, SCHEDULE_INVALID_INPUT, 'ref');
   return withStatement(
     db,
     'find schedule',

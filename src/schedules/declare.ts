@@ -22,15 +22,16 @@ import { z } from 'zod';
 import type { Db } from '../client/types.js';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import { parseInput } from '../validation/parse.js';
+import { storableText } from '../validation/primitives.js';
 import { SCHEDULE_DECLARE_LOCK_NAMESPACE } from '../workflow/locking.js';
 import { upsertSchedulesTx } from './crud.js';
 import type { Schedule } from './rows.js';
 import { MAX_SCHEDULE_BATCH, SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, upsertScheduleInputSchema, type UpsertScheduleInput } from './schemas.js';
 
-const ownerTag = z
-  .string()
+/** Storable text like every stored string: a lone surrogate would be stored as U+FFFD, and prune would then never match it again. */
+const ownerTag = storableText
   .refine((s) => s.trim().length > 0, 'must not be blank')
-  .refine((s) => Buffer.byteLength(s, 'utf8') <= 200 && !s.includes('\u0000'), 'must be at most 200 bytes, without NUL');
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= 200, 'must be at most 200 bytes (UTF-8)');
 
 export const declareSchedulesInputSchema = z
   .strictObject({

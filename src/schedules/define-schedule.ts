@@ -5,6 +5,7 @@
  * or `upsertSchedule`.
  */
 import { ValidationError } from '../errors/runledger-error.js';
+import { checkDefinitionPayloadSync } from '../queue/definition-payload.js';
 import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
 import { SCHEDULE_INVALID_INPUT, type UpsertScheduleInput } from './schemas.js';
 
@@ -19,6 +20,7 @@ export function defineSchedule(input: UpsertScheduleInput | (ScheduleSettings & 
   if (!('job' in input)) return input;
   const { job, ...rest } = input;
   if (!isJobDefinition(job)) throw new ValidationError(SCHEDULE_INVALID_INPUT, 'job', 'Invalid job: expected a defineJob(...) definition');
+  checkDefinitionPayloadSync(job, rest.payload, [], SCHEDULE_INVALID_INPUT);
   // The definition's own attempts and timeout, unless the schedule sets them.
   return {
     ...rest,

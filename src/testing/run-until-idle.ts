@@ -43,7 +43,7 @@ export interface RunUntilIdleResult {
 }
 
 export async function runUntilIdle(db: PrismaClientLike, handlers: readonly AnyJobDefinition[], options: RunUntilIdleOptions = {}): Promise<RunUntilIdleResult> {
-  const { timeoutMs = 30_000 } = parseInput(runUntilIdleOptionsSchema, options, 'testing.invalid_options');
+  const { timeoutMs = 30_000 } = parseInput(runUntilIdleOptionsSchema, options, 'testing.invalid_options', 'options');
   const jobs: RunUntilIdleJob[] = [];
   const worker = createWorker({
     db,

@@ -9,18 +9,48 @@ import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { formatJsonPath } from './storable.js';
 
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown, code: ErrorCode): z.output<S> {
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, code: ErrorCode, root = 'input'): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const first = result.error.issues[0];
   const issue = first && explainUnion(first);
   // The path can hold the caller's own keys, NUL included: printable form only.
-  const pathOf = (i: z.core.$ZodIssue) => formatJsonPath(i.path.map((segment) => (typeof segment === 'number' ? segment : String(segment))));
-  const field = issue && issue.path.length > 0 ? pathOf(issue) : 'input';
-  const reason = issue?.message ?? 'is invalid';
-  throw new ValidationError(code, field, `Invalid ${field}: ${reason}`, {
-    details: { issues: result.error.issues.map((i) => ({ path: pathOf(i), message: i.message })) },
+  const pathOf = (i: z.core.$ZodIssue) => formatJsonPath(issuePath(i));
+  const field = issue && issuePath(issue).length > 0 ? pathOf(issue) : root;
+  throw new ValidationError(code, field, `Invalid ${field}: ${issue ? reason(issue) : 'is invalid'}`, {
+    details: { issues: result.error.issues.map((i) => ({ path: pathOf(i) || root, message: reason(i) })) },
   });
+}
+
+/** Where an issue is: an unknown key is named itself (`priorty`), not the object holding it. */
+function issuePath(issue: z.core.$ZodIssue): (string | number)[] {
+  const path = issue.path.map((segment) => (typeof segment === 'number' ? segment : String(segment)));
+  return issue.code === 'unrecognized_keys' && issue.keys.length === 1 ? [...path, issue.keys[0]!] : path;
+}
+
+/**
+ * zod's own message without its generic lead ("Invalid input: expected
+ * object, received undefined"): the error's message already says which field
+ * is invalid, so the reason follows it once.
+ */
+function reason(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return issue.keys.length === 1 ? 'is not a known field' : `has unknown fields ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  const text = issueReason(issue.message);
+  // "expected object, received undefined" -> "must be an object (received undefined)"
+  const typed = issue.code === 'invalid_type' ? /^expected (\w+), received (.+)$/.exec(text) : null;
+  if (typed) return `must be ${/^[aeiou]/.test(typed[1]!) ? 'an' : 'a'} ${typed[1]} (received ${typed[2]})`;
+  return text;
+}
+
+/**
+ * A schema's issue message as the reason after `Invalid <field>: `: zod's
+ * generic lead ("Invalid input: ", "Invalid option: ") is dropped, since the
+ * field is already named. Also for the Standard Schema issues of a job
+ * definition's schema (zod's among them), which other libraries word their own way.
+ */
+export function issueReason(message: string): string {
+  const text = message.replace(/^Invalid (input|option)(: |$)/, '').replace(/^expected one of /, 'must be one of ').trim();
+  return text === '' ? 'is invalid' : text;
 }
 
 /**

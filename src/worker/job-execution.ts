@@ -43,6 +43,7 @@ import { leaseLostToCancel } from '../queue/lease.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import { issueReason } from '../validation/parse.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
@@ -431,5 +432,5 @@ function payloadFailure(issues: ReadonlyArray<StandardSchemaV1.Issue>): FailureR
   const issue = issues[0];
   const field = formatJsonPath(['payload', ...(issue ? issuePath(issue) : []).map(String)]);
   // The schema's messages are the host's text: recorded sanitised, never refused.
-  return { code: JOB_PAYLOAD_INVALID, message: toStorableText(`Invalid ${field}: ${issue?.message ?? 'is invalid'}`, MAX_ERROR_MESSAGE_LENGTH), retryable: false };
+  return { code: JOB_PAYLOAD_INVALID, message: toStorableText(`Invalid ${field}: ${issueReason(issue?.message ?? '')}`, MAX_ERROR_MESSAGE_LENGTH), retryable: false };
 }

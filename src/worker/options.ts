@@ -13,6 +13,7 @@ import { MAX_SCHEDULE_BATCH } from '../schedules/schemas.js';
 import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
 import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
 import { MAX_PROMOTE_BATCH } from '../queue/intents.js';
+import { connectionString } from '../validation/connection-string.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
 import { buildHandlerRegistry, isJobDefinition, type AnyJobDefinition } from './define-job.js';
@@ -167,8 +168,9 @@ const rootClientShape = z.custom<PrismaClientLike>(
 const workerOptionsSchema = z
   .strictObject({
     db: rootClientShape.optional(),
-    connectionString: nonBlank(10_000).optional(),
-    listenConnectionString: nonBlank(10_000).optional(),
+    // postgres:// URLs: a malformed one is refused here, not retried as a connection failure.
+    connectionString: connectionString.optional(),
+    listenConnectionString: connectionString.optional(),
     handlers: z
       .array(z.custom<AnyJobDefinition>(isJobDefinition, { error: 'must be made by defineJob()' }))
       .min(1, 'must register at least one handler'),
@@ -238,7 +240,7 @@ const workerOptionsSchema = z
   });
 
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
-  const o = parseInput(workerOptionsSchema, options, WORKER_INVALID_OPTIONS);
+  const o = parseInput(workerOptionsSchema, options, WORKER_INVALID_OPTIONS, 'options');
   const batchSize = Math.min(o.batchSize ?? o.concurrency * DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT, MAX_CLAIM_BATCH);
   if (o.db && isTransactionClient(o.db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'db', 'Invalid db: must be a root Prisma client, not a transaction client');

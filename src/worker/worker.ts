@@ -266,7 +266,7 @@ class RunledgerWorker implements Worker {
   }
 
   stop(options: StopOptions = {}): Promise<void> {
-    const { drainMs = DEFAULT_DRAIN_MS } = parseInput(stopOptionsSchema, options, WORKER_INVALID_OPTIONS);
+    const { drainMs = DEFAULT_DRAIN_MS } = parseInput(stopOptionsSchema, options, WORKER_INVALID_OPTIONS, 'options');
     this.stopPromise ??= this.stopOnce(drainMs);
     return this.stopPromise;
   }

@@ -53,8 +53,9 @@ const appendJobStepSchema = z.strictObject({
 const appendExternalStepSchema = z.strictObject({ key: storableText, kind: z.literal('external') });
 
 const appendEdgeSchema = z.strictObject({
-  prerequisite: storableText,
-  dependent: storableText,
+  // Names of step keys, which are at most 200 characters: a longer name can match none.
+  prerequisite: storableText.max(200, 'must be at most 200 characters (a step key)'),
+  dependent: storableText.max(200, 'must be at most 200 characters (a step key)'),
   /** `on_success` (default): the prerequisite must succeed. `on_terminal`: any terminal outcome releases. */
   mode: z.enum(['on_success', 'on_terminal']).default('on_success'),
 });

@@ -16,6 +16,7 @@
  */
 import { ValidationError } from '../errors/runledger-error.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { checkDefinitionPayloadSync } from '../queue/definition-payload.js';
 import { isJobDefinition, type AnyJobDefinition, type JobOutput, type JobPayload } from '../worker/define-job.js';
 import type { WorkflowDependencyInput, WorkflowRunInput, WorkflowStepInput } from './definition.js';
 
@@ -100,6 +101,8 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
   ): WorkflowBuilder<Steps & { [P in K]: JobOutput<D> }, Result>;
   job(key: string, job: string | AnyJobDefinition, payload: unknown, settings: JobStepSettings = {}): WorkflowBuilder<Record<string, unknown>, unknown> {
     if (isJobDefinition(job)) {
+      // Named as enqueueWorkflowRun names the step (its index in build()'s steps).
+      checkDefinitionPayloadSync(job, payload, ['steps', this.steps.length], 'workflow.invalid_input');
       const defaults = {
         ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
         ...(job.timeoutSeconds === undefined ? {} : { timeoutSeconds: job.timeoutSeconds }),

@@ -20,7 +20,8 @@ export const MAX_WORKFLOW_STEPS = 10_000;
 
 
 const dependencySchema = z.strictObject({
-  step: storableText,
+  // A step key's name, at most 200 characters like the keys themselves: a longer one can match none.
+  step: storableText.max(200, 'must be at most 200 characters (a step key)'),
   /** `on_success` (default): the prerequisite must succeed. `on_terminal`: any terminal outcome releases. */
   mode: z.enum(['on_success', 'on_terminal']).default('on_success'),
 });

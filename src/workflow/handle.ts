@@ -27,7 +27,15 @@ export const DEFAULT_RESULT_TIMEOUT_MS = 30_000;
 const DEFAULT_POLL_INTERVAL_MS = 500;
 
 /** Both feed Node timers, so both are bounded by what a timer can wait (2^31-1 ms). */
-const handleOptionsSchema = z.object({ pollIntervalMs: timerMs.min(1, 'must be at least 1').optional() });
+const handleOptionsSchema = z.object({
+  pollIntervalMs: timerMs.min(1, 'must be at least 1').optional(),
+  // Duck-typed like the signal below; checked when the handle is made, not at its first getResult (a raw TypeError before).
+  listener: z
+    .custom<WorkflowRunListener>((v) => typeof (v as WorkflowRunListener | null)?.wake === 'function' && ['undefined', 'boolean'].includes(typeof (v as WorkflowRunListener).listening), {
+      error: 'must be a WorkflowRunListener (createWorkflowRunListener)',
+    })
+    .optional(),
+});
 const getResultOptionsSchema = z.object({
   timeoutMs: timerMs.optional(),
   // Duck-typed: a signal from another realm or a polyfill is still a signal.
@@ -87,7 +95,7 @@ export function workflowRunHandle<Result = unknown>(
 ): WorkflowRunHandle<Result> {
   ensureRootClient(db, 'db');
   if (options === null || typeof options !== 'object') throw new ValidationError(INVALID, 'options', 'Expected an options object.');
-  const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs, listener: options.listener }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRunWithLineage> => {
     const run = await findWorkflowRun(db, { scope, workflowRunId });
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
@@ -99,7 +107,7 @@ export function workflowRunHandle<Result = unknown>(
     getStatus: async () => (await getRun()).status,
     async getResult<T>(resultOptions: GetResultOptions = {}): Promise<T> {
       // NaN, negative, Infinity or > 2^31-1 would make the deadline never (or at once) come.
-      const timeoutMs = parseInput(getResultOptionsSchema, resultOptions, INVALID).timeoutMs ?? DEFAULT_RESULT_TIMEOUT_MS;
+      const timeoutMs = parseInput(getResultOptionsSchema, resultOptions, INVALID, 'options').timeoutMs ?? DEFAULT_RESULT_TIMEOUT_MS;
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         // Register for the wake-up before reading, so a notification sent
@@ -197,7 +205,7 @@ export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, 
   const { readWith, scope: givenScope, ...handleOptions } = options;
   // Checked before the enqueue, so a handle that could not outlive `tx`, or bad options, are refused with nothing written.
   const reader = ensureRootClient(readWith ?? db, 'readWith');
-  parseInput(handleOptionsSchema, { pollIntervalMs: handleOptions.pollIntervalMs }, INVALID);
+  parseInput(handleOptionsSchema, { pollIntervalMs: handleOptions.pollIntervalMs, listener: handleOptions.listener }, INVALID);
   if (givenScope !== undefined) parseInput(z.object({ scope: scopeSchema }), { scope: givenScope }, INVALID);
   const enqueued = await enqueueWorkflowRun(db, input);
   const scope: Scope = givenScope ?? (input.organizationId ? { kind: 'organization', organizationId: input.organizationId } : { kind: 'no_organization' });

@@ -10,7 +10,7 @@ import type { Db } from '../client/types.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { storableText, uuid } from '../validation/primitives.js';
+import { nonBlank, uuid } from '../validation/primitives.js';
 import { pageFields, type Page } from '../queue/schemas.js';
 import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from '../recovery/lineage.js';
 import {
@@ -32,7 +32,8 @@ const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 const filterSchema = z.strictObject({
   scope: scopeSchema,
-  workflowType: storableText.min(1).optional(),
+  // Bounded like the type a run is written with (nonBlank(200)): a longer or blank filter could match nothing.
+  workflowType: nonBlank(200).optional(),
   status: z.union([runStatus, z.array(runStatus).min(1)]).optional(),
 });
 const listSchema = filterSchema.extend(pageFields(new RegExp(`^[0-9]{1,19}:${UUID}$`, 'i'), 'listWorkflowRuns'));
@@ -132,7 +133,7 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
 }
 
 export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Promise<number> {
-  const parsed = parseInput(filterSchema, filter, INVALID);
+  const parsed = parseInput(filterSchema, filter, INVALID, 'filter');
   const s = scopeParams(parsed.scope);
   const rows = await withTransaction(db, 'count workflow runs', async ({ tx }) =>
     tx.$queryRaw<{ n: number }[]>`

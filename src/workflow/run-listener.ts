@@ -8,7 +8,8 @@
  * the run in case its notification was sent while the connection was down.
  */
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
-import type { RunledgerError } from '../errors/runledger-error.js';
+import { UnavailableError, ValidationError, type RunledgerError } from '../errors/runledger-error.js';
+import { connectionStringProblem } from '../validation/connection-string.js';
 import { listen } from '../notify/listen-client.js';
 
 export interface WorkflowRunListener {
@@ -19,17 +20,42 @@ export interface WorkflowRunListener {
   close(): Promise<void>;
 }
 
+export interface WorkflowRunListenerOptions {
+  /** A postgres:// URL; the connection is shared with every other LISTEN of this process for the same URL. */
+  connectionString: string;
+  /** Each failure after the listener was created (a `database.unavailable` RunledgerError for a connection fault); it reconnects meanwhile. */
+  onError?: (error: RunledgerError) => void;
+}
+
 /**
- * Subscribes to the run-terminal channel. Resolves after the first attempt
- * to LISTEN, even when it failed: the listener keeps reconnecting (each
- * failure goes to `onError`, a `database.unavailable` RunledgerError for a
- * connection fault), and waiters poll meanwhile.
+ * Subscribes to the run-terminal channel and resolves once LISTEN is in
+ * effect, so a listener you hold has worked at least once.
+ *
+ * - Bad options (not an object, a connection string that is not a
+ *   postgres:// URL, an `onError` that is not a function) throw
+ *   `listen.invalid_options` naming the field, connecting nowhere.
+ * - The first attempt failing (server unreachable, authentication refused,
+ *   no such database) rejects with `listen.connection_failed` (category
+ *   unavailable, the driver's error as `cause`) and leaves nothing running:
+ *   retry the call when the database is back. Before, it resolved and
+ *   reconnected for ever with no error to a caller that gave no `onError`.
+ * - Once created, it never gives up: a lost connection reconnects forever
+ *   with capped backoff (at most 2 s apart), each failure goes to `onError`,
+ *   `listening` is false meanwhile and waiters poll at their own pace.
+ *
+ * @example
+ * const listener = await createWorkflowRunListener({ connectionString: process.env.DATABASE_URL!, onError: (e) => log.warn(e) });
+ * const result = await workflowRunHandle(prisma, scope, runId, { listener }).getResult();
+ * await listener.close();
  */
-export async function createWorkflowRunListener(options: { connectionString: string; onError?: (error: RunledgerError) => void }): Promise<WorkflowRunListener> {
+export async function createWorkflowRunListener(options: WorkflowRunListenerOptions): Promise<WorkflowRunListener> {
+  validateOptions(options);
   const waiters = new Map<string, Set<() => void>>();
   const wakeAll = () => {
     for (const set of [...waiters.values()]) for (const wakeUp of [...set]) wakeUp();
   };
+  let created = false;
+  let firstError: RunledgerError | undefined;
   const subscription = listen(options.connectionString, WORKFLOW_RUN_TERMINAL_CHANNEL, {
     onNotification(payload) {
       let runId: unknown;
@@ -43,9 +69,20 @@ export async function createWorkflowRunListener(options: { connectionString: str
     },
     // Anyone waiting across a reconnect re-reads the run now.
     onListening: wakeAll,
-    onError: (error) => options.onError?.(error),
+    // Before the create call has settled, a failure is its rejection, not a report.
+    onError: (error) => {
+      if (created) options.onError?.(error);
+      else firstError ??= error;
+    },
   });
-  await subscription.ready;
+  if (!(await subscription.ready)) {
+    await subscription.close();
+    throw new UnavailableError('listen.connection_failed', 'Could not connect to the database to listen for workflow runs.', {
+      internalMessage: `create workflow run listener: ${firstError?.internalMessage ?? 'the first LISTEN attempt failed'}`,
+      cause: firstError,
+    });
+  }
+  created = true;
 
   return {
     get listening() {
@@ -71,4 +108,13 @@ export async function createWorkflowRunListener(options: { connectionString: str
       await subscription.close();
     },
   };
+}
+
+function validateOptions(options: unknown): asserts options is WorkflowRunListenerOptions {
+  const invalid = (field: string, message: string) => new ValidationError('listen.invalid_options', field, `Invalid ${field}: ${message}.`);
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalid('options', 'must be an object with connectionString');
+  const { connectionString, onError } = options as Record<string, unknown>;
+  const problem = connectionStringProblem(connectionString);
+  if (problem) throw invalid('connectionString', problem);
+  if (onError !== undefined && typeof onError !== 'function') throw invalid('onError', 'must be a function');
 }

@@ -17,6 +17,8 @@ import type { ClaimedJob, Db, JobDefinition, PrismaClientLike } from '../../src/
 export interface FuzzFixtures {
   /** The root client (for calls that need one, e.g. handles and workers). */
   root: PrismaClientLike;
+  /** The test database's URL (migrate and the run listener open their own connections). */
+  url: string;
   pendingJobId: string;
   /** A lease still held: its fields are what the lease-fenced calls take. */
   lease: ClaimedJob;
@@ -58,6 +60,7 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   // Queue.
   enqueueJob: { args: () => [{ jobType: 'fuzz.job', payload: { n: 1 }, priority: 1, maxAttempts: 2, timeoutSeconds: 30, idempotencyKey: 'fuzz-key', resource: 'fuzz-res', backoff: { baseDelayMs: 10, maxDelayMs: 100 }, runAt: new Date(Date.now() + 60_000) }, { notify: false }], call: dbCall('enqueueJob') },
   'enqueueJob#definition': { args: () => [{ n: 1 }, { organizationId: 'org-fuzz', delayMs: 10 }], call: (db, args, f) => settle(any(runledger.enqueueJob)(db, f.definition, ...args)) },
+  'enqueueJobs#definition': { args: () => [[{ payload: { n: 1 }, priority: 2 }, { payload: { n: 2 }, idempotencyKey: 'fuzz-typed-many' }], { notify: false }], call: (db, args, f) => settle(any(runledger.enqueueJobs)(db, f.definition, ...args)) },
   enqueueJobs: { args: () => [[{ jobType: 'fuzz.a', payload: ['x'] }, { jobType: 'fuzz.b', payload: null, organizationId: 'org-fuzz' }], { notify: true }], call: dbCall('enqueueJobs') },
   claimJobs: { args: () => [{ workerId: 'fuzz-worker', jobTypes: ['fuzz.never-enqueued'], limit: 2, leaseSeconds: 30, markRunning: true }], call: dbCall('claimJobs') },
   markJobRunning: { args: (f) => [leaseOf(f)], call: dbCall('markJobRunning') },
@@ -86,6 +89,7 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     args: () => [{ jobType: 'fuzz.intent', payload: { n: 1 }, idempotencyKey: 'fuzz-intent', organizationId: 'org-fuzz', priority: 1, maxAttempts: 2, timeoutSeconds: 30, runAt: new Date('2026-01-01T00:00:00Z'), resource: 'r', backoff: { baseDelayMs: 10, maxDelayMs: 100 } }],
     call: dbCall('recordJobEnqueueIntent'),
   },
+  'recordJobEnqueueIntent#definition': { args: () => [{ n: 1 }, { idempotencyKey: 'fuzz-typed-intent', organizationId: 'org-fuzz' }], call: (db, args, f) => settle(any(runledger.recordJobEnqueueIntent)(db, f.definition, ...args)) },
   promoteEnqueueIntents: { args: (f) => [{ jobTypes: [f.definition.jobType, 'fuzz.intent'], limit: 2 }], call: dbCall('promoteEnqueueIntents') },
   getEnqueueIntentStats: { args: () => [{ scope: scope() }], call: dbCall('getEnqueueIntentStats') },
   getQueueMetrics: { args: () => [{ scope: scope(), now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('getQueueMetrics') },
@@ -126,6 +130,11 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     args: (f) => [scope(), f.openRunId, { pollIntervalMs: 10 }],
     // Creating a handle reads nothing; its first read validates the scope and id.
     call: async (_db, args, f) => (any(runledger.workflowRunHandle)(f.root, ...args) as runledger.WorkflowRunHandle).getRun(),
+  },
+  // getResult of a run that is over answers at once (a coded conflict): its options and the handle's are what is fuzzed.
+  'workflowRunHandle#getResult': {
+    args: (f) => [scope(), f.finishedRunId, { pollIntervalMs: 10 }, { timeoutMs: 100 }],
+    call: async (_db, [s, id, options, resultOptions], f) => (any(runledger.workflowRunHandle)(f.root, s, id, options) as runledger.WorkflowRunHandle).getResult(resultOptions as runledger.GetResultOptions),
   },
   enqueueWorkflowRunHandle: {
     args: () => [runledger.workflow('fuzz.handle').external('e').build(), { pollIntervalMs: 10 }],
@@ -190,6 +199,14 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     args: (f) => [{ db: f.root, authorize: () => runledger.adminScope(), basePath: '/admin/runledger', readOnly: false, listenConnectionString: 'postgresql://fuzz.invalid/db' }],
     call: async (_db, args) => (any(runledger.createDashboardFetchHandler)(...args) as runledger.DashboardFetchHandler).close(),
   },
+  // Migrates the test database (already migrated: nothing is applied); a hostile option is migrate.invalid_options, an unreachable server migrate.connection_failed.
+  migrate: { args: (f) => [{ connectionString: f.url, log: () => undefined }], call: (_db, args) => any(runledger.migrate)(...args) },
+  // Opens (and closes at once) a LISTEN connection to the test database: a hostile option is listen.invalid_options, an unreachable server listen.connection_failed.
+  createWorkflowRunListener: {
+    pure: true,
+    args: (f) => [{ connectionString: f.url, onError: () => undefined }],
+    call: async (_db, args) => (await (any(runledger.createWorkflowRunListener)(...args) as Promise<runledger.WorkflowRunListener>)).close(),
+  },
   createConsoleLogger: { pure: true, args: () => [{ level: 'error' }], call: (_db, args) => any(runledger.createConsoleLogger)(...args) },
 };
 
@@ -206,7 +223,5 @@ export const NOT_FUZZED: Record<string, string> = {
   JobAbortedError: 'thrown by runledger into a handler, never constructed from input',
   noOrganizationScope: 'takes no input',
   adminScope: 'takes no input',
-  migrate: 'connects to the URL it is given and migrates; hostile URLs are connection failures (migrate.connection_failed, migrate.test.ts), not input validation',
-  createWorkflowRunListener: 'opens a LISTEN connection to the URL it is given (listen-reconnect.test.ts); its scope and ids are validated by the reads it wraps',
   preparedStatementName: "the Prisma adapter's statement-name hook, called by the adapter with its own query objects, never with application input",
 };

@@ -162,6 +162,9 @@ describe('createDashboardFetchHandler: the same answers as createDashboard', () 
     expect(attempt({ basePath: 'no-slash' })).toBe('basePath');
     expect(attempt({ authorize: 'yes' })).toBe('authorize');
     expect(attempt({ listenConnectionString: '' })).toBe('listenConnectionString');
+    // A malformed URL was accepted, and the live feed retried it for ever.
+    expect(attempt({ listenConnectionString: 'not a url' })).toBe('listenConnectionString');
+    expect(attempt({ listenConnectionString: 'postgresql://u:%zz@127.0.0.1/db' })).toBe('listenConnectionString');
     expect(attempt({ basePath: '/admin/runledger/' })).toBe('accepted');
   });
 });

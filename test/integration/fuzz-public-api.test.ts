@@ -10,13 +10,15 @@
  * enqueue commits); Object.prototype is never polluted.
  *
  * Run counts (CI time, 2 cores): RUNS_PER_EXPORT = 16 random runs per row of
- * the table (69 rows: 1,104 calls, a third of them inside a host
+ * the table (77 rows: 1,232 calls, a third of them inside a host
  * transaction; 53 rows and 848 calls before the catalog, intent, attempt,
- * recovery, metrics, schedule-declaration, continuation and dashboard rows);
- * the type-directed sweep gives each date, number and string field of every
- * row each hostile value of its type (about 1,790 calls, 1,470 before);
- * ROUND_TRIP_RUNS = 40 round trips. The file takes about 16-20 s of test time
- * on the embedded server and PG 15 alike (a quiet machine).
+ * recovery, metrics, schedule-declaration, continuation and dashboard rows;
+ * then the typed enqueue-many and intent forms, getResult, migrate and the
+ * run listener); the type-directed sweep gives each date, number and string
+ * field of every row each hostile value of its type (about 2,030 calls; the
+ * dates include the storable bounds 0001-01-01 and 9999-12-31);
+ * ROUND_TRIP_RUNS = 40 round trips. The file took about 16-20 s of test time
+ * on a quiet machine; 89 s on PG 15 with the machine at load average 24.
  * A failure prints fast-check's seed and path: `FUZZ_SEED=<seed>` replays it.
  */
 import fc from 'fast-check';
@@ -79,6 +81,7 @@ beforeAll(async () => {
   void pending;
   fixtures = {
     root: prisma,
+    url: db.url,
     pendingJobId: stillPending.jobId,
     lease: lease!,
     succeededJobId: succeeded.jobId,
@@ -189,7 +192,7 @@ describe('fuzzed public API', () => {
 
 /** Type-directed sweep values: every scalar slot of every row gets each value of its own type's list. */
 const SWEEP: { when: (value: unknown) => boolean; values: unknown[] }[] = [
-  { when: (v) => v instanceof Date, values: [new Date(Number.NaN), new Date(-8.64e15), new Date(8.64e15), new Date('-004714-11-23T00:00:00Z'), new Date('294277-01-01T00:00:00Z')] },
+  { when: (v) => v instanceof Date, values: [new Date(Number.NaN), new Date(-8.64e15), new Date(8.64e15), new Date('-004714-11-23T00:00:00Z'), new Date('294277-01-01T00:00:00Z'), new Date('0001-01-01T00:00:00Z'), new Date('9999-12-31T23:59:59.999Z')] },
   { when: (v) => typeof v === 'number', values: [Number.NaN, Number.POSITIVE_INFINITY, -1, 0, 1.5, 2 ** 31, 2 ** 53 + 2, -(2 ** 63)] },
   { when: (v) => typeof v === 'string', values: ['', ' ', 'a\u0000b', 'a\uD800', SQL_METACHARACTERS[0], 'x'.repeat(600)] },
 ];

@@ -39,9 +39,15 @@ import {
   slotIdempotencyKey,
   workflow,
   workflowRunHandle,
+  releaseJob,
+  countWorkflowRuns,
+  verifyIntegrity,
+  enqueueJobs,
+  type StandardSchemaV1,
 } from '../../src/index.js';
 import { z } from 'zod';
 import { describeFailure } from '../../src/worker/job-errors.js';
+import { createTestDatabase, startPostgresServer } from '../../src/testing/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -173,5 +179,92 @@ describe('found by fuzzing', () => {
     await expect(upsertSchedule(db.prisma, input)).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'payload' });
     await expect(declareSchedules(db.prisma, { schedules: [input] })).rejects.toMatchObject({ code: 'schedule.invalid_input' });
     expect(await findSchedule(db.prisma, { key: 'fuzz.null-payload' })).toBeNull();
+  });
+});
+
+describe('found by fuzzing the installed package (issue 21)', () => {
+  it('a missing input says once which argument is invalid (it read "Invalid input: Invalid input: expected object ...")', async () => {
+    await expect(listJobs(db.prisma, undefined as never)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'input', message: 'Invalid input: must be an object (received undefined)' });
+    await expect(verifyIntegrity(db.prisma, 5 as never)).rejects.toMatchObject({ code: 'integrity.invalid_input', field: 'options' });
+    await expect(listJobs(db.prisma, { scope: noOrganizationScope(), jobTyp: 'x' } as never)).rejects.toMatchObject({ field: 'jobTyp', message: 'Invalid jobTyp: is not a known field' });
+  });
+
+  it('releaseJob refuses a blank reason naming it, and the lease stays held (a blank reason was recorded before)', async () => {
+    await enqueueJob(db.prisma, { jobType: 'fuzz.release-blank', payload: {} });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['fuzz.release-blank'], limit: 1, leaseSeconds: 60 });
+    for (const reason of ['', '   ', '\t']) {
+      await expect(releaseJob(db.prisma, { ...lease!, reason })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'reason' });
+    }
+    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId })).status).toBe('LEASED');
+    await expect(releaseJob(db.prisma, { ...lease!, reason: 'fuzz.released' })).resolves.toMatchObject({ status: 'PENDING' });
+  });
+
+  it('a run read filter is bounded like the workflow type it matches (a 10 MB workflowType was accepted)', async () => {
+    const scope = noOrganizationScope();
+    const huge = 'w'.repeat(10 * 1024 * 1024);
+    await expect(listWorkflowRuns(db.prisma, { scope, workflowType: huge })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'workflowType' });
+    await expect(countWorkflowRuns(db.prisma, { scope, workflowType: 'w'.repeat(201) })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'workflowType' });
+    await expect(countWorkflowRuns(db.prisma, { scope, workflowType: '  ' })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'workflowType' });
+    await expect(countWorkflowRuns(db.prisma, { scope, workflowType: 'w'.repeat(200) })).resolves.toBe(0);
+    // A dependency or an appended edge names a step key (at most 200 characters).
+    const longDependency = { workflowType: 'fuzz.long-dependency', steps: [{ key: 'a', kind: 'external', dependsOn: [{ step: 'k'.repeat(201) }] }] } as never;
+    await expect(enqueueWorkflowRun(db.prisma, longDependency)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'steps.0.dependsOn.0.step' });
+  });
+
+  it('declareSchedules refuses an owner with a lone surrogate (stored as U+FFFD before, so prune never matched it again), writing nothing', async () => {
+    const schedules = [{ key: 'fuzz.owner-surrogate', cron: '0 0 * * *', jobType: 'fuzz.sched', payload: {}, enabled: false }];
+    await expect(declareSchedules(db.prisma, { owner: 'team\uD800', schedules })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'owner' });
+    await expect(declareSchedules(db.prisma, { owner: 'team\u0000', schedules })).rejects.toMatchObject({ code: 'schedule.invalid_input', field: 'owner' });
+    expect(await findSchedule(db.prisma, { key: 'fuzz.owner-surrogate' })).toBeNull();
+    await declareSchedules(db.prisma, { owner: 'team \uD83D\uDE00', schedules });
+    expect(await findSchedule(db.prisma, { key: 'fuzz.owner-surrogate' })).toMatchObject({ declaredBy: 'team \uD83D\uDE00' });
+  });
+
+  it('getQueueMetrics refuses a now whose windows would start before year 1 (it passed validation, then failed 22008)', async () => {
+    const scope = noOrganizationScope();
+    await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-01T00:00:00Z') })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
+    await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-01T23:59:59.999Z') })).rejects.toMatchObject({ code: 'metrics.invalid_input', field: 'now' });
+    await expect(getQueueMetrics(db.prisma, { scope, now: new Date('0001-01-02T00:00:00Z') })).resolves.toMatchObject({ asOf: new Date('0001-01-02T00:00:00Z') });
+  });
+
+  it('a typed enqueue checks the payload with its definition\'s schema before writing (a JavaScript caller stored a payload that could only dead-letter)', async () => {
+    const definition = defineJob('fuzz.typed-payload', z.object({ n: z.number() }), async () => null);
+    const bad = { n: 'x' } as never;
+    const scope = noOrganizationScope();
+    await expect(enqueueJob(db.prisma, definition, bad)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.n', message: 'Invalid payload.n: expected number, received string' });
+    await expect(enqueueJobs(db.prisma, definition, [{ payload: { n: 1 } }, { payload: bad }])).rejects.toMatchObject({ code: 'job.invalid_input', field: '1.payload.n' });
+    await expect(recordJobEnqueueIntent(db.prisma, definition, bad, { idempotencyKey: 'typed-bad' })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.n' });
+    expect(() => workflow('fuzz.typed-payload').external('e').job('a', definition, bad)).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'steps.1.payload.n' }));
+    expect(() => defineSchedule({ key: 'fuzz.typed-payload', cron: '0 0 * * *', job: definition, payload: { n: 'x' } as unknown as { n: number }, enabled: false })).toThrow(expect.objectContaining({ code: 'schedule.invalid_input', field: 'payload.n' }));
+    expect((await listJobs(db.prisma, { scope, jobType: 'fuzz.typed-payload' })).items).toEqual([]);
+    expect(await getEnqueueIntentStats(db.prisma, { scope })).toMatchObject({ pending: 0 });
+
+    // An asynchronous schema is awaited by the async forms.
+    const later = { '~standard': { version: 1, vendor: 'fuzz', validate: async (value: unknown) => ((value as { ok?: unknown }).ok === true ? { value } : { issues: [{ message: 'not ok', path: [{ key: 'ok' }] }] }) } } as const;
+    const asyncDefinition = defineJob('fuzz.typed-async', later as unknown as StandardSchemaV1<{ ok: boolean }>, async () => null);
+    await expect(enqueueJob(db.prisma, asyncDefinition, { ok: false })).rejects.toMatchObject({ code: 'job.invalid_input', field: 'payload.ok', message: 'Invalid payload.ok: not ok' });
+    await expect(enqueueJob(db.prisma, asyncDefinition, { ok: true })).resolves.toMatchObject({ jobId: expect.any(String) });
+    await expect(enqueueJob(db.prisma, definition, { n: 1 })).resolves.toMatchObject({ jobId: expect.any(String) });
+  });
+
+  it('a workflow run handle refuses a listener that is not one, naming it, before anything is read or written (getResult threw a raw TypeError)', async () => {
+    const runId = '01234567-89ab-7def-8123-456789abcdef';
+    for (const listener of [{}, 5, { wake: 'no' }, { wake: async () => undefined, listening: 'yes' }]) {
+      expect(() => workflowRunHandle(db.prisma, noOrganizationScope(), runId, { listener: listener as never })).toThrow(expect.objectContaining({ code: 'workflow.invalid_input', field: 'listener' }));
+    }
+    const run = () => workflow('fuzz.handle-listener').external('e').build();
+    await expect(enqueueWorkflowRunHandle(db.prisma, run(), { listener: {} as never })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'listener' });
+    expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'fuzz.handle-listener' })).items).toEqual([]);
+    // A listener-shaped object is accepted (polling decides; the wake only shortens the wait).
+    const quiet = { wake: () => new Promise<void>(() => undefined), close: async () => undefined };
+    await expect(workflowRunHandle(db.prisma, noOrganizationScope(), runId, { listener: quiet }).getResult({ timeoutMs: 10 })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
+  });
+
+  it('runledger/testing refuses server options that are not options with testing.invalid_options, starting nothing (startPostgresServer(null) threw a raw TypeError)', async () => {
+    await expect(startPostgresServer(null as never)).rejects.toMatchObject({ code: 'testing.invalid_options', field: 'options' });
+    await expect(startPostgresServer({ url: 'not a url' })).rejects.toMatchObject({ code: 'testing.invalid_options', field: 'url' });
+    await expect(startPostgresServer({ settings: { 'fsync=off -c x': 'on' } })).rejects.toMatchObject({ code: 'testing.invalid_options' });
+    await expect(createTestDatabase('abc' as never)).rejects.toMatchObject({ code: 'testing.invalid_options', field: 'options' });
+    await expect(startPostgresServer({ url: db.url })).resolves.toMatchObject({ kind: 'url', url: db.url });
   });
 });

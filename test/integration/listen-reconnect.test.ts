@@ -171,4 +171,34 @@ describe('the shared LISTEN connection', () => {
     }
     expect(listenConnectionStats(proxy.url)).toBeUndefined();
   });
+
+  it('createWorkflowRunListener refuses bad options, and rejects when its first connection fails, leaving nothing reconnecting (it resolved and retried for ever before)', async () => {
+    const refusal = (options: unknown) => createWorkflowRunListener(options as never).then(
+      async (listener) => {
+        await listener.close();
+        return 'created';
+      },
+      (e: RunledgerError & { field?: string }) => `${e.code} ${e.field ?? ''}`.trim(),
+    );
+    expect(await refusal(undefined)).toBe('listen.invalid_options options');
+    expect(await refusal({})).toBe('listen.invalid_options connectionString');
+    expect(await refusal({ connectionString: 'not a url' })).toBe('listen.invalid_options connectionString');
+    expect(await refusal({ connectionString: db.url, onError: 5 })).toBe('listen.invalid_options onError');
+
+    const unreachable = 'postgresql://nobody@127.0.0.1:1/none';
+    const errors: RunledgerError[] = [];
+    const error = await createWorkflowRunListener({ connectionString: unreachable, onError: (e) => errors.push(e) }).catch((e: RunledgerError) => e);
+    expect(error).toMatchObject({ code: 'listen.connection_failed', category: 'unavailable' });
+    expect((error as RunledgerError).cause).toMatchObject({ code: 'database.unavailable' });
+    // The rejection is the report; nothing is left trying to connect.
+    expect(errors).toEqual([]);
+    expect(listenConnectionStats(unreachable)).toBeUndefined();
+    const noSuchDatabase = Object.assign(new URL(db.url), { pathname: '/runledger_no_such_database' }).toString();
+    expect(await refusal({ connectionString: noSuchDatabase })).toBe('listen.connection_failed');
+    expect(listenConnectionStats(noSuchDatabase)).toBeUndefined();
+
+    const listener = await createWorkflowRunListener({ connectionString: db.url });
+    expect(listener.listening).toBe(true);
+    await listener.close();
+  });
 });

@@ -164,4 +164,35 @@ describe('migrate()', () => {
     expect(isRunledgerError(error, 'migrate.connection_failed')).toBe(true);
     expect((error as { category: string }).category).toBe('unavailable');
   });
+
+  it('refuses bad options with migrate.invalid_options naming the field, connecting nowhere (TypeError, ENOENT, connection_failed, or the PG* database before)', async () => {
+    const url = await databases.create();
+    const target = new URL(url);
+    // What pg falls back to without a connection string: an unset DATABASE_URL used to migrate this database.
+    const saved = { PGHOST: process.env.PGHOST, PGPORT: process.env.PGPORT, PGUSER: process.env.PGUSER, PGPASSWORD: process.env.PGPASSWORD, PGDATABASE: process.env.PGDATABASE };
+    Object.assign(process.env, { PGHOST: target.hostname, PGPORT: target.port || '5432', PGUSER: decodeURIComponent(target.username), PGPASSWORD: decodeURIComponent(target.password), PGDATABASE: target.pathname.slice(1) });
+    const refusal = async (options: unknown) => migrate(options as never).then(() => 'migrated', (e: { code?: string; field?: string; category?: string }) => `${e.code} ${e.field} ${e.category}`);
+    try {
+      expect(await refusal(undefined)).toBe('migrate.invalid_options options validation');
+      expect(await refusal({})).toBe('migrate.invalid_options connectionString validation');
+      expect(await refusal({ connectionString: undefined })).toBe('migrate.invalid_options connectionString validation');
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+    expect(await queryOnce<{ n: number }>(url, `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'runledger'`)).toEqual([{ n: 0 }]);
+    expect(await refusal({ connectionString: 'not a url' })).toBe('migrate.invalid_options connectionString validation');
+    expect(await refusal({ connectionString: 'mysql://u@h/db' })).toBe('migrate.invalid_options connectionString validation');
+    expect(await refusal({ connectionString: 'postgresql://u:%zz@127.0.0.1/db' })).toBe('migrate.invalid_options connectionString validation');
+    expect(await refusal({ pool: {} })).toBe('migrate.invalid_options pool validation');
+    expect(await refusal({ connectionString: url, migrationsDir: path.join(os.tmpdir(), 'runledger-no-such-dir') })).toBe('migrate.invalid_options migrationsDir validation');
+    expect(await refusal({ connectionString: url, log: 'loud' })).toBe('migrate.invalid_options log validation');
+    expect(await queryOnce<{ n: number }>(url, `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'runledger'`)).toEqual([{ n: 0 }]);
+    // The message never echoes the URL (it may hold a password).
+    const error = await migrate({ connectionString: 'postgresql://u:secret@h/db%' }).catch((e: Error) => e);
+    expect(error).toMatchObject({ code: 'migrate.invalid_options' });
+    expect((error as Error).message).not.toContain('secret');
+  });
 });

@@ -161,7 +161,7 @@ describe('a backoff per enqueue', () => {
     ['a negative cap', { maxDelayMs: -1 }, 'backoff.maxDelayMs'],
     ['a cap below the base', { baseDelayMs: 5_000, maxDelayMs: 1_000 }, 'backoff.maxDelayMs'],
     ['a base above the default cap', { baseDelayMs: 4_000_000 }, 'backoff.maxDelayMs'],
-    ['an unknown field', { jitter: 0 }, 'backoff'],
+    ['an unknown field', { jitter: 0 }, 'backoff.jitter'],
   ])('refuses %s, naming the field, and writes nothing', async (_name, backoff, field) => {
     const before = await jobCount();
     await expectInvalid(enqueueJob(db.prisma, { jobType: 'bo.bad', payload: {}, backoff: backoff as BackoffPolicy }), 'job.invalid_input', field);

@@ -54,7 +54,7 @@ describe('queue input validation', () => {
     ['an organization id with NUL', { ...valid, organizationId: 'org\u0000' }, 'organizationId'],
     ['both runAt and delayMs', { ...valid, runAt: new Date(), delayMs: 5 }, 'runAt'],
     ['a negative delay', { ...valid, delayMs: -1 }, 'delayMs'],
-    ['an unknown option', { ...valid, maxAttempt: 3 }, 'input'],
+    ['an unknown option, named itself', { ...valid, maxAttempt: 3 }, 'maxAttempt'],
   ])('refuses %s, naming the field, and writes nothing', async (_name, input, field) => {
     const before = await counts();
     await expectInvalid(enqueueJob(db.prisma, input as EnqueueJobInput), field);

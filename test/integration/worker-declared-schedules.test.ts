@@ -90,8 +90,11 @@ describe('declared schedules', () => {
   });
 
   it('types the payload of a schedule by its job definition', () => {
+    // Refused by the compiler, and at run time by the definition's schema (for a JavaScript caller).
     // @ts-expect-error -- 'nobody' is not an audience of digest.send
-    defineSchedule({ key: 'decl.typed', cron: '0 8 * * *', job: digest, payload: { audience: 'nobody' }, enabled: true });
+    expect(() => defineSchedule({ key: 'decl.typed', cron: '0 8 * * *', job: digest, payload: { audience: 'nobody' }, enabled: true })).toThrow(
+      expect.objectContaining({ code: 'schedule.invalid_input', field: 'payload.audience' }),
+    );
     expect(defineSchedule({ key: 'decl.typed', cron: '0 8 * * *', job: digest, payload: { audience: 'admins' }, enabled: true })).toMatchObject({ jobType: 'digest.send' });
   });
 });

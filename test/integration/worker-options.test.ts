@@ -30,6 +30,9 @@ describe('createWorker options', () => {
   it('wants exactly one of db and connectionString', () => {
     expect(invalid({ handlers: [noop] })).toMatchObject({ code: 'worker.invalid_options', field: 'db' });
     expect(invalid({ db: db.prisma, connectionString: db.url, handlers: [noop] })).toMatchObject({ field: 'db' });
+    // A malformed URL is the caller's input, not a connection failure to retry.
+    expect(invalid({ connectionString: 'not a url', handlers: [noop] })).toMatchObject({ code: 'worker.invalid_options', field: 'connectionString' });
+    expect(invalid({ db: db.prisma, listenConnectionString: 'mysql://h/db', handlers: [noop] })).toMatchObject({ code: 'worker.invalid_options', field: 'listenConnectionString' });
   });
 
   it('refuses a handler list that is empty, not made by defineJob, or names a job type twice', () => {

@@ -76,6 +76,24 @@ describe('input validation', () => {
     expect((error as ValidationError).message).toContain('nested.items.1');
   });
 
+  it('says which field is invalid once, in words of its own (zod\'s "Invalid input: " lead was repeated before)', () => {
+    const strict = z.strictObject({ n: z.number(), mode: z.enum(['a', 'b']).optional() });
+    const refusal = (input: unknown, root?: string) => {
+      try {
+        parseInput(strict, input, 'job.invalid_input', root);
+      } catch (e) {
+        return { field: (e as ValidationError).field, message: (e as ValidationError).message };
+      }
+      throw new Error('accepted');
+    };
+    expect(refusal(undefined)).toEqual({ field: 'input', message: 'Invalid input: must be an object (received undefined)' });
+    expect(refusal(undefined, 'options')).toEqual({ field: 'options', message: 'Invalid options: must be an object (received undefined)' });
+    expect(refusal({ n: '1' })).toEqual({ field: 'n', message: 'Invalid n: must be a number (received string)' });
+    expect(refusal({ n: 1, mode: 'c' })).toEqual({ field: 'mode', message: 'Invalid mode: must be one of "a"|"b"' });
+    // An unknown key is named itself, not the object that holds it.
+    expect(refusal({ n: 1, nn: 2 })).toEqual({ field: 'nn', message: 'Invalid nn: is not a known field' });
+  });
+
   it('accepts plain JSON and rejects what JSON cannot carry', () => {
     expect(jsonProblem({ a: [1, 'x', null, true, { b: 2 }] })).toBeUndefined();
     const cyclic: Record<string, unknown> = {};
