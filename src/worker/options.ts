@@ -42,8 +42,13 @@ export interface WorkerOptions {
   concurrency?: number;
   /**
    * Most jobs one claim leases, and most claimed jobs waiting in the
-   * worker's local buffer for a handler slot (see worker.ts). Default:
-   * 2 x `concurrency` (at most the claim limit, 1000).
+   * worker's local buffer for a handler slot (see worker.ts), fixed. Not
+   * given (the default): adaptive (claim-size.ts), starting at
+   * 2 x `concurrency`, growing toward 500 while handlers drain the buffer
+   * faster than claims fill it, shrinking toward `concurrency` when
+   * handlers are slow, and buffering no more than the lease covers; read
+   * it from `worker.claimSize` and the `worker:claim_size` event. Give it
+   * to pin the old behaviour (at most the claim limit, 1000).
    */
   batchSize?: number;
   /** Lease length, renewed by heartbeats. Default 60. */
@@ -95,7 +100,8 @@ export interface WorkerOptions {
   completionBatchMs?: number;
   /**
    * Most successes one completion commit records. Default: the larger of
-   * `batchSize` and 100 (at most the claim limit, 1000). Independent of how
+   * `batchSize` and 100 (at most the claim limit, 1000); with the adaptive
+   * claim size, the larger of 2 x `concurrency` and 100. Independent of how
    * many jobs a claim takes: successes that pile up while a batch commits
    * share the next commit instead of waiting for several (fewer commits per
    * job; in a quick check 1,000 workflow chains went from ~1,850 to ~2,600
@@ -118,7 +124,8 @@ export interface ResolvedWorkerOptions {
   listenConnectionString: string | undefined;
   registry: ReadonlyMap<string, AnyJobDefinition>;
   concurrency: number;
-  batchSize: number;
+  /** The user's fixed claim size; undefined: adaptive (claim-size.ts). */
+  batchSize: number | undefined;
   leaseSeconds: number;
   pollIntervalMs: number;
   workerId: string;
@@ -151,7 +158,7 @@ export const DEFAULT_HEARTBEAT_FRACTION = 1 / 3;
 export const DEFAULT_COMPLETION_BATCH_MS = 2;
 /** Default floor of `completionBatchSize`. */
 export const DEFAULT_COMPLETION_BATCH_SIZE = 100;
-/** Default `batchSize` per unit of `concurrency`: one claim fills the free slots and the buffer. */
+/** The adaptive claim size's start per unit of `concurrency` (the fixed default before it adapted): one claim fills the free slots and the buffer. */
 export const DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT = 2;
 const MAX_CONCURRENCY = 1_000;
 
@@ -239,7 +246,7 @@ const workerOptionsSchema = z
 
 export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
   const o = parseInput(workerOptionsSchema, options, WORKER_INVALID_OPTIONS);
-  const batchSize = Math.min(o.batchSize ?? o.concurrency * DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT, MAX_CLAIM_BATCH);
+  const startBatchSize = Math.min(o.batchSize ?? o.concurrency * DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT, MAX_CLAIM_BATCH);
   if (o.db && isTransactionClient(o.db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'db', 'Invalid db: must be a root Prisma client, not a transaction client');
   }
@@ -249,7 +256,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     listenConnectionString: o.listen ? (o.listenConnectionString ?? o.connectionString) : undefined,
     registry: buildHandlerRegistry(o.handlers, WORKER_INVALID_OPTIONS),
     concurrency: o.concurrency,
-    batchSize,
+    batchSize: o.batchSize,
     leaseSeconds: o.leaseSeconds,
     pollIntervalMs: o.pollIntervalMs,
     workerId: o.workerId ?? defaultWorkerId(),
@@ -263,7 +270,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,
-    completionBatchSize: o.completionBatchSize ?? Math.min(Math.max(batchSize, DEFAULT_COMPLETION_BATCH_SIZE), MAX_CLAIM_BATCH),
+    completionBatchSize: o.completionBatchSize ?? Math.min(Math.max(startBatchSize, DEFAULT_COMPLETION_BATCH_SIZE), MAX_CLAIM_BATCH),
     telemetry: o.telemetry,
   };
 }
