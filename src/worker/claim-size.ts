@@ -55,14 +55,20 @@
  * still released unrun by the worker, which then pauses the prefetch.
  */
 import { MAX_CLAIM_BATCH } from '../queue/schemas.js';
-import { DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT } from './options.js';
 
+/** The adaptive claim size's start per unit of `concurrency` (the fixed default before it adapted): one claim fills the free slots and the buffer. */
+export const DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT = 2;
 /** Where the adaptive claim size stops growing (the bench's hand loop and graphile-worker's tuned localQueue hold 500). */
 export const ADAPTIVE_CLAIM_CEILING = 500;
 /** Share of a buffered job's allowed wait (`heartbeatIntervalMs`) that the lease bound plans to use. */
 export const LEASE_BUDGET_SHARE = 1 / 2;
 /** Weight of the newest sample in the slot-time mean. */
 const DURATION_WEIGHT = 0.1;
+
+/** The largest adaptive claim size for `concurrency`. */
+export function adaptiveClaimCeiling(concurrency: number): number {
+  return Math.min(MAX_CLAIM_BATCH, Math.max(ADAPTIVE_CLAIM_CEILING, DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT * concurrency));
+}
 
 export type ClaimSizeReason = 'starved' | 'surplus' | 'lease';
 
@@ -102,7 +108,7 @@ export class ClaimSizer {
   constructor({ concurrency, fixed, heartbeatIntervalMs }: ClaimSizerOptions) {
     this.adaptive = fixed === undefined;
     this.concurrency = concurrency;
-    this.ceiling = Math.min(MAX_CLAIM_BATCH, Math.max(ADAPTIVE_CLAIM_CEILING, 2 * concurrency));
+    this.ceiling = adaptiveClaimCeiling(concurrency);
     this.floor = Math.min(concurrency, this.ceiling);
     this.current = fixed ?? Math.min(DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT * concurrency, this.ceiling);
     this.budgetMs = heartbeatIntervalMs * LEASE_BUDGET_SHARE;
