@@ -42,8 +42,8 @@
  *   the claim came back full (the queue has more)
  *     and a handler slot stood free with the buffer empty (starved: the buffer
  *     drained faster than claims filled it)            -> S = min(ceiling, 2S)          'starved'
- *   the buffer never fell below S / 4 meanwhile
- *     (it held more than the round trip needed)        -> S = max(floor, S - S / 4)     'surplus'
+ *   the buffer never fell below floor(S / 4), nor to 0, meanwhile
+ *     (it held more than the round trip needed)        -> S = max(floor, S - floor(S / 4))  'surplus'
  *   otherwise (a short claim: the queue is drained)    -> S unchanged
  * And whenever d changes: S > max(floor, leaseBound)   -> S = max(floor, leaseBound)  'lease'
  * (handlers too slow for the lease to cover a buffer of S).
@@ -160,7 +160,7 @@ export class ClaimSizer {
       const grown = Math.min(this.ceiling, 2 * this.current, Math.max(this.floor, this.leaseBound()));
       return grown > this.current ? this.set(grown, 'starved') : undefined;
     }
-    if (got > 0 && probe.lowWater * 4 >= this.current && this.current > this.floor) {
+    if (got > 0 && probe.lowWater >= Math.max(1, Math.floor(this.current / 4)) && this.current > this.floor) {
       return this.set(Math.max(this.floor, this.current - Math.floor(this.current / 4)), 'surplus');
     }
     return undefined;

@@ -95,11 +95,13 @@ describe('adaptive claim size', () => {
   });
 
   it('shrinks to concurrency when the buffer holds more than the round trip needs', async () => {
-    const { worker, changes } = await drain('claimsize.steady', 80, 150, { concurrency: 4 });
+    // Handlers of 200 ms against claims of milliseconds: the buffer is never near empty when a
+    // claim lands, so the size falls by a quarter per claim to concurrency (a claim slowed past a
+    // handler's time by a loaded machine may double it once more; the floor is still reached).
+    const { worker, changes } = await drain('claimsize.steady', 80, 200, { concurrency: 4 });
 
-    expect(changes.some((c) => c.reason === 'surplus')).toBe(true);
-    expect(changes.at(-1)).toMatchObject({ reason: 'surplus', claimSize: 4 });
-    expect(worker.claimSize).toBe(4);
+    expect(changes.some((c) => c.reason === 'surplus' && c.claimSize === c.previous - Math.floor(c.previous / 4))).toBe(true);
+    expect(Math.min(...changes.map((c) => c.claimSize))).toBe(4);
     expect(worker.stats()).toMatchObject({ claimed: 80, succeeded: 80, released: 0, leaseLost: 0 });
   });
 
