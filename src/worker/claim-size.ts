@@ -58,8 +58,12 @@ import { MAX_CLAIM_BATCH } from '../queue/schemas.js';
 
 /** The adaptive claim size's start per unit of `concurrency` (the fixed default before it adapted): one claim fills the free slots and the buffer. */
 export const DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT = 2;
-/** Where the adaptive claim size stops growing (the bench's hand loop and graphile-worker's tuned localQueue hold 500). */
-export const ADAPTIVE_CLAIM_CEILING = 500;
+/**
+ * Where the adaptive claim size stops growing: the README's tuned `batchSize`. In the bench's drain
+ * (loaded machine, one run each) a ceiling of 500 was no faster than 250 and at concurrency 10 often
+ * slower (one claim of 500 is one long statement; the hand loop's 500 leases are ten claims of 50).
+ */
+export const ADAPTIVE_CLAIM_CEILING = 250;
 /** Share of a buffered job's allowed wait (`heartbeatIntervalMs`) that the lease bound plans to use. */
 export const LEASE_BUDGET_SHARE = 1 / 2;
 /** Weight of the newest sample in the slot-time mean. */

@@ -41,7 +41,7 @@ export interface WorkerStats {
    * 2 x `concurrency` + the claim size + 2 x `completionBatchSize` (running
    * handlers, claimed jobs buffered for a slot, successes waiting in up to two
    * committing completion batches; the claim size is `batchSize` when given,
-   * else the adaptive `worker.claimSize`, at most 500 or 2 x `concurrency`);
+   * else the adaptive `worker.claimSize`, at most 250 or 2 x `concurrency`);
    * running handlers never exceed `concurrency`.
    */
   inFlight: number;

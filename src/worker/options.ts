@@ -45,7 +45,7 @@ export interface WorkerOptions {
    * Most jobs one claim leases, and most claimed jobs waiting in the
    * worker's local buffer for a handler slot (see worker.ts), fixed. Not
    * given (the default): adaptive (claim-size.ts), starting at
-   * 2 x `concurrency`, growing toward 500 while handlers drain the buffer
+   * 2 x `concurrency`, growing toward 250 while handlers drain the buffer
    * faster than claims fill it, shrinking toward `concurrency` when
    * handlers are slow, and buffering no more than the lease covers; read
    * it from `worker.claimSize` and the `worker:claim_size` event. Give it
@@ -102,9 +102,9 @@ export interface WorkerOptions {
   /**
    * Most successes one completion commit records. Default: the larger of
    * `batchSize` and 100 (at most the claim limit, 1000); with the adaptive
-   * claim size, its ceiling (500, or 2 x `concurrency` if larger: a batch
+   * claim size, its ceiling (250, or 2 x `concurrency` if larger: a batch
    * only grows that large when successes pile up that fast; in the bench's
-   * drain it took 0.017 statements per job to 0.007). Independent of how
+   * drain at 500 it took 0.017 statements per job to 0.007). Independent of how
    * many jobs a claim takes: successes that pile up while a batch commits
    * share the next commit instead of waiting for several (fewer commits per
    * job; in a quick check 1,000 workflow chains went from ~1,850 to ~2,600

@@ -71,7 +71,7 @@ describe('adaptive claim size', () => {
 
     expect(Math.max(...claims())).toBeGreaterThan(20);
     expect(changes.some((c) => c.reason === 'starved' && c.claimSize > c.previous)).toBe(true);
-    expect(Math.max(...changes.map((c) => c.claimSize))).toBeLessThanOrEqual(500);
+    expect(Math.max(...changes.map((c) => c.claimSize))).toBeLessThanOrEqual(250);
     expect(claims().reduce((a, b) => a + b, 0)).toBe(2_000);
     expect(runs.size).toBe(2_000);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
