@@ -1,6 +1,6 @@
 /**
  * runledger through its own worker runtime, `createWorker`, with its defaults
- * (batchSize, completion batching, LISTEN + poll) except `concurrency`, a
+ * (adaptive claim size, completion batching, LISTEN + poll) except `concurrency`, a
  * silent logger and the reaper off (nothing expires in these runs, and its
  * sweeps would add commits). It shares the loop variant's seeding and the
  * enqueue workloads are measured once, under the loop variant.
@@ -70,7 +70,7 @@ export function runledgerWorkerSystem(options: { batchSize?: number } = {}): Ben
 
     describe() {
       return batchSize === undefined
-        ? 'createWorker({ concurrency }) with its defaults (batchSize 2 x concurrency, completion batching), LISTEN + poll, reaper off'
+        ? 'createWorker({ concurrency }) with its defaults (adaptive claim size, completion batching), LISTEN + poll, reaper off'
         : `createWorker({ concurrency, batchSize: ${batchSize} }): claims of up to ${batchSize} jobs held in its buffer (as graphile-worker's localQueue), otherwise the defaults, reaper off`;
     },
 

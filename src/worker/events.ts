@@ -5,6 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { WorkerLogger } from './logger.js';
+import type { ClaimSizeReason } from './claim-size.js';
 
 /** Who a job is, as every job event reports it. */
 export interface JobInfo {
@@ -37,10 +38,11 @@ export interface WorkerStats {
   /**
    * Jobs this worker holds: leased and not yet recorded (buffered, running,
    * or being released), or handlers still settling. At most
-   * 2 x `concurrency` + `batchSize` + 2 x `completionBatchSize` (running
+   * 2 x `concurrency` + the claim size + 2 x `completionBatchSize` (running
    * handlers, claimed jobs buffered for a slot, successes waiting in up to two
-   * committing completion batches); running handlers never exceed
-   * `concurrency`.
+   * committing completion batches; the claim size is `batchSize` when given,
+   * else the adaptive `worker.claimSize`, at most 250 or 2 x `concurrency`);
+   * running handlers never exceed `concurrency`.
    */
   inFlight: number;
   claimed: number;
@@ -78,6 +80,14 @@ export interface WorkerEvents {
    * (`cancelJob`, its workflow run canceled) while it ran; otherwise another attempt owns it now.
    */
   'job:lease_lost': { job: JobInfo; during: 'heartbeat' | 'save' | 'complete' | 'fail' | 'release'; canceled: boolean };
+  /**
+   * The adaptive claim size changed (never emitted with a fixed `batchSize`):
+   * `starved` (grown: handlers emptied the buffer while a full claim was on
+   * its way), `surplus` (shrunk: the buffer held more than a round trip
+   * needed) or `lease` (shrunk: at the measured handler times a buffer this
+   * large would not start its last job well inside its lease). See claim-size.ts.
+   */
+  'worker:claim_size': { workerId: string; claimSize: number; previous: number; reason: ClaimSizeReason };
   /** Nothing in flight and the last claim found nothing more (emitted once per idle period). */
   'worker:idle': { workerId: string };
   'worker:error': { error: unknown; operation: WorkerOperation; jobId?: string };

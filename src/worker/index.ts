@@ -24,3 +24,4 @@ export {
 } from './job-errors.js';
 export { createConsoleLogger, silentLogger, type WorkerLogger, type LogFields, type LogLevel } from './logger.js';
 export type { WorkerEvents, WorkerEventName, WorkerEventListener, WorkerStats, WorkerOperation, JobInfo } from './events.js';
+export type { ClaimSizeReason } from './claim-size.js';

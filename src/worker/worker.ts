@@ -14,7 +14,7 @@
  * only on the event loop thread, so the flag checks below and the wait that
  * follows them cannot interleave with a wake-up):
  *
- *   IDLE --wantClaim && limit > 0 && buffer at most half full && < 2 claims in flight
+ *   IDLE --wantClaim && limit > 0 && buffer at most half the prefetch && < 2 claims in flight
  *        && not backing off--> CLAIMING       (wantClaim starts set: the first claim is at once)
  *   A claim is sent without awaiting it (at most MAX_CLAIMS_IN_FLIGHT = 2 at
  *   once, so the next batch is on its way while one is being claimed); the
@@ -39,20 +39,28 @@
  *   one). With no job in flight no slot can free meanwhile, so it does not
  *   yield: a NOTIFY on an idle worker sends the claim in the same turn.
  *     stop()                          -> leaves the loop (after the claims in flight return)
- *   limit = min(batchSize, free handler slots + batchSize - buffered, free lease slots):
+ *   limit = min(S, free handler slots + prefetch - buffered, free lease slots),
+ *   S and prefetch from the claim sizer (claim-size.ts): S = prefetch =
+ *   `batchSize` when the user gives it; otherwise S adapts (it grows while
+ *   handlers empty the buffer before a full claim lands, shrinks while the
+ *   buffer holds more than a round trip needs) and the prefetch is S capped
+ *   by what the lease covers at the measured handler times (0 until one
+ *   handler has finished). Every claim's send and return, and every slot
+ *   that frees, is reported to the sizer; a change is a `worker:claim_size`
+ *   event and `worker.claimSize`.
  *   - the local buffer (like graphile-worker's `localQueue`): claimed jobs
  *     go into a FIFO buffer and start as handler slots free (`pump`), so a
  *     slot that frees takes the next job at once instead of waiting for a
- *     claim round trip. The buffer holds at most `batchSize` jobs beyond the
+ *     claim round trip. The buffer holds at most `prefetch` jobs beyond the
  *     free slots; the loop refills it only once it is at most half full, so
- *     claims stay large. `batchSize` defaults to 2 x `concurrency`.
+ *     claims stay large.
  *   - handler slots (`concurrency`): a job holds one from `start()` (it
  *     leaves the buffer) until its handler has settled and its outcome is
  *     recorded or its success queued on the completion batcher
  *     (job-execution.ts `slotFree`). So at most `concurrency` handlers run at
  *     once, however many jobs are buffered, and the next claim overlaps the
  *     commit of the previous batch's successes instead of waiting for it.
- *   - lease slots (`2 x concurrency + batchSize + 2 x completionBatchSize`:
+ *   - lease slots (`2 x concurrency + S + 2 x completionBatchSize`:
  *     two completion batches may commit at once): a job holds one from
  *     claim until its outcome is recorded and its handler has settled (or,
  *     for a buffered job, until its release is recorded); this bounds the
@@ -60,7 +68,10 @@
  *     waiting for their commit) and is what `stats().inFlight` counts.
  *
  * Buffered jobs and their leases. A buffered job's lease runs from its
- * claim, and nothing heartbeats it until it starts. Choice: a job may wait
+ * claim, and nothing heartbeats it until it starts. The adaptive prefetch
+ * plans for every buffered job to start within half of the wait allowed
+ * below; the release is the backstop for handlers slower than measured (and
+ * the only guard with a fixed `batchSize`). Choice: a job may wait
  * in the buffer at most `heartbeatIntervalMs` (leaseSeconds x
  * heartbeatFraction, default 1/3 of the lease) since its claim was sent;
  * one older than that is released unrun (`releaseJob`, reason
@@ -97,6 +108,7 @@
  * left behind only when the database refused every attempt to release it; the
  * reaper of another worker then returns the job after the lease expires.
  */
+import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import type { PrismaClientLike } from '../client/types.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -118,6 +130,7 @@ import { RetentionLoop } from './retention.js';
 import { IntentPromoterLoop } from './intent-promoter.js';
 import { syncJobDefinitions } from '../queue/definitions.js';
 import { backoffMs, sleep, Wakeup } from './timing.js';
+import { ClaimSizer, type ClaimSizeChange } from './claim-size.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -136,6 +149,11 @@ export interface Worker {
   /** Graceful shutdown (see the module comment). Idempotent: every call returns the same promise. */
   stop(options?: StopOptions): Promise<void>;
   stats(): WorkerStats;
+  /**
+   * Most jobs the next claim may lease: `batchSize` when given, else the
+   * adaptive size (claim-size.ts); each change is a `worker:claim_size` event.
+   */
+  readonly claimSize: number;
   on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker;
   once<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker;
   off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): Worker;
@@ -145,7 +163,7 @@ const stopOptionsSchema = z.strictObject({
   drainMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2_147_483_647).optional(),
 });
 
-/** Leases a worker may hold per unit of concurrency (running jobs plus successes waiting for their commit), on top of `batchSize` buffered ones. */
+/** Leases a worker may hold per unit of concurrency (running jobs plus successes waiting for their commit), on top of a claim size of buffered ones. */
 const LEASE_SLOTS_PER_HANDLER_SLOT = 2;
 
 interface BufferedJob {
@@ -192,6 +210,7 @@ class RunledgerWorker implements Worker {
   private readonly events: WorkerEventEmitter;
   private telemetry: WorkerTelemetry | undefined;
   private readonly batcher: CompletionBatcher;
+  private readonly sizer: ClaimSizer;
   private readonly jobTypes: string[];
   private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
   /** Jobs holding a lease slot outside the buffer: started (or being released), and not yet both recorded and settled. */
@@ -235,6 +254,11 @@ class RunledgerWorker implements Worker {
       this.db = this.ownedClient;
     }
     this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, options.completionBatchSize);
+    this.sizer = new ClaimSizer({ concurrency: options.concurrency, fixed: options.batchSize, heartbeatIntervalMs: options.heartbeatIntervalMs });
+  }
+
+  get claimSize(): number {
+    return this.sizer.size;
   }
 
   get state(): WorkerState {
@@ -370,22 +394,20 @@ class RunledgerWorker implements Worker {
     // Leases held: running handlers, the buffer, and successes waiting in (up
     // to DEFAULT_MAX_FLUSHES) completion batches: committing batches must not
     // stall claims.
-    const leaseCap = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.batchSize + options.completionBatchSize * DEFAULT_MAX_FLUSHES;
+    const leaseSlotsBeyondClaims = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.completionBatchSize * DEFAULT_MAX_FLUSHES;
     while (!this.stopController.signal.aborted) {
       const now = Date.now();
       const buffered = this.buffer.length;
+      const size = this.sizer.size;
       // Jobs the claims in flight may still bring count as buffered.
       const pipeline = buffered + this.claimReserved;
-      const prefetch = now >= this.prefetchPausedUntil ? options.batchSize : 0;
-      const limit = Math.min(
-        options.batchSize,
-        options.concurrency - this.handlerSlotsUsed + prefetch - pipeline,
-        leaseCap - this.active.size - pipeline,
-      );
-      if (this.wantClaim && limit > 0 && buffered * 2 <= options.batchSize && this.claims.size < MAX_CLAIMS_IN_FLIGHT && now >= this.claimBackoffUntil) {
+      const prefetch = now >= this.prefetchPausedUntil ? this.sizer.prefetch() : 0;
+      const freeSlots = options.concurrency - this.handlerSlotsUsed;
+      const limit = Math.min(size, freeSlots + prefetch - pipeline, leaseSlotsBeyondClaims + size - this.active.size - pipeline);
+      if (this.wantClaim && limit > 0 && buffered * 2 <= prefetch && this.claims.size < MAX_CLAIMS_IN_FLIGHT && now >= this.claimBackoffUntil) {
         this.wantClaim = false;
         // The loop is woken once the claim has left `claims`, so what it sees then (idle or not) is current.
-        const claim: Promise<void> = this.claim(limit).then(() => {
+        const claim: Promise<void> = this.claim(limit, freeSlots).then(() => {
           this.claims.delete(claim);
           this.wakeup.signal();
         });
@@ -410,12 +432,15 @@ class RunledgerWorker implements Worker {
   }
 
   /** One claim of up to `limit` jobs into the buffer; never rejects (a failure backs the loop off). The caller wakes the loop. */
-  private async claim(limit: number): Promise<void> {
+  private async claim(limit: number, freeSlots: number): Promise<void> {
     const { options } = this;
     this.claimReserved += limit;
     const claimedAt = Date.now();
+    const probe = this.sizer.open(this.buffer.length, freeSlots);
+    let got = 0;
     try {
       const jobs = await claimJobs(this.db, { workerId: this.workerId, jobTypes: this.jobTypes, limit, leaseSeconds: options.leaseSeconds, markRunning: true });
+      got = jobs.length;
       this.claimFailures = 0;
       this.counters.claimed += jobs.length;
       if (jobs.length === limit) this.wantClaim = true;
@@ -433,8 +458,15 @@ class RunledgerWorker implements Worker {
       this.events.emit('worker:error', { error, operation: 'claim' });
     } finally {
       this.claimReserved -= limit;
+      this.claimSizeChanged(this.sizer.close(probe, got, limit));
     }
     this.pump();
+  }
+
+  private claimSizeChanged(change: ClaimSizeChange | undefined): void {
+    if (!change) return;
+    this.options.logger.debug('claim size changed', { ...change });
+    this.events.emit('worker:claim_size', { workerId: this.workerId, ...change });
   }
 
   /**
@@ -454,6 +486,7 @@ class RunledgerWorker implements Worker {
       const { job, claimedAt } = this.buffer.shift()!;
       this.launch(job, claimedAt);
     }
+    this.sizer.observe(this.buffer.length, concurrency - this.handlerSlotsUsed);
     // One timer, for the oldest buffered job's expiry (re-armed only when the oldest changes).
     const oldest = this.buffer[0];
     if (oldest === this.bufferTimerFor) return;
@@ -516,8 +549,10 @@ class RunledgerWorker implements Worker {
     const execution = this.newExecution(job, claimedAt);
     this.active.add(execution);
     this.handlerSlotsUsed += 1;
+    const launchedAt = performance.now();
     void execution.slotFree.then(() => {
       this.handlerSlotsUsed -= 1;
+      this.claimSizeChanged(this.sizer.recordSlotTime(performance.now() - launchedAt));
       this.pump();
       this.wakeup.signal();
     });
