@@ -12,10 +12,10 @@
  * clears the columns (`CLEAR_ATTEMPT`). runledger.job_attempt_history reads
  * both as one history.
  *
- * A closing statement reads the attempt columns from its FOR UPDATE CTE (the
- * row as locked, before its update) and archives from a relation with, per
- * ended job: `id`, the lease's `run_number` and `attempt`, the attempt
- * columns, and whatever its close expressions name (aliased `o`).
+ * A closing statement reads `id` and ATTEMPT_COLUMNS in its FOR UPDATE CTE
+ * (the row as locked, before its update) and archives from a relation that
+ * joins that CTE (`locked.*`) with the lease's `run_number` and `attempt` and
+ * whatever its close expressions name (aliased `o`).
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 

@@ -159,8 +159,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
        ORDER BY id
     ),
     -- The slice's attempt moves into job_attempts (src/queue/attempt-row.ts), as run_number - 1.
-    ended AS (SELECT c.id, c.run_number - 1 AS run_number, c.slice_attempt AS attempt, c.next_run_at, k.attempt_seq, k.attempt_worker_id,
-                     k.attempt_started_at, k.attempt_leased_until, k.attempt_running_seq, k.attempt_running_at
+    ended AS (SELECT c.run_number - 1 AS run_number, c.slice_attempt AS attempt, c.next_run_at, k.*
                 FROM continued c JOIN locked k ON k.id = c.id),
     attempts AS (${archiveAttempts(sqltag`ended`, {
       finishedAt: sqltag`(SELECT at FROM clock)`,

@@ -40,7 +40,7 @@ import { captureTraceContext } from '../telemetry/trace-context.js';
 import type { Db, Tx } from '../client/types.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
-import { newId, newIds } from '../db/ids.js';
+import { newId } from '../db/ids.js';
 import { ConflictError, InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
@@ -130,7 +130,8 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
   const notify = options.notify ?? true;
   const gate = options.definitionGate ?? 'off';
   if (rows.length === 0) return [];
-  const eventIds = newIds(rows.length);
+  // Ids only for the ENQUEUED events stored (see eventPayload); a plain enqueue writes none.
+  const eventIds = rows.map((r) => (r.eventPayload === null ? null : newId()));
   // The caller's trace, continued by the worker's span (src/telemetry/); a step's job carries its run's instead.
   const traceContext = jsonParam(await captureTraceContext());
   const inserted = await tx.$queryRaw<{ id: string | null; refused: string | null }[]>`

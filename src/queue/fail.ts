@@ -153,9 +153,7 @@ async function failStatement(
     ),
     -- The lease's attempt closes with the delay it got and where that came from: the handler's retry-not-before
     -- when it decided the time (later than the backoff), the policy otherwise.
-    ended AS (SELECT f.id, f.run_number, f.attempt, f.status, f.next_run_at, k.attempt_seq, k.attempt_worker_id, k.attempt_started_at,
-                     k.attempt_leased_until, k.attempt_running_seq, k.attempt_running_at
-                FROM failed f JOIN locked k ON k.id = f.id),
+    ended AS (SELECT f.run_number, f.attempt, f.status, f.next_run_at, k.* FROM failed f JOIN locked k ON k.id = f.id),
     attempts AS (${archiveAttempts(sqltag`ended`, {
       finishedAt: sqltag`now()`,
       outcome: sqltag`CASE WHEN o.status = 'PENDING' THEN 'FAILED_RETRY' ELSE 'DEAD_LETTERED' END`,

@@ -110,9 +110,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
       -- The expired lease's attempt moves into job_attempts (src/queue/attempt-row.ts): its error when a handler
       -- ran, its next run time when the job goes back.
       ended AS (
-        SELECT r.id, r.run_number, r.lease_attempt AS attempt, r.started, r.status, x.attempt_seq, x.attempt_worker_id,
-               x.attempt_started_at, x.attempt_leased_until, x.attempt_running_seq, x.attempt_running_at
-          FROM reaped r JOIN expired x ON x.id = r.id
+        SELECT r.run_number, r.status, x.lease_attempt AS attempt, x.* FROM reaped r JOIN expired x ON x.id = r.id
       ),
       attempts AS (${archiveAttempts(sqltag`ended`, {
         finishedAt: sqltag`now()`,

@@ -68,9 +68,7 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
         FROM released
     ),
     -- The released attempt moves into job_attempts (src/queue/attempt-row.ts) under the lease's attempt number.
-    ended AS (SELECT r.id, r.run_number, ${l.attempt}::int AS attempt, k.attempt_seq, k.attempt_worker_id, k.attempt_started_at,
-                     k.attempt_leased_until, k.attempt_running_seq, k.attempt_running_at
-                FROM released r JOIN locked k ON k.id = r.id),
+    ended AS (SELECT r.run_number, ${l.attempt}::int AS attempt, k.* FROM released r JOIN locked k ON k.id = r.id),
     attempts AS (${archiveAttempts(sqltag`ended`, {
       finishedAt: sqltag`(SELECT at FROM clock)`,
       outcome: sqltag`'RELEASED'`,
