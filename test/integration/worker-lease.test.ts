@@ -154,13 +154,7 @@ describe('a lost lease', () => {
   });
 
   it('logs and counts a completion the fence refuses, without throwing', async () => {
-    const started = latch();
-    const proceed = latch();
-    const handler = defineJob('lease.complete_lost', z.object({}), async () => {
-      started.open();
-      await proceed.promise;
-      return 'stale';
-    });
+    const { handler, started, proceed } = heldHandler('lease.complete_lost');
     const logger = recordingLogger();
     const worker = await startWorker({ handlers: [handler], concurrency: 1, logger });
     const lost = nextEvent(worker, 'job:lease_lost');
@@ -205,13 +199,7 @@ describe('a lost lease', () => {
   });
 
   it('says the job was canceled when the completion of a canceled job is refused', async () => {
-    const started = latch();
-    const proceed = latch();
-    const handler = defineJob('lease.canceled_complete', z.object({}), async () => {
-      started.open();
-      await proceed.promise;
-      return 'stale';
-    });
+    const { handler, started, proceed } = heldHandler('lease.canceled_complete');
     const logger = recordingLogger();
     const worker = await startWorker({ handlers: [handler], concurrency: 1, logger });
     const lost = nextEvent(worker, 'job:lease_lost');
@@ -226,3 +214,15 @@ describe('a lost lease', () => {
     expect(mine.filter((e) => e.message.startsWith('lease lost'))).toEqual([]);
   });
 });
+
+/** A handler that says it started, then waits to be let go before it returns (so a test can act on its lease meanwhile). */
+function heldHandler(jobType: string) {
+  const started = latch();
+  const proceed = latch();
+  const handler = defineJob(jobType, z.object({}), async () => {
+    started.open();
+    await proceed.promise;
+    return 'stale';
+  });
+  return { handler, started, proceed };
+}
