@@ -70,7 +70,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
     if (workflowStepId !== null) {
       await ensureReadCommittedForWorkflowJobs(context, [jobId], 'workflow.terminal_completion_unsupported_isolation', 'Workflow job cancellation');
     }
-    const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean })[]>`
+    const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean; ended_attempt_started_at: string | null })[]>`
       -- The cancellation time is read now that the row is locked (the statement above), not this transaction's
       -- now(): the lock wait, or a caller's transaction begun earlier, can put now() before the job's creation
       -- (a workflow release) or its claim, which committed first. Time follows cause.
@@ -104,7 +104,8 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
         outcome: sqltag`'CANCELED'`,
         errorMessage: sqltag`${reason ?? null}::text`,
       })})
-      SELECT * FROM canceled`;
+      -- The ended attempt's start, as text (microseconds kept), for the step's started_at (step-state.ts).
+      SELECT c.*, (SELECT e.attempt_started_at::text FROM ended e) AS ended_attempt_started_at FROM canceled c`;
     const row = rows[0];
     if (!row) {
       throw new InternalError('job.internal_state', 'The job changed while it was locked.', {
@@ -112,9 +113,11 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
       });
     }
     if (row.workflow_managed) {
-      await processWorkflowJobTerminals(tx, [{ jobId, status: 'CANCELED', statusReason: reason ?? DEFAULT_CANCEL_REASON }]);
+      await processWorkflowJobTerminals(tx, [
+        { jobId, status: 'CANCELED', statusReason: reason ?? DEFAULT_CANCEL_REASON, attemptStartedAt: row.ended_attempt_started_at },
+      ]);
     }
-    const { workflow_managed: _managed, ...job } = row;
+    const { workflow_managed: _managed, ended_attempt_started_at: _started, ...job } = row;
     return toJob(job);
   });
 }

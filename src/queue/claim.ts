@@ -10,10 +10,9 @@
  *   clock and its open attempt, all on its own row (src/queue/attempt-row.ts), which is also its trail's
  *   LEASED event (and RUNNING event with `markRunning`, which folds the RUNNING transition into the claim
  *   so it costs no commit): one row write per direct job (see the job_trail view).
- * - Workflow-managed jobs (a step points at them) move their steps to RUNNING
- *   in the same statement (a data-modifying CTE: the step -> RUNNING rule
- *   written in the header of src/workflow/job-hooks.ts); direct jobs pay
- *   nothing for it.
+ * - A claim writes no step row: a workflow step whose job is LEASED reads as
+ *   RUNNING (src/workflow/step-state.ts), so a chain step costs one row
+ *   write fewer and the claim takes no step lock.
  * - Each claimed job's attempt opens here, on the job row; the statement
  *   that ends the lease closes it (src/queue/attempt-row.ts).
  * - A workflow job comes back with its step's run, key and prerequisites'
@@ -35,13 +34,9 @@
  * `claimJobs`). The job row is the reservation: every transition out of
  * LEASED releases the key in the statement that writes it.
  *
- * Lock order: job rows (SKIP LOCKED, so no waits), then step rows: the step
- * UPDATE reads the claimed ids through an InitPlan (`= ANY(ARRAY(...))`),
- * which runs the claim to completion before any step row is touched. Like
- * every CTE it reads the statement's snapshot, which holds the step rows of
- * the claimed jobs (a step and its job are committed together, and the claim
- * itself does not modify steps); a step row changed concurrently is waited
- * for and re-checked (`status IN ('ENQUEUED', 'RUNNING')`) as in any UPDATE.
+ * Lock order: job rows only (SKIP LOCKED, so no waits). The steps and
+ * prerequisites a claimed job's handler reads are read without locks from the
+ * statement's snapshot (see the final SELECT).
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
@@ -190,7 +185,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
                attempt_running_seq = CASE WHEN ${markRunning}::boolean THEN (SELECT n.seq FROM numbers n WHERE n.id = jq.id) END,
                attempt_running_at = CASE WHEN ${markRunning}::boolean THEN now() END,
                attempt_closed_seq = NULL
-         -- By primary key through an InitPlan (like the steps below): the same plan, custom or generic, whatever
+         -- By primary key through an InitPlan: the same plan, custom or generic, whatever
          -- the candidates' row estimate (a join could turn into a hash join over the whole table).
          WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
@@ -200,20 +195,10 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       ),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
-      ),
-      -- The workflow hook (see src/workflow/job-hooks.ts): steps of claimed workflow jobs become RUNNING.
-      steps AS (
-        UPDATE runledger.workflow_steps ws
-           SET status = 'RUNNING',
-               started_at = COALESCE(ws.started_at, now()),
-               output = NULL,
-               updated_at = now()
-         WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM claimed WHERE workflow_step_id IS NOT NULL))
-           AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       -- A workflow job's step and its prerequisites' outcomes, for the handler context. The statement's snapshot
       -- holds them final: a job becomes PENDING in the transaction that made its prerequisites terminal, and
-      -- terminal steps do not change (the steps CTE's own update is invisible here, and touches other columns).
+      -- terminal steps do not change.
       -- A direct job pays one probe of the primary key with NULL.
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
              c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.stage,

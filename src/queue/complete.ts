@@ -8,11 +8,13 @@
  * lifecycle.ts; the lock protocol: src/workflow/locking.ts.
  */
 import type { z } from 'zod';
+import { sqltag } from '@prisma/client/runtime/client';
 import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
+import { stepStartedAt } from '../workflow/step-state.js';
 import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../workflow/locking.js';
 import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
 import { jsonParam } from './rows.js';
@@ -264,7 +266,7 @@ async function completeStatement(
        WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked))
          AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
          AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
-      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, jq.workflow_step_id
+      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at
     ),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (
@@ -277,6 +279,7 @@ async function completeStatement(
       UPDATE runledger.workflow_steps ws
          SET status = 'SUCCEEDED', finished_at = COALESCE(ws.finished_at, now()),
              status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
+             started_at = ${stepStartedAt(sqltag`d.attempt_started_at`)},
              output = d.output, updated_at = now()
         FROM done d
        WHERE ws.id = d.workflow_step_id AND ws.id IN (SELECT id FROM steps_locked)

@@ -33,6 +33,7 @@ import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newIds } from '../db/ids.js';
 import type { JsonValue } from '../validation/primitives.js';
+import { LIVE_JOB_STEP, stepStartedAt } from '../workflow/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -171,9 +172,10 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
     steps AS (
       UPDATE runledger.workflow_steps ws
          SET status = 'ENQUEUED', status_reason = ${CONTINUED_STEP_REASON}, last_error_code = NULL, last_error_message = NULL,
+             started_at = ${stepStartedAt(sqltag`(SELECT k.attempt_started_at FROM locked k WHERE k.id = ws.job_id)`)},
              output = NULL, updated_at = now()
        WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM continued WHERE workflow_step_id IS NOT NULL))
-         AND ws.status = 'RUNNING'
+         AND ws.status IN ${LIVE_JOB_STEP}
     ),
     notified AS (
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n

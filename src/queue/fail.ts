@@ -9,6 +9,7 @@ import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
+import { LIVE_JOB_STEP, stepStartedAt } from '../workflow/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type FailJobResult } from './lease.js';
 import { resolveBackoff, retryDelayMs } from './retry-policy.js';
@@ -129,10 +130,11 @@ async function failStatement(
              finished_at = CASE WHEN f.status = 'PENDING' THEN NULL ELSE COALESCE(ws.finished_at, now()) END,
              status_reason = CASE WHEN f.status = 'PENDING' THEN 'job.retry_scheduled' ELSE NULL END,
              last_error_code = ${o.code}, last_error_message = ${o.message},
+             started_at = ${stepStartedAt(sqltag`k.attempt_started_at`)},
              output = NULL, updated_at = now()
-        FROM failed f
+        FROM failed f JOIN locked k ON k.id = f.id
        WHERE ws.id = f.workflow_step_id
-         AND (CASE WHEN f.status = 'PENDING' THEN ws.status = 'RUNNING' ELSE ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED') END)
+         AND (CASE WHEN f.status = 'PENDING' THEN ws.status IN ${LIVE_JOB_STEP} ELSE ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED') END)
       RETURNING ws.id, ws.workflow_run_id, ws.status,
                 EXISTS (SELECT 1 FROM runledger.workflow_step_dependencies e WHERE e.prerequisite_step_id = ws.id) AS has_dependents
     ),

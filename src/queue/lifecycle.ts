@@ -62,8 +62,8 @@ export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseI
  */
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT, 'lease');
-  // One statement: the step -> RUNNING hook (the rule in job-hooks.ts's header) is the `steps` CTE,
-  // which reads the updated job through an InitPlan, so the job row is locked before any step row.
+  // One statement on the job row only: a workflow step reads as RUNNING while its job is LEASED
+  // (src/workflow/step-state.ts), so no step row is written here.
   await withStatement(db, 'mark job running', async (client) => {
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
       WITH locked AS MATERIALIZED (
@@ -89,15 +89,6 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
            AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
         RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
-      ),
-      steps AS (
-        UPDATE runledger.workflow_steps ws
-           SET status = 'RUNNING',
-               started_at = COALESCE(ws.started_at, now()),
-               output = NULL,
-               updated_at = now()
-         WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM running WHERE workflow_step_id IS NOT NULL))
-           AND ws.status IN ('ENQUEUED', 'RUNNING')
       )
       SELECT workflow_managed FROM running`;
     if (!rows[0]) throw leaseMismatch(l, 'mark job running');

@@ -32,6 +32,7 @@ import { newIds } from '../db/ids.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { parseInput } from '../validation/parse.js';
 import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { LIVE_JOB_STEP } from '../workflow/step-state.js';
 import { JOB_INVALID_INPUT, reapExpiredLeasesInputSchema, type ReapExpiredLeasesInput } from './schemas.js';
 
 export const LEASE_EXPIRED_CODE = 'job.lease_expired';
@@ -56,7 +57,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
     // Before the first write: dead-lettering a workflow job releases steps, which needs READ COMMITTED.
     await ensureReadCommitted(context, 'job.reap_unsupported_isolation', 'Reaping expired leases');
     const { tx } = context;
-    const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean; started: boolean }[]>`
+    const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean; started: boolean; attempt_started_at: string | null }[]>`
       WITH expired AS (
         SELECT jq.id, jq.lease_owner, jq.lease_expires_at, jq.attempt AS lease_attempt, ${ATTEMPT_COLUMNS},
                -- Started: the lease's attempt recorded RUNNING (markRunning at claim, or markJobRunning).
@@ -82,7 +83,9 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
          WHERE jq.id = e.id AND jq.status = 'LEASED'
         RETURNING jq.id, jq.status, jq.job_type, jq.run_number, jq.attempt, e.lease_attempt, e.started,
                   e.lease_owner AS expired_owner, e.lease_expires_at AS expired_at,
-                  jq.workflow_step_id IS NOT NULL AS workflow_managed
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed,
+                  -- As text: the step stores it (src/workflow/step-state.ts) with its microseconds.
+                  e.attempt_started_at::text AS attempt_started_at
       ),
       numbered AS (
         SELECT reaped.*, row_number() OVER (ORDER BY expired_at, id)::int AS n FROM reaped
@@ -129,14 +132,14 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
                finished_at = NULL, status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
                output = NULL, updated_at = now()
          WHERE ws.job_id = ANY(ARRAY(SELECT id FROM reaped WHERE NOT started AND workflow_managed))
-           AND ws.status = 'RUNNING'
+           AND ws.status IN ${LIVE_JOB_STEP}
       ),
       -- Retried jobs are runnable now: wake listening workers (polling would find them too, later).
       notified AS (
         SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n
           FROM (SELECT DISTINCT job_type FROM numbered WHERE status = 'PENDING') t
       )
-      SELECT id, status, workflow_managed, started FROM numbered CROSS JOIN notified ORDER BY numbered.n`;
+      SELECT id, status, workflow_managed, started, attempt_started_at FROM numbered CROSS JOIN notified ORDER BY numbered.n`;
     const retried = rows.filter((row) => row.status === 'PENDING');
     const deadLettered = rows.filter((row) => row.status === 'DEAD_LETTERED');
     // Never-started ones had their steps put back in the statement above.
@@ -144,14 +147,17 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
     if (managedRetries.length > 0) {
       await markWorkflowStepsEnqueuedForRetry(
         tx,
-        managedRetries.map((row) => ({ jobId: row.id, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE })),
+        managedRetries.map((row) => ({ jobId: row.id, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE, attemptStartedAt: row.attempt_started_at })),
       );
     }
     const managedDead = deadLettered.filter((row) => row.workflow_managed);
     if (managedDead.length > 0) {
       await processWorkflowJobTerminals(
         tx,
-        managedDead.map((row) => ({ jobId: row.id, status: 'FAILED' as const, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE })),
+        managedDead.map((row) => ({
+          jobId: row.id, status: 'FAILED' as const, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE,
+          attemptStartedAt: row.started ? row.attempt_started_at : null,
+        })),
       );
     }
     return { retried: retried.map((row) => row.id), deadLettered: deadLettered.map((row) => row.id) };

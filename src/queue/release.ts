@@ -16,7 +16,7 @@
  *          started_at = CASE WHEN <job attempt now 0> THEN NULL ELSE started_at END,
  *          finished_at = NULL, status_reason = NULL, last_error_code = NULL,
  *          last_error_message = NULL, output = NULL, updated_at = now()
- *    WHERE job_id = <the released job> AND status = 'RUNNING'
+ *    WHERE job_id = <the released job> AND status IN ('ENQUEUED', 'RUNNING')
  * (a step a concurrent cancellation or terminal transition moved on stays).
  *
  * One statement for direct and workflow jobs alike, so on a root client it is
@@ -29,6 +29,7 @@ import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
+import { LIVE_JOB_STEP } from '../workflow/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch } from './lease.js';
 import { JOB_INVALID_INPUT, releaseJobInputSchema, type ParsedJobLease, type ReleaseJobInput } from './schemas.js';
@@ -83,7 +84,7 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
              finished_at = NULL, status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
              output = NULL, updated_at = now()
        WHERE ws.job_id = ANY(ARRAY(SELECT id FROM released))
-         AND ws.status = 'RUNNING'
+         AND ws.status IN ${LIVE_JOB_STEP}
     ),
     notified AS (SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, job_type)) AS n FROM released)
     SELECT id FROM released CROSS JOIN notified`;

@@ -78,6 +78,10 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
       UPDATE runledger.workflow_steps
          SET status = 'CANCELED',
              finished_at = COALESCE(finished_at, ${at}::timestamptz),
+             -- A leased job's attempt ends here: its start becomes the step's when it has none (step-state.ts).
+             -- The job rows are locked (lockRunJobRows) and updated only below, so this reads the open attempt.
+             started_at = COALESCE(started_at, (SELECT jq.attempt_started_at FROM runledger.job_queue jq
+                                                 WHERE jq.id = workflow_steps.job_id AND jq.status = 'LEASED')),
              status_reason = ${reason},
              last_error_code = ${WORKFLOW_RUN_CANCELED},
              last_error_message = 'The workflow run was canceled.',

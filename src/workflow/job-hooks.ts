@@ -1,7 +1,7 @@
 /**
  * The queue's hook points into workflows. Every queue transition of a job that
  * backs a workflow step moves the step in the same transaction:
- *   claim / mark running   -> step RUNNING
+ *   claim / mark running   -> nothing (the step reads as RUNNING: step-state.ts)
  *   retry scheduled        -> step back to ENQUEUED (keeps started_at)
  *   succeeded / dead-lettered / canceled -> step terminal + dependency release
  * The queue learns which jobs are workflow-managed from the job row itself
@@ -10,49 +10,50 @@
  * the step transition into the job's own statement (src/queue/lifecycle.ts)
  * and call `settleTerminalSteps` for the release.
  *
- * Step -> RUNNING has no function here: it is one UPDATE that the claim
- * (src/queue/claim.ts) and mark-running (src/queue/lifecycle.ts) statements
- * carry as a data-modifying CTE, so that each stays a single statement (one
- * autocommit round trip on a root client). The rule, kept identical in both:
- *   UPDATE runledger.workflow_steps SET status = 'RUNNING',
- *          started_at = COALESCE(started_at, now()), output = NULL, updated_at = now()
- *    WHERE id = ANY(<the workflow_step_id of the jobs the statement claimed / marked>)
- *      AND status IN ('ENQUEUED', 'RUNNING')
- * (a step a concurrent cancellation or terminal transition moved on stays).
+ * Step -> RUNNING is not written at all: a step reads as RUNNING while its
+ * job is LEASED (src/workflow/step-state.ts), so claim and mark-running touch
+ * no step row.
  *
  * Lock order: the queue already holds the job rows (FOR UPDATE or UPDATE);
  * these then lock step rows. See src/workflow/locking.ts for the protocol.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { TransactionContext } from '../client/transaction.js';
 import type { Tx } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
+import { LIVE_JOB_STEP, stepStartedAt } from './step-state.js';
 
 export { processWorkflowJobTerminals, settleTerminalSteps, type WorkflowJobTerminalTransition } from './terminal.js';
 
 /**
  * A retry was scheduled: the steps go back to ENQUEUED, keeping started_at as
- * the first time they began. Only RUNNING steps move: a concurrent
+ * the first time they began (the ended attempt's start when none is stored
+ * yet: src/workflow/step-state.ts). Only live steps move: a concurrent
  * cancellation or terminal transition wins over putting a step back.
+ * `attemptStartedAt` is the ended attempt's start as PostgreSQL text (its
+ * microseconds kept).
  */
 export async function markWorkflowStepsEnqueuedForRetry(
   tx: Tx,
-  retries: readonly { jobId: string; errorCode: string | null; errorMessage: string | null }[],
+  retries: readonly { jobId: string; errorCode: string | null; errorMessage: string | null; attemptStartedAt: string | null }[],
 ): Promise<void> {
   if (retries.length === 0) return;
   await tx.$executeRaw`
     UPDATE runledger.workflow_steps AS ws
        SET status = 'ENQUEUED',
+           started_at = ${stepStartedAt(sqltag`r.attempt_started_at`)},
            finished_at = NULL,
            status_reason = 'job.retry_scheduled',
            last_error_code = r.error_code,
            last_error_message = r.error_message,
            output = NULL,
            updated_at = now()
-      FROM unnest(${retries.map((r) => r.jobId)}::uuid[], ${retries.map((r) => r.errorCode)}::text[], ${retries.map((r) => r.errorMessage)}::text[])
-           AS r(job_id, error_code, error_message)
+      FROM unnest(${retries.map((r) => r.jobId)}::uuid[], ${retries.map((r) => r.errorCode)}::text[], ${retries.map((r) => r.errorMessage)}::text[],
+                  ${retries.map((r) => r.attemptStartedAt)}::timestamptz[])
+           AS r(job_id, error_code, error_message, attempt_started_at)
      WHERE ws.job_id = r.job_id
-       AND ws.status = 'RUNNING'`;
+       AND ws.status IN ${LIVE_JOB_STEP}`;
 }
 
 /**

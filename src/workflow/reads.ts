@@ -157,9 +157,8 @@ export async function listWorkflowSteps(db: Db, input: ListWorkflowStepsInput): 
     tx.$queryRaw<(WorkflowStepRow | { [K in keyof WorkflowStepRow]: null })[]>`
       SELECT ws.* FROM runledger.workflow_runs wr
         LEFT JOIN LATERAL (
-          SELECT st.*, jq.stage AS job_stage, jq.progress AS job_progress
-            FROM runledger.workflow_steps st
-            LEFT JOIN runledger.job_queue jq ON jq.id = st.job_id
+          -- The view reads a step's RUNNING and start from its job (migration 20261223000000_step_running_derived).
+          SELECT st.* FROM runledger.workflow_step_states st
            WHERE st.workflow_run_id = wr.id AND (${ref.cursor ?? null}::uuid IS NULL OR st.id > ${ref.cursor ?? null}::uuid)
            ORDER BY st.id
            LIMIT ${ref.limit + 1}::int

@@ -13,11 +13,13 @@
  * src/queue/lifecycle.ts fold the step transition into the job's own
  * statement and call `settleTerminalSteps` directly.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { Tx } from '../client/types.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { lockRunsReleaseShared, type ReleaseLocksHeld } from './locking.js';
 import { internalState, releaseDependents, type TerminalStep } from './release.js';
 import { recomputeAfterTerminal, recomputeWorkflowRunStatuses } from './run-status.js';
+import { stepStartedAt } from './step-state.js';
 
 export interface WorkflowJobTerminalTransition {
   jobId: string;
@@ -27,6 +29,11 @@ export interface WorkflowJobTerminalTransition {
   errorMessage?: string | null;
   /** Kept only when status is SUCCEEDED. */
   output?: JsonValue | null;
+  /**
+   * The start of the attempt this transition ended, as PostgreSQL text (microseconds kept); null or absent:
+   * none ended (a job canceled while PENDING). Stored as the step's start when it has none (step-state.ts).
+   */
+  attemptStartedAt?: string | null;
 }
 
 /**
@@ -43,8 +50,9 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
       SELECT * FROM unnest(${transitions.map((t) => t.jobId)}::uuid[], ${transitions.map((t) => t.status)}::text[],
                            ${transitions.map((t) => t.statusReason ?? null)}::text[], ${transitions.map((t) => t.errorCode ?? null)}::text[],
                            ${transitions.map((t) => t.errorMessage ?? null)}::text[],
-                           ${transitions.map((t) => (t.status === 'SUCCEEDED' && t.output !== undefined && t.output !== null ? JSON.stringify(t.output) : null))}::jsonb[])
-             AS i(job_id, status, status_reason, error_code, error_message, output)
+                           ${transitions.map((t) => (t.status === 'SUCCEEDED' && t.output !== undefined && t.output !== null ? JSON.stringify(t.output) : null))}::jsonb[],
+                           ${transitions.map((t) => t.attemptStartedAt ?? null)}::timestamptz[])
+             AS i(job_id, status, status_reason, error_code, error_message, output, attempt_started_at)
     ),
     -- Rung 2a: the batch's own steps, in id order.
     locked AS MATERIALIZED (
@@ -65,6 +73,7 @@ export async function processWorkflowJobTerminals(tx: Tx, transitions: readonly 
              last_error_code = i.error_code,
              last_error_message = i.error_message,
              output = i.output,
+             started_at = ${stepStartedAt(sqltag`i.attempt_started_at`)},
              updated_at = now()
         FROM input i
        WHERE ws.job_id = i.job_id

@@ -7,24 +7,16 @@
  * goes on from there (a completion appends SUCCEEDED, a never-started lease is
  * given back, a new attempt sorts after the old ones).
  */
-import { cp, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimJobs, completeJobSuccess, enqueueJob, listJobAttempts, listJobEvents, migrate, noOrganizationScope, reapExpiredLeases } from '../../src/index.js';
 import { createPrismaClient } from '../../src/client/connect.js';
-import { PACKAGED_MIGRATIONS_DIR } from '../../src/migrate/migration-files.js';
-import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
+import { migrateUpTo, queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
 
 const databases = useEmptyDatabases();
 const MIGRATION = '20261222000000_lean_ledger';
 const FINISHED = '01900000-0000-7000-8000-000000000001';
 const STARTED = '01900000-0000-7000-8000-000000000002';
 const UNSTARTED = '01900000-0000-7000-8000-000000000003';
-let dir: string | undefined;
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
 
 /** What the code before the migration wrote: the job rows, their attempts and every event, in one transaction. */
 const OLD_HISTORY = `
@@ -56,10 +48,7 @@ type Trail = { type: string; attempt: number; payload: unknown; at: number }[];
 describe(`migration ${MIGRATION}`, () => {
   it('reads the stored history as before and carries live leases over to the derived trail', async () => {
     const url = await databases.create();
-    dir = await mkdtemp(path.join(os.tmpdir(), 'runledger-before-derived-trail-'));
-    await cp(PACKAGED_MIGRATIONS_DIR, dir, { recursive: true });
-    await rm(path.join(dir, MIGRATION), { recursive: true });
-    await migrate({ connectionString: url, migrationsDir: dir });
+    const pending = await migrateUpTo(url, MIGRATION);
     await queryOnce(url, `BEGIN; ${OLD_HISTORY} COMMIT;`);
     const stored = async (jobId: string): Promise<Trail> =>
       (await queryOnce<{ event_type: string; attempt: number; payload: unknown; created_at: Date }>(
@@ -67,7 +56,8 @@ describe(`migration ${MIGRATION}`, () => {
       )).map((e) => ({ type: e.event_type, attempt: e.attempt, payload: e.payload, at: e.created_at.getTime() }));
     const before = { finished: await stored(FINISHED), started: await stored(STARTED), unstarted: await stored(UNSTARTED) };
 
-    expect((await migrate({ connectionString: url })).applied).toEqual([MIGRATION]);
+    expect((await migrate({ connectionString: url })).applied).toEqual(pending);
+    expect(pending[0]).toBe(MIGRATION);
 
     const prisma = createPrismaClient(url, { max: 2 });
     try {

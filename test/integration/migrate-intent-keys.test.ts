@@ -4,29 +4,18 @@
  * the first of each key stays, the later ones go, and the new unique index
  * then refuses a duplicate with and without an organization.
  */
-import { cp, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
-import { PACKAGED_MIGRATIONS_DIR } from '../../src/migrate/migration-files.js';
-import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
+import { migrateUpTo, queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
 
 const databases = useEmptyDatabases();
 const MIGRATION = '20261221000000_enqueue_intent_keys';
-let dir: string | undefined;
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
 
 describe(`migration ${MIGRATION}`, () => {
   it('keeps the first intent of each key recorded twice, then refuses duplicates', async () => {
     const url = await databases.create();
-    dir = await mkdtemp(path.join(os.tmpdir(), 'runledger-before-intent-keys-'));
-    await cp(PACKAGED_MIGRATIONS_DIR, dir, { recursive: true });
-    await rm(path.join(dir, MIGRATION), { recursive: true });
-    await migrate({ connectionString: url, migrationsDir: dir });
+    const pending = await migrateUpTo(url, MIGRATION);
     // UUIDv7 ids in recording order: first, then the duplicates of the same key (another request, the same one).
     const ids = [newId(), newId(), newId(), newId(), newId()];
     await queryOnce(url, `
@@ -34,7 +23,8 @@ describe(`migration ${MIGRATION}`, () => {
       VALUES ($1, 'm.intent', NULL, 'k', '{"n":1}'), ($2, 'm.intent', NULL, 'k', '{"n":2}'), ($3, 'm.intent', NULL, 'k', '{"n":1}'),
              ($4, 'm.intent', 'acme', 'k', '{"n":1}'), ($5, 'm.intent', NULL, 'other', '{"n":1}')`, ids);
 
-    expect((await migrate({ connectionString: url })).applied).toEqual([MIGRATION]);
+    expect((await migrate({ connectionString: url })).applied).toEqual(pending);
+    expect(pending[0]).toBe(MIGRATION);
 
     const kept = await queryOnce<{ id: string }>(url, 'SELECT id FROM runledger.job_enqueue_intents ORDER BY id');
     expect(kept.map((row) => row.id)).toEqual([ids[0], ids[3], ids[4]]);

@@ -4,29 +4,18 @@
  * (rebuilt with '' instead of the nil UUID for "no organization") keep
  * refusing duplicates both with and without an organization.
  */
-import { cp, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/index.js';
-import { PACKAGED_MIGRATIONS_DIR } from '../../src/migrate/migration-files.js';
-import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
+import { migrateUpTo, queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
 
 const databases = useEmptyDatabases();
 const MIGRATION = '20261203000000_organization_id_text';
 const ORG = '0190A3E0-0000-7000-8000-00000000000A';
-let dir: string | undefined;
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
 
 describe('migration 20261203000000_organization_id_text', () => {
   it('keeps existing UUID organization ids as text and the idempotency keys unique', async () => {
     const url = await databases.create();
-    dir = await mkdtemp(path.join(os.tmpdir(), 'runledger-before-org-text-'));
-    await cp(PACKAGED_MIGRATIONS_DIR, dir, { recursive: true });
-    await rm(path.join(dir, MIGRATION), { recursive: true });
-    await migrate({ connectionString: url, migrationsDir: dir });
+    const pending = await migrateUpTo(url, MIGRATION);
     await queryOnce(url, `
       INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, idempotency_key, enqueue_request)
       VALUES (gen_random_uuid(), 'm.job', $1::uuid, '1', 'k', '{}'), (gen_random_uuid(), 'm.job', NULL, '1', 'k', '{}')`, [ORG]);
@@ -34,7 +23,8 @@ describe('migration 20261203000000_organization_id_text', () => {
       INSERT INTO runledger.workflow_runs (id, workflow_type, organization_id, idempotency_key, enqueue_request)
       VALUES (gen_random_uuid(), 'm.run', $1::uuid, 'k', '{}')`, [ORG]);
 
-    expect((await migrate({ connectionString: url })).applied).toEqual([MIGRATION]);
+    expect((await migrate({ connectionString: url })).applied).toEqual(pending);
+    expect(pending[0]).toBe(MIGRATION);
 
     const jobs = await queryOnce<{ organization_id: string | null }>(url, 'SELECT organization_id FROM runledger.job_queue ORDER BY organization_id NULLS LAST');
     expect(jobs.map((row) => row.organization_id)).toEqual([ORG.toLowerCase(), null]);

@@ -120,7 +120,7 @@ describe('queue fast paths on a root client', () => {
     }
   });
 
-  it('claims workflow and direct jobs in one batch: only the workflow steps become RUNNING', async () => {
+  it('claims workflow and direct jobs in one batch: only the workflow steps read as RUNNING', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(
       db.prisma,
       workflow('fastclaim').job('a', 'fastclaim.job', { k: 'a' }).job('c', 'fastclaim.job', { k: 'c' }).build(),
@@ -135,12 +135,15 @@ describe('queue fast paths on a root client', () => {
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'LEASED', attempt: 1 });
   });
 
-  it('mark running moves an ENQUEUED step of its job to RUNNING in the same statement, and leaves a terminal step alone', async () => {
+  it('mark running writes no step row, and a step a cancellation ended reads as ended', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('fastrun').job('a', 'fastrun.a', {}).build());
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['fastrun.a'], limit: 1, leaseSeconds: 60 });
     const stepId = (await stepsByKey(db.prisma, workflowRunId)).a!.id;
-    await db.prisma.$executeRaw`UPDATE runledger.workflow_steps SET status = 'ENQUEUED' WHERE id = ${stepId}::uuid`;
+    const version = async () =>
+      (await db.prisma.$queryRaw<{ v: string }[]>`SELECT xmin::text AS v FROM runledger.workflow_steps WHERE id = ${stepId}::uuid`)[0]!.v;
+    const before = await version();
     await markJobRunning(db.prisma, lease!);
+    expect(await version()).toBe(before);
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
     expect((await eventTypes(lease!.jobId)).filter((type) => type === 'RUNNING')).toHaveLength(1);
 

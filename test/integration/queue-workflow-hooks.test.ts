@@ -1,8 +1,8 @@
 /**
  * The queue's contract with the workflow engine: every transition of a
  * workflow-managed job moves its step in the same transaction (claim ->
- * RUNNING, retry -> ENQUEUED, success / dead-letter / cancel / reaped lease ->
- * terminal and released), a failure of the release rolls the job transition
+ * nothing written, the step reads as RUNNING; retry -> ENQUEUED; success /
+ * dead-letter / cancel / reaped lease -> terminal and released), a failure of the release rolls the job transition
  * back, and direct jobs never reach the engine.
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest';
@@ -61,8 +61,21 @@ async function step(stepId: string) {
     { status: string; started: boolean; status_reason: string | null; last_error_code: string | null; last_error_message: string | null; output: unknown }[]
   >`
     SELECT status, started_at IS NOT NULL AS started, status_reason, last_error_code, last_error_message, output
-      FROM runledger.workflow_steps WHERE id = ${stepId}::uuid`;
+      FROM runledger.workflow_step_states WHERE id = ${stepId}::uuid`;
   return row!;
+}
+
+/** The step row as stored (the view above derives RUNNING and the open attempt's start from the job). */
+async function storedStep(stepId: string) {
+  const [row] = await db.prisma.$queryRaw<{ status: string; started_at: Date | null; updated_at: Date; xmin: string }[]>`
+    SELECT status::text, started_at, updated_at, xmin::text FROM runledger.workflow_steps WHERE id = ${stepId}::uuid`;
+  return row!;
+}
+
+async function attemptStarts(jobId: string): Promise<Date[]> {
+  const rows = await db.prisma.$queryRaw<{ started_at: Date }[]>`
+    SELECT started_at FROM runledger.job_attempt_history WHERE job_id = ${jobId}::uuid ORDER BY seq`;
+  return rows.map((row) => row.started_at);
 }
 
 async function runStatus(workflowRunId: string): Promise<string> {
@@ -76,19 +89,33 @@ async function claim(jobType: string, markRunning = false): Promise<ClaimedJob> 
 }
 
 describe('workflow hooks of the queue', () => {
-  it('moves the step to RUNNING when its job is claimed', async () => {
-    const { stepId } = await workflowJob('wf.claim');
+  it('reads the step as RUNNING while its job is leased, without writing the step row', async () => {
+    const { jobId, stepId } = await workflowJob('wf.claim');
+    const before = await storedStep(stepId);
     const claimed = await claim('wf.claim');
     expect(claimed.workflowManaged).toBe(true);
     expect(await step(stepId)).toMatchObject({ status: 'RUNNING', started: true });
     await markJobRunning(db.prisma, claimed);
     expect(await step(stepId)).toMatchObject({ status: 'RUNNING' });
+    // Neither the claim nor mark-running wrote the step: same row version, still ENQUEUED with no start.
+    expect(await storedStep(stepId)).toEqual(before);
+    expect(before).toMatchObject({ status: 'ENQUEUED', started_at: null });
+    // The step's start is the open attempt's, and is stored by the statement that ends it.
+    await completeJobSuccess(db.prisma, { ...claimed, output: 1 });
+    expect((await storedStep(stepId)).started_at).toEqual(await attemptStarts(jobId).then((starts) => starts[0]));
   });
 
   it('puts the step back to ENQUEUED on a scheduled retry, keeping its start', async () => {
     const { stepId } = await workflowJob('wf.retry');
-    await failJob(db.prisma, { ...(await claim('wf.retry')), error: { code: 'flaky', message: 'again' }, retryable: true });
+    const first = await claim('wf.retry');
+    await failJob(db.prisma, { ...first, error: { code: 'flaky', message: 'again' }, retryable: true });
     expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', started: true, last_error_code: 'flaky', status_reason: 'job.retry_scheduled' });
+    const firstStart = (await storedStep(stepId)).started_at;
+    expect(firstStart).not.toBeNull();
+    // The second attempt keeps the first one's start.
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${first.jobId}::uuid`;
+    await failJob(db.prisma, { ...(await claim('wf.retry')), error: { code: 'flaky', message: 'again' }, retryable: true });
+    expect((await storedStep(stepId)).started_at).toEqual(firstStart);
     expect(release.calls).toEqual([]);
   });
 
