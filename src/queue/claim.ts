@@ -167,7 +167,12 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       WITH candidates AS (${candidates}),
       -- Each claimed job's attempt number in its trail (job_events' sequence): its LEASED event's place, and
       -- with markRunning its RUNNING event's (right after).
-      numbers AS MATERIALIZED (SELECT id, nextval('runledger.job_events_seq_seq') AS seq FROM candidates),
+      -- One row of two aligned arrays, read per claimed row by array_position (a linear scan in C): a lookup in
+      -- a CTE of one row per job rescanned it for every claimed row, 125,000 comparisons for a claim of 250.
+      numbers AS MATERIALIZED (
+        SELECT array_agg(x.id) AS ids, array_agg(x.seq) AS seqs
+          FROM (SELECT id, nextval('runledger.job_events_seq_seq') AS seq FROM candidates) x
+      ),
       claimed AS (
         UPDATE runledger.job_queue jq
            SET status = 'LEASED',
@@ -178,11 +183,11 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
                started_at = CASE WHEN ${markRunning}::boolean THEN COALESCE(jq.started_at, now()) ELSE jq.started_at END,
                updated_at = now(),
                -- The open attempt, on the job row (src/queue/attempt-row.ts): no attempt or event row is written.
-               attempt_seq = (SELECT n.seq FROM numbers n WHERE n.id = jq.id),
+               attempt_seq = (SELECT n.seqs[array_position(n.ids, jq.id)] FROM numbers n),
                attempt_worker_id = ${workerId},
                attempt_started_at = now(),
                attempt_leased_until = now() + make_interval(secs => ${leaseSeconds}::int),
-               attempt_running_seq = CASE WHEN ${markRunning}::boolean THEN (SELECT n.seq FROM numbers n WHERE n.id = jq.id) END,
+               attempt_running_seq = CASE WHEN ${markRunning}::boolean THEN (SELECT n.seqs[array_position(n.ids, jq.id)] FROM numbers n) END,
                attempt_running_at = CASE WHEN ${markRunning}::boolean THEN now() END,
                attempt_closed_seq = NULL
          -- By primary key through an InitPlan: the same plan, custom or generic, whatever

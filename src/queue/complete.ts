@@ -17,7 +17,6 @@ import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../work
 import { stepStartedAt } from '../workflow/step-state.js';
 import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../workflow/locking.js';
 import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
-import { jsonParam } from './rows.js';
 import {
   JOB_INVALID_INPUT,
   completeJobInputSchema,
@@ -227,27 +226,27 @@ async function completeStatement(
   items: readonly ParsedCompleteItem[],
   directOnly: boolean,
 ): Promise<CompletedRow[]> {
-  const leases = items.map((item) => item.lease);
+  const batch = JSON.stringify(
+    items.map(({ lease: l, output }) => ({ job_id: l.jobId, run_number: l.runNumber, attempt: l.attempt, worker_id: l.workerId, output: output ?? null })),
+  );
   return client.$queryRaw<CompletedRow[]>`
+    -- One jsonb parameter for the batch (as enqueue's insertJobsTx: cheaper to send than an array per column).
+    -- A JSON null output reads as SQL NULL, as it is stored.
     WITH input AS (
-      SELECT *
-        FROM unnest(${leases.map((l) => l.jobId)}::uuid[], ${leases.map((l) => l.runNumber)}::int[],
-                    ${leases.map((l) => l.attempt)}::int[], ${leases.map((l) => l.workerId)}::text[],
-                    ${items.map((item) => jsonParam(item.output))}::jsonb[])
-             AS i(job_id, run_number, attempt, worker_id, output)
+      SELECT * FROM jsonb_to_recordset(${batch}::jsonb) AS i(job_id uuid, run_number int, attempt int, worker_id text, output jsonb)
     ),
-    -- Rung 1: the batch's job rows, in id order, so two overlapping batches cannot deadlock. Found by
-    -- primary key through an InitPlan (\`= ANY(ARRAY(...))\`), whatever the statistics: with a fresh table's
-    -- estimates the planner otherwise ANDs bitmaps of the lease index and of the step-link index, whose
-    -- NULL entries (one per direct job) it reads whole. The direct-only filter is written so no index can
-    -- serve it, for the same reason.
+    -- Rung 1: the batch's job rows, in id order, so two overlapping batches cannot deadlock. Driven by the
+    -- input, one primary-key probe per lease (the planner sees one small input and no other index it could
+    -- use): the status and direct-only tests are written so no partial index matches them. A bitmap of
+    -- job_queue_lease_expiry_idx ANDed with the primary key read every entry of that index, dead ones
+    -- included (120,000 of them, 19 ms per batch of 250, before a vacuum), and a join that rescanned the
+    -- input for every job row cost 62,500 comparisons per batch (auto_explain, PostgreSQL 15).
     locked AS MATERIALIZED (
-      SELECT jq.id
-        FROM runledger.job_queue jq
-        JOIN input i ON jq.id = i.job_id
-       WHERE jq.id = ANY(ARRAY(SELECT job_id FROM input))
-         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-         AND jq.status = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
+      SELECT jq.id, i.worker_id, i.output
+        FROM input i
+        JOIN runledger.job_queue jq ON jq.id = i.job_id
+       WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+         AND jq.status::text = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
          AND (jq.workflow_step_id IS NULL OR NOT ${directOnly}::boolean) IS TRUE
        ORDER BY jq.id
          FOR UPDATE OF jq
@@ -258,15 +257,14 @@ async function completeStatement(
     done AS (
       UPDATE runledger.job_queue jq
          SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-             output = i.output, finished_at = now(), updated_at = now(),
+             output = k.output, finished_at = now(), updated_at = now(),
              -- The attempt stays on the job row, closed: its number is the trail's SUCCEEDED event
              -- (src/queue/attempt-row.ts). No attempt or event row is written.
              attempt_closed_seq = CASE WHEN jq.attempt_seq IS NOT NULL THEN nextval('runledger.job_events_seq_seq') END
-        FROM input i
-       WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked))
-         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-         AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
-      RETURNING jq.id, jq.run_number, jq.attempt, i.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at
+        FROM locked k
+       -- The rows are locked with their lease matched; what can have changed since is the clock.
+       WHERE jq.id = k.id AND jq.status::text = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
+      RETURNING jq.id, jq.run_number, jq.attempt, k.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at
     ),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (
