@@ -98,15 +98,20 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
         FROM runledger.workflow_runs r
        WHERE r.id = ANY(${locked.map((row) => row.id)}::uuid[])
     ),
+    -- Each run's steps through the (run, ...) index, one aggregate per run (LATERAL): as a join under unnest's
+    -- estimates the planner hashed the runs and read the whole step table on every recompute (auto_explain,
+    -- PostgreSQL 15: 30,000 rows, 11 ms, for 50 chain runs), a cost that grew with the history.
     counts AS (
-      SELECT runs.id,
-             count(*) FILTER (WHERE ws.status IN ('BLOCKED', 'ENQUEUED', 'RUNNING')) AS active,
-             count(*) FILTER (WHERE ws.status = 'WAITING_FOR_EXTERNAL') AS waiting,
-             count(*) FILTER (WHERE ws.status IN ('FAILED', 'CANCELED')) AS errored,
-             max(ws.finished_at) AS last_step_finished_at
+      SELECT runs.id, c.active, c.waiting, c.errored, c.last_step_finished_at
         FROM runs
-        LEFT JOIN runledger.workflow_steps ws ON ws.workflow_run_id = runs.id
-       GROUP BY runs.id
+       CROSS JOIN LATERAL (
+         SELECT count(*) FILTER (WHERE ws.status IN ('BLOCKED', 'ENQUEUED', 'RUNNING')) AS active,
+                count(*) FILTER (WHERE ws.status = 'WAITING_FOR_EXTERNAL') AS waiting,
+                count(*) FILTER (WHERE ws.status IN ('FAILED', 'CANCELED')) AS errored,
+                max(ws.finished_at) AS last_step_finished_at
+           FROM runledger.workflow_steps ws
+          WHERE ws.workflow_run_id = runs.id
+       ) c
     ),
     next AS (
       SELECT id, last_step_finished_at,
