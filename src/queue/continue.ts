@@ -121,15 +121,17 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
                     ${eventIds as string[]}::uuid[])
              AS i(job_id, run_number, attempt, worker_id, delay_ms, set_checkpoint, checkpoint, set_progress, progress, event_id)
     ),
-    -- Rung 1: the batch's job rows in id order (as the completion statement, complete.ts).
+    -- Rung 1: the batch's job rows in id order, one primary-key probe per lease, carrying the lease's input
+    -- (as the completion statement, complete.ts, and for the same reason: no join rescans a CTE per row).
     locked AS MATERIALIZED (
       SELECT jq.id, jq.workflow_step_id, ${ATTEMPT_COLUMNS},
              jq.workflow_step_id IS NULL
-               OR COALESCE((SELECT ws.allow_continuation FROM runledger.workflow_steps ws WHERE ws.id = jq.workflow_step_id), false) AS allowed
-        FROM runledger.job_queue jq
-        JOIN input i ON jq.id = i.job_id
-       WHERE jq.id = ANY(ARRAY(SELECT job_id FROM input))
-         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+               OR COALESCE((SELECT ws.allow_continuation FROM runledger.workflow_steps ws WHERE ws.id = jq.workflow_step_id), false) AS allowed,
+             i.attempt AS slice_attempt, i.delay_ms, i.set_checkpoint, i.checkpoint AS new_checkpoint,
+             i.set_progress, i.progress AS new_progress, i.event_id, i.worker_id
+        FROM input i
+        JOIN runledger.job_queue jq ON jq.id = i.job_id
+       WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
        ORDER BY jq.id
          FOR UPDATE OF jq
     ),
@@ -138,17 +140,17 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
     continued AS (
       UPDATE runledger.job_queue jq
          SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0,
-             next_run_at = c.at + i.delay_ms * interval '1 millisecond',
-             checkpoint = CASE WHEN i.set_checkpoint THEN i.checkpoint ELSE jq.checkpoint END,
-             progress = CASE WHEN i.set_progress THEN i.progress ELSE jq.progress END,
+             next_run_at = c.at + k.delay_ms * interval '1 millisecond',
+             checkpoint = CASE WHEN k.set_checkpoint THEN k.new_checkpoint ELSE jq.checkpoint END,
+             progress = CASE WHEN k.set_progress THEN k.new_progress ELSE jq.progress END,
              lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
              last_error_code = NULL, last_error_message = NULL, updated_at = c.at, ${CLEAR_ATTEMPT}
-        FROM input i, clock c
-       WHERE jq.id = i.job_id AND jq.id = ANY(ARRAY(SELECT id FROM locked WHERE allowed))
-         AND jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-         AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+        FROM locked k, clock c
+       -- Locked with the lease matched; what can have changed since is the clock.
+       WHERE jq.id = k.id AND k.allowed
+         AND jq.status::text = 'LEASED' AND jq.lease_expires_at > c.at
       RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
-                i.attempt AS slice_attempt, i.delay_ms, i.event_id, i.worker_id
+                k.slice_attempt, k.delay_ms, k.event_id, k.worker_id
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
