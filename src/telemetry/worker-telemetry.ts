@@ -60,6 +60,7 @@ export class WorkerTelemetry implements JobTelemetry {
   private readonly open = new Map<JobInfo, Entry>();
   /** The same entries by job id: `worker:error` names only the job id. */
   private readonly openById = new Map<string, JobInfo>();
+  private readonly attributesByType = new Map<string, Attributes>();
 
   constructor(
     private readonly api: OpenTelemetryApi,
@@ -93,23 +94,26 @@ export class WorkerTelemetry implements JobTelemetry {
 
   /** Opens the execution's span (and counts the job as consumed); the handler runs in `run`. */
   begin(job: ClaimedJob, info: JobInfo): JobSpan {
-    const attributes: Attributes = {
+    // Property writes, no spreads, and the per-type attributes built once: this runs for every job, and the
+    // spread version cost 21 us of CPU per job (node --cpu-prof of a 20,000-job drain, no SDK registered).
+    const attributes = this.typeAttributes(job.jobType);
+    const spanAttributes: Attributes = {
       'messaging.system': 'runledger',
       'messaging.operation.type': 'process',
       'messaging.operation.name': 'process',
       'messaging.destination.name': job.jobType,
-    };
-    const spanAttributes: Attributes = {
-      ...attributes,
       'messaging.message.id': job.jobId,
       'runledger.job.attempt': job.attempt,
       'runledger.job.max_attempts': job.maxAttempts,
       'runledger.job.run_number': job.runNumber,
       'runledger.worker.id': job.workerId,
-      ...(job.organizationId === null ? {} : { 'runledger.organization.id': job.organizationId }),
-      ...(job.step ? { 'runledger.workflow.run_id': job.step.workflowRunId, 'runledger.workflow.step_key': job.step.stepKey } : {}),
     };
-    const carrier = traceCarrierOf(job.traceContext);
+    if (job.organizationId !== null) spanAttributes['runledger.organization.id'] = job.organizationId;
+    if (job.step) {
+      spanAttributes['runledger.workflow.run_id'] = job.step.workflowRunId;
+      spanAttributes['runledger.workflow.step_key'] = job.step.stepKey;
+    }
+    const carrier = job.traceContext === null ? null : traceCarrierOf(job.traceContext);
     const parent = carrier ? this.api.propagation.extract(this.api.ROOT_CONTEXT, carrier) : this.api.ROOT_CONTEXT;
     const span = this.tracer.startSpan(
       `process ${job.jobType}`,
@@ -125,6 +129,21 @@ export class WorkerTelemetry implements JobTelemetry {
     this.instruments.consumed.add(1, attributes);
     this.instruments.queueWait.record(job.queueWaitMs / 1000, attributes);
     return { run: (fn) => this.api.context.with(context, fn) };
+  }
+
+  /** The metric attributes of a job type (frozen, shared by its jobs). */
+  private typeAttributes(jobType: string): Attributes {
+    let attributes = this.attributesByType.get(jobType);
+    if (!attributes) {
+      attributes = Object.freeze({
+        'messaging.system': 'runledger',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.destination.name': jobType,
+      });
+      this.attributesByType.set(jobType, attributes);
+    }
+    return attributes;
   }
 
   private end(

@@ -50,6 +50,7 @@ import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from './define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type ContextWrites, type SaveFields } from './job-context.js';
+import { LazyAbortController } from './lazy-abort.js';
 import { recordJobProgress, setJobStage } from '../queue/stage.js';
 import { isContinuation, type Continuation } from './continuation.js';
 import { stepInputsOf } from '../workflow/step-inputs.js';
@@ -98,7 +99,7 @@ export class JobExecution {
   /** Settled, and the outcome recorded or a success queued for the next completion batch: the handler slot is free. */
   readonly slotFree: Promise<void>;
 
-  private readonly controller = new AbortController();
+  private readonly controller = new LazyAbortController();
   private readonly logger: WorkerLogger;
   private startedAt = Date.now();
   private span: JobSpan | undefined;
@@ -196,7 +197,7 @@ export class JobExecution {
       // The claim statement read the step's inputs (src/workflow/step-inputs.ts): no round trip here.
       const stepInputs = stepInputsOf(this.job);
       const deadline = new Date(this.startedAt + this.job.timeoutSeconds * 1000);
-      const ctx = createJobContext(this.job, this.controller.signal, this.logger, this.contextWrites(), stepInputs, deadline);
+      const ctx = createJobContext(this.job, this.controller, this.logger, this.contextWrites(), stepInputs, deadline);
       const handler = () => this.definition.handler(parsed.value, ctx);
       // Inside the execution's span (when traced), so spans the handler opens are its children.
       result = { ok: true, output: await (this.span ? this.span.run(handler) : handler()) };
