@@ -118,7 +118,7 @@ export function rowWritesTable(results: BenchResults): string {
 
 export function environmentLine(results: BenchResults): string {
   const settings = Object.entries(results.server.settings).map(([k, v]) => `${k}=${v}`).join(', ');
-  return `${results.date}, ${results.quick ? 'quick sizes (BENCH_QUICK=1)' : 'full sizes'}, ${results.config.repeats} run(s) per figure (median; min-max in the tables); PostgreSQL ${results.server.version} (${results.server.kind}; ${settings}); Node ${results.node}, ${results.cpus} CPUs`;
+  return `${results.date}, ${results.quick ? 'quick sizes (BENCH_QUICK=1)' : 'full sizes'}, ${results.config.repeats} run(s) per figure (median; min-max in the tables); PostgreSQL ${results.server.version} (${results.server.kind}; ${settings}); Node ${results.node}, ${results.cpus} CPUs${results.runledgerFrom ? `; runledger from ${results.runledgerFrom === 'dist' ? 'the built package (dist/)' : 'its TypeScript sources (tsx)'}` : ''}`;
 }
 
 export function renderMarkdown(results: BenchResults): string {

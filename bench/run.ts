@@ -15,6 +15,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { startPostgresServer, type PostgresServer } from '../src/testing/postgres-server.js';
+import { fromSource } from './runledger-package.js';
 import { readConfig, type BenchConfig } from './config.js';
 import { createDatabase, databaseUrl, dropDatabase, settledCommits, waitForNoConnections } from './db.js';
 import { renderMarkdown } from './report.js';
@@ -184,6 +185,7 @@ async function runAll(server: PostgresServer, config: BenchConfig): Promise<Benc
       date: new Date().toISOString(),
       quick: config.quick,
       node: process.version,
+      runledgerFrom: fromSource ? 'source' : 'dist',
       cpus: os.cpus().length,
       host: `${os.type()} ${os.release()} ${os.arch()}`,
       server: { kind: server.kind, version: facts.version, settings: facts.settings },

@@ -8,8 +8,9 @@
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaClient } from '../../src/generated/prisma/client.js';
-import { preparedStatementName } from '../../src/index.js';
+import { PrismaClient, runledger } from '../runledger-package.js';
+
+const { preparedStatementName } = runledger;
 
 export interface CountingPrisma {
   prisma: PrismaClient;

@@ -7,12 +7,15 @@
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { createWorker, defineJob, enqueueJob, silentLogger, type Worker } from '../../src/index.js';
+import type { Worker } from '../../src/index.js';
+import { runledger } from '../runledger-package.js';
 import { Countdown } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
 import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
 import { runledgerLoopSystem, seedChainRuns, seedFanOutRuns, seedNoopJobs } from './runledger.js';
 import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
+
+const { createWorker, defineJob, enqueueJob, silentLogger } = runledger;
 
 type Handler = (payload: unknown, jobId: string) => void;
 

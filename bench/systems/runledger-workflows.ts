@@ -4,12 +4,13 @@
  * `workflow()` builder. Seeding uses `enqueueWorkflowRuns(db, runs)` (one
  * batch call) when src exports it, else `enqueueWorkflowRun` per run.
  */
-import * as runledger from '../../src/index.js';
-import { enqueueWorkflowRun, workflow, type Db, type WorkflowRunInput } from '../../src/index.js';
+import type { Db, WorkflowRunInput } from '../../src/index.js';
+import { runledger } from '../runledger-package.js';
 import { CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT } from './types.js';
 
 /** Runs per `enqueueWorkflowRuns` call when the batch API exists. */
 const RUNS_PER_BATCH = 100;
+const { enqueueWorkflowRun, workflow } = runledger;
 
 type EnqueueWorkflowRuns = (db: Db, runs: WorkflowRunInput[]) => Promise<unknown>;
 

@@ -9,21 +9,16 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import {
-  JOB_AVAILABLE_CHANNEL,
-  claimJobs,
-  completeJobsSuccess,
-  enqueueJob,
-  enqueueJobs,
-  migrate,
-  type ClaimedJob,
-} from '../../src/index.js';
+import type { ClaimedJob } from '../../src/index.js';
+import { runledger } from '../runledger-package.js';
 import { Countdown, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
 import { Waker } from '../waker.js';
 import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
 import { batchEnqueueApi, chainRun, enqueueRuns, fanOutRun } from './runledger-workflows.js';
 import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
+
+const { JOB_AVAILABLE_CHANNEL, claimJobs, completeJobsSuccess, enqueueJob, enqueueJobs, migrate } = runledger;
 
 const LEASE_SECONDS = 60;
 /** Idle wait of a loop that found nothing: a NOTIFY ends it sooner, so this is only the fallback poll (createWorker's default). */

@@ -32,13 +32,15 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { claimJobs, enqueueJobs } from '../../src/index.js';
+import { runledger } from '../runledger-package.js';
 import type { ClaimLatencySizes } from '../config.js';
 import { withClient } from '../db.js';
 import { runInFlight } from '../done.js';
 import { percentile } from '../stats.js';
 import { withCountingPrisma, type CountingPrisma } from '../systems/runledger-client.js';
 import type { BenchContext, TableResult, Workload } from './types.js';
+
+const { claimJobs, enqueueJobs } = runledger;
 
 const CLAIMED_TYPE = 'bench_claim';
 /** Untimed claims first, so both tables are measured with prepared, planned statements. */

@@ -125,6 +125,8 @@ export interface BenchResults {
   date: string;
   quick: boolean;
   node: string;
+  /** What the runledger variants ran: the built package (dist/) or the sources through tsx (bench/runledger-package.ts). */
+  runledgerFrom?: 'dist' | 'source';
   cpus: number;
   host: string;
   server: { kind: string; version: string; settings: Record<string, string> };

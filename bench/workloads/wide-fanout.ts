@@ -13,7 +13,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { claimJobs, completeJobsSuccess, enqueueWorkflowRun, isRunledgerError, type ClaimedJob } from '../../src/index.js';
+import type { ClaimedJob } from '../../src/index.js';
+import { runledger } from '../runledger-package.js';
 import { countersAfter, countersBefore, rowsWritten, sumTuples, tupleDelta } from '../tuples.js';
 import { resetServerStatements, serverStatementCount } from '../pgss.js';
 import { spread, type Spread } from '../stats.js';
@@ -21,6 +22,8 @@ import { withCountingPrisma } from '../systems/runledger-client.js';
 import { wideRun } from '../systems/runledger-workflows.js';
 import type { BenchSystem } from '../systems/types.js';
 import type { BenchContext, TableResult, Workload } from './types.js';
+
+const { claimJobs, completeJobsSuccess, enqueueWorkflowRun, isRunledgerError } = runledger;
 
 /** runledger's per-run step limit (MAX_WORKFLOW_STEPS in src/workflow/definition.ts), when the requested width exceeds it. */
 const STEP_LIMIT = 10_000;
