@@ -23,6 +23,13 @@ export interface JobContext {
   readonly organizationId: string | null;
   /** The worker holding the lease. */
   readonly workerId: string;
+  /**
+   * Stable for every attempt of this run of the job (`runledger:<jobId>:<runNumber>`;
+   * a replay, a new run, gets a new one): pass it to an external API that
+   * deduplicates requests (a payment provider's `Idempotency-Key`), so an
+   * attempt that re-runs after a crash does not repeat the effect there.
+   */
+  readonly idempotencyKey: string;
   /** True when the job backs a workflow step. */
   readonly workflowManaged: boolean;
   /** The workflow run of the step this job backs; null for a direct job. The run's organization is `organizationId`. */
@@ -70,6 +77,20 @@ export interface JobContext {
   progress(processed: number, total?: number): Promise<void>;
 }
 
+/**
+ * `ctx` of a transactional job type (`defineJob(..., { transaction: prisma })`):
+ * `tx` is the open interactive transaction of the host's client the attempt
+ * runs in. Every write through it commits with the job's outcome or rolls
+ * back with it. The context's own writes (progress, checkpoint, stage,
+ * heartbeats) are not in it: they report on the attempt and commit at once.
+ */
+export type TransactionalJobContext<T> = JobContext & { readonly tx: T };
+
+/** The per-run idempotency key (see `JobContext.idempotencyKey`). */
+export function jobIdempotencyKey(job: Pick<ClaimedJob, 'jobId' | 'runNumber'>): string {
+  return `runledger:${job.jobId}:${job.runNumber}`;
+}
+
 export type SaveFields = { progress: JsonValue | null } | { checkpoint: JsonValue | null };
 
 /** The lease-fenced writes a context makes, bound to its execution. */
@@ -86,12 +107,16 @@ export function createJobContext(
   writes: ContextWrites,
   step: StepInputs | undefined,
   deadline: Date,
+  /** The attempt's transaction client (a transactional job type): `ctx.tx`. */
+  tx?: unknown,
 ): JobContext {
   let progress = job.progress;
   let checkpoint = job.checkpoint;
   let stage = job.stage;
   return Object.freeze({
     ...jobInfo(job),
+    idempotencyKey: jobIdempotencyKey(job),
+    ...(tx === undefined ? {} : { tx }),
     workflowManaged: job.workflowManaged,
     workflowRunId: step?.workflowRunId ?? null,
     stepKey: step?.stepKey ?? null,
