@@ -109,7 +109,8 @@ type Committed = { kind: 'succeeded'; output: JsonValue | undefined } | { kind: 
 class Rollback extends Error {
   constructor(
     readonly failure: FailureRecord | 'lease lost',
-    readonly cause: unknown,
+    /** What the failure event reports as its error (the output, the refusal). */
+    readonly detail: unknown,
   ) {
     super('transactional attempt rolled back');
   }
@@ -294,11 +295,18 @@ export class JobExecution {
    */
   private async runTransactional(payload: unknown, stepInputs: StepInputs | undefined, deadline: Date): Promise<void> {
     const signal = this.controller.signal;
+    if (this.outcome !== undefined) {
+      // Timed out (or the lease was lost) while the payload was validated: no transaction to open.
+      this.markSettled();
+      return;
+    }
     let handlerStarted = false;
     let decided = false;
     /** What the transaction reached before COMMIT: reported if the COMMIT's lost answer turns out to have been a commit. */
     let reached: Committed | undefined;
     const attempt = runAttemptTransaction(this.definition.transaction!, deadline.getTime(), async (tx) => {
+      // Decided while the transaction waited for a connection: the handler never runs.
+      if (signal.aborted) throw signal.reason;
       const ctx = createJobContext(this.job, signal, this.logger, this.contextWrites(), stepInputs, deadline, tx);
       const call = () => this.definition.handler(payload, ctx);
       handlerStarted = true;
@@ -388,7 +396,7 @@ export class JobExecution {
         await this.reportLeaseLost('complete');
         this.markRecorded();
       } else {
-        await this.recordFailure(error.failure, error.cause);
+        await this.recordFailure(error.failure, error.detail);
       }
       return;
     }
