@@ -173,8 +173,7 @@ export function defineJob<S extends StandardSchemaV1, O>(
 export function defineJob<S extends StandardSchemaV1, O>(
   jobType: string,
   schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
-  // One runtime shape for both: the worker hands a transactional definition's handler a context with `tx`.
-  handler: JobHandler<StandardSchemaV1.InferOutput<S>, O>,
+  handler: (payload: StandardSchemaV1.InferOutput<S>, ctx: TransactionalJobContext<any>) => Promise<O> | O,
   settings: JobSettings & { transaction?: PrismaClientLike } = {},
 ): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>> {
   const parsed = parseInput(definitionSchema, { jobType, settings }, WORKER_INVALID_JOB_DEFINITION);
@@ -192,7 +191,9 @@ export function defineJob<S extends StandardSchemaV1, O>(
   return Object.freeze({
     jobType: parsed.jobType,
     schema: schema as StandardSchemaV1<StandardSchemaV1.InferInput<S>, StandardSchemaV1.InferOutput<S>>,
-    handler,
+    // One stored shape for both forms: the worker hands a transactional definition's handler a context with `tx`
+    // (job-execution.ts), which is all the wider parameter type above says.
+    handler: handler as JobHandler<StandardSchemaV1.InferOutput<S>, O>,
     maxAttempts: parsed.settings.retry?.maxAttempts,
     timeoutSeconds: parsed.settings.timeoutSeconds,
     priority: parsed.settings.priority,

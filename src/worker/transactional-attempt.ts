@@ -28,6 +28,15 @@
  * lock keeps the lease from being taken over, so a commit that passed the
  * fence is never preceded by another attempt's.
  *
+ * Lock order (extends src/workflow/locking.ts): whatever the handler locks
+ * through ctx.tx comes first, then the completion takes rung 1 (the job row)
+ * and what follows it. runledger's own transactions never lock a host's rows,
+ * so the host's locks cannot close a cycle with them; a handler that also
+ * takes runledger's locks through ctx.tx (an enqueue with an active key, a
+ * cancellation) may meet one, which PostgreSQL breaks (40P01): that attempt
+ * rolls back and is recorded as a retryable failure, like any deadlock of
+ * the host's own.
+ *
  * A COMMIT whose answer was lost (the connection died while it was sent)
  * may have committed: the worker reads the job before it records a failure
  * (confirmCompletions), and the fenced failure write refuses in any case.
