@@ -20,7 +20,7 @@ import {
   type ClaimedJob,
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
-import { defineJob, RetryableError, TerminalError, type Worker } from '../../src/worker/index.js';
+import { continueNow, defineJob, RetryableError, TerminalError, type Worker } from '../../src/worker/index.js';
 import { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 import { countdown, latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -153,6 +153,34 @@ describe('a transactional handler', () => {
     // Attempt 1's enqueue rolled back with its throw: only attempt 2's exists, written by the completing transaction.
     expect(receipts.map((row) => row.key)).toEqual([`receipt:${orderId}:2`]);
     expect(await writerOf('runledger.job_queue', receipts[0]!.id)).toBe(await writerOf('runledger.job_queue', jobId));
+  });
+
+  it('commits each slice of a continued job with its continuation; progress writes go around the transaction', async () => {
+    const [first, second] = [newId(), newId()];
+    const sliced = defineJob(
+      'tx.sliced',
+      z.object({ ids: z.array(z.string()) }),
+      async ({ ids }, ctx) => {
+        const slice = typeof ctx.checkpoint === 'number' ? ctx.checkpoint : 0;
+        await ctx.tx.order.create({ data: { id: ids[slice]!, customer: 'hal', total: slice } });
+        // On the worker's own connection while the attempt's transaction is open: must not wait for it.
+        await ctx.saveProgress({ slice });
+        return slice === 0 ? continueNow({ checkpoint: 1 }) : 'both slices';
+      },
+      { transaction: host },
+    );
+    const worker = await startWorker({ handlers: [sliced] });
+    const continued = nextEvent(worker, 'job:continued');
+    const succeeded = nextEvent(worker, 'job:success');
+    const { jobId } = await enqueueJob(db.prisma, sliced, { ids: [first, second] });
+    await continued;
+    await succeeded;
+    expect(await job(jobId)).toMatchObject({ status: 'SUCCEEDED', output: 'both slices', progress: { slice: 1 } });
+    expect(await orderCount(first)).toBe(1);
+    expect(await orderCount(second)).toBe(1);
+    // Each slice committed its row with its own outcome: two transactions.
+    expect(await writerOf('public.host_orders', second)).toBe(await writerOf('runledger.job_queue', jobId));
+    expect(await writerOf('public.host_orders', first)).not.toBe(await writerOf('public.host_orders', second));
   });
 
   it('rolls back when the lease fence refuses the completion inside its transaction', async () => {
