@@ -48,7 +48,7 @@ describe('transactional handlers under crashes and terminated connections', () =
   it('leaves exactly one host row per job, and every job SUCCEEDED once', { timeout: 240_000 }, async () => {
     const admin = db.newPool({ max: 2 });
     await admin.query(await readFile(new URL('../fixtures/host-app/migration.sql', import.meta.url), 'utf8'));
-    const jobIds = (await enqueueJobs(db.prisma, Array.from({ length: JOBS }, () => ({ jobType: 'txcrash.order', payload: {}, maxAttempts: 50 })))).map((job) => job.jobId);
+    const jobIds = (await enqueueJobs(db.prisma, Array.from({ length: JOBS }, () => ({ jobType: 'txcrash.order', payload: {}, maxAttempts: 50, backoff: { baseDelayMs: 50, maxDelayMs: 500 } })))).map((job) => job.jobId);
     const succeeded = async () => Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE status = 'SUCCEEDED'`)).rows[0]!.n);
     const waitFor = async (predicate: () => Promise<boolean>, what: string, timeoutMs = 180_000) => {
       const until = Date.now() + timeoutMs;
@@ -110,6 +110,9 @@ describe('transactional handlers under crashes and terminated connections', () =
                 FROM runledger.job_queue j WHERE j.id = ANY($1::uuid[])) per
        GROUP BY 1, 2`, [jobIds]);
     expect(outcomes).toEqual([{ status: 'SUCCEEDED', succeeded_events: '1', jobs: String(JOBS) }]);
+    // The faults cut attempts short: some jobs needed more than one (their rolled-back writes left nothing).
+    const { rows: retried } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE id = ANY($1::uuid[]) AND attempt > 1`, [jobIds]);
+    expect(Number(retried[0]!.n)).toBeGreaterThan(0);
     // The rows came from the attempts that succeeded: each row's attempt is its job's final attempt.
     const { rows: mismatched } = await admin.query<{ n: string }>(`
       SELECT count(*) AS n FROM public.host_orders o JOIN runledger.job_queue j ON o.customer = j.id::text WHERE o.total <> j.attempt`);
