@@ -269,6 +269,29 @@ describe('a transactional handler', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 
+  it('rolls back an attempt still open at the drain deadline and gives the job back unused', async () => {
+    const orderId = newId();
+    const opened = latch();
+    const stubborn = defineJob(
+      'tx.shutdown',
+      orderPayload,
+      async (payload, ctx) => {
+        await ctx.tx.order.create({ data: { id: payload.orderId, customer: 'ivy', total: 8 } });
+        opened.open();
+        await new Promise(() => undefined); // ignores its signal: only the abort of its transaction ends it
+      },
+      { transaction: host },
+    );
+    const worker = await startWorker({ handlers: [stubborn] });
+    const released = nextEvent(worker, 'job:released');
+    const { jobId } = await enqueueJob(db.prisma, stubborn, { orderId });
+    await opened.promise;
+    await worker.stop({ drainMs: 50 });
+    expect((await released).reason).toBe('job.worker_shutdown');
+    expect(await job(jobId)).toMatchObject({ status: 'PENDING', attempt: 0 });
+    expect(await orderCount(orderId)).toBe(0);
+  });
+
   it('does not hold up direct jobs: they complete in batches while a transactional attempt stays open', async () => {
     const orderId = newId();
     const opened = latch();
