@@ -14,7 +14,8 @@
  * A transactional job type runs the handler and records SUCCESS or
  * CONTINUED inside one transaction of the host's client (see
  * transactional-attempt.ts), not on the completion batch; every other
- * outcome is recorded after that transaction rolled back, as above.
+ * outcome is recorded after that transaction rolled back, as above (a
+ * timeout or shutdown waits for the rollback, at most ROLLBACK_WAIT_MS).
  *
  * Invariants:
  * - Exactly one outcome is taken, synchronously, by whichever of these comes
@@ -72,12 +73,9 @@ import {
   type FailureRecord,
 } from './job-errors.js';
 import { withLogFields, type WorkerLogger } from './logger.js';
-import { leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
+import { confirmCompletions, leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
-import { completeJobSuccess } from '../queue/complete.js';
-import { continueJobs } from '../queue/continue.js';
-import { confirmCompletions } from './retry.js';
-import { runAttemptTransaction, transactionalFailure, untilAborted } from './transactional-attempt.js';
+import { AttemptRollback, commitAttemptOutcome, runAttemptTransaction, transactionalFailure, untilAborted, type AttemptCommitted } from './transactional-attempt.js';
 import type { StepInputs } from '../workflow/step-inputs.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
@@ -101,20 +99,6 @@ type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown' | 'released uns
 
 /** Longest wait for a transactional attempt's rollback before its timeout is recorded anyway. */
 const ROLLBACK_WAIT_MS = 5_000;
-
-/** What a transactional attempt committed. */
-type Committed = { kind: 'succeeded'; output: JsonValue | undefined } | { kind: 'continued'; runNumber: number; nextRunAt: Date };
-
-/** Thrown inside an attempt's transaction to roll it back; the worker then records `failure`, or the refused fence. */
-class Rollback extends Error {
-  constructor(
-    readonly failure: FailureRecord | 'lease lost',
-    /** What the failure event reports as its error (the output, the refusal). */
-    readonly detail: unknown,
-  ) {
-    super('transactional attempt rolled back');
-  }
-}
 
 export class JobExecution {
   readonly info: JobInfo;
@@ -303,7 +287,7 @@ export class JobExecution {
     let handlerStarted = false;
     let decided = false;
     /** What the transaction reached before COMMIT: reported if the COMMIT's lost answer turns out to have been a commit. */
-    let reached: Committed | undefined;
+    let reached: AttemptCommitted | undefined;
     const attempt = runAttemptTransaction(this.definition.transaction!, deadline.getTime(), async (tx) => {
       // Decided while the transaction waited for a connection: the handler never runs.
       if (signal.aborted) throw signal.reason;
@@ -316,14 +300,14 @@ export class JobExecution {
       // Taken synchronously with the return: a timeout or lost lease after this point finds the outcome taken.
       if (!this.take('handler')) throw signal.reason;
       decided = true;
-      reached = await this.commitOutcome(tx, output);
+      reached = await commitAttemptOutcome(tx as Db, this.job, output);
       return reached;
     });
     this.transactionEnded = attempt.then(
       () => undefined,
       () => undefined,
     );
-    let committed: Committed;
+    let committed: AttemptCommitted;
     try {
       committed = await attempt;
     } catch (error) {
@@ -343,55 +327,17 @@ export class JobExecution {
     this.markRecorded();
   }
 
-  /** Inside the attempt's transaction, after the handler returned: the outcome, fenced; a throw rolls everything back. */
-  private async commitOutcome(tx: unknown, output: unknown): Promise<Committed> {
-    const db = tx as Db;
-    if (isContinuation(output)) {
-      const fields: { checkpoint?: JsonValue | null; progress?: JsonValue | null } = {};
-      for (const name of ['checkpoint', 'progress'] as const) {
-        const value = output[name];
-        if (value === undefined) continue;
-        const storable = toStorableJson(value);
-        if (!storable.ok) {
-          const problem = toStorableText(`Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`, MAX_ERROR_MESSAGE_LENGTH);
-          throw new Rollback({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, output);
-        }
-        fields[name] = (storable.value ?? null) as JsonValue | null;
-      }
-      const [result] = await continueJobs(db, [{ lease: this.job, delayMs: output.delayMs, ...fields }]);
-      if (result?.outcome === 'continued') return { kind: 'continued', runNumber: result.runNumber, nextRunAt: result.nextRunAt };
-      if (result?.outcome === 'not_enabled') {
-        const message = 'The handler returned a continuation, but its workflow step was not enqueued with allowContinuation.';
-        throw new Rollback({ code: JOB_WORKFLOW_CONTINUATION_NOT_ENABLED, message, retryable: false }, output);
-      }
-      throw new Rollback('lease lost', output);
-    }
-    const storable = toStorableJson(output);
-    if (!storable.ok) {
-      const problem = outputProblem(storable.problem);
-      throw new Rollback({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, output);
-    }
-    const stored = storable.value as JsonValue | undefined;
-    try {
-      await completeJobSuccess(db, { ...this.job, output: stored });
-    } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) throw new Rollback('lease lost', error);
-      throw error;
-    }
-    return { kind: 'succeeded', output: stored };
-  }
-
   /**
    * The attempt's transaction ended without COMMIT (or its COMMIT's answer was
    * lost). Records what happened, now that its writes are rolled back.
    */
-  private async recordRolledBack(error: unknown, decided: boolean, reached: Committed | undefined, deadline: number): Promise<void> {
+  private async recordRolledBack(error: unknown, decided: boolean, reached: AttemptCommitted | undefined, deadline: number): Promise<void> {
     if (!decided && !this.take('handler')) {
       // A timeout, lost lease or shutdown took the outcome and aborted the transaction: it records.
       this.logger.debug('transactional attempt rolled back after its outcome was decided', { outcome: this.outcome });
       return;
     }
-    if (error instanceof Rollback) {
+    if (error instanceof AttemptRollback) {
       if (error.failure === 'lease lost') {
         await this.reportLeaseLost('complete');
         this.markRecorded();

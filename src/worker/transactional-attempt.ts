@@ -42,9 +42,18 @@
  * (confirmCompletions), and the fenced failure write refuses in any case.
  */
 import { readCommittedIsolation } from '../client/transaction.js';
-import type { PrismaClientLike } from '../client/types.js';
+import type { Db, PrismaClientLike } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
-import { JOB_TIMEOUT, describeFailure, type FailureRecord } from './job-errors.js';
+import { isRunledgerError } from '../errors/runledger-error.js';
+import type { ClaimedJob } from '../queue/claim.js';
+import { completeJobSuccess } from '../queue/complete.js';
+import { continueJobs } from '../queue/continue.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { toStorableJson } from '../validation/jsonified.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { formatJsonPath, toStorableText } from '../validation/storable.js';
+import { isContinuation } from './continuation.js';
+import { JOB_OUTPUT_INVALID, JOB_TIMEOUT, describeFailure, outputProblem, type FailureRecord } from './job-errors.js';
 
 /** Added to the job's remaining time for the server-side backstops (idle, transaction timeouts) and Prisma's own timer. */
 export const TRANSACTION_GRACE_MS = 2_000;
@@ -76,6 +85,68 @@ export async function runAttemptTransaction<R>(client: PrismaClientLike, deadlin
     },
     { ...isolation, maxWait: Math.min(remaining, MAX_CONNECTION_WAIT_MS), timeout: remaining + TRANSACTION_GRACE_MS },
   );
+}
+
+/** What a transactional attempt's transaction reached before COMMIT. */
+export type AttemptCommitted = { kind: 'succeeded'; output: JsonValue | undefined } | { kind: 'continued'; runNumber: number; nextRunAt: Date };
+
+/** Thrown inside an attempt's transaction to roll it back; the worker then records `failure`, or the refused fence. */
+export class AttemptRollback extends Error {
+  constructor(
+    readonly failure: FailureRecord | 'lease lost',
+    /** What the failure event reports as its error (the output, the refusal). */
+    readonly detail: unknown,
+  ) {
+    super('transactional attempt rolled back');
+    this.name = new.target.name;
+  }
+}
+
+const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation_not_enabled';
+
+/**
+ * Inside the attempt's transaction, once the handler returned: the job's
+ * outcome through the ordinary completion functions joined to `tx`
+ * (completeJobSuccess, continueJobs: the same statements as every
+ * completion, fenced to the lease). An output that cannot be stored, a
+ * continuation its step did not allow, or a refused fence throws
+ * AttemptRollback, which rolls the handler's writes back too.
+ */
+export async function commitAttemptOutcome(tx: Db, job: ClaimedJob, output: unknown): Promise<AttemptCommitted> {
+  if (isContinuation(output)) {
+    const fields: { checkpoint?: JsonValue | null; progress?: JsonValue | null } = {};
+    for (const name of ['checkpoint', 'progress'] as const) {
+      const value = output[name];
+      if (value === undefined) continue;
+      const storable = toStorableJson(value);
+      if (!storable.ok) {
+        const problem = toStorableText(`Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`, MAX_ERROR_MESSAGE_LENGTH);
+        throw new AttemptRollback({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, output);
+      }
+      fields[name] = (storable.value ?? null) as JsonValue | null;
+    }
+    const [result] = await continueJobs(tx, [{ lease: job, delayMs: output.delayMs, ...fields }]);
+    if (result?.outcome === 'continued') return { kind: 'continued', runNumber: result.runNumber, nextRunAt: result.nextRunAt };
+    if (result?.outcome === 'not_enabled') {
+      const message = 'The handler returned a continuation, but its workflow step was not enqueued with allowContinuation.';
+      throw new AttemptRollback({ code: JOB_WORKFLOW_CONTINUATION_NOT_ENABLED, message, retryable: false }, output);
+    }
+    throw new AttemptRollback('lease lost', output);
+  }
+  // As for a direct handler: stored the way JSON.stringify writes it; only what JSON cannot hold fails.
+  const storable = toStorableJson(output);
+  if (!storable.ok) {
+    const problem = outputProblem(storable.problem);
+    throw new AttemptRollback({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, output);
+  }
+  const stored = storable.value as JsonValue | undefined;
+  try {
+    await completeJobSuccess(tx, { ...job, output: stored });
+  } catch (error) {
+    if (isRunledgerError(error, 'job.lease_owner_mismatch')) throw new AttemptRollback('lease lost', error);
+    throw error;
+  }
+  return { kind: 'succeeded', output: stored };
 }
 
 /** Resolves or rejects with `work`, or rejects with the signal's reason as soon as it aborts (the transaction then rolls back). */
