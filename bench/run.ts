@@ -27,6 +27,7 @@ import { pickupLatencyWorkload } from './workloads/pickup-latency.js';
 import { drainWorkload, enqueueBulkWorkload, enqueueSingleWorkload } from './workloads/queue.js';
 import type { BenchContext, BenchResults, Workload, WorkloadResult } from './workloads/types.js';
 import { wideFanOutWorkload } from './workloads/wide-fanout.js';
+import { hostWriteWorkload } from './workloads/host-write.js';
 import { chainsWorkload, fanOutWorkload } from './workloads/workflows.js';
 
 function log(line: string): void {
@@ -38,11 +39,12 @@ async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
   process.env.NO_LOG_SUCCESS ??= '1';
   const wanted = (key: string) => config.systems === null || config.systems.includes(key);
   const { runledgerLoopSystem } = await import('./systems/runledger.js');
-  const { runledgerWorkerSystem, TUNED_WORKER_BATCH_SIZE } = await import('./systems/runledger-worker.js');
+  const { runledgerWorkerSystem, runledgerTransactionalSystem, TUNED_WORKER_BATCH_SIZE } = await import('./systems/runledger-worker.js');
   const systems: BenchSystem[] = [
     runledgerLoopSystem({ claimBatch: config.claimBatch }),
     runledgerWorkerSystem(),
     runledgerWorkerSystem({ batchSize: TUNED_WORKER_BATCH_SIZE }),
+    runledgerTransactionalSystem(),
   ];
   if (['pgboss', 'pgboss_fetch'].some(wanted)) {
     const { pgBossSystems } = await import('./systems/pg-boss.js');
@@ -60,6 +62,7 @@ function workloads(config: BenchConfig): Workload[] {
     chainsWorkload(config),
     fanOutWorkload(config),
     ...config.drainConcurrencies.map((c) => drainWorkload(config, c)),
+    ...config.drainConcurrencies.map((c) => hostWriteWorkload(config, c)),
     enqueueBulkWorkload(config),
     enqueueSingleWorkload(config),
     pickupLatencyWorkload(config),

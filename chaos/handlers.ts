@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type pg from 'pg';
-import { defineJob, RetryableError, TerminalError, type AnyJobDefinition, type JobContext } from './api.js';
+import { defineJob, RetryableError, TerminalError, type AnyJobDefinition, type Client, type JobContext } from './api.js';
 
 export const EXECUTIONS_DDL = `
   CREATE SCHEMA IF NOT EXISTS chaos;
@@ -21,7 +21,16 @@ export const EXECUTIONS_DDL = `
     started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     retry_not_before timestamptz
   );
-  CREATE INDEX IF NOT EXISTS executions_job_idx ON chaos.executions (job_id, run_number, attempt);`;
+  CREATE INDEX IF NOT EXISTS executions_job_idx ON chaos.executions (job_id, run_number, attempt);
+  -- The host effect of a transactional handler (chaos.tx), written through ctx.tx: no unique key, so a
+  -- duplicate effect would show. Invariant (verify.ts): one row per SUCCEEDED chaos.tx job, none otherwise.
+  CREATE TABLE IF NOT EXISTS chaos.effects (
+    id bigserial PRIMARY KEY,
+    job_id uuid NOT NULL,
+    run_number int NOT NULL,
+    attempt int NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS effects_job_idx ON chaos.effects (job_id);`;
 
 const payload = z.object({ n: z.number().optional(), failUntil: z.number().optional(), size: z.number().optional(), key: z.string().optional(), fail: z.boolean().optional() });
 
@@ -32,7 +41,8 @@ const pause = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
   });
 
-export function chaosHandlers(pool: pg.Pool, worker: string): AnyJobDefinition[] {
+/** `host`: the client whose transactions chaos.tx attempts run in (the host application's, in a real app). */
+export function chaosHandlers(pool: pg.Pool, worker: string, host: Client): AnyJobDefinition[] {
   const record = async (ctx: JobContext, retryNotBefore: Date | null = null) => {
     try {
       await pool.query('INSERT INTO chaos.executions (job_id, job_type, run_number, attempt, worker, retry_not_before) VALUES ($1, $2, $3, $4, $5, $6)', [
@@ -77,5 +87,19 @@ export function chaosHandlers(pool: pg.Pool, worker: string): AnyJobDefinition[]
       const rows = Array.from({ length: size ?? 2_000 }, (_, i) => ({ i, text: `row ${i} of a large output `.repeat(4) }));
       return { rows };
     }),
+    // Transactional: its effect commits with its success or not at all, whatever is killed or terminated meanwhile.
+    defineJob(
+      'chaos.tx',
+      payload,
+      async ({ n, failUntil }, ctx) => {
+        await record(ctx);
+        await ctx.tx.$executeRaw`INSERT INTO chaos.effects (job_id, run_number, attempt) VALUES (${ctx.jobId}::uuid, ${ctx.runNumber}::int, ${ctx.attempt}::int)`;
+        await pause(5 + Math.random() * 35, ctx.signal);
+        // After the effect: a failed attempt must roll it back.
+        if (ctx.attempt <= (failUntil ?? 0)) throw new RetryableError('failed after its write', { code: 'chaos.tx_failed' });
+        return { effect: n ?? 0, attempt: ctx.attempt };
+      },
+      { transaction: host },
+    ),
   ];
 }

@@ -6,7 +6,7 @@
 import { workflow, type DirectJobSpec, type WorkflowBuilder } from './api.js';
 
 type Run = ReturnType<WorkflowBuilder['build']>;
-export type ShapeName = 'diamond' | 'fanout' | 'gate' | 'on_terminal' | 'mixed';
+export type ShapeName = 'diamond' | 'fanout' | 'gate' | 'on_terminal' | 'mixed' | 'transactional';
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
 
@@ -84,6 +84,20 @@ export function buildShape(shape: ShapeName, key?: string): Run {
         .afterSuccess('z', ['ext']);
       break;
     }
+    case 'transactional': {
+      // Transactional steps (chaos.tx: one host effect each, committed with the step's success and its
+      // dependents' release), some failing after their write on the first attempt.
+      const failUntil = () => (key || Math.random() < 0.7 ? 0 : 1);
+      builder = workflow('chaos.transactional', tag)
+        .job('charge', 'chaos.tx', { n: 1, failUntil: failUntil() }, { maxAttempts: 8 })
+        .job('reserve', 'chaos.tx', { n: 2, failUntil: failUntil() }, { maxAttempts: 8 })
+        .job('ship', 'chaos.tx', { n: 3, failUntil: failUntil() }, { maxAttempts: 8 })
+        .job('notify', 'chaos.ok', { n: 4 })
+        .afterSuccess('ship', ['charge', 'reserve'])
+        .afterSuccess('notify', ['ship'])
+        .resultStep('notify');
+      break;
+    }
   }
   if (key) builder = builder.idempotencyKey(key);
   return builder.build();
@@ -95,10 +109,12 @@ export function randomShape(): ShapeName {
   if (roll < 0.36) return 'fanout';
   if (roll < 0.58) return 'gate';
   if (roll < 0.78) return 'on_terminal';
-  return 'mixed';
+  if (roll < 0.9) return 'mixed';
+  return 'transactional';
 }
 
 export function randomDirectJob(): DirectJobSpec {
+  if (Math.random() < 0.15) return { jobType: 'chaos.tx', payload: { n: 0, failUntil: Math.random() < 0.3 ? 1 : 0 }, maxAttempts: 8 };
   const l = leaf();
   return { jobType: l.jobType, payload: l.payload, ...l.settings };
 }

@@ -23,6 +23,7 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
   line(`terminal notifications: ${n.received} for ${n.runs} runs; missed and looked up ${n.missedLookedUp} (in listener gaps ${n.missedInListenerGaps})`);
   line(`idempotent enqueues from several processes: ${findings.duplicates.reports} answers for ${findings.duplicates.keys} keys (${findings.duplicates.collapsed} collapsed onto an existing job or run)`);
   line(`integrity checker: ${findings.integrity.runs} runs, ${findings.integrity.jobs} jobs, ${findings.integrity.violations} violations`);
+  line(`transactional handlers: ${findings.effects.jobs} chaos.tx jobs, ${findings.effects.succeeded} succeeded; host effect count wrong for ${findings.effects.wrong} (must be 1 per success, 0 otherwise)`);
   line(`deadlocks (40P01): ${findings.deadlocks}`);
   const logs = [...stats.workerLogs].sort((a, b) => b[1] - a[1]).slice(0, 12);
   if (logs.length > 0) {

@@ -15,6 +15,8 @@ export interface Findings {
   notifications: { received: number; runs: number; missedLookedUp: number; missedInListenerGaps: number };
   duplicates: { reports: number; keys: number; collapsed: number };
   integrity: { runs: number; jobs: number; violations: number };
+  /** chaos.tx jobs checked, and those whose host effect count is not 1 for a success, 0 otherwise. */
+  effects: { jobs: number; succeeded: number; wrong: number };
   deadlocks: number;
 }
 
@@ -105,7 +107,23 @@ export async function verifyChaosRun(
   for (const d of duplicates) byKey.set(`${d.kind}:${d.key}`, (byKey.get(`${d.kind}:${d.key}`) ?? new Set()).add(d.id));
   for (const [key, ids] of byKey) if (ids.size > 1) stats.violation(`idempotent enqueue ${key} returned ${ids.size} different ids: ${[...ids].join(', ')}`);
 
-  // 6. Deadlocks counted by the server.
+  // 6. Transactional handlers: exactly one host effect per SUCCEEDED chaos.tx job (per job, whatever its runs:
+  //    a requeue follows a dead letter, whose attempts rolled their effects back), none for any other ending.
+  const effectCounts = await admin.query<{ id: string; status: string; effects: number }>(`
+    SELECT j.id, j.status::text AS status, (SELECT count(*) FROM chaos.effects e WHERE e.job_id = j.id)::int AS effects
+      FROM runledger.job_queue j WHERE j.job_type = 'chaos.tx'`);
+  const wrongEffects = effectCounts.rows.filter((row) => row.effects !== (row.status === 'SUCCEEDED' ? 1 : 0));
+  if (wrongEffects.length > 0) stats.violation(`transactional jobs whose host effect count is not 1 per success (0 otherwise): ${listed(wrongEffects)}`);
+  const strayEffects = await admin.query(`
+    SELECT e.job_id FROM chaos.effects e WHERE NOT EXISTS (SELECT 1 FROM runledger.job_queue j WHERE j.id = e.job_id) LIMIT 20`);
+  if (strayEffects.rows.length > 0) stats.violation(`host effects of no job: ${listed(strayEffects.rows)}`);
+  const effects = {
+    jobs: effectCounts.rows.length,
+    succeeded: effectCounts.rows.filter((row) => row.status === 'SUCCEEDED').length,
+    wrong: wrongEffects.length + strayEffects.rows.length,
+  };
+
+  // 7. Deadlocks counted by the server.
   const deadlocks = (await deadlockCount(admin, databaseName)) - deadlocksBefore;
   if (deadlocks > 0) stats.violation(`pg_stat_database.deadlocks rose by ${deadlocks} during the run`);
 
@@ -116,6 +134,7 @@ export async function verifyChaosRun(
     notifications: { received, runs: all.rows.length, missedLookedUp, missedInListenerGaps },
     duplicates: { reports: duplicates.length, keys: byKey.size, collapsed: duplicates.length - byKey.size },
     integrity: { runs: report.checked.runs, jobs: report.checked.jobs, violations: report.violations.length },
+    effects,
     deadlocks: deadlocks + stats.deadlocksSeen,
   };
 }

@@ -27,7 +27,9 @@ const logger: WorkerLogger = { debug: () => undefined, info: () => undefined, wa
 const db = connect(url, 6);
 const pool = new pg.Pool({ connectionString: url, max: 3 });
 pool.on('error', () => undefined); // an idle client killed by pg_terminate_backend; the next query reconnects
-const worker = startWorker({ db, listenUrl: url, handlers: chaosHandlers(pool, workerId), workerId, logger });
+// chaos.tx attempts hold a connection each for their handler's duration: their own pool, as the README advises.
+const host = connect(url, 8);
+const worker = startWorker({ db, listenUrl: url, handlers: chaosHandlers(pool, workerId, host), workerId, logger });
 
 async function attempt(kind: string, fn: () => Promise<string>): Promise<void> {
   try {
@@ -56,6 +58,7 @@ process.on('SIGTERM', () => {
   void (async () => {
     await worker.stop({ drainMs: 5_000 }).catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
+    await host.$disconnect().catch(() => undefined);
     await pool.end().catch(() => undefined);
     process.exit(0);
   })();

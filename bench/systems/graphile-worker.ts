@@ -18,7 +18,7 @@ import { loadGraphileWorker, peerVersion } from '../peers/load.js';
 import { withClient } from '../db.js';
 import { Countdown, pollUntilZero, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
-import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_COUNTER_TABLE, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
+import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_COUNTER_TABLE, FAN_IN, FAN_ROOT, HOST_ROWS_TABLE, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
 const JOBS_TABLE = 'graphile_worker._private_jobs';
 const UNFINISHED_SQL = `SELECT count(*) AS n FROM ${JOBS_TABLE}`;
@@ -120,6 +120,17 @@ function variant(batched: boolean, version: string, { localQueueSize }: Graphile
     drain(url, { jobs, concurrency }) {
       const countdown = new Countdown(jobs, 'graphile-worker drain');
       return timedRun(url, concurrency, countdown, { [BENCH_JOB_TYPE]: () => countdown.hit() });
+    },
+
+    hostWrite(url, { jobs, concurrency }) {
+      const countdown = new Countdown(jobs, 'graphile-worker host write');
+      // The row autocommits on the worker's pool, then graphile-worker completes the job.
+      return timedRun(url, concurrency, countdown, {
+        [BENCH_JOB_TYPE]: async (payload, helpers) => {
+          await helpers.withPgClient((client) => client.query(`INSERT INTO ${HOST_ROWS_TABLE} (n) VALUES ($1)`, [(payload as { n: number }).n]));
+          countdown.hit();
+        },
+      });
     },
 
     async seedChains(url, chains) {

@@ -18,7 +18,8 @@ import { loadPgBoss, peerVersion } from '../peers/load.js';
 import { withClient } from '../db.js';
 import { Countdown, pollUntilZero, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
-import { BENCH_JOB_TYPE, FAN_COUNTER_TABLE, type BenchSystem, type LatencySample, type Timed } from './types.js';
+import { BENCH_JOB_TYPE, FAN_COUNTER_TABLE, HOST_ROWS_TABLE, type BenchSystem, type LatencySample, type Timed } from './types.js';
+import pg from 'pg';
 
 const CHAIN_QUEUE = 'bench_chain';
 const FAN_QUEUE = 'bench_fan';
@@ -147,6 +148,20 @@ export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
     drain(url, { jobs, concurrency }) {
       const countdown = new Countdown(jobs, 'pg-boss drain');
       return timedWork(url, BENCH_JOB_TYPE, workOptions(claimBatch, concurrency), countdown, async (_boss, batch) => countdown.hit(batch.length));
+    },
+
+    async hostWrite(url, { jobs, concurrency }) {
+      // The handler's own pool, as a host application's: each row autocommits, then pg-boss completes the batch.
+      const host = new pg.Pool({ connectionString: url, max: concurrency });
+      try {
+        const countdown = new Countdown(jobs, 'pg-boss host write');
+        return await timedWork<{ n: number }>(url, BENCH_JOB_TYPE, workOptions(claimBatch, concurrency), countdown, async (_boss, batch) => {
+          for (const job of batch) await host.query(`INSERT INTO ${HOST_ROWS_TABLE} (n) VALUES ($1)`, [job.data.n]);
+          countdown.hit(batch.length);
+        });
+      } finally {
+        await host.end();
+      }
     },
 
     async seedChains(url, chains) {

@@ -55,6 +55,68 @@ async function timedWorker(url: string, concurrency: number, batchSize: number |
   });
 }
 
+const payloadN = (payload: unknown): number => Number((payload as { n?: unknown } | null)?.n ?? 0);
+
+/**
+ * The host-write workload (bench/workloads/host-write.ts): each job inserts
+ * one row of the host's table. `transactional`: through `ctx.tx`, committed
+ * with the job's success in one transaction per job (the client's pool is the
+ * worker's: `concurrency` attempts hold a connection each, plus headroom for
+ * claims, heartbeats and completions); otherwise through the client itself,
+ * autocommitted, the success batched as usual.
+ */
+async function timedHostWrite(url: string, jobs: number, concurrency: number, batchSize: number | undefined, transactional: boolean): Promise<Timed> {
+  return withCountingPrisma(url, concurrency * (transactional ? 2 : 1) + 4, async (client) => {
+    const { prisma } = client;
+    // HOST_ROWS_TABLE, spelled out: a tagged statement cannot interpolate an identifier.
+    const insert = (db: Pick<typeof prisma, '$executeRaw'>, n: number) => db.$executeRaw`INSERT INTO bench_host_rows (n) VALUES (${n}::int)`;
+    const handler = transactional
+      ? defineJob(BENCH_JOB_TYPE, z.unknown(), async (payload, ctx) => void (await insert(ctx.tx, payloadN(payload))), { transaction: prisma })
+      : defineJob(BENCH_JOB_TYPE, z.unknown(), async (payload) => void (await insert(prisma, payloadN(payload))));
+    const worker = createWorker({
+      db: prisma,
+      listenConnectionString: url,
+      handlers: [handler],
+      concurrency,
+      ...(batchSize === undefined ? {} : { batchSize }),
+      logger: silentLogger,
+      reaper: false,
+    });
+    const countdown = new Countdown(jobs, transactional ? 'createWorker transactional host write' : 'createWorker host write');
+    worker.on('job:success', () => countdown.hit());
+    worker.on('job:failure', ({ error }) => countdown.fail(error));
+    worker.on('worker:error', ({ error, operation }) => console.error(`[bench] createWorker ${operation} error:`, error));
+    const before = client.statements();
+    const started = performance.now();
+    try {
+      await worker.start();
+      await countdown.done;
+      return { wallMs: performance.now() - started, harnessCommits: 1, statements: client.statements() - before };
+    } finally {
+      await worker.stop({ drainMs: 5_000 });
+    }
+  });
+}
+
+/**
+ * createWorker running a transactional job type (`defineJob(..., { transaction })`):
+ * measured on the host-write workload only, beside the direct variant.
+ */
+export function runledgerTransactionalSystem(): BenchSystem {
+  const loop = runledgerLoopSystem({ claimBatch: 1 });
+  return {
+    key: 'runledger_worker_tx',
+    label: 'runledger createWorker (transactional handler)',
+    peer: false,
+    describe() {
+      return 'createWorker({ concurrency }) with its defaults; the job type is transactional: handler write, success and trail in one transaction per job';
+    },
+    install: loop.install,
+    seedNoop: seedNoopJobs,
+    hostWrite: (url, { jobs, concurrency }) => timedHostWrite(url, jobs, concurrency, undefined, true),
+  };
+}
+
 /** What README's "Tuning a worker" advises for short jobs at high volume (100-250): the variant shown beside the defaults. */
 export const TUNED_WORKER_BATCH_SIZE = 250;
 
@@ -87,6 +149,8 @@ export function runledgerWorkerSystem(options: { batchSize?: number } = {}): Ben
 
     seedFanOut: seedFanOutRuns,
     fanOut: (url, { runs, concurrency }) => timedWorker(url, concurrency, batchSize, [FAN_ROOT, FAN_CHILD, FAN_IN], runs, FAN_IN, 'createWorker fan-out'),
+
+    hostWrite: (url, { jobs, concurrency }) => timedHostWrite(url, jobs, concurrency, batchSize, false),
 
     async latency(url, jobs, concurrency): Promise<LatencySample[]> {
       return withCountingPrisma(url, concurrency + 4, async (client) => {

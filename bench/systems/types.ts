@@ -66,6 +66,9 @@ export interface BenchSystem {
   fanOut?(url: string, input: FanOutInput): Promise<Timed>;
 
   latency?(url: string, jobs: number, concurrency: number): Promise<LatencySample[]>;
+
+  /** Drains `seedNoop`'s jobs with a handler that inserts one row into HOST_ROWS_TABLE per job (bench/workloads/host-write.ts). */
+  hostWrite?(url: string, input: DrainInput): Promise<Timed>;
 }
 
 /** The job type / task name / queue name of the no-op jobs. */
@@ -76,5 +79,7 @@ export const CHAIN_STEPS = ['chain_a', 'chain_b', 'chain_c'] as const;
 export const FAN_ROOT = 'fan_root';
 export const FAN_CHILD = 'fan_child';
 export const FAN_IN = 'fan_in';
+/** The host application's table the host-write workload's handlers insert one row per job into. */
+export const HOST_ROWS_TABLE = 'bench_host_rows';
 /** Peers keep the fan-in counter here (created by seedFanOut); runledger counts in its own dependency rows. */
 export const FAN_COUNTER_TABLE = 'bench_fan_counter';

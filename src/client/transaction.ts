@@ -121,6 +121,16 @@ export async function autocommitIsReadCommitted(db: PrismaClientLike, operation 
   return rememberedPerClient(autocommitReadCommitted, db, operation, async () => isReadCommitted(db));
 }
 
+/**
+ * The isolation option a transaction opened on `db` needs to run at READ
+ * COMMITTED: none when its transactions already do (asked once per client),
+ * else `ReadCommitted`. For callers that open the transaction themselves
+ * (the worker's transactional attempts) rather than through withTransaction.
+ */
+export async function readCommittedIsolation(db: PrismaClientLike, operation: string): Promise<{ isolationLevel?: 'ReadCommitted' }> {
+  return (await ownedTransactionsAreReadCommitted(db, operation)) ? {} : { isolationLevel: 'ReadCommitted' };
+}
+
 /** Per root client: whether a transaction opened without an isolation level runs at READ COMMITTED. */
 const defaultTransactionReadCommitted = new WeakMap<object, Promise<boolean>>();
 

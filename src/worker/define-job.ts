@@ -19,6 +19,12 @@
  * defaults. The backoff: a job's own (its enqueue's or its step's, stored on
  * the row and applied by failJob), else the definition's, which the worker
  * that runs the job passes when a retryable failure is recorded.
+ *
+ * Transactional job types (`{ transaction: prisma }`, src/worker/transactional-attempt.ts):
+ * the worker runs each attempt inside an interactive transaction of that
+ * client and hands it to the handler as `ctx.tx`, typed as that client's own
+ * transaction client (its models, its extensions), so the handler's writes
+ * commit with the job's outcome or not at all.
  */
 import type { Continuation } from './continuation.js';
 import { z } from 'zod';
@@ -31,7 +37,8 @@ import type { Jsonified } from '../validation/jsonified.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, nonBlank, positiveInt } from '../validation/primitives.js';
-import type { JobContext } from './job-context.js';
+import type { JobContext, TransactionalJobContext } from './job-context.js';
+import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 
@@ -55,6 +62,25 @@ export interface JobSettings {
 }
 
 /**
+ * The transaction client of a Prisma client `C`, as its own
+ * `$transaction(async (tx) => ...)` types it: the generated client's
+ * `Omit<PrismaClient, ...>`, or an `$extends` client's extended one. (The
+ * callback form is the last `$transaction` overload, the one inference reads.)
+ */
+export type TransactionClientOf<C> = C extends { $transaction(fn: (tx: infer T) => any, ...rest: any[]): any } ? T : never;
+
+/** The settings of a transactional job type: `transaction` is the host's root Prisma client. */
+export interface TransactionalJobSettings<C extends PrismaClientLike> extends JobSettings {
+  /**
+   * Run every attempt inside an interactive READ COMMITTED transaction of
+   * this client (the host's own, on the worker's database): the handler gets
+   * it as `ctx.tx`, and its writes, the job's outcome and whatever it
+   * enqueues through `ctx.tx` commit together, or roll back together.
+   */
+  transaction: C;
+}
+
+/**
  * The typed handle of one job type. `Payload` is what the handler receives
  * (the schema's output), `Input` what an enqueue gives (the schema's input),
  * `Output` what the handler returns.
@@ -71,6 +97,8 @@ export interface JobDefinition<Payload = unknown, Output = unknown, Input = Payl
   readonly priority: number | undefined;
   /** Resolved: the definition's backoff with the defaults filled in. */
   readonly backoff: Readonly<BackoffPolicy>;
+  /** The client each attempt runs in a transaction of (`settings.transaction`); undefined: a direct handler. */
+  readonly transaction: PrismaClientLike | undefined;
 }
 
 /** Any definition, whatever its payload and output types (what a worker's `handlers` list holds). */
@@ -88,9 +116,42 @@ const BRAND = Symbol.for('runledger.JobDefinition');
 
 const definitionSchema = z.strictObject({
   jobType: nonBlank(200),
-  settings: z.strictObject({ retry: retryPolicySchema.optional(), timeoutSeconds: positiveInt.optional(), priority: int32.optional() }),
+  settings: z.strictObject({
+    retry: retryPolicySchema.optional(),
+    timeoutSeconds: positiveInt.optional(),
+    priority: int32.optional(),
+    transaction: z
+      .custom<PrismaClientLike>(
+        (value) =>
+          typeof value === 'object' && value !== null && typeof (value as { $transaction?: unknown }).$transaction === 'function' && typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function',
+        { error: 'must be a Prisma client' },
+      )
+      .optional(),
+  }),
 });
 
+/**
+ * Defines a transactional job type: every attempt runs inside an interactive
+ * transaction of `settings.transaction` (the host's root Prisma client), the
+ * handler gets it as `ctx.tx`, typed as that client's own transaction client,
+ * and its writes commit with the job's outcome (output, trail, a workflow
+ * step's dependents and run status, whatever it enqueues through `ctx.tx`),
+ * in one commit whose lease fence is checked inside it. A throw, a timeout, a
+ * lost lease or a crash rolls them back; the failure is recorded after, in a
+ * transaction of its own.
+ *
+ * @example
+ * const markPaid = defineJob('orders.mark_paid', z.object({ orderId: z.string() }), async (payload, ctx) => {
+ *   await ctx.tx.order.update({ where: { id: payload.orderId }, data: { status: 'PAID' } });
+ *   await enqueueJob(ctx.tx, sendReceipt, { orderId: payload.orderId }); // commits with it
+ * }, { transaction: prisma, timeoutSeconds: 30 });
+ */
+export function defineJob<S extends StandardSchemaV1, O, C extends PrismaClientLike>(
+  jobType: string,
+  schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
+  handler: (payload: StandardSchemaV1.InferOutput<S>, ctx: TransactionalJobContext<TransactionClientOf<C>>) => Promise<O> | O,
+  settings: TransactionalJobSettings<C>,
+): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>>;
 /**
  * Defines the handler of one job type.
  *
@@ -107,7 +168,13 @@ export function defineJob<S extends StandardSchemaV1, O>(
   // The payload is stored as JSON: a schema whose input is not (a Date, a bigint) would fail every enqueue.
   schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
   handler: JobHandler<StandardSchemaV1.InferOutput<S>, O>,
-  settings: JobSettings = {},
+  settings?: JobSettings,
+): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>>;
+export function defineJob<S extends StandardSchemaV1, O>(
+  jobType: string,
+  schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
+  handler: (payload: StandardSchemaV1.InferOutput<S>, ctx: TransactionalJobContext<any>) => Promise<O> | O,
+  settings: JobSettings & { transaction?: PrismaClientLike } = {},
 ): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>> {
   const parsed = parseInput(definitionSchema, { jobType, settings }, WORKER_INVALID_JOB_DEFINITION);
   // Duck-typed rather than `instanceof`, so a schema from any library (or another copy of one) fits.
@@ -117,14 +184,21 @@ export function defineJob<S extends StandardSchemaV1, O>(
   if (typeof handler !== 'function') {
     throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'handler', 'Invalid handler: must be a function');
   }
+  // The worker opens the attempt's transaction on it: a `$transaction` client cannot open another.
+  if (parsed.settings.transaction && isTransactionClient(parsed.settings.transaction)) {
+    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'settings.transaction', 'Invalid settings.transaction: must be a root Prisma client, not a transaction client');
+  }
   return Object.freeze({
     jobType: parsed.jobType,
     schema: schema as StandardSchemaV1<StandardSchemaV1.InferInput<S>, StandardSchemaV1.InferOutput<S>>,
-    handler,
+    // One stored shape for both forms: the worker hands a transactional definition's handler a context with `tx`
+    // (job-execution.ts), which is all the wider parameter type above says.
+    handler: handler as JobHandler<StandardSchemaV1.InferOutput<S>, O>,
     maxAttempts: parsed.settings.retry?.maxAttempts,
     timeoutSeconds: parsed.settings.timeoutSeconds,
     priority: parsed.settings.priority,
     backoff: Object.freeze(resolveBackoff(parsed.settings.retry?.backoff)),
+    transaction: parsed.settings.transaction,
     [BRAND]: true,
   });
 }

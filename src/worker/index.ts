@@ -8,11 +8,13 @@ export {
   type AnyJobDefinition,
   type JobHandler,
   type JobSettings,
+  type TransactionalJobSettings,
+  type TransactionClientOf,
   type JobPayload,
   type JobParsedPayload,
   type JobOutput,
 } from './define-job.js';
-export type { JobContext } from './job-context.js';
+export type { JobContext, TransactionalJobContext } from './job-context.js';
 export { continueNow, continueAfter, type Continuation, type ContinuationOptions } from './continuation.js';
 export {
   RetryableError,

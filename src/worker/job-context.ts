@@ -22,6 +22,13 @@ export interface JobContext {
   readonly organizationId: string | null;
   /** The worker holding the lease. */
   readonly workerId: string;
+  /**
+   * Stable for every attempt of this run of the job (`runledger:<jobId>:<runNumber>`;
+   * a replay, a new run, gets a new one): pass it to an external API that
+   * deduplicates requests (a payment provider's `Idempotency-Key`), so an
+   * attempt that re-runs after a crash does not repeat the effect there.
+   */
+  readonly idempotencyKey: string;
   /** True when the job backs a workflow step. */
   readonly workflowManaged: boolean;
   /** The workflow run of the step this job backs; null for a direct job. The run's organization is `organizationId`. */
@@ -69,6 +76,20 @@ export interface JobContext {
   progress(processed: number, total?: number): Promise<void>;
 }
 
+/**
+ * `ctx` of a transactional job type (`defineJob(..., { transaction: prisma })`):
+ * `tx` is the open interactive transaction of the host's client the attempt
+ * runs in. Every write through it commits with the job's outcome or rolls
+ * back with it. The context's own writes (progress, checkpoint, stage,
+ * heartbeats) are not in it: they report on the attempt and commit at once.
+ */
+export type TransactionalJobContext<T> = JobContext & { readonly tx: T };
+
+/** The per-run idempotency key (see `JobContext.idempotencyKey`). */
+export function jobIdempotencyKey(job: Pick<ClaimedJob, 'jobId' | 'runNumber'>): string {
+  return `runledger:${job.jobId}:${job.runNumber}`;
+}
+
 export type SaveFields = { progress: JsonValue | null } | { checkpoint: JsonValue | null };
 
 /** The lease-fenced writes a context makes, bound to its execution. */
@@ -85,8 +106,10 @@ export function createJobContext(
   writes: ContextWrites,
   step: StepInputs | undefined,
   deadline: Date,
+  /** The attempt's transaction client (a transactional job type): `ctx.tx`. */
+  tx?: unknown,
 ): JobContext {
-  return Object.freeze(new RunningJobContext(job, abort, logger, writes, step, deadline));
+  return Object.freeze(new RunningJobContext(job, abort, logger, writes, step, deadline, tx));
 }
 
 /**
@@ -115,6 +138,8 @@ class RunningJobContext implements JobContext {
     private readonly writes: ContextWrites,
     step: StepInputs | undefined,
     readonly deadline: Date,
+    /** The attempt's transaction client for a transactional job type; undefined otherwise. */
+    readonly tx: unknown,
   ) {
     this.jobId = job.jobId;
     this.jobType = job.jobType;
@@ -129,6 +154,10 @@ class RunningJobContext implements JobContext {
     this.prerequisites = step?.prerequisites ?? NO_PREREQUISITES;
     // A private field holds what the writes change: the instance itself is frozen.
     this.#state = { progress: job.progress, checkpoint: job.checkpoint, stage: job.stage };
+  }
+
+  get idempotencyKey(): string {
+    return jobIdempotencyKey(this);
   }
 
   /** Made on first read (src/worker/lazy-abort.ts). */

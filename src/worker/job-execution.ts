@@ -11,6 +11,12 @@
  *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; failJob job.worker_shutdown, retryable)
  *   (never started) --releaseUnstarted--> RELEASED (releaseJob: a buffered job given back unrun)
  *
+ * A transactional job type runs the handler and records SUCCESS or
+ * CONTINUED inside one transaction of the host's client (see
+ * transactional-attempt.ts), not on the completion batch; every other
+ * outcome is recorded after that transaction rolled back, as above (a
+ * timeout or shutdown waits for the rollback, at most ROLLBACK_WAIT_MS).
+ *
  * Invariants:
  * - Exactly one outcome is taken, synchronously, by whichever of these comes
  *   first; the others find it taken and do nothing. So a handler that returns
@@ -68,8 +74,10 @@ import {
   type FailureRecord,
 } from './job-errors.js';
 import { withLogFields, type WorkerLogger } from './logger.js';
-import { leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
+import { confirmCompletions, leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
+import { AttemptRollback, commitAttemptOutcome, runAttemptTransaction, transactionalFailure, untilAborted, type AttemptCommitted } from './transactional-attempt.js';
+import type { StepInputs } from '../workflow/step-inputs.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 /** Longest wait for the read that tells a cancel from another attempt after a refused fence. */
@@ -90,6 +98,9 @@ export interface JobExecutionDeps {
 
 type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown' | 'released unstarted';
 
+/** Longest wait for a transactional attempt's rollback before its timeout is recorded anyway. */
+const ROLLBACK_WAIT_MS = 5_000;
+
 export class JobExecution {
   readonly info: JobInfo;
   /** The outcome is committed, refused by the fence, or given up on. */
@@ -109,6 +120,8 @@ export class JobExecution {
   private markRecorded!: () => void;
   private markSettled!: () => void;
   private markSuccessQueued!: () => void;
+  /** A transactional attempt's transaction has ended (committed or rolled back); resolved when there is none. */
+  private transactionEnded: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly job: ClaimedJob,
@@ -163,6 +176,7 @@ export class JobExecution {
   async shutdown(): Promise<void> {
     if (this.take('shutdown')) {
       this.controller.abort(new JobAbortedError('shutdown', 'The worker shut down before the job finished.'));
+      await this.afterRollback();
       await this.recordRelease(JOB_WORKER_SHUTDOWN);
     }
     await this.recorded;
@@ -197,6 +211,10 @@ export class JobExecution {
       // The claim statement read the step's inputs (src/workflow/step-inputs.ts): no round trip here.
       const stepInputs = stepInputsOf(this.job);
       const deadline = new Date(this.startedAt + this.job.timeoutSeconds * 1000);
+      if (this.definition.transaction) {
+        await this.runTransactional(parsed.value, stepInputs, deadline);
+        return;
+      }
       const ctx = createJobContext(this.job, this.controller, this.logger, this.contextWrites(), stepInputs, deadline);
       const handler = () => this.definition.handler(parsed.value, ctx);
       // Inside the execution's span (when traced), so spans the handler opens are its children.
@@ -241,7 +259,106 @@ export class JobExecution {
     if (!this.take('timeout')) return;
     const reason = new JobAbortedError('timeout', `The job did not finish within its timeout of ${this.job.timeoutSeconds} s.`);
     this.controller.abort(reason);
-    void this.recordFailure({ code: JOB_TIMEOUT, message: reason.message, retryable: true }, reason);
+    // A transactional attempt's writes are rolled back first (the abort ends its transaction), then the timeout recorded.
+    void this.afterRollback().then(() => this.recordFailure({ code: JOB_TIMEOUT, message: reason.message, retryable: true }, reason));
+  }
+
+  /** Resolves once a transactional attempt's transaction has ended, or after ROLLBACK_WAIT_MS. */
+  private async afterRollback(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.transactionEnded, new Promise<void>((resolve) => (timer = setTimeout(resolve, ROLLBACK_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * A transactional job type: the handler and its success (or continuation)
+   * in one transaction of the host's client (transactional-attempt.ts).
+   * Whoever takes the outcome first decides, as for every job: the handler
+   * only by returning in time, and then the commit is the outcome; a timeout,
+   * a lost lease or a shutdown aborts the signal, which rolls the
+   * transaction back at once, even if the handler ignores the signal.
+   */
+  private async runTransactional(payload: unknown, stepInputs: StepInputs | undefined, deadline: Date): Promise<void> {
+    const signal = this.controller.signal;
+    if (this.outcome !== undefined) {
+      // Timed out (or the lease was lost) while the payload was validated: no transaction to open.
+      this.markSettled();
+      return;
+    }
+    let handlerStarted = false;
+    let decided = false;
+    /** What the transaction reached before COMMIT: reported if the COMMIT's lost answer turns out to have been a commit. */
+    let reached: AttemptCommitted | undefined;
+    const attempt = runAttemptTransaction(this.definition.transaction!, deadline.getTime(), async (tx) => {
+      // Decided while the transaction waited for a connection: the handler never runs.
+      if (signal.aborted) throw signal.reason;
+      const ctx = createJobContext(this.job, this.controller, this.logger, this.contextWrites(), stepInputs, deadline, tx);
+      const call = () => this.definition.handler(payload, ctx);
+      handlerStarted = true;
+      const running = Promise.resolve().then(() => (this.span ? this.span.run(call) : call()));
+      void running.then(this.markSettled, this.markSettled);
+      const output = await untilAborted(running, signal);
+      // Taken synchronously with the return: a timeout or lost lease after this point finds the outcome taken.
+      if (!this.take('handler')) throw signal.reason;
+      decided = true;
+      reached = await commitAttemptOutcome(tx as Db, this.job, output);
+      return reached;
+    });
+    this.transactionEnded = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    let committed: AttemptCommitted;
+    try {
+      committed = await attempt;
+    } catch (error) {
+      if (!handlerStarted) this.markSettled();
+      await this.recordRolledBack(error, decided, reached, deadline.getTime());
+      return;
+    }
+    this.markSuccessQueued();
+    if (committed.kind === 'succeeded') {
+      this.deps.stats.succeeded += 1;
+      this.logger.debug('job succeeded (transactional)');
+      this.deps.events.emit('job:success', { job: this.info, output: committed.output, durationMs: Date.now() - this.startedAt });
+    } else {
+      this.logger.debug('job continued (transactional)', { runNumber: committed.runNumber, nextRunAt: committed.nextRunAt });
+      this.deps.events.emit('job:continued', { job: this.info, runNumber: committed.runNumber, nextRunAt: committed.nextRunAt, durationMs: Date.now() - this.startedAt });
+    }
+    this.markRecorded();
+  }
+
+  /**
+   * The attempt's transaction ended without COMMIT (or its COMMIT's answer was
+   * lost). Records what happened, now that its writes are rolled back.
+   */
+  private async recordRolledBack(error: unknown, decided: boolean, reached: AttemptCommitted | undefined, deadline: number): Promise<void> {
+    if (!decided && !this.take('handler')) {
+      // A timeout, lost lease or shutdown took the outcome and aborted the transaction: it records.
+      this.logger.debug('transactional attempt rolled back after its outcome was decided', { outcome: this.outcome });
+      return;
+    }
+    if (error instanceof AttemptRollback) {
+      if (error.failure === 'lease lost') {
+        await this.reportLeaseLost('complete');
+        this.markRecorded();
+      } else {
+        await this.recordFailure(error.failure, error.detail);
+      }
+      return;
+    }
+    if (reached?.kind === 'succeeded') {
+      // Failed after the completion statement: a lost COMMIT answer may hide a commit.
+      const [confirmed] = await confirmCompletions(this.deps.db, [this.job], [{ jobId: this.job.jobId, outcome: 'lease_owner_mismatch' }]);
+      if (confirmed?.outcome === 'succeeded') {
+        this.markSuccessQueued();
+        this.deps.stats.succeeded += 1;
+        this.deps.events.emit('job:success', { job: this.info, output: reached.output, durationMs: Date.now() - this.startedAt });
+        this.markRecorded();
+        return;
+      }
+    }
+    await this.recordFailure(transactionalFailure(error, this.job.timeoutSeconds, deadline), error);
   }
 
   private scheduleHeartbeat(delayMs = this.deps.heartbeatIntervalMs): void {

@@ -160,6 +160,37 @@ export async function handlesInATransaction(host: HostPrismaClient) {
   await enqueueWorkflowRunHandle(host, run);
 }
 
+export function transactionalHandlers(host: HostPrismaClient) {
+  // ctx.tx is the host's own transaction client: its models, no cast.
+  const markPaid = defineJob(
+    'h.mark_paid',
+    z.object({ orderId: z.string() }),
+    async (payload, ctx) => {
+      expectTypeOf(ctx.tx).toEqualTypeOf<Parameters<Parameters<HostPrismaClient['$transaction']>[0]>[0]>();
+      const order = await ctx.tx.order.update({ where: { id: payload.orderId }, data: { total: 0 } });
+      expectTypeOf(order.total).toEqualTypeOf<number>();
+      await enqueueJob(ctx.tx, capture, { invoiceId: order.id });
+      // @ts-expect-error the host's schema has no invoice model
+      await ctx.tx.invoice.findMany();
+      // @ts-expect-error it is the transaction client, not the root one
+      await ctx.tx.$disconnect();
+      expectTypeOf(ctx.idempotencyKey).toEqualTypeOf<string>();
+      return { paid: order.id };
+    },
+    { transaction: host, timeoutSeconds: 30 },
+  );
+  expectTypeOf<JobOutput<typeof markPaid>>().toEqualTypeOf<{ paid: string } | null>();
+  expectTypeOf<JobPayload<typeof markPaid>>().toEqualTypeOf<{ orderId: string }>();
+  // A direct handler's ctx has no transaction.
+  defineJob('h.direct', z.object({}), async (_payload, ctx) => {
+    // @ts-expect-error no tx without { transaction }
+    return ctx.tx;
+  });
+  // An $extends client's transaction carries its extensions.
+  const extended = host.$extends({ model: { order: { async paidTotal() { return 1; } } } });
+  defineJob('h.extended', z.object({}), async (_payload, ctx) => ctx.tx.order.paidTotal(), { transaction: extended });
+}
+
 export function stepKeys(keys: readonly string[]) {
   workflow('k.run').job('a', 'k.a', {}).job('b', 'k.b', {}).afterSuccess('b', ['a']).afterTerminal('b', ['a']);
   // @ts-expect-error an unknown prerequisite

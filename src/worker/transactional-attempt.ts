@@ -1,0 +1,196 @@
+/**
+ * One attempt of a transactional job type (`defineJob(..., { transaction: prisma })`)
+ * as one interactive transaction of the host's client:
+ *
+ *   BEGIN (READ COMMITTED; statement, idle and, on PostgreSQL 17+, transaction
+ *          timeouts bounded by the job's deadline)
+ *   handler(payload, { ...ctx, tx })          the host's writes, enqueues through ctx.tx
+ *   the outcome is taken ('handler')          from here the timeout and heartbeats stop
+ *   completeJobSuccess(tx) / continueJobs(tx) the fence (owner, attempt, live expiry) is checked here,
+ *                                             the job row locked; a workflow step's dependents are
+ *                                             released and its run's status written, in this transaction
+ *   COMMIT                                    everything the attempt decided, or nothing
+ *
+ * Why this is exactly once for the handler's writes: they commit only in the
+ * transaction that moves the job out of LEASED under this attempt's lease,
+ * and the fence makes at most one transaction per lease able to do that. A
+ * throw, a refused fence, a timeout, a lost lease, a shutdown, a crash or a
+ * lost connection ends the transaction without COMMIT: PostgreSQL rolls it
+ * back (a dead session's transaction too), the job stays LEASED, and either
+ * the worker records the failure afterwards in a transaction of its own or
+ * the lease expires and the reaper gives the job to a new attempt that
+ * starts from clean data.
+ *
+ * The job row is locked only by the completion statement at the end, never
+ * while the handler runs: heartbeats and ctx's progress writes (on the
+ * worker's own connections) keep working, and the reaper (SKIP LOCKED) skips
+ * the row only during the short commit. Between the fence and COMMIT the row
+ * lock keeps the lease from being taken over, so a commit that passed the
+ * fence is never preceded by another attempt's.
+ *
+ * Lock order (extends src/workflow/locking.ts): whatever the handler locks
+ * through ctx.tx comes first, then the completion takes rung 1 (the job row)
+ * and what follows it. runledger's own transactions never lock a host's rows,
+ * so the host's locks cannot close a cycle with them; a handler that also
+ * takes runledger's locks through ctx.tx (an enqueue with an active key, a
+ * cancellation) may meet one, which PostgreSQL breaks (40P01): that attempt
+ * rolls back and is recorded as a retryable failure, like any deadlock of
+ * the host's own.
+ *
+ * A COMMIT whose answer was lost (the connection died while it was sent)
+ * may have committed: the worker reads the job before it records a failure
+ * (confirmCompletions), and the fenced failure write refuses in any case.
+ */
+import { readCommittedIsolation } from '../client/transaction.js';
+import type { Db, PrismaClientLike } from '../client/types.js';
+import { databaseErrorInfo } from '../errors/database-error.js';
+import { isRunledgerError } from '../errors/runledger-error.js';
+import type { ClaimedJob } from '../queue/claim.js';
+import { completeJobSuccess } from '../queue/complete.js';
+import { continueJobs } from '../queue/continue.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { toStorableJson } from '../validation/jsonified.js';
+import type { JsonValue } from '../validation/primitives.js';
+import { formatJsonPath, toStorableText } from '../validation/storable.js';
+import { isContinuation } from './continuation.js';
+import { JOB_OUTPUT_INVALID, JOB_TIMEOUT, describeFailure, outputProblem, type FailureRecord } from './job-errors.js';
+
+/** Added to the job's remaining time for the server-side backstops (idle, transaction timeouts) and Prisma's own timer. */
+export const TRANSACTION_GRACE_MS = 2_000;
+/** Longest wait for a pooled connection to open the attempt's transaction. */
+const MAX_CONNECTION_WAIT_MS = 10_000;
+
+/**
+ * Runs `fn` in an interactive READ COMMITTED transaction of `client`, bounded
+ * by `deadline` (epoch ms): each statement by `statement_timeout`, the time
+ * idle inside it by `idle_in_transaction_session_timeout` and, on PostgreSQL
+ * 17+, the whole by `transaction_timeout`, all set LOCAL (they end with the
+ * transaction), and Prisma's own timer a grace later. READ COMMITTED because
+ * the completion fence must see the heartbeats other connections committed
+ * while the handler ran (a REPEATABLE READ snapshot would not).
+ */
+export async function runAttemptTransaction<R>(client: PrismaClientLike, deadline: number, fn: (tx: unknown) => Promise<R>): Promise<R> {
+  const remaining = Math.max(1, Math.trunc(deadline - Date.now()));
+  const isolation = await readCommittedIsolation(client, 'open a transactional attempt');
+  const statementMs = `${remaining}ms`;
+  const backstopMs = `${remaining + TRANSACTION_GRACE_MS}ms`;
+  return client.$transaction(
+    async (tx: { $queryRaw: PrismaClientLike['$queryRaw'] }) => {
+      await tx.$queryRaw`
+        SELECT set_config('statement_timeout', ${statementMs}, true),
+               set_config('idle_in_transaction_session_timeout', ${backstopMs}, true),
+               CASE WHEN current_setting('server_version_num')::int >= 170000
+                    THEN set_config('transaction_timeout', ${backstopMs}, true) END`;
+      return fn(tx);
+    },
+    { ...isolation, maxWait: Math.min(remaining, MAX_CONNECTION_WAIT_MS), timeout: remaining + TRANSACTION_GRACE_MS },
+  );
+}
+
+/** What a transactional attempt's transaction reached before COMMIT. */
+export type AttemptCommitted = { kind: 'succeeded'; output: JsonValue | undefined } | { kind: 'continued'; runNumber: number; nextRunAt: Date };
+
+/** Thrown inside an attempt's transaction to roll it back; the worker then records `failure`, or the refused fence. */
+export class AttemptRollback extends Error {
+  constructor(
+    readonly failure: FailureRecord | 'lease lost',
+    /** What the failure event reports as its error (the output, the refusal). */
+    readonly detail: unknown,
+  ) {
+    super('transactional attempt rolled back');
+    this.name = new.target.name;
+  }
+}
+
+const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation_not_enabled';
+
+/**
+ * Inside the attempt's transaction, once the handler returned: the job's
+ * outcome through the ordinary completion functions joined to `tx`
+ * (completeJobSuccess, continueJobs: the same statements as every
+ * completion, fenced to the lease). An output that cannot be stored, a
+ * continuation its step did not allow, or a refused fence throws
+ * AttemptRollback, which rolls the handler's writes back too.
+ */
+export async function commitAttemptOutcome(tx: Db, job: ClaimedJob, output: unknown): Promise<AttemptCommitted> {
+  if (isContinuation(output)) {
+    const fields: { checkpoint?: JsonValue | null; progress?: JsonValue | null } = {};
+    for (const name of ['checkpoint', 'progress'] as const) {
+      const value = output[name];
+      if (value === undefined) continue;
+      const storable = toStorableJson(value);
+      if (!storable.ok) {
+        const problem = toStorableText(`Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`, MAX_ERROR_MESSAGE_LENGTH);
+        throw new AttemptRollback({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, output);
+      }
+      fields[name] = (storable.value ?? null) as JsonValue | null;
+    }
+    const [result] = await continueJobs(tx, [{ lease: job, delayMs: output.delayMs, ...fields }]);
+    if (result?.outcome === 'continued') return { kind: 'continued', runNumber: result.runNumber, nextRunAt: result.nextRunAt };
+    if (result?.outcome === 'not_enabled') {
+      const message = 'The handler returned a continuation, but its workflow step was not enqueued with allowContinuation.';
+      throw new AttemptRollback({ code: JOB_WORKFLOW_CONTINUATION_NOT_ENABLED, message, retryable: false }, output);
+    }
+    throw new AttemptRollback('lease lost', output);
+  }
+  // As for a direct handler: stored the way JSON.stringify writes it; only what JSON cannot hold fails.
+  const storable = toStorableJson(output);
+  if (!storable.ok) {
+    const problem = outputProblem(storable.problem);
+    throw new AttemptRollback({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, output);
+  }
+  const stored = storable.value as JsonValue | undefined;
+  try {
+    await completeJobSuccess(tx, { ...job, output: stored });
+  } catch (error) {
+    if (isRunledgerError(error, 'job.lease_owner_mismatch')) throw new AttemptRollback('lease lost', error);
+    throw error;
+  }
+  return { kind: 'succeeded', output: stored };
+}
+
+/** Resolves or rejects with `work`, or rejects with the signal's reason as soon as it aborts (the transaction then rolls back). */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * How a failed transactional attempt is recorded. Its transaction outliving
+ * the job's timeout is a `job.timeout` (retryable), whichever bound noticed:
+ * Prisma's expired transaction (P2028, which the error module otherwise files
+ * under `database.unavailable`), a statement canceled by the statement
+ * timeout (57014), or any failure after the deadline. Everything else is
+ * classified like a direct handler's throw.
+ */
+export function transactionalFailure(error: unknown, timeoutSeconds: number, deadline: number): FailureRecord {
+  const expired = isExpiredTransaction(error);
+  if (expired || databaseErrorInfo(error).sqlState === '57014' || Date.now() >= deadline) {
+    const why = expired ? 'its transaction expired' : 'its transaction was canceled at the deadline';
+    return { code: JOB_TIMEOUT, message: `The job did not finish within its timeout of ${timeoutSeconds} s: ${why}; its writes were rolled back.`, retryable: true };
+  }
+  return describeFailure(error);
+}
+
+function isExpiredTransaction(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== null && typeof current === 'object'; depth += 1) {
+    const record = current as Record<string, unknown>;
+    if (record.code === 'P2028' && typeof record.message === 'string' && /expired transaction/.test(record.message)) return true;
+    current = record.cause;
+  }
+  return false;
+}
