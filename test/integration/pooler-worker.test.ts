@@ -5,7 +5,7 @@
  * transactions reaching it; and, with no direct URL given, a pooled worker
  * that polls instead of leaving a LISTEN on a pooled backend.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { createWorkflowRunListener, enqueueJob, enqueueWorkflowRunHandle, workflow } from '../../src/index.js';
 import { databaseUrl } from '../../src/testing/test-database.js';
@@ -13,7 +13,7 @@ import { createWorker, defineJob, silentLogger, type Worker, type WorkerOptions 
 import { LISTENER_APPLICATION_NAME } from '../../src/worker/listener.js';
 import { nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
-import { poolerAvailable } from '../harness/pooler.js';
+import { pooledBackends, poolerAvailable } from '../harness/pooler.js';
 
 const db = useTestDatabase();
 const available = poolerAvailable('pooler worker tests');
@@ -41,6 +41,12 @@ async function listenerSessions(): Promise<number> {
 }
 
 describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', () => {
+  it("runs the harness's Prisma client through the pooler in the pooler project, and direct otherwise", async () => {
+    const [{ pid }] = await db.prisma.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+    const { serverPids } = await pooledBackends(inject('runledgerPoolerAdminUrl'), db.name);
+    expect(serverPids.includes(pid)).toBe(db.viaPooler);
+  });
+
   it('runs a fan-in workflow through the pooler, woken by NOTIFY on the direct URL long before its next poll', async () => {
     const seen: string[] = [];
     const step = defineJob('pooled.step', z.object({ name: z.string() }), async (payload) => (seen.push(payload.name), { name: payload.name }));
