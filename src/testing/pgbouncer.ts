@@ -94,6 +94,9 @@ export async function startPgBouncer(options: StartPgBouncerOptions): Promise<Pg
       'ignore_startup_parameters = extra_float_digits',
       'log_connections = 0',
       'log_disconnections = 0',
+      // SHOW STATS totals are refreshed every stats_period: every second, so a run's summary is current.
+      'stats_period = 1',
+      'log_stats = 0',
       '',
     ].join('\n'),
     { mode: 0o644 },

@@ -3,11 +3,13 @@
  * own client through the pooler with unnamed statements (`pgbouncer=true`),
  * its LISTEN on the database's direct URL, the notifications of pooled
  * transactions reaching it; and, with no direct URL given, a pooled worker
- * that polls instead of leaving a LISTEN on a pooled backend.
+ * (or the CLI's dashboard) that does without LISTEN instead of leaving one on
+ * a pooled backend.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { createWorkflowRunListener, enqueueJob, enqueueWorkflowRunHandle, workflow } from '../../src/index.js';
+import { startDashboardServer } from '../../src/cli/dashboard.js';
+import { adminScope, createWorkflowRunListener, enqueueJob, enqueueWorkflowRunHandle, workflow } from '../../src/index.js';
 import { databaseUrl } from '../../src/testing/test-database.js';
 import { createWorker, defineJob, silentLogger, type Worker, type WorkerOptions } from '../../src/worker/index.js';
 import { LISTENER_APPLICATION_NAME } from '../../src/worker/listener.js';
@@ -94,5 +96,19 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
     await enqueueJob(db.prisma, { jobType: 'pooled.poll', payload: {} });
     await succeeded;
     expect(await listenerSessions()).toBe(0);
+  });
+
+  it('serves the CLI dashboard without a live feed when its URL has pgbouncer=true, with one on the direct URL', async () => {
+    const live = async (connectionString: string) => {
+      const context = { json: false, scope: adminScope(), db: () => db.newClient({ max: 2 }) as never, print: () => undefined, connectionString: () => connectionString, connectTimeoutMs: () => 10_000 };
+      const running = await startDashboardServer(context, { port: 0, host: '127.0.0.1', readOnly: true, basePath: '' });
+      try {
+        return ((await (await fetch(`${running.url}api/session`)).json()) as { live: boolean }).live;
+      } finally {
+        await running.close();
+      }
+    };
+    expect(await live(pooled())).toBe(false);
+    expect(await live(db.url)).toBe(true);
   });
 });
