@@ -44,9 +44,9 @@ async function listenerSessions(): Promise<number> {
 
 describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', () => {
   it("runs the harness's Prisma client through the pooler in the pooler project, and direct otherwise", async () => {
-    const [{ pid }] = await db.prisma.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+    const [row] = await db.prisma.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
     const { serverPids } = await pooledBackends(inject('runledgerPoolerAdminUrl'), db.name);
-    expect(serverPids.includes(pid)).toBe(db.viaPooler);
+    expect(serverPids.includes(row!.pid)).toBe(db.viaPooler);
   });
 
   it('runs a fan-in workflow through the pooler, woken by NOTIFY on the direct URL long before its next poll', async () => {
