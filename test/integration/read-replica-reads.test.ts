@@ -1,15 +1,16 @@
 /**
- * docs/scaling.md sends the dashboard's reads and `getQueueMetrics` to a read
- * replica by giving them a client on it. A second client whose every
+ * docs/scaling.md sends the dashboard's reads (`readDb`) and `getQueueMetrics`
+ * to a read replica by giving them a client on it. A second client whose every
  * transaction is read only (`default_transaction_read_only`, what a hot
  * standby enforces) stands in for the replica: what runs on it writes
  * nothing, and a write on it is refused, so the stand-in is one.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPrismaClient } from '../../src/client/connect.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import {
   adminScope,
+  createDashboard,
   enqueueJob,
   enqueueWorkflowRun,
   getJob,
@@ -22,9 +23,9 @@ import {
   verifyIntegrity,
   workflow,
 } from '../../src/index.js';
-import { databaseUrl } from '../../src/testing/test-database.js';
+import { cloneDatabase, databaseUrl, dropDatabase } from '../../src/testing/test-database.js';
 import { useTestDatabase } from '../harness/database.js';
-import { serveDashboard, SCOPE_HEADER } from '../harness/dashboard.js';
+import { dashboardSession, serveDashboard, SCOPE_HEADER } from '../harness/dashboard.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
@@ -62,6 +63,42 @@ describe('reads that tolerate lag, on a read-only client', () => {
     expect((await listWorkflowRuns(replica, { scope, limit: 10 })).items.map((r) => [r.id, r.status])).toEqual([[runId, 'SUCCEEDED']]);
     expect((await listWorkflowSteps(replica, { scope, workflowRunId: runId, limit: 10 })).items).toHaveLength(2);
     expect((await verifyIntegrity(replica, { pageSize: 100 })).clean).toBe(true);
+  });
+
+  it('with readDb, reads pages from the second client and acts on db', async () => {
+    // The "replica" is another database here, holding a job the primary lacks, so an answer shows where it was read.
+    const replicaName = await cloneDatabase(inject('runledgerServerUrl'), inject('runledgerTemplate'));
+    const writer = createPrismaClient(databaseUrl(db.url, replicaName), { max: 1 });
+    const reader = createPrismaClient(databaseUrl(db.url, replicaName, { options: '-c default_transaction_read_only=on' }), { max: 2 });
+    try {
+      const onlyThere = (await enqueueJob(writer, { jobType: 'replica.only', payload: {} })).jobId;
+      const onlyHere = (await enqueueJob(db.prisma, { jobType: 'replica.primary', payload: {} })).jobId;
+      const served = await serveDashboard(db.prisma, { readDb: reader });
+      const get = (path: string) => fetch(`${served.url}${path}`, { headers: { [SCOPE_HEADER]: 'admin' } });
+      expect((await get(`/api/jobs/${onlyThere}`)).status).toBe(200);
+      expect((await get(`/api/jobs/${onlyHere}`)).status).toBe(404);
+      const overview: unknown = await (await get('/api/overview')).json();
+      expect(JSON.stringify(overview)).toContain('replica.only');
+      expect(JSON.stringify(overview)).not.toContain('replica.primary');
+
+      const session = await dashboardSession(served.url);
+      const cancel = await fetch(`${served.url}/api/jobs/${onlyHere}/cancel`, {
+        method: 'POST',
+        headers: { [SCOPE_HEADER]: 'admin', cookie: session.cookie, 'x-runledger-csrf': session.token, 'content-type': 'application/json' },
+        body: JSON.stringify({ reason: 'acted on the primary' }),
+      });
+      expect(cancel.status).toBe(200);
+      expect((await getJob(db.prisma, { scope: adminScope(), jobId: onlyHere })).status).toBe('CANCELED');
+      await served.close();
+    } finally {
+      await writer.$disconnect();
+      await reader.$disconnect();
+      await dropDatabase(inject('runledgerServerUrl'), replicaName);
+    }
+  });
+
+  it('refuses a readDb that is not a client, naming it', () => {
+    expect(() => createDashboard({ db: db.prisma, readDb: {} as never, authorize: () => adminScope() })).toThrow(expect.objectContaining({ code: 'dashboard.invalid_options', field: 'readDb' }));
   });
 
   it("serves a read-only dashboard's pages from the stand-in", async () => {
