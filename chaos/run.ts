@@ -14,11 +14,16 @@
  * deadlocks, no undocumented error at a caller. Exit 1 on any violation.
  *
  * Embedded PostgreSQL unless DATABASE_URL names a server (a scratch database
- * and role are created on it and dropped at the end).
+ * and role are created on it and dropped at the end). `--pooler`: the workers
+ * and the controller's API calls go through a transaction-mode PgBouncer
+ * (statements unnamed, `pgbouncer=true`), LISTEN and the controller's
+ * observations and faults direct; backend terminations and outages then hit
+ * the pooler's server connections.
  */
 import pg from 'pg';
 import { checkIntegrity, connect } from './api.js';
 import { createChaosDatabase } from './database.js';
+import { pooledTotals, startChaosPooler } from './pooler.js';
 import { outage, terminateSomeBackends } from './faults.js';
 import { TerminalNotificationCounter } from './listener.js';
 import type { ChildMessage, DuplicateMessage } from './messages.js';
@@ -31,7 +36,7 @@ import { WorkerFleet } from './workers.js';
 
 const DRAIN_TIMEOUT_MS = 240_000;
 
-function parseArgs(argv: string[]): { seconds: number; workers: number } {
+function parseArgs(argv: string[]): { seconds: number; workers: number; pooler: boolean } {
   const value = (name: string, fallback: number) => {
     const i = argv.indexOf(name);
     if (i < 0) return fallback;
@@ -39,14 +44,14 @@ function parseArgs(argv: string[]): { seconds: number; workers: number } {
     if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive integer`);
     return n;
   };
-  return { seconds: value('--seconds', 45), workers: value('--workers', 3) };
+  return { seconds: value('--seconds', 45), workers: value('--workers', 3), pooler: argv.includes('--pooler') };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const between = (min: number, max: number) => min + Math.random() * (max - min);
 
 async function main(): Promise<number> {
-  const { seconds, workers } = parseArgs(process.argv.slice(2));
+  const { seconds, workers, pooler: viaPooler } = parseArgs(process.argv.slice(2));
   const t0 = Date.now();
   const say = (line: string) => process.stdout.write(`[chaos ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
   const stats = new ChaosStats();
@@ -54,8 +59,11 @@ async function main(): Promise<number> {
 
   const database = await createChaosDatabase();
   say(`database ${database.name} on ${database.server.kind === 'embedded' ? 'embedded PostgreSQL' : 'DATABASE_URL'}${database.canRefuseConnections ? '' : ' (cannot create a role: outages skipped)'}`);
+  const pooler = viaPooler ? await startChaosPooler(database).catch(async (error: unknown) => (await database.drop(), Promise.reject(error))) : undefined;
+  if (pooler) say(`through ${pooler.version} (pool_mode = transaction): workers and API calls pooled, LISTEN direct`);
+  const workUrl = pooler?.url ?? database.url;
   const admin = new pg.Pool({ connectionString: database.adminUrl, max: 4, application_name: 'chaos-controller' });
-  const api = connect(database.url, 6);
+  const api = connect(workUrl, 6);
   const counter = new TerminalNotificationCounter(database.adminUrl);
   await counter.start();
   const deadlocksBefore = await deadlockCount(admin, database.name);
@@ -67,7 +75,7 @@ async function main(): Promise<number> {
     } else if (message.t === 'dup') duplicates.push(message);
     else stats.workerLog(message.level, message.message, message.error);
   };
-  const fleet = new WorkerFleet(database.url, stats, onMessage);
+  const fleet = new WorkerFleet(workUrl, database.url, stats, onMessage);
   for (let i = 0; i < workers; i += 1) fleet.start();
   const operator = new Operator(api, admin, stats);
   let exitCode = 1;
@@ -160,6 +168,7 @@ async function main(): Promise<number> {
 
     say('verifying');
     const findings = await verifyChaosRun(api, admin, stats, counter, duplicates, deadlocksBefore, database.name);
+    if (pooler) say(`pooled: ${await pooledTotals(pooler.adminUrl).catch((error: unknown) => `no totals (${String(error)})`)}`);
     printSummary({ seconds, workers, elapsedMs: Date.now() - t0, stats, findings });
     exitCode = stats.violations.length === 0 ? 0 : 1;
   } finally {
@@ -167,6 +176,7 @@ async function main(): Promise<number> {
     await counter.close().catch(() => undefined);
     await api.$disconnect().catch(() => undefined);
     await admin.end().catch(() => undefined);
+    await pooler?.stop().catch(() => undefined);
     await database.drop().catch((error: unknown) => say(`could not drop the chaos database: ${String(error)}`));
   }
   return exitCode;

@@ -4,7 +4,8 @@
  * enqueuer that sends direct jobs and workflow runs, and, when the
  * controller says so, the same idempotent job and run as every other process.
  *
- * Environment: CHAOS_URL (database), CHAOS_WORKER_ID. SIGTERM drains and exits 0.
+ * Environment: CHAOS_URL (database, maybe through a pooler), CHAOS_LISTEN_URL
+ * (the database itself, for LISTEN), CHAOS_WORKER_ID. SIGTERM drains and exits 0.
  */
 import pg from 'pg';
 import { connect, enqueueDirect, enqueueRun, startWorker, type WorkerLogger } from './api.js';
@@ -14,6 +15,7 @@ import { enqueueDuplicatePair } from './enqueue.js';
 import { buildShape, randomDirectJob, randomShape } from './shapes.js';
 
 const url = process.env.CHAOS_URL!;
+const listenUrl = process.env.CHAOS_LISTEN_URL ?? url;
 const workerId = process.env.CHAOS_WORKER_ID!;
 const send = (message: ChildMessage) => {
   if (process.connected) process.send?.(message);
@@ -29,7 +31,7 @@ const pool = new pg.Pool({ connectionString: url, max: 3 });
 pool.on('error', () => undefined); // an idle client killed by pg_terminate_backend; the next query reconnects
 // chaos.tx attempts hold a connection each for their handler's duration: their own pool, as the README advises.
 const host = connect(url, 8);
-const worker = startWorker({ db, listenUrl: url, handlers: chaosHandlers(pool, workerId, host), workerId, logger });
+const worker = startWorker({ db, listenUrl, handlers: chaosHandlers(pool, workerId, host), workerId, logger });
 
 async function attempt(kind: string, fn: () => Promise<string>): Promise<void> {
   try {

@@ -21,6 +21,8 @@ export class WorkerFleet {
 
   constructor(
     private readonly url: string,
+    /** Where the workers LISTEN: the database itself, also when `url` goes through a pooler. */
+    private readonly listenUrl: string,
     private readonly stats: ChaosStats,
     private readonly onMessage: (message: ChildMessage) => void,
   ) {}
@@ -33,7 +35,7 @@ export class WorkerFleet {
     const id = `chaos-worker-${this.next++}`;
     const child = fork(WORKER_SCRIPT, [], {
       execArgv: ['--import', 'tsx'],
-      env: { ...process.env, CHAOS_URL: this.url, CHAOS_WORKER_ID: id, CHAOS_ENQUEUE: this.enqueuing ? '1' : '0' },
+      env: { ...process.env, CHAOS_URL: this.url, CHAOS_LISTEN_URL: this.listenUrl, CHAOS_WORKER_ID: id, CHAOS_ENQUEUE: this.enqueuing ? '1' : '0' },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     let tail = '';

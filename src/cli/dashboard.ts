@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { createDashboard, type DashboardHandler } from '../dashboard/create-dashboard.js';
 import { UsageError, type CliContext } from './context.js';
 import { integerOption } from './options.js';
+import { poolerConnectionString } from '../client/connect.js';
 
 export interface DashboardCommandOptions {
   port: number;
@@ -30,7 +31,8 @@ export async function startDashboardServer(context: CliContext, options: Dashboa
   const scope = context.scope;
   const handler = createDashboard({
     db: context.db(),
-    listenConnectionString: context.connectionString(),
+    // Through a transaction pooler (`pgbouncer=true`) a LISTEN would stay on a pooled backend: no live feed then.
+    ...(poolerConnectionString(context.connectionString()).pooled ? {} : { listenConnectionString: context.connectionString() }),
     authorize: () => scope,
     readOnly: options.readOnly,
     basePath: options.basePath,

@@ -3,6 +3,12 @@
  * worker given a connection string, the demo). Applications normally pass
  * their own client instead; they can give it the same prepared-statement
  * naming (`preparedStatementName`) to get the same effect.
+ *
+ * Behind a transaction-mode pooler without protocol-level prepared statements
+ * (PgBouncer before 1.21, and poolers like it) a named statement lives on the
+ * backend that prepared it, not on the next transaction's: statements are then
+ * sent unnamed (`preparedStatements: false`, or `pgbouncer=true` in the
+ * connection string, Prisma's own spelling of it, removed before pg sees it).
  */
 import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -32,9 +38,32 @@ export interface PrismaClientOptions {
    * hang. The CLI sets it (--connect-timeout).
    */
   connectTimeoutMs?: number;
+  /**
+   * Name each statement so the server reuses its plan (default true). False
+   * behind a transaction-mode pooler without prepared-statement support
+   * (PgBouncer < 1.21): each statement is then parsed where it runs. A
+   * connection string with `pgbouncer=true` means false.
+   */
+  preparedStatements?: boolean;
 }
 
-export function createPrismaClient(connectionString: string, options: PrismaClientOptions = {}): PrismaClient {
+/** The connection string without `pgbouncer=true`, and whether it asked for unnamed statements. */
+export function poolerConnectionString(connectionString: string): { connectionString: string; pooled: boolean } {
+  if (!/[?&]pgbouncer=/i.test(connectionString)) return { connectionString, pooled: false };
+  let url: URL;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    return { connectionString, pooled: false }; // not a URL: pg reports it when it connects
+  }
+  const pooled = url.searchParams.get('pgbouncer')?.toLowerCase() === 'true';
+  url.searchParams.delete('pgbouncer');
+  return { connectionString: url.toString(), pooled };
+}
+
+export function createPrismaClient(given: string, options: PrismaClientOptions = {}): PrismaClient {
+  const { connectionString, pooled } = poolerConnectionString(given);
+  const named = (options.preparedStatements ?? true) && !pooled;
   const pool = new pg.Pool({ connectionString, max: options.max ?? 10, ...(options.connectTimeoutMs ? { connectionTimeoutMillis: options.connectTimeoutMs } : {}) });
   // Every connection keeps an 'error' listener for life. The adapter listens on a connection only after its
   // `await pool.connect()` resumes; a backend terminated just as it finished connecting sends its FATAL in
@@ -43,7 +72,7 @@ export function createPrismaClient(connectionString: string, options: PrismaClie
   // reaches whoever uses the connection next, as a query error (database.unavailable).
   pool.on('connect', (client) => void client.on('error', ignoreConnectionError));
   return new PrismaClient({
-    adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName, disposeExternalPool: true }),
+    adapter: new PrismaPg(pool, { ...(named ? { statementNameGenerator: preparedStatementName } : {}), disposeExternalPool: true }),
   });
 }
 

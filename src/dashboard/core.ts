@@ -33,6 +33,12 @@ export interface DashboardCoreOptions<R> {
   /** The Prisma client the dashboard reads and acts through (a root client, not a transaction). */
   db: Db;
   /**
+   * Where the pages' reads go (overview with `getQueueMetrics`, lists,
+   * details), e.g. a client on a read replica: they tolerate its lag.
+   * Actions, and the run a live stream watches, stay on `db`. Default `db`.
+   */
+  readDb?: Db;
+  /**
    * Connection string for live updates over the library's one LISTEN
    * connection. Without it the page still refreshes, by polling.
    */
@@ -66,6 +72,9 @@ function invalidOption(field: string, message: string): ValidationError {
 function validateOptions<R>(options: DashboardCoreOptions<R>, factory: string): { basePath: string } {
   if (!options || typeof options !== 'object') throw invalidOption('options', `${factory} takes an options object.`);
   if (!options.db || typeof (options.db as { $queryRaw?: unknown }).$queryRaw !== 'function') throw invalidOption('db', 'db must be a Prisma client.');
+  if (options.readDb !== undefined && typeof (options.readDb as { $queryRaw?: unknown } | null)?.$queryRaw !== 'function') {
+    throw invalidOption('readDb', 'readDb must be a Prisma client.');
+  }
   if (typeof options.authorize !== 'function') throw invalidOption('authorize', 'authorize must be a function returning the request\'s scope, or null to refuse it.');
   const listenProblem = options.listenConnectionString === undefined ? undefined : connectionStringProblem(options.listenConnectionString);
   if (listenProblem) {
@@ -146,6 +155,7 @@ export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory
   const assets = new AssetStore();
   const live = new LiveFeed(options.listenConnectionString);
   const db = options.db;
+  const readDb = options.readDb ?? db;
 
   async function route(request: DashboardRequest, native: R): Promise<DashboardAnswer> {
     const url = new URL(request.target, 'http://dashboard.invalid');
@@ -182,7 +192,7 @@ export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory
       const match = pattern.exec(path);
       if (!match) continue;
       if (!isRead) throw methodNotAllowed('GET');
-      return jsonAnswer(200, await read(db, scope, match, url.searchParams));
+      return jsonAnswer(200, await read(readDb, scope, match, url.searchParams));
     }
     for (const [pattern, act] of ACTIONS) {
       const match = pattern.exec(path);

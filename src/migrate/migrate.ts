@@ -6,9 +6,16 @@
  * same table shape, same checksum (sha256 of migration.sql), same advisory
  * lock key as Prisma's schema engine, so the two also exclude each other.
  *
- * Protocol: one dedicated connection takes the session advisory lock, then
- * each pending migration runs in its own transaction together with its
- * history row, so a failure leaves neither half behind.
+ * Protocol: every transaction of a run takes Prisma's migrate lock key as a
+ * transaction-level advisory lock first: one to create the history table, one
+ * to check the history, then one per pending migration, which re-reads whether
+ * that migration is applied meanwhile and otherwise applies it together with
+ * its history row (a failure leaves neither half behind). A transaction lock
+ * and Prisma's session lock on the same key exclude each other, and the run
+ * leaves nothing on the session: behind a transaction-mode pooler
+ * (PgBouncer), where consecutive transactions may land on different backends
+ * and a session lock would stay on whichever backend took it, migrate is as
+ * safe as on a direct connection.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -76,20 +83,29 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   }
   let broken = false;
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_ADVISORY_LOCK_KEY]);
-    try {
-      return await applyPending(client, files, options.log ?? (() => undefined));
-    } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [PRISMA_MIGRATE_ADVISORY_LOCK_KEY]).catch(() => {
-        broken = true;
-      });
-    }
+    return await applyPending(client, files, options.log ?? (() => undefined));
   } catch (error) {
+    // A connection in an unknown state (a failed ROLLBACK) is not handed back to the caller's pool.
+    broken = isConnectionFault(error);
     if (error instanceof RunledgerError) throw error;
     throw normalizeDatabaseError(error, 'migrate');
   } finally {
     if (ownClient) await ownClient.end().catch(() => undefined);
     else (client as pg.PoolClient).release(broken);
+  }
+}
+
+/** Runs `fn` in a transaction that first takes the migrate lock (see the header); rolls back on any failure. */
+async function underMigrateLock<R>(client: pg.ClientBase, fn: () => Promise<R>): Promise<R> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [PRISMA_MIGRATE_ADVISORY_LOCK_KEY]);
+    const result = await fn();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
   }
 }
 
@@ -136,40 +152,43 @@ async function applyPending(
   files: MigrationFile[],
   log: (line: string) => void,
 ): Promise<MigrateResult> {
-  await client.query(`CREATE SCHEMA IF NOT EXISTS "${RUNLEDGER_SCHEMA}"`);
-  await client.query(`CREATE TABLE IF NOT EXISTS ${HISTORY_TABLE} (
-    "id"                  VARCHAR(36) PRIMARY KEY NOT NULL,
-    "checksum"            VARCHAR(64) NOT NULL,
-    "finished_at"         TIMESTAMPTZ,
-    "migration_name"      VARCHAR(255) NOT NULL,
-    "logs"                TEXT,
-    "rolled_back_at"      TIMESTAMPTZ,
-    "started_at"          TIMESTAMPTZ NOT NULL DEFAULT now(),
-    "applied_steps_count" INTEGER NOT NULL DEFAULT 0
-  )`);
-  const { rows } = await client.query<HistoryRow>(
-    `SELECT migration_name, checksum, finished_at, rolled_back_at FROM ${HISTORY_TABLE} ORDER BY started_at`,
-  );
-
-  const failed = rows.find((row) => row.finished_at === null && row.rolled_back_at === null);
-  if (failed) {
-    throw new ConflictError('migrate.failed_migration_in_history', `Migration ${failed.migration_name} failed earlier and was never resolved.`, {
-      internalMessage: `migration ${failed.migration_name} has neither finished_at nor rolled_back_at; resolve it (prisma migrate resolve) before migrating`,
-      details: { migration: failed.migration_name },
-    });
-  }
-  const applied = new Map(rows.filter((row) => row.finished_at !== null && row.rolled_back_at === null).map((row) => [row.migration_name, row]));
-
-  await ensurePendingNotAppliedElsewhere(
-    client,
-    files.filter((file) => !applied.has(file.name)).map((file) => file.name),
-    applied.size,
-  );
-
   const result: MigrateResult = { applied: [], alreadyApplied: [] };
-  for (const file of files) {
-    const existing = applied.get(file.name);
-    if (existing) {
+  // Committed on its own: a refusal below leaves the history table there (its fixSql inserts into it).
+  await underMigrateLock(client, async () => {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${RUNLEDGER_SCHEMA}"`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${HISTORY_TABLE} (
+      "id"                  VARCHAR(36) PRIMARY KEY NOT NULL,
+      "checksum"            VARCHAR(64) NOT NULL,
+      "finished_at"         TIMESTAMPTZ,
+      "migration_name"      VARCHAR(255) NOT NULL,
+      "logs"                TEXT,
+      "rolled_back_at"      TIMESTAMPTZ,
+      "started_at"          TIMESTAMPTZ NOT NULL DEFAULT now(),
+      "applied_steps_count" INTEGER NOT NULL DEFAULT 0
+    )`);
+  });
+  const pending = await underMigrateLock(client, async () => {
+    const { rows } = await client.query<HistoryRow>(
+      `SELECT migration_name, checksum, finished_at, rolled_back_at FROM ${HISTORY_TABLE} ORDER BY started_at`,
+    );
+
+    const failed = rows.find((row) => row.finished_at === null && row.rolled_back_at === null);
+    if (failed) throw failedInHistory(failed.migration_name);
+    const applied = new Map(rows.filter((row) => row.finished_at !== null && row.rolled_back_at === null).map((row) => [row.migration_name, row]));
+
+    await ensurePendingNotAppliedElsewhere(
+      client,
+      files.filter((file) => !applied.has(file.name)).map((file) => file.name),
+      applied.size,
+    );
+
+    const todo: MigrationFile[] = [];
+    for (const file of files) {
+      const existing = applied.get(file.name);
+      if (!existing) {
+        todo.push(file);
+        continue;
+      }
       if (!file.acceptedChecksums.has(existing.checksum)) {
         throw new ConflictError('migrate.checksum_mismatch', `Migration ${file.name} was modified after it was applied.`, {
           internalMessage: `migration ${file.name}: recorded checksum ${existing.checksum}, file checksum ${file.checksum}`,
@@ -177,29 +196,53 @@ async function applyPending(
         });
       }
       result.alreadyApplied.push(file.name);
-      continue;
     }
-    await applyOne(client, file);
-    log(`applied ${file.name}`);
-    result.applied.push(file.name);
+    return todo;
+  });
+
+  for (const file of pending) {
+    if (await applyOne(client, file)) {
+      log(`applied ${file.name}`);
+      result.applied.push(file.name);
+    } else {
+      result.alreadyApplied.push(file.name);
+    }
   }
   return result;
 }
 
-async function applyOne(client: pg.ClientBase, file: { name: string; sql: string; checksum: string }): Promise<void> {
-  const id = randomUUID();
-  await client.query('BEGIN');
+function failedInHistory(name: string): ConflictError {
+  return new ConflictError('migrate.failed_migration_in_history', `Migration ${name} failed earlier and was never resolved.`, {
+    internalMessage: `migration ${name} has neither finished_at nor rolled_back_at; resolve it (prisma migrate resolve) before migrating`,
+    details: { migration: name },
+  });
+}
+
+/**
+ * Applies `file` with its history row in one locked transaction; false when another migrator applied it
+ * since the history was read (between this run's transactions the lock is free).
+ */
+async function applyOne(client: pg.ClientBase, file: MigrationFile): Promise<boolean> {
   try {
-    await client.query(`INSERT INTO ${HISTORY_TABLE} (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)`, [
-      id,
-      file.checksum,
-      file.name,
-    ]);
-    await client.query(file.sql);
-    await client.query(`UPDATE ${HISTORY_TABLE} SET finished_at = clock_timestamp(), applied_steps_count = 1 WHERE id = $1`, [id]);
-    await client.query('COMMIT');
+    return await underMigrateLock(client, async () => {
+      const { rows } = await client.query<{ done: boolean }>(
+        `SELECT finished_at IS NOT NULL AS done FROM ${HISTORY_TABLE} WHERE migration_name = $1 AND rolled_back_at IS NULL`,
+        [file.name],
+      );
+      if (rows.some((row) => row.done)) return false;
+      if (rows.length > 0) throw failedInHistory(file.name);
+      const id = randomUUID();
+      await client.query(`INSERT INTO ${HISTORY_TABLE} (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)`, [
+        id,
+        file.checksum,
+        file.name,
+      ]);
+      await client.query(file.sql);
+      await client.query(`UPDATE ${HISTORY_TABLE} SET finished_at = clock_timestamp(), applied_steps_count = 1 WHERE id = $1`, [id]);
+      return true;
+    });
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (error instanceof RunledgerError) throw error;
     // A lost connection says nothing about the migration: the transaction died with it, retry later.
     if (isConnectionFault(error)) throw normalizeDatabaseError(error, `migration ${file.name}`);
     throw new InternalError('migrate.migration_failed', `Migration ${file.name} failed and was rolled back.`, {

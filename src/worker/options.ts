@@ -5,6 +5,7 @@
  */
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { poolerConnectionString } from '../client/connect.js';
 import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { DEFAULT_LEASE_SECONDS } from '../queue/defaults.js';
@@ -30,12 +31,17 @@ export interface WorkerOptions {
    * `connectionString`.
    */
   db?: PrismaClientLike;
-  /** The worker creates, and closes on `stop()`, its own Prisma client (and LISTENs on the same database). */
+  /**
+   * The worker creates, and closes on `stop()`, its own Prisma client (and
+   * LISTENs on the same database). Behind a transaction-mode PgBouncer < 1.21,
+   * add `pgbouncer=true` (statements unnamed) and give `listenConnectionString`.
+   */
   connectionString?: string;
   /**
-   * Where to LISTEN for job notifications; default `connectionString`. Give it
-   * with `db` (else the worker only polls), or to bypass a transaction-pooling
-   * proxy (PgBouncer) that cannot hold a LISTEN session.
+   * Where to LISTEN for job notifications; default `connectionString` (unless
+   * it has `pgbouncer=true`). Give it with `db` (else the worker only polls),
+   * or to bypass a transaction-pooling proxy (PgBouncer) that cannot hold a
+   * LISTEN session: the database's direct URL.
    */
   listenConnectionString?: string;
   /** One definition per job type; the worker claims only these types. */
@@ -256,7 +262,9 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   return {
     db: o.db,
     connectionString: o.connectionString,
-    listenConnectionString: o.listen ? (o.listenConnectionString ?? o.connectionString) : undefined,
+    // A `pgbouncer=true` string goes through a transaction pooler: a LISTEN there would stay on a pooled
+    // backend (other clients' session) and hear nothing, so such a worker polls unless told where to LISTEN.
+    listenConnectionString: o.listen ? (o.listenConnectionString ?? (o.connectionString && !poolerConnectionString(o.connectionString).pooled ? o.connectionString : undefined)) : undefined,
     registry: buildHandlerRegistry(o.handlers, WORKER_INVALID_OPTIONS),
     concurrency: o.concurrency,
     batchSize: o.batchSize,
