@@ -9,6 +9,7 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
+import { asTemplate } from '../db/sql-template.js';
 
 export const MAX_LISTED_STACKS = 20;
 
@@ -36,7 +37,7 @@ export async function readAttemptStacks(db: Db, scope: Scope, jobId: string): Pr
   const rows = await withStatement(
     db,
     'dashboard attempt stacks',
-    (tx) => tx.$queryRaw<{ seq: string; run_number: number; attempt: number; error_code: string | null; error_stack: string }[]>(attemptStacksQuery(scope, jobId)),
+    (tx) => tx.$queryRaw<{ seq: string; run_number: number; attempt: number; error_code: string | null; error_stack: string }[]>(...asTemplate(attemptStacksQuery(scope, jobId))),
     { readCommitted: false },
   );
   return rows.map((row) => ({ seq: row.seq, runNumber: row.run_number, attempt: row.attempt, errorCode: row.error_code, stack: row.error_stack }));

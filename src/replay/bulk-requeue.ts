@@ -34,6 +34,7 @@ import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
 import { newId } from '../db/ids.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
+import { asTemplate } from '../db/sql-template.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
 import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './schemas.js';
@@ -126,7 +127,7 @@ export function deadLetterPickQuery(scope: Scope, filter: ParsedFilter, limit: n
  */
 export async function countDeadLetteredJobs(db: Db, input: CountDeadLetteredJobsInput): Promise<DeadLetterCount> {
   const { scope, filter, max } = parseInput(countDeadLetteredJobsInputSchema, input, JOB_INVALID_INPUT);
-  const [row] = await withStatement(db, 'count dead-lettered jobs', (tx) => tx.$queryRaw<{ n: number }[]>(deadLetterCountQuery(scope, filter, max)), {
+  const [row] = await withStatement(db, 'count dead-lettered jobs', (tx) => tx.$queryRaw<{ n: number }[]>(...asTemplate(deadLetterCountQuery(scope, filter, max))), {
     readCommitted: false,
   });
   const n = row?.n ?? 0;
@@ -156,7 +157,7 @@ export async function requeueDeadLetteredJobs(db: Db, input: RequeueDeadLettered
   const request = parseInput(requeueDeadLetteredJobsInputSchema, input, JOB_INVALID_INPUT);
   const operationId = newId();
   return withTransaction(db, 'requeue dead-lettered jobs', async ({ tx }) => {
-    const picked = await tx.$queryRaw<Picked[]>(deadLetterPickQuery(request.scope, request.filter, request.limit));
+    const picked = await tx.$queryRaw<Picked[]>(...asTemplate(deadLetterPickQuery(request.scope, request.filter, request.limit)));
     const jobIds = picked.length === 0 ? [] : await requeuePickedTx(tx, picked, request, operationId);
     const [rest] = await tx.$queryRaw<{ more: boolean }[]>`
       SELECT EXISTS (SELECT 1 FROM runledger.job_queue jq WHERE ${matching(request.scope, request.filter)}) AS more`;

@@ -1,4 +1,4 @@
--- The worker registry and the failed attempt's stack (issue 25).
+-- The worker registry, the failed attempt's stack, and the dead letters by type (issue 25).
 --
 -- 1. runledger.workers: one row per running createWorker, upserted by its
 --    registry loop (src/worker/registry.ts) once per interval, never on the
@@ -27,3 +27,13 @@ CREATE TABLE "runledger"."workers" (
 --    and by this CHECK.
 ALTER TABLE "runledger"."job_attempts" ADD COLUMN "error_stack" TEXT;
 ALTER TABLE "runledger"."job_attempts" ADD CONSTRAINT "job_attempts_error_stack_length_check" CHECK (char_length("error_stack") <= 8000);
+
+-- 3. Bulk requeue of dead letters (src/replay/bulk-requeue.ts) by type: the
+--    direct dead letters of a type, oldest first, without reading the other
+--    types' or the finished history. Partial, so it costs one entry per
+--    direct job while it is dead-lettered (a requeue or a purge removes it)
+--    and nothing on the hot path. Built in the migration's transaction; on a
+--    table with very many dead letters a deployer may build it CONCURRENTLY
+--    beforehand (IF NOT EXISTS keeps it).
+CREATE INDEX IF NOT EXISTS "job_queue_dead_letter_idx" ON "runledger"."job_queue" ("job_type", "finished_at", "id")
+    WHERE "status" = 'DEAD_LETTERED' AND "workflow_step_id" IS NULL;
