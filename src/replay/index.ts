@@ -5,7 +5,6 @@ export type { CompareAndReplaySucceededJobInput, CompareAndRequeueJobInput, Requ
 export {
   countDeadLetteredJobs,
   requeueDeadLetteredJobs,
-  MAX_BULK_REQUEUE,
   type CountDeadLetteredJobsInput,
   type DeadLetterCount,
   type DeadLetterFilter,

@@ -381,10 +381,12 @@ class RunledgerWorker implements Worker {
       this.retention = new RetentionLoop({ db: this.db, ...this.options.retention, logger, onError });
       this.retention.start();
     }
-    const onRegistryError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'registry' });
-    const entry = { workerId: this.workerId, jobTypes: this.jobTypes, concurrency: this.options.concurrency };
-    this.registration = new WorkerRegistryLoop({ db: this.db, ...entry, logger, inFlight: () => this.stats().inFlight, onError: onRegistryError });
-    this.registration.start();
+    if (this.options.workerRegistry) {
+      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'registry' });
+      const entry = { workerId: this.workerId, jobTypes: this.jobTypes, concurrency: this.options.concurrency, intervalMs: this.options.workerRegistry.intervalMs };
+      this.registration = new WorkerRegistryLoop({ db: this.db, ...entry, logger, inFlight: () => this.stats().inFlight, onError });
+      this.registration.start();
+    }
     this.currentState = 'running';
     this.loop = this.claimLoop();
     logger.info('worker started', { workerId: this.workerId, jobTypes: this.jobTypes, concurrency: this.options.concurrency });
