@@ -7,7 +7,7 @@
  *
  *   GET api/overview                      counts by status and type, oldest due job, last hour, getQueueMetrics, throughput per minute
  *   GET api/jobs?type&status&org&withoutOrg&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts; withoutOrg: 1 or true)
- *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage
+ *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage, failed attempts' stacks (stacks.ts)
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
  *   GET api/runs?type&status&cursor&limit&q    (q: id prefix or key substring, search.ts)
  *   GET api/runs/:id                      run, steps, edges

@@ -32,7 +32,7 @@ function header(columns: string[]): HTMLTableSectionElement {
   return h('thead', {}, h('tr', {}, columns.map((name) => h('th', { scope: 'col' }, name))));
 }
 
-/** A one-button form (an action needs no more than the row it is on). */
+/** A one-button form (an action needs no more than the row it is on); `id` is the row's index, since keys may hold spaces. */
 function toggle(context: Context, id: string, title: string, label: string, act: () => Promise<unknown>): HTMLFormElement {
   const form = actionForm(context, id, title, [], label, act);
   form.classList.add('inline');
@@ -63,7 +63,7 @@ export function schedulesView(context: Context, query: URLSearchParams): View {
               h(
                 'tbody',
                 {},
-                page.items.map((schedule) =>
+                page.items.map((schedule, index) =>
                   h(
                     'tr',
                     { 'data-schedule': schedule.key },
@@ -80,7 +80,7 @@ export function schedulesView(context: Context, query: URLSearchParams): View {
                       {},
                       context.session.readOnly
                         ? null
-                        : toggle(context, `schedule-${schedule.key}`, `${schedule.enabled ? 'Pause' : 'Resume'} schedule ${schedule.key}`, schedule.enabled ? 'Pause' : 'Resume', () =>
+                        : toggle(context, `schedule-${index}`, `${schedule.enabled ? 'Pause' : 'Resume'} schedule ${schedule.key}`, schedule.enabled ? 'Pause' : 'Resume', () =>
                             post(`schedules/${encodeURIComponent(schedule.key)}/${schedule.enabled ? 'pause' : 'resume'}`, {}),
                           ),
                     ),
@@ -123,7 +123,7 @@ export function definitionsView(context: Context, query: URLSearchParams): View 
               h(
                 'tbody',
                 {},
-                page.items.map((definition) =>
+                page.items.map((definition, index) =>
                   h(
                     'tr',
                     { 'data-type': definition.jobType },
@@ -138,7 +138,7 @@ export function definitionsView(context: Context, query: URLSearchParams): View 
                       {},
                       context.session.readOnly
                         ? null
-                        : toggle(context, `definition-${definition.jobType}`, `${definition.enabled ? 'Disable' : 'Enable'} ${definition.jobType}`, definition.enabled ? 'Disable' : 'Enable', () =>
+                        : toggle(context, `definition-${index}`, `${definition.enabled ? 'Disable' : 'Enable'} ${definition.jobType}`, definition.enabled ? 'Disable' : 'Enable', () =>
                             post(`definitions/${encodeURIComponent(definition.jobType)}/enabled`, { enabled: !definition.enabled }),
                           ),
                     ),
