@@ -130,7 +130,7 @@ interface WorkersRow {
 /** One entry per job type that has jobs live or recently finished in `scope`, a live worker, or a catalog row. */
 export async function readQueues(db: Db, scope: Scope): Promise<{ asOf: Date; windowMs: number; queues: QueueEntry[] }> {
   // Plain reads, each its own autocommit statement: a page of counts, not a ledger, so one snapshot is not needed.
-  const read = <R>(name: string, query: Sql) => withStatement(db, `dashboard queues: ${name}`, (tx) => tx.$queryRaw<R[]>(...asTemplate(query)), { readCommitted: false });
+  const read = <R>(name: string, query: Sql) => withStatement(db, `dashboard queues: ${name}`, async (tx) => tx.$queryRaw<R[]>(...asTemplate(query)), { readCommitted: false });
   const [pending, leased, finished, workers, catalog] = await Promise.all([
     read<PendingRow>('pending', pendingByTypeQuery(scope)),
     read<LeasedRow>('leased', leasedByTypeQuery(scope)),
@@ -190,7 +190,7 @@ export const workersQuery = sqltag`
 
 /** The registry: live workers first (oldest first), then those that stopped heartbeating within the hour. */
 export async function readWorkers(db: Db): Promise<{ asOf: Date; workers: WorkerEntry[] }> {
-  const rows = await withStatement(db, 'dashboard workers', (tx) => tx.$queryRaw<WorkerRow[]>(...asTemplate(workersQuery)), { readCommitted: false });
+  const rows = await withStatement(db, 'dashboard workers', async (tx) => tx.$queryRaw<WorkerRow[]>(...asTemplate(workersQuery)), { readCommitted: false });
   return {
     asOf: new Date(),
     workers: rows.map((row) => ({

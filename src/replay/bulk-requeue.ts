@@ -127,7 +127,7 @@ export function deadLetterPickQuery(scope: Scope, filter: ParsedFilter, limit: n
  */
 export async function countDeadLetteredJobs(db: Db, input: CountDeadLetteredJobsInput): Promise<DeadLetterCount> {
   const { scope, filter, max } = parseInput(countDeadLetteredJobsInputSchema, input, JOB_INVALID_INPUT);
-  const [row] = await withStatement(db, 'count dead-lettered jobs', (tx) => tx.$queryRaw<{ n: number }[]>(...asTemplate(deadLetterCountQuery(scope, filter, max))), {
+  const [row] = await withStatement(db, 'count dead-lettered jobs', async (tx) => tx.$queryRaw<{ n: number }[]>(...asTemplate(deadLetterCountQuery(scope, filter, max))), {
     readCommitted: false,
   });
   const n = row?.n ?? 0;

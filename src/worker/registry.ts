@@ -49,7 +49,7 @@ export interface WorkerRegistryOptions extends WorkerRegistration {
 /** Upserts the worker's row (live for `ttlMs`) and deletes rows expired for over an hour. One statement. */
 export async function heartbeatWorkerRegistration(db: Db, registration: WorkerRegistration & { inFlight: number; ttlMs: number }): Promise<void> {
   const host = hostname().slice(0, 255);
-  await withStatement(db, 'worker registry heartbeat', (tx) => tx.$executeRaw`
+  await withStatement(db, 'worker registry heartbeat', async (tx) => tx.$executeRaw`
     WITH expired AS (
       DELETE FROM runledger.workers w
        WHERE w.expires_at < now() - ${REGISTRY_KEEP_EXPIRED_MS}::float8 * interval '1 millisecond'
@@ -65,24 +65,24 @@ export async function heartbeatWorkerRegistration(db: Db, registration: WorkerRe
 
 /** Deletes the worker's row: it stopped. */
 export async function removeWorkerRegistration(db: Db, workerId: string): Promise<void> {
-  await withStatement(db, 'worker registry removal', (tx) => tx.$executeRaw`DELETE FROM runledger.workers WHERE id = ${workerId}`);
+  await withStatement(db, 'worker registry removal', async (tx) => tx.$executeRaw`DELETE FROM runledger.workers WHERE id = ${workerId}`);
 }
 
 export class WorkerRegistryLoop extends PeriodicLoop {
-  private readonly intervalMs: number;
+  /** How long a heartbeat keeps the row live. */
+  private readonly ttlMs: number;
 
   constructor(private readonly options: WorkerRegistryOptions) {
     const intervalMs = options.intervalMs ?? REGISTRY_INTERVAL_MS;
     super(intervalMs, 'now');
-    this.intervalMs = intervalMs;
+    this.ttlMs = intervalMs * REGISTRY_TTL_INTERVALS;
   }
 
   /** One heartbeat. Never throws: the registry is for operators, a failure only makes the worker look stale. */
   protected async pass(): Promise<void> {
     const { db, workerId, jobTypes, concurrency, logger } = this.options;
     try {
-      const ttlMs = this.intervalMs * REGISTRY_TTL_INTERVALS;
-      await heartbeatWorkerRegistration(db, { workerId, jobTypes, concurrency, inFlight: this.options.inFlight(), ttlMs });
+      await heartbeatWorkerRegistration(db, { workerId, jobTypes, concurrency, inFlight: this.options.inFlight(), ttlMs: this.ttlMs });
     } catch (error) {
       logger.warn('worker registry heartbeat failed; the next pass retries', { error });
       this.options.onError(error);

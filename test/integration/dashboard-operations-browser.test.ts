@@ -130,7 +130,8 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     const [before] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
     expect(before!.n).toBe(0);
     await page.getByRole('button', { name: 'Confirm' }).click();
-    await page.waitForFunction((source) => /^#\/runs\/[0-9a-f-]{36}$/.test(location.hash) && !location.hash.includes(source), workflowRunId);
+    // (Browser-side code as a string: this file compiles without the DOM library.)
+    await page.waitForFunction(`/^#\\/runs\\/[0-9a-f-]{36}$/.test(location.hash) && !location.hash.includes(${JSON.stringify(workflowRunId)})`);
     const recoveryRunId = (await page.evaluate('location.hash') as string).slice('#/runs/'.length);
     const [link] = await db.prisma.$queryRaw<{ recovery_run_id: string; mode: string }[]>`
       SELECT recovery_run_id::text, mode::text FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
