@@ -153,7 +153,8 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await enqueueJob(db.prisma, { jobType: 'ui.busy', payload: {} });
 
     const page = await openPage('#/queues');
-    await page.locator('[data-testid=unserved-warning]').filter({ hasText: 'No live worker handles ui.orphan' }).waitFor();
+    // (Types requeued by the tests above wait for a worker too, and are named with it.)
+    await page.locator('[data-testid=unserved-warning]').filter({ hasText: /^No live worker handles .*ui\.orphan/ }).waitFor();
     expect(await page.locator('[data-testid=unserved-warning]').innerText()).not.toContain('ui.busy');
     expect(await page.locator('tr[data-type="ui.orphan"]').getAttribute('class')).toBe('flagged');
     await page.locator('tr[data-type="ui.busy"] [data-col=workers]').filter({ hasText: /^1$/ }).waitFor();
