@@ -17,7 +17,7 @@ import type { Scope } from '../../src/db/scope.js';
 import { asTemplate } from '../../src/db/sql-template.js';
 import { finishedByTypeQuery, leasedByTypeQuery, liveWorkersByTypeQuery, pendingByTypeQuery, workersQuery } from '../../src/dashboard/fleet.js';
 import { attemptStacksQuery } from '../../src/dashboard/stacks.js';
-import { deadLetterCountQuery, deadLetterPickQuery, MAX_BULK_PREVIEW, MAX_BULK_REQUEUE } from '../../src/replay/bulk-requeue.js';
+import { DEFAULT_BULK_PREVIEW, deadLetterCountQuery, deadLetterPickQuery, MAX_BULK_REQUEUE } from '../../src/replay/bulk-requeue.js';
 import { useTestDatabase } from '../harness/database.js';
 import type { PlanNode } from '../harness/plans.js';
 import { rowsRead } from '../harness/plans.js';
@@ -27,11 +27,12 @@ const STACKED_JOB = '00000000-0000-7000-8000-00000000beef';
 const BUDGET_MS = 50;
 
 beforeAll(async () => {
-  // md5-derived ids: spread like random ones, but reproducible. org-a half the rows, org-small one in a thousand.
+  // md5-derived ids: spread like random ones, but reproducible. org-a a third of the rows (and of the dead letters),
+  // org-small one in a thousand (none of them dead), the rest none.
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, status, attempt, created_at, next_run_at, started_at, finished_at,
                                      last_error_code, last_error_message)
-    SELECT md5('job' || g)::uuid, 'hist.' || (g % 5), CASE WHEN g % 1000 = 1 THEN 'org-small' WHEN g % 2 = 0 THEN 'org-a' END, '{}',
+    SELECT md5('job' || g)::uuid, 'hist.' || (g % 5), CASE WHEN g % 1000 = 1 THEN 'org-small' WHEN g % 3 = 0 THEN 'org-a' END, '{}',
            (CASE WHEN g % 50 = 0 THEN 'DEAD_LETTERED' WHEN g % 70 = 0 THEN 'CANCELED' ELSE 'SUCCEEDED' END)::runledger.job_status, 1,
            now() - interval '3 days', now() - interval '3 days', now() - interval '3 days', now() - interval '2 days' - make_interval(secs => g),
            CASE WHEN g % 50 = 0 THEN 'err.' || (g % 7) END, CASE WHEN g % 50 = 0 THEN 'failed' END
@@ -53,8 +54,8 @@ beforeAll(async () => {
     SELECT md5('leased' || g)::uuid, 'live.' || (g % 4), '{}', 'LEASED', 1, 'w', now() + interval '5 minutes', now()
       FROM generate_series(1, 200) g`;
   await db.prisma.$executeRaw`
-    INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, created_at, next_run_at, started_at, finished_at, last_error_code)
-    VALUES (${STACKED_JOB}::uuid, 'stacked', '{}', 'DEAD_LETTERED', 30, now(), now(), now(), now(), 'x.failed')`;
+    INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, max_attempts, created_at, next_run_at, started_at, finished_at, last_error_code)
+    VALUES (${STACKED_JOB}::uuid, 'stacked', '{}', 'DEAD_LETTERED', 30, 30, now(), now(), now(), now(), 'x.failed')`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at, finished_at, outcome, error_code, error_stack)
     SELECT ${STACKED_JOB}::uuid, 1, g, 'w', now(), now(), 'FAILED_RETRY', 'x.failed', repeat('    at frame (file.js:1:1)' || chr(10), 200)
@@ -116,8 +117,8 @@ const STATEMENTS: [string, (scope: Scope) => Sql, number][] = [
   ['pending by type', (scope) => pendingByTypeQuery(scope), 10_000],
   ['leased by type', (scope) => leasedByTypeQuery(scope), 1_000],
   ['finished in the window by type', (scope) => finishedByTypeQuery(scope), 2_000],
-  ['dead-letter preview, no filter', (scope) => deadLetterCountQuery(scope, {}, MAX_BULK_PREVIEW), 25_000],
-  ['dead-letter preview by type and error', (scope) => deadLetterCountQuery(scope, { jobType: 'hist.2', errorCode: 'err.3' }, MAX_BULK_PREVIEW), 25_000],
+  ['dead-letter preview, no filter', (scope) => deadLetterCountQuery(scope, {}, DEFAULT_BULK_PREVIEW), 2_000],
+  ['dead-letter preview by type and error', (scope) => deadLetterCountQuery(scope, { jobType: 'hist.2', errorCode: 'err.3' }, DEFAULT_BULK_PREVIEW), 25_000],
   ['dead-letter pick by type', (scope) => deadLetterPickQuery(scope, { jobType: 'hist.1' }, MAX_BULK_REQUEUE), 25_000],
   ['dead-letter pick by time range', (scope) => deadLetterPickQuery(scope, { finishedAfter: new Date(Date.now() - 2 * 86_400_000 - 3_600_000), finishedBefore: new Date(Date.now() - 2 * 86_400_000) }, MAX_BULK_REQUEUE), 25_000],
   ['attempt stacks', (scope) => attemptStacksQuery(scope, STACKED_JOB), 100],

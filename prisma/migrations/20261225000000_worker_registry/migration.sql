@@ -28,12 +28,13 @@ CREATE TABLE "runledger"."workers" (
 ALTER TABLE "runledger"."job_attempts" ADD COLUMN "error_stack" TEXT;
 ALTER TABLE "runledger"."job_attempts" ADD CONSTRAINT "job_attempts_error_stack_length_check" CHECK (char_length("error_stack") <= 8000);
 
--- 3. Bulk requeue of dead letters (src/replay/bulk-requeue.ts) by type: the
---    direct dead letters of a type, oldest first, without reading the other
---    types' or the finished history. Partial, so it costs one entry per
---    direct job while it is dead-lettered (a requeue or a purge removes it)
---    and nothing on the hot path. Built in the migration's transaction; on a
---    table with very many dead letters a deployer may build it CONCURRENTLY
---    beforehand (IF NOT EXISTS keeps it).
-CREATE INDEX IF NOT EXISTS "job_queue_dead_letter_idx" ON "runledger"."job_queue" ("job_type", "finished_at", "id")
+-- 3. Bulk requeue of dead letters (src/replay/bulk-requeue.ts): an
+--    organization's (or the rows without one's) direct dead letters, of a
+--    type, oldest first, without reading other tenants' dead letters or the
+--    finished history. Partial, so it costs one entry per direct job while it
+--    is dead-lettered (a requeue or a purge removes it) and nothing on the
+--    hot path. Built in the migration's transaction; on a table with very many
+--    dead letters a deployer may build it CONCURRENTLY beforehand (IF NOT
+--    EXISTS keeps it).
+CREATE INDEX IF NOT EXISTS "job_queue_dead_letter_idx" ON "runledger"."job_queue" ("organization_id", "job_type", "finished_at", "id")
     WHERE "status" = 'DEAD_LETTERED' AND "workflow_step_id" IS NULL;
