@@ -8,6 +8,8 @@
  * database, not only the page, and checks that nothing happened before the
  * confirmation.
  */
+import { copyFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { z } from 'zod';
@@ -32,6 +34,17 @@ import { useWorkers } from '../harness/workers.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const hasChromium = chromiumAvailable('dashboard operations browser tests');
+
+/** To test-artifacts/ (git-ignored); with RUNLEDGER_UPDATE_SCREENSHOTS=1 also to docs/, as dashboard-browser.test.ts does. */
+async function screenshot(page: Page, name: string): Promise<void> {
+  const artifacts = path.resolve('test-artifacts');
+  await mkdir(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, name), fullPage: true });
+  if (process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
+    await mkdir(path.resolve('docs'), { recursive: true });
+    await copyFile(path.join(artifacts, name), path.resolve('docs', name));
+  }
+}
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
 
@@ -88,6 +101,7 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await page.getByLabel('Reason (required, recorded on every job)').fill('relay back');
     await page.getByRole('button', { name: 'Requeue…' }).click();
     await page.locator('[data-testid=bulk-requeue-confirm]').filter({ hasText: 'Requeue up to 2 dead-lettered jobs (type ui.mail) as new runs? Reason: “relay back”.' }).waitFor();
+    await screenshot(page, 'dashboard-dead-letters.png');
     // Asked, not done.
     expect(await Promise.all(mail.map(jobStatus))).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED', 'DEAD_LETTERED']);
     await page.getByRole('button', { name: 'Confirm' }).click();
@@ -127,12 +141,15 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await page.getByLabel('Reason (required)').fill('loader fixed');
     await page.getByRole('button', { name: 'Recover…' }).click();
     await page.locator('[data-testid=recover-run-confirm]').filter({ hasText: 'carrying the steps that succeeded' }).waitFor();
+    await screenshot(page, 'dashboard-recover.png');
     const [before] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
     expect(before!.n).toBe(0);
     await page.getByRole('button', { name: 'Confirm' }).click();
-    // (Browser-side code as a string: this file compiles without the DOM library.)
-    await page.waitForFunction(`/^#\\/runs\\/[0-9a-f-]{36}$/.test(location.hash) && !location.hash.includes(${JSON.stringify(workflowRunId)})`);
-    const recoveryRunId = (await page.evaluate('location.hash') as string).slice('#/runs/'.length);
+    // The page moves to the new run.
+    const title = page.locator('#run-title').filter({ hasNotText: workflowRunId });
+    await title.waitFor();
+    const recoveryRunId = (await title.locator('.mono').innerText()).trim();
+    expect(page.url().endsWith(`#/runs/${recoveryRunId}`)).toBe(true);
     const [link] = await db.prisma.$queryRaw<{ recovery_run_id: string; mode: string }[]>`
       SELECT recovery_run_id::text, mode::text FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
     expect(link!.recovery_run_id).toBe(recoveryRunId);
@@ -159,12 +176,14 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     expect(await page.locator('tr[data-type="ui.orphan"]').getAttribute('class')).toBe('flagged');
     await page.locator('tr[data-type="ui.busy"] [data-col=workers]').filter({ hasText: /^1$/ }).waitFor();
     expect(await page.locator('tr[data-type="ui.busy"]').getAttribute('class')).toBeNull();
+    await screenshot(page, 'dashboard-queues.png');
 
     await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Workers' }).click();
     const row = page.locator('tr[data-worker="ui-worker"]');
     await row.waitFor();
     expect(await row.innerText()).toContain('ui.busy');
     expect(await row.locator('[data-col=in-flight]').innerText()).toMatch(/^\d+ \/ 2$/);
+    await screenshot(page, 'dashboard-workers.png');
     release();
     await worker.stop();
     await page.reload();
@@ -178,6 +197,7 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     const page = await openPage('#/schedules');
     const schedule = page.locator('tr[data-schedule="ui-nightly"]');
     await schedule.locator('[data-col=state]').filter({ hasText: 'enabled' }).waitFor();
+    await screenshot(page, 'dashboard-schedules.png');
     await schedule.getByRole('button', { name: 'Pause' }).click();
     await schedule.locator('[data-col=state]').filter({ hasText: 'paused' }).waitFor();
     const [paused] = await db.prisma.$queryRaw<{ enabled: boolean }[]>`SELECT enabled FROM runledger.job_schedules WHERE schedule_key = 'ui-nightly'`;
@@ -206,6 +226,7 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     const stacks = page.locator('[data-testid=stacks]');
     await stacks.getByText('run 1, attempt 1 — smtp.down').waitFor();
     expect(await stacks.locator('pre').innerText()).toContain('at sendMail (mailer.js:42:7)');
+    await screenshot(page, 'dashboard-job-stack.png');
     await page.context().close();
 
     const plain = await deadLetter('ui.unstacked');
