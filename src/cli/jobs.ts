@@ -7,6 +7,7 @@ import type { JobStatus } from '../queue/rows.js';
 import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { UsageError, type CliContext } from './context.js';
+import { registerDeadLetterCommands } from './dead-letters.js';
 import { formatJobList, formatProgress, table } from './format.js';
 import { integerOption } from './options.js';
 import { allItems } from './pages.js';
@@ -121,4 +122,5 @@ export function registerJobCommands(program: Command, context: CliContext): void
       context.print(human, result);
       if (result.kind !== 'requeued') process.exitCode = result.kind === 'not_found' ? 3 : 4;
     });
+  registerDeadLetterCommands(jobs, context);
 }

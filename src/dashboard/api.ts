@@ -7,7 +7,7 @@
  *
  *   GET api/overview                      counts by status and type, oldest due job, last hour, getQueueMetrics, throughput per minute
  *   GET api/jobs?type&status&org&withoutOrg&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts; withoutOrg: 1 or true)
- *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage
+ *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage, failed attempts' stacks (stacks.ts)
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
  *   GET api/runs?type&status&cursor&limit&q    (q: id prefix or key substring, search.ts)
  *   GET api/runs/:id                      run, steps, edges
@@ -28,6 +28,7 @@ import { MAX_SEARCH_LENGTH, parseSearch, searchJobs, searchReport, searchRuns, t
 import { MAX_ORGANIZATION_ID_LENGTH } from '../validation/primitives.js';
 import { textProblem } from '../validation/storable.js';
 import { readThroughput } from './throughput.js';
+import { readAttemptStacks } from './stacks.js';
 import { parseInput } from '../validation/parse.js';
 import { organizationId } from '../validation/primitives.js';
 
@@ -185,14 +186,15 @@ export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Pr
 
 export async function jobDetail(db: Db, scope: Scope, jobId: string) {
   const job = await getJob(db, { scope, jobId });
-  const [attempts, events, links] = await Promise.all([
+  const [attempts, events, links, stacks] = await Promise.all([
     listJobAttempts(db, { scope, jobId, limit: PAGE }),
     listJobEvents(db, { scope, jobId, limit: PAGE }),
     readJobLinks(db, scope, jobId),
+    readAttemptStacks(db, scope, jobId),
   ]);
   // Deleted between the reads (retention): report it as the library would.
   if (!links) throw new NotFoundError('job.not_found', 'The job does not exist.', { details: { jobId } });
-  return { job, attempts: attempts.items, attemptsCursor: attempts.nextCursor, events: events.items, moreEvents: events.nextCursor !== null, ...links };
+  return { job, attempts: attempts.items, attemptsCursor: attempts.nextCursor, events: events.items, moreEvents: events.nextCursor !== null, ...links, stacks };
 }
 
 /** A further page of a job's attempts, in the request's scope (`job.not_found` outside it). */

@@ -26,6 +26,7 @@ import { checkCsrf, sessionToken } from './csrf.js';
 import type { DashboardAnswer, DashboardRequest } from './exchange.js';
 import { errorAnswer, jsonAnswer, readJsonBody } from './http.js';
 import { LIVE_HEADERS, LiveFeed } from './live.js';
+import { OPERATION_ACTIONS, OPERATION_READS } from './operations.js';
 import { getWorkflowRun } from '../workflow/reads.js';
 
 /** The options of every transport; `R` is the request `authorize` is shown (Node's IncomingMessage, or a Web Request). */
@@ -137,6 +138,7 @@ const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchPa
   [new RegExp(`^jobs/${ID}/attempts$`), (db, scope, m, query) => jobAttemptsPage(db, scope, m[1]!, query)],
   [/^runs$/, (db, scope, _m, query) => runsPage(db, scope, query)],
   [new RegExp(`^runs/${ID}$`), (db, scope, m) => runDetail(db, scope, m[1]!)],
+  ...OPERATION_READS,
 ];
 
 const ACTIONS: [RegExp, (db: Db, scope: Scope, match: string[], body: Record<string, unknown>) => Promise<unknown>][] = [
@@ -145,6 +147,7 @@ const ACTIONS: [RegExp, (db: Db, scope: Scope, match: string[], body: Record<str
   [new RegExp(`^jobs/${ID}/cancel$`), (db, scope, m, body) => cancelJobAction(db, scope, m[1]!, body)],
   [new RegExp(`^jobs/${ID}/replay$`), (db, scope, m, body) => replayJobAction(db, scope, m[1]!, body)],
   [new RegExp(`^jobs/${ID}/requeue$`), (db, scope, m, body) => requeueJobAction(db, scope, m[1]!, body)],
+  ...OPERATION_ACTIONS,
 ];
 
 /** Validates `options` (throwing `dashboard.invalid_options` naming the field, `factory` naming the caller) and builds the dashboard. */

@@ -33,6 +33,7 @@ export interface AttemptClose {
   outcome: Sql;
   errorCode?: Sql;
   errorMessage?: Sql;
+  errorStack?: Sql;
   retryDelayMs?: Sql;
   retryDelaySource?: Sql;
   requestedNextRunAt?: Sql;
@@ -51,11 +52,11 @@ export function archiveAttempts(ended: Sql, close: AttemptClose): Sql {
   return sqltag`
     INSERT INTO runledger.job_attempts
            (job_id, seq, run_number, attempt, worker_id, started_at, leased_until, running_seq, running_at,
-            finished_at, outcome, error_code, error_message, retry_delay_ms, retry_delay_source, requested_next_run_at, next_run_at)
+            finished_at, outcome, error_code, error_message, error_stack, retry_delay_ms, retry_delay_source, requested_next_run_at, next_run_at)
     SELECT o.id, o.attempt_seq, o.run_number, o.attempt, o.attempt_worker_id, o.attempt_started_at, o.attempt_leased_until,
            o.attempt_running_seq, o.attempt_running_at,
            GREATEST(${close.finishedAt}, o.attempt_started_at), (${close.outcome})::runledger.job_attempt_outcome,
-           ${close.errorCode ?? NULL}, ${close.errorMessage ?? NULL}, ${close.retryDelayMs ?? NULL},
+           ${close.errorCode ?? NULL}, ${close.errorMessage ?? NULL}, ${close.errorStack ?? NULL}, ${close.retryDelayMs ?? NULL},
            (${close.retryDelaySource ?? NULL})::runledger.job_retry_delay_source, ${close.requestedNextRunAt ?? NULL},
            ${close.nextRunAt ?? NULL}
       FROM ${ended} o

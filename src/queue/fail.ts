@@ -65,6 +65,7 @@ interface Backoff {
 interface FailureFields {
   code: string;
   message: string;
+  stack?: string | undefined;
   retryable: boolean;
   retryNotBefore?: Date | undefined;
 }
@@ -161,6 +162,7 @@ async function failStatement(
       outcome: sqltag`CASE WHEN o.status = 'PENDING' THEN 'FAILED_RETRY' ELSE 'DEAD_LETTERED' END`,
       errorCode: sqltag`${o.code}::text`,
       errorMessage: sqltag`${o.message}::text`,
+      errorStack: sqltag`${o.stack ?? null}::text`,
       retryDelayMs: sqltag`CASE WHEN o.status = 'PENDING' THEN round(EXTRACT(EPOCH FROM (o.next_run_at - now())) * 1000)::bigint END`,
       retryDelaySource: sqltag`CASE WHEN o.status <> 'PENDING' THEN NULL
                                     WHEN o.next_run_at = ${o.retryNotBefore ?? null}::timestamptz THEN 'HANDLER_NOT_BEFORE'

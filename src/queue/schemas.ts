@@ -28,6 +28,8 @@ export const MAX_LIST_LIMIT = 500;
 
 /** Longer failure messages are cut rather than refused: a worker must always be able to record a failure. */
 export const MAX_ERROR_MESSAGE_LENGTH = 4_000;
+/** The longest stack a failed attempt keeps (job_attempts.error_stack's CHECK); a longer one is cut. */
+export const MAX_ERROR_STACK_LENGTH = 8_000;
 
 const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED']);
 const workerId = nonBlank(200);
@@ -167,10 +169,11 @@ export const completeJobsBatchSchema = z
 export const completeJobsInputSchema = z.array(z.object({ lease: jobLeaseSchema, output: jsonValue.optional() })).max(MAX_CLAIM_BATCH);
 export type CompleteJobsItem = z.input<typeof completeJobsInputSchema>[number];
 
-/** What a failed attempt records: the job's lastErrorCode and lastErrorMessage. */
+/** What a failed attempt records: the job's lastErrorCode and lastErrorMessage, and the attempt's stack when there is one. */
 export const jobFailureSchema = z.strictObject({
   code: nonBlank(200),
   message: storableText.transform((s) => truncateText(s, MAX_ERROR_MESSAGE_LENGTH)),
+  stack: storableText.transform((s) => truncateText(s, MAX_ERROR_STACK_LENGTH)).optional(),
 });
 
 export const failJobInputSchema = jobLeaseSchema.extend({

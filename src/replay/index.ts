@@ -2,3 +2,12 @@
 export { compareAndReplaySucceededJob, type CompareAndReplaySucceededJobResult } from './replay.js';
 export { compareAndRequeueJob, type CompareAndRequeueJobResult } from './requeue.js';
 export type { CompareAndReplaySucceededJobInput, CompareAndRequeueJobInput, RequeueStatePolicy, RequeueableStatus } from './schemas.js';
+export {
+  countDeadLetteredJobs,
+  requeueDeadLetteredJobs,
+  type CountDeadLetteredJobsInput,
+  type DeadLetterCount,
+  type DeadLetterFilter,
+  type RequeueDeadLetteredJobsInput,
+  type RequeueDeadLetteredJobsResult,
+} from './bulk-requeue.js';

@@ -14,7 +14,7 @@
  * inside a handler (say, an enqueue that conflicted) is "anything else".
  */
 import type { JobOutcomeCode } from '../errors/codes.js';
-import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../queue/schemas.js';
 import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../validation/primitives.js';
 import { formatJsonPath, textProblem, toStorableText, type JsonProblem } from '../validation/storable.js';
 
@@ -102,6 +102,8 @@ export interface FailureRecord {
   message: string;
   retryable: boolean;
   retryNotBefore?: Date;
+  /** The thrown error's stack, cut to MAX_ERROR_STACK_LENGTH; absent when it had none. */
+  stack?: string;
 }
 
 /**
@@ -112,6 +114,12 @@ export interface FailureRecord {
  * dead-letter it as `job.lease_expired`, its real cause lost.
  */
 export function describeFailure(error: unknown): FailureRecord {
+  const record = classifyFailure(error);
+  const stack = stackOf(error);
+  return stack === undefined ? record : { ...record, stack };
+}
+
+function classifyFailure(error: unknown): FailureRecord {
   if (error instanceof TerminalError) {
     return { code: safeCode(error.code, JOB_TERMINAL_ERROR), message: messageOf(error), retryable: false };
   }
@@ -144,6 +152,16 @@ function safeCode(code: unknown, fallback: string): string {
   if (typeof code !== 'string') return fallback;
   const storable = textProblem(code) ? toStorableText(code) : code;
   return storable.trim().length > 0 && storable.length <= MAX_CODE_LENGTH ? storable : fallback;
+}
+
+/** A stack is diagnostics, never required: any trouble reading it (a throwing getter) means none. */
+function stackOf(error: unknown): string | undefined {
+  try {
+    const stack = error instanceof Error ? error.stack : undefined;
+    return typeof stack === 'string' && stack.trim() !== '' ? toStorableText(stack, MAX_ERROR_STACK_LENGTH) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function messageOf(error: unknown): string {

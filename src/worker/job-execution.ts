@@ -515,8 +515,9 @@ export class JobExecution {
 
   private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
     try {
-      const { code, message, retryable, retryNotBefore } = failure;
-      const result = await retryLeaseWrite(() => failJob(this.deps.db, { ...this.job, error: { code, message }, retryable, retryNotBefore, backoff: this.definition.backoff }), {
+      const { code, message, stack, retryable, retryNotBefore } = failure;
+      const recorded = stack === undefined ? { code, message } : { code, message, stack };
+      const result = await retryLeaseWrite(() => failJob(this.deps.db, { ...this.job, error: recorded, retryable, retryNotBefore, backoff: this.definition.backoff }), {
         deadline: () => leaseDeadline(this.job),
       });
       this.deps.stats.failed += 1;

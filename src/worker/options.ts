@@ -14,6 +14,7 @@ import { MAX_SCHEDULE_BATCH } from '../schedules/schemas.js';
 import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
 import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
 import { MAX_PROMOTE_BATCH } from '../queue/intents.js';
+import { REGISTRY_INTERVAL_MS } from './registry.js';
 import { connectionString } from '../validation/connection-string.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
@@ -100,6 +101,12 @@ export interface WorkerOptions {
    * registered, enabled types. `false` turns it off. Default `{ intervalMs: 5_000, limit: 100 }`.
    */
   intents?: { intervalMs?: number; limit?: number } | false;
+  /**
+   * The worker's row in runledger.workers (src/worker/registry.ts), for the dashboard's workers and queues
+   * pages: upserted every `intervalMs`, never on a job's path, deleted at stop. `false` turns it off.
+   * Default `{ intervalMs: 15_000 }`.
+   */
+  workerRegistry?: { intervalMs?: number } | false;
   /** Heartbeat every `leaseSeconds * heartbeatFraction`. Default 1/3. */
   heartbeatFraction?: number;
   /** LISTEN for job notifications (an accelerator; polling is the correctness path). Default true. */
@@ -147,6 +154,7 @@ export interface ResolvedWorkerOptions {
   declareSchedules: DeclareSchedulesInput | undefined;
   syncDefinitions: boolean;
   intents: { intervalMs: number; limit: number } | false;
+  workerRegistry: { intervalMs: number } | false;
   heartbeatIntervalMs: number;
   listen: boolean;
   completionBatchMs: number;
@@ -235,6 +243,9 @@ const workerOptionsSchema = z
         }),
       ])
       .default({ intervalMs: DEFAULT_INTENT_PROMOTER_INTERVAL_MS, limit: DEFAULT_INTENT_PROMOTER_LIMIT }),
+    workerRegistry: z
+      .union([z.literal(false), z.strictObject({ intervalMs: positiveInt.default(REGISTRY_INTERVAL_MS) })])
+      .default({ intervalMs: REGISTRY_INTERVAL_MS }),
     heartbeatFraction: z.number().gt(0, 'must be above 0').lt(1, 'must be below 1').default(DEFAULT_HEARTBEAT_FRACTION),
     listen: z.boolean().default(true),
     completionBatchMs: z.number().int('must be an integer').min(0, 'must not be negative').max(60_000).default(DEFAULT_COMPLETION_BATCH_MS),
@@ -278,6 +289,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     schedules: o.schedules === false ? false : { intervalMs: o.schedules.intervalMs, limit: o.schedules.limit, now: o.schedules.now },
     syncDefinitions: o.syncDefinitions,
     intents: o.intents,
+    workerRegistry: o.workerRegistry,
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,

@@ -123,6 +123,7 @@ import { JOB_BUFFER_EXPIRED, JOB_WORKER_SHUTDOWN } from './job-errors.js';
 import { JobExecution } from './job-execution.js';
 import { JobAvailableListener } from './listener.js';
 import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
+import { WorkerRegistryLoop } from './registry.js';
 import { Reaper } from './reaper.js';
 import { SchedulerLoop } from './scheduler.js';
 import { declareSchedules } from '../schedules/declare.js';
@@ -230,6 +231,7 @@ class RunledgerWorker implements Worker {
   private scheduler: SchedulerLoop | undefined;
   private retention: RetentionLoop | undefined;
   private intentPromoter: IntentPromoterLoop | undefined;
+  private registration: WorkerRegistryLoop | undefined;
   private loop: Promise<void> | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
@@ -378,6 +380,12 @@ class RunledgerWorker implements Worker {
       const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'purge' });
       this.retention = new RetentionLoop({ db: this.db, ...this.options.retention, logger, onError });
       this.retention.start();
+    }
+    if (this.options.workerRegistry) {
+      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'registry' });
+      const entry = { workerId: this.workerId, jobTypes: this.jobTypes, concurrency: this.options.concurrency, intervalMs: this.options.workerRegistry.intervalMs };
+      this.registration = new WorkerRegistryLoop({ db: this.db, ...entry, logger, inFlight: () => this.stats().inFlight, onError });
+      this.registration.start();
     }
     this.currentState = 'running';
     this.loop = this.claimLoop();
@@ -598,6 +606,8 @@ class RunledgerWorker implements Worker {
     await this.batcher.flush();
     await Promise.all([...this.active].map((execution) => execution.recorded));
     clearTimeout(this.bufferTimer);
+    // After the drain: a draining worker still holds jobs, and the registry says so.
+    await this.registration?.deregister();
 
     await this.closeConnections();
     this.currentState = 'stopped';

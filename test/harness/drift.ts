@@ -116,8 +116,10 @@ export async function schemaDrift(datamodel: string, client: pg.ClientBase, sche
         continue;
       }
       dbColumns.delete(column);
-      const expectedType =
-        field.kind === 'enum'
+      // A list field is a PostgreSQL array (information_schema says ARRAY, whatever the element).
+      const expectedType = field.isList
+        ? 'ARRAY'
+        : field.kind === 'enum'
           ? `enum ${enumDbName.get(field.type) ?? field.type}`
           : NATIVE_TYPES[(field.nativeType?.[0] as string | undefined) ?? ''] ?? SCALAR_TYPES[field.type] ?? field.type;
       const actualType = actual.dataType === 'USER-DEFINED' ? `enum ${actual.udtName}` : actual.dataType;

@@ -179,6 +179,9 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   // Replay and recovery.
   compareAndReplaySucceededJob: { args: (f) => [{ scope: scope(), sourceJobId: f.succeededJobId, expectedRunNumber: 2, replayRequestKey: 'fuzz-replay', reason: 'fuzz' }], call: dbCall('compareAndReplaySucceededJob') },
   compareAndRequeueJob: { args: (f) => [{ scope: scope(), jobId: f.deadJobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 2, statePolicy: 'preserve_progress_and_checkpoint' }], call: dbCall('compareAndRequeueJob') },
+  // Two guards in the filter (no such type, and dead-lettered before 2000): a mutation of one still matches nothing.
+  requeueDeadLetteredJobs: { args: () => [{ scope: scope(), filter: { jobType: 'fuzz.no-such-type', finishedBefore: new Date('2000-01-01T00:00:00Z') }, limit: 10, reason: 'fuzz', statePolicy: 'preserve_progress_and_checkpoint' }], call: dbCall('requeueDeadLetteredJobs') },
+  countDeadLetteredJobs: { args: () => [{ scope: scope(), filter: { jobType: 'fuzz.no-such-type', errorCode: 'fuzz.code' }, max: 100 }], call: dbCall('countDeadLetteredJobs') },
 
   // Worker runtime: validated options; a worker that starts is stopped at once.
   createWorker: { args: (f) => [{ db: f.root, handlers: [f.definition], concurrency: 1, batchSize: 1, leaseSeconds: 30, pollIntervalMs: 60_000, reaper: false, schedules: false, logger: runledger.silentLogger }], call: (_db, args) => settle(any(runledger.createWorker)(...args)) },

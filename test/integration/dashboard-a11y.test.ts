@@ -7,7 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { claimJobs, enqueueJob, enqueueWorkflowRun, failJob, workflow } from '../../src/index.js';
+import { z } from 'zod';
+import { claimJobs, defineJob, enqueueJob, enqueueWorkflowRun, failJob, syncJobDefinitions, upsertSchedule, workflow } from '../../src/index.js';
+import { heartbeatWorkerRegistration } from '../../src/worker/registry.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
 import { chromiumAvailable, launchChromium } from '../harness/browser.js';
@@ -99,7 +101,11 @@ describe.skipIf(!hasChromium)('dashboard accessibility in Chromium', () => {
     jobId = (await enqueueJob(db.prisma, { jobType: 'a11y.mail', payload: { to: 'ana' }, maxAttempts: 1 })).jobId;
     await enqueueJob(db.prisma, { jobType: 'a11y.mail', payload: { to: 'bo' } });
     const claimed = await claimJobs(db.prisma, { workerId: 'a11y-worker', jobTypes: ['a11y.mail'], limit: 1, leaseSeconds: 60, markRunning: true });
-    await failJob(db.prisma, { ...claimed[0]!, error: { code: 'a11y.bounced', message: 'mailbox full' }, retryable: false });
+    await failJob(db.prisma, { ...claimed[0]!, error: { code: 'a11y.bounced', message: 'mailbox full', stack: 'Error: mailbox full\n    at send (mail.js:1:1)' }, retryable: false });
+    // Rows for the operator pages: a schedule, a definition, a live worker.
+    await upsertSchedule(db.prisma, { key: 'a11y-nightly', cron: '0 3 * * *', jobType: 'a11y.mail', payload: {}, enabled: true });
+    await syncJobDefinitions(db.prisma, [defineJob('a11y.mail', z.object({}), async () => null)]);
+    await heartbeatWorkerRegistration(db.prisma, { workerId: 'a11y-worker', jobTypes: ['a11y.mail'], concurrency: 2, inFlight: 1, ttlMs: 600_000 });
   });
 
   afterAll(async () => {
@@ -120,6 +126,11 @@ describe.skipIf(!hasChromium)('dashboard accessibility in Chromium', () => {
     ['job', `#/jobs/${jobId}`, '[data-testid=attempt-row]'],
     ['runs', '#/runs', 'table.list td'],
     ['run', `#/runs/${runId}`, 'svg.dag [data-step-key="publish"]'],
+    ['queues', '#/queues', 'tr[data-type="a11y.mail"]'],
+    ['dead letters', '#/dead-letters', 'text=/dead-lettered jobs? match/'],
+    ['workers', '#/workers', 'tr[data-worker="a11y-worker"]'],
+    ['schedules', '#/schedules', 'tr[data-schedule="a11y-nightly"]'],
+    ['definitions', '#/definitions', 'tr[data-type="a11y.mail"]'],
   ];
 
   it('keeps every text at WCAG AA contrast, and every control named, on every page', async () => {

@@ -22,6 +22,8 @@ import {
   claimJobs,
   compareAndReplaySucceededJob,
   compareAndRequeueJob,
+  countDeadLetteredJobs,
+  requeueDeadLetteredJobs,
   completeExternalWorkflowStep,
   countWorkflowRuns,
   enqueueJob,
@@ -214,6 +216,17 @@ const OPERATIONS: ScopedOperation[] = [
     name: 'compareAndRequeueJob',
     call: (scope) => compareAndRequeueJob(db.prisma, { scope, jobId: a.deadJobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'reset_progress_and_checkpoint' }),
     outside: { check: (result) => expect(result).toEqual({ kind: 'not_found' }) },
+  },
+  {
+    name: 'countDeadLetteredJobs',
+    call: (scope) => countDeadLetteredJobs(db.prisma, { scope, filter: { jobType: 'tenant.dead' } }),
+    outside: { check: (count) => expect(count).toEqual({ count: 0, more: false }) },
+    admin: (count) => expect(count).toEqual({ count: 1, more: false }),
+  },
+  {
+    name: 'requeueDeadLetteredJobs',
+    call: (scope) => requeueDeadLetteredJobs(db.prisma, { scope, filter: { jobType: 'tenant.dead' }, limit: 10, reason: 'tenant probe' }),
+    outside: { check: (result) => expect(result).toMatchObject({ jobIds: [], more: false }) },
   },
   // Keys are claimed per scope: A's claim of 'sync:1' neither blocks nor is seen by another scope's enqueue.
   {

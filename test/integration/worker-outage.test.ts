@@ -74,8 +74,8 @@ async function withProxiedWorker<T>(
   const client = createPrismaClient(proxy.url, { max: poolSize });
   let worker: Worker | undefined;
   try {
-    // No reaper, scheduler or intent promoter loop: their statements would compete with the ones under test for the proxied pool.
-    worker = createWorker({ logger: silentLogger, reaper: false, schedules: false, intents: false, listen: false, ...workerOptions, db: client });
+    // No reaper, scheduler, intent promoter or registry loop: their statements would compete with the ones under test for the proxied pool.
+    worker = createWorker({ logger: silentLogger, reaper: false, schedules: false, intents: false, workerRegistry: false, listen: false, ...workerOptions, db: client });
     before(worker); // listeners attached before anything can happen
     await worker.start();
     return await fn(proxy, worker);

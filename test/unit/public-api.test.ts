@@ -36,6 +36,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'getQueueMetrics',
   // Replay and recovery.
   'compareAndReplaySucceededJob', 'compareAndRequeueJob', 'recoverWorkflowRun', 'listWorkflowRecoveries',
+  'requeueDeadLetteredJobs', 'countDeadLetteredJobs',
   // Worker runtime.
   'createWorker', 'runWorker', 'defineJob', 'continueNow', 'continueAfter', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
   // Web dashboard: a Node handler and a Fetch API handler.

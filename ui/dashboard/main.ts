@@ -12,6 +12,7 @@ import { jobsView } from './views/jobs.js';
 import { overviewView } from './views/overview.js';
 import { runView } from './views/run.js';
 import { runsView } from './views/runs.js';
+import { hideAdminLinks, operationsView } from './views/operations.js';
 
 const POLL_MS = 5_000;
 const DEBOUNCE_MS = 200;
@@ -25,6 +26,8 @@ function route(context: Context): View {
   if (parts[0] === 'jobs') return jobsView(context, query);
   if (parts[0] === 'runs' && parts[1]) return runView(context, parts[1]);
   if (parts[0] === 'runs') return runsView(context, query);
+  const operations = operationsView(context, parts[0], query);
+  if (operations) return operations;
   return overviewView(context);
 }
 
@@ -50,6 +53,7 @@ async function start(): Promise<void> {
     return;
   }
   setCsrfToken(session.csrfToken);
+  hideAdminLinks(session);
   const scope = session.scope;
   document.getElementById('scope')!.textContent =
     (scope.kind === 'admin' ? 'all organizations' : scope.kind === 'organization' ? `organization ${scope.organizationId}` : 'rows without an organization') +

@@ -2,7 +2,8 @@ import { get, post } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { millis, json, progressText, when } from '../format.js';
-import { actionForm } from './actions.js';
+import { actionForm, STATE_POLICY_LABELS } from './actions.js';
+import { stackTraces, type AttemptStack } from './stacks.js';
 import { statusBadge } from './list.js';
 
 interface Job {
@@ -57,6 +58,7 @@ interface JobDetail {
   moreEvents: boolean;
   workflowStep: { workflowRunId: string; stepKey: string } | null;
   replayOf: { sourceJobId: string; sourceRunNumber: number; reason: string; createdAt: string } | null;
+  stacks?: AttemptStack[];
   replays: { replayJobId: string; sourceRunNumber: number; reason: string; createdAt: string }[];
 }
 
@@ -69,9 +71,9 @@ function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
   const direct = detail.workflowStep === null;
   const forms: HTMLElement[] = [];
   if (job.status === 'PENDING' || job.status === 'LEASED') {
-    forms.push(actionForm(context, 'cancel-job', 'Cancel this job', [{ name: 'reason', label: 'Reason' }], 'Cancel job', (values) =>
-      post(`jobs/${job.id}/cancel`, values.reason ? { reason: values.reason } : {}),
-    ));
+    forms.push(actionForm(context, 'cancel-job', 'Cancel this job', [{ name: 'reason', label: 'Reason (required)', required: true }], 'Cancel job…', (values) =>
+      post(`jobs/${job.id}/cancel`, { reason: values.reason }),
+    { confirm: (values) => `Cancel job ${job.jobType} ${job.id}? Reason: “${values.reason}”. A running handler is told to stop; this cannot be undone (requeue starts a new run).` }));
   }
   if (direct && job.status === 'SUCCEEDED') {
     // One key per form: a retried click replays once (the library's idempotency), a new visit makes a new replay.
@@ -86,7 +88,7 @@ function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
         context,
         'requeue-job',
         'Requeue (a new run of this job)',
-        [{ name: 'statePolicy', label: 'Progress and checkpoint', kind: 'select', options: ['preserve_progress_and_checkpoint', 'reset_progress_and_checkpoint'], value: 'preserve_progress_and_checkpoint' }],
+        [{ name: 'statePolicy', label: 'Progress and checkpoint', kind: 'select', options: Object.keys(STATE_POLICY_LABELS), optionLabels: STATE_POLICY_LABELS, value: 'preserve_progress_and_checkpoint' }],
         'Requeue',
         (values) => post(`jobs/${job.id}/requeue`, { expectedStatus: job.status, expectedRunNumber: job.runNumber, statePolicy: values.statePolicy }),
       ),
@@ -230,6 +232,7 @@ export function jobView(context: Context, jobId: string): View {
         details,
         h('h2', {}, 'Attempts'),
         attemptsBox,
+        stackTraces(detail.stacks),
         h('h2', {}, 'Payload'),
         h('pre', { tabindex: 0 }, json(job.payload)),
         h('h2', {}, 'Output'),

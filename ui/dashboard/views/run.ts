@@ -4,6 +4,7 @@ import { DagView, type DagEdge, type DagStep } from '../dag.js';
 import { h, replace } from '../dom.js';
 import { json, progressText, when } from '../format.js';
 import { actionForm } from './actions.js';
+import { runActionForms } from './run-actions.js';
 import { statusBadge } from './list.js';
 
 interface Step extends DagStep {
@@ -149,14 +150,7 @@ export function runView(context: Context, runId: string): View {
       const runKey = `${run.status}`;
       if (runKey !== cancelKey) {
         cancelKey = runKey;
-        replace(
-          cancel,
-          !context.session.readOnly && !TERMINAL_RUN.has(run.status)
-            ? actionForm(context, 'cancel-run', 'Cancel this run', [{ name: 'reason', label: 'Reason' }], 'Cancel run', (values) =>
-                post(`runs/${run.id}/cancel`, values.reason ? { reason: values.reason } : {}),
-              )
-            : null,
-        );
+        replace(cancel, runActionForms(context, run));
       }
       dag.update(detail.steps, detail.edges);
       renderPanel();

@@ -1,0 +1,227 @@
+/**
+ * Bulk requeue of dead letters: every DEAD_LETTERED direct job matching a
+ * filter (type, last error code, dead-lettered between two times), up to a
+ * cap, starts a new run in place, as compareAndRequeueJob does for one job
+ * (requeue.ts: same transition, same cleared columns, same REQUEUED event),
+ * in one transaction and a constant number of statements whatever the count.
+ *
+ * One audited operation: the call draws one `operationId`, and every job's
+ * REQUEUED event carries it with the operator's `reason` and the filter, so
+ * the trail of each job says which operation requeued it and why, and the
+ * operation's jobs are found again by that id.
+ *
+ * Statements: (1) the matching rows, locked `FOR UPDATE SKIP LOCKED` in
+ * (finished_at, id) order up to the cap; (2) one `unnest` UPDATE of those
+ * rows with their events and one NOTIFY per job type; (3) whether more rows
+ * still match (the cap left some). The preview (`countDeadLetteredJobs`) is
+ * one count bounded by `max`.
+ *
+ * Locks: the job rows only. SKIP LOCKED means the operation never waits for
+ * a row, so it cannot take part in a deadlock; a row another transaction
+ * holds (a single requeue, a purge) is left to it and not counted. Workflow
+ * jobs are never selected (a failed run is recovered as a whole, src/recovery).
+ * A dead letter holds no live lease, so no quiescence check is needed (that
+ * is for CANCELED jobs only).
+ *
+ * Cost on a large table: statements (1) and the preview read direct dead
+ * letters only, through job_queue_dead_letter_idx (by organization and type)
+ * or job_queue_finished_status_idx (by finish time), never the history
+ * (test/integration/dashboard-fleet-plans.test.ts, on 1M jobs).
+ */
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
+import { z } from 'zod';
+import { withStatement, withTransaction } from '../client/transaction.js';
+import type { Db, Tx } from '../client/types.js';
+import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { newId } from '../db/ids.js';
+import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
+import { asTemplate } from '../db/sql-template.js';
+import { parseInput } from '../validation/parse.js';
+import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
+import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './schemas.js';
+
+/** The most jobs one bulk requeue may start again. */
+export const MAX_BULK_REQUEUE = 1_000;
+/** The most a preview may count; past it the answer is "more than". */
+export const MAX_BULK_PREVIEW = 10_000;
+/**
+ * What a preview counts by default: as many as one requeue may take, so the answer is exact wherever it decides
+ * anything. Counting further reads further: on 1M jobs, 10,000 fresh dead letters (not yet all-visible, as after
+ * an incident) cost 25 to 70 ms, 1,000 a few.
+ */
+export const DEFAULT_BULK_PREVIEW = MAX_BULK_REQUEUE;
+
+export const deadLetterFilterSchema = z.strictObject({
+  jobType: nonBlank(200).optional(),
+  errorCode: nonBlank(200).optional(),
+  /** Dead-lettered at or after this time. */
+  finishedAfter: timestamp.optional(),
+  /** Dead-lettered before this time. */
+  finishedBefore: timestamp.optional(),
+});
+export type DeadLetterFilter = z.input<typeof deadLetterFilterSchema>;
+type ParsedFilter = z.output<typeof deadLetterFilterSchema>;
+
+export const countDeadLetteredJobsInputSchema = z.strictObject({
+  scope: scopeSchema,
+  filter: deadLetterFilterSchema.default({}),
+  max: positiveInt.max(MAX_BULK_PREVIEW).default(DEFAULT_BULK_PREVIEW),
+});
+export type CountDeadLetteredJobsInput = z.input<typeof countDeadLetteredJobsInputSchema>;
+
+export const requeueDeadLetteredJobsInputSchema = z.strictObject({
+  scope: scopeSchema,
+  filter: deadLetterFilterSchema.default({}),
+  /** The cap: at most this many jobs are requeued (1 to MAX_BULK_REQUEUE). */
+  limit: positiveInt.max(MAX_BULK_REQUEUE, `must be at most ${MAX_BULK_REQUEUE}`),
+  /** Audit text, recorded on every requeued job's REQUEUED event. */
+  reason: nonBlank(1_000),
+  statePolicy: z.enum(REQUEUE_STATE_POLICIES).default('preserve_progress_and_checkpoint'),
+});
+export type RequeueDeadLetteredJobsInput = z.input<typeof requeueDeadLetteredJobsInputSchema>;
+
+export interface DeadLetterCount {
+  /** Matching dead letters, counted up to `max`. */
+  count: number;
+  /** More than `max` match. */
+  more: boolean;
+}
+
+export interface RequeueDeadLetteredJobsResult {
+  /** Recorded as `operationId` on every REQUEUED event this call wrote. */
+  operationId: string;
+  /** The requeued jobs (now PENDING, next run), in the order they were taken. */
+  jobIds: string[];
+  /** Matching dead letters are left: the cap was reached (or a row was held by another transaction). */
+  more: boolean;
+  statePolicy: RequeueStatePolicy;
+}
+
+const EMPTY = sqltag``;
+
+/**
+ * The dead letters `scope` and `filter` select. Each condition is in the text only when it applies (the
+ * statement has a few shapes, not one with `$1 IS NULL OR ...` arms), so even a generic plan reads
+ * job_queue_dead_letter_idx ((organization_id, job_type, finished_at, id) over direct dead letters) by
+ * organization and type, instead of filtering every dead letter on the heap.
+ */
+function matching(scope: Scope, f: ParsedFilter): Sql {
+  const s = scopeParams(scope);
+  const organization = s.all ? EMPTY : s.organizationId === null ? sqltag`AND jq.organization_id IS NULL` : sqltag`AND jq.organization_id = ${s.organizationId}::text`;
+  return sqltag`jq.status = 'DEAD_LETTERED' AND jq.workflow_step_id IS NULL ${organization}
+       ${f.jobType === undefined ? EMPTY : sqltag`AND jq.job_type = ${f.jobType}::text`}
+       ${f.errorCode === undefined ? EMPTY : sqltag`AND jq.last_error_code = ${f.errorCode}::text`}
+       ${f.finishedAfter === undefined ? EMPTY : sqltag`AND jq.finished_at >= ${f.finishedAfter}::timestamptz`}
+       ${f.finishedBefore === undefined ? EMPTY : sqltag`AND jq.finished_at < ${f.finishedBefore}::timestamptz`}`;
+}
+
+/** The preview's statement (exported for the plan test). */
+export function deadLetterCountQuery(scope: Scope, filter: ParsedFilter, max: number): Sql {
+  return sqltag`
+    SELECT count(*)::int AS n FROM (
+      SELECT 1 FROM runledger.job_queue jq WHERE ${matching(scope, filter)} LIMIT ${max + 1}::int
+    ) m`;
+}
+
+/** The rows statement (1) locks (exported for the plan test). */
+export function deadLetterPickQuery(scope: Scope, filter: ParsedFilter, limit: number): Sql {
+  return sqltag`
+    SELECT jq.id, jq.run_number, jq.last_error_code, jq.last_error_message
+      FROM runledger.job_queue jq
+     WHERE ${matching(scope, filter)}
+     ORDER BY jq.finished_at, jq.id
+     LIMIT ${limit}::int
+       FOR UPDATE OF jq SKIP LOCKED`;
+}
+
+/**
+ * How many dead letters match this filter, counted up to `max` (default 1,000, the most one requeue takes; at most 10,000).
+ *
+ * @example
+ * const { count, more } = await countDeadLetteredJobs(prisma, { scope: adminScope(), filter: { jobType: 'mail.send' } });
+ */
+export async function countDeadLetteredJobs(db: Db, input: CountDeadLetteredJobsInput): Promise<DeadLetterCount> {
+  const { scope, filter, max } = parseInput(countDeadLetteredJobsInputSchema, input, JOB_INVALID_INPUT);
+  const [row] = await withStatement(db, 'count dead-lettered jobs', async (tx) => tx.$queryRaw<{ n: number }[]>(...asTemplate(deadLetterCountQuery(scope, filter, max))), {
+    readCommitted: false,
+  });
+  const n = row?.n ?? 0;
+  return { count: Math.min(n, max), more: n > max };
+}
+
+interface Picked {
+  id: string;
+  run_number: number;
+  last_error_code: string | null;
+  last_error_message: string | null;
+}
+
+/**
+ * Requeues up to `limit` dead-lettered direct jobs matching `filter`, as one audited operation (module comment).
+ * Joins the caller's interactive transaction or opens its own.
+ *
+ * @example
+ * const result = await requeueDeadLetteredJobs(prisma, {
+ *   scope: adminScope(),
+ *   filter: { jobType: 'mail.send', errorCode: 'smtp.timeout' },
+ *   limit: 500,
+ *   reason: 'SMTP relay back after incident 4411',
+ * });
+ */
+export async function requeueDeadLetteredJobs(db: Db, input: RequeueDeadLetteredJobsInput): Promise<RequeueDeadLetteredJobsResult> {
+  const request = parseInput(requeueDeadLetteredJobsInputSchema, input, JOB_INVALID_INPUT);
+  const operationId = newId();
+  return withTransaction(db, 'requeue dead-lettered jobs', async ({ tx }) => {
+    const picked = await tx.$queryRaw<Picked[]>(...asTemplate(deadLetterPickQuery(request.scope, request.filter, request.limit)));
+    const jobIds = picked.length === 0 ? [] : await requeuePickedTx(tx, picked, request, operationId);
+    const [rest] = await tx.$queryRaw<{ more: boolean }[]>`
+      SELECT EXISTS (SELECT 1 FROM runledger.job_queue jq WHERE ${matching(request.scope, request.filter)}) AS more`;
+    return { operationId, jobIds, more: rest?.more ?? false, statePolicy: request.statePolicy };
+  });
+}
+
+async function requeuePickedTx(
+  tx: Tx,
+  picked: Picked[],
+  request: z.output<typeof requeueDeadLetteredJobsInputSchema>,
+  operationId: string,
+): Promise<string[]> {
+  const reset = request.statePolicy === 'reset_progress_and_checkpoint';
+  const filter = JSON.stringify(request.filter);
+  const rows = await tx.$queryRaw<{ id: string }[]>`
+    WITH input AS (
+      SELECT * FROM unnest(${picked.map((p) => p.id)}::uuid[], ${picked.map((p) => p.run_number)}::int[],
+                           ${picked.map((p) => p.last_error_code)}::text[], ${picked.map((p) => p.last_error_message)}::text[],
+                           ${picked.map(() => newId())}::uuid[], ${picked.map((_, i) => i)}::int[])
+             AS t(id, run_number, error_code, error_message, event_id, ord)
+    ),
+    requeued AS (
+      UPDATE runledger.job_queue jq
+         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
+             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             started_at = NULL, finished_at = NULL, output = NULL,
+             last_error_code = NULL, last_error_message = NULL,
+             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
+             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
+             updated_at = now()
+        FROM input i
+       WHERE jq.id = i.id AND jq.status = 'DEAD_LETTERED' AND jq.run_number = i.run_number
+      RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
+      SELECT i.event_id, r.id, 'REQUEUED'::runledger.job_event_type, r.run_number, r.attempt,
+             jsonb_build_object('previousRunNumber', i.run_number, 'previousStatus', 'DEAD_LETTERED',
+                                'statePolicy', ${request.statePolicy}::text,
+                                'previousErrorCode', i.error_code, 'previousErrorMessage', i.error_message,
+                                'operationId', ${operationId}::text, 'reason', ${request.reason}::text,
+                                'filter', ${filter}::jsonb)
+        FROM requeued r JOIN input i ON i.id = r.id
+       ORDER BY i.ord
+    ),
+    notified AS (
+      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM requeued) t
+    )
+    SELECT r.id FROM requeued r JOIN input i ON i.id = r.id CROSS JOIN notified ORDER BY i.ord`;
+  return rows.map((row) => row.id);
+}

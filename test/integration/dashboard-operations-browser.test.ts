@@ -1,0 +1,238 @@
+/**
+ * The operator's pages and actions in Chromium (see dashboard-browser.test.ts
+ * for the setup): bulk requeue of dead letters with a preview, a cap and a
+ * confirmation; cancel with a reason and a confirmation; recovery of a failed
+ * run from its page; the queues page flagging a type nobody serves; the
+ * workers page showing a real worker; schedules and definitions switched from
+ * their pages; a failed attempt's stack on its job page. Each test checks the
+ * database, not only the page, and checks that nothing happened before the
+ * confirmation.
+ */
+import { copyFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { z } from 'zod';
+import {
+  adminScope,
+  claimJobs,
+  defineJob,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  getJob,
+  getWorkflowRun,
+  syncJobDefinitions,
+  upsertSchedule,
+  workflow,
+} from '../../src/index.js';
+import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
+import { chromiumAvailable, launchChromium } from '../harness/browser.js';
+import { useTestDatabase } from '../harness/database.js';
+import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { useWorkers } from '../harness/workers.js';
+import { runRunnableJobs } from '../harness/workflow-helpers.js';
+
+const hasChromium = chromiumAvailable('dashboard operations browser tests');
+
+/** To test-artifacts/ (git-ignored); with RUNLEDGER_UPDATE_SCREENSHOTS=1 also to docs/, as dashboard-browser.test.ts does. */
+async function screenshot(page: Page, name: string): Promise<void> {
+  const artifacts = path.resolve('test-artifacts');
+  await mkdir(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, name), fullPage: true });
+  if (process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
+    await mkdir(path.resolve('docs'), { recursive: true });
+    await copyFile(path.join(artifacts, name), path.resolve('docs', name));
+  }
+}
+const db = useTestDatabase();
+const startWorker = useWorkers(db);
+
+async function deadLetter(jobType: string, stack?: string): Promise<string> {
+  const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {} });
+  const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
+  await failJob(db.prisma, { ...lease!, error: { code: 'smtp.down', message: 'relay refused', ...(stack ? { stack } : {}) }, retryable: false });
+  return jobId;
+}
+
+async function jobStatus(jobId: string): Promise<string> {
+  return (await getJob(db.prisma, { scope: adminScope(), jobId })).status;
+}
+
+describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
+  let browser: Browser;
+  let served: ServedDashboard;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    await buildDashboardAssets();
+    browser = await launchChromium();
+    served = await serveDashboard(db.prisma, { listenConnectionString: db.url });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  afterEach(() => {
+    expect(pageErrors.splice(0)).toEqual([]);
+  });
+
+  async function openPage(hash: string, scope = 'admin'): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, extraHTTPHeaders: { 'x-test-scope': scope } });
+    const page = await context.newPage();
+    page.on('pageerror', (error) => pageErrors.push(`${hash}: ${error.message}`));
+    await page.goto(`${served.url}/${hash}`);
+    return page;
+  }
+
+  it('requeues the filtered dead letters after a preview and a confirmation, as one operation', async () => {
+    const mail = [await deadLetter('ui.mail'), await deadLetter('ui.mail'), await deadLetter('ui.mail')];
+    const sms = await deadLetter('ui.sms');
+    const page = await openPage('#/dead-letters?type=ui.mail');
+    await page.locator('[data-testid=dead-letter-count]').filter({ hasText: '3 dead-lettered jobs match (type ui.mail)' }).waitFor();
+    expect(await page.getByLabel('At most this many jobs').inputValue()).toBe('3');
+    // Human labels for the state policy, never the enum.
+    const policies = await page.getByLabel('Progress and checkpoint').locator('option').allInnerTexts();
+    expect(policies).toEqual(['Keep progress and checkpoint (resume)', 'Clear progress and checkpoint (start over)']);
+    expect(await page.locator('body').innerText()).not.toContain('preserve_progress_and_checkpoint');
+
+    await page.getByLabel('At most this many jobs').fill('2');
+    await page.getByLabel('Reason (required, recorded on every job)').fill('relay back');
+    await page.getByRole('button', { name: 'Requeue…' }).click();
+    await page.locator('[data-testid=bulk-requeue-confirm]').filter({ hasText: 'Requeue up to 2 dead-lettered jobs (type ui.mail) as new runs? Reason: “relay back”.' }).waitFor();
+    await screenshot(page, 'dashboard-dead-letters.png');
+    // Asked, not done.
+    expect(await Promise.all(mail.map(jobStatus))).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED', 'DEAD_LETTERED']);
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('[data-testid=bulk-result]').filter({ hasText: /^Requeued 2 jobs as operation [0-9a-f-]{36}\. More still match/ }).waitFor();
+    expect(await Promise.all([...mail, sms].map(jobStatus))).toEqual(['PENDING', 'PENDING', 'DEAD_LETTERED', 'DEAD_LETTERED']);
+    await page.locator('[data-testid=dead-letter-count]').filter({ hasText: '1 dead-lettered job match' }).waitFor();
+    await page.context().close();
+  });
+
+  it('cancels a run only with a reason and a confirmation, and Back leaves it running', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('ui.cancel').external('gate').build());
+    const page = await openPage(`#/runs/${workflowRunId}`);
+    await page.getByRole('button', { name: 'Cancel run…' }).click();
+    // The reason is required: the browser refuses the empty form, nothing is asked.
+    expect(await page.locator('[data-testid=cancel-run-confirm]').isVisible()).toBe(false);
+    await page.getByLabel('Reason (required)').fill('customer withdrew');
+    await page.getByRole('button', { name: 'Cancel run…' }).click();
+    await page.getByRole('button', { name: 'Back' }).click();
+    expect((await getWorkflowRun(db.prisma, { scope: adminScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
+    await page.getByRole('button', { name: 'Cancel run…' }).click();
+    await page.locator('[data-testid=cancel-run-confirm]').filter({ hasText: 'customer withdrew' }).waitFor();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('[data-testid=run-status]').filter({ hasText: 'canceled' }).waitFor();
+    expect(await getWorkflowRun(db.prisma, { scope: adminScope(), workflowRunId })).toMatchObject({ status: 'CANCELED', statusReason: 'customer withdrew' });
+    await page.context().close();
+  });
+
+  it('recovers a failed run from its page, failed steps only, and opens the new run', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('ui.recover').job('fetch', 'ui.fetch', {}).job('load', 'ui.load', {}).afterSuccess('load', ['fetch']).build(),
+    );
+    await runRunnableJobs(db.prisma, (job) => (job.jobType === 'ui.fetch' ? { ok: true, output: { rows: 3 } } : { ok: false }));
+    const page = await openPage(`#/runs/${workflowRunId}`);
+    await page.locator('[data-testid=run-status]').filter({ hasText: 'completed with errors' }).waitFor();
+    expect(await page.getByLabel('Steps to run again').locator('option:checked').innerText()).toBe('Failed steps only (keep what succeeded)');
+    await page.getByLabel('Reason (required)').fill('loader fixed');
+    await page.getByRole('button', { name: 'Recover…' }).click();
+    await page.locator('[data-testid=recover-run-confirm]').filter({ hasText: 'carrying the steps that succeeded' }).waitFor();
+    await screenshot(page, 'dashboard-recover.png');
+    const [before] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
+    expect(before!.n).toBe(0);
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    // The page moves to the new run.
+    const title = page.locator('#run-title').filter({ hasNotText: workflowRunId });
+    await title.waitFor();
+    const recoveryRunId = (await title.locator('.mono').innerText()).trim();
+    expect(page.url().endsWith(`#/runs/${recoveryRunId}`)).toBe(true);
+    const [link] = await db.prisma.$queryRaw<{ recovery_run_id: string; mode: string }[]>`
+      SELECT recovery_run_id::text, mode::text FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
+    expect(link!.recovery_run_id).toBe(recoveryRunId);
+    await page.locator('svg.dag [data-step-key="fetch"][data-status="SUCCEEDED"]').waitFor();
+    await page.locator('svg.dag [data-step-key="load"][data-status="ENQUEUED"]').waitFor();
+    await page.context().close();
+  });
+
+  it('flags a job type with runnable jobs and no live worker on the queues page, and shows the live worker on the workers page', async () => {
+    await enqueueJob(db.prisma, { jobType: 'ui.orphan', payload: {} });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const busy = defineJob('ui.busy', z.object({}), async () => {
+      await held;
+      return null;
+    });
+    const worker = await startWorker({ handlers: [busy], workerId: 'ui-worker', concurrency: 2 });
+    await enqueueJob(db.prisma, { jobType: 'ui.busy', payload: {} });
+
+    const page = await openPage('#/queues');
+    // (Types requeued by the tests above wait for a worker too, and are named with it.)
+    await page.locator('[data-testid=unserved-warning]').filter({ hasText: /^No live worker handles .*ui\.orphan/ }).waitFor();
+    expect(await page.locator('[data-testid=unserved-warning]').innerText()).not.toContain('ui.busy');
+    expect(await page.locator('tr[data-type="ui.orphan"]').getAttribute('class')).toBe('flagged');
+    await page.locator('tr[data-type="ui.busy"] [data-col=workers]').filter({ hasText: /^1$/ }).waitFor();
+    expect(await page.locator('tr[data-type="ui.busy"]').getAttribute('class')).toBeNull();
+    await screenshot(page, 'dashboard-queues.png');
+
+    await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Workers' }).click();
+    const row = page.locator('tr[data-worker="ui-worker"]');
+    await row.waitFor();
+    expect(await row.innerText()).toContain('ui.busy');
+    expect(await row.locator('[data-col=in-flight]').innerText()).toMatch(/^\d+ \/ 2$/);
+    await screenshot(page, 'dashboard-workers.png');
+    release();
+    await worker.stop();
+    await page.reload();
+    await page.getByText('No worker has registered.').waitFor();
+    await page.context().close();
+  });
+
+  it('pauses and resumes a schedule and disables a job type from their pages; a tenant has no such links', async () => {
+    await upsertSchedule(db.prisma, { key: 'ui-nightly', cron: '0 3 * * *', jobType: 'ui.report', payload: {}, enabled: true });
+    await syncJobDefinitions(db.prisma, [defineJob('ui.report', z.object({}), async () => null)]);
+    const page = await openPage('#/schedules');
+    const schedule = page.locator('tr[data-schedule="ui-nightly"]');
+    await schedule.locator('[data-col=state]').filter({ hasText: 'enabled' }).waitFor();
+    await screenshot(page, 'dashboard-schedules.png');
+    await schedule.getByRole('button', { name: 'Pause' }).click();
+    await schedule.locator('[data-col=state]').filter({ hasText: 'paused' }).waitFor();
+    const [paused] = await db.prisma.$queryRaw<{ enabled: boolean }[]>`SELECT enabled FROM runledger.job_schedules WHERE schedule_key = 'ui-nightly'`;
+    expect(paused!.enabled).toBe(false);
+    await schedule.getByRole('button', { name: 'Resume' }).click();
+    await schedule.locator('[data-col=state]').filter({ hasText: 'enabled' }).waitFor();
+
+    await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Definitions' }).click();
+    const definition = page.locator('tr[data-type="ui.report"]');
+    await definition.getByRole('button', { name: 'Disable' }).click();
+    await definition.locator('[data-col=state]').filter({ hasText: 'disabled' }).waitFor();
+    const [row] = await db.prisma.$queryRaw<{ enabled: boolean }[]>`SELECT enabled FROM runledger.job_definitions WHERE job_type = 'ui.report'`;
+    expect(row!.enabled).toBe(false);
+    await page.context().close();
+
+    const tenant = await openPage('#/queues', 'org:acme');
+    await tenant.locator('#queues-title').waitFor();
+    const links = await tenant.getByRole('navigation', { name: 'Dashboard' }).getByRole('link').allInnerTexts();
+    expect(links).toEqual(['Overview', 'Jobs', 'Runs', 'Queues', 'Dead letters']);
+    await tenant.context().close();
+  });
+
+  it("shows a failed attempt's stack on its job page", async () => {
+    const jobId = await deadLetter('ui.stacked', 'Error: relay refused\n    at sendMail (mailer.js:42:7)\n    at handler (jobs.js:9:3)');
+    const page = await openPage(`#/jobs/${jobId}`);
+    const stacks = page.locator('[data-testid=stacks]');
+    await stacks.getByText('run 1, attempt 1 — smtp.down').waitFor();
+    expect(await stacks.locator('pre').innerText()).toContain('at sendMail (mailer.js:42:7)');
+    await screenshot(page, 'dashboard-job-stack.png');
+    await page.context().close();
+
+    const plain = await deadLetter('ui.unstacked');
+    const other = await openPage(`#/jobs/${plain}`);
+    await other.locator('[data-testid=attempts]').waitFor();
+    expect(await other.locator('[data-testid=stacks]').count()).toBe(0);
+    await other.context().close();
+  });
+});

@@ -1,0 +1,162 @@
+/**
+ * The operator's API (src/dashboard/operations.ts) over HTTP: every action is
+ * refused without the CSRF token and in read-only mode, and acts only in the
+ * caller's scope; workers, schedules and definitions are an admin's; a
+ * recovery from the dashboard is the library's; the queues page flags a type
+ * with runnable jobs and no live worker.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  adminScope,
+  claimJobs,
+  defineJob,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  getJob,
+  syncJobDefinitions,
+  upsertSchedule,
+  workflow,
+} from '../../src/index.js';
+import { heartbeatWorkerRegistration } from '../../src/worker/registry.js';
+import { useTestDatabase } from '../harness/database.js';
+import { dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { runRunnableJobs } from '../harness/workflow-helpers.js';
+
+const db = useTestDatabase();
+
+interface Call {
+  status: number;
+  body: any;
+}
+
+async function call(base: string, method: string, path: string, options: { scope?: string; body?: unknown; session?: { cookie: string; token: string } } = {}): Promise<Call> {
+  const headers: Record<string, string> = { [SCOPE_HEADER]: options.scope ?? 'admin' };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.session) {
+    headers.cookie = options.session.cookie;
+    headers['x-runledger-csrf'] = options.session.token;
+  }
+  const response = await fetch(`${base}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+  const text = await response.text();
+  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
+}
+
+async function deadLetter(jobType: string, organizationId: string | null): Promise<string> {
+  const { jobId } = await enqueueJob(db.prisma, { jobType, organizationId, payload: {} });
+  const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
+  await failJob(db.prisma, { ...lease!, error: { code: 'ops.failed', message: 'failed' }, retryable: false });
+  return jobId;
+}
+
+async function status(jobId: string): Promise<string> {
+  return (await getJob(db.prisma, { scope: adminScope(), jobId })).status;
+}
+
+let served: ServedDashboard;
+let admin: { cookie: string; token: string };
+let tenant: { cookie: string; token: string };
+
+beforeAll(async () => {
+  served = await serveDashboard(db.prisma);
+  admin = await dashboardSession(served.url);
+  tenant = await dashboardSession(served.url, 'org:acme');
+});
+
+describe('bulk requeue over HTTP', () => {
+  it('previews the count, requeues in the caller scope only, and refuses without CSRF or when read-only', async () => {
+    const acme = [await deadLetter('ops.mail', 'acme'), await deadLetter('ops.mail', 'acme')];
+    const other = await deadLetter('ops.mail', 'other');
+
+    expect((await call(served.url, 'GET', '/api/dead-letters/count?type=ops.mail', { scope: 'org:acme' })).body).toEqual({ count: 2, more: false, cap: 1000 });
+    expect((await call(served.url, 'GET', '/api/dead-letters/count?type=ops.mail')).body).toMatchObject({ count: 3 });
+    expect((await call(served.url, 'GET', '/api/dead-letters/count?after=yesterday')).body.error).toMatchObject({ code: 'dashboard.invalid_input', details: { field: 'after' } });
+
+    const body = { type: 'ops.mail', limit: 10, reason: 'relay fixed' };
+    const noToken = await call(served.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body });
+    expect(noToken.status).toBe(403);
+    expect(noToken.body.error.code).toBe('dashboard.csrf_rejected');
+    const readOnly = await serveDashboard(db.prisma, { readOnly: true });
+    const roSession = await dashboardSession(readOnly.url, 'org:acme');
+    expect((await call(readOnly.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body, session: roSession })).body.error.code).toBe('dashboard.read_only');
+    expect(await Promise.all([...acme, other].map(status))).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED', 'DEAD_LETTERED']);
+
+    const noReason = await call(served.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body: { type: 'ops.mail', limit: 10 }, session: tenant });
+    expect(noReason.status).toBe(400);
+    expect(noReason.body.error).toMatchObject({ code: 'job.invalid_input', details: { field: 'reason' } });
+
+    const done = await call(served.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body, session: tenant });
+    expect(done.status).toBe(200);
+    expect(done.body.requeue).toMatchObject({ count: 2, more: false });
+    expect([...done.body.requeue.jobIds].sort()).toEqual([...acme].sort());
+    expect(await Promise.all([...acme, other].map(status))).toEqual(['PENDING', 'PENDING', 'DEAD_LETTERED']);
+  });
+});
+
+describe('run recovery over HTTP', () => {
+  it('recovers a failed run as a new run, failed steps only, once per request key, and not in another organization', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('ops.flow').organization('acme').job('a', 'ops.step', { n: 1 }).job('b', 'ops.step', { n: 2 }).afterSuccess('b', ['a']).build(),
+    );
+    await runRunnableJobs(db.prisma, (job) => ((job.payload as { n: number }).n === 1 ? { ok: true, output: { ok: 1 } } : { ok: false }));
+    const body = { mode: 'failed_only', reason: 'downstream fixed', requestKey: 'dashboard-k1' };
+    const foreign = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { scope: 'org:other', body, session: await dashboardSession(served.url, 'org:other') });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('workflow.run_not_found');
+    const first = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { scope: 'org:acme', body, session: tenant });
+    expect(first.status).toBe(200);
+    expect(first.body.recovery).toMatchObject({ outcome: 'inserted', sourceRunId: workflowRunId, mode: 'failed_only', carriedStepKeys: ['a'] });
+    const again = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { scope: 'org:acme', body, session: tenant });
+    expect(again.body.recovery).toMatchObject({ outcome: 'existing', recoveryRunId: first.body.recovery.recoveryRunId });
+  });
+});
+
+describe('fleet, schedules and definitions over HTTP', () => {
+  it('flags a type with runnable jobs and no live worker, and counts live workers per type', async () => {
+    await enqueueJob(db.prisma, { jobType: 'ops.orphan', payload: {} });
+    await enqueueJob(db.prisma, { jobType: 'ops.served', payload: {} });
+    await heartbeatWorkerRegistration(db.prisma, { workerId: 'ops-worker', jobTypes: ['ops.served'], concurrency: 4, inFlight: 0, ttlMs: 60_000 });
+    const { queues } = (await call(served.url, 'GET', '/api/queues')).body as { queues: { jobType: string; runnable: number; liveWorkers: number; unserved: boolean; oldestWaitMs: number | null }[] };
+    const orphan = queues.find((queue) => queue.jobType === 'ops.orphan');
+    const servedType = queues.find((queue) => queue.jobType === 'ops.served');
+    expect(orphan).toMatchObject({ runnable: 1, liveWorkers: 0, unserved: true });
+    expect(orphan!.oldestWaitMs).toBeGreaterThanOrEqual(0);
+    expect(servedType).toMatchObject({ runnable: 1, liveWorkers: 1, unserved: false });
+    // A tenant sees its own counts (none here), never another's jobs.
+    const tenantQueues = (await call(served.url, 'GET', '/api/queues', { scope: 'org:acme' })).body.queues as { jobType: string; runnable: number }[];
+    expect(tenantQueues.find((queue) => queue.jobType === 'ops.orphan')?.runnable ?? 0).toBe(0);
+
+    const workers = (await call(served.url, 'GET', '/api/workers')).body.workers;
+    expect(workers).toEqual([expect.objectContaining({ id: 'ops-worker', jobTypes: ['ops.served'], concurrency: 4, live: true })]);
+    await db.prisma.$executeRaw`DELETE FROM runledger.workers`;
+  });
+
+  it('keeps workers, schedules and definitions to an admin, and pauses, resumes, disables and enables through the library', async () => {
+    await upsertSchedule(db.prisma, { key: 'ops/nightly report', cron: '0 3 * * *', jobType: 'ops.report', payload: {}, enabled: true });
+    await syncJobDefinitions(db.prisma, [defineJob('ops.report', z.object({}), async () => null)]);
+    for (const path of ['/api/workers', '/api/schedules', '/api/definitions']) {
+      const refused = await call(served.url, 'GET', path, { scope: 'org:acme' });
+      expect([path, refused.status, refused.body.error.code]).toEqual([path, 403, 'dashboard.forbidden']);
+    }
+    const key = encodeURIComponent('ops/nightly report');
+    const tenantPause = await call(served.url, 'POST', `/api/schedules/${key}/pause`, { scope: 'org:acme', body: {}, session: tenant });
+    expect(tenantPause.status).toBe(403);
+
+    const listed = (await call(served.url, 'GET', '/api/schedules')).body.items;
+    expect(listed).toEqual([expect.objectContaining({ key: 'ops/nightly report', enabled: true })]);
+    expect((await call(served.url, 'POST', `/api/schedules/${key}/pause`, { body: {}, session: admin })).body.schedule).toMatchObject({ enabled: false });
+    expect((await call(served.url, 'POST', `/api/schedules/${key}/resume`, { body: {}, session: admin })).body.schedule).toMatchObject({ enabled: true });
+    expect((await call(served.url, 'POST', '/api/schedules/missing/pause', { body: {}, session: admin })).body.error.code).toBe('schedule.not_found');
+
+    const definitions = (await call(served.url, 'GET', '/api/definitions')).body.items;
+    expect(definitions).toEqual([expect.objectContaining({ jobType: 'ops.report', enabled: true })]);
+    const off = await call(served.url, 'POST', '/api/definitions/ops.report/enabled', { body: { enabled: false }, session: admin });
+    expect(off.body.definition).toMatchObject({ jobType: 'ops.report', enabled: false });
+    await expect(enqueueJob(db.prisma, { jobType: 'ops.report', payload: {} })).rejects.toMatchObject({ code: 'job.definition_not_found_or_disabled' });
+    const bad = await call(served.url, 'POST', '/api/definitions/ops.report/enabled', { body: { enabled: 'no' }, session: admin });
+    expect(bad.body.error).toMatchObject({ code: 'job.invalid_input', details: { field: 'enabled' } });
+    expect((await call(served.url, 'POST', '/api/definitions/ops.report/enabled', { body: { enabled: true }, session: admin })).body.definition.enabled).toBe(true);
+  });
+});
