@@ -38,3 +38,6 @@ ALTER TABLE "runledger"."job_attempts" ADD CONSTRAINT "job_attempts_error_stack_
 --    EXISTS keeps it).
 CREATE INDEX IF NOT EXISTS "job_queue_dead_letter_idx" ON "runledger"."job_queue" ("organization_id", "job_type", "finished_at", "id")
     WHERE "status" = 'DEAD_LETTERED' AND "workflow_step_id" IS NULL;
+-- The index budget (migration 20261223000001_index_budget): the read it serves, in the catalog.
+COMMENT ON INDEX "runledger"."job_queue_dead_letter_idx" IS
+  'Operator reads: the bulk requeue of dead letters and its preview count (requeueDeadLetteredJobs, countDeadLetteredJobs, the dashboard''s dead-letters page), one organization and type, oldest first. Direct DEAD_LETTERED rows only.';
