@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/db/ids.js';
 import { jobCursorBefore, parseTimeWindow, runCursorBefore, withinWindow } from '../../src/dashboard/time-window.js';
 import { drawnGraph, findGroups, GROUP_MIN } from '../../ui/dashboard/dag-groups.js';
+import { DAGRE_MAX_NODES, layoutGraph } from '../../ui/dashboard/dag-layout.js';
 import { duration, relative, span } from '../../ui/dashboard/durations.js';
 
 const step = (stepKey: string, status = 'SUCCEEDED', jobType: string | null = 'work') => ({ stepKey, status, executionKind: jobType ? 'JOB' : 'EXTERNAL', jobType, stage: null, progress: null });
@@ -54,12 +55,12 @@ describe('DAG fan-out groups', () => {
     expect(groups.get('group:part-0')!.slice(0, 3)).toEqual(['part-0', 'part-1', 'part-2']);
     expect(groups.get('group:part-0')!.at(-1)).toBe('part-11');
     const graph = drawnGraph(steps, edges, groups, new Set());
-    expect(graph.nodes.map((node) => node.key)).toEqual(['group:part-0', 'merge', 'root']);
+    expect(graph.nodes.map((node) => node.key)).toEqual(['merge', 'group:part-0', 'root']);
     expect(graph.edges).toEqual([
       { from: 'root', to: 'group:part-0', releaseMode: 'ON_SUCCESS' },
       { from: 'group:part-0', to: 'merge', releaseMode: 'ON_TERMINAL' },
     ]);
-    const group = graph.nodes[0]!;
+    const group = graph.nodes[1]!;
     expect(group.kind === 'group' && group.group.counts).toEqual([['SUCCEEDED', 11], ['FAILED', 1]]);
   });
 
@@ -76,6 +77,60 @@ describe('DAG fan-out groups', () => {
     const { steps: s2, edges: e2 } = wide(12);
     e2[0] = edge('root', 'part-0', 'ON_TERMINAL');
     expect(findGroups(s2, e2).get('group:part-1')).toHaveLength(11);
+  });
+});
+
+describe('DAG layout', () => {
+  const options = (direction: 'TB' | 'LR') => ({ direction, nodeSep: 18, rankSep: 50, width: () => 168, height: 60 });
+
+  it('lays out a graph past the dagre bound in ranks, parents before children, no two boxes overlapping', () => {
+    // 30 chains of 20 after one root: 601 nodes.
+    const steps = [step('root')];
+    const edges = [];
+    for (let c = 0; c < 30; c += 1) {
+      for (let j = 0; j < 20; j += 1) {
+        steps.push(step(`c${c}-${j}`, 'SUCCEEDED', `t${c}-${j}`));
+        edges.push(edge(j === 0 ? 'root' : `c${c}-${j - 1}`, `c${c}-${j}`));
+      }
+    }
+    expect(steps.length).toBeGreaterThan(DAGRE_MAX_NODES);
+    const graph = drawnGraph(steps, edges, findGroups(steps, edges), new Set());
+    for (const direction of ['TB', 'LR'] as const) {
+      const { boxes, edges: points, width, height } = layoutGraph(graph, new Set(), options(direction));
+      const along = (key: string) => (direction === 'TB' ? boxes.get(key)!.y : boxes.get(key)!.x);
+      const across = (key: string) => (direction === 'TB' ? boxes.get(key)!.x : boxes.get(key)!.y);
+      for (const e of edges) expect(along(e.prerequisiteStepKey)).toBeLessThan(along(e.dependentStepKey));
+      // Chains side by side in key order (c2 before c10), each straight.
+      expect(across('c2-0')).toBeLessThan(across('c10-0'));
+      expect(across('c10-19')).toBe(across('c10-0'));
+      const all = [...boxes.values()];
+      for (const box of all) {
+        expect(box.x + box.width).toBeLessThanOrEqual(width);
+        expect(box.y + box.height).toBeLessThanOrEqual(height);
+      }
+      const rank1 = [...boxes.entries()].filter(([key]) => key.endsWith('-0')).map(([, box]) => box).sort((a, b) => (direction === 'TB' ? a.x - b.x : a.y - b.y));
+      for (let i = 1; i < rank1.length; i += 1) {
+        if (direction === 'TB') expect(rank1[i]!.x).toBeGreaterThanOrEqual(rank1[i - 1]!.x + rank1[i - 1]!.width);
+        else expect(rank1[i]!.y).toBeGreaterThanOrEqual(rank1[i - 1]!.y + rank1[i - 1]!.height);
+      }
+      expect(points.size).toBe(edges.length);
+    }
+  });
+
+  it("places an expanded group's members in natural key order, with their edges", () => {
+    const parts = Array.from({ length: 12 }, (_, i) => `part-${i}`);
+    const steps = [step('root'), ...parts.map((key) => step(key)), step('merge')];
+    const edges = [...parts.map((key) => edge('root', key)), ...parts.map((key) => edge(key, 'merge'))];
+    const groups = findGroups(steps, edges);
+    const expanded = new Set(groups.keys());
+    const layout = layoutGraph(drawnGraph(steps, edges, groups, expanded), expanded, options('LR'));
+    const ys = parts.map((key) => layout.boxes.get(key)!.y);
+    expect([...ys].sort((a, b) => a - b)).toEqual(ys);
+    // The edge into part-5 ends at part-5's box.
+    const into = layout.edges.get(`root\u0000part-5`)!;
+    const box = layout.boxes.get('part-5')!;
+    expect(into.at(-1)!.y).toBeGreaterThanOrEqual(box.y);
+    expect(into.at(-1)!.y).toBeLessThanOrEqual(box.y + box.height);
   });
 });
 

@@ -1,5 +1,6 @@
 /**
- * A run's DAG as SVG, laid out by dagre, top-down or left-right, whichever
+ * A run's DAG as SVG, laid out by dagre (a layered layout of our own past
+ * 400 nodes: dag-layout.ts), top-down or left-right, whichever
  * lets the run fill the panel at the larger scale (a 1 -> 20 -> 1 fan-out
  * spreads across the panel, a long chain along it). Fan-out groups are one
  * node with a status histogram until expanded (dag-groups.ts); siblings come
@@ -12,8 +13,8 @@
  * steps and edges only recolours the nodes, so the view (and the keyboard
  * focus) stays where it is.
  */
-import dagre from '@dagrejs/dagre';
 import { drawnGraph, findGroups, type DagEdge, type DagStep, type DrawnGraph, type DrawnGroup } from './dag-groups.js';
+import { edgeId, layoutGraph, ranks } from './dag-layout.js';
 import { Minimap } from './dag-minimap.js';
 import { h, s } from './dom.js';
 import { label, progressText } from './format.js';
@@ -61,23 +62,9 @@ function nodeWidth(text: string): number {
 
 /** Longest-path depth and widest rank of the drawn graph: what the direction is chosen from. */
 function shape(graph: DrawnGraph): { depth: number; breadth: number } {
-  const incoming = new Map<string, string[]>();
-  for (const edge of graph.edges) (incoming.get(edge.to) ?? incoming.set(edge.to, []).get(edge.to)!).push(edge.from);
-  const rank = new Map<string, number>();
-  const visit = (key: string, guard: number): number => {
-    const known = rank.get(key);
-    if (known !== undefined) return known;
-    if (guard > graph.nodes.length) return 0;
-    const value = Math.max(-1, ...(incoming.get(key) ?? []).map((from) => visit(from, guard + 1))) + 1;
-    rank.set(key, value);
-    return value;
-  };
   const perRank = new Map<number, number>();
-  for (const node of graph.nodes) {
-    const r = visit(node.key, 0);
-    perRank.set(r, (perRank.get(r) ?? 0) + 1);
-  }
-  return { depth: perRank.size, breadth: Math.max(1, ...perRank.values()) };
+  for (const r of ranks(graph).values()) perRank.set(r, (perRank.get(r) ?? 0) + 1);
+  return { depth: Math.max(1, perRank.size), breadth: Math.max(1, ...perRank.values()) };
 }
 
 export class DagView {
@@ -226,21 +213,16 @@ export class DagView {
 
   private layout(drawn: DrawnGraph): void {
     this.direction = this.chooseDirection(drawn);
-    const graph = new dagre.graphlib.Graph();
-    graph.setGraph({ rankdir: this.direction, nodesep: NODE_SEP, ranksep: RANK_SEP, marginx: 4, marginy: 4 });
-    graph.setDefaultEdgeLabel(() => ({}));
-    for (const node of drawn.nodes) {
-      const text = node.kind === 'step' ? node.step.stepKey : `${node.group.members[0]?.stepKey ?? ''} … (${node.group.members.length})`;
-      graph.setNode(node.key, { width: nodeWidth(text), height: NODE_HEIGHT });
-    }
-    for (const edge of drawn.edges) graph.setEdge(edge.from, edge.to);
-    dagre.layout(graph);
+    const widths = new Map(
+      drawn.nodes.map((node) => [node.key, nodeWidth(node.kind === 'step' ? node.step.stepKey : `${node.group.members[0]?.stepKey ?? ''} … (${node.group.members.length})`)]),
+    );
+    const layout = layoutGraph(drawn, this.expanded, { direction: this.direction, nodeSep: NODE_SEP, rankSep: RANK_SEP, width: (key) => widths.get(key) ?? 168, height: NODE_HEIGHT });
 
     const edgeLayer = s('g', { class: 'edges' });
     for (const edge of drawn.edges) {
-      const points = graph.edge(edge.from, edge.to)?.points ?? [];
+      const points = layout.edges.get(edgeId(edge.from, edge.to)) ?? [];
       if (points.length === 0) continue;
-      const d = points.map((p: { x: number; y: number }, i: number) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
+      const d = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
       const mode = edge.releaseMode === 'ON_TERMINAL' ? 'terminal' : 'success';
       edgeLayer.append(s('path', { d, class: `edge edge-${edge.releaseMode}`, 'marker-end': `url(#arrow-${mode})`, 'data-edge': `${edge.from}->${edge.to}` }));
     }
@@ -248,18 +230,15 @@ export class DagView {
     this.nodes.clear();
     this.boxes.clear();
     for (const node of drawn.nodes) {
-      const box = graph.node(node.key);
-      const x = box.x - box.width / 2;
-      const y = box.y - box.height / 2;
+      const box = layout.boxes.get(node.key)!;
       const element = node.kind === 'step' ? this.stepNode(node.step, box.width) : this.groupNode(node.group, box.width);
-      element.setAttribute('transform', `translate(${x.toFixed(1)},${y.toFixed(1)})`);
+      element.setAttribute('transform', `translate(${box.x.toFixed(1)},${box.y.toFixed(1)})`);
       this.nodes.set(node.key, element);
-      this.boxes.set(node.key, { x, y, width: box.width, height: box.height });
+      this.boxes.set(node.key, box);
       nodeLayer.append(element);
     }
     this.viewport.replaceChildren(edgeLayer, nodeLayer);
-    const bounds = graph.graph();
-    this.size = { width: bounds.width ?? 0, height: bounds.height ?? 0 };
+    this.size = { width: layout.width, height: layout.height };
     this.minimap.draw(drawn, this.boxes, this.size);
     if (this.selected !== undefined) this.nodes.get(this.selected)?.classList.add('selected');
     if (!this.fitted) requestAnimationFrame(() => this.fit());
