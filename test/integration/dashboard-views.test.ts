@@ -25,10 +25,10 @@ const hasChromium = chromiumAvailable('dashboard view tests');
 const ARTIFACTS = path.resolve('test-artifacts');
 const DOCS = path.resolve('docs');
 
-async function screenshot(page: Page, name: string): Promise<void> {
+async function screenshot(page: Page, name: string, fullPage = false): Promise<void> {
   await mkdir(ARTIFACTS, { recursive: true });
   const file = path.join(ARTIFACTS, name);
-  await page.screenshot({ path: file, fullPage: false });
+  await page.screenshot({ path: file, fullPage });
   if (process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
     await mkdir(DOCS, { recursive: true });
     await copyFile(file, path.join(DOCS, name));
@@ -108,7 +108,7 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await page.locator('.step-panel h2').filter({ hasText: 'Step load' }).waitFor();
     expect(await text(page, '[data-testid=step-reason]')).toContain('dependency');
     expect(await page.locator('svg.dag [data-step-key=load]').getAttribute('class')).toContain('selected');
-    await screenshot(page, 'dashboard-run-timeline.png');
+    await screenshot(page, 'dashboard-run-timeline.png', true);
     await page.context().close();
   });
 
@@ -301,7 +301,7 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     expect(await folded.first().locator('dl.payload dt').allInnerTexts()).toEqual(expect.arrayContaining(['processed', 'total']));
     await page.getByRole('button', { name: 'Show more events' }).click();
     await expect.poll(async () => Number(await folded.first().getAttribute('data-folded'))).toBeGreaterThan(firstFold);
-    await screenshot(page, 'dashboard-job.png');
+    await screenshot(page, 'dashboard-job-events.png');
     await page.context().close();
   });
 
