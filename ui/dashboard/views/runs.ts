@@ -36,7 +36,7 @@ export function runsView(context: Context, query: URLSearchParams): View {
     { name: 'q', label: 'Search', hint: SEARCH_HINT },
     { name: 'type', label: 'Workflow type' },
     { name: 'status', label: 'Status', options: ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'], multiple: true },
-    { name: 'meta', label: 'Metadata', hint: 'Metadata: key=value (customer=acme), among the newest 10,000 runs in scope.' },
+    { name: 'meta', label: 'Metadata', hint: 'Metadata: key=value (customer=acme), among the newest 5,000 runs in scope.' },
     { name: 'from', label: 'Created from', datetime: true },
     { name: 'to', label: 'Created to', datetime: true },
     ...(context.session.scope.kind === 'admin' ? [{ name: 'org', label: 'Organization' }] : []),
