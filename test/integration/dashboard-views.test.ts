@@ -305,6 +305,27 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await page.context().close();
   });
 
+  it("shows an attempt's stack trace when the API has one, and nothing where it has none", async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'views.stack', payload: {} });
+    const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['views.stack'] });
+    await failJob(db.prisma, { ...lease!, error: { code: 'views.crash', message: 'boom' }, retryable: true });
+    const page = await openPage(`#/jobs/${jobId}`);
+    await page.locator('[data-testid=attempt-row]').waitFor();
+    expect(await page.locator('[data-testid=attempt-stack]').count()).toBe(0);
+    // The worker's stack capture (another part of this issue) stores it with the attempt; the page shows what the API gives.
+    const stack = 'Error: boom\n    at handler (/app/jobs/crash.ts:12:9)';
+    await page.route(`**/api/jobs/${jobId}`, async (route) => {
+      const response = await route.fetch();
+      const body = await response.json();
+      body.attempts[0].stack = stack;
+      await route.fulfill({ response, json: body });
+    });
+    await page.reload();
+    await page.locator('details.stack summary').click();
+    expect(await page.locator('[data-testid=attempt-stack]').innerText()).toBe(stack);
+    await page.context().close();
+  });
+
   it('follows the system dark mode, has a favicon, and says when the page was last updated', async () => {
     const failed: string[] = [];
     const page = await openPage('#/runs', 'admin', { colorScheme: 'dark' });
