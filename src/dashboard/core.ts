@@ -11,9 +11,11 @@
  * only in it. Actions are POSTs checked against CSRF (csrf.ts) and refused
  * with `dashboard.read_only` when `readOnly`.
  *
- * Routes, relative to `basePath`: `/` the page, `/assets/*` its script and
- * style, `/api/*` JSON (api.ts, actions.ts), `/api/events` the live stream
+ * Routes, relative to `basePath`: `/` the page, `/assets/*` its script,
+ * style and icon, `/api/*` JSON (api.ts, actions.ts), `/api/events` the live stream
  * (live.ts). The page uses relative URLs only, so it works under any prefix.
+ * An error answers JSON, except a page load asking for HTML outside `/api/`,
+ * which gets a small HTML page (error-page.ts).
  */
 import { connectionStringProblem } from '../validation/connection-string.js';
 import type { Db } from '../client/types.js';
