@@ -199,6 +199,27 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await cancelWorkflowRun(db.prisma, { scope: adminScope(), workflowRunId });
   }, 120_000);
 
+  it('folds a 1 -> 2,000 -> 1 fan-out into one node, and expands it with its render time reported', async () => {
+    let builder = workflow('views.fan').job('root', 'fan.root', {});
+    for (let i = 0; i < 2_000; i += 1) builder = builder.job(`item-${i}`, 'fan.item', { i }).afterSuccess(`item-${i}`, ['root']);
+    const items = Array.from({ length: 2_000 }, (_, i) => `item-${i}`);
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.job('reduce', 'fan.reduce', {}).afterTerminal('reduce', items).build());
+    const page = await openPage(`#/runs/${workflowRunId}`);
+    const group = page.locator('svg.dag .node.group[data-group-size="2000"]');
+    await group.waitFor({ timeout: 60_000 });
+    expect(await page.locator('svg.dag .node').count()).toBe(3);
+    const foldedMs = Number(await page.locator('svg.dag').getAttribute('data-render-ms'));
+    await group.click();
+    await expect.poll(() => page.locator('svg.dag .node').count(), { timeout: 30_000 }).toBe(2002);
+    const expandedMs = Number(await page.locator('svg.dag').getAttribute('data-render-ms'));
+    console.log(`DAG of a 1 -> 2,000 -> 1 fan-out: folded ${foldedMs} ms, expanded (2,002 nodes) ${expandedMs} ms`);
+    await page.getByLabel('Find step').fill('item-1999');
+    await page.keyboard.press('Enter');
+    await page.locator('.step-panel h2').filter({ hasText: 'Step item-1999' }).waitFor();
+    await page.context().close();
+    await cancelWorkflowRun(db.prisma, { scope: adminScope(), workflowRunId });
+  }, 120_000);
+
   it('lists jobs with when they are scheduled, no stale error on a success, the matched key, and several statuses at once', async () => {
     const later = await enqueueJob(db.prisma, { jobType: 'views.later', payload: {}, runAt: new Date(Date.now() + 3_600_000), idempotencyKey: 'invoice-7701' });
     const flaky = await enqueueJob(db.prisma, { jobType: 'views.flaky', payload: {} });
