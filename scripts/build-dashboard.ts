@@ -1,7 +1,7 @@
 /**
- * Bundles the dashboard page (ui/dashboard/) into the three files the handler
+ * Bundles the dashboard page (ui/dashboard/) into the files the handler
  * serves: index.html, app.js (one minified ES module, dagre included: no CDN,
- * works offline) and app.css. `npm run build` writes them to
+ * works offline), app.css and favicon.svg. `npm run build` writes them to
  * dist/dashboard/assets, beside the compiled handler; the tests call
  * `buildDashboardAssets()` to write them beside the source
  * (src/dashboard/assets, git-ignored), so `npm test` needs no prior build.
@@ -47,8 +47,9 @@ async function buildInto(outDir: string): Promise<BuiltAsset[]> {
   });
   await copyFile(path.join(ui, 'index.html'), path.join(outDir, 'index.html'));
   await copyFile(path.join(ui, 'app.css'), path.join(outDir, 'app.css'));
+  await copyFile(path.join(ui, 'favicon.svg'), path.join(outDir, 'favicon.svg'));
   return Promise.all(
-    ['index.html', 'app.js', 'app.css'].map(async (name) => {
+    ['index.html', 'app.js', 'app.css', 'favicon.svg'].map(async (name) => {
       const content = await readFile(path.join(outDir, name));
       return { name, bytes: content.length, gzipBytes: gzipSync(content, { level: 9 }).length };
     }),

@@ -6,11 +6,12 @@
  * scope answers 404 exactly like a missing one.
  *
  *   GET api/overview                      counts by status and type, oldest due job, last hour, getQueueMetrics, throughput per minute
- *   GET api/jobs?type&status&org&withoutOrg&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts; withoutOrg: 1 or true)
+ *   GET api/jobs?type&status&org&withoutOrg&from&to&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts; withoutOrg: 1 or true; from/to: time-window.ts)
  *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage, failed attempts' stacks (stacks.ts)
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
- *   GET api/runs?type&status&cursor&limit&q    (q: id prefix or key substring, search.ts)
- *   GET api/runs/:id                      run, steps, edges
+ *   GET api/jobs/:id/events?cursor&limit     a page of the job's event log (listJobEvents)
+ *   GET api/runs?type&status&org&withoutOrg&from&to&meta&cursor&limit&q   (meta: key=value, metadata-filter.ts)    (q: id prefix or key substring, search.ts); each run with its step counts (run-insights.ts)
+ *   GET api/runs/:id                      run, steps, edges, the first attempts of its jobs (the timeline)
  */
 import { z } from 'zod';
 import type { Db } from '../client/types.js';
@@ -29,12 +30,17 @@ import { MAX_ORGANIZATION_ID_LENGTH } from '../validation/primitives.js';
 import { textProblem } from '../validation/storable.js';
 import { readThroughput } from './throughput.js';
 import { readAttemptStacks } from './stacks.js';
+import { readRunAttempts, readRunSummaries, type RunStepSummary } from './run-insights.js';
+import { filterRunsByMetadata, parseMetadataFilter, type MetadataReport } from './metadata-filter.js';
+import { jobCursorBefore, parseTimeWindow, runCursorBefore, withinWindow } from './time-window.js';
 import { parseInput } from '../validation/parse.js';
 import { organizationId } from '../validation/primitives.js';
 
 /** A run page draws at most this many steps and edges (10 pages of the library's largest). */
 export const MAX_DRAWN_STEPS = 5_000;
 const PAGE = 500;
+/** The first page of a job's event log on its page; the rest come a page at a time (jobEventsPage). */
+export const EVENTS_PAGE = 50;
 
 const orgFilter = z.object({ org: organizationId });
 
@@ -75,6 +81,9 @@ const MAX_PARAMETER_LENGTH: Record<string, number> = {
   id: 100,
   run: 100,
   status: 100,
+  from: 40,
+  to: 40,
+  meta: 1_000,
 };
 
 /**
@@ -157,9 +166,10 @@ export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Pr
   const q = optionalText(query, 'q');
   // Checked before the scope is narrowed, so a bad search is refused the same way in every scope.
   const search = q === undefined ? undefined : searchFilter(scope, query, q, JOB_STATUSES);
+  const window = parseTimeWindow(query);
   const narrowed = narrowScope(scope, query);
   if (!narrowed) return { items: [], nextCursor: null, ...(search ? { search: searchReport(search) } : {}) };
-  if (search) return searchJobs(db, { ...search, scope: narrowed });
+  if (search) return withinWindow(await searchJobs(db, { ...search, scope: narrowed }), window);
   const id = optionalText(query, 'id');
   if (id !== undefined) {
     // A search by id: exact, and only within the scope, like every read.
@@ -175,26 +185,30 @@ export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Pr
     }
     return { items: await findJobsByIdempotencyKey(db, narrowed, jobType, key), nextCursor: null };
   }
-  return listJobs(db, {
+  const page = await listJobs(db, {
     scope: narrowed,
     jobType: optionalText(query, 'type'),
     status: statuses<JobStatus>(query),
     limit: optionalLimit(query),
-    cursor: optionalText(query, 'cursor'),
+    cursor: optionalText(query, 'cursor') ?? (window.to ? jobCursorBefore(window.to) : undefined),
   });
+  return withinWindow(page, window);
 }
 
 export async function jobDetail(db: Db, scope: Scope, jobId: string) {
   const job = await getJob(db, { scope, jobId });
   const [attempts, events, links, stacks] = await Promise.all([
     listJobAttempts(db, { scope, jobId, limit: PAGE }),
-    listJobEvents(db, { scope, jobId, limit: PAGE }),
+    listJobEvents(db, { scope, jobId, limit: EVENTS_PAGE }),
     readJobLinks(db, scope, jobId),
     readAttemptStacks(db, scope, jobId),
   ]);
   // Deleted between the reads (retention): report it as the library would.
   if (!links) throw new NotFoundError('job.not_found', 'The job does not exist.', { details: { jobId } });
-  return { job, attempts: attempts.items, attemptsCursor: attempts.nextCursor, events: events.items, moreEvents: events.nextCursor !== null, ...links, stacks };
+  // Each failed attempt's stack also rides on the attempt itself (the page folds it under the attempt).
+  const stackOf = new Map(stacks.map((entry) => [`${entry.runNumber}:${entry.attempt}:${entry.errorCode}`, entry.stack]));
+  const withStacks = attempts.items.map((a) => ({ ...a, stack: a.errorCode === null ? null : (stackOf.get(`${a.runNumber}:${a.attempt}:${a.errorCode}`) ?? null) }));
+  return { job, attempts: withStacks, attemptsCursor: attempts.nextCursor, events: events.items, moreEvents: events.nextCursor !== null, eventsCursor: events.nextCursor, ...links, stacks };
 }
 
 /** A further page of a job's attempts, in the request's scope (`job.not_found` outside it). */
@@ -202,16 +216,43 @@ export function jobAttemptsPage(db: Db, scope: Scope, jobId: string, query: URLS
   return listJobAttempts(db, { scope, jobId, limit: optionalLimit(query), cursor: optionalText(query, 'cursor') });
 }
 
-export function runsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<WorkflowRun> & { search?: SearchReport }> {
+/** A further page of a job's event log, in the request's scope (`job.not_found` outside it). */
+export function jobEventsPage(db: Db, scope: Scope, jobId: string, query: URLSearchParams) {
+  return listJobEvents(db, { scope, jobId, limit: optionalLimit(query) ?? EVENTS_PAGE, cursor: optionalText(query, 'cursor') });
+}
+
+export async function runsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<WorkflowRun & { steps: RunStepSummary | null }> & { search?: SearchReport | MetadataReport }> {
   const q = optionalText(query, 'q');
-  if (q !== undefined) return searchRuns(db, searchFilter(scope, query, q, RUN_STATUSES));
-  return listWorkflowRuns(db, {
-    scope,
-    workflowType: optionalText(query, 'type'),
-    status: statuses<WorkflowRunStatus>(query),
-    limit: optionalLimit(query),
-    cursor: optionalText(query, 'cursor'),
-  });
+  const metaText = optionalText(query, 'meta');
+  const meta = metaText === undefined ? undefined : parseMetadataFilter(metaText);
+  if (meta && q !== undefined) throw new ValidationError('dashboard.invalid_input', 'meta', 'Search or filter by metadata, not both.');
+  // Checked before the scope is narrowed, as on the jobs list.
+  const search = q === undefined ? undefined : searchFilter(scope, query, q, RUN_STATUSES);
+  const window = parseTimeWindow(query);
+  const narrowed = narrowScope(scope, query);
+  if (!narrowed) return { items: [], nextCursor: null, ...(search ? { search: searchReport(search) } : {}) };
+  const page: Page<WorkflowRun> & { search?: SearchReport | MetadataReport } =
+    search !== undefined
+      ? await searchRuns(db, { ...search, scope: narrowed })
+      : meta !== undefined
+        ? await filterRunsByMetadata(db, {
+            scope: narrowed,
+            ...meta,
+            type: optionalText(query, 'type'),
+            statuses: knownStatuses(query, RUN_STATUSES),
+            limit: optionalLimit(query),
+            cursor: optionalText(query, 'cursor'),
+          })
+        : await listWorkflowRuns(db, {
+          scope: narrowed,
+          workflowType: optionalText(query, 'type'),
+          status: statuses<WorkflowRunStatus>(query),
+          limit: optionalLimit(query),
+          cursor: optionalText(query, 'cursor') ?? (window.to ? runCursorBefore(window.to) : undefined),
+        });
+  const inWindow = withinWindow(page, window);
+  const summaries = await readRunSummaries(db, narrowed, inWindow.items.map((run) => run.id));
+  return { ...inWindow, items: inWindow.items.map((run) => ({ ...run, steps: summaries.get(run.id) ?? null })) };
 }
 
 async function allPages<T>(read: (cursor: string | undefined) => Promise<Page<T>>): Promise<{ items: T[]; truncated: boolean }> {
@@ -227,9 +268,10 @@ async function allPages<T>(read: (cursor: string | undefined) => Promise<Page<T>
 
 export async function runDetail(db: Db, scope: Scope, workflowRunId: string) {
   const run = await getWorkflowRun(db, { scope, workflowRunId });
-  const [steps, edges] = await Promise.all([
+  const [steps, edges, attempts] = await Promise.all([
     allPages<WorkflowStep>((cursor) => listWorkflowSteps(db, { scope, workflowRunId, limit: PAGE, cursor })),
     allPages<WorkflowStepDependency>((cursor) => listWorkflowStepDependencies(db, { scope, workflowRunId, limit: PAGE, cursor })),
+    readRunAttempts(db, scope, run.id),
   ]);
-  return { run, steps: steps.items, edges: edges.items, truncated: steps.truncated || edges.truncated };
+  return { run, steps: steps.items, edges: edges.items, attempts, truncated: steps.truncated || edges.truncated };
 }

@@ -12,7 +12,7 @@ import type { BodyAnswer } from './exchange.js';
 /** Where the built assets live, relative to this module. */
 export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 
-export const ASSET_FILES = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8' } as const;
+export const ASSET_FILES = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8', 'favicon.svg': 'image/svg+xml' } as const;
 export type AssetName = keyof typeof ASSET_FILES;
 
 /** The page loads only its own script and style, talks only to its own origin, and cannot be framed. */

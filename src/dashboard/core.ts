@@ -11,18 +11,22 @@
  * only in it. Actions are POSTs checked against CSRF (csrf.ts) and refused
  * with `dashboard.read_only` when `readOnly`.
  *
- * Routes, relative to `basePath`: `/` the page, `/assets/*` its script and
- * style, `/api/*` JSON (api.ts, actions.ts), `/api/events` the live stream
+ * Routes, relative to `basePath`: `/` the page, `/assets/*` its script,
+ * style and icon, `/api/*` JSON (api.ts, actions.ts), `/api/events` the live stream
  * (live.ts). The page uses relative URLs only, so it works under any prefix.
+ * An error answers JSON, except a page load asking for HTML outside `/api/`,
+ * which gets a small HTML page (error-page.ts).
  */
 import { connectionStringProblem } from '../validation/connection-string.js';
 import type { Db } from '../client/types.js';
 import { scopeSchema, type Scope } from '../db/scope.js';
 import { InternalError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { cancelJobAction, cancelRunAction, completeStepAction, replayJobAction, requeueJobAction } from './actions.js';
-import { jobAttemptsPage, jobDetail, jobsPage, overview, runDetail, runsPage } from './api.js';
+import { jobAttemptsPage, jobDetail, jobEventsPage, jobsPage, overview, runDetail, runsPage } from './api.js';
 import { AssetStore } from './assets.js';
+import { readCatalog } from './catalog.js';
 import { checkCsrf, sessionToken } from './csrf.js';
+import { errorPage, wantsHtml } from './error-page.js';
 import type { DashboardAnswer, DashboardRequest } from './exchange.js';
 import { errorAnswer, jsonAnswer, readJsonBody } from './http.js';
 import { LIVE_HEADERS, LiveFeed } from './live.js';
@@ -133,9 +137,11 @@ function methodNotAllowed(allowed: string): ValidationError {
 
 const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchParams) => Promise<unknown>][] = [
   [/^overview$/, (db, scope) => overview(db, scope)],
+  [/^catalog$/, (db) => readCatalog(db)],
   [/^jobs$/, (db, scope, _m, query) => jobsPage(db, scope, query)],
   [new RegExp(`^jobs/${ID}$`), (db, scope, m) => jobDetail(db, scope, m[1]!)],
   [new RegExp(`^jobs/${ID}/attempts$`), (db, scope, m, query) => jobAttemptsPage(db, scope, m[1]!, query)],
+  [new RegExp(`^jobs/${ID}/events$`), (db, scope, m, query) => jobEventsPage(db, scope, m[1]!, query)],
   [/^runs$/, (db, scope, _m, query) => runsPage(db, scope, query)],
   [new RegExp(`^runs/${ID}$`), (db, scope, m) => runDetail(db, scope, m[1]!)],
   ...OPERATION_READS,
@@ -149,6 +155,13 @@ const ACTIONS: [RegExp, (db: Db, scope: Scope, match: string[], body: Record<str
   [new RegExp(`^jobs/${ID}/requeue$`), (db, scope, m, body) => requeueJobAction(db, scope, m[1]!, body)],
   ...OPERATION_ACTIONS,
 ];
+
+/** The path below `basePath`, or undefined when the target is outside it. */
+function relativePath(target: string, basePath: string): string | undefined {
+  const pathname = new URL(target, 'http://dashboard.invalid').pathname;
+  if (basePath !== '' && pathname !== basePath && !pathname.startsWith(`${basePath}/`)) return undefined;
+  return pathname.slice(basePath.length);
+}
 
 /** Validates `options` (throwing `dashboard.invalid_options` naming the field, `factory` naming the caller) and builds the dashboard. */
 export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory: string): DashboardCore<R> {
@@ -172,9 +185,9 @@ export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory
     const scope = await authorizeRequest(options, native);
     const isRead = method === 'GET' || method === 'HEAD';
 
-    if (rel === '/' || rel === '/index.html' || rel === '/assets/app.js' || rel === '/assets/app.css') {
+    if (rel === '/' || rel === '/index.html' || rel === '/assets/app.js' || rel === '/assets/app.css' || rel === '/assets/favicon.svg') {
       if (!isRead) throw methodNotAllowed('GET');
-      return assets.answer(rel === '/' || rel === '/index.html' ? 'index.html' : rel === '/assets/app.js' ? 'app.js' : 'app.css');
+      return assets.answer(rel === '/' || rel === '/index.html' ? 'index.html' : (rel.slice('/assets/'.length) as 'app.js' | 'app.css' | 'favicon.svg'));
     }
     if (!rel.startsWith('/api/')) throw routeNotFound();
     const path = rel.slice('/api/'.length);
@@ -215,7 +228,8 @@ export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory
       try {
         answer = await route(request, native);
       } catch (error) {
-        answer = errorAnswer(error);
+        // A page load refused or failed reads as a page; the API, and anything not asking for HTML, as JSON.
+        answer = wantsHtml(request, relativePath(request.target, basePath)) ? errorPage(error) : errorAnswer(error);
       }
       // HEAD: every header of the GET (content-length included), no body.
       if (request.method === 'HEAD' && answer.kind === 'body' && answer.body !== null) return { ...answer, body: null };

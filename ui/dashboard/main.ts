@@ -13,6 +13,7 @@ import { overviewView } from './views/overview.js';
 import { runView } from './views/run.js';
 import { runsView } from './views/runs.js';
 import { hideAdminLinks, operationsView } from './views/operations.js';
+import { showUpdated } from './updated.js';
 
 const POLL_MS = 5_000;
 const DEBOUNCE_MS = 200;
@@ -35,6 +36,7 @@ async function start(): Promise<void> {
   const main = document.getElementById('main')!;
   const errorBox = document.getElementById('error')!;
   const liveBox = document.getElementById('live')!;
+  const updatedBox = document.getElementById('updated')!;
   const showError = (error: unknown) => {
     errorBox.textContent = errorText(error);
     errorBox.hidden = false;
@@ -80,6 +82,7 @@ async function start(): Promise<void> {
     try {
       await current?.refresh();
       document.body.dataset.refreshedAt = String(Date.now());
+      showUpdated(updatedBox);
     } catch (error) {
       showError(error);
     } finally {

@@ -2,7 +2,9 @@ import { get, post } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { millis, json, progressText, when } from '../format.js';
+import { duration, relative, timeAgo, timeBoth } from '../time.js';
 import { actionForm, STATE_POLICY_LABELS } from './actions.js';
+import { EventLog, type JobEvent } from './job-events.js';
 import { stackTraces, type AttemptStack } from './stacks.js';
 import { statusBadge } from './list.js';
 
@@ -48,14 +50,17 @@ interface Attempt {
   retryDelayMs: number | null;
   retryDelaySource: string | null;
   nextRunAt: string | null;
+  /** The handler's error stack, bounded, when the worker captured one (absent otherwise). */
+  stack?: string | null;
 }
 
 interface JobDetail {
   job: Job;
   attempts: Attempt[];
   attemptsCursor: string | null;
-  events: { id: string; eventType: string; runNumber: number; attempt: number; payload: unknown; createdAt: string }[];
+  events: JobEvent[];
   moreEvents: boolean;
+  eventsCursor: string | null;
   workflowStep: { workflowRunId: string; stepKey: string } | null;
   replayOf: { sourceJobId: string; sourceRunNumber: number; reason: string; createdAt: string } | null;
   stacks?: AttemptStack[];
@@ -106,10 +111,16 @@ function attemptRow(a: Attempt): HTMLElement {
     h('td', { class: 'num' }, a.attempt),
     h('td', { class: 'num' }, a.runNumber),
     h('td', { class: 'mono small' }, a.workerId),
-    h('td', {}, when(a.startedAt)),
-    h('td', {}, a.finishedAt ? when(a.finishedAt) : 'running'),
+    h('td', {}, timeAgo(a.startedAt)),
+    h('td', {}, a.finishedAt ? timeAgo(a.finishedAt) : 'running'),
+    h('td', { class: 'num', 'data-testid': 'attempt-duration' }, duration(a.startedAt, a.finishedAt)),
     h('td', { 'data-testid': 'attempt-outcome' }, a.outcome ? statusBadge(a.outcome) : '—'),
-    h('td', {}, a.errorCode ? h('span', {}, h('code', {}, a.errorCode), a.errorMessage ? `: ${a.errorMessage}` : '') : '—'),
+    h(
+      'td',
+      { class: 'wrap' },
+      a.errorCode ? h('span', {}, h('code', {}, a.errorCode), a.errorMessage ? `: ${a.errorMessage}` : '') : '—',
+      typeof a.stack === 'string' && a.stack !== '' ? h('details', { class: 'stack' }, h('summary', {}, 'stack trace'), h('pre', { 'data-testid': 'attempt-stack' }, a.stack)) : null,
+    ),
     h('td', {}, a.retryDelayMs === null ? '—' : `${millis(a.retryDelayMs)} (${RETRY_SOURCE[a.retryDelaySource ?? ''] ?? a.retryDelaySource ?? '?'})`),
     h('td', {}, when(a.nextRunAt)),
   );
@@ -121,7 +132,7 @@ function attemptsTable(attempts: Attempt[]): HTMLElement {
     'table',
     { class: 'list', 'data-testid': 'attempts' },
     h('caption', { class: 'sr-only' }, 'Attempts of this job, oldest first'),
-    h('thead', {}, h('tr', {}, ['attempt', 'run', 'worker', 'started', 'finished', 'outcome', 'error', 'retry delay', 'runnable again'].map((name) => h('th', { scope: 'col' }, name)))),
+    h('thead', {}, h('tr', {}, ['attempt', 'run', 'worker', 'started', 'finished', 'took', 'outcome', 'error', 'retry delay', 'runnable again'].map((name) => h('th', { scope: 'col' }, name)))),
     h('tbody', {}, attempts.map(attemptRow)),
   );
 }
@@ -190,6 +201,11 @@ export function jobView(context: Context, jobId: string): View {
     if (latest) replace(attemptsBox, later.render(latest.attempts, latest.attemptsCursor !== null));
   };
   const later = new LaterAttempts(jobId, context.showError, renderAttempts);
+  const eventsBox = h('div');
+  const renderEvents = () => {
+    if (latest) replace(eventsBox, eventLog.render(latest.events, latest.eventsCursor));
+  };
+  const eventLog = new EventLog(jobId, context.showError, renderEvents);
   return {
     root,
     async refresh() {
@@ -207,12 +223,16 @@ export function jobView(context: Context, jobId: string): View {
           ['stage', job.stage ?? '—'],
           ['progress', progressText(job.progress)],
           ['priority', String(job.priority)],
-          ['next run at', when(job.nextRunAt)],
-          ['lease', job.leaseOwner ? `${job.leaseOwner} until ${when(job.leaseExpiresAt)} (heartbeat ${when(job.heartbeatAt)})` : '—'],
-          ['created', when(job.createdAt)],
-          ['started', when(job.startedAt)],
-          ['finished', when(job.finishedAt)],
-          ['last error', job.lastErrorCode ? `${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '—'],
+          // Only a PENDING job has a next run; a leased or ended one's column is leftover, not a plan.
+          ...(job.status === 'PENDING' ? [[new Date(job.nextRunAt).getTime() > Date.now() ? 'scheduled for' : 'due since', timeBoth(job.nextRunAt)] as [string, Node | string]] : []),
+          ['lease', job.leaseOwner ? `${job.leaseOwner} until ${when(job.leaseExpiresAt)} (heartbeat ${relative(job.heartbeatAt)})` : '—'],
+          ['created', timeBoth(job.createdAt)],
+          ['started', timeBoth(job.startedAt)],
+          ['finished', timeBoth(job.finishedAt)],
+          ['waited', job.startedAt ? duration(job.createdAt, job.startedAt) : job.finishedAt ? 'never started' : duration(job.createdAt, null)],
+          ['took', job.startedAt ? duration(job.startedAt, job.finishedAt) : '—'],
+          // A succeeded job's last error is an earlier attempt's (listed below), not its state.
+          ...(job.lastErrorCode && job.status !== 'SUCCEEDED' ? [['last error', `${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}`] as [string, string]] : []),
           [
             'workflow',
             detail.workflowStep
@@ -228,6 +248,7 @@ export function jobView(context: Context, jobId: string): View {
         replace(actions, jobActions(context, detail));
       }
       renderAttempts();
+      renderEvents();
       replace(
         details,
         h('h2', {}, 'Attempts'),
@@ -242,21 +263,9 @@ export function jobView(context: Context, jobId: string): View {
         h('h2', {}, 'Replays of this job'),
         detail.replays.length === 0
           ? h('p', {}, 'None.')
-          : h('ul', {}, detail.replays.map((r) => h('li', {}, h('a', { href: `#/jobs/${r.replayJobId}`, class: 'mono' }, r.replayJobId), ` of run ${r.sourceRunNumber}, ${when(r.createdAt)}: ${r.reason}`))),
+          : h('ul', {}, detail.replays.map((r) => h('li', {}, h('a', { href: `#/jobs/${r.replayJobId}`, class: 'mono' }, r.replayJobId), ` of run ${r.sourceRunNumber}, `, timeAgo(r.createdAt), `: ${r.reason}`))),
         h('h2', {}, 'Events'),
-        h(
-          'table',
-          { class: 'list' },
-          h('thead', {}, h('tr', {}, ['event', 'run', 'attempt', 'at', 'details'].map((name) => h('th', { scope: 'col' }, name)))),
-          h(
-            'tbody',
-            {},
-            detail.events.map((event) =>
-              h('tr', {}, h('td', {}, event.eventType), h('td', { class: 'num' }, event.runNumber), h('td', { class: 'num' }, event.attempt), h('td', {}, when(event.createdAt)), h('td', { class: 'mono small' }, JSON.stringify(event.payload))),
-            ),
-          ),
-        ),
-        detail.moreEvents ? h('p', { class: 'muted' }, 'Events after the first 500 are not shown.') : null,
+        eventsBox,
       );
     },
   };

@@ -9,6 +9,12 @@ export interface FilterField {
   name: string;
   label: string;
   options?: string[];
+  /** With options: checkboxes, any number checked, written to the hash as one comma-separated value (`status=PENDING,LEASED`). */
+  multiple?: boolean;
+  /** A local date and time picker; the hash holds it as ISO 8601 (UTC), so a pasted link means the same instant anywhere. */
+  datetime?: boolean;
+  /** A datalist of suggestions for a text field (a type from the catalog); the field still takes any text. */
+  suggestions?: () => Promise<string[]>;
   /** A sentence under the form that the control is described by (aria-describedby). */
   hint?: string;
 }
@@ -17,6 +23,36 @@ export function filterForm(base: string, query: URLSearchParams, fields: FilterF
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filters' });
   for (const field of fields) {
     const id = `filter-${field.name}`;
+    if (field.options && field.multiple) {
+      const chosen = new Set((query.get(field.name) ?? '').split(',').filter(Boolean));
+      form.append(
+        h(
+          'fieldset',
+          { class: 'checks', 'data-filter': field.name },
+          h('legend', {}, field.label),
+          field.options.map((option) =>
+            h('label', {}, h('input', { type: 'checkbox', name: field.name, value: option, checked: chosen.has(option) }), ` ${label(option)}`),
+          ),
+        ),
+      );
+      continue;
+    }
+    if (field.datetime) {
+      const iso = query.get(field.name);
+      const at = iso ? new Date(iso) : null;
+      // datetime-local shows local time without a zone: the ISO instant converted to it.
+      const local = at && !Number.isNaN(at.getTime()) ? new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16) : '';
+      form.append(h('label', { for: id }, field.label), h('input', { id, name: field.name, type: 'datetime-local', value: local, 'data-datetime': true }));
+      continue;
+    }
+    if (field.suggestions) {
+      const list = h('datalist', { id: `${id}-list` });
+      form.append(list);
+      field.suggestions().then(
+        (values) => list.replaceChildren(...values.map((value) => h('option', { value }))),
+        () => undefined,
+      );
+    }
     const control = field.options
       ? h('select', { id, name: field.name }, h('option', { value: '' }, 'any'), field.options.map((option) => h('option', { value: option, selected: query.get(field.name) === option }, label(option))))
       : h('input', {
@@ -25,6 +61,7 @@ export function filterForm(base: string, query: URLSearchParams, fields: FilterF
           value: query.get(field.name) ?? '',
           autocomplete: 'off',
           type: field.name === 'q' ? 'search' : 'text',
+          list: field.suggestions ? `${id}-list` : undefined,
           'aria-describedby': field.hint ? `${id}-hint` : undefined,
         });
     form.append(h('label', { for: id }, field.label), control);
@@ -34,7 +71,13 @@ export function filterForm(base: string, query: URLSearchParams, fields: FilterF
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     const params = new URLSearchParams();
-    for (const [key, value] of new FormData(form)) if (typeof value === 'string' && value.trim() !== '') params.set(key, value.trim());
+    const datetimes = new Set([...form.querySelectorAll<HTMLInputElement>('input[data-datetime]')].map((input) => input.name));
+    for (const [key, raw] of new FormData(form)) {
+      if (typeof raw !== 'string' || raw.trim() === '') continue;
+      const value = datetimes.has(key) ? new Date(raw).toISOString() : raw;
+      // Several checked boxes of one field: one comma-separated value, so the link stays short and readable.
+      params.set(key, params.has(key) ? `${params.get(key)},${value.trim()}` : value.trim());
+    }
     location.hash = `${base}?${params.toString()}`;
   });
   return form;

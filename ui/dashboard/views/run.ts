@@ -1,28 +1,20 @@
 import { get, post } from '../api.js';
 import type { Context, View } from '../context.js';
-import { DagView, type DagEdge, type DagStep } from '../dag.js';
+import { DagView, type DagEdge } from '../dag.js';
 import { h, replace } from '../dom.js';
-import { json, progressText, when } from '../format.js';
+import { progressText } from '../format.js';
+import { duration } from '../time.js';
 import { actionForm } from './actions.js';
 import { runActionForms } from './run-actions.js';
 import { statusBadge } from './list.js';
-
-interface Step extends DagStep {
-  id: string;
-  jobId: string | null;
-  statusReason: string | null;
-  lastErrorCode: string | null;
-  lastErrorMessage: string | null;
-  output: unknown;
-  payload: unknown;
-  startedAt: string | null;
-  finishedAt: string | null;
-}
+import { runFacts, stepPanel, type RunFacts, type RunStep } from './run-details.js';
+import { timeline, type TimelineAttempt } from './timeline.js';
 
 interface RunDetail {
-  run: { id: string; workflowType: string; organizationId: string | null; status: string; statusReason: string | null; result: unknown; createdAt: string; finishedAt: string | null };
-  steps: Step[];
+  run: RunFacts;
+  steps: RunStep[];
   edges: DagEdge[];
+  attempts: TimelineAttempt[];
   truncated: boolean;
 }
 
@@ -35,7 +27,7 @@ const TERMINAL_RUN = new Set(['SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'])
  */
 const CLAIM_WATCH_POLL_MS = 1_000;
 
-function completeForm(context: Context, runId: string, step: Step): HTMLFormElement {
+function completeForm(context: Context, runId: string, step: RunStep): HTMLFormElement {
   return actionForm(
     context,
     'complete-step',
@@ -61,64 +53,69 @@ function completeForm(context: Context, runId: string, step: Step): HTMLFormElem
   );
 }
 
+function afterText(edges: DagEdge[], stepKey: string): string {
+  return edges
+    .filter((edge) => edge.dependentStepKey === stepKey)
+    .map((edge) => `${edge.prerequisiteStepKey}${edge.releaseMode === 'ON_TERMINAL' ? ' (any outcome)' : ''}`)
+    .join(', ');
+}
+
 export function runView(context: Context, runId: string): View {
   let selected: string | undefined;
   let latest: RunDetail | undefined;
   let panelKey: string | undefined;
   let cancelKey = '';
+  let allTimeline = false;
   const summary = h('div');
   const cancel = h('section', { class: 'actions', 'aria-label': 'Run actions' });
   const panel = h('section', { class: 'step-panel', 'aria-live': 'polite', 'aria-label': 'Selected step' });
+  const timelineBox = h('section', { 'aria-labelledby': 'timeline-title' });
   const table = h('div');
   const renderPanel = () => {
     const step = latest?.steps.find((candidate) => candidate.stepKey === selected);
-    const key = step ? JSON.stringify([step.stepKey, step.status, step.stage, step.progress]) : '';
+    const key = step ? JSON.stringify([step.stepKey, step.status, step.stage, step.progress, step.finishedAt, step.startedAt, latest?.attempts.length]) : '';
     if (key === panelKey) return;
     panelKey = key;
     if (!step || !latest) {
-      replace(panel, h('p', { class: 'muted' }, 'Select a step in the graph or the table to see it here.'));
+      replace(panel, h('p', { class: 'muted' }, 'Select a step in the graph, the timeline or the table to see it here.'));
       return;
     }
     const canComplete = !context.session.readOnly && step.executionKind === 'EXTERNAL' && step.status === 'WAITING_FOR_EXTERNAL';
     replace(
       panel,
-      h('h2', { tabindex: -1 }, `Step ${step.stepKey}`),
-      h(
-        'dl',
-        { class: 'facts' },
-        h('dt', {}, 'status'),
-        h('dd', {}, statusBadge(step.status)),
-        h('dt', {}, 'kind'),
-        h('dd', {}, step.executionKind === 'EXTERNAL' ? 'external (completed from outside)' : `job ${step.jobType ?? ''}`),
-        h('dt', {}, 'job'),
-        h('dd', {}, step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, step.jobId) : '—'),
-        h('dt', {}, 'reason / error'),
-        h('dd', {}, [step.statusReason, step.lastErrorCode && `${step.lastErrorCode}: ${step.lastErrorMessage ?? ''}`].filter(Boolean).join(' · ') || '—'),
-        h('dt', {}, 'stage'),
-        h('dd', {}, step.stage ?? '—'),
-        h('dt', {}, 'progress'),
-        h('dd', {}, progressText(step.progress)),
-        h('dt', {}, 'started / finished'),
-        h('dd', {}, `${when(step.startedAt)} / ${when(step.finishedAt)}`),
+      stepPanel(
+        step,
+        latest.attempts.filter((a) => a.stepKey === step.stepKey),
+        afterText(latest.edges, step.stepKey),
+        canComplete ? completeForm(context, latest.run.id, step) : null,
       ),
-      h('h3', {}, 'Output'),
-      h('pre', { tabindex: 0 }, json(step.output)),
-      canComplete ? completeForm(context, latest.run.id, step) : null,
     );
   };
+  const dag = new DagView((stepKey) => select(stepKey));
   const select = (stepKey: string) => {
     selected = stepKey;
+    dag.select(stepKey);
     renderPanel();
     panel.querySelector<HTMLElement>('h2')?.focus();
   };
-  const dag = new DagView(select);
+  const renderTimeline = () => {
+    if (!latest) return;
+    replace(
+      timelineBox,
+      h('h2', { id: 'timeline-title' }, 'Timeline'),
+      timeline(latest.run, latest.steps, latest.attempts, select, () => {
+        allTimeline = true;
+        renderTimeline();
+      }, allTimeline),
+    );
+  };
   const root = h(
     'article',
     { 'aria-labelledby': 'run-title' },
     h('h1', { id: 'run-title' }, 'Run ', h('span', { class: 'mono' }, runId)),
     summary,
     cancel,
-    h('div', { class: 'run-layout' }, dag.root, panel),
+    h('div', { class: 'run-layout' }, h('div', { class: 'run-main' }, dag.root, timelineBox), panel),
     h('h2', {}, 'Steps'),
     table,
   );
@@ -131,20 +128,7 @@ export function runView(context: Context, runId: string): View {
       const { run } = detail;
       replace(
         summary,
-        h(
-          'dl',
-          { class: 'facts' },
-          h('dt', {}, 'status'),
-          h('dd', { 'data-testid': 'run-status' }, statusBadge(run.status)),
-          h('dt', {}, 'type'),
-          h('dd', {}, run.workflowType),
-          h('dt', {}, 'organization'),
-          h('dd', {}, run.organizationId ?? '—'),
-          h('dt', {}, 'created / finished'),
-          h('dd', {}, `${when(run.createdAt)} / ${when(run.finishedAt)}`),
-          h('dt', {}, 'result'),
-          h('dd', {}, run.result === null ? '—' : h('code', {}, JSON.stringify(run.result))),
-        ),
+        runFacts(run, detail.steps, select),
         detail.truncated ? h('p', { class: 'muted' }, 'This run is larger than the dashboard draws; the graph shows its first steps.') : null,
       );
       const runKey = `${run.status}`;
@@ -154,13 +138,14 @@ export function runView(context: Context, runId: string): View {
       }
       dag.update(detail.steps, detail.edges);
       renderPanel();
+      renderTimeline();
       replace(
         table,
         h(
           'table',
           { class: 'list' },
           h('caption', { class: 'sr-only' }, 'Steps of this run'),
-          h('thead', {}, h('tr', {}, ['step', 'kind', 'status', 'stage', 'progress', 'after', 'job'].map((name) => h('th', { scope: 'col' }, name)))),
+          h('thead', {}, h('tr', {}, ['step', 'kind', 'status', 'stage', 'progress', 'took', 'after', 'job'].map((name) => h('th', { scope: 'col' }, name)))),
           h(
             'tbody',
             {},
@@ -173,7 +158,8 @@ export function runView(context: Context, runId: string): View {
                 h('td', {}, statusBadge(step.status)),
                 h('td', { 'data-testid': 'step-stage' }, step.stage ?? '—'),
                 h('td', {}, progressText(step.progress)),
-                h('td', {}, detail.edges.filter((edge) => edge.dependentStepKey === step.stepKey).map((edge) => `${edge.prerequisiteStepKey}${edge.releaseMode === 'ON_TERMINAL' ? ' (any outcome)' : ''}`).join(', ') || '—'),
+                h('td', { class: 'num' }, step.releasedAt ? duration(step.releasedAt, step.finishedAt) : '—'),
+                h('td', { class: 'wrap' }, afterText(detail.edges, step.stepKey) || '—'),
                 h('td', {}, step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, `…${step.jobId.slice(-8)}`) : '—'),
               ),
             ),
