@@ -206,8 +206,11 @@ export async function jobDetail(db: Db, scope: Scope, jobId: string) {
   // Deleted between the reads (retention): report it as the library would.
   if (!links) throw new NotFoundError('job.not_found', 'The job does not exist.', { details: { jobId } });
   // Each failed attempt's stack also rides on the attempt itself (the page folds it under the attempt).
-  const stackOf = new Map(stacks.map((entry) => [`${entry.runNumber}:${entry.attempt}:${entry.errorCode}`, entry.stack]));
-  const withStacks = attempts.items.map((a) => ({ ...a, stack: a.errorCode === null ? null : (stackOf.get(`${a.runNumber}:${a.attempt}:${a.errorCode}`) ?? null) }));
+  const stackOf = new Map(stacks.map((entry) => [entry.seq, entry.stack]));
+  const withStacks = attempts.items.map((a) => {
+    const stack = stackOf.get(String(a.seq));
+    return stack === undefined ? a : { ...a, stack };
+  });
   return { job, attempts: withStacks, attemptsCursor: attempts.nextCursor, events: events.items, moreEvents: events.nextCursor !== null, eventsCursor: events.nextCursor, ...links, stacks };
 }
 

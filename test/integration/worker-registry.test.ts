@@ -8,7 +8,8 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { enqueueJob, TerminalError } from '../../src/index.js';
+import { enqueueJob, noOrganizationScope, TerminalError } from '../../src/index.js';
+import { jobDetail } from '../../src/dashboard/api.js';
 import { MAX_ERROR_STACK_LENGTH } from '../../src/queue/schemas.js';
 import { defineJob } from '../../src/worker/index.js';
 import { heartbeatWorkerRegistration } from '../../src/worker/registry.js';
@@ -102,5 +103,9 @@ describe('failed attempt stacks', () => {
     expect(cut!.error_stack!.startsWith('Error: long stack\n')).toBe(true);
     const [none] = await attemptsOf(plain.jobId);
     expect(none).toMatchObject({ error_code: 'job.handler_error', error_stack: null });
+    // The dashboard's job detail folds each stored stack under its attempt, and adds none where there is none.
+    const shown = await jobDetail(db.prisma, noOrganizationScope(), error.jobId);
+    expect((shown.attempts[0] as { stack?: string }).stack).toBe(declined!.error_stack);
+    expect('stack' in (await jobDetail(db.prisma, noOrganizationScope(), plain.jobId)).attempts[0]!).toBe(false);
   });
 });
