@@ -54,6 +54,14 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
     const step = defineJob('pooled.step', z.object({ name: z.string() }), async (payload) => (seen.push(payload.name), { name: payload.name }));
     const worker = startWorker({ connectionString: pooled(), listenConnectionString: db.url, handlers: [step], logger: silentLogger, pollIntervalMs: 60_000 });
     const idle = nextEvent(worker, 'worker:idle');
+    // The run's result arrives with its commit's NOTIFY, which can precede the worker's own count of that success.
+    let fifth!: () => void;
+    const fiveSucceeded = new Promise<void>((resolve) => (fifth = resolve));
+    let successes = 0;
+    worker.on('job:success', () => {
+      successes += 1;
+      if (successes === 5) fifth();
+    });
     await worker.start();
     await idle; // the start-up claim found nothing: from here only a notification wakes the worker
     expect(await listenerSessions()).toBe(1);
@@ -82,6 +90,7 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
     }
     expect(seen.slice(0, 1)).toEqual(['direct']);
     expect(seen.at(-1)).toBe('join');
+    await fiveSucceeded;
     expect(worker.stats()).toMatchObject({ succeeded: 5, failed: 0 });
   });
 

@@ -25,8 +25,10 @@ describe('transactionalFailure', () => {
   });
 
   it("classifies the handler's own throws like a direct handler's", () => {
-    expect(transactionalFailure(new TerminalError('declined', { code: 'billing.declined' }), 5, later())).toEqual({ code: 'billing.declined', message: 'declined', retryable: false });
-    expect(transactionalFailure(new Error('boom'), 5, later())).toEqual({ code: 'job.handler_error', message: 'boom', retryable: true });
+    // With the error's stack, which the failure's attempt keeps (as a direct handler's).
+    const declined = transactionalFailure(new TerminalError('declined', { code: 'billing.declined' }), 5, later());
+    expect(declined).toEqual({ code: 'billing.declined', message: 'declined', retryable: false, stack: expect.stringMatching(/^TerminalError: declined\n/) });
+    expect(transactionalFailure(new Error('boom'), 5, later())).toEqual({ code: 'job.handler_error', message: 'boom', retryable: true, stack: expect.stringMatching(/^Error: boom\n/) });
     // A closed transaction that did not expire is not a timeout.
     const closed = Object.assign(new Error('Transaction API error: Transaction already closed: A query cannot be executed on a committed transaction.'), { code: 'P2028' });
     expect(transactionalFailure(closed, 5, later())).toMatchObject({ code: 'job.handler_error' });
