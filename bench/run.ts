@@ -66,7 +66,7 @@ function workloads(config: BenchConfig): Workload[] {
     pickupLatencyWorkload(config),
     wideFanOutWorkload(config.wideWidths, config.repeats),
     claimLatencyWorkload(config.claimLatency, config.skipBigClaim),
-    heldSnapshotWorkload(readHeldSnapshotSizes(config.quick), ['1', 'true', 'yes'].includes(process.env.BENCH_SKIP_HELD_SNAPSHOT ?? '')),
+    heldSnapshotWorkload(readHeldSnapshotSizes(config), ['1', 'true', 'yes'].includes(process.env.BENCH_SKIP_HELD_SNAPSHOT ?? '')),
     fleetWorkload(readFleetSizes(config)),
   ];
   return all.filter((w) => config.workloads === null || config.workloads.some((k) => w.key === k || w.key.startsWith(`${k}_`)));

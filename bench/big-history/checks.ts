@@ -160,6 +160,7 @@ async function purgeUnderLoad(context: BenchContext, url: string, sizes: BigHist
     run = await adapter.start(url, {
       concurrency: PURGE_WORKERS,
       workMs: 1,
+      pgBossBatch: 1,
       picked: (enqueuedAt) => {
         const at = now();
         pickups.push({ at, ms: at - enqueuedAt });

@@ -26,6 +26,7 @@
  * repeated figure) on a fresh clone of its template.
  */
 import pg from 'pg';
+import type { BenchConfig } from '../config.js';
 import { sleep } from '../db.js';
 import { now, STEADY_ADAPTERS, type SteadyAdapter, type SteadyRun } from '../held/adapters.js';
 import { percentile } from '../stats.js';
@@ -42,6 +43,8 @@ export interface HeldSnapshotSizes {
   cleanSeconds: number;
   holdSeconds: number;
   recoverySeconds: number;
+  /** pg-boss `batchSize`. */
+  pgBossBatch: number;
 }
 
 const PHASES = ['clean', 'hold', 'recovery'] as const;
@@ -62,8 +65,10 @@ function secondsFromEnv(name: string, fallback: number): number {
 }
 
 /** BENCH_HOLD_* variables; the issue's figures by default, a 30-second smoke version under BENCH_QUICK. */
-export function readHeldSnapshotSizes(quick: boolean): HeldSnapshotSizes {
+export function readHeldSnapshotSizes(config: BenchConfig): HeldSnapshotSizes {
+  const { quick } = config;
   return {
+    pgBossBatch: config.claimBatch,
     rate: secondsFromEnv('BENCH_HOLD_RATE', 200),
     workers: Math.round(secondsFromEnv('BENCH_HOLD_WORKERS', 8)),
     workMs: secondsFromEnv('BENCH_HOLD_WORK_MS', 1),
@@ -191,6 +196,7 @@ async function measureSystem(context: BenchContext, adapter: SteadyAdapter, size
     run = await adapter.start(url, {
       concurrency: sizes.workers,
       workMs: sizes.workMs,
+      pgBossBatch: sizes.pgBossBatch,
       picked: (enqueuedAt) => {
         const at = now();
         pickups.push({ at, ms: at - enqueuedAt });
