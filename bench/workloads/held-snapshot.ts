@@ -81,6 +81,8 @@ export function readHeldSnapshotSizes(config: BenchConfig): HeldSnapshotSizes {
 
 interface TableStats {
   deadTuples: number;
+  /** n_tup_upd + n_tup_del: row versions made dead (each update or delete leaves one), whatever vacuum does after. */
+  versionsKilled: number;
   liveTuples: number;
   bytes: number;
   autovacuums: number;
@@ -88,14 +90,15 @@ interface TableStats {
 }
 
 async function tableStats(client: pg.Client, schema: string): Promise<TableStats> {
-  const { rows } = await client.query<{ name: string; dead: string; live: string; bytes: string; autovacuums: string }>(
-    `SELECT relname AS name, n_dead_tup AS dead, n_live_tup AS live, pg_total_relation_size(relid) AS bytes, autovacuum_count AS autovacuums
+  const { rows } = await client.query<{ name: string; dead: string; killed: string; live: string; bytes: string; autovacuums: string }>(
+    `SELECT relname AS name, n_dead_tup AS dead, n_tup_upd + n_tup_del AS killed, n_live_tup AS live, pg_total_relation_size(relid) AS bytes, autovacuum_count AS autovacuums
        FROM pg_stat_user_tables WHERE schemaname = $1`,
     [schema],
   );
-  const sum = (key: 'dead' | 'live' | 'bytes' | 'autovacuums') => rows.reduce((acc, r) => acc + Number(r[key]), 0);
+  const sum = (key: 'dead' | 'killed' | 'live' | 'bytes' | 'autovacuums') => rows.reduce((acc, r) => acc + Number(r[key]), 0);
   return {
     deadTuples: sum('dead'),
+    versionsKilled: sum('killed'),
     liveTuples: sum('live'),
     bytes: sum('bytes'),
     autovacuums: sum('autovacuums'),
@@ -165,6 +168,8 @@ interface PhaseFigures {
   depthMax: number;
   deadTuplesDelta: number;
   deadTuplesPerJob: number;
+  /** Row versions made dead (updates + deletes) per job finished. */
+  versionsKilledPerJob: number;
   autovacuums: number;
 }
 
@@ -260,6 +265,7 @@ async function measureSystem(context: BenchContext, adapter: SteadyAdapter, size
         depthMax: ds.length === 0 ? Number.NaN : Math.max(...ds),
         deadTuplesDelta,
         deadTuplesPerJob: finished === 0 ? Number.NaN : deadTuplesDelta / finished,
+        versionsKilledPerJob: finished === 0 ? Number.NaN : (a.versionsKilled - b.versionsKilled) / finished,
         autovacuums: a.autovacuums - b.autovacuums,
       };
     });
@@ -315,7 +321,7 @@ export function heldSnapshotWorkload(sizes: HeldSnapshotSizes, skip: boolean): W
           const m = measures.at(-1)!;
           for (const p of m.phases) {
             context.log(
-              `  ${p.phase}: pickup p50/p95/p99 ${fmt(p.p50Ms, 1)}/${fmt(p.p95Ms, 1)}/${fmt(p.p99Ms, 1)} ms, ${fmt(p.finishedPerSecond)}/s done of ${fmt(p.producedPerSecond)}/s produced, depth max ${fmt(p.depthMax)}, dead tuples/job ${fmt(p.deadTuplesPerJob, 2)}`,
+              `  ${p.phase}: pickup p50/p95/p99 ${fmt(p.p50Ms, 1)}/${fmt(p.p95Ms, 1)}/${fmt(p.p99Ms, 1)} ms, ${fmt(p.finishedPerSecond)}/s done of ${fmt(p.producedPerSecond)}/s produced, depth max ${fmt(p.depthMax)}, dead tuples/job ${fmt(p.deadTuplesPerJob, 2)} (versions made dead ${fmt(p.versionsKilledPerJob, 2)}), autovacuums ${p.autovacuums}`,
             );
           }
           context.log(`  recovered after ${m.recoverySeconds === null ? `> ${sizes.recoverySeconds}` : m.recoverySeconds} s; ${fmt(m.bytesPerJob)} bytes per job`);
@@ -328,7 +334,7 @@ export function heldSnapshotWorkload(sizes: HeldSnapshotSizes, skip: boolean): W
           `${fmt(p.producedPerSecond)} / ${fmt(p.finishedPerSecond)}`,
           `${fmt(p.p50Ms, 1)} / ${fmt(p.p95Ms, 1)} / ${fmt(p.p99Ms, 1)}`,
           `${fmt(p.depthMean, 1)} / ${fmt(p.depthMax)}`,
-          fmt(p.deadTuplesPerJob, 2),
+          `${fmt(p.deadTuplesPerJob, 2)} / ${fmt(p.versionsKilledPerJob, 2)}`,
           p.autovacuums,
           p.phase === 'recovery' ? (m.recoverySeconds === null ? `> ${sizes.recoverySeconds - RECOVERY_WINDOW_SECONDS} s` : `${m.recoverySeconds} s`) : '',
           p.phase === 'recovery' ? fmt(m.bytesPerJob) : '',
@@ -347,7 +353,7 @@ export function heldSnapshotWorkload(sizes: HeldSnapshotSizes, skip: boolean): W
           'produced / finished per s',
           'pickup p50 / p95 / p99 ms',
           'queue depth mean / max',
-          'dead tuples per job (n_dead_tup delta)',
+          'dead tuples per job: n_dead_tup delta / versions made dead',
           'autovacuums',
           'recovered to clean after',
           'bytes per job (tables + indexes)',
@@ -358,7 +364,7 @@ export function heldSnapshotWorkload(sizes: HeldSnapshotSizes, skip: boolean): W
           "hold: another session of the system's database in `BEGIN; SELECT txid_current()`, idle in transaction for the phase (the method of hardbyte/postgresql-job-queue-benchmarking's idle-in-transaction phase); vacuum is the server's autovacuum on its own schedule",
           'pickup = enqueue call start -> handler start; a job counts in the phase its handler started in; finished = handlers returned (the completion commit follows)',
           `recovered: the first ${RECOVERY_WINDOW_SECONDS}-second window after the release with pickup p95 <= ${RECOVERED_P95_FACTOR}x the clean phase's and queue depth <= the clean phase's maximum`,
-          'dead tuples per job: the n_dead_tup delta over the phase (summed over the system\'s tables; autovacuum lowers it when it runs) / handlers finished in it',
+          "dead tuples per job: the n_dead_tup delta over the phase (summed over the system's tables; a vacuum resets it to what it found and could not remove) / handlers finished in it; versions made dead: the n_tup_upd + n_tup_del delta / the same (each update or delete leaves one dead version, which a held snapshot keeps)",
           ...(skip
             ? ['skipped (BENCH_SKIP_HELD_SNAPSHOT=1)']
             : ours
