@@ -184,6 +184,37 @@ export interface HeldSnapshotMeasure {
   atHoldEnd: TableStats['byTable'];
 }
 
+export interface RecoveryInput {
+  /** Handler starts (`at`, ms on the bench clock) and their pickup latency. */
+  pickups: readonly { at: number; ms: number }[];
+  /** Queue depth samples. */
+  depth: readonly { at: number; n: number }[];
+  cleanPickups: readonly number[];
+  cleanDepth: readonly number[];
+  /** When the hold was released (ms on the bench clock). */
+  release: number;
+  recoverySeconds: number;
+}
+
+/**
+ * Seconds from the release to the first RECOVERY_WINDOW_SECONDS window whose
+ * pickup p95 is within RECOVERED_P95_FACTOR of the clean phase's and whose
+ * depth samples stay within the clean maximum (at least 1); null when no
+ * window inside the recovery phase is.
+ */
+export function recoveredAfter({ pickups, depth, cleanPickups, cleanDepth, release, recoverySeconds }: RecoveryInput): number | null {
+  const cleanP95 = percentile(cleanPickups, 95);
+  const depthLimit = Math.max(cleanDepth.length === 0 ? 0 : Math.max(...cleanDepth), 1);
+  for (let s = 0; s + RECOVERY_WINDOW_SECONDS <= recoverySeconds; s += 1) {
+    const from = release + s * 1000;
+    const to = from + RECOVERY_WINDOW_SECONDS * 1000;
+    const ms = pickups.filter((p) => p.at >= from && p.at < to).map((p) => p.ms);
+    const ds = depth.filter((d) => d.at >= from && d.at < to).map((d) => d.n);
+    if (ms.length > 0 && percentile(ms, 95) <= cleanP95 * RECOVERED_P95_FACTOR && ds.every((n) => n <= depthLimit)) return s;
+  }
+  return null;
+}
+
 const inRange = (values: readonly number[], from: number, to: number): number => values.filter((t) => t >= from && t < to).length;
 
 async function measureSystem(context: BenchContext, adapter: SteadyAdapter, sizes: HeldSnapshotSizes, url: string): Promise<HeldSnapshotMeasure> {
@@ -270,21 +301,7 @@ async function measureSystem(context: BenchContext, adapter: SteadyAdapter, size
       };
     });
 
-    // Recovered: the first window after the release whose p95 is within the factor of the clean p95 and whose depth stays within the clean maximum.
-    const cleanP95 = percentile(cleanPickups, 95);
-    const cleanDepthMax = cleanDepth.length === 0 ? 0 : Math.max(...cleanDepth);
-    const release = bounds.recovery.from;
-    let recoverySeconds: number | null = null;
-    for (let s = 0; s + RECOVERY_WINDOW_SECONDS <= sizes.recoverySeconds; s += 1) {
-      const from = release + s * 1000;
-      const to = from + RECOVERY_WINDOW_SECONDS * 1000;
-      const ms = pickups.filter((p) => p.at >= from && p.at < to).map((p) => p.ms);
-      const ds = depth.filter((d) => d.at >= from && d.at < to).map((d) => d.n);
-      if (ms.length > 0 && percentile(ms, 95) <= cleanP95 * RECOVERED_P95_FACTOR && ds.every((n) => n <= Math.max(cleanDepthMax, 1))) {
-        recoverySeconds = s;
-        break;
-      }
-    }
+    const recoverySeconds = recoveredAfter({ pickups, depth, cleanPickups, cleanDepth, release: bounds.recovery.from, recoverySeconds: sizes.recoverySeconds });
     const measuredJobs = PHASES.reduce((acc, phase) => acc + bounds[phase].produced, 0);
     return {
       system: adapter.system,
