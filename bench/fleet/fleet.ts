@@ -10,7 +10,7 @@
  *   success reported. The figure is jobs (steps) per second, and the ratio to
  *   P = 1.
  * - Maintenance: every process runs the reaper (every 15 s), the scheduler
- *   (every 5 s) and the intent promoter (every few seconds) unless told not
+ *   (every 5 s) and the intent promoter (every 5 s) unless told not
  *   to: they are leader-free (each pass is a set-based statement that is
  *   correct however many processes run it at once), so a fleet of P runs P of
  *   each. Their cost is measured on an idle fleet: commits per second of the
@@ -217,7 +217,7 @@ export function fleetWorkload(sizes: FleetSizes): Workload {
         rows,
         data: { sizes, scaling, idle },
         notes: [
-          'each process: its own pg.Pool (concurrency + 4), its own LISTEN connection, its own reaper (15 s), scheduler (5 s) and intent promoter loops: leader-free, so every process runs all three',
+          'each process: its own pg.Pool (concurrency + 4), its own LISTEN connection, its own reaper (every 15 s), scheduler (5 s) and intent promoter (5 s): leader-free, so every process runs all three',
           'the clock starts when every process is connected and built (tsx start-up excluded) and stops at the last expected success reported over IPC',
           ...(idleOn && idleOff
             ? [`an idle fleet of ${idleOn.processes}: ${idleOn.commitsPerSecond.toFixed(1)} commits/s with the maintenance loops, ${idleOff.commitsPerSecond.toFixed(1)} without (the rest is the idle poll, every 1 s per process)`]
