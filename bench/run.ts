@@ -23,6 +23,8 @@ import { spread } from './stats.js';
 import { writeResults } from './results.js';
 import type { BenchSystem } from './systems/types.js';
 import { claimLatencyWorkload } from './workloads/claim-latency.js';
+import { heldSnapshotWorkload, readHeldSnapshotSizes } from './workloads/held-snapshot.js';
+import { fleetWorkload, readFleetSizes } from './fleet/fleet.js';
 import { pickupLatencyWorkload } from './workloads/pickup-latency.js';
 import { drainWorkload, enqueueBulkWorkload, enqueueSingleWorkload } from './workloads/queue.js';
 import type { BenchContext, BenchResults, Workload, WorkloadResult } from './workloads/types.js';
@@ -68,6 +70,8 @@ function workloads(config: BenchConfig): Workload[] {
     pickupLatencyWorkload(config),
     wideFanOutWorkload(config.wideWidths, config.repeats),
     claimLatencyWorkload(config.claimLatency, config.skipBigClaim),
+    heldSnapshotWorkload(readHeldSnapshotSizes(config), ['1', 'true', 'yes'].includes(process.env.BENCH_SKIP_HELD_SNAPSHOT ?? '')),
+    fleetWorkload(readFleetSizes(config)),
   ];
   return all.filter((w) => config.workloads === null || config.workloads.some((k) => w.key === k || w.key.startsWith(`${k}_`)));
 }
@@ -183,7 +187,7 @@ async function runAll(server: PostgresServer, config: BenchConfig): Promise<Benc
       await warmUp(context, system);
     }
     const results: WorkloadResult[] = [];
-    for (const workload of workloads(config)) results.push(await workload.run(context, systems));
+    for (const workload of workloads(config)) results.push(...[await workload.run(context, systems)].flat());
     return {
       date: new Date().toISOString(),
       quick: config.quick,

@@ -39,6 +39,7 @@ import { runInFlight } from '../done.js';
 import { percentile } from '../stats.js';
 import { withCountingPrisma, type CountingPrisma } from '../systems/runledger-client.js';
 import type { BenchContext, TableResult, Workload } from './types.js';
+import { bigHistoryChecks } from '../big-history/checks.js';
 
 const { claimJobs, enqueueJobs } = runledger;
 
@@ -53,6 +54,8 @@ const INSERT_CHUNK = 500_000;
 const LOADERS = 2;
 /** Pending rows of other types get ids after every finished row's. */
 const PENDING_OFFSET = 100_000_000;
+/** Finished rows purged under load on the big table (at most a tenth of its history). */
+const BIG_HISTORY_PURGE = 1_000_000;
 
 interface TableMeasure {
   table: 'empty' | 'big';
@@ -81,7 +84,8 @@ function chunkStatements(sizes: ClaimLatencySizes): { label: string; sql: string
       label: `finished rows ${to}/${sizes.finished}`,
       sql: `INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, max_attempts, next_run_at, created_at, updated_at, started_at, finished_at, output)
             SELECT ${V7_ID}, 'history_' || (g % 10), jsonb_build_object('n', g), 'SUCCEEDED', 1, 5,
-                   to_timestamp((base.ms + g) / 1000.0), to_timestamp((base.ms + g) / 1000.0), now() - interval '1 day', now() - interval '1 day', now() - interval '1 day', '{}'::jsonb
+                   to_timestamp((base.ms + g) / 1000.0), to_timestamp((base.ms + g) / 1000.0), to_timestamp((base.ms + g) / 1000.0) + interval '1 second',
+                   to_timestamp((base.ms + g) / 1000.0), to_timestamp((base.ms + g) / 1000.0) + interval '1 second', '{}'::jsonb
               FROM ${BASE_MS}, generate_series($1::bigint, $2::bigint) AS g`,
       params: [from, to],
     });
@@ -235,9 +239,13 @@ async function measureInterleaved(
 export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Workload {
   return {
     key: 'claim_latency',
-    async run(context, systems): Promise<TableResult> {
+    async run(context, systems): Promise<TableResult[]> {
       const system = systems.find((s) => s.key === 'runledger');
       const measures: TableMeasure[] = [];
+      // The big database's further checks (dashboard reads, metrics, claim plans, purge under load): bench/big-history/checks.ts.
+      const extra: TableResult[] = [];
+      const skipBigHistory = ['1', 'true', 'yes'].includes(process.env.BENCH_SKIP_BIG_HISTORY ?? '');
+      const fmtN = (n: number) => n.toLocaleString('en-US');
       if (skip) context.log('claim_latency: skipped (BENCH_SKIP_BIG_CLAIM=1)');
       if (system && !skip) {
         // Both databases at once (the empty one under a suffixed name), so their claims can interleave.
@@ -254,6 +262,11 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
                 const bigSetup = await setupTable(context, bigUrl, 'big', sizes);
                 context.log(`claim_latency: ${sizes.samples} claims per table, interleaved in rounds of ${ROUND}`);
                 const { times, plans } = await measureInterleaved({ empty: emptyUrl, big: bigUrl }, sizes);
+                if (!skipBigHistory) {
+                  const label = `${fmtN(sizes.finished)} finished + ${fmtN(sizes.otherPending)} other pending`;
+                  const purge = Math.min(BIG_HISTORY_PURGE, Math.floor(sizes.finished / 10));
+                  extra.push(...(await bigHistoryChecks(context, { empty: emptyUrl, big: bigUrl }, { purge, claimedType: CLAIMED_TYPE, limit: sizes.limit }, label)));
+                }
                 return [
                   { table: 'empty' as const, setupSeconds: emptySetup, times: times.empty, plans: plans.empty },
                   { table: 'big' as const, setupSeconds: bigSetup, times: times.big, plans: plans.big },
@@ -274,8 +287,7 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
       const big = measures.find((m) => m.table === 'big');
       const ratio = empty && big ? big.p50Ms / empty.p50Ms : null;
       const ratioP95 = empty && big ? big.p95Ms / empty.p95Ms : null;
-      const fmtN = (n: number) => n.toLocaleString('en-US');
-      return {
+      const result: TableResult = {
         kind: 'table',
         key: 'claim_latency',
         title: `claim latency: claimJobs(limit ${sizes.limit}, one type) with ${fmtN(sizes.finished)} finished rows + ${fmtN(sizes.otherPending)} pending of other types vs an empty table`,
@@ -303,6 +315,7 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
         ]),
         data: { sizes, skipped: skip, measures, ratioP50: ratio, ratioP95 },
       };
+      return [result, ...extra];
     },
   };
 }

@@ -20,7 +20,8 @@ export interface BenchContext {
 export interface Workload {
   key: string;
   /** Only these systems; default: every system that implements what the workload needs. */
-  run(context: BenchContext, systems: BenchSystem[]): Promise<WorkloadResult>;
+  /** One result, or several tables when a workload's database answers more than one question (claim latency). */
+  run(context: BenchContext, systems: BenchSystem[]): Promise<WorkloadResult | WorkloadResult[]>;
 }
 
 /** One repetition of a throughput workload. */
