@@ -19,7 +19,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { adminScope, claimJobs, enqueueJobs, getQueueMetrics, purgeFinished } from '../../src/index.js';
+import { runledger } from '../runledger-package.js';
 import { jobDetail, jobsPage, overview, runsPage } from '../../src/dashboard/api.js';
 import { readOverview } from '../../src/dashboard/queries.js';
 import { sleep, withClient } from '../db.js';
@@ -27,6 +27,9 @@ import { now, STEADY_ADAPTERS, type SteadyRun } from '../held/adapters.js';
 import { percentile } from '../stats.js';
 import type { BenchContext, TableResult } from '../workloads/types.js';
 import { createRecordingPrisma, explainRecorded, type RecordedStatement, type RecordingPrisma, type StatementPlan } from './recording-client.js';
+
+// The built package (bench/runledger-package.ts), as the other runledger variants.
+const { adminScope, claimJobs, enqueueJobs, getQueueMetrics, purgeFinished } = runledger;
 
 const READ_SAMPLES = 5;
 const PURGE_RATE = 200;

@@ -6,8 +6,10 @@
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaClient } from '../../src/generated/prisma/client.js';
-import { preparedStatementName } from '../../src/index.js';
+import { PrismaClient, runledger } from '../runledger-package.js';
+
+// The built package (bench/runledger-package.ts), as the other runledger variants.
+const { preparedStatementName } = runledger;
 
 export interface RecordedStatement {
   text: string;

@@ -9,9 +9,12 @@
  * its pool and reports the statements it sent.
  */
 import { z } from 'zod';
-import { createWorker, defineJob, silentLogger } from '../../src/index.js';
+import { runledger } from '../runledger-package.js';
 import { createCountingPrisma } from '../systems/runledger-client.js';
 import type { FleetChildMessage, FleetParentMessage } from './messages.js';
+
+// The built package (bench/runledger-package.ts), as the other runledger variants.
+const { createWorker, defineJob, silentLogger } = runledger;
 
 const url = process.env.FLEET_URL!;
 const types = (process.env.FLEET_TYPES ?? '').split(',').filter((t) => t !== '');

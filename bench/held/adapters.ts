@@ -17,12 +17,15 @@
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { createWorker, defineJob, enqueueJob, silentLogger } from '../../src/index.js';
+import { runledger as runledgerPackage } from '../runledger-package.js';
 import { sleep } from '../db.js';
 import type { GraphileTask } from '../peers/api.js';
 import { loadGraphileWorker, loadPgBoss } from '../peers/load.js';
 import { createCountingPrisma } from '../systems/runledger-client.js';
 import { BENCH_JOB_TYPE } from '../systems/types.js';
+
+// The built package (bench/runledger-package.ts), as the other runledger variants.
+const { createWorker, defineJob, enqueueJob, silentLogger } = runledgerPackage;
 
 export interface SteadyOptions {
   concurrency: number;
