@@ -10,11 +10,13 @@
 import type * as Runledger from '../src/index.js';
 import type * as GeneratedClient from '../src/generated/prisma/client.js';
 
-export const fromSource = process.env.BENCH_RUNLEDGER_SOURCE === '1';
+// Under vitest (the tests of the bench's own parts) the sources: `npm test` does not build.
+export const fromSource = process.env.BENCH_RUNLEDGER_SOURCE === '1' || process.env.VITEST !== undefined;
 const root = fromSource ? '../src/' : '../dist/';
-// Through variables, so the type checker does not resolve dist/ (absent before a build).
-const entry = `${root}index.js`;
-const generated = `${root}generated/prisma/client.js`;
+// Absolute URLs built at run time, so the type checker does not resolve dist/ (absent before a build) and a
+// bundler does not rewrite the path.
+const entry = new URL(`${root}index.js`, import.meta.url).href;
+const generated = new URL(`${root}generated/prisma/client.js`, import.meta.url).href;
 
 export const runledger = (await import(entry)) as typeof Runledger;
 export const { PrismaClient } = (await import(generated)) as typeof GeneratedClient;
