@@ -88,14 +88,20 @@ export function leasedByTypeQuery(scope: Scope): Sql {
 
 /** Jobs that finished in the window, by type and outcome. */
 export function finishedByTypeQuery(scope: Scope): Sql {
-  return sqltag`
-    SELECT jq.job_type,
-           (count(*) FILTER (WHERE jq.status = 'SUCCEEDED'))::int AS succeeded,
-           (count(*) FILTER (WHERE jq.status = 'DEAD_LETTERED'))::int AS dead_lettered,
-           (count(*) FILTER (WHERE jq.status = 'CANCELED'))::int AS canceled
+  // One branch per status, each an equality and a range on job_queue_finished_status_idx (as getQueueMetrics'
+  // recentlyFinishedJobCounts): with `status IN (...)` the status test is implied by the index's predicate and
+  // dropped, and PostgreSQL before 18 (no skip scan) then reads the whole index or the table.
+  const finished = (status: string) => sqltag`
+    SELECT jq.job_type, jq.status
       FROM runledger.job_queue jq
-     WHERE jq.status IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED')
-       AND jq.finished_at >= now() - ${QUEUE_WINDOW_MS}::float8 * interval '1 millisecond' AND ${scoped(scope)}
+     WHERE jq.status = ${status}::runledger.job_status
+       AND jq.finished_at >= now() - ${QUEUE_WINDOW_MS}::float8 * interval '1 millisecond' AND ${scoped(scope)}`;
+  return sqltag`
+    SELECT f.job_type,
+           (count(*) FILTER (WHERE f.status = 'SUCCEEDED'))::int AS succeeded,
+           (count(*) FILTER (WHERE f.status = 'DEAD_LETTERED'))::int AS dead_lettered,
+           (count(*) FILTER (WHERE f.status = 'CANCELED'))::int AS canceled
+      FROM (${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')}) f
      GROUP BY 1`;
 }
 
