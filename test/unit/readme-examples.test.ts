@@ -1,16 +1,29 @@
 /**
- * Every TypeScript example in the README is a file under examples/readme/
- * (compiled by `npm run typecheck`; some also run by tests): each ```ts block
- * of README.md must be one of those files verbatim (inside a numbered list its
- * lines carry the list's indent), and each file must be shown. So an inline
- * snippet that nothing compiles cannot slip into the README.
+ * Every TypeScript example in the README and the docs site is a file under
+ * examples/readme/ (compiled by `npm run typecheck`; some also run by tests):
+ * each ```ts block of README.md and of every docs/ page (any depth) must be one of those
+ * files verbatim (inside a numbered list its lines carry the list's indent),
+ * and each file must be shown somewhere. So an inline snippet that nothing
+ * compiles cannot slip into the README or the docs. (The API reference that
+ * TypeDoc writes under docs/reference/api/ is generated, not checked here.)
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const readme = readFileSync(`${root}README.md`, 'utf8');
+/** Hand-written pages under docs/ (not its node_modules, VitePress's cache and output, or TypeDoc's generated reference). */
+function docsPages(dir: string): string[] {
+  return readdirSync(`${root}${dir}`, { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return ['node_modules', '.vitepress'].includes(entry.name) || path === 'docs/reference/api' ? [] : docsPages(path);
+    return entry.name.endsWith('.md') ? [path] : [];
+  });
+}
+function markdownFiles(): string[] {
+  return ['README.md', ...docsPages('docs').sort()];
+}
+const documents = new Map(markdownFiles().map((path) => [path, readFileSync(`${root}${path}`, 'utf8')]));
 const files = readdirSync(`${root}examples/readme`).filter((name) => name.endsWith('.ts'));
 const fileTexts = new Map(files.map((name) => [name, readFileSync(`${root}examples/readme/${name}`, 'utf8')]));
 
@@ -41,7 +54,7 @@ function typescriptBlocks(markdown: string): CodeBlock[] {
   return blocks;
 }
 
-const blocks = typescriptBlocks(readme);
+const blocks = [...documents].flatMap(([path, text]) => typescriptBlocks(text).map((block) => ({ ...block, path })));
 
 function indented(text: string, indent: string): string {
   return text
@@ -50,22 +63,23 @@ function indented(text: string, indent: string): string {
     .join('\n');
 }
 
-describe('README examples', () => {
-  it('has example files and TypeScript blocks to check', () => {
+describe('README and docs examples', () => {
+  it('has example files, docs pages and TypeScript blocks to check', () => {
     expect(files.length).toBeGreaterThanOrEqual(2);
+    expect([...documents.keys()]).toContain('docs/guide/quick-start.md');
     expect(blocks.length).toBeGreaterThanOrEqual(files.length);
   });
 
-  it.each(files)('shows examples/readme/%s verbatim', (name) => {
+  it.each(files)('shows examples/readme/%s verbatim in the README or a docs page', (name) => {
     const text = fileTexts.get(name) ?? '';
-    const shown = readme.includes(text) || readme.includes(indented(text, '   '));
-    expect(shown, `README.md does not include examples/readme/${name} verbatim`).toBe(true);
+    const shown = [...documents.values()].some((doc) => doc.includes(text) || doc.includes(indented(text, '   ')));
+    expect(shown, `neither README.md nor docs/ includes examples/readme/${name} verbatim`).toBe(true);
   });
 
   it('has no TypeScript block that is not an example file verbatim', () => {
     const known = new Set(fileTexts.values());
-    const inline = blocks.filter((block) => !known.has(block.text)).map((block) => `README.md:${block.line}`);
-    expect(inline, 'README.md has ```ts blocks that are not examples/readme/*.ts verbatim (move each into a file there)').toEqual([]);
+    const inline = blocks.filter((block) => !known.has(block.text)).map((block) => `${block.path}:${block.line}`);
+    expect(inline, '```ts blocks that are not examples/readme/*.ts verbatim (move each into a file there)').toEqual([]);
   });
 
   it('finds an inline snippet, indented or not', () => {
