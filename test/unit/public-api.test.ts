@@ -1,8 +1,8 @@
 /**
  * The public surface is deliberate: this list is every runtime export of
- * `runledger`. Adding one is an API decision (and a README line); internals
+ * `runledger`. Adding one is an API decision (and a line in the docs); internals
  * (database error normalisation, transaction helpers, lock keys, validation,
- * defaults the README documents) stay reachable only inside the package.
+ * defaults the docs document) stay reachable only inside the package.
  */
 import { describe, expect, it } from 'vitest';
 import * as runledger from '../../src/index.js';
@@ -56,7 +56,7 @@ describe('public API', () => {
 
   it('takes (db, input) for every operation on the database', () => {
     // The documented exceptions: enqueueJob/enqueueJobs/enqueueWorkflowRunHandle take per-call options after the
-    // request, workflowRunHandle(db, scope, id, options?) builds a handle (README, "API conventions").
+    // request, workflowRunHandle(db, scope, id, options?) builds a handle (docs/guide/typed-api.md, "API conventions").
     const operations = [
       'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess', 'failJob', 'releaseJob',
       'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents', 'listJobAttempts',
