@@ -6,7 +6,7 @@
  * is skipped, visibly.
  *
  * Screenshots go to test-artifacts/ (git-ignored); with
- * RUNLEDGER_UPDATE_SCREENSHOTS=1 they are also copied to docs/ for the README.
+ * RUNLEDGER_UPDATE_SCREENSHOTS=1 they are also copied to docs/ for the docs site and the README.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
