@@ -15,7 +15,7 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../workflow/rows.js';
+import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
 import { scopeFilter } from './scope-filter.js';
 
 /** Runs (in scope, newest first) the metadata filter reads. */

@@ -8,8 +8,8 @@
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
-import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../queue/rows.js';
-import type { WorkflowRunStatus } from '../workflow/rows.js';
+import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../model/job-rows.js';
+import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
 export const MAX_LISTED_REPLAYS = 100;

@@ -28,8 +28,8 @@ import type { Scope } from '../db/scope.js';
 import { scopeFilter } from './scope-filter.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../queue/rows.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../workflow/rows.js';
+import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../model/job-rows.js';
+import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
 
 /** Rows (in scope) a key substring search reads, newest first. On the plan test's 200k jobs: 2 to 20 ms (README). */
 export const KEY_SEARCH_WINDOW = 10_000;

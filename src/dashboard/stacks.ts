@@ -1,6 +1,6 @@
 /**
  * The stacks a job's failed attempts kept (job_attempts.error_stack, written
- * by the worker when a handler throws; src/worker/job-errors.ts), newest
+ * by the worker when a handler throws; src/job/errors.ts), newest
  * first, for the job page. Scoped like every read: a job outside the scope has
  * none. Reads the job's attempts by primary key (job_id, seq), at most
  * MAX_LISTED_STACKS of them.

@@ -28,7 +28,7 @@ import { scopeParams, scopeSchema } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { uuid } from '../validation/primitives.js';
-import { JOB_INVALID_INPUT, bigintPageFields, type Page } from './schemas.js';
+import { JOB_INVALID_INPUT, bigintPageFields, type Page } from './inputs.js';
 
 export type JobAttemptOutcome = 'SUCCEEDED' | 'FAILED_RETRY' | 'DEAD_LETTERED' | 'RELEASED' | 'LEASE_EXPIRED' | 'CANCELED' | 'CONTINUED';
 

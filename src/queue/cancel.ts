@@ -22,10 +22,10 @@ import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { ConflictError, InternalError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { ensureReadCommittedForWorkflowJobs, processWorkflowJobTerminals } from '../coordination/job-hooks.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
-import { toJob, type Job, type JobRow } from './rows.js';
-import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './schemas.js';
+import { toJob, type Job, type JobRow } from '../model/job-rows.js';
+import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './inputs.js';
 
 /** status_reason given to a canceled job's workflow step when no reason is passed. */
 const DEFAULT_CANCEL_REASON = 'job.canceled';

@@ -2,10 +2,10 @@
  * Completing leased jobs, one or a batch: "a batch of job outcomes becomes
  * rows". One statement writes the jobs (their attempts and trail included) and their
  * workflow steps, and takes the release locks of the runs whose steps have
- * dependents; src/workflow/terminal.ts then releases the dependents (one
+ * dependents; src/coordination/terminal.ts then releases the dependents (one
  * statement per cascade depth, across all runs) and recomputes the statuses of
  * runs that may have ended. Fencing, the lease clock and round trips: see
- * lifecycle.ts; the lock protocol: src/workflow/locking.ts.
+ * lifecycle.ts; the lock protocol: src/coordination/locking.ts.
  */
 import type { z } from 'zod';
 import { sqltag } from '@prisma/client/runtime/client';
@@ -13,9 +13,9 @@ import { canAutocommit, withStatement, withTransaction } from '../client/transac
 import type { Db, Tx } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
-import { stepStartedAt } from '../workflow/step-state.js';
-import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../workflow/locking.js';
+import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
+import { stepStartedAt } from '../coordination/step-state.js';
+import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../coordination/locking.js';
 import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
 import {
   JOB_INVALID_INPUT,
@@ -25,7 +25,7 @@ import {
   type CompleteJobInput,
   type CompleteJobsItem,
   type ParsedJobLease,
-} from './schemas.js';
+} from './inputs.js';
 
 /**
  * Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`.
@@ -287,7 +287,7 @@ async function completeStatement(
     ),
     -- Rung 3 in the same statement: the release locks (shared) of the runs whose new terminal steps have
     -- dependents, in run id order, after every job and step lock above (\`prev\` reads \`steps\` whole), with
-    -- a bounded wait (see src/workflow/locking.ts); the caller's lock_timeout is read first and restored
+    -- a bounded wait (see src/coordination/locking.ts); the caller's lock_timeout is read first and restored
     -- last (\`restored\` is the outer side of the final join, so it always runs).
     prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous, (SELECT count(*) FROM steps) AS n),
     bounded AS MATERIALIZED (SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bound FROM prev),

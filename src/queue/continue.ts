@@ -1,6 +1,6 @@
 /**
  * Continuation: a handler ends a slice of a long job and asks for the next
- * (`continueNow` / `continueAfter`, src/worker/continuation.ts). One
+ * (`continueNow` / `continueAfter`, src/job/continuation.ts). One
  * statement for a whole batch of leases, fenced like every lifecycle write:
  *
  *   LEASED -> PENDING   run_number + 1, attempt 0, next_run_at = now + delay,
@@ -30,16 +30,16 @@
 import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newIds } from '../db/ids.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { LIVE_JOB_STEP, stepStartedAt } from '../workflow/step-state.js';
+import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './schemas.js';
-import { jsonParam } from './rows.js';
+import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './inputs.js';
+import { jsonParam } from '../model/job-rows.js';
 
 export const CONTINUED_STEP_REASON = 'job.continued';
 

@@ -23,7 +23,7 @@
  * (`job.enqueue_idempotency_unsupported_isolation`) before anything is
  * written; the check is a read, so the caller's transaction stays usable.
  *
- * The definitions catalog (src/queue/definitions.ts) is joined in the same
+ * The definitions catalog (src/queue/catalog.ts) is joined in the same
  * INSERT statement: a type whose catalog row is disabled is refused
  * (`job.definition_not_found_or_disabled`, nothing of the batch written), and
  * with `{ requireDefinition: true }` so is a type without a row. Without it a
@@ -39,17 +39,17 @@
 import { captureTraceContext } from '../telemetry/trace-context.js';
 import type { Db, Tx } from '../client/types.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { ConflictError, InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { checkDefinitionPayload } from './definition-payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
-import type { BackoffPolicy } from './defaults.js';
-import { resolveBackoff } from './retry-policy.js';
-import type { JobStatus } from './rows.js';
-import { jsonParam } from './rows.js';
+import { checkDefinitionPayload } from '../job/payload.js';
+import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
+import type { BackoffPolicy } from '../job/defaults.js';
+import { resolveBackoff } from '../job/retry-policy.js';
+import type { JobStatus } from '../model/job-rows.js';
+import { jsonParam } from '../model/job-rows.js';
 import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_PRIORITY,
@@ -62,7 +62,7 @@ import {
   type EnqueueJobSettings,
   type EnqueueOptions,
   type ParsedEnqueueJobInput,
-} from './schemas.js';
+} from './inputs.js';
 
 export interface EnqueueJobResult {
   jobId: string;
@@ -107,7 +107,7 @@ export interface InsertJobRow {
 export interface InsertJobsOptions {
   notify?: boolean;
   /**
-   * The catalog check, in the same statement (src/queue/definitions.ts): 'disabled' refuses the batch when a
+   * The catalog check, in the same statement (src/queue/catalog.ts): 'disabled' refuses the batch when a
    * type's definition is disabled, 'strict' also when a type has none; 'off' (default) does not look.
    * A refused batch inserts nothing and throws `job.definition_not_found_or_disabled`.
    */

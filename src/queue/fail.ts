@@ -8,17 +8,17 @@ import { canAutocommit, withStatement, withTransaction } from '../client/transac
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
-import { LIVE_JOB_STEP, stepStartedAt } from '../workflow/step-state.js';
+import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
+import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type FailJobResult } from './lease.js';
-import { resolveBackoff, retryDelayMs } from './retry-policy.js';
+import { resolveBackoff, retryDelayMs } from '../job/retry-policy.js';
 import {
   JOB_INVALID_INPUT,
   failJobInputSchema,
   type FailJobInput,
   type ParsedJobLease,
-} from './schemas.js';
+} from './inputs.js';
 
 /**
  * Records a failed attempt. Retryable with attempts left: back to PENDING

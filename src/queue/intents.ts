@@ -55,11 +55,11 @@ import { parseInput } from '../validation/parse.js';
 import { int32, jsonInput, timestamp, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
 import { truncateText } from '../validation/storable.js';
 import { definedJobInput, insertJobsTx, toInsertRow, type InsertJobRow } from './enqueue.js';
-import { checkDefinitionPayload } from './definition-payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
-import { backoffPolicySchema } from './retry-policy.js';
-import { jsonParam } from './rows.js';
-import { JOB_INVALID_INPUT, MAX_ERROR_MESSAGE_LENGTH } from './schemas.js';
+import { checkDefinitionPayload } from '../job/payload.js';
+import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
+import { backoffPolicySchema } from '../job/retry-policy.js';
+import { jsonParam } from '../model/job-rows.js';
+import { JOB_INVALID_INPUT, MAX_ERROR_MESSAGE_LENGTH } from './inputs.js';
 
 export const recordJobEnqueueIntentInputSchema = z.strictObject({
   jobType: nonBlank(200),

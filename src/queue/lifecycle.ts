@@ -28,14 +28,14 @@
  *   everything runs in it.
  *
  * Lock order: the job rows (in id order), then their step rows; the full
- * protocol is at the top of src/workflow/locking.ts.
+ * protocol is at the top of src/coordination/locking.ts.
  */
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { parseInput } from '../validation/parse.js';
-import { jsonParam, type JobLease } from './rows.js';
+import { jsonParam, type JobLease } from '../model/job-rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
-import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './schemas.js';
+import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './inputs.js';
 
 export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseIdentity } from './lease.js';
 
@@ -63,7 +63,7 @@ export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseI
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT, 'lease');
   // One statement on the job row only: a workflow step reads as RUNNING while its job is LEASED
-  // (src/workflow/step-state.ts), so no step row is written here.
+  // (src/coordination/step-state.ts), so no step row is written here.
   await withStatement(db, 'mark job running', async (client) => {
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
       WITH locked AS MATERIALIZED (

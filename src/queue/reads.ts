@@ -10,7 +10,7 @@ import { withStatement } from '../client/transaction.js';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { JOB_ROW_COLUMNS, toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from './rows.js';
+import { JOB_ROW_COLUMNS, toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from '../model/job-rows.js';
 import {
   JOB_INVALID_INPUT,
   jobRefSchema,
@@ -20,7 +20,7 @@ import {
   type ListJobEventsInput,
   type ListJobsInput,
   type Page,
-} from './schemas.js';
+} from './inputs.js';
 
 function jobNotFound(jobId: string, scope: Scope, operation: string): NotFoundError {
   return new NotFoundError('job.not_found', 'The job does not exist.', {

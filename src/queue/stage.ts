@@ -14,8 +14,8 @@ import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
-import { jsonParam } from './rows.js';
-import { JOB_INVALID_INPUT, recordJobProgressInputSchema, setJobStageInputSchema, type ParsedJobLease, type RecordJobProgressInput, type SetJobStageInput } from './schemas.js';
+import { jsonParam } from '../model/job-rows.js';
+import { JOB_INVALID_INPUT, recordJobProgressInputSchema, setJobStageInputSchema, type ParsedJobLease, type RecordJobProgressInput, type SetJobStageInput } from './inputs.js';
 
 /** Numeric progress as stored (`{ processed, total }`) and returned. */
 export interface JobProgress {

@@ -46,10 +46,10 @@ import { scopeParams } from '../db/scope.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { activeKeyScope, claimActiveKeyTx, freeActiveKeyTx } from '../workflow/active-keys.js';
-import { WORKFLOW_INVALID_INPUT } from '../workflow/definition.js';
+import { WORKFLOW_INVALID_INPUT } from '../workflow/run-definition.js';
 import { RECOVERY_CARRIED, persistRuns } from '../workflow/enqueue.js';
-import { lockActiveKey } from '../workflow/locking.js';
-import { isTerminalRunStatus, type WorkflowRunStatus } from '../workflow/rows.js';
+import { lockActiveKey } from '../coordination/locking.js';
+import { isTerminalRunStatus, type WorkflowRunStatus } from '../model/workflow-rows.js';
 import { activeKeyHeld, nothingToRerun, requestConflict, runNotFound, snapshotMissing, sourceNotQuiesced, sourceNotTerminal } from './errors.js';
 import { carriedSteps, rebuildRun, verifySourceRows } from './rebuild.js';
 import {
@@ -60,7 +60,7 @@ import {
   type ParsedRecoveryRequest,
   type RecoverWorkflowRunInput,
   type WorkflowRecoveryMode,
-} from './schemas.js';
+} from './inputs.js';
 
 export interface RecoverWorkflowRunResult {
   /** `inserted` by this call; `existing`: an earlier call with this request key and the same request made it. */

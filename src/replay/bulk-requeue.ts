@@ -32,13 +32,13 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { z } from 'zod';
 import { withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
-import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './schemas.js';
+import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './inputs.js';
 
 /** The most jobs one bulk requeue may start again. */
 export const MAX_BULK_REQUEUE = 1_000;

@@ -52,16 +52,16 @@ import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { InternalError } from '../errors/runledger-error.js';
 import { insertJobsTx, type EnqueueJobResult } from '../queue/enqueue.js';
-import { toJob, type Job, type JobRow } from '../queue/rows.js';
+import { toJob, type Job, type JobRow } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
-import { findRecordedReplayTx, insertReplayLineageTx } from './lineage.js';
+import { findRecordedReplayTx, insertReplayLineageTx } from './replay-lineage.js';
 import {
   JOB_INVALID_INPUT,
   compareAndReplaySucceededJobInputSchema,
   type CompareAndReplaySucceededJobInput,
   type ParsedReplayRequest,
-} from './schemas.js';
+} from './inputs.js';
 
 const OPERATION = 'compare and replay succeeded job';
 

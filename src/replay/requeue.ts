@@ -37,11 +37,11 @@
  */
 import { withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { InternalError } from '../errors/runledger-error.js';
-import { toJob, type Job, type JobRow } from '../queue/rows.js';
+import { toJob, type Job, type JobRow } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
 import {
@@ -49,7 +49,7 @@ import {
   compareAndRequeueJobInputSchema,
   type CompareAndRequeueJobInput,
   type ParsedRequeueRequest,
-} from './schemas.js';
+} from './inputs.js';
 
 const OPERATION = 'compare and requeue job';
 

@@ -54,13 +54,13 @@ import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/e
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
-import type { ValidatedWorkflowRun } from '../workflow/definition.js';
+import type { ValidatedWorkflowRun } from '../workflow/run-definition.js';
 import { persistRuns } from '../workflow/enqueue.js';
 import { dueSlots } from './cron.js';
 import { scheduleNotFound } from './crud.js';
 import type { ScheduleRow } from './rows.js';
 import { slotWorkflowRun } from './targets.js';
-import { SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, runDueSchedulesInputSchema, scheduleRefSchema, type RunDueSchedulesInput, type ScheduleRef } from './schemas.js';
+import { SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, runDueSchedulesInputSchema, scheduleRefSchema, type RunDueSchedulesInput, type ScheduleRef } from './inputs.js';
 
 export interface MaterialisedSlot {
   scheduleKey: string;

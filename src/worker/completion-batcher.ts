@@ -9,7 +9,7 @@
  * commits while the previous one does, and claims never wait for either);
  * beyond that the queue grows while they commit (group commit). Concurrent
  * batches are safe: each takes its locks in the global order of
- * src/workflow/locking.ts, so they cannot deadlock on shared runs.
+ * src/coordination/locking.ts, so they cannot deadlock on shared runs.
  *
  * Each caller gets its own job's outcome: `succeeded`,
  * `lease_owner_mismatch` (the fence refused it; the others in the batch are

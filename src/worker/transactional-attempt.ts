@@ -28,7 +28,7 @@
  * lock keeps the lease from being taken over, so a commit that passed the
  * fence is never preceded by another attempt's.
  *
- * Lock order (extends src/workflow/locking.ts): whatever the handler locks
+ * Lock order (extends src/coordination/locking.ts): whatever the handler locks
  * through ctx.tx comes first, then the completion takes rung 1 (the job row)
  * and what follows it. runledger's own transactions never lock a host's rows,
  * so the host's locks cannot close a cycle with them; a handler that also
@@ -48,12 +48,12 @@ import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import { completeJobSuccess } from '../queue/complete.js';
 import { continueJobs } from '../queue/continue.js';
-import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/inputs.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
-import { isContinuation } from './continuation.js';
-import { JOB_OUTPUT_INVALID, JOB_TIMEOUT, describeFailure, outputProblem, type FailureRecord } from './job-errors.js';
+import { isContinuation } from '../job/continuation.js';
+import { JOB_OUTPUT_INVALID, JOB_TIMEOUT, describeFailure, outputProblem, type FailureRecord } from '../job/errors.js';
 
 /** Added to the job's remaining time for the server-side backstops (idle, transaction timeouts) and Prisma's own timer. */
 export const TRANSACTION_GRACE_MS = 2_000;

@@ -38,10 +38,10 @@ import type { Db, Tx } from '../client/types.js';
 import { ConflictError, InternalError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { positiveInt, requestKey } from '../validation/primitives.js';
-import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type WorkflowRunInput } from './definition.js';
+import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type WorkflowRunInput } from './run-definition.js';
 import { persistRuns } from './enqueue.js';
-import { lockActiveKey } from './locking.js';
-import type { WorkflowRunStatus } from './rows.js';
+import { lockActiveKey } from '../coordination/locking.js';
+import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 
 export type EnqueueActiveWorkflowInput = WorkflowRunInput & {
   /** Non-blank, at most 512 bytes of UTF-8; claimed in the run's scope (its organization, else global). */

@@ -45,13 +45,13 @@ import { scopeParams } from '../db/scope.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
 import { inheritedJobTypes, withCatalogDefaultsForSteps, type CatalogJson } from './catalog-defaults.js';
-import { jsonParam } from '../queue/rows.js';
+import { jsonParam } from '../model/job-rows.js';
 import { validateAppend, type AppendWorkflowStepsInput, type ValidatedAppend } from './append-request.js';
-import { MAX_WORKFLOW_STEPS, type ValidatedStep } from './definition.js';
-import { lockRunAppend, releaseConflict, tryLockRunReleaseShared } from './locking.js';
-import { DEPENDENCY_UNSATISFIED } from './release.js';
-import { recomputeWorkflowRunStatuses } from './run-status.js';
-import { isTerminalRunStatus, isTerminalStepStatus, type WorkflowRunStatus, type WorkflowStepExecutionKind, type WorkflowStepStatus } from './rows.js';
+import { MAX_WORKFLOW_STEPS, type ValidatedStep } from './run-definition.js';
+import { lockRunAppend, releaseConflict, tryLockRunReleaseShared } from '../coordination/locking.js';
+import { DEPENDENCY_UNSATISFIED } from '../coordination/dependency-release.js';
+import { recomputeWorkflowRunStatuses } from '../coordination/run-status.js';
+import { isTerminalRunStatus, isTerminalStepStatus, type WorkflowRunStatus, type WorkflowStepExecutionKind, type WorkflowStepStatus } from '../model/workflow-rows.js';
 
 export type { AppendWorkflowStepsInput } from './append-request.js';
 

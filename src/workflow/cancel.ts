@@ -20,9 +20,9 @@ import { parseInput } from '../validation/parse.js';
 import { nonBlank, uuid } from '../validation/primitives.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../queue/attempt-row.js';
 import { releaseActiveKeysOfRuns } from './active-keys.js';
-import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from './locking.js';
-import { notifyWorkflowRunTerminal } from './run-status.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from './rows.js';
+import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from '../coordination/locking.js';
+import { notifyWorkflowRunTerminal } from '../coordination/run-status.js';
+import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
 
 export const WORKFLOW_RUN_CANCELED = 'workflow.run_canceled';
 

@@ -14,13 +14,13 @@ import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
-import { jsonParam } from '../queue/rows.js';
+import { jsonParam } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonValue, nonBlank, storableText, uuid, type JsonValue } from '../validation/primitives.js';
-import { lockRunStepRows, releaseConflict, tryLockRunReleaseShared } from './locking.js';
-import { releaseDependents } from './release.js';
-import { recomputeWorkflowRunStatuses } from './run-status.js';
-import { isTerminalStepStatus, toWorkflowStep, type WorkflowStep, type WorkflowStepRow } from './rows.js';
+import { lockRunStepRows, releaseConflict, tryLockRunReleaseShared } from '../coordination/locking.js';
+import { releaseDependents } from '../coordination/dependency-release.js';
+import { recomputeWorkflowRunStatuses } from '../coordination/run-status.js';
+import { isTerminalStepStatus, toWorkflowStep, type WorkflowStep, type WorkflowStepRow } from '../model/workflow-rows.js';
 
 const optionalText = storableText.max(10_000).nullish();
 

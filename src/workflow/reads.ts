@@ -11,8 +11,8 @@ import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, uuid } from '../validation/primitives.js';
-import { pageFields, type Page } from '../queue/schemas.js';
-import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from '../recovery/lineage.js';
+import { pageFields, type Page } from '../queue/inputs.js';
+import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from './run-lineage.js';
 import {
   toWorkflowRun,
   toWorkflowStep,
@@ -24,7 +24,7 @@ import {
   type WorkflowStepDependency,
   type WorkflowStepDependencyRow,
   type WorkflowStepRow,
-} from './rows.js';
+} from '../model/workflow-rows.js';
 
 const INVALID = 'workflow.invalid_input';
 const runStatus = z.enum(['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED']);
@@ -65,7 +65,7 @@ function runNotFound(workflowRunId: string): NotFoundError {
   return new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
 }
 
-/** A run read by id, with its recovery lineage (src/recovery/lineage.ts). */
+/** A run read by id, with its recovery lineage (src/workflow/run-lineage.ts). */
 export type WorkflowRunWithLineage = WorkflowRun & WorkflowRunLineage;
 
 /**

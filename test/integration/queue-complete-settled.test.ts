@@ -21,14 +21,14 @@ import {
 } from '../../src/index.js';
 import { completeJobsSuccessSettled } from '../../src/queue/lifecycle.js';
 import { CompletionBatcher } from '../../src/worker/completion-batcher.js';
-import type { TerminalStep } from '../../src/workflow/release.js';
+import type { TerminalStep } from '../../src/coordination/dependency-release.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
 // The workflow engine's release runs for real unless a failure is injected.
 const inject = vi.hoisted(() => ({ failures: [] as Error[] }));
-vi.mock('../../src/workflow/release.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/workflow/release.js')>();
+vi.mock('../../src/coordination/dependency-release.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/coordination/dependency-release.js')>();
   return {
     ...actual,
     releaseDependents: async (tx: never, locks: never, steps: readonly TerminalStep[]) => {

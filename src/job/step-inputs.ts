@@ -10,47 +10,13 @@
  * what the claim reads is final, and a step costs no round trip more than a
  * direct job.
  */
-import type { ClaimedJob } from '../queue/claim.js';
+import type { ClaimedJob } from './claimed-job.js';
 import type { JsonValue } from '../validation/primitives.js';
-import type { AnyJobDefinition, JobOutput } from '../worker/define-job.js';
-import { TerminalError } from '../worker/job-errors.js';
-import type { WorkflowDependencyReleaseMode, WorkflowStepStatus } from './rows.js';
+import type { AnyJobDefinition, StepInputs, StepPrerequisite, StepPrerequisites } from './contract.js';
+import { TerminalError } from './errors.js';
+import type { WorkflowDependencyReleaseMode, WorkflowStepStatus } from '../model/workflow-rows.js';
 
-/** One prerequisite of the running step, as it ended. */
-export interface StepPrerequisite<Output = JsonValue> {
-  readonly key: string;
-  /** SUCCEEDED for every `afterSuccess` prerequisite; FAILED or CANCELED possible for an `afterTerminal` one. */
-  readonly status: Extract<WorkflowStepStatus, 'SUCCEEDED' | 'FAILED' | 'CANCELED'>;
-  readonly releaseMode: WorkflowDependencyReleaseMode;
-  /** null: an external step. */
-  readonly jobType: string | null;
-  /** Its output; null when it recorded none or did not succeed. */
-  readonly output: Output | null;
-}
-
-/** The prerequisites of the running step, by key. Empty for a job that backs no step. */
-export interface StepPrerequisites {
-  readonly size: number;
-  keys(): string[];
-  /** Every prerequisite, in key order. */
-  all(): StepPrerequisite[];
-  /** The prerequisite `key`; undefined when the step has no such prerequisite. */
-  get(key: string): StepPrerequisite | undefined;
-  /**
-   * The prerequisite `key`, its output typed by the definition that ran it.
-   * Throws a TerminalError (`workflow.prerequisite_type_mismatch`: the job
-   * dead-letters) when that step ran another job type, so a wrong definition
-   * is caught instead of mistyping the output.
-   */
-  get<D extends AnyJobDefinition>(key: string, definition: D): StepPrerequisite<Exclude<JobOutput<D>, null>> | undefined;
-}
-
-/** The workflow side of a step's job (the handler context's workflow fields). */
-export interface StepInputs {
-  workflowRunId: string;
-  stepKey: string;
-  prerequisites: StepPrerequisites;
-}
+export type { StepInputs, StepPrerequisite, StepPrerequisites } from './contract.js';
 
 /** The step inputs of a claimed job, as its claim statement read them; undefined for a direct job. */
 export function stepInputsOf(job: Pick<ClaimedJob, 'step'>): StepInputs | undefined {

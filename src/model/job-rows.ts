@@ -24,7 +24,7 @@
  *   PENDING | LEASED -> CANCELED  CANCELED (a leased job keeps lease_expires_at)
  */
 import { sqltag } from '@prisma/client/runtime/client';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from './json.js';
 
 export type JobStatus = 'PENDING' | 'LEASED' | 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED';
 

@@ -7,7 +7,7 @@
  * Pure: the random source is a parameter so tests can pin it.
  *
  * A job type's policy comes from its definition (`defineJob(..., { retry })`,
- * see src/worker/define-job.ts); the defaults live in defaults.ts.
+ * see src/job/define-job.ts); the defaults live in defaults.ts.
  */
 import { z } from 'zod';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './defaults.js';

@@ -13,7 +13,7 @@
  * waits, PENDING, for a worker that knows it. It is not failed: a rolling
  * deploy may run an old worker next to a new one.
  *
- * Settings precedence (defaults in src/queue/defaults.ts): an enqueue's own
+ * Settings precedence (defaults in src/job/defaults.ts): an enqueue's own
  * `maxAttempts` / `timeoutSeconds`, else the definition's when the job is
  * enqueued through it (they are written on the job row then), else the
  * defaults. The backoff: a job's own (its enqueue's or its step's, stored on
@@ -29,88 +29,20 @@
 import type { Continuation } from './continuation.js';
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
-import type { BackoffPolicy } from '../queue/defaults.js';
-import { resolveBackoff, retryPolicySchema, type RetryPolicy } from '../queue/retry-policy.js';
-import { isStandardSchema, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import type { BackoffPolicy } from './defaults.js';
+import { resolveBackoff, retryPolicySchema, type RetryPolicy } from './retry-policy.js';
+import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import type { JsonInput } from '../validation/json-input.js';
 import type { Jsonified } from '../validation/jsonified.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, nonBlank, positiveInt } from '../validation/primitives.js';
-import type { JobContext, TransactionalJobContext } from './job-context.js';
+import type { AnyJobDefinition, JobDefinition, JobHandler, JobSettings, TransactionClientOf, TransactionalJobContext, TransactionalJobSettings } from './contract.js';
 import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 
-/**
- * A job handler: receives the parsed payload and the context of this attempt,
- * returns the job's output. The output is stored the way JSON.stringify
- * writes it (see `Jsonified`); undefined or null: no output. A returned
- * `continueNow(...)` / `continueAfter(...)` is no output: it ends this slice
- * and asks for the next (src/worker/continuation.ts).
- */
-export type JobHandler<Payload, Output> = (payload: Payload, ctx: JobContext) => Promise<Output> | Output;
-
-/** A definition's own execution settings (the fourth argument of `defineJob`). */
-export interface JobSettings {
-  /** Attempts and backoff for this job type. */
-  retry?: RetryPolicy;
-  /** How long one attempt may run (its signal aborts; a retryable `job.timeout` is recorded). Default 300. */
-  timeoutSeconds?: number;
-  /** Claim order of this type's jobs (higher first) when an enqueue or step does not say. Default 0. */
-  priority?: number;
-}
-
-/**
- * The transaction client of a Prisma client `C`, as its own
- * `$transaction(async (tx) => ...)` types it: the generated client's
- * `Omit<PrismaClient, ...>`, or an `$extends` client's extended one. (The
- * callback form is the last `$transaction` overload, the one inference reads.)
- */
-export type TransactionClientOf<C> = C extends { $transaction(fn: (tx: infer T) => any, ...rest: any[]): any } ? T : never;
-
-/** The settings of a transactional job type: `transaction` is the host's root Prisma client. */
-export interface TransactionalJobSettings<C extends PrismaClientLike> extends JobSettings {
-  /**
-   * Run every attempt inside an interactive READ COMMITTED transaction of
-   * this client (the host's own, on the worker's database): the handler gets
-   * it as `ctx.tx`, and its writes, the job's outcome and whatever it
-   * enqueues through `ctx.tx` commit together, or roll back together.
-   */
-  transaction: C;
-}
-
-/**
- * The typed handle of one job type. `Payload` is what the handler receives
- * (the schema's output), `Input` what an enqueue gives (the schema's input),
- * `Output` what the handler returns.
- */
-export interface JobDefinition<Payload = unknown, Output = unknown, Input = Payload> {
-  readonly jobType: string;
-  /** Validates the stored payload before the handler runs; a failure dead-letters the job (`job.payload_invalid`). */
-  readonly schema: StandardSchemaV1<Input, Payload>;
-  readonly handler: JobHandler<Payload, Output>;
-  /** `retry.maxAttempts` and `timeoutSeconds`: undefined when the definition leaves them to the defaults. */
-  readonly maxAttempts: number | undefined;
-  readonly timeoutSeconds: number | undefined;
-  /** The definition's `priority`: undefined when it leaves it to the default. */
-  readonly priority: number | undefined;
-  /** Resolved: the definition's backoff with the defaults filled in. */
-  readonly backoff: Readonly<BackoffPolicy>;
-  /** The client each attempt runs in a transaction of (`settings.transaction`); undefined: a direct handler. */
-  readonly transaction: PrismaClientLike | undefined;
-}
-
-/** Any definition, whatever its payload and output types (what a worker's `handlers` list holds). */
-// The handler's parameter is contravariant, so a precise definition fits only a wide one declared with `any`.
-export type AnyJobDefinition = JobDefinition<any, any, any>;
-
-/** What an enqueue of `D` must give as its payload: the schema's input type. */
-export type JobPayload<D extends AnyJobDefinition> = D extends JobDefinition<any, any, infer Input> ? Input : never;
-/** What the handler of `D` receives: the schema's output type. */
-export type JobParsedPayload<D extends AnyJobDefinition> = D extends JobDefinition<infer Payload, any, any> ? Payload : never;
-/** What `D`'s job stores as its output (null: the handler returned nothing). */
-export type JobOutput<D extends AnyJobDefinition> = D extends JobDefinition<any, infer Output, any> ? Jsonified<Exclude<Output, Continuation>> | null : never;
+export type { JobHandler, JobSettings, TransactionClientOf, TransactionalJobSettings, JobDefinition, AnyJobDefinition, JobPayload, JobParsedPayload, JobOutput } from './contract.js';
 
 const BRAND = Symbol.for('runledger.JobDefinition');
 

@@ -82,7 +82,7 @@
  *     that prune each other's keys (a rolling deploy) cannot deadlock; a
  *     scheduler pass never waits for them (SKIP LOCKED), and upsertSchedule
  *     writes one row in one statement.
- *   - The job definitions catalog (src/queue/definitions.ts) takes no part:
+ *   - The job definitions catalog (src/queue/catalog.ts) takes no part:
  *     enqueues read it without locking; a sync upserts its rows in job-type
  *     order in one statement and holds no other lock class. Recording an
  *     enqueue intent locks nothing. Promoting intents (src/queue/intents.ts)

@@ -8,9 +8,9 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../queue/defaults.js';
-import { backoffPolicySchema, resolveBackoff } from '../queue/retry-policy.js';
-import { stageLabel } from '../queue/schemas.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
+import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
+import { stageLabel } from '../queue/inputs.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
 import { int32, jsonInput, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, uuid, type JsonValue } from '../validation/primitives.js';
@@ -95,7 +95,7 @@ export type ValidatedStep =
       dependsOn: ValidatedDependency[];
       /**
        * The settings the step left out (resolved above to the built-in defaults): at enqueue, the job type's
-       * catalog row replaces them when it has one (src/queue/definitions.ts). Absent: none. Not part of
+       * catalog row replaces them when it has one (src/queue/catalog.ts). Absent: none. Not part of
        * the idempotency snapshot.
        */
       inherits?: readonly InheritableSetting[];

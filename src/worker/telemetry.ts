@@ -26,11 +26,11 @@
  */
 import { createRequire } from 'node:module';
 import type { Attributes, Context, Counter, Histogram, Meter, MeterProvider, Span, Tracer, TracerProvider } from '@opentelemetry/api';
-import type { ClaimedJob } from '../queue/claim.js';
-import type { JobInfo, WorkerEventEmitter } from '../worker/events.js';
-import type { OpenTelemetryApi } from './otel-api.js';
-import type { JobSpan, JobTelemetry, WorkerTelemetryOptions } from './options.js';
-import { traceCarrierOf } from './trace-context.js';
+import type { ClaimedJob } from '../job/claimed-job.js';
+import type { JobInfo, WorkerEventEmitter } from './events.js';
+import type { OpenTelemetryApi } from '../telemetry/otel-api.js';
+import type { JobSpan, JobTelemetry, WorkerTelemetryOptions } from './telemetry-options.js';
+import { traceCarrierOf } from '../telemetry/trace-context.js';
 
 type Outcome = 'succeeded' | 'retry_scheduled' | 'dead_lettered' | 'lease_lost' | 'unrecorded';
 

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
-import { backoffPolicySchema } from './retry-policy.js';
+import { backoffPolicySchema } from '../job/retry-policy.js';
 import { truncateText } from '../validation/storable.js';
 import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId, timestamp } from '../validation/primitives.js';
 
@@ -18,7 +18,7 @@ export const stageLabel = storableText
   .refine((s) => s.trim().length > 0, 'must not be blank')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_STAGE_BYTES, `must be at most ${MAX_STAGE_BYTES} bytes (UTF-8)`);
 
-export { DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_SECONDS } from './defaults.js';
+export { DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_SECONDS } from '../job/defaults.js';
 
 /** Upper bounds that keep one statement's arrays (and its locks) bounded. */
 export const MAX_ENQUEUE_BATCH = 10_000;
@@ -26,10 +26,8 @@ export const MAX_CLAIM_BATCH = 1_000;
 export const MAX_REAP_BATCH = 10_000;
 export const MAX_LIST_LIMIT = 500;
 
-/** Longer failure messages are cut rather than refused: a worker must always be able to record a failure. */
-export const MAX_ERROR_MESSAGE_LENGTH = 4_000;
-/** The longest stack a failed attempt keeps (job_attempts.error_stack's CHECK); a longer one is cut. */
-export const MAX_ERROR_STACK_LENGTH = 8_000;
+export { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../job/defaults.js';
+import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../job/defaults.js';
 
 const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED']);
 const workerId = nonBlank(200);
@@ -83,7 +81,7 @@ export const enqueueOptionsSchema = z.strictObject({
   /**
    * Refuse a job type the definitions catalog does not hold (default false: only a type whose definition is
    * disabled is refused, so a host may enqueue before any worker has synced its definitions). See
-   * src/queue/definitions.ts; the refusal is `job.definition_not_found_or_disabled` and writes nothing.
+   * src/queue/catalog.ts; the refusal is `job.definition_not_found_or_disabled` and writes nothing.
    */
   requireDefinition: z.boolean().optional(),
 });

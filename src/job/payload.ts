@@ -12,10 +12,10 @@
  */
 import type { ErrorCode } from '../errors/codes.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import { issuePath, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import { issueReason } from '../validation/parse.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
-import type { AnyJobDefinition } from '../worker/define-job.js';
+import type { AnyJobDefinition } from './define-job.js';
 
 /** The schema's messages are the host's text: made printable and bounded before they are put in an error. */
 const MAX_MESSAGE = 1_000;

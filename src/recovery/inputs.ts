@@ -6,14 +6,14 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { scopeSchema, type Scope } from '../db/scope.js';
-import { bigintPageFields } from '../queue/schemas.js';
+import { bigintPageFields } from '../queue/inputs.js';
+import { RECOVERY_MODES, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { nonBlank, requestKey, uuid } from '../validation/primitives.js';
 
 /** Recovery reasons are audit text, bounded like replay reasons. */
 export const MAX_RECOVERY_REASON_LENGTH = 1_000;
 
-export const RECOVERY_MODES = ['full', 'failed_only'] as const;
-export type WorkflowRecoveryMode = (typeof RECOVERY_MODES)[number];
+export { RECOVERY_MODES, fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
 
 export const recoverWorkflowRunInputSchema = z.strictObject({
   sourceRunId: uuid,
@@ -61,5 +61,3 @@ export function recoveryRequestHash(request: ParsedRecoveryRequest): string {
   return createHash('sha256').update(JSON.stringify({ mode: request.mode, reason: request.reason })).digest('hex');
 }
 
-export const toDbMode = (mode: WorkflowRecoveryMode): 'FULL' | 'FAILED_ONLY' => (mode === 'full' ? 'FULL' : 'FAILED_ONLY');
-export const fromDbMode = (mode: 'FULL' | 'FAILED_ONLY'): WorkflowRecoveryMode => (mode === 'FULL' ? 'full' : 'failed_only');

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
-import { JOB_INVALID_INPUT } from '../queue/schemas.js';
+import { JOB_INVALID_INPUT } from '../queue/inputs.js';
 import { nonBlank, positiveInt, requestKey, uuid } from '../validation/primitives.js';
 
 export { JOB_INVALID_INPUT };

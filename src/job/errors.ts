@@ -14,7 +14,7 @@
  * inside a handler (say, an enqueue that conflicted) is "anything else".
  */
 import type { JobOutcomeCode } from '../errors/codes.js';
-import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../queue/schemas.js';
+import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from './defaults.js';
 import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../validation/primitives.js';
 import { formatJsonPath, textProblem, toStorableText, type JsonProblem } from '../validation/storable.js';
 

@@ -3,7 +3,7 @@
  * one mapper each. Every SELECT of a whole run or step lists the same columns
  * as the row type here.
  */
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from './json.js';
 
 export type WorkflowRunStatus = 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'COMPLETED_WITH_ERRORS' | 'CANCELED';
 export type WorkflowStepStatus = 'BLOCKED' | 'ENQUEUED' | 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'FAILED' | 'CANCELED';
@@ -195,3 +195,9 @@ export function toWorkflowStepDependency(row: WorkflowStepDependencyRow): Workfl
     releaseMode: row.release_mode,
   };
 }
+
+/** How a recovery re-runs a finished run: every step, or the failed ones and what depends on them. */
+export const RECOVERY_MODES = ['full', 'failed_only'] as const;
+export type WorkflowRecoveryMode = (typeof RECOVERY_MODES)[number];
+export const toDbMode = (mode: WorkflowRecoveryMode): 'FULL' | 'FAILED_ONLY' => (mode === 'full' ? 'FULL' : 'FAILED_ONLY');
+export const fromDbMode = (mode: 'FULL' | 'FAILED_ONLY'): WorkflowRecoveryMode => (mode === 'FULL' ? 'full' : 'failed_only');

@@ -5,85 +5,13 @@
  * lease: once the lease is gone it throws `job.lease_owner_mismatch` and
  * changes nothing.
  */
-import type { ClaimedJob } from '../queue/claim.js';
+import type { ClaimedJob } from './claimed-job.js';
 import type { JsonValue } from '../validation/primitives.js';
 import type { WorkerLogger } from './logger.js';
-import { NO_PREREQUISITES, type StepInputs, type StepPrerequisites } from '../workflow/step-inputs.js';
+import type { JobContext, StepInputs, StepPrerequisites } from './contract.js';
+import { NO_PREREQUISITES } from './step-inputs.js';
 
-export interface JobContext {
-  readonly jobId: string;
-  readonly jobType: string;
-  /** 1 for the original run; a replay or requeue starts the next run. */
-  readonly runNumber: number;
-  /** 1-based attempt within the run (this one included). */
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  /** null: a job without an organization. */
-  readonly organizationId: string | null;
-  /** The worker holding the lease. */
-  readonly workerId: string;
-  /**
-   * Stable for every attempt of this run of the job (`runledger:<jobId>:<runNumber>`;
-   * a replay, a new run, gets a new one): pass it to an external API that
-   * deduplicates requests (a payment provider's `Idempotency-Key`), so an
-   * attempt that re-runs after a crash does not repeat the effect there.
-   */
-  readonly idempotencyKey: string;
-  /** True when the job backs a workflow step. */
-  readonly workflowManaged: boolean;
-  /** The workflow run of the step this job backs; null for a direct job. The run's organization is `organizationId`. */
-  readonly workflowRunId: string | null;
-  /** The key of the step this job backs; null for a direct job. */
-  readonly stepKey: string | null;
-  /**
-   * The step's prerequisites with their terminal status and output
-   * (`ctx.prerequisites.get('crawl')?.output`; typed with
-   * `ctx.prerequisites.get('crawl', crawl)`). Empty for a direct job.
-   */
-  readonly prerequisites: StepPrerequisites;
-  /** The checkpoint a previous attempt saved (or this one, after `saveCheckpoint`). */
-  readonly checkpoint: JsonValue | null;
-  /** The last saved progress (`saveProgress`'s value, or `{ processed, total }` from `progress`). */
-  readonly lastProgress: JsonValue | null;
-  /** The job's stage label: its enqueue's, then the last `setStage`. */
-  readonly stage: string | null;
-  /**
-   * Aborted when the job times out (`timeoutSeconds`), the lease is lost, or
-   * the worker shuts down past its drain deadline. `signal.reason` is a
-   * JobAbortedError whose `reason` says which. Pass it to fetch, pg, timers.
-   */
-  readonly signal: AbortSignal;
-  /** The worker's logger, with jobId and jobType bound. */
-  readonly logger: WorkerLogger;
-  /** When this attempt times out (`timeoutSeconds` after it started): a long job returns `continueNow` before it. */
-  readonly deadline: Date;
-  /** Milliseconds left until `deadline` (0 once it passed). */
-  remainingMs(): number;
-  /** Saves progress (JSON; null clears) and extends the lease. */
-  saveProgress(progress: JsonValue | null): Promise<void>;
-  /** Saves a checkpoint a later attempt will start from (JSON; null clears) and extends the lease. */
-  saveCheckpoint(checkpoint: JsonValue | null): Promise<void>;
-  /**
-   * Moves the job to another stage (non-blank, at most 128 bytes): stored on
-   * the job with a STAGE_CHANGED event. Fenced to this attempt's lease.
-   */
-  setStage(stage: string): Promise<void>;
-  /**
-   * Records numeric progress (non-negative integers, `processed <= total`
-   * when a total is given): stored as the job's progress with a PROGRESS
-   * event. Fenced to this attempt's lease.
-   */
-  progress(processed: number, total?: number): Promise<void>;
-}
-
-/**
- * `ctx` of a transactional job type (`defineJob(..., { transaction: prisma })`):
- * `tx` is the open interactive transaction of the host's client the attempt
- * runs in. Every write through it commits with the job's outcome or rolls
- * back with it. The context's own writes (progress, checkpoint, stage,
- * heartbeats) are not in it: they report on the attempt and commit at once.
- */
-export type TransactionalJobContext<T> = JobContext & { readonly tx: T };
+export type { JobContext, TransactionalJobContext } from './contract.js';
 
 /** The per-run idempotency key (see `JobContext.idempotencyKey`). */
 export function jobIdempotencyKey(job: Pick<ClaimedJob, 'jobId' | 'runNumber'>): string {

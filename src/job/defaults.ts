@@ -33,3 +33,8 @@ export const DEFAULT_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({
   baseDelayMs: 1_000,
   maxDelayMs: 60 * 60 * 1_000,
 });
+
+/** Longer failure messages are cut rather than refused: a worker must always be able to record a failure. */
+export const MAX_ERROR_MESSAGE_LENGTH = 4_000;
+/** The longest stack a failed attempt keeps (job_attempts.error_stack's CHECK); a longer one is cut. */
+export const MAX_ERROR_STACK_LENGTH = 8_000;

@@ -7,9 +7,9 @@
 import type { Tx } from '../client/types.js';
 import { scopeParams } from '../db/scope.js';
 import type { EnqueueJobResult } from '../queue/enqueue.js';
-import type { JobStatus } from '../queue/rows.js';
+import type { JobStatus } from '../model/job-rows.js';
 import { replayIdempotencyConflict, replayMissing } from './errors.js';
-import type { ParsedReplayRequest } from './schemas.js';
+import type { ParsedReplayRequest } from './inputs.js';
 
 interface LineageRow {
   replay_job_id: string;

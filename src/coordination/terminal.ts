@@ -17,7 +17,7 @@ import { sqltag } from '@prisma/client/runtime/client';
 import type { Tx } from '../client/types.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { lockRunsReleaseShared, type ReleaseLocksHeld } from './locking.js';
-import { internalState, releaseDependents, type TerminalStep } from './release.js';
+import { internalState, releaseDependents, type TerminalStep } from './dependency-release.js';
 import { recomputeAfterTerminal, recomputeWorkflowRunStatuses } from './run-status.js';
 import { stepStartedAt } from './step-state.js';
 

@@ -5,10 +5,10 @@
  * refuses or one that never matches, `timezone` for an unknown IANA zone.
  */
 import { z } from 'zod';
-import { enqueueJobInputSchema, DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/schemas.js';
+import { enqueueJobInputSchema, DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/inputs.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, timestamp } from '../validation/primitives.js';
 import { cronProblem, timezoneProblem } from './cron.js';
-import type { WorkflowRunInput } from '../workflow/definition.js';
+import type { WorkflowRunInput } from '../workflow/run-definition.js';
 import { workflowRunProblem } from './targets.js';
 
 export const SCHEDULE_INVALID_INPUT = 'schedule.invalid_input';

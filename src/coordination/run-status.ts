@@ -15,8 +15,8 @@
  * batch settling many steps of one run sends it once.
  */
 import type { Tx } from '../client/types.js';
-import { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../db/constants.js';
-import type { WorkflowRunStatus } from './rows.js';
+import { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
+import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 
 /**
  * Recomputes the statuses of several runs: two statements whatever their

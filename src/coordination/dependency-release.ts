@@ -43,9 +43,9 @@
  * proven by `ReleaseLocksHeld` (see locking.ts for the protocol).
  */
 import type { Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { InternalError } from '../errors/runledger-error.js';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/schemas.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../job/defaults.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { RELEASE_LOCK_WAIT_MS, releaseConflict, type ReleaseLocksHeld } from './locking.js';
 

@@ -3,8 +3,8 @@
  * free of `@opentelemetry/api` types so that a host without that optional
  * package still type-checks against runledger's declarations.
  */
-import type { ClaimedJob } from '../queue/claim.js';
-import type { JobInfo } from '../worker/events.js';
+import type { ClaimedJob } from '../job/claimed-job.js';
+import type { JobInfo } from './events.js';
 
 /** The `telemetry` worker option: providers default to the globally registered ones. */
 export interface WorkerTelemetryOptions {

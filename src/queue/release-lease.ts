@@ -26,13 +26,13 @@
 import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
-import { LIVE_JOB_STEP } from '../workflow/step-state.js';
+import { LIVE_JOB_STEP } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch } from './lease.js';
-import { JOB_INVALID_INPUT, releaseJobInputSchema, type ParsedJobLease, type ReleaseJobInput } from './schemas.js';
+import { JOB_INVALID_INPUT, releaseJobInputSchema, type ParsedJobLease, type ReleaseJobInput } from './inputs.js';
 
 /** @example await releaseJob(prisma, { ...lease, reason: 'job.worker_shutdown' }); */
 export async function releaseJob(db: Db, input: ReleaseJobInput): Promise<{ jobId: string; status: 'PENDING' }> {

@@ -28,10 +28,10 @@ import { withStatement } from '../client/transaction.js';
 import { NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, type JsonValue } from '../validation/primitives.js';
-import { isJobDefinition, type AnyJobDefinition } from '../worker/define-job.js';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from './defaults.js';
-import { jsonParam } from './rows.js';
-import { JOB_INVALID_INPUT, pageFields, type Page } from './schemas.js';
+import { isJobDefinition, type AnyJobDefinition } from '../job/define-job.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
+import { jsonParam } from '../model/job-rows.js';
+import { JOB_INVALID_INPUT, pageFields, type Page } from './inputs.js';
 
 /** One catalog row. */
 export interface JobDefinitionRecord {

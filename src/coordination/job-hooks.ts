@@ -11,11 +11,11 @@
  * and call `settleTerminalSteps` for the release.
  *
  * Step -> RUNNING is not written at all: a step reads as RUNNING while its
- * job is LEASED (src/workflow/step-state.ts), so claim and mark-running touch
+ * job is LEASED (src/coordination/step-state.ts), so claim and mark-running touch
  * no step row.
  *
  * Lock order: the queue already holds the job rows (FOR UPDATE or UPDATE);
- * these then lock step rows. See src/workflow/locking.ts for the protocol.
+ * these then lock step rows. See src/coordination/locking.ts for the protocol.
  */
 import { sqltag } from '@prisma/client/runtime/client';
 import type { TransactionContext } from '../client/transaction.js';
@@ -29,7 +29,7 @@ export { processWorkflowJobTerminals, settleTerminalSteps, type WorkflowJobTermi
 /**
  * A retry was scheduled: the steps go back to ENQUEUED, keeping started_at as
  * the first time they began (the ended attempt's start when none is stored
- * yet: src/workflow/step-state.ts). Only live steps move: a concurrent
+ * yet: src/coordination/step-state.ts). Only live steps move: a concurrent
  * cancellation or terminal transition wins over putting a step back.
  * `attemptStartedAt` is the ended attempt's start as PostgreSQL text (its
  * microseconds kept).
