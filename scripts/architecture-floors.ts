@@ -20,7 +20,8 @@ export function floorsMarkdown(floors: Floor[] = loadFloors()): string {
   const mermaid = ['```mermaid', 'flowchart TD'];
   top.forEach((floor, i) => {
     mermaid.push(`  ${floor.name}["${floor.name}: ${floor.folders.map((f) => (f.endsWith('.ts') ? f : `${f}/`)).join(' ')}"]`);
-    if (i > 0) mermaid.push(`  ${top[i - 1].name} --> ${floor.name}`);
+    const above = top[i - 1];
+    if (above) mermaid.push(`  ${above.name} --> ${floor.name}`);
   });
   mermaid.push('```');
   const table = ['| floor | folders (src/) | holds |', '| --- | --- | --- |'];

@@ -137,6 +137,7 @@
  * 2b for the whole batch in one id-ordered statement removes that order
  * inversion.
  */
+import { empty, sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Tx } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -180,14 +181,8 @@ export async function lockRunsReleaseShared(tx: Tx, workflowRunIds: Iterable<str
   if (ids.length === 0) return { workflowRunIds: new Set(), mode: 'shared' };
   try {
     await tx.$queryRaw`
-      WITH prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous),
-      bounded AS MATERIALIZED (SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bound FROM prev),
-      granted AS MATERIALIZED (
-        SELECT count(pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(r.id::text)) IS NULL) AS n
-          FROM bounded,
-               (SELECT id FROM unnest(${ids}::uuid[]) WITH ORDINALITY AS u(id, ord) ORDER BY ord) r
-      )
-      SELECT set_config('lock_timeout', bounded.previous, true) AS restored FROM bounded, granted`;
+      WITH ${boundedReleaseLocksShared(sqltag`SELECT id FROM unnest(${ids}::uuid[]) WITH ORDINALITY AS u(id, ord) ORDER BY ord`)}
+      SELECT v AS restored FROM restored`;
   } catch (error) {
     if (databaseErrorInfo(error).sqlState === '55P03') {
       throw releaseConflict(ids.length === 1 ? ids[0]! : `${ids.length} runs`, `shared release lock not granted within ${RELEASE_LOCK_WAIT_MS} ms`, error, ids);
@@ -195,6 +190,27 @@ export async function lockRunsReleaseShared(tx: Tx, workflowRunIds: Iterable<str
     throw error;
   }
   return { workflowRunIds: new Set(ids), mode: 'shared' };
+}
+
+/**
+ * Rung 3's bounded shared acquire as four CTEs, for a statement that takes it
+ * after its own locks (one round trip): `prev` reads the caller's
+ * lock_timeout (and evaluates `before`, e.g. a count over the CTEs that take
+ * rungs 1-2, so those run first), `bounded` sets RELEASE_LOCK_WAIT_MS,
+ * `granted` takes the release lock of each run `runIds` yields (a query of
+ * `id`s in run id order), `restored` puts the caller's lock_timeout back.
+ * The statement selects from `restored` (as the outer side of its final
+ * join), so the restore always runs. A wait past the bound raises 55P03:
+ * the caller maps it to `releaseConflict`.
+ */
+export function boundedReleaseLocksShared(runIds: Sql, before: Sql = empty): Sql {
+  return sqltag`prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous${before}),
+    bounded AS MATERIALIZED (SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bound FROM prev),
+    granted AS MATERIALIZED (
+      SELECT count(pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(r.id::text)) IS NULL) AS n
+        FROM bounded, (${runIds}) r
+    ),
+    restored AS MATERIALIZED (SELECT set_config('lock_timeout', bounded.previous, true) AS v FROM bounded, granted)`;
 }
 
 /** Shared acquire that never waits: null when cancellation holds the exclusive form. */

@@ -15,7 +15,7 @@ import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
 import { stepStartedAt } from '../coordination/step-state.js';
-import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../coordination/locking.js';
+import { RELEASE_LOCK_WAIT_MS, boundedReleaseLocksShared, releaseConflict } from '../coordination/locking.js';
 import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
 import {
   JOB_INVALID_INPUT,
@@ -26,6 +26,7 @@ import {
   type CompleteJobsItem,
   type ParsedJobLease,
 } from './inputs.js';
+import { CLEAR_LEASE } from '../db/fragments.js';
 
 /**
  * Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`.
@@ -256,7 +257,7 @@ async function completeStatement(
     clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
     done AS (
       UPDATE runledger.job_queue jq
-         SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+         SET status = 'SUCCEEDED', ${CLEAR_LEASE},
              output = k.output, finished_at = now(), updated_at = now(),
              -- The attempt stays on the job row, closed: its number is the trail's SUCCEEDED event
              -- (src/queue/attempt-row.ts). No attempt or event row is written.
@@ -289,13 +290,7 @@ async function completeStatement(
     -- dependents, in run id order, after every job and step lock above (\`prev\` reads \`steps\` whole), with
     -- a bounded wait (see src/coordination/locking.ts); the caller's lock_timeout is read first and restored
     -- last (\`restored\` is the outer side of the final join, so it always runs).
-    prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous, (SELECT count(*) FROM steps) AS n),
-    bounded AS MATERIALIZED (SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bound FROM prev),
-    granted AS MATERIALIZED (
-      SELECT count(pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(r.id::text)) IS NULL) AS n
-        FROM bounded, (SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1) r
-    ),
-    restored AS MATERIALIZED (SELECT set_config('lock_timeout', bounded.previous, true) AS v FROM bounded, granted)
+    ${boundedReleaseLocksShared(sqltag`SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1`, sqltag`, (SELECT count(*) FROM steps) AS n`)}
     SELECT x.* FROM restored LEFT JOIN (
       SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id,
              s.has_dependents

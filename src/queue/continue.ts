@@ -40,6 +40,7 @@ import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './inputs.js';
 import { jsonParam } from '../model/job-rows.js';
+import { CLEAR_LEASE } from '../db/fragments.js';
 
 export const CONTINUED_STEP_REASON = 'job.continued';
 
@@ -143,7 +144,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
              next_run_at = c.at + k.delay_ms * interval '1 millisecond',
              checkpoint = CASE WHEN k.set_checkpoint THEN k.new_checkpoint ELSE jq.checkpoint END,
              progress = CASE WHEN k.set_progress THEN k.new_progress ELSE jq.progress END,
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             ${CLEAR_LEASE},
              last_error_code = NULL, last_error_message = NULL, updated_at = c.at, ${CLEAR_ATTEMPT}
         FROM locked k, clock c
        -- Locked with the lease matched; what can have changed since is the clock.

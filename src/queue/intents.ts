@@ -60,6 +60,7 @@ import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/
 import { backoffPolicySchema } from '../job/retry-policy.js';
 import { jsonParam } from '../model/job-rows.js';
 import { JOB_INVALID_INPUT, MAX_ERROR_MESSAGE_LENGTH } from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 export const recordJobEnqueueIntentInputSchema = z.strictObject({
   jobType: nonBlank(200),
@@ -430,11 +431,11 @@ export async function readEnqueueIntentStats(tx: Tx, scope: Scope): Promise<Enqu
                      count(*) FILTER (WHERE last_error_code IS NOT NULL)::int AS failing
                 FROM runledger.job_enqueue_intents
                WHERE state = 'PENDING'
-                 AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) p
+                 AND ${inScope(s, 'organization_id')}) p
        CROSS JOIN (SELECT count(*)::int AS conflicts
                      FROM runledger.job_enqueue_intents
                     WHERE state = 'CONFLICT'
-                      AND (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)) c`;
+                      AND ${inScope(s, 'organization_id')}) c`;
   return {
     pending: row!.pending,
     oldestPendingAgeMs: row!.oldest_ms === null ? null : Math.max(0, Math.round(row!.oldest_ms)),

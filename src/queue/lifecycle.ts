@@ -30,12 +30,14 @@
  * Lock order: the job rows (in id order), then their step rows; the full
  * protocol is at the top of src/coordination/locking.ts.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonParam, type JobLease } from '../model/job-rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './inputs.js';
+import { leaseFence, leaseIdentity } from '../db/fragments.js';
 
 export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseIdentity } from './lease.js';
 
@@ -68,8 +70,7 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
       WITH locked AS MATERIALIZED (
         SELECT jq.id FROM runledger.job_queue jq
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId}
+         WHERE ${leaseIdentity(l)}
            FOR UPDATE
       ),
       -- Read after the lock above is held: the fence and the timestamps use the time of the write (module comment).
@@ -85,8 +86,7 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
                attempt_running_at = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
                                          THEN c.at ELSE jq.attempt_running_at END
           FROM clock c
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+         WHERE ${leaseFence(l, sqltag`c.at`)}
         RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
       )
@@ -108,8 +108,7 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
     const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
       WITH locked AS MATERIALIZED (
         SELECT jq.id FROM runledger.job_queue jq
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId}
+         WHERE ${leaseIdentity(l)}
            FOR UPDATE
       ),
       -- Read after the lock above is held: the fence and the new expiry use the time of the write (module comment).
@@ -123,8 +122,7 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
              checkpoint = CASE WHEN ${save.checkpoint !== undefined}::boolean THEN ${jsonParam(save.checkpoint)}::jsonb ELSE jq.checkpoint END,
              updated_at = c.at
         FROM clock c
-       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+       WHERE ${leaseFence(l, sqltag`c.at`)}
       RETURNING jq.lease_expires_at`;
     const row = rows[0];
     if (!row) throw leaseMismatch(l, 'heartbeat job');

@@ -34,6 +34,7 @@ import { parseInput } from '../validation/parse.js';
 import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../coordination/job-hooks.js';
 import { LIVE_JOB_STEP } from '../coordination/step-state.js';
 import { JOB_INVALID_INPUT, reapExpiredLeasesInputSchema, type ReapExpiredLeasesInput } from './inputs.js';
+import { CLEAR_LEASE } from '../db/fragments.js';
 
 export const LEASE_EXPIRED_CODE = 'job.lease_expired';
 const LEASE_EXPIRED_MESSAGE = 'The lease expired before the job finished.';
@@ -75,7 +76,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
                attempt = CASE WHEN e.started THEN jq.attempt ELSE jq.attempt - 1 END,
                next_run_at = CASE WHEN NOT e.started OR jq.attempt < jq.max_attempts THEN now() ELSE jq.next_run_at END,
                finished_at = CASE WHEN NOT e.started OR jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
-               lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+               ${CLEAR_LEASE},
                last_error_code = CASE WHEN e.started THEN ${LEASE_EXPIRED_CODE} ELSE jq.last_error_code END,
                last_error_message = CASE WHEN e.started THEN ${LEASE_EXPIRED_MESSAGE} ELSE jq.last_error_message END,
                updated_at = now(), ${CLEAR_ATTEMPT}

@@ -33,6 +33,7 @@ import { LIVE_JOB_STEP } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch } from './lease.js';
 import { JOB_INVALID_INPUT, releaseJobInputSchema, type ParsedJobLease, type ReleaseJobInput } from './inputs.js';
+import { CLEAR_LEASE, leaseFence, leaseIdentity } from '../db/fragments.js';
 
 /** @example await releaseJob(prisma, { ...lease, reason: 'job.worker_shutdown' }); */
 export async function releaseJob(db: Db, input: ReleaseJobInput): Promise<{ jobId: string; status: 'PENDING' }> {
@@ -47,8 +48,7 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
   return client.$queryRaw<{ id: string }[]>`
     WITH locked AS MATERIALIZED (
       SELECT jq.id, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq
-       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId}
+       WHERE ${leaseIdentity(l)}
          FOR UPDATE
     ),
     -- Read after the lock above is held (the lease clock, src/queue/lifecycle.ts).
@@ -56,10 +56,9 @@ async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, e
     released AS (
       UPDATE runledger.job_queue jq
          SET status = 'PENDING', attempt = jq.attempt - 1, next_run_at = c.at,
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, updated_at = c.at, ${CLEAR_ATTEMPT}
+             ${CLEAR_LEASE}, updated_at = c.at, ${CLEAR_ATTEMPT}
         FROM clock c
-       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+       WHERE ${leaseFence(l, sqltag`c.at`)}
       RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt
     ),
     events AS (

@@ -13,6 +13,7 @@ import { WORKFLOW_INVALID_INPUT } from '../workflow/run-definition.js';
 import { runNotFound } from './errors.js';
 import { listWorkflowRecoveriesInputSchema, type ListWorkflowRecoveriesInput } from './inputs.js';
 import { toWorkflowRecovery, type RecoveryRow, type WorkflowRecovery } from '../workflow/run-lineage.js';
+import { inScope } from '../db/fragments.js';
 
 export type { LineageColumns, WorkflowRecovery, WorkflowRunLineage } from '../workflow/run-lineage.js';
 export { toWorkflowRunLineage } from '../workflow/run-lineage.js';
@@ -43,7 +44,7 @@ export async function listWorkflowRecoveries(db: Db, input: ListWorkflowRecoveri
            ORDER BY r.created_at, r.recovery_run_id
            LIMIT ${parsed.limit + 1}::int
         ) l ON true
-       WHERE wr.id = ${parsed.runId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       WHERE wr.id = ${parsed.runId}::uuid AND ${inScope(s, 'wr.organization_id')}
        ORDER BY l.created_at, l.recovery_run_id`,
   );
   if (rows.length === 0) throw runNotFound(parsed.runId);

@@ -61,6 +61,7 @@ import {
   type RecoverWorkflowRunInput,
   type WorkflowRecoveryMode,
 } from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 export interface RecoverWorkflowRunResult {
   /** `inserted` by this call; `existing`: an earlier call with this request key and the same request made it. */
@@ -106,7 +107,7 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
       SELECT k.scope, k.active_key
         FROM runledger.workflow_runs wr
         LEFT JOIN runledger.workflow_active_keys k ON k.workflow_run_id = wr.id
-       WHERE wr.id = ${sourceRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+       WHERE wr.id = ${sourceRunId}::uuid AND ${inScope(s, 'wr.organization_id')}`;
     if (!visible) throw runNotFound(sourceRunId);
     const activeKey = visible.active_key;
     if (activeKey !== null) await lockActiveKey(tx, visible.scope!, activeKey);

@@ -10,6 +10,7 @@ import type { EnqueueJobResult } from '../queue/enqueue.js';
 import type { JobStatus } from '../model/job-rows.js';
 import { replayIdempotencyConflict, replayMissing } from './errors.js';
 import type { ParsedReplayRequest } from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 interface LineageRow {
   replay_job_id: string;
@@ -52,7 +53,7 @@ export async function findRecordedReplayTx(tx: Tx, request: ParsedReplayRequest)
      WHERE jr.source_job_id = ${request.sourceJobId}::uuid
        AND jr.source_run_number = ${request.expectedRunNumber}::int
        AND jr.replay_request_key = ${request.replayRequestKey}::text
-       AND (${s.all}::boolean OR src.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+       AND ${inScope(s, 'src.organization_id')}`;
   const row = rows[0];
   if (!row) return null;
   if (row.reason !== request.reason) {

@@ -52,6 +52,7 @@ import { lockRunAppend, releaseConflict, tryLockRunReleaseShared } from '../coor
 import { DEPENDENCY_UNSATISFIED } from '../coordination/dependency-release.js';
 import { recomputeWorkflowRunStatuses } from '../coordination/run-status.js';
 import { isTerminalRunStatus, isTerminalStepStatus, type WorkflowRunStatus, type WorkflowStepExecutionKind, type WorkflowStepStatus } from '../model/workflow-rows.js';
+import { inScope } from '../db/fragments.js';
 
 export type { AppendWorkflowStepsInput } from './append-request.js';
 
@@ -105,7 +106,7 @@ export async function appendWorkflowSteps(db: Db, input: AppendWorkflowStepsInpu
                                                                              d.default_timeout_seconds)), '{}'::jsonb)
                 FROM runledger.job_definitions d WHERE d.job_type = ANY(${inheritedJobTypes(append.steps)}::text[])) AS catalog
         FROM runledger.workflow_runs
-       WHERE id = ${runId}::uuid AND (${scope.all} OR organization_id::text IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
+       WHERE id = ${runId}::uuid AND ${inScope(scope, 'organization_id')}`;
     if (visible.length === 0) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
 
     await lockRunAppend(tx, runId);

@@ -21,6 +21,7 @@ import { lockRunStepRows, releaseConflict, tryLockRunReleaseShared } from '../co
 import { releaseDependents } from '../coordination/dependency-release.js';
 import { recomputeWorkflowRunStatuses } from '../coordination/run-status.js';
 import { isTerminalStepStatus, toWorkflowStep, type WorkflowStep, type WorkflowStepRow } from '../model/workflow-rows.js';
+import { inScope } from '../db/fragments.js';
 
 const optionalText = storableText.max(10_000).nullish();
 
@@ -74,7 +75,7 @@ export async function completeExternalWorkflowStep(db: Db, input: CompleteExtern
     const { tx } = context;
     const visible = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM runledger.workflow_runs
-       WHERE id = ${parsed.workflowRunId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
+       WHERE id = ${parsed.workflowRunId}::uuid AND ${inScope(scope, 'organization_id')}`;
     if (visible.length === 0) throw stepNotFound(parsed.stepKey);
     await lockRunStepRows(tx, parsed.workflowRunId);
 
