@@ -85,7 +85,7 @@
  *   - The job definitions catalog (src/queue/catalog.ts) takes no part:
  *     enqueues read it without locking; a sync upserts its rows in job-type
  *     order in one statement and holds no other lock class. Recording an
- *     enqueue intent locks nothing. Promoting intents (src/queue/intents.ts)
+ *     enqueue intent locks nothing. Promoting intents (src/queue/intent-row.ts)
  *     takes intent rows with SKIP LOCKED (never waits), then inserts direct
  *     jobs: new rows, whose key index may wait for a concurrent inserter of
  *     the same key, which holds no intent row it could wait for in turn.

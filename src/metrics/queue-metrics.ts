@@ -9,7 +9,7 @@ import { withStatement } from '../client/transaction.js';
 import { asTemplate } from '../db/sql-template.js';
 import type { Scope } from '../db/scope.js';
 import { parseInput } from '../validation/parse.js';
-import { readEnqueueIntentStats, type EnqueueIntentStats } from '../queue/intents.js';
+import { readEnqueueIntentStats, type EnqueueIntentStats } from '../queue/intent-stats.js';
 import {
   METRICS_QUERIES,
   type ContinuationCountRow,

@@ -17,7 +17,7 @@
  * one); workflow enqueue and appends read the defaults of their job steps'
  * types inside a statement they send anyway (src/workflow/catalog-defaults.ts);
  * the intent promoter joins it to find enabled
- * types (src/queue/intents.ts). No reader locks catalog rows: a `disable`
+ * types (src/queue/intent-row.ts). No reader locks catalog rows: a `disable`
  * refuses enqueues that start after it commits; one already running may
  * still insert its jobs.
  */

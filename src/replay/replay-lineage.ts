@@ -6,7 +6,7 @@
  */
 import type { Tx } from '../client/types.js';
 import { scopeParams } from '../db/scope.js';
-import type { EnqueueJobResult } from '../queue/enqueue.js';
+import type { EnqueueJobResult } from '../queue/insert-jobs.js';
 import type { JobStatus } from '../model/job-rows.js';
 import { replayIdempotencyConflict, replayMissing } from './errors.js';
 import type { ParsedReplayRequest } from './inputs.js';

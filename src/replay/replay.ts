@@ -51,7 +51,7 @@ import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { InternalError } from '../errors/runledger-error.js';
-import { insertJobsTx, type EnqueueJobResult } from '../queue/enqueue.js';
+import { insertJobsTx, type EnqueueJobResult } from '../queue/insert-jobs.js';
 import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';

@@ -50,7 +50,7 @@ import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
 import { databaseErrorInfo, isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
-import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';

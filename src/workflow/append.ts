@@ -43,7 +43,7 @@ import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
-import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { inheritedJobTypes, withCatalogDefaultsForSteps, type CatalogJson } from './catalog-defaults.js';
 import { jsonParam } from '../model/job-rows.js';
 import { validateAppend, type AppendWorkflowStepsInput, type ValidatedAppend } from './append-request.js';

@@ -28,7 +28,7 @@ import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { ConflictError, ValidationError } from '../errors/runledger-error.js';
-import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './run-definition.js';
