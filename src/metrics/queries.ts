@@ -25,7 +25,7 @@
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { scopeParams, type Scope } from '../db/scope.js';
-import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './schemas.js';
+import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './inputs.js';
 import { inScope } from '../db/fragments.js';
 
 export interface MetricsQueryContext {

@@ -21,7 +21,7 @@ import {
   type OldestRunnableRow,
   type RunCountRow,
 } from './queries.js';
-import { DEAD_LETTER_WINDOW_MS, METRICS_INVALID_INPUT, RECENT_WINDOW_MS, getQueueMetricsInputSchema, type GetQueueMetricsInput } from './schemas.js';
+import { DEAD_LETTER_WINDOW_MS, METRICS_INVALID_INPUT, RECENT_WINDOW_MS, getQueueMetricsInputSchema, type GetQueueMetricsInput } from './inputs.js';
 
 /** Jobs finished in the recent window, by terminal status. */
 export interface FinishedJobCounts {

@@ -12,7 +12,7 @@ import { DEFAULT_LEASE_SECONDS } from '../job/defaults.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/inputs.js';
 import { MAX_SCHEDULE_BATCH } from '../schedules/inputs.js';
 import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
-import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/schemas.js';
+import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/inputs.js';
 import { MAX_PROMOTE_BATCH } from '../queue/intent-promote.js';
 import { REGISTRY_INTERVAL_MS } from './registry.js';
 import { connectionString } from '../validation/connection-string.js';
