@@ -16,7 +16,7 @@
  *   write (src/queue/lifecycle.ts explains the lease clock).
  * - Clearing the lease when an attempt ends or is given back.
  */
-import { raw, sqltag, type Sql } from '@prisma/client/runtime/client';
+import { empty, raw, sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { JobLease } from '../model/job-rows.js';
 import { assertScopeHasOrganization, scopeParams, type Scope } from './scope.js';
 
@@ -60,6 +60,23 @@ export function leaseIdentity(l: LeaseName): Sql {
 /** The lease fence of a write: the lease's job row, still LEASED, its lease not expired at `at` (the write's clock). */
 export function leaseFence(l: LeaseName, at: Sql): Sql {
   return sqltag`${leaseIdentity(l)} AND jq.status = 'LEASED' AND jq.lease_expires_at > ${at}`;
+}
+
+/**
+ * Two CTEs that open a single-lease write: `locked` locks the lease's job row
+ * (its id, then `columns`, e.g. sqltag`, jq.stage AS previous_stage`), and
+ * `clock` reads the time after that lock is held, so a write fenced at
+ * `clock.at` (`leaseFence`) judges the lease at the time it writes, not when
+ * its statement began waiting (src/queue/lifecycle.ts: the lease clock).
+ * Neither has a row when the lease no longer names the job.
+ */
+export function lockedLeaseAndClock(l: LeaseName, columns: Sql = empty): Sql {
+  return sqltag`locked AS MATERIALIZED (
+      SELECT jq.id${columns} FROM runledger.job_queue jq
+       WHERE ${leaseIdentity(l)}
+         FOR UPDATE
+    ),
+    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked)`;
 }
 
 /** SET items that give up the lease (an attempt ended or was given back). */

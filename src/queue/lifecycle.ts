@@ -37,7 +37,7 @@ import { parseInput } from '../validation/parse.js';
 import { jsonParam, type JobLease } from '../model/job-rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './inputs.js';
-import { leaseFence, leaseIdentity } from '../db/fragments.js';
+import { leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
 
 export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseIdentity } from './lease.js';
 
@@ -68,13 +68,7 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
   // (src/coordination/step-state.ts), so no step row is written here.
   await withStatement(db, 'mark job running', async (client) => {
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
-      WITH locked AS MATERIALIZED (
-        SELECT jq.id FROM runledger.job_queue jq
-         WHERE ${leaseIdentity(l)}
-           FOR UPDATE
-      ),
-      -- Read after the lock above is held: the fence and the timestamps use the time of the write (module comment).
-      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+      WITH ${lockedLeaseAndClock(l)},
       running AS (
         UPDATE runledger.job_queue jq
            SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at,
@@ -106,13 +100,7 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
   const save = o.save ?? {};
   return withStatement(db, 'heartbeat job', async (client) => {
     const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
-      WITH locked AS MATERIALIZED (
-        SELECT jq.id FROM runledger.job_queue jq
-         WHERE ${leaseIdentity(l)}
-           FOR UPDATE
-      ),
-      -- Read after the lock above is held: the fence and the new expiry use the time of the write (module comment).
-      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked)
+      WITH ${lockedLeaseAndClock(l)}
       UPDATE runledger.job_queue jq
          SET lease_expires_at = c.at + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
                                                 jq.lease_expires_at - jq.heartbeat_at,

@@ -33,7 +33,7 @@ import { LIVE_JOB_STEP } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch } from './lease.js';
 import { JOB_INVALID_INPUT, releaseJobInputSchema, type ParsedJobLease, type ReleaseJobInput } from './inputs.js';
-import { CLEAR_LEASE, leaseFence, leaseIdentity } from '../db/fragments.js';
+import { CLEAR_LEASE, leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
 
 /** @example await releaseJob(prisma, { ...lease, reason: 'job.worker_shutdown' }); */
 export async function releaseJob(db: Db, input: ReleaseJobInput): Promise<{ jobId: string; status: 'PENDING' }> {
@@ -46,13 +46,7 @@ export async function releaseJob(db: Db, input: ReleaseJobInput): Promise<{ jobI
 
 async function releaseStatement(client: Tx, l: ParsedJobLease, reason: string, eventId: string): Promise<{ id: string }[]> {
   return client.$queryRaw<{ id: string }[]>`
-    WITH locked AS MATERIALIZED (
-      SELECT jq.id, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq
-       WHERE ${leaseIdentity(l)}
-         FOR UPDATE
-    ),
-    -- Read after the lock above is held (the lease clock, src/queue/lifecycle.ts).
-    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+    WITH ${lockedLeaseAndClock(l, sqltag`, ${ATTEMPT_COLUMNS}`)},
     released AS (
       UPDATE runledger.job_queue jq
          SET status = 'PENDING', attempt = jq.attempt - 1, next_run_at = c.at,

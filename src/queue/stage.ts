@@ -17,7 +17,7 @@ import type { JsonValue } from '../validation/primitives.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { jsonParam } from '../model/job-rows.js';
 import { JOB_INVALID_INPUT, recordJobProgressInputSchema, setJobStageInputSchema, type ParsedJobLease, type RecordJobProgressInput, type SetJobStageInput } from './inputs.js';
-import { leaseFence, leaseIdentity } from '../db/fragments.js';
+import { leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
 
 /** Numeric progress as stored (`{ processed, total }`) and returned. */
 export interface JobProgress {
@@ -68,13 +68,7 @@ async function writeFenced(db: Db, l: LeaseIdentity, change: Change): Promise<vo
   const eventId = newId();
   await withStatement(db, isStage ? 'set job stage' : 'record job progress', async (client) => {
     const rows = await client.$queryRaw<{ id: string }[]>`
-      WITH locked AS MATERIALIZED (
-        SELECT jq.id, jq.stage AS previous_stage FROM runledger.job_queue jq
-         WHERE ${leaseIdentity(l)}
-           FOR UPDATE
-      ),
-      -- Read after the lock above is held (the lease clock, src/queue/lifecycle.ts).
-      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+      WITH ${lockedLeaseAndClock(l, sqltag`, jq.stage AS previous_stage`)},
       written AS (
         UPDATE runledger.job_queue jq
            SET stage = CASE WHEN ${isStage}::boolean THEN ${stage}::text ELSE jq.stage END,

@@ -39,7 +39,8 @@ import { asTemplate } from '../db/sql-template.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
 import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './inputs.js';
-import { CLEAR_LEASE, inScopeByKind } from '../db/fragments.js';
+import { inScopeByKind } from '../db/fragments.js';
+import { requeueAssignments } from './requeue.js';
 
 /** The most jobs one bulk requeue may start again. */
 export const MAX_BULK_REQUEUE = 1_000;
@@ -196,13 +197,7 @@ async function requeuePickedTx(
     ),
     requeued AS (
       UPDATE runledger.job_queue jq
-         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
-             ${CLEAR_LEASE},
-             started_at = NULL, finished_at = NULL, output = NULL,
-             last_error_code = NULL, last_error_message = NULL,
-             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
-             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
-             updated_at = now()
+         SET ${requeueAssignments(reset)}
         FROM input i
        WHERE jq.id = i.id AND jq.status = 'DEAD_LETTERED' AND jq.run_number = i.run_number
       RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt

@@ -35,6 +35,7 @@
  * when the row became eligible between statements; stronger levels see one
  * snapshot, where that cannot happen.
  */
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
@@ -136,13 +137,7 @@ async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previou
   const rows = await tx.$queryRaw<JobRow[]>`
     WITH requeued AS (
       UPDATE runledger.job_queue jq
-         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
-             ${CLEAR_LEASE},
-             started_at = NULL, finished_at = NULL, output = NULL,
-             last_error_code = NULL, last_error_message = NULL,
-             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
-             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
-             updated_at = now()
+         SET ${requeueAssignments(reset)}
        WHERE jq.id = ${previous.id}::uuid
          AND jq.status = ${previous.status}::runledger.job_status
          AND jq.run_number = ${previous.run_number}::int
@@ -169,4 +164,19 @@ async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previou
     });
   }
   return toJob(row);
+}
+
+/**
+ * The SET list of a requeue (one job here, a batch in bulk-requeue.ts): the
+ * next run starts PENDING now, at attempt 0, with no lease, outcome or error;
+ * progress and checkpoint are kept unless the request resets them.
+ */
+export function requeueAssignments(reset: boolean): Sql {
+  return sqltag`status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
+             ${CLEAR_LEASE},
+             started_at = NULL, finished_at = NULL, output = NULL,
+             last_error_code = NULL, last_error_message = NULL,
+             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
+             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
+             updated_at = now()`;
 }
