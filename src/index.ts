@@ -42,14 +42,15 @@ export { claimJobs, type ClaimedJob, type ClaimedStep, type ClaimedPrerequisite 
 export {
   markJobRunning,
   heartbeatJob,
-  completeJobSuccess,
-  completeJobsSuccess,
+  completeJob,
+  completeJobs,
   failJob,
   type LeaseIdentity,
   type CompleteJobOutcome,
   type FailJobResult,
 } from './queue/lifecycle.js';
 export { releaseJob } from './queue/release-lease.js';
+export { completeJobSuccess, completeJobsSuccess, enqueueOrGetActiveWorkflow } from './deprecated.js';
 export { setJobStage, recordJobProgress, type JobProgress } from './queue/stage.js';
 export { continueJob } from './queue/continue.js';
 export type { SetJobStageInput, RecordJobProgressInput, ContinueJobInput } from './queue/inputs.js';
@@ -96,7 +97,7 @@ export { enqueueWorkflowRun, enqueueWorkflowRuns, type EnqueueWorkflowRunResult 
 export { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from './workflow/external.js';
 export { cancelWorkflowRun, type CancelWorkflowRunInput } from './workflow/cancel.js';
 export {
-  enqueueOrGetActiveWorkflow,
+  enqueueOrGetActiveWorkflowRun,
   releaseQuiescedActiveKeys,
   type EnqueueActiveWorkflowInput,
   type ActiveWorkflowOutcome,

@@ -31,9 +31,9 @@ import { CLEAR_LEASE } from '../db/fragments.js';
 /**
  * Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`.
  *
- * @example await completeJobSuccess(prisma, { ...claimed, output: { receiptId } });
+ * @example await completeJob(prisma, { ...claimed, output: { receiptId } });
  */
-export async function completeJobSuccess(db: Db, input: CompleteJobInput): Promise<{ jobId: string; finishedAt: Date }> {
+export async function completeJob(db: Db, input: CompleteJobInput): Promise<{ jobId: string; finishedAt: Date }> {
   // Parsed here first so a bad field is named `workerId` / `output`, not `0.workerId`.
   const parsed = parseInput(completeJobInputSchema, input, JOB_INVALID_INPUT);
   const [outcome] = await completeParsed(db, [splitLease(parsed)], runOnce, false);
@@ -59,11 +59,11 @@ function splitLease(item: ParsedJobLease & { output?: CompleteJobsItem['output']
  * left over by the direct statement) is one transaction of a constant number
  * of statements: jobs, events and steps in one, the runs' release locks in
  * one, one per cascade depth, two for the run statuses. If that transaction
- * fails, its error is thrown; `completeJobsSuccessSettled` reports it per
+ * fails, its error is thrown; `completeJobsSettled` reports it per
  * item instead, after giving each item its own transaction so that one run's
  * trouble does not fail (and re-run) another run's work.
  */
-export async function completeJobsSuccess(db: Db, items: readonly CompleteJobInput[]): Promise<CompleteJobOutcome[]> {
+export async function completeJobs(db: Db, items: readonly CompleteJobInput[]): Promise<CompleteJobOutcome[]> {
   const parsed = parseInput(completeJobsBatchSchema, items, JOB_INVALID_INPUT, 'items');
   const outcomes = await completeParsed(db, parsed.map(splitLease), runOnce, false);
   const failed = outcomes.find((outcome) => outcome.outcome === 'error');
@@ -71,7 +71,7 @@ export async function completeJobsSuccess(db: Db, items: readonly CompleteJobInp
   return outcomes as CompleteJobOutcome[];
 }
 
-/** An item's outcome where an error is reported per item (`completeJobsSuccessSettled`). */
+/** An item's outcome where an error is reported per item (`completeJobsSettled`). */
 export type SettledCompleteOutcome = CompleteJobOutcome | { jobId: string; outcome: 'error'; error: unknown };
 
 /** Wraps each database step; the worker passes its transient-failure retry. */
@@ -80,14 +80,14 @@ export type StepRunner = <R>(step: () => Promise<R>) => Promise<R>;
 const runOnce: StepRunner = (step) => step();
 
 /**
- * Like `completeJobsSuccess`, but never loses an outcome that was committed
+ * Like `completeJobs`, but never loses an outcome that was committed
  * and isolates failures: `run` wraps each step (each is a whole statement or a
  * whole transaction, so retrying one is safe); if the batch's transaction
  * still fails, each of its items is tried again in a transaction of its own,
  * and only the items that fail alone are reported as `error`. The worker's
  * completion batcher uses it with its transient-failure retry.
  */
-export async function completeJobsSuccessSettled(
+export async function completeJobsSettled(
   db: Db,
   items: readonly CompleteJobsItem[],
   run: StepRunner = runOnce,

@@ -20,7 +20,7 @@
  *     terminal holder itself before claiming. So correctness never waits for
  *     the reaper; the sweep only keeps the table honest for readers.
  *
- * Outcomes of `enqueueOrGetActiveWorkflow`, decided in this order under the
+ * Outcomes of `enqueueOrGetActiveWorkflowRun`, decided in this order under the
  * key's lock:
  *   1. `existing_idempotent`: the run has an idempotency key that an earlier
  *      request with the same run request and the same active key used (a
@@ -68,14 +68,14 @@ export function activeKeyScope(organizationId: string | null): string {
  * transaction when `db` is one (the claim commits with your writes).
  *
  * @example
- * const outcome = await enqueueOrGetActiveWorkflow(prisma, {
+ * const outcome = await enqueueOrGetActiveWorkflowRun(prisma, {
  *   ...workflow('customer.sync').job('pull', 'crm.pull', { customerId }).build(),
  *   organizationId,
  *   activeKey: `sync:${customerId}`,
  * });
  * const run = workflowRunHandle(prisma, organizationScope(organizationId), outcome.workflowRunId);
  */
-export async function enqueueOrGetActiveWorkflow(db: Db, input: EnqueueActiveWorkflowInput): Promise<ActiveWorkflowOutcome> {
+export async function enqueueOrGetActiveWorkflowRun(db: Db, input: EnqueueActiveWorkflowInput): Promise<ActiveWorkflowOutcome> {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new ValidationError(WORKFLOW_INVALID_INPUT, 'run', 'Expected a workflow run object.');
   }
