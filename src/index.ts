@@ -27,32 +27,33 @@ export { preparedStatementName } from './client/connect.js';
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrate.js';
 export type { JsonValue } from './validation/primitives.js';
 export type { Jsonified } from './validation/jsonified.js';
-export type { StandardSchemaV1 } from './schema/standard-schema.js';
+export type { StandardSchemaV1 } from './validation/standard-schema.js';
 /** Channels runledger NOTIFYs on, for a host that LISTENs itself (payloads: README). */
-export { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL, JOB_AVAILABLE_CHANNEL } from './db/constants.js';
+export { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL, JOB_AVAILABLE_CHANNEL } from './model/constants.js';
 export { noOrganizationScope, adminScope, organizationScope, type Scope } from './db/scope.js';
-export type { Page } from './queue/schemas.js';
+export type { Page } from './queue/inputs.js';
 
 // ---------------------------------------------------------------------------
 // Queue
 // ---------------------------------------------------------------------------
 export { enqueueJob, enqueueJobs, type EnqueueJobResult } from './queue/enqueue.js';
-export type { EnqueueJobSettings } from './queue/schemas.js';
+export type { EnqueueJobSettings } from './queue/inputs.js';
 export { claimJobs, type ClaimedJob, type ClaimedStep, type ClaimedPrerequisite } from './queue/claim.js';
 export {
   markJobRunning,
   heartbeatJob,
-  completeJobSuccess,
-  completeJobsSuccess,
+  completeJob,
+  completeJobs,
   failJob,
   type LeaseIdentity,
   type CompleteJobOutcome,
   type FailJobResult,
 } from './queue/lifecycle.js';
-export { releaseJob } from './queue/release.js';
+export { releaseJob } from './queue/release-lease.js';
+export { completeJobSuccess, completeJobsSuccess, enqueueOrGetActiveWorkflow } from './deprecated.js';
 export { setJobStage, recordJobProgress, type JobProgress } from './queue/stage.js';
 export { continueJob } from './queue/continue.js';
-export type { SetJobStageInput, RecordJobProgressInput, ContinueJobInput } from './queue/schemas.js';
+export type { SetJobStageInput, RecordJobProgressInput, ContinueJobInput } from './queue/inputs.js';
 export { cancelJob } from './queue/cancel.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents } from './queue/reads.js';
@@ -64,23 +65,14 @@ export {
   type SyncJobDefinitionsResult,
   type ListJobDefinitionsInput,
   type SetJobDefinitionEnabledInput,
-} from './queue/definitions.js';
-export {
-  recordJobEnqueueIntent,
-  promoteEnqueueIntents,
-  getEnqueueIntentStats,
-  type RecordJobEnqueueIntentInput,
-  type RecordJobEnqueueIntentSettings,
-  type RecordedEnqueueIntent,
-  type PromoteEnqueueIntentsInput,
-  type PromoteEnqueueIntentsResult,
-  type PromotedIntent,
-  type EnqueueIntentStats,
-} from './queue/intents.js';
+} from './queue/catalog.js';
+export { recordJobEnqueueIntent, type RecordJobEnqueueIntentInput, type RecordJobEnqueueIntentSettings, type RecordedEnqueueIntent } from './queue/intent-record.js';
+export { promoteEnqueueIntents, type PromoteEnqueueIntentsInput, type PromoteEnqueueIntentsResult, type PromotedIntent } from './queue/intent-promote.js';
+export { getEnqueueIntentStats, type EnqueueIntentStats } from './queue/intent-stats.js';
 export { listJobAttempts, type JobAttempt, type JobAttemptOutcome, type RetryDelaySource, type ListJobAttemptsInput } from './queue/attempts.js';
-export type { RetryPolicy, BackoffPolicy } from './queue/retry-policy.js';
-export { DEFAULT_BACKOFF } from './queue/defaults.js';
-export type { Job, JobEvent, JobEventType, JobLease, JobState, JobStatus } from './queue/rows.js';
+export type { RetryPolicy, BackoffPolicy } from './job/retry-policy.js';
+export { DEFAULT_BACKOFF } from './job/defaults.js';
+export type { Job, JobEvent, JobEventType, JobLease, JobState, JobStatus } from './model/job-rows.js';
 export type {
   EnqueueJobInput,
   EnqueueOptions,
@@ -94,18 +86,18 @@ export type {
   JobRef,
   ListJobsInput,
   ListJobEventsInput,
-} from './queue/schemas.js';
+} from './queue/inputs.js';
 
 // ---------------------------------------------------------------------------
 // Workflows
 // ---------------------------------------------------------------------------
 export { workflow, type WorkflowBuilder, type JobStepSettings, type TypedWorkflowRunInput } from './workflow/builder.js';
-export type { WorkflowRunInput, WorkflowStepInput, WorkflowDependencyInput } from './workflow/definition.js';
+export type { WorkflowRunInput, WorkflowStepInput, WorkflowDependencyInput } from './workflow/run-definition.js';
 export { enqueueWorkflowRun, enqueueWorkflowRuns, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
 export { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from './workflow/external.js';
 export { cancelWorkflowRun, type CancelWorkflowRunInput } from './workflow/cancel.js';
 export {
-  enqueueOrGetActiveWorkflow,
+  enqueueOrGetActiveWorkflowRun,
   releaseQuiescedActiveKeys,
   type EnqueueActiveWorkflowInput,
   type ActiveWorkflowOutcome,
@@ -132,7 +124,7 @@ export type {
   WorkflowStepExecutionKind,
   WorkflowDependencyReleaseMode,
   WorkflowStepDependency,
-} from './workflow/rows.js';
+} from './model/workflow-rows.js';
 export {
   workflowRunHandle,
   enqueueWorkflowRunHandle,
@@ -143,7 +135,7 @@ export {
   type GetResultOptions,
 } from './workflow/handle.js';
 export { createWorkflowRunListener, type WorkflowRunListener, type WorkflowRunListenerOptions } from './workflow/run-listener.js';
-export type { StepPrerequisite, StepPrerequisites } from './workflow/step-inputs.js';
+export type { StepPrerequisite, StepPrerequisites } from './job/step-inputs.js';
 
 // ---------------------------------------------------------------------------
 // Replay and recovery

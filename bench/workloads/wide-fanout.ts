@@ -25,7 +25,7 @@ import type { BenchContext, TableResult, Workload } from './types.js';
 
 const { claimJobs, completeJobsSuccess, enqueueWorkflowRun, isRunledgerError } = runledger;
 
-/** runledger's per-run step limit (MAX_WORKFLOW_STEPS in src/workflow/definition.ts), when the requested width exceeds it. */
+/** runledger's per-run step limit (MAX_WORKFLOW_STEPS in src/workflow/run-definition.ts), when the requested width exceeds it. */
 const STEP_LIMIT = 10_000;
 const TABLES = ['job_queue', 'job_events', 'workflow_runs', 'workflow_steps', 'workflow_step_dependencies'];
 

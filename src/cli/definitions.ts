@@ -1,13 +1,13 @@
 /**
  * `runledger definitions sync|list|enable|disable`: the job definitions
- * catalog (src/queue/definitions.ts). `sync --handlers <module>` writes the
+ * catalog (src/queue/catalog.ts). `sync --handlers <module>` writes the
  * definitions a module exports (the same module `runledger worker` runs), so a
  * deploy can register new types before any worker starts. The catalog is not
  * per organization: --org and --without-org are refused.
  */
 import type { Command } from 'commander';
-import { listJobDefinitions, setJobDefinitionEnabled, syncJobDefinitions, type JobDefinitionRecord } from '../queue/definitions.js';
-import { MAX_LIST_LIMIT } from '../queue/schemas.js';
+import { listJobDefinitions, setJobDefinitionEnabled, syncJobDefinitions, type JobDefinitionRecord } from '../queue/catalog.js';
+import { MAX_LIST_LIMIT } from '../queue/inputs.js';
 import { UsageError, type CliContext } from './context.js';
 import { table } from './format.js';
 import { integerOption } from './options.js';

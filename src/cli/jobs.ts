@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { cancelJob } from '../queue/cancel.js';
 import { listJobAttempts } from '../queue/attempts.js';
 import { getJob, listJobEvents, listJobs } from '../queue/reads.js';
-import type { JobStatus } from '../queue/rows.js';
+import type { JobStatus } from '../model/job-rows.js';
 import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { UsageError, type CliContext } from './context.js';

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { purgeFinished } from '../retention/purge.js';
-import { MAX_PURGE_BATCH, PURGEABLE_JOB_STATUSES, type PurgeableJobStatus } from '../retention/schemas.js';
+import { MAX_PURGE_BATCH, PURGEABLE_JOB_STATUSES, type PurgeableJobStatus } from '../retention/inputs.js';
 import { UsageError, type CliContext } from './context.js';
 import { integerOption } from './options.js';
 

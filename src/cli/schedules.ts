@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.js';
 import { runScheduleNow } from '../schedules/run-due.js';
 import type { Schedule } from '../schedules/rows.js';
-import { MAX_SCHEDULE_LIST_LIMIT } from '../schedules/schemas.js';
+import { MAX_SCHEDULE_LIST_LIMIT } from '../schedules/inputs.js';
 import { UsageError, type CliContext } from './context.js';
 import { table } from './format.js';
 import { integerOption } from './options.js';

@@ -18,7 +18,7 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError } from '../errors/runledger-error.js';
 import { cancelJob } from '../queue/cancel.js';
-import type { Job } from '../queue/rows.js';
+import type { Job } from '../model/job-rows.js';
 import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { cancelWorkflowRun } from '../workflow/cancel.js';

@@ -20,6 +20,7 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
+import { inScope } from '../db/fragments.js';
 
 /** The window of the throughput and failure rate. */
 export const QUEUE_WINDOW_MS = 3_600_000;
@@ -62,10 +63,6 @@ export interface QueueEntry {
   unserved: boolean;
 }
 
-function scoped(scope: Scope): Sql {
-  const s = scopeParams(scope);
-  return sqltag`(${s.all}::boolean OR (${s.organizationId}::text IS NULL AND jq.organization_id IS NULL) OR jq.organization_id = ${s.organizationId}::text)`;
-}
 
 /** PENDING jobs by type: all, due, and how long the oldest due one has waited. `priority >= ...` is the claim index's predicate. */
 export function pendingByTypeQuery(scope: Scope): Sql {
@@ -73,7 +70,7 @@ export function pendingByTypeQuery(scope: Scope): Sql {
     SELECT jq.job_type, count(*)::int AS pending, (count(*) FILTER (WHERE jq.next_run_at <= now()))::int AS runnable,
            round(EXTRACT(EPOCH FROM now() - min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now())) * 1000)::float8 AS oldest_wait_ms
       FROM runledger.job_queue jq
-     WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${scoped(scope)}
+     WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1`;
 }
 
@@ -82,7 +79,7 @@ export function leasedByTypeQuery(scope: Scope): Sql {
   return sqltag`
     SELECT jq.job_type, count(*)::int AS leased
       FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${scoped(scope)}
+     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1`;
 }
 
@@ -95,7 +92,7 @@ export function finishedByTypeQuery(scope: Scope): Sql {
     SELECT jq.job_type, jq.status
       FROM runledger.job_queue jq
      WHERE jq.status = ${status}::runledger.job_status
-       AND jq.finished_at >= now() - ${QUEUE_WINDOW_MS}::float8 * interval '1 millisecond' AND ${scoped(scope)}`;
+       AND jq.finished_at >= now() - ${QUEUE_WINDOW_MS}::float8 * interval '1 millisecond' AND ${inScope(scope, 'jq.organization_id')}`;
   return sqltag`
     SELECT f.job_type,
            (count(*) FILTER (WHERE f.status = 'SUCCEEDED'))::int AS succeeded,

@@ -21,7 +21,7 @@
  * it is (createDashboard); the fetch handler wraps a ReadableStream in one
  * (fetch-handler.ts).
  */
-import { JOB_AVAILABLE_CHANNEL, WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL, WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
 import { listen, type ListenSubscription } from '../notify/listen-client.js';
 
 const COALESCE_MS = 250;

@@ -15,8 +15,8 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../workflow/rows.js';
-import { scopeFilter } from './scope-filter.js';
+import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
+import { inScopeByKind } from '../db/fragments.js';
 
 /** Runs (in scope, newest first) the metadata filter reads. */
 export const METADATA_WINDOW = 5_000;
@@ -60,7 +60,7 @@ export function runMetadataQuery(filter: MetadataFilter): Sql {
   const order = filter.scope.kind === 'organization' ? sqltag`w.created_at DESC, w.id DESC` : sqltag`w.id DESC`;
   return sqltag`
     SELECT wr.*
-      FROM (SELECT w.id FROM (SELECT w.id, w.workflow_type, w.status, w.metadata FROM runledger.workflow_runs w WHERE ${scopeFilter(w, filter.scope)} ORDER BY ${order} LIMIT ${METADATA_WINDOW}::int) w
+      FROM (SELECT w.id FROM (SELECT w.id, w.workflow_type, w.status, w.metadata FROM runledger.workflow_runs w WHERE ${inScopeByKind(filter.scope, sqltag`${w}.organization_id`)} ORDER BY ${order} LIMIT ${METADATA_WINDOW}::int) w
              WHERE w.metadata ->> ${filter.key}::text = ${filter.value}::text
                ${filter.type === undefined ? empty : sqltag`AND w.workflow_type = ${filter.type}::text`}
                ${filter.statuses === undefined ? empty : sqltag`AND w.status::text = ANY(${filter.statuses}::text[])`}

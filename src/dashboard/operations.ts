@@ -22,12 +22,12 @@
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import { listJobDefinitions, setJobDefinitionEnabled } from '../queue/definitions.js';
+import { listJobDefinitions, setJobDefinitionEnabled } from '../queue/catalog.js';
 import { recoverWorkflowRun } from '../recovery/recover.js';
 import { countDeadLetteredJobs, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
-import type { RequeueStatePolicy } from '../replay/schemas.js';
+import type { RequeueStatePolicy } from '../replay/inputs.js';
 import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.js';
-import type { WorkflowRecoveryMode } from '../recovery/schemas.js';
+import type { WorkflowRecoveryMode } from '../recovery/inputs.js';
 import { readQueues, readWorkers } from './fleet.js';
 
 type Body = Record<string, unknown>;

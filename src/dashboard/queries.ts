@@ -8,8 +8,9 @@
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
-import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../queue/rows.js';
-import type { WorkflowRunStatus } from '../workflow/rows.js';
+import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../model/job-rows.js';
+import type { WorkflowRunStatus } from '../model/workflow-rows.js';
+import { inScope } from '../db/fragments.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
 export const MAX_LISTED_REPLAYS = 100;
@@ -48,10 +49,10 @@ export async function readOverview(db: Db, scope: Scope): Promise<DashboardOverv
     const rows = await tx.$queryRaw<OverviewRow[]>`
       WITH jobs AS (
         SELECT job_type, status, next_run_at, finished_at FROM runledger.job_queue
-         WHERE (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+         WHERE ${inScope(s, 'organization_id')}
       ), runs AS (
         SELECT workflow_type, status FROM runledger.workflow_runs
-         WHERE (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+         WHERE ${inScope(s, 'organization_id')}
       )
       SELECT
         (SELECT coalesce(json_agg(json_build_object('jobType', job_type, 'status', status, 'count', n) ORDER BY job_type, status), '[]'::json)
@@ -105,7 +106,7 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
         FROM runledger.job_queue jq
         LEFT JOIN runledger.workflow_steps st ON st.id = jq.workflow_step_id
        WHERE jq.id = ${jobId}::uuid
-         AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+         AND ${inScope(s, 'jq.organization_id')}`;
     const row = rows[0];
     if (!row) return null;
     return {
@@ -131,7 +132,7 @@ export async function findJobsByIdempotencyKey(db: Db, scope: Scope, jobType: st
       SELECT ${JOB_ROW_COLUMNS}
         FROM runledger.job_queue jq
        WHERE job_type = ${jobType}::text AND idempotency_key = ${key}::text
-         AND (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+         AND ${inScope(s, 'organization_id')}
        ORDER BY id DESC
        LIMIT ${MAX_KEY_MATCHES}::int`;
     return rows.map(toJob);

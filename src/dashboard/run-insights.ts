@@ -16,7 +16,7 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
-import { scopeFilter } from './scope-filter.js';
+import { inScopeByKind } from '../db/fragments.js';
 
 /** Attempts the timeline draws per step: the first ones, then "and N more" (a continuation job can have thousands). */
 export const MAX_TIMELINE_ATTEMPTS_PER_STEP = 20;
@@ -62,7 +62,7 @@ export function runSummariesQuery(scope: Scope, runIds: string[]): Sql {
          WHERE st.workflow_run_id = wr.id AND st.status = 'FAILED'
          ORDER BY st.finished_at NULLS LAST, st.step_key LIMIT 1
       ) f ON true
-     WHERE wr.id = ANY(${runIds}::uuid[]) AND ${scopeFilter(wr, scope)}`;
+     WHERE wr.id = ANY(${runIds}::uuid[]) AND ${inScopeByKind(scope, sqltag`${wr}.organization_id`)}`;
 }
 
 /** Step counts and the failing step of each run in `runIds` (a list page's runs), in `scope`. */
@@ -117,7 +117,7 @@ export function runAttemptsQuery(scope: Scope, workflowRunId: string): Sql {
          ORDER BY h.seq
          LIMIT ${MAX_TIMELINE_ATTEMPTS_PER_STEP}::int
       ) a
-     WHERE st.workflow_run_id = ${workflowRunId}::uuid AND ${scopeFilter(jq, scope)}
+     WHERE st.workflow_run_id = ${workflowRunId}::uuid AND ${inScopeByKind(scope, sqltag`${jq}.organization_id`)}
      ORDER BY st.step_key, a.seq`;
 }
 

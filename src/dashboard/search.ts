@@ -25,11 +25,11 @@ import { sqltag, empty, type Sql } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
-import { scopeFilter } from './scope-filter.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../queue/rows.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../workflow/rows.js';
+import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../model/job-rows.js';
+import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
+import { inScopeByKind } from '../db/fragments.js';
 
 /** Rows (in scope) a key substring search reads, newest first. On the plan test's 200k jobs: 2 to 20 ms (README). */
 export const KEY_SEARCH_WINDOW = 10_000;
@@ -163,7 +163,7 @@ function searchQuery(table: Table, filter: SearchFilter): Sql {
       SELECT ${columns}
         FROM ${relation} ${alias}
        WHERE ${alias}.id >= ${term.lower}::uuid AND ${alias}.id <= ${term.upper}::uuid
-         AND ${scopeFilter(alias, scope)} ${listFilters(alias, table, filter, after)}
+         AND ${inScopeByKind(scope, sqltag`${alias}.organization_id`)} ${listFilters(alias, table, filter, after)}
        ORDER BY ${alias}.id DESC
        LIMIT ${limit + 1}::int`;
   }
@@ -173,7 +173,7 @@ function searchQuery(table: Table, filter: SearchFilter): Sql {
   // created_at, and PostgreSQL 15 preferred a sequential scan and a sort to it when such rows are many.
   const order = scope.kind === 'organization' ? table.scopedNewest : sqltag`w.id DESC`;
   const window = sqltag`
-      SELECT w.id FROM (SELECT w.id, w.idempotency_key, w.${table.typeColumn}, w.status FROM ${relation} w WHERE ${scopeFilter(w, scope)} ORDER BY ${order} LIMIT ${KEY_SEARCH_WINDOW}::int) w
+      SELECT w.id FROM (SELECT w.id, w.idempotency_key, w.${table.typeColumn}, w.status FROM ${relation} w WHERE ${inScopeByKind(scope, sqltag`${w}.organization_id`)} ORDER BY ${order} LIMIT ${KEY_SEARCH_WINDOW}::int) w
        WHERE strpos(lower(w.idempotency_key), lower(${term.text}::text)) > 0 ${listFilters(w, table, filter, after)}`;
   const org = keyIndexOrganization(scope);
   const e = sqltag`e`;
@@ -185,12 +185,12 @@ function searchQuery(table: Table, filter: SearchFilter): Sql {
       UNION
       SELECT e.id FROM ${relation} e
        WHERE e.idempotency_key = ${term.text}::text ${org === null ? empty : sqltag`AND COALESCE(e.organization_id, '') = ${org}::text`}
-         AND ${scopeFilter(e, scope)} ${listFilters(e, table, filter, after)}`;
+         AND ${inScopeByKind(scope, sqltag`${e}.organization_id`)} ${listFilters(e, table, filter, after)}`;
   // The matches are few (a page of a bounded window): each is fetched by primary key, so no plan walks the table to join them.
   return sqltag`
     SELECT ${columns}
       FROM (SELECT m.id FROM (${window} ${exact}) m ORDER BY m.id DESC LIMIT ${limit + 1}::int) m
-      CROSS JOIN LATERAL (SELECT * FROM ${relation} ${alias} WHERE ${alias}.id = m.id AND ${scopeFilter(alias, scope)}) ${alias}
+      CROSS JOIN LATERAL (SELECT * FROM ${relation} ${alias} WHERE ${alias}.id = m.id AND ${inScopeByKind(scope, sqltag`${alias}.organization_id`)}) ${alias}
      ORDER BY ${alias}.id DESC`;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The stacks a job's failed attempts kept (job_attempts.error_stack, written
- * by the worker when a handler throws; src/worker/job-errors.ts), newest
+ * by the worker when a handler throws; src/job/errors.ts), newest
  * first, for the job page. Scoped like every read: a job outside the scope has
  * none. Reads the job's attempts by primary key (job_id, seq), at most
  * MAX_LISTED_STACKS of them.
@@ -10,6 +10,7 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
+import { inScope } from '../db/fragments.js';
 
 export const MAX_LISTED_STACKS = 20;
 
@@ -28,7 +29,7 @@ export function attemptStacksQuery(scope: Scope, jobId: string): Sql {
       FROM runledger.job_attempts a
       JOIN runledger.job_queue jq ON jq.id = a.job_id
      WHERE a.job_id = ${jobId}::uuid AND a.error_stack IS NOT NULL
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       AND ${inScope(s, 'jq.organization_id')}
      ORDER BY a.seq DESC
      LIMIT ${MAX_LISTED_STACKS}`;
 }

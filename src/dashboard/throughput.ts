@@ -19,7 +19,7 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
-import { scopeFilter } from './scope-filter.js';
+import { inScopeByKind } from '../db/fragments.js';
 
 /** Minutes the chart covers: the current (partial) minute and the 59 before it. */
 export const THROUGHPUT_MINUTES = 60;
@@ -60,7 +60,7 @@ export function throughputQuery(scope: Scope): Sql {
     SELECT date_trunc('minute', jq.finished_at) AS minute, ${status}::text AS what
       FROM runledger.job_queue jq
      WHERE jq.status = ${status}::runledger.job_status AND jq.finished_at >= ${start} AND jq.finished_at <= now()
-       AND ${scopeFilter(jq, scope)}`;
+       AND ${inScopeByKind(scope, sqltag`${jq}.organization_id`)}`;
   // Admin needs no job row; any other scope checks each retried attempt's job by primary key.
   const retried =
     scope.kind === 'admin'
@@ -72,7 +72,7 @@ export function throughputQuery(scope: Scope): Sql {
     SELECT date_trunc('minute', a.finished_at), 'FAILED_RETRY'
       FROM runledger.job_attempts a JOIN runledger.job_queue jq ON jq.id = a.job_id
      WHERE a.outcome = 'FAILED_RETRY' AND a.finished_at >= ${start} AND a.finished_at <= now()
-       AND ${scopeFilter(jq, scope)}`;
+       AND ${inScopeByKind(scope, sqltag`${jq}.organization_id`)}`;
   return sqltag`
     WITH events AS (
       ${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')} UNION ALL ${retried}

@@ -9,7 +9,7 @@
  * the matches.
  */
 import { ValidationError } from '../errors/runledger-error.js';
-import type { Page } from '../queue/schemas.js';
+import type { Page } from '../queue/inputs.js';
 
 export interface TimeWindow {
   from: Date | null;

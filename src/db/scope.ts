@@ -47,11 +47,8 @@ export function organizationScope(organizationId: string): Scope {
 const organizationIdInput = z.object({ organizationId });
 
 /**
- * SQL parameters for the exact-scope predicate, used as
- * `(${p.all} OR organization_id IS NOT DISTINCT FROM ${p.organizationId}::text)`
- * on lookups by id, and on lists, where an index on organization_id must stay
- * usable (IS NOT DISTINCT FROM cannot use one), as
- * `(${p.all} OR (${p.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${p.organizationId}::text)`.
+ * SQL parameters of the exact-scope predicate. Statements do not spell the
+ * predicate out: they use `inScope` / `inScopeByKind` (src/db/fragments.ts).
  */
 export function scopeParams(scope: Scope): { all: boolean; organizationId: string | null } {
   assertScopeHasOrganization(scope);

@@ -18,7 +18,7 @@
  * `database.transaction_closed` (a transaction client used after it
  * committed or rolled back: a programming error, category `validation`).
  */
-import { RUNLEDGER_SCHEMA } from '../db/constants.js';
+import { RUNLEDGER_SCHEMA } from '../model/constants.js';
 import { ConflictError, InternalError, RunledgerError, UnavailableError, ValidationError } from './runledger-error.js';
 
 export interface DatabaseErrorInfo {

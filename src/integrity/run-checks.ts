@@ -20,7 +20,7 @@
 import type { Tx } from '../client/types.js';
 import { WORKFLOW_RUN_CANCELED } from '../workflow/cancel.js';
 import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
-import { DEPENDENCY_UNSATISFIED } from '../workflow/release.js';
+import { DEPENDENCY_UNSATISFIED } from '../coordination/dependency-release.js';
 import type { ViolationRow } from './violations.js';
 
 const TERMINAL_STEP = ['SUCCEEDED', 'FAILED', 'CANCELED'];

@@ -34,6 +34,7 @@ import { checkRecoveries } from './recovery-checks.js';
 import { checkEnqueueIntents } from './intent-checks.js';
 import { checkEdges, checkRuns, checkStepJobs, checkSteps, jobIdsOfRuns } from './run-checks.js';
 import { toViolation, type IntegrityViolation, type ViolationRow } from './violations.js';
+import { inScope } from '../db/fragments.js';
 
 export const INTEGRITY_INVALID_INPUT = 'integrity.invalid_input';
 export const DEFAULT_INTEGRITY_PAGE_SIZE = 500;
@@ -149,15 +150,13 @@ async function runPage(tx: Tx, s: ScopeParams, wanted: string[] | null, after: s
     ? await tx.$queryRaw<{ id: string }[]>`
         SELECT r.id FROM runledger.workflow_runs r
          WHERE r.id = ANY(${wanted}::uuid[]) AND r.id > ${after}::uuid
-           AND (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND r.organization_id IS NULL)
-                OR r.organization_id::text = ${s.organizationId}::text)
+           AND ${inScope(s, 'r.organization_id')}
          ORDER BY r.id
          LIMIT ${limit}::int`
     : await tx.$queryRaw<{ id: string }[]>`
         SELECT r.id FROM runledger.workflow_runs r
          WHERE r.id > ${after}::uuid
-           AND (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND r.organization_id IS NULL)
-                OR r.organization_id::text = ${s.organizationId}::text)
+           AND ${inScope(s, 'r.organization_id')}
          ORDER BY r.id
          LIMIT ${limit}::int`;
   return rows.map((row) => row.id);
@@ -167,8 +166,7 @@ async function jobPage(tx: Tx, s: ScopeParams, after: string, limit: number): Pr
   const rows = await tx.$queryRaw<{ id: string }[]>`
     SELECT j.id FROM runledger.job_queue j
      WHERE j.id > ${after}::uuid
-       AND (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND j.organization_id IS NULL)
-            OR j.organization_id::text = ${s.organizationId}::text)
+       AND ${inScope(s, 'j.organization_id')}
      ORDER BY j.id
      LIMIT ${limit}::int`;
   return rows.map((row) => row.id);

@@ -25,17 +25,14 @@
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { scopeParams, type Scope } from '../db/scope.js';
-import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './schemas.js';
+import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 export interface MetricsQueryContext {
   now: Date;
   scope: Scope;
 }
 
-function scoped(alias: Sql, scope: Scope): Sql {
-  const s = scopeParams(scope);
-  return sqltag`(${s.all}::boolean OR (${s.organizationId}::text IS NULL AND ${alias}.organization_id IS NULL) OR ${alias}.organization_id = ${s.organizationId}::text)`;
-}
 
 const jq = sqltag`jq`;
 const wr = sqltag`wr`;
@@ -56,12 +53,12 @@ export function liveJobCounts({ now, scope }: MetricsQueryContext): Sql {
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL AS workflow, 'PENDING' AS status,
            count(*)::int AS count, (count(*) FILTER (WHERE jq.next_run_at <= ${now}::timestamptz))::int AS runnable
       FROM runledger.job_queue jq
-     WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${scoped(jq, scope)}
+     WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2
     UNION ALL
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL, 'LEASED', count(*)::int, 0
       FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${scoped(jq, scope)}
+     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2`;
 }
 
@@ -84,7 +81,7 @@ export function recentlyFinishedJobCounts({ now, scope }: MetricsQueryContext): 
       FROM runledger.job_queue jq
      WHERE jq.status = ${status}::runledger.job_status
        AND jq.finished_at > ${from}::timestamptz AND jq.finished_at <= ${now}::timestamptz
-       AND ${scoped(jq, scope)}
+       AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2`;
   return sqltag`${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')}`;
 }
@@ -100,7 +97,7 @@ export interface OldestRunnableRow {
  * probe, and the first due entry of each priority is one more.
  */
 export function oldestRunnable({ now, scope }: MetricsQueryContext): Sql {
-  const pending = sqltag`jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${scoped(jq, scope)}`;
+  const pending = sqltag`jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}`;
   return sqltag`
     WITH RECURSIVE priorities AS (
       (SELECT jq.priority FROM runledger.job_queue jq WHERE ${pending} ORDER BY jq.priority DESC LIMIT 1)
@@ -145,7 +142,7 @@ export function durationSample({ now, scope }: MetricsQueryContext): Sql {
        FROM runledger.job_queue jq
       WHERE jq.status = ${status}::runledger.job_status
         AND jq.finished_at > ${from}::timestamptz AND jq.finished_at <= ${now}::timestamptz
-        AND jq.started_at IS NOT NULL AND ${scoped(jq, scope)}
+        AND jq.started_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
       ORDER BY jq.finished_at DESC
       LIMIT ${MAX_DURATION_SAMPLES})`;
   return sqltag`
@@ -179,7 +176,7 @@ export function deadLetteredCount({ now, scope }: MetricsQueryContext): Sql {
       FROM runledger.job_queue jq
      WHERE jq.status = 'DEAD_LETTERED'
        AND jq.finished_at > ${windowStart(now, DEAD_LETTER_WINDOW_MS)}::timestamptz AND jq.finished_at <= ${now}::timestamptz
-       AND ${scoped(jq, scope)}`;
+       AND ${inScope(scope, 'jq.organization_id')}`;
 }
 
 /**
@@ -194,7 +191,7 @@ export function continuationCounts({ now, scope }: MetricsQueryContext): Sql {
       JOIN runledger.job_queue jq ON jq.id = a.job_id
      WHERE a.outcome = 'CONTINUED'
        AND a.finished_at > ${windowStart(now, RECENT_WINDOW_MS)}::timestamptz AND a.finished_at <= ${now}::timestamptz
-       AND ${scoped(jq, scope)}`;
+       AND ${inScope(scope, 'jq.organization_id')}`;
 }
 
 export interface ContinuationCountRow {
@@ -212,14 +209,14 @@ export function workflowRunCounts({ now, scope }: MetricsQueryContext): Sql {
   return sqltag`
     SELECT wr.status::text AS status, count(*)::int AS count
       FROM runledger.workflow_runs wr
-     WHERE wr.status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') AND ${scoped(wr, scope)}
+     WHERE wr.status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') AND ${inScope(scope, 'wr.organization_id')}
      GROUP BY 1
     UNION ALL
     SELECT wr.status::text, count(*)::int
       FROM runledger.workflow_runs wr
      WHERE wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
        AND wr.finished_at > ${windowStart(now, RECENT_WINDOW_MS)}::timestamptz AND wr.finished_at <= ${now}::timestamptz
-       AND ${scoped(wr, scope)}
+       AND ${inScope(scope, 'wr.organization_id')}
      GROUP BY 1`;
 }
 

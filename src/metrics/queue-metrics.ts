@@ -9,7 +9,7 @@ import { withStatement } from '../client/transaction.js';
 import { asTemplate } from '../db/sql-template.js';
 import type { Scope } from '../db/scope.js';
 import { parseInput } from '../validation/parse.js';
-import { readEnqueueIntentStats, type EnqueueIntentStats } from '../queue/intents.js';
+import { readEnqueueIntentStats, type EnqueueIntentStats } from '../queue/intent-stats.js';
 import {
   METRICS_QUERIES,
   type ContinuationCountRow,
@@ -21,7 +21,7 @@ import {
   type OldestRunnableRow,
   type RunCountRow,
 } from './queries.js';
-import { DEAD_LETTER_WINDOW_MS, METRICS_INVALID_INPUT, RECENT_WINDOW_MS, getQueueMetricsInputSchema, type GetQueueMetricsInput } from './schemas.js';
+import { DEAD_LETTER_WINDOW_MS, METRICS_INVALID_INPUT, RECENT_WINDOW_MS, getQueueMetricsInputSchema, type GetQueueMetricsInput } from './inputs.js';
 
 /** Jobs finished in the recent window, by terminal status. */
 export interface FinishedJobCounts {

@@ -10,7 +10,7 @@
  */
 import type pg from 'pg';
 import { ConflictError } from '../errors/runledger-error.js';
-import { RUNLEDGER_SCHEMA } from '../db/constants.js';
+import { RUNLEDGER_SCHEMA } from '../model/constants.js';
 
 /**
  * Throws `migrate.history_in_other_schema` when runledger's schema already has

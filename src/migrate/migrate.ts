@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ConflictError, InternalError, RunledgerError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
 import { isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
-import { RUNLEDGER_SCHEMA } from '../db/constants.js';
+import { RUNLEDGER_SCHEMA } from '../model/constants.js';
 import { ensurePendingNotAppliedElsewhere } from './history-elsewhere.js';
 import { connectionStringProblem } from '../validation/connection-string.js';
 import { textProblem } from '../validation/storable.js';

@@ -28,7 +28,8 @@ import { scopeParams, scopeSchema } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { uuid } from '../validation/primitives.js';
-import { JOB_INVALID_INPUT, bigintPageFields, type Page } from './schemas.js';
+import { JOB_INVALID_INPUT, bigintPageFields, type Page } from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 export type JobAttemptOutcome = 'SUCCEEDED' | 'FAILED_RETRY' | 'DEAD_LETTERED' | 'RELEASED' | 'LEASE_EXPIRED' | 'CANCELED' | 'CONTINUED';
 
@@ -119,7 +120,7 @@ export async function listJobAttempts(db: Db, input: ListJobAttemptsInput): Prom
            LIMIT ${ref.limit + 1}::int
         ) a ON true
        WHERE jq.id = ${ref.jobId}::uuid
-         AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+         AND ${inScope(s, 'jq.organization_id')}
        ORDER BY a.seq`;
     if (rows.length === 0) {
       throw new NotFoundError('job.not_found', 'The job does not exist.', {

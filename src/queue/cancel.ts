@@ -22,10 +22,11 @@ import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { ConflictError, InternalError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
+import { ensureReadCommittedForWorkflowJobs, processWorkflowJobTerminals } from '../coordination/job-hooks.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
-import { toJob, type Job, type JobRow } from './rows.js';
-import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './schemas.js';
+import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows.js';
+import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 /** status_reason given to a canceled job's workflow step when no reason is passed. */
 const DEFAULT_CANCEL_REASON = 'job.canceled';
@@ -43,13 +44,10 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
   return withTransaction(db, 'cancel job', async (context) => {
     const { tx } = context;
     const locked = await tx.$queryRaw<(JobRow & { workflow_step_id: string | null })[]>`
-      SELECT id, job_type, organization_id, payload, status, priority, attempt, max_attempts, run_number,
-             timeout_seconds, next_run_at, lease_owner, lease_expires_at, heartbeat_at, idempotency_key, progress,
-             checkpoint, output, last_error_code, last_error_message, created_at, updated_at, started_at, finished_at, resource_key, stage,
-             workflow_step_id
-        FROM runledger.job_queue
-       WHERE id = ${jobId}::uuid
-         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+      SELECT ${JOB_ROW_COLUMNS}, jq.workflow_step_id
+        FROM runledger.job_queue jq
+       WHERE jq.id = ${jobId}::uuid
+         AND ${inScope(s, 'jq.organization_id')}
          FOR UPDATE`;
     const current = locked[0];
     if (!current) {
@@ -83,11 +81,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
                finished_at = c.at, updated_at = c.at, ${CLEAR_ATTEMPT}
           FROM clock c
          WHERE jq.id = ${jobId}::uuid AND jq.status IN ('PENDING', 'LEASED')
-        RETURNING jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt,
-                  jq.max_attempts, jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner,
-                  jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key, jq.progress, jq.checkpoint, jq.output,
-                  jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
-                  jq.finished_at, jq.resource_key, jq.stage,
+        RETURNING ${JOB_ROW_COLUMNS},
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
       ),
       events AS (

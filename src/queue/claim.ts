@@ -11,7 +11,7 @@
  *   LEASED event (and RUNNING event with `markRunning`, which folds the RUNNING transition into the claim
  *   so it costs no commit): one row write per direct job (see the job_trail view).
  * - A claim writes no step row: a workflow step whose job is LEASED reads as
- *   RUNNING (src/workflow/step-state.ts), so a chain step costs one row
+ *   RUNNING (src/coordination/step-state.ts), so a chain step costs one row
  *   write fewer and the claim takes no step lock.
  * - Each claimed job's attempt opens here, on the job row; the statement
  *   that ends the lease closes it (src/queue/attempt-row.ts).
@@ -47,50 +47,10 @@ import { ConflictError } from '../errors/runledger-error.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
-import type { JobLease } from './rows.js';
-import { JOB_INVALID_INPUT, claimJobsInputSchema, type ClaimJobsInput } from './schemas.js';
+import type { ClaimedJob, ClaimedPrerequisite } from '../job/claimed-job.js';
+import { JOB_INVALID_INPUT, claimJobsInputSchema, type ClaimJobsInput } from './inputs.js';
 
-/** A claimed job: its lease identity (pass it to the lifecycle functions) and what the handler needs. */
-export interface ClaimedJob extends JobLease {
-  jobType: string;
-  organizationId: string | null;
-  payload: JsonValue;
-  checkpoint: JsonValue | null;
-  progress: JsonValue | null;
-  timeoutSeconds: number;
-  maxAttempts: number;
-  workflowManaged: boolean;
-  /** The job's execution resource key (null: none); its lease holds the key. */
-  resourceKey: string | null;
-  /**
-   * The workflow step the job backs, with its prerequisites as they ended (null: a direct job). Read by the
-   * claim statement itself, so a worker starts a step's handler without another round trip.
-   */
-  step: ClaimedStep | null;
-  /** The enqueuing code's OpenTelemetry context (a workflow job: its run's), continued by the worker's span; null: none. */
-  traceContext: JsonValue | null;
-  /** How long the job had been due (its `next_run_at` passed) when claimed, on the database clock. */
-  queueWaitMs: number;
-  /** The job's stage label (enqueue's or a previous attempt's `ctx.setStage`); null: none. */
-  stage: string | null;
-}
-
-/** What a claimed workflow job's handler sees of its workflow (the worker wraps it as `ctx.prerequisites`). */
-export interface ClaimedStep {
-  workflowRunId: string;
-  stepKey: string;
-  /** Every prerequisite, in key order; `output` is null unless it SUCCEEDED. */
-  prerequisites: ClaimedPrerequisite[];
-}
-
-export interface ClaimedPrerequisite {
-  key: string;
-  status: 'SUCCEEDED' | 'FAILED' | 'CANCELED';
-  releaseMode: 'ON_SUCCESS' | 'ON_TERMINAL';
-  /** null: an external step. */
-  jobType: string | null;
-  output: JsonValue | null;
-}
+export type { ClaimedJob, ClaimedPrerequisite, ClaimedStep } from '../job/claimed-job.js';
 
 interface ClaimedRow {
   id: string;

@@ -2,10 +2,10 @@
  * Completing leased jobs, one or a batch: "a batch of job outcomes becomes
  * rows". One statement writes the jobs (their attempts and trail included) and their
  * workflow steps, and takes the release locks of the runs whose steps have
- * dependents; src/workflow/terminal.ts then releases the dependents (one
+ * dependents; src/coordination/terminal.ts then releases the dependents (one
  * statement per cascade depth, across all runs) and recomputes the statuses of
  * runs that may have ended. Fencing, the lease clock and round trips: see
- * lifecycle.ts; the lock protocol: src/workflow/locking.ts.
+ * lifecycle.ts; the lock protocol: src/coordination/locking.ts.
  */
 import type { z } from 'zod';
 import { sqltag } from '@prisma/client/runtime/client';
@@ -13,9 +13,9 @@ import { canAutocommit, withStatement, withTransaction } from '../client/transac
 import type { Db, Tx } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
-import { stepStartedAt } from '../workflow/step-state.js';
-import { RELEASE_LOCK_NAMESPACE, RELEASE_LOCK_WAIT_MS, releaseConflict } from '../workflow/locking.js';
+import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
+import { stepStartedAt } from '../coordination/step-state.js';
+import { RELEASE_LOCK_WAIT_MS, boundedReleaseLocksShared, releaseConflict } from '../coordination/locking.js';
 import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
 import {
   JOB_INVALID_INPUT,
@@ -25,14 +25,15 @@ import {
   type CompleteJobInput,
   type CompleteJobsItem,
   type ParsedJobLease,
-} from './schemas.js';
+} from './inputs.js';
+import { CLEAR_LEASE } from '../db/fragments.js';
 
 /**
  * Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`.
  *
- * @example await completeJobSuccess(prisma, { ...claimed, output: { receiptId } });
+ * @example await completeJob(prisma, { ...claimed, output: { receiptId } });
  */
-export async function completeJobSuccess(db: Db, input: CompleteJobInput): Promise<{ jobId: string; finishedAt: Date }> {
+export async function completeJob(db: Db, input: CompleteJobInput): Promise<{ jobId: string; finishedAt: Date }> {
   // Parsed here first so a bad field is named `workerId` / `output`, not `0.workerId`.
   const parsed = parseInput(completeJobInputSchema, input, JOB_INVALID_INPUT);
   const [outcome] = await completeParsed(db, [splitLease(parsed)], runOnce, false);
@@ -58,11 +59,11 @@ function splitLease(item: ParsedJobLease & { output?: CompleteJobsItem['output']
  * left over by the direct statement) is one transaction of a constant number
  * of statements: jobs, events and steps in one, the runs' release locks in
  * one, one per cascade depth, two for the run statuses. If that transaction
- * fails, its error is thrown; `completeJobsSuccessSettled` reports it per
+ * fails, its error is thrown; `completeJobsSettled` reports it per
  * item instead, after giving each item its own transaction so that one run's
  * trouble does not fail (and re-run) another run's work.
  */
-export async function completeJobsSuccess(db: Db, items: readonly CompleteJobInput[]): Promise<CompleteJobOutcome[]> {
+export async function completeJobs(db: Db, items: readonly CompleteJobInput[]): Promise<CompleteJobOutcome[]> {
   const parsed = parseInput(completeJobsBatchSchema, items, JOB_INVALID_INPUT, 'items');
   const outcomes = await completeParsed(db, parsed.map(splitLease), runOnce, false);
   const failed = outcomes.find((outcome) => outcome.outcome === 'error');
@@ -70,7 +71,7 @@ export async function completeJobsSuccess(db: Db, items: readonly CompleteJobInp
   return outcomes as CompleteJobOutcome[];
 }
 
-/** An item's outcome where an error is reported per item (`completeJobsSuccessSettled`). */
+/** An item's outcome where an error is reported per item (`completeJobsSettled`). */
 export type SettledCompleteOutcome = CompleteJobOutcome | { jobId: string; outcome: 'error'; error: unknown };
 
 /** Wraps each database step; the worker passes its transient-failure retry. */
@@ -79,14 +80,14 @@ export type StepRunner = <R>(step: () => Promise<R>) => Promise<R>;
 const runOnce: StepRunner = (step) => step();
 
 /**
- * Like `completeJobsSuccess`, but never loses an outcome that was committed
+ * Like `completeJobs`, but never loses an outcome that was committed
  * and isolates failures: `run` wraps each step (each is a whole statement or a
  * whole transaction, so retrying one is safe); if the batch's transaction
  * still fails, each of its items is tried again in a transaction of its own,
  * and only the items that fail alone are reported as `error`. The worker's
  * completion batcher uses it with its transient-failure retry.
  */
-export async function completeJobsSuccessSettled(
+export async function completeJobsSettled(
   db: Db,
   items: readonly CompleteJobsItem[],
   run: StepRunner = runOnce,
@@ -256,7 +257,7 @@ async function completeStatement(
     clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
     done AS (
       UPDATE runledger.job_queue jq
-         SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+         SET status = 'SUCCEEDED', ${CLEAR_LEASE},
              output = k.output, finished_at = now(), updated_at = now(),
              -- The attempt stays on the job row, closed: its number is the trail's SUCCEEDED event
              -- (src/queue/attempt-row.ts). No attempt or event row is written.
@@ -287,15 +288,9 @@ async function completeStatement(
     ),
     -- Rung 3 in the same statement: the release locks (shared) of the runs whose new terminal steps have
     -- dependents, in run id order, after every job and step lock above (\`prev\` reads \`steps\` whole), with
-    -- a bounded wait (see src/workflow/locking.ts); the caller's lock_timeout is read first and restored
+    -- a bounded wait (see src/coordination/locking.ts); the caller's lock_timeout is read first and restored
     -- last (\`restored\` is the outer side of the final join, so it always runs).
-    prev AS MATERIALIZED (SELECT current_setting('lock_timeout') AS previous, (SELECT count(*) FROM steps) AS n),
-    bounded AS MATERIALIZED (SELECT previous, set_config('lock_timeout', ${`${RELEASE_LOCK_WAIT_MS}ms`}, true) AS bound FROM prev),
-    granted AS MATERIALIZED (
-      SELECT count(pg_advisory_xact_lock_shared(${RELEASE_LOCK_NAMESPACE}::int, hashtext(r.id::text)) IS NULL) AS n
-        FROM bounded, (SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1) r
-    ),
-    restored AS MATERIALIZED (SELECT set_config('lock_timeout', bounded.previous, true) AS v FROM bounded, granted)
+    ${boundedReleaseLocksShared(sqltag`SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1`, sqltag`, (SELECT count(*) FROM steps) AS n`)}
     SELECT x.* FROM restored LEFT JOIN (
       SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id,
              s.has_dependents

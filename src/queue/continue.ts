@@ -1,6 +1,6 @@
 /**
  * Continuation: a handler ends a slice of a long job and asks for the next
- * (`continueNow` / `continueAfter`, src/worker/continuation.ts). One
+ * (`continueNow` / `continueAfter`, src/job/continuation.ts). One
  * statement for a whole batch of leases, fenced like every lifecycle write:
  *
  *   LEASED -> PENDING   run_number + 1, attempt 0, next_run_at = now + delay,
@@ -30,16 +30,17 @@
 import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newIds } from '../db/ids.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { LIVE_JOB_STEP, stepStartedAt } from '../workflow/step-state.js';
+import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './schemas.js';
-import { jsonParam } from './rows.js';
+import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './inputs.js';
+import { jsonParam } from '../model/job-rows.js';
+import { CLEAR_LEASE } from '../db/fragments.js';
 
 export const CONTINUED_STEP_REASON = 'job.continued';
 
@@ -143,7 +144,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
              next_run_at = c.at + k.delay_ms * interval '1 millisecond',
              checkpoint = CASE WHEN k.set_checkpoint THEN k.new_checkpoint ELSE jq.checkpoint END,
              progress = CASE WHEN k.set_progress THEN k.new_progress ELSE jq.progress END,
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             ${CLEAR_LEASE},
              last_error_code = NULL, last_error_message = NULL, updated_at = c.at, ${CLEAR_ATTEMPT}
         FROM locked k, clock c
        -- Locked with the lease matched; what can have changed since is the clock.

@@ -8,17 +8,18 @@ import { canAutocommit, withStatement, withTransaction } from '../client/transac
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../workflow/job-hooks.js';
-import { LIVE_JOB_STEP, stepStartedAt } from '../workflow/step-state.js';
+import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
+import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type FailJobResult } from './lease.js';
-import { resolveBackoff, retryDelayMs } from './retry-policy.js';
+import { resolveBackoff, retryDelayMs } from '../job/retry-policy.js';
 import {
   JOB_INVALID_INPUT,
   failJobInputSchema,
   type FailJobInput,
   type ParsedJobLease,
-} from './schemas.js';
+} from './inputs.js';
+import { CLEAR_LEASE, leaseFence, leaseIdentity } from '../db/fragments.js';
 
 /**
  * Records a failed attempt. Retryable with attempts left: back to PENDING
@@ -97,8 +98,7 @@ async function failStatement(
   return client.$queryRaw<FailedRow[]>`
     WITH locked AS MATERIALIZED (
       SELECT jq.id, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq
-       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId}
+       WHERE ${leaseIdentity(l)}
          AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
          FOR UPDATE
     ),
@@ -118,10 +118,9 @@ async function failStatement(
                                    ${o.retryNotBefore ?? null}::timestamptz)
                                 ELSE jq.next_run_at END,
              finished_at = CASE WHEN ${o.retryable}::boolean AND jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+             ${CLEAR_LEASE},
              last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now(), ${CLEAR_ATTEMPT}
-       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
+       WHERE ${leaseFence(l, sqltag`(SELECT at FROM clock)`)}
          AND jq.id IN (SELECT id FROM locked)
       RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts, jq.workflow_step_id
     ),

@@ -2,8 +2,8 @@
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
-import type { JobLease } from './rows.js';
-import type { ParsedJobLease } from './schemas.js';
+import type { JobLease } from '../model/job-rows.js';
+import type { ParsedJobLease } from './inputs.js';
 
 /** The lease fields the fence reads; a ClaimedJob or JobLease fits. */
 export type LeaseIdentity = Pick<JobLease, 'jobId' | 'runNumber' | 'attempt' | 'workerId'> & {

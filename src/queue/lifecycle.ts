@@ -28,14 +28,16 @@
  *   everything runs in it.
  *
  * Lock order: the job rows (in id order), then their step rows; the full
- * protocol is at the top of src/workflow/locking.ts.
+ * protocol is at the top of src/coordination/locking.ts.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { parseInput } from '../validation/parse.js';
-import { jsonParam, type JobLease } from './rows.js';
+import { jsonParam, type JobLease } from '../model/job-rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
-import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './schemas.js';
+import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './inputs.js';
+import { leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
 
 export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseIdentity } from './lease.js';
 
@@ -63,17 +65,10 @@ export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseI
 export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void> {
   const l = parseInput(jobLeaseSchema, lease, JOB_INVALID_INPUT, 'lease');
   // One statement on the job row only: a workflow step reads as RUNNING while its job is LEASED
-  // (src/workflow/step-state.ts), so no step row is written here.
+  // (src/coordination/step-state.ts), so no step row is written here.
   await withStatement(db, 'mark job running', async (client) => {
     const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
-      WITH locked AS MATERIALIZED (
-        SELECT jq.id FROM runledger.job_queue jq
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId}
-           FOR UPDATE
-      ),
-      -- Read after the lock above is held: the fence and the timestamps use the time of the write (module comment).
-      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+      WITH ${lockedLeaseAndClock(l)},
       running AS (
         UPDATE runledger.job_queue jq
            SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at,
@@ -85,8 +80,7 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
                attempt_running_at = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
                                          THEN c.at ELSE jq.attempt_running_at END
           FROM clock c
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+         WHERE ${leaseFence(l, sqltag`c.at`)}
         RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed
       )
@@ -106,14 +100,7 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
   const save = o.save ?? {};
   return withStatement(db, 'heartbeat job', async (client) => {
     const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
-      WITH locked AS MATERIALIZED (
-        SELECT jq.id FROM runledger.job_queue jq
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId}
-           FOR UPDATE
-      ),
-      -- Read after the lock above is held: the fence and the new expiry use the time of the write (module comment).
-      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked)
+      WITH ${lockedLeaseAndClock(l)}
       UPDATE runledger.job_queue jq
          SET lease_expires_at = c.at + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
                                                 jq.lease_expires_at - jq.heartbeat_at,
@@ -123,8 +110,7 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
              checkpoint = CASE WHEN ${save.checkpoint !== undefined}::boolean THEN ${jsonParam(save.checkpoint)}::jsonb ELSE jq.checkpoint END,
              updated_at = c.at
         FROM clock c
-       WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-         AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+       WHERE ${leaseFence(l, sqltag`c.at`)}
       RETURNING jq.lease_expires_at`;
     const row = rows[0];
     if (!row) throw leaseMismatch(l, 'heartbeat job');
@@ -132,5 +118,5 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
   });
 }
 
-export { completeJobSuccess, completeJobsSuccess, completeJobsSuccessSettled, type SettledCompleteOutcome, type StepRunner } from './complete.js';
+export { completeJob, completeJobs, completeJobsSettled, type SettledCompleteOutcome, type StepRunner } from './complete.js';
 export { failJob } from './fail.js';

@@ -10,7 +10,7 @@ import { withStatement } from '../client/transaction.js';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { JOB_ROW_COLUMNS, toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from './rows.js';
+import { JOB_ROW_COLUMNS, toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from '../model/job-rows.js';
 import {
   JOB_INVALID_INPUT,
   jobRefSchema,
@@ -20,7 +20,8 @@ import {
   type ListJobEventsInput,
   type ListJobsInput,
   type Page,
-} from './schemas.js';
+} from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 function jobNotFound(jobId: string, scope: Scope, operation: string): NotFoundError {
   return new NotFoundError('job.not_found', 'The job does not exist.', {
@@ -38,7 +39,7 @@ export async function findJob(db: Db, input: JobRef): Promise<Job | null> {
       SELECT ${JOB_ROW_COLUMNS}
         FROM runledger.job_queue jq
        WHERE id = ${ref.jobId}::uuid
-         AND (${s.all}::boolean OR organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+         AND ${inScope(s, 'organization_id')}`;
     return rows[0] ? toJob(rows[0]) : null;
   }, { readCommitted: false });
 }
@@ -71,7 +72,7 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<Page<Job>>
     const rows = await tx.$queryRaw<JobRow[]>`
       SELECT ${JOB_ROW_COLUMNS}
         FROM runledger.job_queue jq
-       WHERE (${s.all}::boolean OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+       WHERE ${inScope(s, 'organization_id')}
          AND (${statuses}::runledger.job_status[] IS NULL OR status = ANY(${statuses}::runledger.job_status[]))
          AND (${filter.jobType ?? null}::text IS NULL OR job_type = ${filter.jobType ?? null}::text)
          AND (${filter.cursor ?? null}::uuid IS NULL OR id < ${filter.cursor ?? null}::uuid)
@@ -100,7 +101,7 @@ export async function listJobEvents(db: Db, input: ListJobEventsInput): Promise<
            LIMIT ${ref.limit + 1}::int
         ) e ON true
        WHERE jq.id = ${ref.jobId}::uuid
-         AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+         AND ${inScope(s, 'jq.organization_id')}
        ORDER BY e.position`;
     if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
     const events = rows.filter((row) => row.id !== null);

@@ -14,7 +14,7 @@
  * RUNNING event of the same attempt does not count). No handler ran, so the
  * expiry is no failure of the job: it is returned as `releaseJob` would
  * return it (attempt - 1, its last error kept, a workflow step put back as
- * unclaimed by the rule in src/queue/release.ts), and never dead-lettered,
+ * unclaimed by the rule in src/queue/release-lease.ts), and never dead-lettered,
  * even at `maxAttempts: 1`. A RUNNING event committed after this statement's
  * snapshot is not seen; that needs a mark-running written before the lease
  * expired (its fence) yet committed after the reaper started, and costs at
@@ -27,13 +27,14 @@
 import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newIds } from '../db/ids.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { parseInput } from '../validation/parse.js';
-import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../workflow/job-hooks.js';
-import { LIVE_JOB_STEP } from '../workflow/step-state.js';
-import { JOB_INVALID_INPUT, reapExpiredLeasesInputSchema, type ReapExpiredLeasesInput } from './schemas.js';
+import { markWorkflowStepsEnqueuedForRetry, processWorkflowJobTerminals } from '../coordination/job-hooks.js';
+import { LIVE_JOB_STEP } from '../coordination/step-state.js';
+import { JOB_INVALID_INPUT, reapExpiredLeasesInputSchema, type ReapExpiredLeasesInput } from './inputs.js';
+import { CLEAR_LEASE } from '../db/fragments.js';
 
 export const LEASE_EXPIRED_CODE = 'job.lease_expired';
 const LEASE_EXPIRED_MESSAGE = 'The lease expired before the job finished.';
@@ -75,7 +76,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
                attempt = CASE WHEN e.started THEN jq.attempt ELSE jq.attempt - 1 END,
                next_run_at = CASE WHEN NOT e.started OR jq.attempt < jq.max_attempts THEN now() ELSE jq.next_run_at END,
                finished_at = CASE WHEN NOT e.started OR jq.attempt < jq.max_attempts THEN NULL ELSE now() END,
-               lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
+               ${CLEAR_LEASE},
                last_error_code = CASE WHEN e.started THEN ${LEASE_EXPIRED_CODE} ELSE jq.last_error_code END,
                last_error_message = CASE WHEN e.started THEN ${LEASE_EXPIRED_MESSAGE} ELSE jq.last_error_message END,
                updated_at = now(), ${CLEAR_ATTEMPT}
@@ -84,7 +85,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
         RETURNING jq.id, jq.status, jq.job_type, jq.run_number, jq.attempt, e.lease_attempt, e.started,
                   e.lease_owner AS expired_owner, e.lease_expires_at AS expired_at,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed,
-                  -- As text: the step stores it (src/workflow/step-state.ts) with its microseconds.
+                  -- As text: the step stores it (src/coordination/step-state.ts) with its microseconds.
                   e.attempt_started_at::text AS attempt_started_at
       ),
       numbered AS (
@@ -122,7 +123,7 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
         errorMessage: sqltag`CASE WHEN o.started THEN ${LEASE_EXPIRED_MESSAGE} END`,
         nextRunAt: sqltag`CASE WHEN o.status = 'PENDING' THEN now() END`,
       })}),
-      -- Steps of never-started workflow jobs: put back as unclaimed (the rule in src/queue/release.ts). The
+      -- Steps of never-started workflow jobs: put back as unclaimed (the rule in src/queue/release-lease.ts). The
       -- InitPlans run the job UPDATE to completion first, so job rows are locked before step rows.
       unclaimed_steps AS (
         UPDATE runledger.workflow_steps ws

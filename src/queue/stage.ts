@@ -8,14 +8,16 @@
  * (heartbeats do). A stage set to the one the job already has appends no
  * event.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
-import { jsonParam } from './rows.js';
-import { JOB_INVALID_INPUT, recordJobProgressInputSchema, setJobStageInputSchema, type ParsedJobLease, type RecordJobProgressInput, type SetJobStageInput } from './schemas.js';
+import { jsonParam } from '../model/job-rows.js';
+import { JOB_INVALID_INPUT, recordJobProgressInputSchema, setJobStageInputSchema, type ParsedJobLease, type RecordJobProgressInput, type SetJobStageInput } from './inputs.js';
+import { leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
 
 /** Numeric progress as stored (`{ processed, total }`) and returned. */
 export interface JobProgress {
@@ -66,22 +68,14 @@ async function writeFenced(db: Db, l: LeaseIdentity, change: Change): Promise<vo
   const eventId = newId();
   await withStatement(db, isStage ? 'set job stage' : 'record job progress', async (client) => {
     const rows = await client.$queryRaw<{ id: string }[]>`
-      WITH locked AS MATERIALIZED (
-        SELECT jq.id, jq.stage AS previous_stage FROM runledger.job_queue jq
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId}
-           FOR UPDATE
-      ),
-      -- Read after the lock above is held (the lease clock, src/queue/lifecycle.ts).
-      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked),
+      WITH ${lockedLeaseAndClock(l, sqltag`, jq.stage AS previous_stage`)},
       written AS (
         UPDATE runledger.job_queue jq
            SET stage = CASE WHEN ${isStage}::boolean THEN ${stage}::text ELSE jq.stage END,
                progress = CASE WHEN ${isStage}::boolean THEN jq.progress ELSE ${jsonParam(progress)}::jsonb END,
                updated_at = c.at
           FROM clock c
-         WHERE jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
-           AND jq.lease_owner = ${l.workerId} AND jq.status = 'LEASED' AND jq.lease_expires_at > c.at
+         WHERE ${leaseFence(l, sqltag`c.at`)}
         RETURNING jq.id, jq.run_number, jq.attempt
       ),
       events AS (

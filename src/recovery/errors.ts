@@ -1,6 +1,6 @@
 /** The errors workflow recovery raises itself, one constructor each. */
 import { ConflictError, NotFoundError } from '../errors/runledger-error.js';
-import type { WorkflowRunStatus } from '../workflow/rows.js';
+import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 
 export function runNotFound(workflowRunId: string): NotFoundError {
   return new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });

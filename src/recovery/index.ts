@@ -1,4 +1,4 @@
 /** Workflow recovery: the public surface (see README "Replay and recovery"). */
 export { recoverWorkflowRun, type RecoverWorkflowRunResult } from './recover.js';
 export { listWorkflowRecoveries, type WorkflowRecovery, type WorkflowRunLineage } from './lineage.js';
-export type { ListWorkflowRecoveriesInput, RecoverWorkflowRunInput, WorkflowRecoveryMode } from './schemas.js';
+export type { ListWorkflowRecoveriesInput, RecoverWorkflowRunInput, WorkflowRecoveryMode } from './inputs.js';

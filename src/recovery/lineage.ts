@@ -7,66 +7,16 @@
 import { withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams } from '../db/scope.js';
-import type { Page } from '../queue/schemas.js';
+import type { Page } from '../queue/inputs.js';
 import { parseInput } from '../validation/parse.js';
-import { WORKFLOW_INVALID_INPUT } from '../workflow/definition.js';
-import type { WorkflowRunStatus } from '../workflow/rows.js';
+import { WORKFLOW_INVALID_INPUT } from '../workflow/run-definition.js';
 import { runNotFound } from './errors.js';
-import { fromDbMode, listWorkflowRecoveriesInputSchema, type ListWorkflowRecoveriesInput, type WorkflowRecoveryMode } from './schemas.js';
+import { listWorkflowRecoveriesInputSchema, type ListWorkflowRecoveriesInput } from './inputs.js';
+import { toWorkflowRecovery, type RecoveryRow, type WorkflowRecovery } from '../workflow/run-lineage.js';
+import { inScope } from '../db/fragments.js';
 
-/** One recovery: the source run, the run that recovers it, and the request that made it. */
-export interface WorkflowRecovery {
-  sourceRunId: string;
-  recoveryRunId: string;
-  requestKey: string;
-  reason: string;
-  mode: WorkflowRecoveryMode;
-  createdAt: Date;
-  /** The recovery run's status now. */
-  recoveryStatus: WorkflowRunStatus;
-}
-
-/** The lineage fields of a run read with `getWorkflowRun` / a handle's `getRun`. */
-export interface WorkflowRunLineage {
-  /** The recovery that created this run, or null when it was enqueued. */
-  recoveredFrom: WorkflowRecovery | null;
-  /** Recoveries of this run: how many, and the latest (`listWorkflowRecoveries` pages through all). */
-  recoveries: { count: number; latest: WorkflowRecovery | null };
-}
-
-interface RecoveryRow {
-  source_run_id: string;
-  recovery_run_id: string;
-  request_key: string;
-  reason: string;
-  mode: 'FULL' | 'FAILED_ONLY';
-  created_at: Date;
-  recovery_status: WorkflowRunStatus;
-}
-
-function toWorkflowRecovery(row: RecoveryRow): WorkflowRecovery {
-  return {
-    sourceRunId: row.source_run_id,
-    recoveryRunId: row.recovery_run_id,
-    requestKey: row.request_key,
-    reason: row.reason,
-    mode: fromDbMode(row.mode),
-    createdAt: new Date(row.created_at),
-    recoveryStatus: row.recovery_status,
-  };
-}
-
-/** What `findWorkflowRun`'s statement selects for the lineage (jsonb, one column each). */
-export interface LineageColumns {
-  recovered_from: (Omit<RecoveryRow, 'created_at'> & { created_at: string }) | null;
-  recovery_count: number;
-  latest_recovery: (Omit<RecoveryRow, 'created_at'> & { created_at: string }) | null;
-}
-
-export function toWorkflowRunLineage(row: LineageColumns): WorkflowRunLineage {
-  const link = (json: LineageColumns['recovered_from']) => (json ? toWorkflowRecovery({ ...json, created_at: new Date(json.created_at) }) : null);
-  return { recoveredFrom: link(row.recovered_from), recoveries: { count: Number(row.recovery_count), latest: link(row.latest_recovery) } };
-}
+export type { LineageColumns, WorkflowRecovery, WorkflowRunLineage } from '../workflow/run-lineage.js';
+export { toWorkflowRunLineage } from '../workflow/run-lineage.js';
 
 /**
  * Recoveries of the run `runId` (as their source), oldest first, a page at a
@@ -94,7 +44,7 @@ export async function listWorkflowRecoveries(db: Db, input: ListWorkflowRecoveri
            ORDER BY r.created_at, r.recovery_run_id
            LIMIT ${parsed.limit + 1}::int
         ) l ON true
-       WHERE wr.id = ${parsed.runId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       WHERE wr.id = ${parsed.runId}::uuid AND ${inScope(s, 'wr.organization_id')}
        ORDER BY l.created_at, l.recovery_run_id`,
   );
   if (rows.length === 0) throw runNotFound(parsed.runId);

@@ -18,8 +18,8 @@
 import type { Tx } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { validateWorkflowRun, type ValidatedWorkflowRun } from '../workflow/definition.js';
-import type { WorkflowStepStatus } from '../workflow/rows.js';
+import { validateWorkflowRun, type ValidatedWorkflowRun } from '../workflow/run-definition.js';
+import type { WorkflowStepStatus } from '../model/workflow-rows.js';
 import { snapshotUnsafe } from './errors.js';
 
 type JsonObject = { [key: string]: JsonValue };

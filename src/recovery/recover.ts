@@ -46,10 +46,10 @@ import { scopeParams } from '../db/scope.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { activeKeyScope, claimActiveKeyTx, freeActiveKeyTx } from '../workflow/active-keys.js';
-import { WORKFLOW_INVALID_INPUT } from '../workflow/definition.js';
+import { WORKFLOW_INVALID_INPUT } from '../workflow/run-definition.js';
 import { RECOVERY_CARRIED, persistRuns } from '../workflow/enqueue.js';
-import { lockActiveKey } from '../workflow/locking.js';
-import { isTerminalRunStatus, type WorkflowRunStatus } from '../workflow/rows.js';
+import { lockActiveKey } from '../coordination/locking.js';
+import { isTerminalRunStatus, type WorkflowRunStatus } from '../model/workflow-rows.js';
 import { activeKeyHeld, nothingToRerun, requestConflict, runNotFound, snapshotMissing, sourceNotQuiesced, sourceNotTerminal } from './errors.js';
 import { carriedSteps, rebuildRun, verifySourceRows } from './rebuild.js';
 import {
@@ -60,7 +60,8 @@ import {
   type ParsedRecoveryRequest,
   type RecoverWorkflowRunInput,
   type WorkflowRecoveryMode,
-} from './schemas.js';
+} from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 export interface RecoverWorkflowRunResult {
   /** `inserted` by this call; `existing`: an earlier call with this request key and the same request made it. */
@@ -106,7 +107,7 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
       SELECT k.scope, k.active_key
         FROM runledger.workflow_runs wr
         LEFT JOIN runledger.workflow_active_keys k ON k.workflow_run_id = wr.id
-       WHERE wr.id = ${sourceRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+       WHERE wr.id = ${sourceRunId}::uuid AND ${inScope(s, 'wr.organization_id')}`;
     if (!visible) throw runNotFound(sourceRunId);
     const activeKey = visible.active_key;
     if (activeKey !== null) await lockActiveKey(tx, visible.scope!, activeKey);

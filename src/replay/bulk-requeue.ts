@@ -32,13 +32,15 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { z } from 'zod';
 import { withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
-import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './schemas.js';
+import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './inputs.js';
+import { inScopeByKind } from '../db/fragments.js';
+import { requeueAssignments } from './requeue.js';
 
 /** The most jobs one bulk requeue may start again. */
 export const MAX_BULK_REQUEUE = 1_000;
@@ -106,9 +108,7 @@ const EMPTY = sqltag``;
  * organization and type, instead of filtering every dead letter on the heap.
  */
 function matching(scope: Scope, f: ParsedFilter): Sql {
-  const s = scopeParams(scope);
-  const organization = s.all ? EMPTY : s.organizationId === null ? sqltag`AND jq.organization_id IS NULL` : sqltag`AND jq.organization_id = ${s.organizationId}::text`;
-  return sqltag`jq.status = 'DEAD_LETTERED' AND jq.workflow_step_id IS NULL ${organization}
+  return sqltag`jq.status = 'DEAD_LETTERED' AND jq.workflow_step_id IS NULL AND ${inScopeByKind(scope, 'jq.organization_id')}
        ${f.jobType === undefined ? EMPTY : sqltag`AND jq.job_type = ${f.jobType}::text`}
        ${f.errorCode === undefined ? EMPTY : sqltag`AND jq.last_error_code = ${f.errorCode}::text`}
        ${f.finishedAfter === undefined ? EMPTY : sqltag`AND jq.finished_at >= ${f.finishedAfter}::timestamptz`}
@@ -197,13 +197,7 @@ async function requeuePickedTx(
     ),
     requeued AS (
       UPDATE runledger.job_queue jq
-         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-             started_at = NULL, finished_at = NULL, output = NULL,
-             last_error_code = NULL, last_error_message = NULL,
-             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
-             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
-             updated_at = now()
+         SET ${requeueAssignments(reset)}
         FROM input i
        WHERE jq.id = i.id AND jq.status = 'DEAD_LETTERED' AND jq.run_number = i.run_number
       RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt

@@ -1,7 +1,7 @@
 /** Public API of replay and requeue; re-exported by src/index.ts. */
 export { compareAndReplaySucceededJob, type CompareAndReplaySucceededJobResult } from './replay.js';
 export { compareAndRequeueJob, type CompareAndRequeueJobResult } from './requeue.js';
-export type { CompareAndReplaySucceededJobInput, CompareAndRequeueJobInput, RequeueStatePolicy, RequeueableStatus } from './schemas.js';
+export type { CompareAndReplaySucceededJobInput, CompareAndRequeueJobInput, RequeueStatePolicy, RequeueableStatus } from './inputs.js';
 export {
   countDeadLetteredJobs,
   requeueDeadLetteredJobs,

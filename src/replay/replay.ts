@@ -51,17 +51,18 @@ import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { InternalError } from '../errors/runledger-error.js';
-import { insertJobsTx, type EnqueueJobResult } from '../queue/enqueue.js';
-import { toJob, type Job, type JobRow } from '../queue/rows.js';
+import { insertJobsTx, type EnqueueJobResult } from '../queue/insert-jobs.js';
+import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
-import { findRecordedReplayTx, insertReplayLineageTx } from './lineage.js';
+import { findRecordedReplayTx, insertReplayLineageTx } from './replay-lineage.js';
 import {
   JOB_INVALID_INPUT,
   compareAndReplaySucceededJobInputSchema,
   type CompareAndReplaySucceededJobInput,
   type ParsedReplayRequest,
-} from './schemas.js';
+} from './inputs.js';
+import { inScope } from '../db/fragments.js';
 
 const OPERATION = 'compare and replay succeeded job';
 
@@ -148,13 +149,10 @@ async function lockReplaySourceTx(
 async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<ReplaySource | undefined> {
   const s = scopeParams(request.scope);
   const rows = await tx.$queryRaw<ReplaySource[]>`
-    SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
-           jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
-           jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage, jq.backoff_base_ms, jq.backoff_max_ms
+    SELECT ${JOB_ROW_COLUMNS}, jq.backoff_base_ms, jq.backoff_max_ms
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       AND ${inScope(s, 'jq.organization_id')}
        AND jq.status = 'SUCCEEDED'::runledger.job_status
        AND jq.run_number = ${request.expectedRunNumber}::int
        AND jq.workflow_step_id IS NULL
@@ -166,14 +164,11 @@ async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promi
 async function readSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<SourceRow | undefined> {
   const s = scopeParams(request.scope);
   const rows = await tx.$queryRaw<SourceRow[]>`
-    SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
-           jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
-           jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage, jq.backoff_base_ms, jq.backoff_max_ms,
+    SELECT ${JOB_ROW_COLUMNS}, jq.backoff_base_ms, jq.backoff_max_ms,
            jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+       AND ${inScope(s, 'jq.organization_id')}`;
   return rows[0];
 }
 

@@ -35,13 +35,14 @@
  * when the row became eligible between statements; stronger levels see one
  * snapshot, where that cannot happen.
  */
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { InternalError } from '../errors/runledger-error.js';
-import { toJob, type Job, type JobRow } from '../queue/rows.js';
+import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
 import {
@@ -49,7 +50,8 @@ import {
   compareAndRequeueJobInputSchema,
   type CompareAndRequeueJobInput,
   type ParsedRequeueRequest,
-} from './schemas.js';
+} from './inputs.js';
+import { CLEAR_LEASE, inScope } from '../db/fragments.js';
 
 const OPERATION = 'compare and requeue job';
 
@@ -106,13 +108,10 @@ export async function compareAndRequeueJob(db: Db, input: CompareAndRequeueJobIn
 async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<JobRow | undefined> {
   const s = scopeParams(request.scope);
   const rows = await tx.$queryRaw<JobRow[]>`
-    SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
-           jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
-           jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage
+    SELECT ${JOB_ROW_COLUMNS}
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       AND ${inScope(s, 'jq.organization_id')}
        AND jq.status = ${request.expectedStatus}::runledger.job_status
        AND jq.run_number = ${request.expectedRunNumber}::int
        AND jq.workflow_step_id IS NULL
@@ -124,15 +123,12 @@ async function lockEligibleJobTx(tx: Tx, request: ParsedRequeueRequest): Promise
 async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow & { workflow_managed: boolean; lease_live: boolean }) | undefined> {
   const s = scopeParams(request.scope);
   const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean; lease_live: boolean })[]>`
-    SELECT jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
-           jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
-           jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-           jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage,
+    SELECT ${JOB_ROW_COLUMNS},
            jq.workflow_step_id IS NOT NULL AS workflow_managed,
            COALESCE(jq.lease_expires_at > now(), false) AS lease_live
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.jobId}::uuid
-       AND (${s.all}::boolean OR jq.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+       AND ${inScope(s, 'jq.organization_id')}`;
   return rows[0];
 }
 
@@ -141,20 +137,11 @@ async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previou
   const rows = await tx.$queryRaw<JobRow[]>`
     WITH requeued AS (
       UPDATE runledger.job_queue jq
-         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
-             lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL,
-             started_at = NULL, finished_at = NULL, output = NULL,
-             last_error_code = NULL, last_error_message = NULL,
-             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
-             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
-             updated_at = now()
+         SET ${requeueAssignments(reset)}
        WHERE jq.id = ${previous.id}::uuid
          AND jq.status = ${previous.status}::runledger.job_status
          AND jq.run_number = ${previous.run_number}::int
-      RETURNING jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
-                jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at,
-                jq.idempotency_key, jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message,
-                jq.created_at, jq.updated_at, jq.started_at, jq.finished_at, jq.resource_key, jq.stage
+      RETURNING ${JOB_ROW_COLUMNS}
     ),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
@@ -177,4 +164,19 @@ async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previou
     });
   }
   return toJob(row);
+}
+
+/**
+ * The SET list of a requeue (one job here, a batch in bulk-requeue.ts): the
+ * next run starts PENDING now, at attempt 0, with no lease, outcome or error;
+ * progress and checkpoint are kept unless the request resets them.
+ */
+export function requeueAssignments(reset: boolean): Sql {
+  return sqltag`status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
+             ${CLEAR_LEASE},
+             started_at = NULL, finished_at = NULL, output = NULL,
+             last_error_code = NULL, last_error_message = NULL,
+             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
+             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
+             updated_at = now()`;
 }

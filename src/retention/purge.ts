@@ -50,7 +50,7 @@ import {
   RETENTION_INVALID_INPUT,
   purgeFinishedInputSchema,
   type PurgeFinishedInput,
-} from './schemas.js';
+} from './inputs.js';
 
 export interface PurgeFinishedResult {
   /** Direct jobs deleted (or, with dryRun, that would be). */

@@ -12,7 +12,7 @@ import type { Db, Tx } from '../client/types.js';
 import { withStatement, withTransaction } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
 import { NotFoundError } from '../errors/runledger-error.js';
-import { jsonParam } from '../queue/rows.js';
+import { jsonParam } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { nextSlotAfter } from './cron.js';
 import { toSchedule, type Schedule, type ScheduleRow } from './rows.js';
@@ -29,7 +29,7 @@ import {
   type ScheduleRef,
   type SetScheduleEnabledInput,
   type UpsertScheduleInput,
-} from './schemas.js';
+} from './inputs.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 

@@ -6,7 +6,7 @@
  * Idempotent: declaring the same set again changes nothing a scheduler sees
  * (upsertSchedule keeps an unchanged schedule's cursor, so no slot is skipped
  * or repeated). Concurrent-safe: declarations take one advisory lock (rung 0
- * of src/workflow/locking.ts) before any schedule row, so four workers
+ * of src/coordination/locking.ts) before any schedule row, so four workers
  * starting together declare one after another, each an upsert of rows that
  * are already there.
  *
@@ -23,10 +23,10 @@ import type { Db } from '../client/types.js';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import { parseInput } from '../validation/parse.js';
 import { storableText } from '../validation/primitives.js';
-import { SCHEDULE_DECLARE_LOCK_NAMESPACE } from '../workflow/locking.js';
+import { SCHEDULE_DECLARE_LOCK_NAMESPACE } from '../coordination/locking.js';
 import { upsertSchedulesTx } from './crud.js';
 import type { Schedule } from './rows.js';
-import { MAX_SCHEDULE_BATCH, SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, upsertScheduleInputSchema, type UpsertScheduleInput } from './schemas.js';
+import { MAX_SCHEDULE_BATCH, SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, upsertScheduleInputSchema, type UpsertScheduleInput } from './inputs.js';
 
 /** Storable text like every stored string: a lone surrogate would be stored as U+FFFD, and prune would then never match it again. */
 const ownerTag = storableText

@@ -5,9 +5,9 @@
  * or `upsertSchedule`.
  */
 import { ValidationError } from '../errors/runledger-error.js';
-import { checkDefinitionPayloadSync } from '../queue/definition-payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../worker/define-job.js';
-import { SCHEDULE_INVALID_INPUT, type UpsertScheduleInput } from './schemas.js';
+import { checkDefinitionPayloadSync } from '../job/payload.js';
+import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
+import { SCHEDULE_INVALID_INPUT, type UpsertScheduleInput } from './inputs.js';
 
 type ScheduleSettings = Omit<UpsertScheduleInput, 'jobType' | 'payload' | 'workflow'>;
 

@@ -1,6 +1,6 @@
 /** Row and domain types of `runledger.job_schedules`, and the one mapper between them. */
 import type { JsonValue } from '../validation/primitives.js';
-import type { WorkflowRunInput } from '../workflow/definition.js';
+import type { WorkflowRunInput } from '../workflow/run-definition.js';
 
 /** A workflow schedule's target: the run input each slot enqueues (organization and idempotency key come from the schedule and the slot). */
 export interface ScheduledWorkflow {

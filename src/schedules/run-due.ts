@@ -50,17 +50,17 @@ import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
 import { databaseErrorInfo, isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
-import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
-import type { ValidatedWorkflowRun } from '../workflow/definition.js';
+import type { ValidatedWorkflowRun } from '../workflow/run-definition.js';
 import { persistRuns } from '../workflow/enqueue.js';
 import { dueSlots } from './cron.js';
 import { scheduleNotFound } from './crud.js';
 import type { ScheduleRow } from './rows.js';
 import { slotWorkflowRun } from './targets.js';
-import { SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, runDueSchedulesInputSchema, scheduleRefSchema, type RunDueSchedulesInput, type ScheduleRef } from './schemas.js';
+import { SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, runDueSchedulesInputSchema, scheduleRefSchema, type RunDueSchedulesInput, type ScheduleRef } from './inputs.js';
 
 export interface MaterialisedSlot {
   scheduleKey: string;

@@ -6,7 +6,7 @@
  * schedule's error (recorded on it), not the pass's.
  */
 import { ValidationError } from '../errors/runledger-error.js';
-import { validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from '../workflow/definition.js';
+import { validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from '../workflow/run-definition.js';
 import type { ScheduleRow } from './rows.js';
 
 /** The first problem of a workflow run input, as a field path inside the run and a message; null when valid. */

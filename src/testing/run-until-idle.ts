@@ -11,8 +11,8 @@ import type { PrismaClientLike } from '../client/types.js';
 import { RunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { timerMs } from '../validation/primitives.js';
-import type { AnyJobDefinition } from '../worker/define-job.js';
-import { silentLogger, type WorkerLogger } from '../worker/logger.js';
+import type { AnyJobDefinition } from '../job/define-job.js';
+import { silentLogger, type WorkerLogger } from '../job/logger.js';
 import { createWorker } from '../worker/worker.js';
 
 /** `timeoutMs` feeds a Node timer: NaN or more than 2^31-1 ms would fire it at once. The rest is checked by createWorker. */

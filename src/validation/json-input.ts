@@ -4,7 +4,7 @@
  * accepts a `Date`, a `bigint`, a `Map` or a function compiles into a
  * definition that fails every enqueue at run time. `NonJsonPaths<T>` names
  * each such place (`payload.dueAt is a Date`), `never` when there is none;
- * `defineJob` refuses a schema with any (src/worker/define-job.ts).
+ * `defineJob` refuses a schema with any (src/job/define-job.ts).
  *
  * Interfaces pass (no index signature needed, unlike `JsonValue`); `unknown`
  * and `any` pass (checked when stored); optional members may be undefined

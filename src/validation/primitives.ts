@@ -5,11 +5,12 @@
  * depth) is written once and no schema can forget it.
  */
 import { z } from 'zod';
+import type { JsonValue } from '../model/json.js';
 import { findJsonProblem, MAX_JSON_DEPTH, textProblem } from './storable.js';
 
 export { MAX_JSON_DEPTH };
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type { JsonValue };
 
 /**
  * Why `value` cannot be stored as jsonb, with the path inside it

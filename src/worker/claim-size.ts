@@ -54,7 +54,7 @@
  * A buffered job that waits too long anyway (a handler far slower than d) is
  * still released unrun by the worker, which then pauses the prefetch.
  */
-import { MAX_CLAIM_BATCH } from '../queue/schemas.js';
+import { MAX_CLAIM_BATCH } from '../queue/inputs.js';
 
 /** The adaptive claim size's start per unit of `concurrency` (the fixed default before it adapted): one claim fills the free slots and the buffer. */
 export const DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT = 2;

@@ -1,6 +1,6 @@
 /**
  * Batched success completion: handlers that finish close together are
- * recorded by one `completeJobsSuccess` statement (one commit, one autocommit
+ * recorded by one `completeJobs` statement (one commit, one autocommit
  * round trip for direct jobs) instead of one commit each.
  *
  * A success waits at most `delayMs` (0: until the next turn of the event
@@ -9,20 +9,20 @@
  * commits while the previous one does, and claims never wait for either);
  * beyond that the queue grows while they commit (group commit). Concurrent
  * batches are safe: each takes its locks in the global order of
- * src/workflow/locking.ts, so they cannot deadlock on shared runs.
+ * src/coordination/locking.ts, so they cannot deadlock on shared runs.
  *
  * Each caller gets its own job's outcome: `succeeded`,
  * `lease_owner_mismatch` (the fence refused it; the others in the batch are
  * unaffected), or `error` (it failed even after retrying transient failures
  * until the leases would expire, see retry.ts, and alone in its own
  * transaction; the reaper then retries the job). A batch of direct jobs is one statement; one with
- * workflow-managed jobs one transaction (`completeJobsSuccessSettled`), which
+ * workflow-managed jobs one transaction (`completeJobsSettled`), which
  * on failure is retried item by item so that one run's trouble never fails
  * the others' work; a success already committed is never reported as an
  * error or, on a retry, as a lost lease.
  */
 import type { Db } from '../client/types.js';
-import { completeJobsSuccessSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
+import { completeJobsSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
 import { continueJobs, type ContinueJobItem, type ContinueJobOutcome } from '../queue/continue.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { confirmCompletions, retryUntilLeasesExpire } from './retry.js';
@@ -128,7 +128,7 @@ export class CompletionBatcher {
     if (batch.length === 0) return;
     try {
       const leases = batch.map((item) => item.lease);
-      const outcomes = await confirmCompletions(this.db, leases, await completeJobsSuccessSettled(this.db, batch.map((item) => ({ lease: item.lease, output: item.output })), retryUntilLeasesExpire(leases)));
+      const outcomes = await confirmCompletions(this.db, leases, await completeJobsSettled(this.db, batch.map((item) => ({ lease: item.lease, output: item.output })), retryUntilLeasesExpire(leases)));
       batch.forEach((item, index) => item.resolve(outcomes[index] ?? { jobId: item.lease.jobId, outcome: 'lease_owner_mismatch' }));
     } catch (error) {
       for (const item of batch) item.resolve({ jobId: item.lease.jobId, outcome: 'error', error });

@@ -4,7 +4,7 @@
  * and skipped, never allowed to break the worker or the other listeners.
  */
 import { EventEmitter } from 'node:events';
-import type { WorkerLogger } from './logger.js';
+import type { WorkerLogger } from '../job/logger.js';
 import type { ClaimSizeReason } from './claim-size.js';
 
 /** Who a job is, as every job event reports it. */

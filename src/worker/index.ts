@@ -1,7 +1,7 @@
 /** The worker runtime's public API (re-exported by src/index.ts). */
 export { createWorker, runWorker, type Worker, type WorkerState, type StopOptions } from './worker.js';
 export type { WorkerOptions } from './options.js';
-export type { WorkerTelemetryOptions } from '../telemetry/options.js';
+export type { WorkerTelemetryOptions } from './telemetry-options.js';
 export {
   defineJob,
   type JobDefinition,
@@ -13,9 +13,9 @@ export {
   type JobPayload,
   type JobParsedPayload,
   type JobOutput,
-} from './define-job.js';
-export type { JobContext, TransactionalJobContext } from './job-context.js';
-export { continueNow, continueAfter, type Continuation, type ContinuationOptions } from './continuation.js';
+} from '../job/define-job.js';
+export type { JobContext, TransactionalJobContext } from '../job/context.js';
+export { continueNow, continueAfter, type Continuation, type ContinuationOptions } from '../job/continuation.js';
 export {
   RetryableError,
   TerminalError,
@@ -23,7 +23,7 @@ export {
   type RetryableErrorOptions,
   type TerminalErrorOptions,
   type JobAbortReason,
-} from './job-errors.js';
-export { createConsoleLogger, silentLogger, type WorkerLogger, type LogFields, type LogLevel } from './logger.js';
+} from '../job/errors.js';
+export { createConsoleLogger, silentLogger, type WorkerLogger, type LogFields, type LogLevel } from '../job/logger.js';
 export type { WorkerEvents, WorkerEventName, WorkerEventListener, WorkerStats, WorkerOperation, JobInfo } from './events.js';
 export type { ClaimSizeReason } from './claim-size.js';

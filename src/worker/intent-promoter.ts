@@ -1,7 +1,7 @@
 /**
  * The enqueue-intent promoter loop: every `intervalMs` (jittered) it promotes
  * due intents of the worker's registered types whose definitions are enabled
- * (`promoteEnqueueIntents`, src/queue/intents.ts), batch after batch while a
+ * (`promoteEnqueueIntents`, src/queue/intent-row.ts), batch after batch while a
  * batch comes back full, up to a bound per pass. Leader-free like the
  * scheduler: intents are locked `FOR UPDATE SKIP LOCKED`, so any number of
  * workers share the backlog and promote each intent once.
@@ -12,8 +12,8 @@
  * retried on the next: intents stay pending, nothing is dropped.
  */
 import type { Db } from '../client/types.js';
-import { promoteEnqueueIntents } from '../queue/intents.js';
-import type { WorkerLogger } from './logger.js';
+import { promoteEnqueueIntents } from '../queue/intent-promote.js';
+import type { WorkerLogger } from '../job/logger.js';
 import { PeriodicLoop } from './periodic-loop.js';
 
 /** Most batches one pass runs before it yields to the next interval. */

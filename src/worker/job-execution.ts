@@ -44,23 +44,23 @@ import type { Db } from '../client/types.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../queue/claim.js';
 import { failJob, heartbeatJob } from '../queue/lifecycle.js';
-import { releaseJob } from '../queue/release.js';
+import { releaseJob } from '../queue/release-lease.js';
 import { leaseLostToCancel } from '../queue/lease.js';
-import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/inputs.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { issuePath, type StandardSchemaV1 } from '../schema/standard-schema.js';
+import { issuePath, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import { issueReason } from '../validation/parse.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
-import type { AnyJobDefinition } from './define-job.js';
+import type { AnyJobDefinition } from '../job/define-job.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
-import { createJobContext, type ContextWrites, type SaveFields } from './job-context.js';
+import { createJobContext, type ContextWrites, type SaveFields } from '../job/context.js';
 import { LazyAbortController } from './lazy-abort.js';
 import { recordJobProgress, setJobStage } from '../queue/stage.js';
-import { isContinuation, type Continuation } from './continuation.js';
-import { stepInputsOf } from '../workflow/step-inputs.js';
-import type { JobSpan, JobTelemetry } from '../telemetry/options.js';
+import { isContinuation, type Continuation } from '../job/continuation.js';
+import { stepInputsOf } from '../job/step-inputs.js';
+import type { JobSpan, JobTelemetry } from './telemetry-options.js';
 
 const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation_not_enabled';
 import {
@@ -72,12 +72,12 @@ import {
   describeFailure,
   outputProblem,
   type FailureRecord,
-} from './job-errors.js';
-import { withLogFields, type WorkerLogger } from './logger.js';
+} from '../job/errors.js';
+import { withLogFields, type WorkerLogger } from '../job/logger.js';
 import { confirmCompletions, leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
 import { AttemptRollback, commitAttemptOutcome, runAttemptTransaction, transactionalFailure, untilAborted, type AttemptCommitted } from './transactional-attempt.js';
-import type { StepInputs } from '../workflow/step-inputs.js';
+import type { StepInputs } from '../job/step-inputs.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 /** Longest wait for the read that tells a cancel from another attempt after a refused fence. */
@@ -208,7 +208,7 @@ export class JobExecution {
         if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.issues), parsed.issues);
         return;
       }
-      // The claim statement read the step's inputs (src/workflow/step-inputs.ts): no round trip here.
+      // The claim statement read the step's inputs (src/job/step-inputs.ts): no round trip here.
       const stepInputs = stepInputsOf(this.job);
       const deadline = new Date(this.startedAt + this.job.timeoutSeconds * 1000);
       if (this.definition.transaction) {

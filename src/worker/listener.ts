@@ -7,9 +7,9 @@
  * poll timer finds anything else. The shared connection reconnects forever
  * with backoff capped at 2 s; a failure is logged and reported, never thrown.
  */
-import { JOB_AVAILABLE_CHANNEL } from '../db/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { listen, LISTEN_APPLICATION_NAME, type ListenSubscription } from '../notify/listen-client.js';
-import type { WorkerLogger } from './logger.js';
+import type { WorkerLogger } from '../job/logger.js';
 
 /** `application_name` of the LISTEN session, so an operator can find it in pg_stat_activity. */
 export const LISTENER_APPLICATION_NAME = LISTEN_APPLICATION_NAME;

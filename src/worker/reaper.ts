@@ -11,7 +11,7 @@
 import type { Db } from '../client/types.js';
 import { reapExpiredLeases } from '../queue/reap.js';
 import { releaseQuiescedActiveKeys } from '../workflow/active-keys.js';
-import type { WorkerLogger } from './logger.js';
+import type { WorkerLogger } from '../job/logger.js';
 import { PeriodicLoop } from './periodic-loop.js';
 
 /** Most batches one pass reaps before it yields to the next interval. */

@@ -22,7 +22,7 @@
 import { hostname } from 'node:os';
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
-import type { WorkerLogger } from './logger.js';
+import type { WorkerLogger } from '../job/logger.js';
 import { PeriodicLoop } from './periodic-loop.js';
 
 export const REGISTRY_INTERVAL_MS = 15_000;

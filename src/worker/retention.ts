@@ -7,7 +7,7 @@
  */
 import type { Db } from '../client/types.js';
 import { purgeFinished } from '../retention/purge.js';
-import type { WorkerLogger } from './logger.js';
+import type { WorkerLogger } from '../job/logger.js';
 import { PeriodicLoop } from './periodic-loop.js';
 
 export interface RetentionLoopOptions {

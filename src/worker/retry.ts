@@ -83,7 +83,7 @@ export async function retryLeaseWrite<R>(write: () => Promise<R>, options: Lease
   }
 }
 
-/** A step runner for `completeJobsSuccessSettled` that retries each step until the latest lease of the batch expires. */
+/** A step runner for `completeJobsSettled` that retries each step until the latest lease of the batch expires. */
 export function retryUntilLeasesExpire(leases: readonly object[]): <R>(step: () => Promise<R>) => Promise<R> {
   const deadline = () => Math.max(...leases.map(leaseDeadline));
   return (step) => retryLeaseWrite(step, { deadline });

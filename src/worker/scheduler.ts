@@ -15,7 +15,7 @@
  */
 import type { Db } from '../client/types.js';
 import { runDueSchedules } from '../schedules/run-due.js';
-import type { WorkerLogger } from './logger.js';
+import type { WorkerLogger } from '../job/logger.js';
 import { PeriodicLoop } from './periodic-loop.js';
 
 /** Most batches one pass runs before it yields to the next interval. */

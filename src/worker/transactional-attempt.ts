@@ -6,7 +6,7 @@
  *          timeouts bounded by the job's deadline)
  *   handler(payload, { ...ctx, tx })          the host's writes, enqueues through ctx.tx
  *   the outcome is taken ('handler')          from here the timeout and heartbeats stop
- *   completeJobSuccess(tx) / continueJobs(tx) the fence (owner, attempt, live expiry) is checked here,
+ *   completeJob(tx) / continueJobs(tx) the fence (owner, attempt, live expiry) is checked here,
  *                                             the job row locked; a workflow step's dependents are
  *                                             released and its run's status written, in this transaction
  *   COMMIT                                    everything the attempt decided, or nothing
@@ -28,7 +28,7 @@
  * lock keeps the lease from being taken over, so a commit that passed the
  * fence is never preceded by another attempt's.
  *
- * Lock order (extends src/workflow/locking.ts): whatever the handler locks
+ * Lock order (extends src/coordination/locking.ts): whatever the handler locks
  * through ctx.tx comes first, then the completion takes rung 1 (the job row)
  * and what follows it. runledger's own transactions never lock a host's rows,
  * so the host's locks cannot close a cycle with them; a handler that also
@@ -46,14 +46,14 @@ import type { Db, PrismaClientLike } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../queue/claim.js';
-import { completeJobSuccess } from '../queue/complete.js';
+import { completeJob } from '../queue/complete.js';
 import { continueJobs } from '../queue/continue.js';
-import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/schemas.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/inputs.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
-import { isContinuation } from './continuation.js';
-import { JOB_OUTPUT_INVALID, JOB_TIMEOUT, describeFailure, outputProblem, type FailureRecord } from './job-errors.js';
+import { isContinuation } from '../job/continuation.js';
+import { JOB_OUTPUT_INVALID, JOB_TIMEOUT, describeFailure, outputProblem, type FailureRecord } from '../job/errors.js';
 
 /** Added to the job's remaining time for the server-side backstops (idle, transaction timeouts) and Prisma's own timer. */
 export const TRANSACTION_GRACE_MS = 2_000;
@@ -107,7 +107,7 @@ const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation
 /**
  * Inside the attempt's transaction, once the handler returned: the job's
  * outcome through the ordinary completion functions joined to `tx`
- * (completeJobSuccess, continueJobs: the same statements as every
+ * (completeJob, continueJobs: the same statements as every
  * completion, fenced to the lease). An output that cannot be stored, a
  * continuation its step did not allow, or a refused fence throws
  * AttemptRollback, which rolls the handler's writes back too.
@@ -141,7 +141,7 @@ export async function commitAttemptOutcome(tx: Db, job: ClaimedJob, output: unkn
   }
   const stored = storable.value as JsonValue | undefined;
   try {
-    await completeJobSuccess(tx, { ...job, output: stored });
+    await completeJob(tx, { ...job, output: stored });
   } catch (error) {
     if (isRunledgerError(error, 'job.lease_owner_mismatch')) throw new AttemptRollback('lease lost', error);
     throw error;

@@ -2,6 +2,12 @@
  * The worker: claims jobs of its registered types, runs their handlers with
  * at most `concurrency` in flight, and records each outcome under its lease.
  *
+ * This file is the facade: the lifecycle below, handler and lease slots, and
+ * the executions (job-execution.ts). Its parts: the claim loop (claim-loop.ts),
+ * the local job buffer (job-buffer.ts), and the maintenance loops, started
+ * from one list (maintenance.ts: reaper, intent promoter, scheduler, retention,
+ * registry).
+ *
  * Lifecycle (`worker.state`):
  *
  *   created --start()--> starting --listener tried, reaper up--> running
@@ -113,25 +119,22 @@ import { z } from 'zod';
 import type { PrismaClientLike } from '../client/types.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
-import { claimJobs, type ClaimedJob } from '../queue/claim.js';
+import type { ClaimedJob } from '../job/claimed-job.js';
 import { loadOpenTelemetry } from '../telemetry/otel-api.js';
-import { WorkerTelemetry } from '../telemetry/worker-telemetry.js';
+import { WorkerTelemetry } from './telemetry.js';
 import { parseInput } from '../validation/parse.js';
-import { CompletionBatcher, DEFAULT_MAX_FLUSHES } from './completion-batcher.js';
+import { CompletionBatcher } from './completion-batcher.js';
 import { WorkerEventEmitter, type WorkerEventListener, type WorkerEventName, type WorkerStats } from './events.js';
-import { JOB_BUFFER_EXPIRED, JOB_WORKER_SHUTDOWN } from './job-errors.js';
 import { JobExecution } from './job-execution.js';
 import { JobAvailableListener } from './listener.js';
 import { resolveWorkerOptions, WORKER_INVALID_OPTIONS, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
-import { WorkerRegistryLoop } from './registry.js';
-import { Reaper } from './reaper.js';
-import { SchedulerLoop } from './scheduler.js';
 import { declareSchedules } from '../schedules/declare.js';
-import { RetentionLoop } from './retention.js';
-import { IntentPromoterLoop } from './intent-promoter.js';
-import { syncJobDefinitions } from '../queue/definitions.js';
-import { backoffMs, sleep, Wakeup } from './timing.js';
-import { ClaimSizer, type ClaimSizeChange } from './claim-size.js';
+import { syncJobDefinitions } from '../queue/catalog.js';
+import { sleep, Wakeup } from './timing.js';
+import { ClaimSizer } from './claim-size.js';
+import { ClaimLoop } from './claim-loop.js';
+import { JobBuffer } from './job-buffer.js';
+import { maintenanceLoops, stopMaintenanceLoops, type MaintenanceLoop } from './maintenance.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -163,21 +166,6 @@ export interface Worker {
 const stopOptionsSchema = z.strictObject({
   drainMs: z.number().int('must be an integer').min(0, 'must not be negative').max(2_147_483_647).optional(),
 });
-
-/** Leases a worker may hold per unit of concurrency (running jobs plus successes waiting for their commit), on top of a claim size of buffered ones. */
-const LEASE_SLOTS_PER_HANDLER_SLOT = 2;
-
-interface BufferedJob {
-  job: ClaimedJob;
-  /** `Date.now()` when the claim was sent: the lease is at least this old. */
-  claimedAt: number;
-}
-
-/** Claims sent before the first of them has returned: the next batch is on its way while one is claimed. */
-const MAX_CLAIMS_IN_FLIGHT = 2;
-
-/** Claim failures back off from this, doubling, up to the poll interval (at least 1 s, at most 30 s). */
-const CLAIM_BACKOFF_BASE_MS = 100;
 
 /**
  * Creates a worker; nothing connects until `start()`.
@@ -212,37 +200,21 @@ class RunledgerWorker implements Worker {
   private telemetry: WorkerTelemetry | undefined;
   private readonly batcher: CompletionBatcher;
   private readonly sizer: ClaimSizer;
+  private readonly buffer: JobBuffer;
+  private readonly claims: ClaimLoop;
   private readonly jobTypes: string[];
   private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
   /** Jobs holding a lease slot outside the buffer: started (or being released), and not yet both recorded and settled. */
   private readonly active = new Set<JobExecution>();
-  /** Claimed jobs not started yet, oldest first; each holds a lease slot. */
-  private readonly buffer: BufferedJob[] = [];
-  private bufferTimer: NodeJS.Timeout | undefined;
-  private bufferTimerFor: BufferedJob | undefined;
-  /** Until then (a buffered job expired), claims are sized to the free handler slots only. */
-  private prefetchPausedUntil = 0;
   /** Jobs holding a handler slot: started, and not yet `slotFree`. */
   private handlerSlotsUsed = 0;
   private readonly wakeup = new Wakeup();
   private readonly stopController = new AbortController();
   private listener: JobAvailableListener | undefined;
-  private reaper: Reaper | undefined;
-  private scheduler: SchedulerLoop | undefined;
-  private retention: RetentionLoop | undefined;
-  private intentPromoter: IntentPromoterLoop | undefined;
-  private registration: WorkerRegistryLoop | undefined;
+  private loops: MaintenanceLoop[] = [];
   private loop: Promise<void> | undefined;
   private startPromise: Promise<void> | undefined;
   private stopPromise: Promise<void> | undefined;
-  /** Claims in flight (at most MAX_CLAIMS_IN_FLIGHT), and the jobs they may bring. */
-  private readonly claims = new Set<Promise<void>>();
-  private claimReserved = 0;
-  private claimFailures = 0;
-  private claimBackoffUntil = 0;
-  /** Something suggests runnable jobs exist: a notification, the poll timer, a full last batch. */
-  private wantClaim = true;
-  private idleReported = false;
 
   constructor(private readonly options: ResolvedWorkerOptions) {
     this.workerId = options.workerId;
@@ -257,6 +229,33 @@ class RunledgerWorker implements Worker {
     }
     this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, options.completionBatchSize);
     this.sizer = new ClaimSizer({ concurrency: options.concurrency, fixed: options.batchSize, heartbeatIntervalMs: options.heartbeatIntervalMs });
+    this.buffer = new JobBuffer(options.heartbeatIntervalMs, {
+      stopping: () => this.stopController.signal.aborted,
+      freeSlots: () => options.concurrency - this.handlerSlotsUsed,
+      launch: (job, claimedAt) => this.launch(job, claimedAt),
+      release: (job, claimedAt, reason) => this.releaseUnstarted(job, claimedAt, reason),
+      expired: (count, now) => {
+        options.logger.warn('buffered jobs waited too long for a handler slot; releasing their leases unrun', { count, maxWaitMs: options.heartbeatIntervalMs });
+        this.claims.pausePrefetch(now + options.heartbeatIntervalMs);
+      },
+      observe: (buffered, freeSlots) => this.sizer.observe(buffered, freeSlots),
+    });
+    const { concurrency, completionBatchSize, pollIntervalMs, leaseSeconds, logger } = options;
+    this.claims = new ClaimLoop(
+      { db: this.db, workerId: this.workerId, jobTypes: this.jobTypes, concurrency, completionBatchSize, pollIntervalMs, leaseSeconds, logger },
+      this.sizer,
+      this.buffer,
+      this.wakeup,
+      this.events,
+      {
+        active: () => this.active.size,
+        handlerSlotsUsed: () => this.handlerSlotsUsed,
+        claimed: (count) => {
+          this.counters.claimed += count;
+        },
+        pump: () => this.buffer.pump(),
+      },
+    );
   }
 
   get claimSize(): number {
@@ -314,7 +313,7 @@ class RunledgerWorker implements Worker {
       throw new ConflictError('worker.stopped', 'The worker has been stopped; create a new one.');
     }
     this.currentState = 'starting';
-    const { logger, listenConnectionString, listen, reaper, pollIntervalMs } = this.options;
+    const { logger, listenConnectionString, listen, pollIntervalMs } = this.options;
     if (this.options.telemetry) {
       const api = await loadOpenTelemetry();
       if (api) this.telemetry = new WorkerTelemetry(api, this.options.telemetry, this.events);
@@ -325,12 +324,12 @@ class RunledgerWorker implements Worker {
         connectionString: listenConnectionString,
         logger,
         onNotify: (jobType) => {
-          if (this.options.registry.has(jobType)) this.requestClaim();
+          if (this.options.registry.has(jobType)) this.claims.request();
         },
         // LISTEN (back) in effect means the database answers again: claim now, not after the claim backoff.
         onListening: () => {
-          this.claimBackoffUntil = 0;
-          this.requestClaim();
+          this.claims.resetBackoff();
+          this.claims.request();
         },
         onError: (error) => this.events.emit('worker:error', { error, operation: 'listen' }),
       });
@@ -354,184 +353,30 @@ class RunledgerWorker implements Worker {
       const declared = await declareSchedules(this.db, this.options.declareSchedules);
       logger.info('declared schedules', { count: declared.schedules.length, pruned: declared.pruned });
     }
-    if (reaper) {
-      this.reaper = new Reaper({
-        db: this.db,
-        ...reaper,
-        logger,
-        onRetried: () => this.requestClaim(),
-        onError: (error) => this.events.emit('worker:error', { error, operation: 'reap' }),
-      });
-      this.reaper.start();
-    }
-    if (this.options.intents) {
-      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'promote_intents' });
-      const { intervalMs, limit } = this.options.intents;
-      const options = { db: this.db, intervalMs, limit, jobTypes: this.jobTypes, syncPending, logger, onEnqueued: () => this.requestClaim(), onError };
-      this.intentPromoter = new IntentPromoterLoop(options);
-      this.intentPromoter.start();
-    }
-    if (this.options.schedules) {
-      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'schedule' });
-      this.scheduler = new SchedulerLoop({ db: this.db, ...this.options.schedules, logger, onEnqueued: () => this.requestClaim(), onError });
-      this.scheduler.start();
-    }
-    if (this.options.retention) {
-      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'purge' });
-      this.retention = new RetentionLoop({ db: this.db, ...this.options.retention, logger, onError });
-      this.retention.start();
-    }
-    if (this.options.workerRegistry) {
-      const onError = (error: unknown) => this.events.emit('worker:error', { error, operation: 'registry' });
-      const entry = { workerId: this.workerId, jobTypes: this.jobTypes, concurrency: this.options.concurrency, intervalMs: this.options.workerRegistry.intervalMs };
-      this.registration = new WorkerRegistryLoop({ db: this.db, ...entry, logger, inFlight: () => this.stats().inFlight, onError });
-      this.registration.start();
-    }
+    this.loops = maintenanceLoops(this.options, {
+      db: this.db,
+      workerId: this.workerId,
+      jobTypes: this.jobTypes,
+      logger,
+      requestClaim: () => this.claims.request(),
+      reportError: (operation, error) => this.events.emit('worker:error', { error, operation }),
+      inFlight: () => this.stats().inFlight,
+      syncPending,
+    });
+    for (const { loop } of this.loops) loop.start();
     this.currentState = 'running';
-    this.loop = this.claimLoop();
+    this.loop = this.claims.run(this.stopController.signal);
     logger.info('worker started', { workerId: this.workerId, jobTypes: this.jobTypes, concurrency: this.options.concurrency });
   }
 
-  private requestClaim(): void {
-    this.wantClaim = true;
-    this.wakeup.signal();
-  }
-
-  private async claimLoop(): Promise<void> {
-    const { options } = this;
-    // Leases held: running handlers, the buffer, and successes waiting in (up
-    // to DEFAULT_MAX_FLUSHES) completion batches: committing batches must not
-    // stall claims.
-    const leaseSlotsBeyondClaims = options.concurrency * LEASE_SLOTS_PER_HANDLER_SLOT + options.completionBatchSize * DEFAULT_MAX_FLUSHES;
-    while (!this.stopController.signal.aborted) {
-      const now = Date.now();
-      const buffered = this.buffer.length;
-      const size = this.sizer.size;
-      // Jobs the claims in flight may still bring count as buffered.
-      const pipeline = buffered + this.claimReserved;
-      const prefetch = now >= this.prefetchPausedUntil ? this.sizer.prefetch() : 0;
-      const freeSlots = options.concurrency - this.handlerSlotsUsed;
-      const limit = Math.min(size, freeSlots + prefetch - pipeline, leaseSlotsBeyondClaims + size - this.active.size - pipeline);
-      if (this.wantClaim && limit > 0 && buffered * 2 <= prefetch && this.claims.size < MAX_CLAIMS_IN_FLIGHT && now >= this.claimBackoffUntil) {
-        this.wantClaim = false;
-        // The loop is woken once the claim has left `claims`, so what it sees then (idle or not) is current.
-        const claim: Promise<void> = this.claim(limit, freeSlots).then(() => {
-          this.claims.delete(claim);
-          this.wakeup.signal();
-        });
-        this.claims.add(claim);
-        continue;
-      }
-      if (this.active.size === 0 && buffered === 0 && this.claims.size === 0 && !this.wantClaim && !this.idleReported) {
-        this.idleReported = true;
-        this.events.emit('worker:idle', { workerId: this.workerId });
-      }
-      const backoffLeft = this.claimBackoffUntil - now;
-      const waitMs = backoffLeft > 0 ? Math.min(options.pollIntervalMs, backoffLeft) : options.pollIntervalMs;
-      if ((await this.wakeup.wait(waitMs)) === 'timeout') {
-        this.wantClaim = true;
-      } else if (this.active.size > 0) {
-        // Let the rest of a completed batch free its slots first, so the next claim is one batch, not many of one.
-        // With no job in flight no slot can free meanwhile: a wake-up (a NOTIFY on an idle worker) claims at once.
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    }
-    await Promise.all(this.claims);
-  }
-
-  /** One claim of up to `limit` jobs into the buffer; never rejects (a failure backs the loop off). The caller wakes the loop. */
-  private async claim(limit: number, freeSlots: number): Promise<void> {
-    const { options } = this;
-    this.claimReserved += limit;
-    const claimedAt = Date.now();
-    const probe = this.sizer.open(this.buffer.length, freeSlots);
-    let got = 0;
-    try {
-      const jobs = await claimJobs(this.db, { workerId: this.workerId, jobTypes: this.jobTypes, limit, leaseSeconds: options.leaseSeconds, markRunning: true });
-      got = jobs.length;
-      this.claimFailures = 0;
-      this.counters.claimed += jobs.length;
-      if (jobs.length === limit) this.wantClaim = true;
-      if (jobs.length > 0) {
-        this.idleReported = false;
-        options.logger.debug('claimed jobs', { count: jobs.length, limit });
-      }
-      for (const job of jobs) this.buffer.push({ job, claimedAt });
-    } catch (error) {
-      this.claimFailures += 1;
-      this.wantClaim = true;
-      const backoffCapMs = Math.min(30_000, Math.max(1_000, options.pollIntervalMs));
-      this.claimBackoffUntil = Date.now() + backoffMs(this.claimFailures, CLAIM_BACKOFF_BASE_MS, backoffCapMs);
-      options.logger.warn('claiming jobs failed; backing off', { error, failures: this.claimFailures });
-      this.events.emit('worker:error', { error, operation: 'claim' });
-    } finally {
-      this.claimReserved -= limit;
-      this.claimSizeChanged(this.sizer.close(probe, got, limit));
-    }
-    this.pump();
-  }
-
-  private claimSizeChanged(change: ClaimSizeChange | undefined): void {
-    if (!change) return;
-    this.options.logger.debug('claim size changed', { ...change });
-    this.events.emit('worker:claim_size', { workerId: this.workerId, ...change });
-  }
-
-  /**
-   * Moves buffered jobs into free handler slots, oldest first; releases
-   * instead those that waited too long (see the module comment), and all of
-   * them once stop() was called. Synchronous: runs on every slot free and
-   * after every claim.
-   */
-  private pump(): void {
-    const { concurrency, heartbeatIntervalMs } = this.options;
-    if (this.stopController.signal.aborted) {
-      this.releaseBuffered(this.buffer.length, JOB_WORKER_SHUTDOWN);
-      return;
-    }
-    this.releaseExpired();
-    while (this.handlerSlotsUsed < concurrency && this.buffer.length > 0) {
-      const { job, claimedAt } = this.buffer.shift()!;
-      this.launch(job, claimedAt);
-    }
-    this.sizer.observe(this.buffer.length, concurrency - this.handlerSlotsUsed);
-    // One timer, for the oldest buffered job's expiry (re-armed only when the oldest changes).
-    const oldest = this.buffer[0];
-    if (oldest === this.bufferTimerFor) return;
-    clearTimeout(this.bufferTimer);
-    this.bufferTimer = undefined;
-    this.bufferTimerFor = oldest;
-    if (oldest) {
-      this.bufferTimer = setTimeout(() => {
-        this.bufferTimer = undefined;
-        this.bufferTimerFor = undefined;
-        this.pump();
-      }, Math.max(0, oldest.claimedAt + heartbeatIntervalMs - Date.now()) + 1);
-    }
-  }
-
-  /** Releases the buffered jobs that waited `heartbeatIntervalMs` or more, and pauses prefetching when there were any. */
-  private releaseExpired(): void {
-    const { heartbeatIntervalMs, logger } = this.options;
-    const now = Date.now();
-    let expired = 0;
-    while (expired < this.buffer.length && now - this.buffer[expired]!.claimedAt >= heartbeatIntervalMs) expired += 1;
-    if (expired === 0) return;
-    logger.warn('buffered jobs waited too long for a handler slot; releasing their leases unrun', { count: expired, maxWaitMs: heartbeatIntervalMs });
-    this.prefetchPausedUntil = now + heartbeatIntervalMs;
-    this.releaseBuffered(expired, JOB_BUFFER_EXPIRED);
-  }
-
-  /** Releases the `count` oldest buffered jobs; each holds its lease slot (in `active`) until its release is recorded. */
-  private releaseBuffered(count: number, reason: string): void {
-    for (const { job, claimedAt } of this.buffer.splice(0, count)) {
-      const execution = this.newExecution(job, claimedAt);
-      this.active.add(execution);
-      void execution.releaseUnstarted(reason).then(() => {
-        this.active.delete(execution);
-        this.wakeup.signal();
-      });
-    }
+  /** Gives back the lease of a buffered job that will not run here; it holds its lease slot (in `active`) until the release is recorded. */
+  private releaseUnstarted(job: ClaimedJob, claimedAt: number, reason: string): void {
+    const execution = this.newExecution(job, claimedAt);
+    this.active.add(execution);
+    void execution.releaseUnstarted(reason).then(() => {
+      this.active.delete(execution);
+      this.wakeup.signal();
+    });
   }
 
   private newExecution(job: ClaimedJob, claimedAt: number): JobExecution {
@@ -560,8 +405,8 @@ class RunledgerWorker implements Worker {
     const launchedAt = performance.now();
     void execution.slotFree.then(() => {
       this.handlerSlotsUsed -= 1;
-      this.claimSizeChanged(this.sizer.recordSlotTime(performance.now() - launchedAt));
-      this.pump();
+      this.claims.claimSizeChanged(this.sizer.recordSlotTime(performance.now() - launchedAt));
+      this.buffer.pump();
       this.wakeup.signal();
     });
     void Promise.all([execution.recorded, execution.settled]).then(() => {
@@ -569,7 +414,7 @@ class RunledgerWorker implements Worker {
       // A workflow job's outcome may have released dependent steps' jobs in its transaction, and a resource
       // job's outcome frees its key for the key's next job (no NOTIFY announces either). A claim that overlapped
       // that commit (the handler slot frees before it) could not see them: claim once more.
-      if (job.workflowManaged || job.resourceKey !== null) this.wantClaim = true;
+      if (job.workflowManaged || job.resourceKey !== null) this.claims.want();
       this.wakeup.signal();
     });
     execution.start();
@@ -587,15 +432,12 @@ class RunledgerWorker implements Worker {
     this.currentState = 'stopping';
     this.stopController.abort();
     // Buffered jobs go back at once (pump releases everything once stopped), before running handlers are drained.
-    this.pump();
+    this.buffer.pump();
     this.wakeup.signal();
     await this.startPromise;
     logger.info('worker stopping', { workerId: this.workerId, inFlight: this.active.size, drainMs });
     await this.loop;
-    await this.reaper?.stop();
-    await this.scheduler?.stop();
-    await this.intentPromoter?.stop();
-    await this.retention?.stop();
+    await stopMaintenanceLoops(this.loops, 'claims-stopped');
 
     const drained = await this.drain(drainMs);
     if (!drained) {
@@ -605,9 +447,9 @@ class RunledgerWorker implements Worker {
     }
     await this.batcher.flush();
     await Promise.all([...this.active].map((execution) => execution.recorded));
-    clearTimeout(this.bufferTimer);
+    this.buffer.close();
     // After the drain: a draining worker still holds jobs, and the registry says so.
-    await this.registration?.deregister();
+    await stopMaintenanceLoops(this.loops, 'drained');
 
     await this.closeConnections();
     this.currentState = 'stopped';

@@ -20,7 +20,7 @@
  *     terminal holder itself before claiming. So correctness never waits for
  *     the reaper; the sweep only keeps the table honest for readers.
  *
- * Outcomes of `enqueueOrGetActiveWorkflow`, decided in this order under the
+ * Outcomes of `enqueueOrGetActiveWorkflowRun`, decided in this order under the
  * key's lock:
  *   1. `existing_idempotent`: the run has an idempotency key that an earlier
  *      request with the same run request and the same active key used (a
@@ -38,10 +38,10 @@ import type { Db, Tx } from '../client/types.js';
 import { ConflictError, InternalError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { positiveInt, requestKey } from '../validation/primitives.js';
-import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type WorkflowRunInput } from './definition.js';
+import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type WorkflowRunInput } from './run-definition.js';
 import { persistRuns } from './enqueue.js';
-import { lockActiveKey } from './locking.js';
-import type { WorkflowRunStatus } from './rows.js';
+import { lockActiveKey } from '../coordination/locking.js';
+import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 
 export type EnqueueActiveWorkflowInput = WorkflowRunInput & {
   /** Non-blank, at most 512 bytes of UTF-8; claimed in the run's scope (its organization, else global). */
@@ -68,14 +68,14 @@ export function activeKeyScope(organizationId: string | null): string {
  * transaction when `db` is one (the claim commits with your writes).
  *
  * @example
- * const outcome = await enqueueOrGetActiveWorkflow(prisma, {
+ * const outcome = await enqueueOrGetActiveWorkflowRun(prisma, {
  *   ...workflow('customer.sync').job('pull', 'crm.pull', { customerId }).build(),
  *   organizationId,
  *   activeKey: `sync:${customerId}`,
  * });
  * const run = workflowRunHandle(prisma, organizationScope(organizationId), outcome.workflowRunId);
  */
-export async function enqueueOrGetActiveWorkflow(db: Db, input: EnqueueActiveWorkflowInput): Promise<ActiveWorkflowOutcome> {
+export async function enqueueOrGetActiveWorkflowRun(db: Db, input: EnqueueActiveWorkflowInput): Promise<ActiveWorkflowOutcome> {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new ValidationError(WORKFLOW_INVALID_INPUT, 'run', 'Expected a workflow run object.');
   }

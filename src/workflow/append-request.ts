@@ -22,15 +22,15 @@ import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 import type { Scope } from '../db/scope.js';
-import { backoffPolicySchema } from '../queue/retry-policy.js';
-import { stageLabel } from '../queue/schemas.js';
+import { backoffPolicySchema } from '../job/retry-policy.js';
+import { stageLabel } from '../queue/inputs.js';
 import {
   MAX_WORKFLOW_STEPS,
   WORKFLOW_INVALID_INPUT,
   type ValidatedDependency,
   type ValidatedStep,
   resolveStep,
-} from './definition.js';
+} from './run-definition.js';
 
 const appendJobStepSchema = z.strictObject({
   key: storableText,

@@ -43,15 +43,16 @@ import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
-import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
+import { insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { inheritedJobTypes, withCatalogDefaultsForSteps, type CatalogJson } from './catalog-defaults.js';
-import { jsonParam } from '../queue/rows.js';
+import { jsonParam } from '../model/job-rows.js';
 import { validateAppend, type AppendWorkflowStepsInput, type ValidatedAppend } from './append-request.js';
-import { MAX_WORKFLOW_STEPS, type ValidatedStep } from './definition.js';
-import { lockRunAppend, releaseConflict, tryLockRunReleaseShared } from './locking.js';
-import { DEPENDENCY_UNSATISFIED } from './release.js';
-import { recomputeWorkflowRunStatuses } from './run-status.js';
-import { isTerminalRunStatus, isTerminalStepStatus, type WorkflowRunStatus, type WorkflowStepExecutionKind, type WorkflowStepStatus } from './rows.js';
+import { MAX_WORKFLOW_STEPS, type ValidatedStep } from './run-definition.js';
+import { lockRunAppend, releaseConflict, tryLockRunReleaseShared } from '../coordination/locking.js';
+import { DEPENDENCY_UNSATISFIED } from '../coordination/dependency-release.js';
+import { recomputeWorkflowRunStatuses } from '../coordination/run-status.js';
+import { isTerminalRunStatus, isTerminalStepStatus, type WorkflowRunStatus, type WorkflowStepExecutionKind, type WorkflowStepStatus } from '../model/workflow-rows.js';
+import { inScope } from '../db/fragments.js';
 
 export type { AppendWorkflowStepsInput } from './append-request.js';
 
@@ -105,7 +106,7 @@ export async function appendWorkflowSteps(db: Db, input: AppendWorkflowStepsInpu
                                                                              d.default_timeout_seconds)), '{}'::jsonb)
                 FROM runledger.job_definitions d WHERE d.job_type = ANY(${inheritedJobTypes(append.steps)}::text[])) AS catalog
         FROM runledger.workflow_runs
-       WHERE id = ${runId}::uuid AND (${scope.all} OR organization_id::text IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
+       WHERE id = ${runId}::uuid AND ${inScope(scope, 'organization_id')}`;
     if (visible.length === 0) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
 
     await lockRunAppend(tx, runId);

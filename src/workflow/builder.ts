@@ -16,9 +16,9 @@
  */
 import { ValidationError } from '../errors/runledger-error.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { checkDefinitionPayloadSync } from '../queue/definition-payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobOutput, type JobPayload } from '../worker/define-job.js';
-import type { WorkflowDependencyInput, WorkflowRunInput, WorkflowStepInput } from './definition.js';
+import { checkDefinitionPayloadSync } from '../job/payload.js';
+import { isJobDefinition, type AnyJobDefinition, type JobOutput, type JobPayload } from '../job/define-job.js';
+import type { WorkflowDependencyInput, WorkflowRunInput, WorkflowStepInput } from './run-definition.js';
 
 export interface JobStepSettings {
   priority?: number;

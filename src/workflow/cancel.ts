@@ -20,9 +20,10 @@ import { parseInput } from '../validation/parse.js';
 import { nonBlank, uuid } from '../validation/primitives.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../queue/attempt-row.js';
 import { releaseActiveKeysOfRuns } from './active-keys.js';
-import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from './locking.js';
-import { notifyWorkflowRunTerminal } from './run-status.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from './rows.js';
+import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from '../coordination/locking.js';
+import { notifyWorkflowRunTerminal } from '../coordination/run-status.js';
+import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
+import { inScope } from '../db/fragments.js';
 
 export const WORKFLOW_RUN_CANCELED = 'workflow.run_canceled';
 
@@ -49,7 +50,7 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
     const { tx } = context;
     const found = await tx.$queryRaw<WorkflowRunRow[]>`
       SELECT * FROM runledger.workflow_runs
-       WHERE id = ${runId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
+       WHERE id = ${runId}::uuid AND ${inScope(scope, 'organization_id')}`;
     const run = found[0];
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
     if (run.status === 'CANCELED') return toWorkflowRun(run);

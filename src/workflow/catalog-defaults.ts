@@ -1,13 +1,13 @@
 /**
  * Job steps take their unset settings from the definitions catalog at enqueue
- * (src/queue/definitions.ts): the step's own setting, else its job type's
- * catalog default, else the built-in default (src/queue/defaults.ts). The
+ * (src/queue/catalog.ts): the step's own setting, else its job type's
+ * catalog default, else the built-in default (src/job/defaults.ts). The
  * values are written on the step row (and its job when it is a root), so a
  * later catalog change does not move a run already enqueued. No statement
  * of its own: the catalog rides, as an uncorrelated subquery (evaluated
  * once), on the enqueue's run INSERT and on the append's first read.
  */
-import type { ValidatedStep } from './definition.js';
+import type { ValidatedStep } from './run-definition.js';
 
 type JobStep = Extract<ValidatedStep, { kind: 'job' }>;
 

@@ -7,6 +7,7 @@
 import { withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
+import { inScope } from '../db/fragments.js';
 
 export interface RunActiveKey {
   activeKey: string;
@@ -38,12 +39,12 @@ export async function readRunCoordination(db: Db, input: { scope: Scope; workflo
       SELECT k.active_key, k.scope, k.claimed_at, k.released_at
         FROM runledger.workflow_active_keys k
         JOIN runledger.workflow_runs r ON r.id = k.workflow_run_id
-       WHERE k.workflow_run_id = ${runId}::uuid AND (${s.all} OR r.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`;
+       WHERE k.workflow_run_id = ${runId}::uuid AND ${inScope(s, 'r.organization_id')}`;
     const mutations = await tx.$queryRaw<{ mutation_key: string; step_count: number; created_at: Date }[]>`
       SELECT m.mutation_key, m.step_count, m.created_at
         FROM runledger.workflow_mutations m
         JOIN runledger.workflow_runs r ON r.id = m.workflow_run_id
-       WHERE m.workflow_run_id = ${runId}::uuid AND (${s.all} OR r.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       WHERE m.workflow_run_id = ${runId}::uuid AND ${inScope(s, 'r.organization_id')}
        ORDER BY m.created_at, m.mutation_key`;
     const key = keys[0];
     return {

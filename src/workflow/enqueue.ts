@@ -28,11 +28,11 @@ import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { ConflictError, ValidationError } from '../errors/runledger-error.js';
-import { insertJobsTx, type InsertJobRow } from '../queue/enqueue.js';
-import { jsonParam } from '../queue/rows.js';
+import { insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
+import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './definition.js';
-import type { WorkflowRunStatus } from './rows.js';
+import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './run-definition.js';
+import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 import { applyCatalogJson, inheritedJobTypes, type CatalogJson } from './catalog-defaults.js';
 
 export interface EnqueueWorkflowRunResult {

@@ -14,13 +14,14 @@ import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
-import { jsonParam } from '../queue/rows.js';
+import { jsonParam } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonValue, nonBlank, storableText, uuid, type JsonValue } from '../validation/primitives.js';
-import { lockRunStepRows, releaseConflict, tryLockRunReleaseShared } from './locking.js';
-import { releaseDependents } from './release.js';
-import { recomputeWorkflowRunStatuses } from './run-status.js';
-import { isTerminalStepStatus, toWorkflowStep, type WorkflowStep, type WorkflowStepRow } from './rows.js';
+import { lockRunStepRows, releaseConflict, tryLockRunReleaseShared } from '../coordination/locking.js';
+import { releaseDependents } from '../coordination/dependency-release.js';
+import { recomputeWorkflowRunStatuses } from '../coordination/run-status.js';
+import { isTerminalStepStatus, toWorkflowStep, type WorkflowStep, type WorkflowStepRow } from '../model/workflow-rows.js';
+import { inScope } from '../db/fragments.js';
 
 const optionalText = storableText.max(10_000).nullish();
 
@@ -74,7 +75,7 @@ export async function completeExternalWorkflowStep(db: Db, input: CompleteExtern
     const { tx } = context;
     const visible = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM runledger.workflow_runs
-       WHERE id = ${parsed.workflowRunId}::uuid AND (${scope.all} OR organization_id IS NOT DISTINCT FROM ${scope.organizationId}::text)`;
+       WHERE id = ${parsed.workflowRunId}::uuid AND ${inScope(scope, 'organization_id')}`;
     if (visible.length === 0) throw stepNotFound(parsed.stepKey);
     await lockRunStepRows(tx, parsed.workflowRunId);
 

@@ -17,10 +17,10 @@ import { ConflictError, NotFoundError, UnavailableError, ValidationError } from 
 import { parseInput } from '../validation/parse.js';
 import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.js';
 import type { TypedWorkflowRunInput } from './builder.js';
-import type { WorkflowRunInput } from './definition.js';
+import type { WorkflowRunInput } from './run-definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';
 import { findWorkflowRun, type WorkflowRunWithLineage } from './reads.js';
-import { isTerminalRunStatus, type WorkflowRun, type WorkflowRunStatus } from './rows.js';
+import { isTerminalRunStatus, type WorkflowRun, type WorkflowRunStatus } from '../model/workflow-rows.js';
 import type { WorkflowRunListener } from './run-listener.js';
 
 export const DEFAULT_RESULT_TIMEOUT_MS = 30_000;

@@ -11,8 +11,8 @@ import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, uuid } from '../validation/primitives.js';
-import { pageFields, type Page } from '../queue/schemas.js';
-import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from '../recovery/lineage.js';
+import { pageFields, type Page } from '../queue/inputs.js';
+import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from './run-lineage.js';
 import {
   toWorkflowRun,
   toWorkflowStep,
@@ -24,7 +24,8 @@ import {
   type WorkflowStepDependency,
   type WorkflowStepDependencyRow,
   type WorkflowStepRow,
-} from './rows.js';
+} from '../model/workflow-rows.js';
+import { inScope } from '../db/fragments.js';
 
 const INVALID = 'workflow.invalid_input';
 const runStatus = z.enum(['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED']);
@@ -65,7 +66,7 @@ function runNotFound(workflowRunId: string): NotFoundError {
   return new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
 }
 
-/** A run read by id, with its recovery lineage (src/recovery/lineage.ts). */
+/** A run read by id, with its recovery lineage (src/workflow/run-lineage.ts). */
 export type WorkflowRunWithLineage = WorkflowRun & WorkflowRunLineage;
 
 /**
@@ -89,7 +90,7 @@ export async function findWorkflowRun(db: Db, input: WorkflowRunRef): Promise<Wo
                WHERE r.source_run_id = wr.id
                ORDER BY r.created_at DESC, r.recovery_run_id DESC LIMIT 1) AS latest_recovery
         FROM runledger.workflow_runs wr
-       WHERE wr.id = ${ref.workflowRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)`,
+       WHERE wr.id = ${ref.workflowRunId}::uuid AND ${inScope(s, 'wr.organization_id')}`,
   );
   const row = rows[0];
   return row ? { ...toWorkflowRun(row), ...toWorkflowRunLineage(row) } : null;
@@ -116,7 +117,7 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
     tx.$queryRaw<(WorkflowRunRow & { cursor_micros: string })[]>`
       SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_micros
         FROM runledger.workflow_runs
-       WHERE (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+       WHERE ${inScope(s, 'organization_id')}
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))
          AND (${afterMicros ?? null}::bigint IS NULL
@@ -138,7 +139,7 @@ export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Prom
   const rows = await withTransaction(db, 'count workflow runs', async ({ tx }) =>
     tx.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.workflow_runs
-       WHERE (${s.all} OR (${s.organizationId}::text IS NULL AND organization_id IS NULL) OR organization_id = ${s.organizationId}::text)
+       WHERE ${inScope(s, 'organization_id')}
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
          AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))`,
   );
@@ -163,7 +164,7 @@ export async function listWorkflowSteps(db: Db, input: ListWorkflowStepsInput): 
            ORDER BY st.id
            LIMIT ${ref.limit + 1}::int
         ) ws ON true
-       WHERE wr.id = ${ref.workflowRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       WHERE wr.id = ${ref.workflowRunId}::uuid AND ${inScope(s, 'wr.organization_id')}
        ORDER BY ws.id`,
   );
   if (rows.length === 0) throw runNotFound(ref.workflowRunId);
@@ -197,7 +198,7 @@ export async function listWorkflowStepDependencies(db: Db, input: ListWorkflowSt
            ORDER BY e.prerequisite_step_id, e.dependent_step_id
            LIMIT ${ref.limit + 1}::int
         ) d ON true
-       WHERE wr.id = ${ref.workflowRunId}::uuid AND (${s.all} OR wr.organization_id IS NOT DISTINCT FROM ${s.organizationId}::text)
+       WHERE wr.id = ${ref.workflowRunId}::uuid AND ${inScope(s, 'wr.organization_id')}
        ORDER BY d.prerequisite_step_id, d.dependent_step_id`,
   );
   if (rows.length === 0) throw runNotFound(ref.workflowRunId);

@@ -7,7 +7,7 @@
  * 2 s) and every waiter is woken once LISTEN is back in effect, to re-read
  * the run in case its notification was sent while the connection was down.
  */
-import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../db/constants.js';
+import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../model/constants.js';
 import { UnavailableError, ValidationError, type RunledgerError } from '../errors/runledger-error.js';
 import { connectionStringProblem } from '../validation/connection-string.js';
 import { listen } from '../notify/listen-client.js';

@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { claimJobs, completeJobSuccess, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
-import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/db/constants.js';
+import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/model/constants.js';
 
 export type JobOutcome = { ok: true; output?: unknown } | { ok: false; retryable?: boolean; code?: string };
 

@@ -23,7 +23,7 @@ import {
 } from '../../src/index.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { countingClient } from '../harness/counting-client.js';
-import { completeJobsSuccessSettled } from '../../src/queue/lifecycle.js';
+import { completeJobsSettled } from '../../src/queue/lifecycle.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier, stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -236,7 +236,7 @@ describe("one run's trouble stays in that run", () => {
     );
     await isLocked;
     try {
-      const outcomes = await completeJobsSuccessSettled(db.prisma, [{ lease: badLease }, { lease: goodLease }]);
+      const outcomes = await completeJobsSettled(db.prisma, [{ lease: badLease }, { lease: goodLease }]);
       expect(outcomes[0]).toMatchObject({ outcome: 'error', error: expect.objectContaining({ code: 'workflow.release_conflict' }) });
       expect(outcomes[1]).toMatchObject({ outcome: 'succeeded' });
     } finally {

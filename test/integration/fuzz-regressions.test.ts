@@ -46,7 +46,7 @@ import {
   type StandardSchemaV1,
 } from '../../src/index.js';
 import { z } from 'zod';
-import { describeFailure } from '../../src/worker/job-errors.js';
+import { describeFailure } from '../../src/job/errors.js';
 import { createTestDatabase, startPostgresServer } from '../../src/testing/index.js';
 import { useTestDatabase } from '../harness/database.js';
 

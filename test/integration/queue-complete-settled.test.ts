@@ -1,7 +1,7 @@
 /**
  * A completion batch that holds a workflow-managed job is one transaction for
  * the whole batch (direct jobs included). If it fails, `completeJobsSuccess`
- * throws and nothing of the batch is kept; `completeJobsSuccessSettled` (the
+ * throws and nothing of the batch is kept; `completeJobsSettled` (the
  * worker's batcher) gives each item a transaction of its own, so one item's
  * trouble does not fail, and re-run, the others' work.
  */
@@ -19,16 +19,16 @@ import {
   workflow,
   type ClaimedJob,
 } from '../../src/index.js';
-import { completeJobsSuccessSettled } from '../../src/queue/lifecycle.js';
+import { completeJobsSettled } from '../../src/queue/lifecycle.js';
 import { CompletionBatcher } from '../../src/worker/completion-batcher.js';
-import type { TerminalStep } from '../../src/workflow/release.js';
+import type { TerminalStep } from '../../src/coordination/dependency-release.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
 // The workflow engine's release runs for real unless a failure is injected.
 const inject = vi.hoisted(() => ({ failures: [] as Error[] }));
-vi.mock('../../src/workflow/release.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/workflow/release.js')>();
+vi.mock('../../src/coordination/dependency-release.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/coordination/dependency-release.js')>();
   return {
     ...actual,
     releaseDependents: async (tx: never, locks: never, steps: readonly TerminalStep[]) => {
@@ -67,7 +67,7 @@ describe('completion of a mixed batch when the workflow step fails', () => {
     const injected = new InternalError('workflow.internal_state', 'injected failure');
     // The batch's transaction fails, then the workflow job's own transaction fails too.
     inject.failures.push(injected, injected);
-    const outcomes = await completeJobsSuccessSettled(db.prisma, [{ lease: direct }, { lease: managed }]);
+    const outcomes = await completeJobsSettled(db.prisma, [{ lease: direct }, { lease: managed }]);
     expect(outcomes).toEqual([
       { jobId: direct.jobId, outcome: 'succeeded', finishedAt: expect.any(Date) },
       { jobId: managed.jobId, outcome: 'error', error: injected },

@@ -27,7 +27,7 @@ import {
   type ClaimedJob,
 } from '../../src/index.js';
 import { autocommitIsReadCommitted } from '../../src/client/transaction.js';
-import { releaseJob } from '../../src/queue/release.js';
+import { releaseJob } from '../../src/queue/release-lease.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 

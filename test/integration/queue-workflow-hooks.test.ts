@@ -21,13 +21,13 @@ import {
   workflow,
   type ClaimedJob,
 } from '../../src/index.js';
-import type { TerminalStep } from '../../src/workflow/release.js';
+import type { TerminalStep } from '../../src/coordination/dependency-release.js';
 import { useTestDatabase } from '../harness/database.js';
 
 // The release runs for real; calls are recorded and a failure can be injected.
 const release = vi.hoisted(() => ({ calls: [] as TerminalStep[][], failNext: false }));
-vi.mock('../../src/workflow/release.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/workflow/release.js')>();
+vi.mock('../../src/coordination/dependency-release.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/coordination/dependency-release.js')>();
   return {
     ...actual,
     releaseDependents: async (tx: never, locks: never, steps: readonly TerminalStep[]) => {

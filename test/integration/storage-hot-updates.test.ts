@@ -35,7 +35,7 @@ describe('workflow_steps storage', () => {
       return { claimed: claimed.length, afterClaim: afterClaim!, afterOutcome: afterOutcome! };
     });
     expect(counts.claimed).toBe(RUNS);
-    // A claim writes no step row (the step reads as RUNNING from its job: src/workflow/step-state.ts). Rows padded
+    // A claim writes no step row (the step reads as RUNNING from its job: src/coordination/step-state.ts). Rows padded
     // to ~400 bytes: at fillfactor 100 none of the outcome's updates is HOT; at 70, 200 of the 800 here (the
     // steps' own, as room allows; a release sets job_id, indexed, so the dependent's never is).
     expect(counts.afterClaim).toEqual({ hot: 0, all: 0 });

@@ -11,7 +11,7 @@ import { enqueueJobs } from '../../src/index.js';
 import { createWorker, defineJob, silentLogger, type Worker } from '../../src/worker/index.js';
 import { countdown, latch, nextEvent, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
-import { JOB_BUFFER_EXPIRED } from '../../src/worker/job-errors.js';
+import { JOB_BUFFER_EXPIRED } from '../../src/job/errors.js';
 
 const db = useTestDatabase();
 const workers: Worker[] = [];

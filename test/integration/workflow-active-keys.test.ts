@@ -18,7 +18,7 @@ import {
   type ActiveWorkflowOutcome,
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
-import { silentLogger } from '../../src/worker/logger.js';
+import { silentLogger } from '../../src/job/logger.js';
 import { Reaper } from '../../src/worker/reaper.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { useTestDatabase } from '../harness/database.js';

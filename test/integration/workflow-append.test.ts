@@ -19,7 +19,7 @@ import {
   type AppendWorkflowStepsInput,
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
-import { RELEASE_LOCK_NAMESPACE } from '../../src/workflow/locking.js';
+import { RELEASE_LOCK_NAMESPACE } from '../../src/coordination/locking.js';
 import { countingClient } from '../harness/counting-client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { listenForRunTerminal, stepsByKey } from '../harness/workflow-helpers.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueJob, enqueueWorkflowRun, failJob, workflow } from '../../src/index.js';
 import { defineJob, type JobContext } from '../../src/worker/index.js';
-import { stepInputsOf } from '../../src/workflow/step-inputs.js';
+import { stepInputsOf } from '../../src/job/step-inputs.js';
 import { countAllWords, countWords, sumCounts } from '../../examples/readme/fan-in.js';
 import { latch } from '../fixtures/worker-support/latches.js';
 import { countingClient } from '../harness/counting-client.js';

@@ -1,5 +1,5 @@
 /**
- * A job step's RUNNING and start are read from its job (src/workflow/step-state.ts): a claim writes no step
+ * A job step's RUNNING and start are read from its job (src/coordination/step-state.ts): a claim writes no step
  * row, and every statement that ends an attempt stores the step's start from that attempt when the step has
  * none. One case per such statement, each comparing the stored start with the attempt's own (from
  * job_attempt_history), and the cases where nothing may be stored (a lease given back unstarted, a job

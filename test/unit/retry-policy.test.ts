@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BACKOFF } from '../../src/queue/defaults.js';
-import { retryDelayCeilingMs, retryDelayMs } from '../../src/queue/retry-policy.js';
+import { DEFAULT_BACKOFF } from '../../src/job/defaults.js';
+import { retryDelayCeilingMs, retryDelayMs } from '../../src/job/retry-policy.js';
 
 const low = () => 0;
 const high = () => 1;

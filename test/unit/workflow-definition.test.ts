@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError, workflow, type WorkflowRunInput } from '../../src/index.js';
-import { validateWorkflowRun } from '../../src/workflow/definition.js';
+import { validateWorkflowRun } from '../../src/workflow/run-definition.js';
 
 function failure(input: unknown): ValidationError {
   try {

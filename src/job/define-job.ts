@@ -1,0 +1,152 @@
+/**
+ * A job definition is the typed handle of one job type: `defineJob` ties the
+ * type's name to the schema of its payload (any Standard Schema v1 schema:
+ * zod 3.24+ or 4, valibot, arktype, ...), the function that runs it and its
+ * execution settings (retry policy, timeout). The compiler takes the payload
+ * type from the schema and the output type from the handler, and every
+ * enqueue, workflow step and result that names the definition is checked
+ * against them (`enqueueJob(db, capture, { invoiceId })`).
+ *
+ * A worker is given a list of definitions and claims only their job types.
+ * A job whose type no handler in the worker is registered for is never
+ * claimed by that worker (the claim filters on the registered types), so it
+ * waits, PENDING, for a worker that knows it. It is not failed: a rolling
+ * deploy may run an old worker next to a new one.
+ *
+ * Settings precedence (defaults in src/job/defaults.ts): an enqueue's own
+ * `maxAttempts` / `timeoutSeconds`, else the definition's when the job is
+ * enqueued through it (they are written on the job row then), else the
+ * defaults. The backoff: a job's own (its enqueue's or its step's, stored on
+ * the row and applied by failJob), else the definition's, which the worker
+ * that runs the job passes when a retryable failure is recorded.
+ *
+ * Transactional job types (`{ transaction: prisma }`, src/worker/transactional-attempt.ts):
+ * the worker runs each attempt inside an interactive transaction of that
+ * client and hands it to the handler as `ctx.tx`, typed as that client's own
+ * transaction client (its models, its extensions), so the handler's writes
+ * commit with the job's outcome or not at all.
+ */
+import type { Continuation } from './continuation.js';
+import { z } from 'zod';
+import { ValidationError } from '../errors/runledger-error.js';
+import type { BackoffPolicy } from './defaults.js';
+import { resolveBackoff, retryPolicySchema, type RetryPolicy } from './retry-policy.js';
+import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-schema.js';
+import type { JsonInput } from '../validation/json-input.js';
+import type { Jsonified } from '../validation/jsonified.js';
+import type { ErrorCode } from '../errors/codes.js';
+import { parseInput } from '../validation/parse.js';
+import { int32, nonBlank, positiveInt } from '../validation/primitives.js';
+import type { AnyJobDefinition, JobDefinition, JobHandler, JobSettings, TransactionClientOf, TransactionalJobContext, TransactionalJobSettings } from './contract.js';
+import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
+
+export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
+
+export type { JobHandler, JobSettings, TransactionClientOf, TransactionalJobSettings, JobDefinition, AnyJobDefinition, JobPayload, JobParsedPayload, JobOutput } from './contract.js';
+
+const BRAND = Symbol.for('runledger.JobDefinition');
+
+const definitionSchema = z.strictObject({
+  jobType: nonBlank(200),
+  settings: z.strictObject({
+    retry: retryPolicySchema.optional(),
+    timeoutSeconds: positiveInt.optional(),
+    priority: int32.optional(),
+    transaction: z
+      .custom<PrismaClientLike>(
+        (value) =>
+          typeof value === 'object' && value !== null && typeof (value as { $transaction?: unknown }).$transaction === 'function' && typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function',
+        { error: 'must be a Prisma client' },
+      )
+      .optional(),
+  }),
+});
+
+/**
+ * Defines a transactional job type: every attempt runs inside an interactive
+ * transaction of `settings.transaction` (the host's root Prisma client), the
+ * handler gets it as `ctx.tx`, typed as that client's own transaction client,
+ * and its writes commit with the job's outcome (output, trail, a workflow
+ * step's dependents and run status, whatever it enqueues through `ctx.tx`),
+ * in one commit whose lease fence is checked inside it. A throw, a timeout, a
+ * lost lease or a crash rolls them back; the failure is recorded after, in a
+ * transaction of its own.
+ *
+ * @example
+ * const markPaid = defineJob('orders.mark_paid', z.object({ orderId: z.string() }), async (payload, ctx) => {
+ *   await ctx.tx.order.update({ where: { id: payload.orderId }, data: { status: 'PAID' } });
+ *   await enqueueJob(ctx.tx, sendReceipt, { orderId: payload.orderId }); // commits with it
+ * }, { transaction: prisma, timeoutSeconds: 30 });
+ */
+export function defineJob<S extends StandardSchemaV1, O, C extends PrismaClientLike>(
+  jobType: string,
+  schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
+  handler: (payload: StandardSchemaV1.InferOutput<S>, ctx: TransactionalJobContext<TransactionClientOf<C>>) => Promise<O> | O,
+  settings: TransactionalJobSettings<C>,
+): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>>;
+/**
+ * Defines the handler of one job type.
+ *
+ * @example
+ * const capture = defineJob('billing.capture', z.object({ invoiceId: z.string() }), async (payload, ctx) => {
+ *   const receipt = await payments.capture(payload.invoiceId, { signal: ctx.signal });
+ *   return { receiptId: receipt.id };
+ * }, { retry: { maxAttempts: 8, backoff: { baseDelayMs: 5_000 } }, timeoutSeconds: 60 });
+ * const worker = createWorker({ db: prisma, handlers: [capture] });
+ * await enqueueJob(prisma, capture, { invoiceId }); // payload checked by the compiler
+ */
+export function defineJob<S extends StandardSchemaV1, O>(
+  jobType: string,
+  // The payload is stored as JSON: a schema whose input is not (a Date, a bigint) would fail every enqueue.
+  schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
+  handler: JobHandler<StandardSchemaV1.InferOutput<S>, O>,
+  settings?: JobSettings,
+): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>>;
+export function defineJob<S extends StandardSchemaV1, O>(
+  jobType: string,
+  schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
+  handler: (payload: StandardSchemaV1.InferOutput<S>, ctx: TransactionalJobContext<any>) => Promise<O> | O,
+  settings: JobSettings & { transaction?: PrismaClientLike } = {},
+): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>> {
+  const parsed = parseInput(definitionSchema, { jobType, settings }, WORKER_INVALID_JOB_DEFINITION);
+  // Duck-typed rather than `instanceof`, so a schema from any library (or another copy of one) fits.
+  if (!isStandardSchema(schema)) {
+    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'schema', 'Invalid schema: must implement Standard Schema v1 (zod 3.24+, zod 4, valibot, arktype, ...)');
+  }
+  if (typeof handler !== 'function') {
+    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'handler', 'Invalid handler: must be a function');
+  }
+  // The worker opens the attempt's transaction on it: a `$transaction` client cannot open another.
+  if (parsed.settings.transaction && isTransactionClient(parsed.settings.transaction)) {
+    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'settings.transaction', 'Invalid settings.transaction: must be a root Prisma client, not a transaction client');
+  }
+  return Object.freeze({
+    jobType: parsed.jobType,
+    schema: schema as StandardSchemaV1<StandardSchemaV1.InferInput<S>, StandardSchemaV1.InferOutput<S>>,
+    // One stored shape for both forms: the worker hands a transactional definition's handler a context with `tx`
+    // (job-execution.ts), which is all the wider parameter type above says.
+    handler: handler as JobHandler<StandardSchemaV1.InferOutput<S>, O>,
+    maxAttempts: parsed.settings.retry?.maxAttempts,
+    timeoutSeconds: parsed.settings.timeoutSeconds,
+    priority: parsed.settings.priority,
+    backoff: Object.freeze(resolveBackoff(parsed.settings.retry?.backoff)),
+    transaction: parsed.settings.transaction,
+    [BRAND]: true,
+  });
+}
+
+export function isJobDefinition(value: unknown): value is AnyJobDefinition {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** Job type -> definition; refuses a type defined twice. */
+export function buildHandlerRegistry(definitions: readonly AnyJobDefinition[], code: ErrorCode): ReadonlyMap<string, AnyJobDefinition> {
+  const registry = new Map<string, AnyJobDefinition>();
+  definitions.forEach((definition, index) => {
+    if (registry.has(definition.jobType)) {
+      throw new ValidationError(code, `handlers.${index}`, `Invalid handlers.${index}: job type ${definition.jobType} has two handlers`);
+    }
+    registry.set(definition.jobType, definition);
+  });
+  return registry;
+}

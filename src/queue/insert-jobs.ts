@@ -1,0 +1,223 @@
+/**
+ * The shared job insert: one statement writes a batch of job rows (and the
+ * ENQUEUED events that say more than the row), checks the definitions catalog
+ * and sends the wake-up NOTIFY. Every writer of jobs goes through it: enqueue,
+ * workflow enqueue and append, schedules, intent promotion, replay. Rows whose
+ * idempotency key is already held are skipped here; what that means for the
+ * caller (existing or conflict) is enqueue-idempotency.ts's.
+ */
+import { captureTraceContext } from '../telemetry/trace-context.js';
+import type { Tx } from '../client/types.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
+import { newId } from '../db/ids.js';
+import { ConflictError } from '../errors/runledger-error.js';
+import type { JsonValue } from '../validation/primitives.js';
+import type { BackoffPolicy } from '../job/defaults.js';
+import { resolveBackoff } from '../job/retry-policy.js';
+import { jsonParam, type JobStatus } from '../model/job-rows.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type ParsedEnqueueJobInput } from './inputs.js';
+
+export interface EnqueueJobResult {
+  jobId: string;
+  status: JobStatus;
+  runNumber: number;
+  /** 'existing': an earlier enqueue with the same key and the same request made this job. */
+  disposition: 'inserted' | 'existing';
+}
+
+/** One row for `insertJobsTx`; callers have validated it already. */
+export interface InsertJobRow {
+  id: string;
+  jobType: string;
+  organizationId: string | null;
+  payload: JsonValue;
+  priority: number;
+  maxAttempts: number;
+  timeoutSeconds: number;
+  /** Absolute schedule; null (and no delayMs) means now. */
+  nextRunAt: Date | null;
+  /** Schedule relative to the database clock; wins over nextRunAt when set. */
+  delayMs?: number | null;
+  idempotencyKey: string | null;
+  /** The canonical request; non-null exactly when idempotencyKey is. */
+  enqueueRequest: JsonValue | null;
+  /**
+   * Payload of the ENQUEUED event, stored when it says more than the job row (a schedule, an intent, a replay,
+   * an append's lineage). null writes no event: the job_trail view derives ENQUEUED from the job row (a workflow
+   * step's job gets its run, step and key from the step), so a plain enqueue writes one row per job.
+   */
+  eventPayload: JsonValue | null;
+  /** The workflow step this job executes (set once, here); absent for a direct job. */
+  workflowStepId?: string | null;
+  /** Execution resource key (at most one LEASED job per key); absent or null for none. */
+  resourceKey?: string | null;
+  /** This job's own retry backoff (failJob uses it over the definition's); absent or null for none. */
+  backoff?: BackoffPolicy | null;
+  /** The job's stage label; absent or null for none. */
+  stage?: string | null;
+}
+
+export interface InsertJobsOptions {
+  notify?: boolean;
+  /**
+   * The catalog check, in the same statement (src/queue/catalog.ts): 'disabled' refuses the batch when a
+   * type's definition is disabled, 'strict' also when a type has none; 'off' (default) does not look.
+   * A refused batch inserts nothing and throws `job.definition_not_found_or_disabled`.
+   */
+  definitionGate?: 'off' | 'disabled' | 'strict';
+  /**
+   * The jobs' creation time (and next run time when a row gives none), as timestamptz text read from the
+   * database in this transaction; default now(). A workflow append passes the clock it read after its locks,
+   * so a job released after a lock wait is not created before the prerequisites it waited for finished.
+   */
+  at?: string;
+}
+
+/**
+ * Inserts jobs and their ENQUEUED events in one statement, in the caller's
+ * transaction, and announces runnable job types. Rows whose idempotency key
+ * already exists are skipped; returns the ids actually inserted (each is
+ * PENDING with run number 1).
+ */
+export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], options: InsertJobsOptions = {}): Promise<string[]> {
+  const notify = options.notify ?? true;
+  const gate = options.definitionGate ?? 'off';
+  if (rows.length === 0) return [];
+  // Ids only for the ENQUEUED events stored (see eventPayload); a plain enqueue writes none.
+  const eventIds = rows.map((r) => (r.eventPayload === null ? null : newId()));
+  // The caller's trace, continued by the worker's span (src/telemetry/); a step's job carries its run's instead.
+  const traceContext = jsonParam(await captureTraceContext());
+  // One jsonb parameter for the whole batch, not an array per column: the driver and Prisma then serialize one
+  // string instead of 18 arrays element by element (for a bulk enqueue that was most of the client's CPU per
+  // job), and PostgreSQL parses it in C. JSON null reads as SQL NULL in jsonb_to_recordset, so the payload
+  // (which may be JSON null) travels wrapped ({"v": payload}).
+  const batch = JSON.stringify(
+    rows.map((r, ord) => ({
+      id: r.id, job_type: r.jobType, organization_id: r.organizationId, payload: { v: r.payload }, priority: r.priority,
+      max_attempts: r.maxAttempts, timeout_seconds: r.timeoutSeconds, next_run_at: r.nextRunAt, delay_ms: r.delayMs ?? null,
+      idempotency_key: r.idempotencyKey, enqueue_request: r.enqueueRequest ?? null, event_payload: r.eventPayload ?? null,
+      event_id: eventIds[ord], workflow_step_id: r.workflowStepId ?? null, resource_key: r.resourceKey ?? null,
+      backoff_base_ms: r.backoff?.baseDelayMs ?? null, backoff_max_ms: r.backoff?.maxDelayMs ?? null, stage: r.stage ?? null, ord,
+    })),
+  );
+  const inserted = await tx.$queryRaw<{ id: string | null; refused: string | null }[]>`
+    WITH input AS (
+      SELECT i.id, i.job_type, i.organization_id, i.payload -> 'v' AS payload, i.priority, i.max_attempts, i.timeout_seconds,
+             i.next_run_at, i.delay_ms, i.idempotency_key, i.enqueue_request, i.event_payload, i.event_id, i.workflow_step_id,
+             i.resource_key, i.backoff_base_ms, i.backoff_max_ms, i.stage, i.ord
+        FROM jsonb_to_recordset(${batch}::jsonb)
+             AS i(id uuid, job_type text, organization_id text, payload jsonb, priority int, max_attempts int, timeout_seconds int,
+                  next_run_at timestamptz, delay_ms int, idempotency_key text, enqueue_request jsonb, event_payload jsonb,
+                  event_id uuid, workflow_step_id uuid, resource_key text, backoff_base_ms int, backoff_max_ms int, stage text,
+                  ord int)
+    ),
+    refused AS (
+      SELECT DISTINCT i.job_type
+        FROM input i
+        LEFT JOIN runledger.job_definitions d ON d.job_type = i.job_type
+       WHERE ${gate}::text <> 'off'
+         AND (NOT d.enabled OR (d.job_type IS NULL AND ${gate}::text = 'strict'))
+    ),
+    inserted AS (
+      INSERT INTO runledger.job_queue
+             (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
+              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
+              trace_context, created_at, updated_at)
+      SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
+             CASE WHEN delay_ms IS NOT NULL THEN c.at + delay_ms * interval '1 millisecond'
+                  ELSE COALESCE(next_run_at, c.at) END,
+             idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
+             CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END, c.at, c.at
+        FROM input, (SELECT COALESCE(${options.at ?? null}::timestamptz, now()) AS at) c
+       WHERE NOT EXISTS (SELECT 1 FROM refused)
+       ORDER BY ord
+      ON CONFLICT (job_type, COALESCE(organization_id, ''), idempotency_key)
+         WHERE idempotency_key IS NOT NULL
+      DO NOTHING
+      RETURNING id, job_type, run_number, attempt, next_run_at, created_at, idempotency_key
+    ),
+    events AS (
+      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
+      SELECT i.event_id, ins.id, 'ENQUEUED'::runledger.job_event_type, ins.run_number, ins.attempt, i.event_payload, ins.created_at
+        FROM inserted ins
+        JOIN input i ON i.id = ins.id
+       WHERE i.event_payload IS NOT NULL
+    ),
+    notified AS (
+      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n
+        FROM (SELECT DISTINCT job_type FROM inserted WHERE ${notify}::boolean AND next_run_at <= now()) t
+    )
+    -- Only keyed rows can be skipped (ON CONFLICT names the idempotency index; any other conflict is an error),
+    -- so only their ids come back: a plain bulk enqueue reads back one row, not one per job.
+    SELECT ins.id, NULL::text AS refused FROM notified LEFT JOIN inserted ins ON ins.idempotency_key IS NOT NULL
+    UNION ALL
+    SELECT NULL::uuid, job_type FROM refused`;
+  const refused = inserted.flatMap((row) => (row.refused === null ? [] : [row.refused]));
+  if (refused.length > 0) {
+    throw new ConflictError('job.definition_not_found_or_disabled', 'The job type has no enabled definition.', {
+      internalMessage: `enqueue jobs: refused by the definitions catalog (${gate}): ${refused.join(', ')}`,
+      details: { jobTypes: refused.sort() },
+    });
+  }
+  const keyedInserted = new Set(inserted.flatMap((row) => (row.id === null ? [] : [row.id])));
+  return rows.flatMap((r) => (r.idempotencyKey === null || keyedInserted.has(r.id) ? [r.id] : []));
+}
+
+/**
+ * The request an idempotency key is bound to (stored as `enqueue_request`, compared as jsonb): one shape for
+ * every writer of keyed jobs (enqueue, schedules). `resource` and `backoff` only when set, so requests stored
+ * before they existed still compare equal.
+ */
+export function canonicalJobRequest(r: {
+  jobType: string;
+  organizationId: string | null;
+  payload: JsonValue;
+  priority: number;
+  maxAttempts: number;
+  timeoutSeconds: number;
+  resourceKey: string | null;
+  backoff: { baseDelayMs: number; maxDelayMs: number } | null;
+  stage?: string | null;
+}): JsonValue {
+  return {
+    jobType: r.jobType,
+    organizationId: r.organizationId,
+    payload: r.payload,
+    priority: r.priority,
+    maxAttempts: r.maxAttempts,
+    timeoutSeconds: r.timeoutSeconds,
+    ...(r.resourceKey === null ? {} : { resource: r.resourceKey }),
+    ...(r.backoff === null ? {} : { backoff: { baseDelayMs: r.backoff.baseDelayMs, maxDelayMs: r.backoff.maxDelayMs } }),
+    ...(r.stage === undefined || r.stage === null ? {} : { stage: r.stage }),
+  };
+}
+
+export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
+  const organizationId = input.organizationId ?? null;
+  const priority = input.priority ?? DEFAULT_PRIORITY;
+  const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const timeoutSeconds = input.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  const key = input.idempotencyKey ?? null;
+  const resourceKey = input.resource ?? null;
+  const backoff = input.backoff === undefined ? null : resolveBackoff(input.backoff);
+  return {
+    id: newId(),
+    jobType: input.jobType,
+    organizationId,
+    payload: input.payload,
+    priority,
+    maxAttempts,
+    timeoutSeconds,
+    nextRunAt: input.runAt ?? null,
+    delayMs: input.delayMs ?? null,
+    idempotencyKey: key,
+    enqueueRequest:
+      key === null
+        ? null
+        : canonicalJobRequest({ jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, resourceKey, backoff, stage: input.stage ?? null }),
+    eventPayload: null,
+    resourceKey,
+    backoff,
+    stage: input.stage ?? null,
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * Public inputs of workflow recovery, parsed before anything touches a
+ * connection: a bad input writes nothing, takes no lock, and the
+ * ValidationError (`workflow.invalid_input`) names the field.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { scopeSchema, type Scope } from '../db/scope.js';
+import { bigintPageFields } from '../queue/inputs.js';
+import { RECOVERY_MODES, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
+import { nonBlank, requestKey, uuid } from '../validation/primitives.js';
+
+/** Recovery reasons are audit text, bounded like replay reasons. */
+export const MAX_RECOVERY_REASON_LENGTH = 1_000;
+
+export { RECOVERY_MODES, fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
+
+export const recoverWorkflowRunInputSchema = z.strictObject({
+  sourceRunId: uuid,
+  scope: scopeSchema,
+  /** Identity of one recovery action: retries reuse it; another recovery of the same run uses another key. */
+  requestKey,
+  reason: nonBlank(MAX_RECOVERY_REASON_LENGTH),
+  mode: z.enum(RECOVERY_MODES).default('full'),
+});
+
+export interface RecoverWorkflowRunInput {
+  /** The terminal run to recover (never modified). */
+  sourceRunId: string;
+  scope: Scope;
+  /** Non-blank, at most 512 bytes: the same key and request again returns the same recovery. */
+  requestKey: string;
+  /** Non-blank audit text, at most 1,000 characters. */
+  reason: string;
+  /** `full` (default): every step runs again. `failed_only`: steps that succeeded are carried over with their outputs. */
+  mode?: WorkflowRecoveryMode;
+}
+export type ParsedRecoveryRequest = z.output<typeof recoverWorkflowRunInputSchema>;
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+export const listWorkflowRecoveriesInputSchema = z
+  .strictObject({ runId: uuid, scope: scopeSchema })
+  .extend(bigintPageFields(new RegExp(`^[0-9]{1,19}:${UUID}$`, 'i'), 'listWorkflowRecoveries'));
+
+export interface ListWorkflowRecoveriesInput {
+  /** The source run whose recoveries are listed. */
+  runId: string;
+  scope: Scope;
+  /** At most 500; default 50. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+/**
+ * What a request key is bound to: every field of the request but the key and
+ * the source (which identify it), as a sha256 fingerprint. A field added to
+ * the request later joins the fingerprint without a schema change.
+ */
+export function recoveryRequestHash(request: ParsedRecoveryRequest): string {
+  return createHash('sha256').update(JSON.stringify({ mode: request.mode, reason: request.reason })).digest('hex');
+}
+

@@ -1,0 +1,213 @@
+/**
+ * The plain-object form of a workflow run, its zod schema, and the DAG rules
+ * checked before anything touches the database: non-blank unique step keys,
+ * every dependency names an existing step, no self-edges, no duplicate edges,
+ * no cycles (the error names one), at most one result step, external steps
+ * carry no job settings. Each failure is a ValidationError naming the field.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors/runledger-error.js';
+import type { ErrorCode } from '../errors/codes.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
+import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
+import { stageLabel } from '../queue/inputs.js';
+import { parseInput } from '../validation/parse.js';
+import { topologicalOrder } from './topological.js';
+import { int32, jsonInput, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, uuid, type JsonValue } from '../validation/primitives.js';
+
+export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
+export const MAX_WORKFLOW_STEPS = 10_000;
+
+
+const dependencySchema = z.strictObject({
+  // A step key's name, at most 200 characters like the keys themselves: a longer one can match none.
+  step: storableText.max(200, 'must be at most 200 characters (a step key)'),
+  /** `on_success` (default): the prerequisite must succeed. `on_terminal`: any terminal outcome releases. */
+  mode: z.enum(['on_success', 'on_terminal']).default('on_success'),
+});
+
+const jobStepSchema = z.strictObject({
+  key: storableText,
+  kind: z.literal('job'),
+  jobType: nonBlank(200),
+  payload: jsonInput,
+  priority: int32.optional(),
+  maxAttempts: positiveInt.optional(),
+  timeoutSeconds: positiveInt.optional(),
+  /** Execution resource of the step's job (see enqueueJob's \`resource\`). */
+  resource: requestKey.optional(),
+  /** Retry backoff of the step's job (see enqueueJob's \`backoff\`); either field alone, the other defaulted. */
+  backoff: backoffPolicySchema.optional(),
+  /** Stage label of the step's job at enqueue (see enqueueJob's \`stage\`). */
+  stage: stageLabel.optional(),
+  /** The step's job may return continueNow / continueAfter (the step stays ENQUEUED between slices). */
+  allowContinuation: z.boolean().optional(),
+  dependsOn: z.array(dependencySchema).default([]),
+  result: z.boolean().default(false),
+});
+
+const externalStepSchema = z.strictObject({
+  key: storableText,
+  kind: z.literal('external'),
+  dependsOn: z.array(dependencySchema).default([]),
+  result: z.boolean().default(false),
+});
+
+export const workflowRunInputSchema = z.strictObject({
+  workflowType: nonBlank(200),
+  organizationId: organizationId.nullish(),
+  metadata: jsonObject.optional(),
+  idempotencyKey: requestKey.optional(),
+  steps: z.array(z.discriminatedUnion('kind', [jobStepSchema, externalStepSchema])).min(1, 'a workflow needs at least one step').max(MAX_WORKFLOW_STEPS),
+});
+
+export type WorkflowRunInput = z.input<typeof workflowRunInputSchema>;
+export type WorkflowStepInput = WorkflowRunInput['steps'][number];
+export type WorkflowDependencyInput = z.input<typeof dependencySchema>;
+
+/** A validated run: job settings resolved to their defaults, steps in topological order. */
+export interface ValidatedWorkflowRun {
+  workflowType: string;
+  organizationId: string | null;
+  metadata: { [key: string]: JsonValue };
+  idempotencyKey: string | null;
+  resultStepKey: string | null;
+  /** Topological order: every step comes after all of its prerequisites. */
+  steps: ValidatedStep[];
+}
+
+export type ValidatedStep =
+  | {
+      key: string;
+      kind: 'job';
+      jobType: string;
+      payload: JsonValue;
+      priority: number;
+      maxAttempts: number;
+      timeoutSeconds: number;
+      resourceKey: string | null;
+      /** The step's own backoff, copied to its job; null: the job type's definition decides. */
+      backoff: BackoffPolicy | null;
+      /** The stage label of the step's job at enqueue; null: none. */
+      stage: string | null;
+      /** The step's job may continue instead of ending the step. */
+      allowContinuation: boolean;
+      dependsOn: ValidatedDependency[];
+      /**
+       * The settings the step left out (resolved above to the built-in defaults): at enqueue, the job type's
+       * catalog row replaces them when it has one (src/queue/catalog.ts). Absent: none. Not part of
+       * the idempotency snapshot.
+       */
+      inherits?: readonly InheritableSetting[];
+    }
+  | { key: string; kind: 'external'; dependsOn: ValidatedDependency[] };
+
+export type InheritableSetting = 'priority' | 'maxAttempts' | 'timeoutSeconds';
+
+export interface ValidatedDependency {
+  step: string;
+  mode: 'ON_SUCCESS' | 'ON_TERMINAL';
+}
+
+const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource', 'backoff', 'stage', 'allowContinuation'] as const;
+
+function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
+  throw new ValidationError(code, field, message, { details });
+}
+
+export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
+  // A clearer error than zod's "unrecognized key" for the common mistake.
+  const rawSteps = (input as { steps?: unknown } | null)?.steps;
+  if (Array.isArray(rawSteps)) {
+    rawSteps.forEach((step, index) => {
+      if (step && typeof step === 'object' && (step as { kind?: unknown }).kind === 'external') {
+        const setting = JOB_SETTING_KEYS.find((key) => key in step);
+        if (setting) {
+          fail('workflow.external_step_job_settings', `steps.${index}.${setting}`, `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`);
+        }
+      }
+    });
+  }
+  const parsed = parseInput(workflowRunInputSchema, input, WORKFLOW_INVALID_INPUT);
+
+  const indexByKey = new Map<string, number>();
+  parsed.steps.forEach((step, index) => {
+    if (step.key.trim().length === 0) fail('workflow.blank_step_key', `steps.${index}.key`, `Step ${index} has a blank key.`);
+    if (step.key.length > 200) fail(WORKFLOW_INVALID_INPUT, `steps.${index}.key`, `Step key "${step.key.slice(0, 20)}..." is longer than 200 characters.`);
+    const previous = indexByKey.get(step.key);
+    if (previous !== undefined) fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
+    indexByKey.set(step.key, index);
+  });
+
+  parsed.steps.forEach((step, index) => {
+    const seen = new Set<string>();
+    step.dependsOn.forEach((dependency, d) => {
+      const field = `steps.${index}.dependsOn.${d}.step`;
+      if (dependency.step === step.key) fail('workflow.self_dependency', field, `Step "${step.key}" depends on itself.`, { stepKey: step.key });
+      if (!indexByKey.has(dependency.step)) {
+        fail('workflow.unknown_prerequisite', field, `Step "${step.key}" depends on unknown step "${dependency.step}".`, { stepKey: step.key, prerequisite: dependency.step });
+      }
+      if (seen.has(dependency.step)) {
+        fail('workflow.duplicate_dependency', field, `Step "${step.key}" depends on "${dependency.step}" more than once.`, { stepKey: step.key, prerequisite: dependency.step });
+      }
+      seen.add(dependency.step);
+    });
+  });
+
+  const resultSteps = parsed.steps.flatMap((step, index) => (step.result ? [{ step, index }] : []));
+  if (resultSteps.length > 1) {
+    const keys = resultSteps.map((r) => `"${r.step.key}"`).join(', ');
+    fail('workflow.multiple_result_steps', `steps.${resultSteps[1]!.index}.result`, `A workflow has at most one result step; got ${keys}.`);
+  }
+
+  const order = orderSteps(parsed.steps);
+  return {
+    workflowType: parsed.workflowType,
+    organizationId: parsed.organizationId ?? null,
+    metadata: parsed.metadata ?? {},
+    idempotencyKey: parsed.idempotencyKey ?? null,
+    resultStepKey: resultSteps[0]?.step.key ?? null,
+    steps: order.map((index) => {
+      const step = parsed.steps[index]!;
+      const dependsOn = step.dependsOn.map((d) => ({ step: d.step, mode: d.mode === 'on_terminal' ? ('ON_TERMINAL' as const) : ('ON_SUCCESS' as const) }));
+      return resolveStep(step, dependsOn);
+    }),
+  };
+}
+
+/** A parsed step with its job settings resolved to their defaults (run validation and appends alike). */
+export function resolveStep(
+  step:
+    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number | undefined; maxAttempts?: number | undefined; timeoutSeconds?: number | undefined; resource?: string | undefined; backoff?: Parameters<typeof resolveBackoff>[0] | undefined; stage?: string | undefined; allowContinuation?: boolean | undefined }
+    | { key: string; kind: 'external' },
+  dependsOn: ValidatedDependency[],
+): ValidatedStep {
+  return step.kind === 'job'
+    ? {
+        key: step.key,
+        kind: 'job',
+        jobType: step.jobType,
+        payload: step.payload,
+        priority: step.priority ?? DEFAULT_PRIORITY,
+        maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+        timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+        resourceKey: step.resource ?? null,
+        backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
+        stage: step.stage ?? null,
+        allowContinuation: step.allowContinuation ?? false,
+        dependsOn,
+        inherits: (['priority', 'maxAttempts', 'timeoutSeconds'] as const).filter((setting) => step[setting] === undefined),
+      }
+    : { key: step.key, kind: 'external', dependsOn };
+}
+
+/** Steps in topological order; a cycle is `workflow.cycle`, named step by step. */
+function orderSteps(steps: readonly { key: string; dependsOn: readonly { step: string }[] }[]): number[] {
+  const { order, cycle } = topologicalOrder(
+    steps.map((step) => step.key),
+    (index) => steps[index]!.dependsOn.map((d) => d.step),
+  );
+  if (order) return order;
+  const names = [...cycle, cycle[0]!].map((index) => steps[index]!.key);
+  fail('workflow.cycle', `steps.${cycle[0]}.dependsOn`, `The dependencies form a cycle: ${names.join(' -> ')}.`, { cycle: names });
+}
