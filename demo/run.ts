@@ -22,7 +22,7 @@ import {
   createWorker,
   createWorkflowRunListener,
   enqueueJob,
-  enqueueOrGetActiveWorkflow,
+  enqueueOrGetActiveWorkflowRun,
   getJob,
   noOrganizationScope,
   listWorkflowSteps,
@@ -91,8 +91,8 @@ async function main(): Promise<void> {
       // At most one live weekly report per region (released when the run ends).
       activeKey: `weekly-market:${region}:${t0}`,
     };
-    const enqueued = await enqueueOrGetActiveWorkflow(prisma, report);
-    const duplicate = await enqueueOrGetActiveWorkflow(prisma, report);
+    const enqueued = await enqueueOrGetActiveWorkflowRun(prisma, report);
+    const duplicate = await enqueueOrGetActiveWorkflowRun(prisma, report);
     const run = workflowRunHandle<{ url: string }>(prisma, noOrganizationScope(), enqueued.workflowRunId, { listener });
     say(`Run ${run.workflowRunId} ${enqueued.outcome} (${enqueued.status}); a second request for the region → ${duplicate.outcome}, the same run: ${duplicate.workflowRunId === enqueued.workflowRunId}.`);
     say('Step changes as they happen (the fetches take turns on the provider):');

@@ -4,7 +4,7 @@
  * nothing is reached through deep imports, and test/unit/public-api.test.ts
  * pins its runtime exports.
  *
- * Conventions (README, "API conventions"): every operation is
+ * Conventions (docs/guide/typed-api.md, "API conventions"): every operation is
  * `fn(db, input)` with one input object (a batch form takes an array of
  * them); `get*` throws NotFoundError, `find*` returns null, `list*` returns a
  * Page `{ items, nextCursor }`; the compare-and-* functions report their
@@ -28,7 +28,7 @@ export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migr
 export type { JsonValue } from './validation/primitives.js';
 export type { Jsonified } from './validation/jsonified.js';
 export type { StandardSchemaV1 } from './validation/standard-schema.js';
-/** Channels runledger NOTIFYs on, for a host that LISTENs itself (payloads: README). */
+/** Channels runledger NOTIFYs on, for a host that LISTENs itself (payloads: docs/guide/workflows.md). */
 export { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL, JOB_AVAILABLE_CHANNEL } from './model/constants.js';
 export { noOrganizationScope, adminScope, organizationScope, type Scope } from './db/scope.js';
 export type { Page } from './queue/inputs.js';

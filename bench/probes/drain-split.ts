@@ -1,10 +1,10 @@
-// Probe: one hand loop draining 20,000 direct jobs by claimJobs(limit) + completeJobsSuccess, sequentially, with
+// Probe: one hand loop draining 20,000 direct jobs by claimJobs(limit) + completeJobs, sequentially, with
 // the wall time split between claim and completion and the Node CPU per job: which side of a drain is slow.
 // Add auto_explain through the URL's options to see the plans, e.g.
 //   PROBE_URL='postgresql://postgres@127.0.0.1:5432/probe?options=-c%20session_preload_libraries%3Dauto_explain%20-c%20auto_explain.log_min_duration%3D8%20-c%20auto_explain.log_analyze%3Don'
 // Usage: PROBE_URL=<a migrated database> [PROBE_LIMIT=250] npx tsx --tsconfig tsconfig.json bench/probes/drain-split.ts
 import { createPrismaClient } from '../../src/client/connect.js';
-import { claimJobs, completeJobsSuccess, enqueueJobs } from '../../src/index.js';
+import { claimJobs, completeJobs, enqueueJobs } from '../../src/index.js';
 
 const url = process.env.PROBE_URL;
 if (!url) throw new Error('PROBE_URL: a migrated database');
@@ -26,7 +26,7 @@ async function drain(): Promise<number> {
     const b = performance.now();
     claimMs += b - a;
     if (jobs.length === 0) return n;
-    await completeJobsSuccess(prisma, jobs.map((job) => ({ ...job, output: null })));
+    await completeJobs(prisma, jobs.map((job) => ({ ...job, output: null })));
     completeMs += performance.now() - b;
     n += jobs.length;
   }

@@ -2,7 +2,7 @@
  * runledger driven by a minimal worker loop written here (the "hand loop"):
  * `concurrency` loops, each claimJobs(limit claimBatch, markRunning: true, so
  * RUNNING costs no commit of its own), run the no-op handlers, then
- * completeJobsSuccess for the whole batch. A loop that finds nothing waits for
+ * completeJobs for the whole batch. A loop that finds nothing waits for
  * a NOTIFY on JOB_AVAILABLE_CHANNEL (workflow steps are released by other
  * loops' completions) or a short poll. Enqueue workloads are measured here
  * only (the createWorker variant enqueues through the same functions).
@@ -18,7 +18,7 @@ import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
 import { batchEnqueueApi, chainRun, enqueueRuns, fanOutRun } from './runledger-workflows.js';
 import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
-const { JOB_AVAILABLE_CHANNEL, claimJobs, completeJobsSuccess, enqueueJob, enqueueJobs, migrate } = runledger;
+const { JOB_AVAILABLE_CHANNEL, claimJobs, completeJobs, enqueueJob, enqueueJobs, migrate } = runledger;
 
 const LEASE_SECONDS = 60;
 /** Idle wait of a loop that found nothing: a NOTIFY ends it sooner, so this is only the fallback poll (createWorker's default). */
@@ -64,10 +64,10 @@ async function runLoops(
           continue;
         }
         for (const job of jobs) handler(job);
-        const outcomes = await completeJobsSuccess(prisma, jobs);
+        const outcomes = await completeJobs(prisma, jobs);
         const refused = outcomes.filter((outcome) => outcome.outcome !== 'succeeded');
         if (refused.length > 0) throw new Error(`runledger refused ${refused.length} completions (lease mismatch)`);
-        onCompleted(jobs); // completeJobsSuccess has returned: these completions are committed
+        onCompleted(jobs); // completeJobs has returned: these completions are committed
       }
     });
     await Promise.all(workers.map((w) => w.catch((error: unknown) => countdown.fail(error))));
@@ -119,7 +119,7 @@ export function runledgerLoopSystem(options: LoopOptions): BenchSystem {
     peer: false,
 
     describe() {
-      return `concurrency loops x claimJobs(limit ${claimBatch}, markRunning) + completeJobsSuccess(batch); LISTEN wake-up; workflows seeded with ${enqueueRunsLabel()}`;
+      return `concurrency loops x claimJobs(limit ${claimBatch}, markRunning) + completeJobs(batch); LISTEN wake-up; workflows seeded with ${enqueueRunsLabel()}`;
     },
 
     async install(url) {

@@ -1,6 +1,6 @@
 /**
  * Wide fan-out (runledger only): one workflow run whose root job has W
- * dependents; the timed part is the one completeJobsSuccess call for the
+ * dependents; the timed part is the one completeJobs call for the
  * claimed root, which must release all W. Reported per width: wall time,
  * statements the client sent (BEGIN/COMMIT included, counted in the pg.Pool
  * under Prisma; see runledger-client.ts), commits, rows written (inserted,
@@ -23,7 +23,7 @@ import { wideRun } from '../systems/runledger-workflows.js';
 import type { BenchSystem } from '../systems/types.js';
 import type { BenchContext, TableResult, Workload } from './types.js';
 
-const { claimJobs, completeJobsSuccess, enqueueWorkflowRun, isRunledgerError } = runledger;
+const { claimJobs, completeJobs, enqueueWorkflowRun, isRunledgerError } = runledger;
 
 /** runledger's per-run step limit (MAX_WORKFLOW_STEPS in src/workflow/run-definition.ts), when the requested width exceeds it. */
 const STEP_LIMIT = 10_000;
@@ -76,7 +76,7 @@ async function rowsLockedPass(context: BenchContext, system: BenchSystem, width:
         const locked: Record<string, number> = {};
         await prisma.$transaction(
           async (tx) => {
-            await completeJobsSuccess(tx, [root]);
+            await completeJobs(tx, [root]);
             // Still inside the transaction: its row locks are held until it commits.
             for (const table of TABLES) {
               const { rows } = await observer.query<{ n: string }>(`SELECT count(*) AS n FROM pgrowlocks('runledger.${table}')`);
@@ -120,7 +120,7 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
               const result = await withCountingPrisma(url, 2, async ({ prisma, statements }) => {
                 const sent = statements();
                 const started = performance.now();
-                const outcomes = await completeJobsSuccess(prisma, [root]);
+                const outcomes = await completeJobs(prisma, [root]);
                 const wallMs = performance.now() - started;
                 if (outcomes[0]?.outcome !== 'succeeded') throw new Error(`wide fan-out: completion refused (${outcomes[0]?.outcome})`);
                 return { wallMs, statements: statements() - sent };

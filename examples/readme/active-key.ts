@@ -1,7 +1,7 @@
-import { enqueueOrGetActiveWorkflow, organizationScope, workflow, workflowRunHandle, type PrismaClientLike } from 'runledger';
+import { enqueueOrGetActiveWorkflowRun, organizationScope, workflow, workflowRunHandle, type PrismaClientLike } from 'runledger';
 
 export async function syncCustomer(prisma: PrismaClientLike, orgId: string, customerId: string) {
-  const outcome = await enqueueOrGetActiveWorkflow(prisma, {
+  const outcome = await enqueueOrGetActiveWorkflowRun(prisma, {
     ...workflow('customer.sync').job('pull', 'crm.pull', { customerId }).job('push', 'crm.push', {}).afterSuccess('push', ['pull']).build(),
     organizationId: orgId,
     activeKey: `sync:${customerId}`, // non-blank, at most 512 bytes

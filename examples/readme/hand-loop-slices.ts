@@ -1,4 +1,4 @@
-import { claimJobs, completeJobSuccess, continueJob, recordJobProgress, setJobStage, type PrismaClientLike } from 'runledger';
+import { claimJobs, completeJob, continueJob, recordJobProgress, setJobStage, type PrismaClientLike } from 'runledger';
 
 /** One slice of at most 100 pages per lease; a job of any size takes as many slices as it needs. */
 export async function crawlSlice(prisma: PrismaClientLike, crawl: (from: number, to: number) => Promise<number>) {
@@ -10,6 +10,6 @@ export async function crawlSlice(prisma: PrismaClientLike, crawl: (from: number,
     await crawl(from, to);
     await recordJobProgress(prisma, { ...job, processed: to, total: pages });
     if (to < pages) await continueJob(prisma, { ...job, save: { checkpoint: { page: to } } });
-    else await completeJobSuccess(prisma, { ...job, output: { pages } });
+    else await completeJob(prisma, { ...job, output: { pages } });
   }
 }

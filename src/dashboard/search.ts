@@ -31,7 +31,7 @@ import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../model/job-rows
 import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
 import { inScopeByKind } from '../db/fragments.js';
 
-/** Rows (in scope) a key substring search reads, newest first. On the plan test's 200k jobs: 2 to 20 ms (README). */
+/** Rows (in scope) a key substring search reads, newest first. On the plan test's 200k jobs: 2 to 20 ms (docs/operate/dashboard.md). */
 export const KEY_SEARCH_WINDOW = 10_000;
 /** The longest text searched (an idempotency key is at most 512 bytes). */
 export const MAX_SEARCH_LENGTH = 512;

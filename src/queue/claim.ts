@@ -219,7 +219,7 @@ export function isResourceClaimRace(error: unknown): boolean {
  * test, only for jobs with a key; the `IS NULL` arm short-circuits the rest). A function rather than inline
  * subqueries so the planner costs it as one cheap test and keeps the ordered index scan. A claim reads past
  * the blocked jobs ahead of the first runnable ones, so a deep backlog of one key ahead of other work costs
- * each claim in proportion to that backlog (the README says so).
+ * each claim in proportion to that backlog (docs/operate/performance.md says so).
  */
 const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR runledger.resource_claimable(jq.resource_key, jq.id))`;
 

@@ -1,4 +1,4 @@
-/** Workflow recovery: the public surface (see README "Replay and recovery"). */
+/** Workflow recovery: the public surface (docs/guide/replay-recovery.md). */
 export { recoverWorkflowRun, type RecoverWorkflowRunResult } from './recover.js';
 export { listWorkflowRecoveries, type WorkflowRecovery, type WorkflowRunLineage } from './lineage.js';
 export type { ListWorkflowRecoveriesInput, RecoverWorkflowRunInput, WorkflowRecoveryMode } from './inputs.js';

@@ -1,4 +1,4 @@
-/** Cron schedules: the public surface (see README "Cron schedules"). */
+/** Cron schedules: the public surface (docs/guide/schedules.md). */
 export { upsertSchedule, deleteSchedule, findSchedule, getSchedule, listSchedules, pauseSchedule, resumeSchedule, type SchedulePage } from './crud.js';
 export { runDueSchedules, runScheduleNow, slotIdempotencyKey, type RunDueSchedulesResult, type MaterialisedSlot, type FailedSchedule } from './run-due.js';
 export type { Schedule, ScheduledWorkflow } from './rows.js';

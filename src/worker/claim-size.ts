@@ -59,7 +59,7 @@ import { MAX_CLAIM_BATCH } from '../queue/inputs.js';
 /** The adaptive claim size's start per unit of `concurrency` (the fixed default before it adapted): one claim fills the free slots and the buffer. */
 export const DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT = 2;
 /**
- * Where the adaptive claim size stops growing: the README's tuned `batchSize`. In the bench's drain
+ * Where the adaptive claim size stops growing: the tuned `batchSize` (docs/operate/performance.md). In the bench's drain
  * (loaded machine, one run each) a ceiling of 500 was no faster than 250 and at concurrency 10 often
  * slower (one claim of 500 is one long statement; the hand loop's 500 leases are ten claims of 50).
  */

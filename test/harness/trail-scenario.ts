@@ -16,7 +16,7 @@ import {
   claimJobs,
   compareAndReplaySucceededJob,
   compareAndRequeueJob,
-  completeJobSuccess,
+  completeJob,
   continueJob,
   enqueueJob,
   enqueueWorkflowRun,
@@ -64,13 +64,13 @@ export async function recordRichHistory(prisma: PrismaClient): Promise<Record<st
   await setJobStage(prisma, { ...r3, stage: 'upload' });
   await recordJobProgress(prisma, { ...r3, processed: 5, total: 10 });
   await heartbeatJob(prisma, r3);
-  await completeJobSuccess(prisma, { ...r3, output: { ok: true } });
+  await completeJob(prisma, { ...r3, output: { ok: true } });
   const replay = await compareAndReplaySucceededJob(prisma, {
     scope, sourceJobId: jobs.retried, expectedRunNumber: 1, replayRequestKey: 'trail-replay', reason: 'send again',
   });
   if (replay.kind !== 'replayed') throw new Error('replay refused');
   jobs.replay = replay.replay.jobId;
-  await completeJobSuccess(prisma, { ...(await claim('trail.retried', true)), output: 2 });
+  await completeJob(prisma, { ...(await claim('trail.retried', true)), output: 2 });
 
   // Released, then claimed again and canceled while leased.
   jobs.released = (await enqueueJob(prisma, { jobType: 'trail.released', payload: {} })).jobId;
@@ -88,13 +88,13 @@ export async function recordRichHistory(prisma: PrismaClient): Promise<Record<st
     scope, jobId: jobs.requeued, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'preserve_progress_and_checkpoint',
   });
   if (requeue.kind !== 'requeued') throw new Error(`requeue refused: ${requeue.kind}`);
-  await completeJobSuccess(prisma, { ...(await claim('trail.requeued', true)), output: null });
+  await completeJob(prisma, { ...(await claim('trail.requeued', true)), output: null });
 
   // Continued twice, then completed.
   jobs.continued = (await enqueueJob(prisma, { jobType: 'trail.continued', payload: {} })).jobId;
   await continueJob(prisma, { ...(await claim('trail.continued', true)), save: { checkpoint: { page: 1 } } });
   await continueJob(prisma, { ...(await claim('trail.continued', true)), save: { checkpoint: { page: 2 } } });
-  await completeJobSuccess(prisma, { ...(await claim('trail.continued', true)), output: 'done' });
+  await completeJob(prisma, { ...(await claim('trail.continued', true)), output: 'done' });
 
   // Enqueued through an intent (promoted once its type has an enabled catalog row).
   await syncJobDefinitions(prisma, [defineJob('trail.intent', z.object({}), async () => undefined)]);
@@ -110,8 +110,8 @@ export async function recordRichHistory(prisma: PrismaClient): Promise<Record<st
     prisma,
     workflow('trail.flow').job('a', 'trail.step', { s: 'a' }).job('b', 'trail.step', { s: 'b' }).afterSuccess('b', ['a']).build(),
   );
-  await completeJobSuccess(prisma, { ...(await claim('trail.step', true)), output: 'a' });
-  await completeJobSuccess(prisma, { ...(await claim('trail.step')), output: 'b' });
+  await completeJob(prisma, { ...(await claim('trail.step', true)), output: 'a' });
+  await completeJob(prisma, { ...(await claim('trail.step')), output: 'b' });
   const steps = await prisma.$queryRaw<{ step_key: string; job_id: string }[]>`
     SELECT step_key, job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${run.workflowRunId}::uuid ORDER BY step_key`;
   for (const step of steps) jobs[`step.${step.step_key}`] = step.job_id;

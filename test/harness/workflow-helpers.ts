@@ -1,7 +1,7 @@
 /** Helpers for workflow tests: drive jobs through the real queue, observe notifications. */
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { claimJobs, completeJobSuccess, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
+import { claimJobs, completeJob, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/model/constants.js';
 
 export type JobOutcome = { ok: true; output?: unknown } | { ok: false; retryable?: boolean; code?: string };
@@ -14,7 +14,7 @@ export async function runRunnableJobs(db: Db, decide: (job: ClaimedJob) => JobOu
     if (jobs.length === 0) return handled;
     for (const job of jobs) {
       const outcome = decide(job);
-      if (outcome.ok) await completeJobSuccess(db, { ...job, output: (outcome.output ?? null) as never });
+      if (outcome.ok) await completeJob(db, { ...job, output: (outcome.output ?? null) as never });
       else await failJob(db, { ...job, error: { code: outcome.code ?? 'test.failed', message: 'failed on purpose' }, retryable: outcome.retryable ?? false });
       handled.push(job);
     }

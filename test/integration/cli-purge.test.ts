@@ -1,6 +1,6 @@
 /** `runledger purge --older-than <age> [--dry-run]`. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { claimJobs, completeJobSuccess, enqueueJob } from '../../src/index.js';
+import { claimJobs, completeJob, enqueueJob } from '../../src/index.js';
 import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
 
@@ -13,7 +13,7 @@ afterEach(() => vi.restoreAllMocks());
 async function succeeded(daysAgo: number): Promise<string> {
   const { jobId } = await enqueueJob(db.prisma, { jobType: 'cli.purge', payload: {} });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['cli.purge'], limit: 1, leaseSeconds: 60, markRunning: true });
-  await completeJobSuccess(db.prisma, { ...lease!, output: null });
+  await completeJob(db.prisma, { ...lease!, output: null });
   await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = now() - make_interval(days => ${daysAgo}::int) WHERE id = ${jobId}::uuid`;
   return jobId;
 }

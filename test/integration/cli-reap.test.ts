@@ -1,6 +1,6 @@
 /** `runledger reap` and `worker --until-idle` recover a crashed worker's job (LEASED, lease expired). */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { cancelWorkflowRun, claimJobs, enqueueJob, enqueueOrGetActiveWorkflow, getJob, noOrganizationScope, workflow } from '../../src/index.js';
+import { cancelWorkflowRun, claimJobs, enqueueJob, enqueueOrGetActiveWorkflowRun, getJob, noOrganizationScope, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runCli } from '../harness/cli.js';
 
@@ -34,11 +34,11 @@ describe('runledger reap', () => {
 
   it("releases the active key of a canceled run once its canceled lease has run out, like a worker's reaper", async () => {
     const run = workflow('customer.sync').job('pull', 'reap.keyed', {}).build();
-    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:reap' });
+    const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:reap' });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['reap.keyed'], limit: 1, leaseSeconds: 300, markRunning: true });
     await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
     expect(JSON.parse((await cli('--json', 'reap')).stdout)).toMatchObject({ activeKeysReleased: 0 });
-    expect((await enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:reap' })).outcome).toBe('existing_active');
+    expect((await enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:reap' })).outcome).toBe('existing_active');
 
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
     const result = await cli('reap');

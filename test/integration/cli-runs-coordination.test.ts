@@ -1,6 +1,6 @@
 /** `runledger runs show` prints a run's active key (held or released) and its appends, in text and --json. */
 import { describe, expect, it } from 'vitest';
-import { appendWorkflowSteps, enqueueOrGetActiveWorkflow, enqueueWorkflowRun, organizationScope, workflow } from '../../src/index.js';
+import { appendWorkflowSteps, enqueueOrGetActiveWorkflowRun, enqueueWorkflowRun, organizationScope, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runCli } from '../harness/cli.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
@@ -11,7 +11,7 @@ const ISO = '\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z';
 
 describe('runledger runs show', () => {
   it("prints the held active key and each append's mutation key, step count and time; --json carries them", async () => {
-    const { workflowRunId } = await enqueueOrGetActiveWorkflow(db.prisma, {
+    const { workflowRunId } = await enqueueOrGetActiveWorkflowRun(db.prisma, {
       ...workflow('cli.sync').organization(ORG).external('intake').build(),
       activeKey: 'sync:customer-7',
     });
@@ -36,7 +36,7 @@ describe('runledger runs show', () => {
   });
 
   it('says when the key was released, prints nothing extra for a plain run, and shows another organization nothing', async () => {
-    const { workflowRunId } = await enqueueOrGetActiveWorkflow(db.prisma, { ...workflow('cli.once').job('a', 'cli.a', {}).build(), activeKey: 'once' });
+    const { workflowRunId } = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...workflow('cli.once').job('a', 'cli.a', {}).build(), activeKey: 'once' });
     await runRunnableJobs(db.prisma);
     const show = await runCli(db.url, 'runs', 'show', workflowRunId);
     expect(show.stdout).toMatch(new RegExp(`active key: "once" \\(global\\)  claimed ${ISO}  released ${ISO}\\n`));

@@ -1,6 +1,6 @@
 /** `runledger stats [--json]`: the queue metrics, human and JSON, within the CLI's scope. */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, completeJobSuccess, enqueueJob } from '../../src/index.js';
+import { claimJobs, completeJob, enqueueJob } from '../../src/index.js';
 import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
 
@@ -13,7 +13,7 @@ describe('runledger stats', () => {
     await enqueueJob(db.prisma, { jobType: 'cli.stats.a', payload: {}, organizationId: 'org-s' });
     await enqueueJob(db.prisma, { jobType: 'cli.stats.b', payload: {} });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['cli.stats.b'], limit: 1, leaseSeconds: 60, markRunning: true });
-    await completeJobSuccess(db.prisma, { ...lease!, output: null });
+    await completeJob(db.prisma, { ...lease!, output: null });
 
     const human = await cli('stats');
     expect(human.code).toBe(0);

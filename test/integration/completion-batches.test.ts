@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   cancelJob,
   claimJobs,
-  completeJobSuccess,
-  completeJobsSuccess,
+  completeJob,
+  completeJobs,
   enqueueJob,
   enqueueWorkflowRun,
   enqueueWorkflowRuns,
@@ -68,7 +68,7 @@ describe('completion batches across runs', () => {
       const y = await enqueueWorkflowRun(db.prisma, twoRoots('y'));
       for (const name of ['x', 'y']) {
         const [helper] = await claimType(`inter.${name}.helper`);
-        await completeJobSuccess(db.prisma, helper!);
+        await completeJob(db.prisma, helper!);
       }
       const [x1] = await claimType('inter.x.first');
       const [y1] = await claimType('inter.y.first');
@@ -79,11 +79,11 @@ describe('completion batches across runs', () => {
       const results = await Promise.all([
         (async () => {
           await start();
-          return completeJobsSuccess(clients[0]!, [x1!, y2!]);
+          return completeJobs(clients[0]!, [x1!, y2!]);
         })(),
         (async () => {
           await start();
-          return completeJobsSuccess(clients[1]!, [y1!, x2!]);
+          return completeJobs(clients[1]!, [y1!, x2!]);
         })(),
       ]);
       expect(results.flat().map((r) => r.outcome)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
@@ -117,7 +117,7 @@ describe('completion batches across runs', () => {
       ids.push(...enqueued.map((run) => run.workflowRunId));
       for (let i = 0; i < 4; i += 1) {
         const helpers = await claimType(`mixed.helper${i}`);
-        await completeJobsSuccess(db.prisma, helpers);
+        await completeJobs(db.prisma, helpers);
       }
       const roots = shuffled(await claimType('mixed.root'), pass + 7);
       expect(roots).toHaveLength(runs * 4);
@@ -128,7 +128,7 @@ describe('completion batches across runs', () => {
             const batch = roots.slice((round * 4 + c) * 4, (round * 4 + c) * 4 + 4);
             await start();
             try {
-              const outcomes = await completeJobsSuccess(clients[c]!, batch);
+              const outcomes = await completeJobs(clients[c]!, batch);
               expect(outcomes.map((o) => o.outcome)).toEqual(batch.map(() => 'succeeded'));
             } catch (error) {
               errors.push(error);
@@ -160,9 +160,9 @@ describe('completion batches across runs', () => {
       const counter = countingClient(db);
       try {
         // Connect and let the client's one-time isolation checks run outside the count.
-        await completeJobsSuccess(counter.client, [{ ...jobs[0]!, output: 'warm-up' }]);
+        await completeJobs(counter.client, [{ ...jobs[0]!, output: 'warm-up' }]);
         const before = counter.count();
-        await completeJobsSuccess(counter.client, jobs.slice(1));
+        await completeJobs(counter.client, jobs.slice(1));
         return counter.count() - before;
       } finally {
         await counter.close();
@@ -185,7 +185,7 @@ describe('every precondition before the first write', () => {
       const [lease] = await claimType(`iso.${level}`);
       const before = await stepsByKey(db.prisma, workflowRunId);
       const attempts: [string, (tx: never) => Promise<unknown>][] = [
-        ['complete', (tx) => completeJobSuccess(tx, { ...lease!, output: 1 })],
+        ['complete', (tx) => completeJob(tx, { ...lease!, output: 1 })],
         ['fail', (tx) => failJob(tx, { ...lease!, error: { code: 'x', message: 'y' }, retryable: false })],
         ['cancel', (tx) => cancelJob(tx, { jobId: lease!.jobId, scope: noOrganizationScope() })],
       ];
@@ -208,7 +208,7 @@ describe('every precondition before the first write', () => {
   it('a direct job still completes inside a REPEATABLE READ transaction', async () => {
     await enqueueJob(db.prisma, { jobType: 'iso.direct', payload: {} });
     const [lease] = await claimType('iso.direct');
-    await db.prisma.$transaction(async (tx) => completeJobSuccess(tx, lease!), { isolationLevel: 'RepeatableRead' });
+    await db.prisma.$transaction(async (tx) => completeJob(tx, lease!), { isolationLevel: 'RepeatableRead' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease!.jobId })).toMatchObject({ status: 'SUCCEEDED' });
   });
 });

@@ -17,7 +17,7 @@ import {
   claimJobs,
   compareAndReplaySucceededJob,
   completeExternalWorkflowStep,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueJobs,
   enqueueWorkflowRun,
@@ -86,7 +86,7 @@ const CALLS: Record<string, (db: Db) => Promise<unknown>> = {
   listJobEvents: (c) => listJobEvents(c, { scope: noOrganizationScope(), jobId: newId() }),
   claimJobs: (c) => claimJobs(c, { workerId: 'w', limit: 1, leaseSeconds: 30 }),
   heartbeatJob: (c) => heartbeatJob(c, lease()),
-  completeJobSuccess: (c) => completeJobSuccess(c, lease()),
+  completeJob: (c) => completeJob(c, lease()),
   failJob: (c) => failJob(c, { ...(lease()), error: { code: 'x.y', message: 'm' }, retryable: true }),
   releaseJob: (c) => releaseJob(c, lease()),
   cancelJob: (c) => cancelJob(c, { jobId: newId(), scope: noOrganizationScope() }),
@@ -231,7 +231,7 @@ describe('a connection lost under a statement', () => {
   it.each(['terminate', 'cut'] as const)('is database.unavailable from the lifecycle writes (%s)', async (kill) => {
     const cases: [string, (job: ClaimedJob) => (c: Db) => Promise<unknown>][] = [
       ['heartbeatJob', (job) => (c) => heartbeatJob(c, job)],
-      ['completeJobSuccess', (job) => (c) => completeJobSuccess(c, { ...job, output: 1 })],
+      ['completeJob', (job) => (c) => completeJob(c, { ...job, output: 1 })],
       ['failJob', (job) => (c) => failJob(c, { ...job, error: { code: 'x.y', message: 'm' }, retryable: true })],
       ['releaseJob', (job) => (c) => releaseJob(c, job)],
       ['cancelJob', (job) => (c) => cancelJob(c, { jobId: job.jobId, scope: noOrganizationScope() })],

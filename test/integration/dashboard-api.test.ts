@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   claimJobs,
   completeExternalWorkflowStep,
-  completeJobSuccess,
+  completeJob,
   createDashboard,
   enqueueJob,
   enqueueWorkflowRun,
@@ -120,7 +120,7 @@ describe('dashboard API: reads', () => {
     await enqueueJob(db.prisma, { jobType: 'dash.metric', payload: { n: 2 }, organizationId: 'org-a', maxAttempts: 1 });
     const claimed = await claimJobs(db.prisma, { workerId: 'w', limit: 10, leaseSeconds: 60, jobTypes: ['dash.metric'], markRunning: true });
     expect(claimed).toHaveLength(2);
-    await completeJobSuccess(db.prisma, { ...claimed[0]!, output: null });
+    await completeJob(db.prisma, { ...claimed[0]!, output: null });
     await failJob(db.prisma, { ...claimed[1]!, error: { code: 'test.failed', message: 'no' }, retryable: false });
 
     for (const [header, scope] of [['admin', { kind: 'admin' } as const], ['org:org-a', organizationScope('org-a')]] as const) {
@@ -332,7 +332,7 @@ describe('dashboard API: actions', () => {
     const doomed = await enqueueJob(db.prisma, { jobType: 'dash.doomed', payload: {}, maxAttempts: 1 });
     const claimed = await claimJobs(db.prisma, { workerId: 'w', limit: 10, leaseSeconds: 60, jobTypes: ['dash.once', 'dash.doomed'] });
     for (const job of claimed) {
-      if (job.jobId === source.jobId) await completeJobSuccess(db.prisma, { ...job, output: { sent: true } });
+      if (job.jobId === source.jobId) await completeJob(db.prisma, { ...job, output: { sent: true } });
       else await failJob(db.prisma, { ...job, error: { code: 'test.failed', message: 'no' }, retryable: false });
     }
     const session = await dashboardSession(base);
@@ -456,7 +456,7 @@ describe('dashboard API: search and throughput', () => {
     for (const [org, minutesAgo, outcome] of [['org-a', 3, 'ok'], ['org-a', 3, 'ok'], ['org-b', 3, 'ok'], ['org-a', 17, 'dead'], [null, 17, 'ok'], ['org-b', 42, 'dead']] as const) {
       const { jobId } = await enqueueJob(db.prisma, { jobType: 'dash.timed', payload: {}, maxAttempts: 1, ...(org ? { organizationId: org } : {}) });
       const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['dash.timed'] });
-      if (outcome === 'ok') await completeJobSuccess(db.prisma, { ...lease!, output: null });
+      if (outcome === 'ok') await completeJob(db.prisma, { ...lease!, output: null });
       else await failJob(db.prisma, { ...lease!, error: { code: 'test.failed', message: 'no' }, retryable: false });
       await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = now() - make_interval(mins => ${minutesAgo}::int) WHERE id = ${jobId}::uuid`;
       made.push(jobId);

@@ -14,7 +14,7 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
-import { cancelWorkflowRun, claimJobs, completeJobSuccess, enqueueJob, enqueueWorkflowRun, failJob, recordJobProgress, adminScope, workflow } from '../../src/index.js';
+import { cancelWorkflowRun, claimJobs, completeJob, enqueueJob, enqueueWorkflowRun, failJob, recordJobProgress, adminScope, workflow } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { chromiumAvailable, launchChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -227,7 +227,7 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await failJob(db.prisma, { ...first!, error: { code: 'views.timeout', message: 'slow' }, retryable: true });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${flaky.jobId}::uuid`;
     const [second] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['views.flaky'] });
-    await completeJobSuccess(db.prisma, { ...second!, output: null });
+    await completeJob(db.prisma, { ...second!, output: null });
     const [stored] = await db.prisma.$queryRaw<{ last_error_code: string | null }[]>`SELECT last_error_code FROM runledger.job_queue WHERE id = ${flaky.jobId}::uuid`;
     expect(stored!.last_error_code).toBe('views.timeout');
     const dead = await enqueueJob(db.prisma, { jobType: 'views.dead', payload: {}, maxAttempts: 1 });

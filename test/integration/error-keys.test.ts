@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import {
   adminScope,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueWorkflowRun,
   RunledgerError,
@@ -63,7 +63,7 @@ describe('errors leak no idempotency or replay keys', () => {
     const key = 'secret-replay-key-c07d';
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'keys.replay', payload: {} });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['keys.replay'], limit: 1, leaseSeconds: 60 });
-    await completeJobSuccess(db.prisma, { ...lease!, output: { ok: true } });
+    await completeJob(db.prisma, { ...lease!, output: { ok: true } });
     const request = { scope: adminScope(), sourceJobId: jobId, expectedRunNumber: 1, replayRequestKey: key };
     await compareAndReplaySucceededJob(db.prisma, { ...request, reason: 'first' });
     const error = await conflict(compareAndReplaySucceededJob(db.prisma, { ...request, reason: 'second' }));

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   continueJob,
   enqueueJob,
   enqueueWorkflowRun,
@@ -46,7 +46,7 @@ describe('a hand loop sets the stage and records progress', () => {
     expect([isRunledgerError(over, 'job.invalid_input'), field(over)]).toEqual([true, 'processed']);
     expect(await eventTypes(jobId)).toEqual(before);
 
-    await completeJobSuccess(db.prisma, { ...job, output: null });
+    await completeJob(db.prisma, { ...job, output: null });
     const late = await setJobStage(db.prisma, { ...job, stage: 'too late' }).catch((e: unknown) => e);
     expect(isRunledgerError(late, 'job.lease_owner_mismatch')).toBe(true);
     expect(isRunledgerError(await recordJobProgress(db.prisma, { ...job, processed: 4 }).catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
@@ -62,7 +62,7 @@ describe('a hand loop continues a long job', () => {
       const job = await claim('hand.slices');
       expect([job.runNumber, job.attempt, job.checkpoint]).toEqual([slice, 1, slice === 1 ? null : { page: slice - 1 }]);
       if (slice === 3) {
-        await completeJobSuccess(db.prisma, { ...job, output: { pages: 3 } });
+        await completeJob(db.prisma, { ...job, output: { pages: 3 } });
         break;
       }
       // The ClaimedJob carries the checkpoint read at claim; spreading it in writes nothing back: only `save` does.

@@ -4,7 +4,7 @@
  * corruption is named by kind and job.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { completeJobSuccess, enqueueJob, failJob, verifyIntegrity, type ClaimedJob } from '../../src/index.js';
+import { completeJob, enqueueJob, failJob, verifyIntegrity, type ClaimedJob } from '../../src/index.js';
 import { corrupter, only } from '../harness/corruption.js';
 import { useTestDatabase } from '../harness/database.js';
 import { claimOne } from '../harness/workflow-helpers.js';
@@ -20,7 +20,7 @@ beforeAll(async () => {
   for (const jobType of ['ia.leased', 'ia.done', 'ia.retried']) await enqueueJob(db.prisma, { jobType, payload: {} });
   leased = await claim('ia.leased');
   done = await claim('ia.done');
-  await completeJobSuccess(db.prisma, { ...done, output: null });
+  await completeJob(db.prisma, { ...done, output: null });
   retried = await claim('ia.retried');
   await failJob(db.prisma, { ...retried, error: { code: 'x', message: 'y' }, retryable: true });
 });

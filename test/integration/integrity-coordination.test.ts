@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   appendWorkflowSteps,
   cancelWorkflowRun,
-  enqueueOrGetActiveWorkflow,
+  enqueueOrGetActiveWorkflowRun,
   noOrganizationScope,
   organizationScope,
   releaseQuiescedActiveKeys,
@@ -30,12 +30,12 @@ let done = '';
 let draining = '';
 
 beforeAll(async () => {
-  const openRun = await enqueueOrGetActiveWorkflow(db.prisma, {
+  const openRun = await enqueueOrGetActiveWorkflowRun(db.prisma, {
     ...workflow('coord.open').organization(ORG).job('pull', 'coord.pull', {}).external('intake').build(),
     activeKey: 'sync:open',
   });
   open = openRun.workflowRunId;
-  const doneRun = await enqueueOrGetActiveWorkflow(db.prisma, { ...workflow('coord.done').job('only', 'coord.only', {}).build(), activeKey: 'sync:done' });
+  const doneRun = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...workflow('coord.done').job('only', 'coord.only', {}).build(), activeKey: 'sync:done' });
   done = doneRun.workflowRunId;
   await runRunnableJobs(db.prisma);
   await appendWorkflowSteps(db.prisma, {
@@ -46,7 +46,7 @@ beforeAll(async () => {
     steps: [{ key: 'review', kind: 'external' }, { key: 'notify', kind: 'job', jobType: 'coord.notify', payload: { to: 'legal' } }],
     edges: [{ prerequisite: 'pull', dependent: 'review' }, { prerequisite: 'review', dependent: 'notify', mode: 'on_terminal' }],
   });
-  const drainingRun = await enqueueOrGetActiveWorkflow(db.prisma, { ...workflow('coord.draining').job('slow', 'coord.slow', {}).build(), activeKey: 'sync:draining' });
+  const drainingRun = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...workflow('coord.draining').job('slow', 'coord.slow', {}).build(), activeKey: 'sync:draining' });
   draining = drainingRun.workflowRunId;
   await claimAll(db.prisma, 'slow-worker');
   await cancelWorkflowRun(db.prisma, { workflowRunId: draining, scope: noOrganizationScope(), reason: 'operator' });

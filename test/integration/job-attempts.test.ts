@@ -7,8 +7,8 @@ import {
   cancelJob,
   cancelWorkflowRun,
   claimJobs,
-  completeJobSuccess,
-  completeJobsSuccess,
+  completeJob,
+  completeJobs,
   enqueueJob,
   enqueueWorkflowRun,
   failJob,
@@ -42,7 +42,7 @@ describe('job attempts', () => {
     const lease = await claim('att.ok', 'worker-a');
     const [open] = await attempts(jobId);
     expect(open).toMatchObject({ jobId, runNumber: 1, attempt: 1, workerId: 'worker-a', finishedAt: null, outcome: null });
-    await completeJobSuccess(db.prisma, { ...lease, output: 1 });
+    await completeJob(db.prisma, { ...lease, output: 1 });
     const [closed, ...rest] = await attempts(jobId);
     expect(rest).toEqual([]);
     expect(closed).toMatchObject({ outcome: 'SUCCEEDED', errorCode: null, retryDelayMs: null, nextRunAt: null });
@@ -144,7 +144,7 @@ describe('job attempts', () => {
 
   it('is deleted with its job by the purge', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'att.purge', payload: {} });
-    await completeJobSuccess(db.prisma, { ...(await claim('att.purge')), output: null });
+    await completeJob(db.prisma, { ...(await claim('att.purge')), output: null });
     expect(await attempts(jobId)).toHaveLength(1);
     await purgeFinished(db.prisma, { olderThan: new Date(Date.now() + 60_000), statuses: ['SUCCEEDED'] });
     const [left] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_attempts WHERE job_id = ${jobId}::uuid`;
@@ -158,12 +158,12 @@ describe('job attempts', () => {
     try {
       // Connect and let the client's one-time checks run outside the count.
       const [warm] = await claimJobs(counter.client, { workerId: 'c', jobTypes: ['att.count.warm'], limit: 1, leaseSeconds: 60 });
-      await completeJobsSuccess(counter.client, [{ ...warm!, output: null }]);
+      await completeJobs(counter.client, [{ ...warm!, output: null }]);
       let before = counter.count();
       const leases = await claimJobs(counter.client, { workerId: 'c', jobTypes: ['att.count'], limit: 21, leaseSeconds: 60, markRunning: true });
       expect(counter.count() - before).toBe(1);
       before = counter.count();
-      await completeJobsSuccess(counter.client, leases.slice(0, 19).map((lease) => ({ ...lease, output: null })));
+      await completeJobs(counter.client, leases.slice(0, 19).map((lease) => ({ ...lease, output: null })));
       expect(counter.count() - before).toBe(1);
       before = counter.count();
       await failJob(counter.client, { ...leases[19]!, error: { code: 'x', message: 'y' }, retryable: true });

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import {
   claimJobs,
   compareAndReplaySucceededJob,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueWorkflowRun,
   failJob,
@@ -153,7 +153,7 @@ describe('continuation', () => {
         expect(steps.b!.status).toBe('BLOCKED');
         expect((await getWorkflowRun(db.prisma, { scope, workflowRunId })).status).toBe('RUNNING');
       } else {
-        await completeJobSuccess(db.prisma, { ...lease, output: { slices: 3 } });
+        await completeJob(db.prisma, { ...lease, output: { slices: 3 } });
       }
     }
     const steps = await stepsByKey(db.prisma, workflowRunId);

@@ -8,7 +8,7 @@
  * given back, a new attempt sorts after the old ones).
  */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, completeJobSuccess, enqueueJob, listJobAttempts, listJobEvents, migrate, noOrganizationScope, reapExpiredLeases } from '../../src/index.js';
+import { claimJobs, completeJob, enqueueJob, listJobAttempts, listJobEvents, migrate, noOrganizationScope, reapExpiredLeases } from '../../src/index.js';
 import { createPrismaClient } from '../../src/client/connect.js';
 import { migrateUpTo, queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
 
@@ -77,7 +77,7 @@ describe(`migration ${MIGRATION}`, () => {
       ]);
 
       // The new code goes on: the started lease completes, the unstarted one is given back without using its attempt.
-      await completeJobSuccess(prisma, { jobId: STARTED, runNumber: 1, attempt: 1, workerId: 'w-old', output: 'ok' });
+      await completeJob(prisma, { jobId: STARTED, runNumber: 1, attempt: 1, workerId: 'w-old', output: 'ok' });
       expect((await trail(STARTED)).map((e) => e.type)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'SUCCEEDED']);
       const attemptsOf = async (jobId: string) => (await listJobAttempts(prisma, { scope, jobId })).items.map((x) => [x.workerId, x.outcome]);
       expect(await attemptsOf(STARTED)).toEqual([['w-old', 'SUCCEEDED']]);

@@ -26,7 +26,7 @@ import {
   declareSchedules,
   defineJob,
   enqueueJob,
-  enqueueOrGetActiveWorkflow,
+  enqueueOrGetActiveWorkflowRun,
   enqueueWorkflowRun,
   getQueueMetrics,
   listJobs,
@@ -167,7 +167,7 @@ describe.skipIf(!available)('session state behind a transaction-mode PgBouncer',
     await completeExternalWorkflowStep(prisma, { workflowRunId: gated.workflowRunId, stepKey: 'gate', scope, outcome: { status: 'succeeded', output: { ok: true } } });
     const doomed = await enqueueWorkflowRun(prisma, workflow('pool.doomed').external('wait').build());
     await cancelWorkflowRun(prisma, { workflowRunId: doomed.workflowRunId, scope, reason: 'pooled cancel' });
-    await enqueueOrGetActiveWorkflow(prisma, { ...workflow('pool.keyed').job('k', 'pool.step', {}).build(), activeKey: 'pool:key' });
+    await enqueueOrGetActiveWorkflowRun(prisma, { ...workflow('pool.keyed').job('k', 'pool.step', {}).build(), activeKey: 'pool:key' });
     const failing = await enqueueWorkflowRun(prisma, workflow('pool.failing').job('x', 'pool.fails', {}).build());
     await runRunnableJobs(prisma, (job) => (job.jobType === 'pool.fails' ? { ok: false } : { ok: true, output: { from: job.jobType } }));
     expect((await listWorkflowRuns(prisma, { scope: adminScope(), limit: 10 })).items.find((r) => r.id === fanIn.workflowRunId)?.status).toBe('SUCCEEDED');

@@ -4,7 +4,7 @@ import {
   NotFoundError,
   cancelJob,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   failJob,
   getJob,
@@ -57,7 +57,7 @@ describe('cancelJob', () => {
     const { jobId, lease } = await leased('cancel.fenced');
     await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
     await expect(heartbeatJob(db.prisma, lease)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    await expect(completeJobSuccess(db.prisma, { ...lease, output: 1 })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await expect(completeJob(db.prisma, { ...lease, output: 1 })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     await expect(failJob(db.prisma, { ...lease, error: { code: 'x', message: 'x' }, retryable: true })).rejects.toMatchObject({
       code: 'job.lease_owner_mismatch',
     });
@@ -83,7 +83,7 @@ describe('cancelJob', () => {
 
   it('refuses to cancel a succeeded or dead-lettered job', async () => {
     const done = await leased('cancel.done');
-    await completeJobSuccess(db.prisma, done.lease);
+    await completeJob(db.prisma, done.lease);
     const dead = await leased('cancel.dead');
     await failJob(db.prisma, { ...dead.lease, error: { code: 'x', message: 'x' }, retryable: false });
     for (const jobId of [done.jobId, dead.jobId]) {

@@ -1,6 +1,6 @@
 /**
  * A completion batch that holds a workflow-managed job is one transaction for
- * the whole batch (direct jobs included). If it fails, `completeJobsSuccess`
+ * the whole batch (direct jobs included). If it fails, `completeJobs`
  * throws and nothing of the batch is kept; `completeJobsSettled` (the
  * worker's batcher) gives each item a transaction of its own, so one item's
  * trouble does not fail, and re-run, the others' work.
@@ -10,7 +10,7 @@ import {
   ConflictError,
   InternalError,
   claimJobs,
-  completeJobsSuccess,
+  completeJobs,
   enqueueJob,
   enqueueWorkflowRun,
   getJob,
@@ -78,13 +78,13 @@ describe('completion of a mixed batch when the workflow step fails', () => {
     expect(await succeededEvents(managed.jobId)).toBe(0);
   });
 
-  it('completeJobsSuccess throws the error and keeps nothing of the batch; called again, both complete once', async () => {
+  it('completeJobs throws the error and keeps nothing of the batch; called again, both complete once', async () => {
     const { direct, managed } = await directAndWorkflowLeases('thrown');
     inject.failures.push(new InternalError('workflow.internal_state', 'injected failure'));
-    await expect(completeJobsSuccess(db.prisma, [direct, managed])).rejects.toMatchObject({ code: 'workflow.internal_state' });
+    await expect(completeJobs(db.prisma, [direct, managed])).rejects.toMatchObject({ code: 'workflow.internal_state' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'LEASED' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: managed.jobId })).toMatchObject({ status: 'LEASED' });
-    expect((await completeJobsSuccess(db.prisma, [direct, managed])).map((o) => o.outcome)).toEqual([
+    expect((await completeJobs(db.prisma, [direct, managed])).map((o) => o.outcome)).toEqual([
       'succeeded',
       'succeeded',
     ]);

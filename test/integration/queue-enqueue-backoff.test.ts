@@ -12,7 +12,7 @@ import {
   appendWorkflowSteps,
   claimJobs,
   compareAndReplaySucceededJob,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueJobs,
   enqueueWorkflowRun,
@@ -188,7 +188,7 @@ describe('a backoff per enqueue', () => {
   it('is copied by a replay of the job', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'bo.replay', payload: {}, backoff: { baseDelayMs: 70_000, maxDelayMs: 80_000 } });
     const lease = await claim('bo.replay');
-    await completeJobSuccess(db.prisma, { ...lease, output: null });
+    await completeJob(db.prisma, { ...lease, output: null });
     const result = await compareAndReplaySucceededJob(db.prisma, {
       scope: noOrganizationScope(),
       sourceJobId: jobId,
@@ -238,7 +238,7 @@ describe('a backoff per workflow step', () => {
     const extraJob = appended.steps[0]!.jobId!;
     expect(await storedBackoff(extraJob)).toEqual({ base: 33_000, max: 44_000 });
 
-    await completeJobSuccess(db.prisma, { ...(await claim('bo.wf.root')), output: null });
+    await completeJob(db.prisma, { ...(await claim('bo.wf.root')), output: null });
     const next = await claim('bo.wf.def');
     expect(await storedBackoff(next.jobId)).toEqual({ base: 400_000, max: 8_000_000 });
     // The step's backoff over the definition's the worker passes.

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   cancelJob,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   failJob,
   noOrganizationScope,
@@ -37,7 +37,7 @@ describe('job events', () => {
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const third = await claim('ev.long');
-    await completeJobSuccess(db.prisma, { ...third, output: 'ok' });
+    await completeJob(db.prisma, { ...third, output: 'ok' });
     expect(await trail(jobId)).toEqual([
       ['ENQUEUED', 1, 0],
       ['LEASED', 1, 1],

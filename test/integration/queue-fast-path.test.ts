@@ -11,8 +11,8 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import {
   claimJobs,
-  completeJobSuccess,
-  completeJobsSuccess,
+  completeJob,
+  completeJobs,
   enqueueJob,
   enqueueJobs,
   enqueueWorkflowRun,
@@ -58,10 +58,10 @@ describe('queue fast paths on a root client', () => {
   it('completes a direct job once: the same lease again is refused and writes nothing', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'fast.once', payload: {} });
     const lease = await claimOne('fast.once');
-    const first = await completeJobSuccess(db.prisma, { ...lease, output: { n: 1 } });
+    const first = await completeJob(db.prisma, { ...lease, output: { n: 1 } });
 
-    await expect(completeJobSuccess(db.prisma, { ...lease, output: { n: 2 } })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    expect(await completeJobsSuccess(db.prisma, [{ ...lease, output: { n: 3 } }])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
+    await expect(completeJob(db.prisma, { ...lease, output: { n: 2 } })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    expect(await completeJobs(db.prisma, [{ ...lease, output: { n: 3 } }])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
 
     const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'SUCCEEDED', output: { n: 1 }, finishedAt: first.finishedAt });
@@ -77,7 +77,7 @@ describe('queue fast paths on a root client', () => {
       { ...lease, runNumber: lease.runNumber + 1 },
     ];
     for (const wrong of stale) {
-      expect(await completeJobsSuccess(db.prisma, [wrong])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
+      expect(await completeJobs(db.prisma, [wrong])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
       await expect(failJob(db.prisma, { ...wrong, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
       await expect(releaseJob(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
       await expect(heartbeatJob(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
@@ -85,7 +85,7 @@ describe('queue fast paths on a root client', () => {
     }
     // An expired lease is refused too, even with the right identity.
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
-    expect(await completeJobsSuccess(db.prisma, [lease])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
+    expect(await completeJobs(db.prisma, [lease])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
     await expect(failJob(db.prisma, { ...lease, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     await expect(releaseJob(db.prisma, lease)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
 
@@ -100,7 +100,7 @@ describe('queue fast paths on a root client', () => {
     const staleLease = { ...(await claimOne('fast.mix.stale')), workerId: 'gone' };
     const { workflowRunId, lease: workflowLease } = await claimedWorkflowStep('fastmix');
 
-    const outcomes = await completeJobsSuccess(db.prisma, [
+    const outcomes = await completeJobs(db.prisma, [
       { ...directLease, output: 'd' },
       { ...workflowLease, output: 'a' },
       { ...staleLease, output: 's' },
@@ -195,7 +195,7 @@ describe('queue fast paths on a root client', () => {
     const failLease = await claimOne('fast.joined');
     await expect(
       db.prisma.$transaction(async (tx) => {
-        expect(await completeJobsSuccess(tx, [doneLease])).toMatchObject([{ outcome: 'succeeded' }]);
+        expect(await completeJobs(tx, [doneLease])).toMatchObject([{ outcome: 'succeeded' }]);
         await failJob(tx, { ...failLease, error: { code: 'x', message: 'y' }, retryable: false });
         throw new Error('abandon');
       }),
@@ -223,7 +223,7 @@ describe('a root client whose sessions do not default to READ COMMITTED', () => 
       const [lease, otherLease] = await claimJobs(serializable, { workerId: 'w', jobTypes: ['fast.serializable'], limit: 5, leaseSeconds: 60, markRunning: true });
       expect([lease?.jobId, otherLease?.jobId]).toEqual([done!.jobId, other!.jobId]);
       await heartbeatJob(serializable, { ...lease!, save: { progress: { pct: 50 } } });
-      expect(await completeJobsSuccess(serializable, [lease!, { ...otherLease!, workerId: 'x' }])).toMatchObject([
+      expect(await completeJobs(serializable, [lease!, { ...otherLease!, workerId: 'x' }])).toMatchObject([
         { jobId: done!.jobId, outcome: 'succeeded' },
         { jobId: other!.jobId, outcome: 'lease_owner_mismatch' },
       ]);

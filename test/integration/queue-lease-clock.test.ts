@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueWorkflowRun,
   failJob,
@@ -120,10 +120,10 @@ describe('lease fences use the clock at the moment of the write', () => {
     expect(await snapshot(lease.jobId)).toEqual(before);
   });
 
-  it('completeJobSuccess and failJob fail on a lease that expired while they waited for the row, and change nothing', async () => {
+  it('completeJob and failJob fail on a lease that expired while they waited for the row, and change nothing', async () => {
     const done = await claimOne('clock.complete', 1);
     const doneBefore = await snapshot(done.jobId);
-    expectMismatch(await writeAfterHeldPastExpiry(done.jobId, () => completeJobSuccess(db.prisma, { ...done, output: 1 })));
+    expectMismatch(await writeAfterHeldPastExpiry(done.jobId, () => completeJob(db.prisma, { ...done, output: 1 })));
     expect(await snapshot(done.jobId)).toEqual(doneBefore);
     const failed = await claimOne('clock.fail', 1);
     const failedBefore = await snapshot(failed.jobId);

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   ConflictError,
   claimJobs,
-  completeJobSuccess,
-  completeJobsSuccess,
+  completeJob,
+  completeJobs,
   enqueueJob,
   failJob,
   getJob,
@@ -108,10 +108,10 @@ describe('heartbeatJob', () => {
   });
 });
 
-describe('completeJobSuccess', () => {
+describe('completeJob', () => {
   it('stores the output, clears the lease and appends SUCCEEDED', async () => {
     const lease = await claimOne('done.one');
-    const { finishedAt } = await completeJobSuccess(db.prisma, { ...lease, output: { sent: true } });
+    const { finishedAt } = await completeJob(db.prisma, { ...lease, output: { sent: true } });
     const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId });
     expect(job).toMatchObject({
       status: 'SUCCEEDED',
@@ -127,30 +127,30 @@ describe('completeJobSuccess', () => {
   it('refuses a stale, foreign, expired or second completion and changes nothing', async () => {
     const lease = await claimOne('done.fenced');
     for (const stale of staleVariants(lease)) {
-      await expect(completeJobSuccess(db.prisma, stale)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+      await expect(completeJob(db.prisma, stale)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     }
-    await completeJobSuccess(db.prisma, { ...lease, output: 'first' });
-    await expect(completeJobSuccess(db.prisma, { ...lease, output: 'second' })).rejects.toMatchObject({
+    await completeJob(db.prisma, { ...lease, output: 'first' });
+    await expect(completeJob(db.prisma, { ...lease, output: 'second' })).rejects.toMatchObject({
       code: 'job.lease_owner_mismatch',
     });
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId })).output).toBe('first');
 
     const expired = await claimOne('done.expired');
     await expireLease(expired.jobId);
-    await expect(completeJobSuccess(db.prisma, expired)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await expect(completeJob(db.prisma, expired)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: expired.jobId })).status).toBe('LEASED');
     expect(await eventTypes(expired.jobId)).toEqual(['ENQUEUED', 'LEASED']);
   });
 });
 
-describe('completeJobsSuccess', () => {
+describe('completeJobs', () => {
   it('completes a batch in one call and reports each stale lease on its own', async () => {
     await Promise.all([1, 2, 3, 4].map((i) => enqueueJob(db.prisma, { jobType: 'done.batch', payload: i })));
     const leases = await claimJobs(db.prisma, { workerId: 'batcher', jobTypes: ['done.batch'], limit: 4, leaseSeconds: 60 });
     expect(leases).toHaveLength(4);
     const [a, b, c, d] = leases as [ClaimedJob, ClaimedJob, ClaimedJob, ClaimedJob];
     await expireLease(c.jobId);
-    const outcomes = await completeJobsSuccess(db.prisma, [
+    const outcomes = await completeJobs(db.prisma, [
       { ...d, output: 'd' },
       { ...{ ...b, workerId: 'other' }, output: 'b' },
       { ...a, output: 'a' },
@@ -174,7 +174,7 @@ describe('completeJobsSuccess', () => {
   });
 
   it('answers an empty batch without a transaction', async () => {
-    expect(await completeJobsSuccess(db.prisma, [])).toEqual([]);
+    expect(await completeJobs(db.prisma, [])).toEqual([]);
   });
 });
 

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueJobs,
   getJob,
@@ -39,10 +39,10 @@ describe('reapExpiredLeases', () => {
     const [second] = await claimJobs(db.prisma, { workerId: 'worker-b', limit: 1, leaseSeconds: 60 });
     expect(second).toMatchObject({ jobId, attempt: 2, workerId: 'worker-b' });
 
-    await expect(completeJobSuccess(db.prisma, { ...first!, output: 'from a' })).rejects.toMatchObject({
+    await expect(completeJob(db.prisma, { ...first!, output: 'from a' })).rejects.toMatchObject({
       code: 'job.lease_owner_mismatch',
     });
-    await completeJobSuccess(db.prisma, { ...second!, output: 'from b' });
+    await completeJob(db.prisma, { ...second!, output: 'from b' });
     const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId });
     expect(job).toMatchObject({ status: 'SUCCEEDED', output: 'from b', attempt: 2, lastErrorCode: 'job.lease_expired' });
     expect((await events(jobId)).map((e) => [e.event_type, e.attempt])).toEqual([
@@ -92,8 +92,8 @@ describe('reapExpiredLeases', () => {
     // The attempt was given back: the job can still run its one attempt, and the stale lease is fenced out.
     const [again] = await claimJobs(db.prisma, { workerId: 'w2', limit: 1, leaseSeconds: 30, markRunning: true });
     expect(again).toMatchObject({ jobId, attempt: 1 });
-    await expect(completeJobSuccess(db.prisma, { ...lease!, output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    await completeJobSuccess(db.prisma, { ...again!, output: 'ok' });
+    await expect(completeJob(db.prisma, { ...lease!, output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await completeJob(db.prisma, { ...again!, output: 'ok' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
   });
 

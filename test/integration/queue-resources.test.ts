@@ -10,7 +10,7 @@ import {
   appendWorkflowSteps,
   cancelJob,
   claimJobs,
-  completeJobsSuccess,
+  completeJobs,
   enqueueJob,
   enqueueJobs,
   enqueueWorkflowRun,
@@ -84,10 +84,10 @@ describe('execution resources', () => {
     ]);
     // Held: a second claim gets nothing while acct-1 and acct-2 are leased.
     expect(await claim(type)).toEqual([]);
-    await completeJobsSuccess(db.prisma, first.map((lease) => ({ ...lease })));
+    await completeJobs(db.prisma, first.map((lease) => ({ ...lease })));
     const second = await claim(type);
     expect(second.map((j) => (j.payload as { n: number }).n)).toEqual([2]);
-    await completeJobsSuccess(db.prisma, second.map((lease) => ({ ...lease })));
+    await completeJobs(db.prisma, second.map((lease) => ({ ...lease })));
     expect((await claim(type)).map((j) => (j.payload as { n: number }).n)).toEqual([6]);
   });
 
@@ -156,10 +156,10 @@ describe('execution resources', () => {
     );
     const first = await claim(type);
     expect(first).toHaveLength(1);
-    await completeJobsSuccess(db.prisma, [{ ...first[0]!}]);
+    await completeJobs(db.prisma, [{ ...first[0]!}]);
     const second = await claim(type);
     expect(second).toHaveLength(1);
-    await completeJobsSuccess(db.prisma, [{ ...second[0]!}]);
+    await completeJobs(db.prisma, [{ ...second[0]!}]);
     const third = await claim(type);
     expect(third).toHaveLength(1);
     expect(new Set([first, second, third].map((jobs) => (jobs[0]!.payload as { k: string }).k))).toEqual(new Set(['a', 'b', 'c']));
@@ -192,7 +192,7 @@ describe('execution resources', () => {
     // a and now share the key: one at a time.
     const first = await claim(type);
     expect(first).toHaveLength(1);
-    await completeJobsSuccess(db.prisma, [{ ...first[0]!}]);
+    await completeJobs(db.prisma, [{ ...first[0]!}]);
     const second = await claim(type);
     expect(second).toHaveLength(1);
     expect(second[0]!.resourceKey).toBe('ap-key');

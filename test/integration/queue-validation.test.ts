@@ -3,7 +3,7 @@ import {
   ValidationError,
   cancelJob,
   claimJobs,
-  completeJobsSuccess,
+  completeJobs,
   enqueueJob,
   enqueueJobs,
   failJob,
@@ -81,7 +81,7 @@ describe('queue input validation', () => {
     await expectInvalid(failJob(db.prisma, { ...lease, error: { code: '', message: 'm' }, retryable: true }), 'error.code');
     await expectInvalid(failJob(db.prisma, { ...lease, jobId: 'nope', error: { code: 'c', message: 'm' }, retryable: true }), 'jobId');
     await expectInvalid(
-      completeJobsSuccess(db.prisma, [lease, lease]),
+      completeJobs(db.prisma, [lease, lease]),
       '1.jobId',
     );
     await expectInvalid(cancelJob(db.prisma, { jobId: JOB_ID, scope: { kind: 'organization', organizationId: '' } as never }), 'scope.organizationId');

@@ -10,7 +10,7 @@ import {
   InternalError,
   cancelJob,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueWorkflowRun,
   failJob,
@@ -101,7 +101,7 @@ describe('workflow hooks of the queue', () => {
     expect(await storedStep(stepId)).toEqual(before);
     expect(before).toMatchObject({ status: 'ENQUEUED', started_at: null });
     // The step's start is the open attempt's, and is stored by the statement that ends it.
-    await completeJobSuccess(db.prisma, { ...claimed, output: 1 });
+    await completeJob(db.prisma, { ...claimed, output: 1 });
     expect((await storedStep(stepId)).started_at).toEqual(await attemptStarts(jobId).then((starts) => starts[0]));
   });
 
@@ -139,7 +139,7 @@ describe('workflow hooks of the queue', () => {
 
   it('moves each terminal job transition onto its step and releases it, in the same transaction', async () => {
     const done = await workflowJob('wf.done');
-    await completeJobSuccess(db.prisma, { ...(await claim('wf.done')), output: { total: 3 } });
+    await completeJob(db.prisma, { ...(await claim('wf.done')), output: { total: 3 } });
     const dead = await workflowJob('wf.dead');
     await failJob(db.prisma, { ...(await claim('wf.dead')), error: { code: 'fatal', message: 'no' }, retryable: false });
     const expired = await workflowJob('wf.expired', 1);
@@ -167,7 +167,7 @@ describe('workflow hooks of the queue', () => {
     const { jobId, stepId } = await workflowJob('wf.atomic');
     const lease = await claim('wf.atomic');
     release.failNext = true;
-    await expect(completeJobSuccess(db.prisma, { ...lease, output: 1 })).rejects.toMatchObject({ code: 'workflow.internal_state' });
+    await expect(completeJob(db.prisma, { ...lease, output: 1 })).rejects.toMatchObject({ code: 'workflow.internal_state' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', output: null });
     expect(await step(stepId)).toMatchObject({ status: 'RUNNING', output: null });
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
@@ -179,7 +179,7 @@ describe('workflow hooks of the queue', () => {
     await enqueueJob(db.prisma, { jobType: 'direct', payload: {} });
     const claimed = await claim('direct');
     expect(claimed.workflowManaged).toBe(false);
-    await completeJobSuccess(db.prisma, claimed);
+    await completeJob(db.prisma, claimed);
     expect(release.calls).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claimJobs, completeJobSuccess, enqueueJob, getJob, noOrganizationScope, type Job } from '../../src/index.js';
+import { claimJobs, completeJob, enqueueJob, getJob, noOrganizationScope, type Job } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { compareAndReplaySucceededJob, type CompareAndReplaySucceededJobResult } from '../../src/replay/index.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -10,7 +10,7 @@ const db = useTestDatabase();
 async function succeededJob(jobType: string): Promise<Job> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: { n: 1 } });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
-  await completeJobSuccess(db.prisma, { ...lease!, output: 'done' });
+  await completeJob(db.prisma, { ...lease!, output: 'done' });
   return getJob(db.prisma, { scope: noOrganizationScope(), jobId });
 }
 

@@ -4,7 +4,7 @@ import {
   adminScope,
   cancelJob,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   failJob,
   getJob,
@@ -115,7 +115,7 @@ describe('compareAndRequeueJob', () => {
     await compareAndRequeueJob(db.prisma, requeueOf(dead));
     const lease = await claim('requeue.complete');
     expect(lease).toMatchObject({ jobId: dead.id, runNumber: 2, attempt: 1 });
-    await completeJobSuccess(db.prisma, { ...lease, output: { ok: true } });
+    await completeJob(db.prisma, { ...lease, output: { ok: true } });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toMatchObject({ status: 'SUCCEEDED', runNumber: 2, output: { ok: true } });
   });
 
@@ -176,8 +176,8 @@ describe('compareAndRequeueJob', () => {
     await compareAndRequeueJob(db.prisma, requeueOf(job));
     const next = await claim('requeue.fence');
     expect(next).toMatchObject({ jobId: job.id, runNumber: 2, attempt: 1 });
-    await expect(completeJobSuccess(db.prisma, { ...lease, output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
-    await completeJobSuccess(db.prisma, { ...next, output: 'fresh' });
+    await expect(completeJob(db.prisma, { ...lease, output: 'stale' })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await completeJob(db.prisma, { ...next, output: 'fresh' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.id })).toMatchObject({ status: 'SUCCEEDED', output: 'fresh' });
   });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   adminScope,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   failJob,
   getJob,
@@ -40,7 +40,7 @@ async function succeededJob(jobType: string, options: SourceOptions = {}): Promi
   });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
   await heartbeatJob(db.prisma, { ...lease!, save: { progress: { done: 2 }, checkpoint: { cursor: 'b' } } });
-  await completeJobSuccess(db.prisma, { ...lease!, output: { sent: true } });
+  await completeJob(db.prisma, { ...lease!, output: { sent: true } });
   return getJob(db.prisma, { scope: adminScope(), jobId });
 }
 
@@ -153,7 +153,7 @@ describe('compareAndReplaySucceededJob', () => {
     const claimed = await claimJobs(db.prisma, { workerId: 'w2', jobTypes: ['replay.worker'], limit: 10, leaseSeconds: 60, markRunning: true });
     expect(claimed.map((c) => c.jobId)).toEqual([replayId]);
     expect(claimed[0]).toMatchObject({ payload: source.payload, progress: null, checkpoint: null, workflowManaged: false });
-    await completeJobSuccess(db.prisma, { ...claimed[0]!, output: { sent: 'again' } });
+    await completeJob(db.prisma, { ...claimed[0]!, output: { sent: 'again' } });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: replayId })).toMatchObject({ status: 'SUCCEEDED', output: { sent: 'again' } });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: source.id })).toEqual(source);
   });

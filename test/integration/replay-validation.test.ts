@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ValidationError,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   failJob,
   getJob,
@@ -18,7 +18,7 @@ const db = useTestDatabase();
 async function finishedJob(jobType: string, outcome: 'succeed' | 'fail'): Promise<Job> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {} });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
-  if (outcome === 'succeed') await completeJobSuccess(db.prisma, lease!);
+  if (outcome === 'succeed') await completeJob(db.prisma, lease!);
   else await failJob(db.prisma, { ...lease!, error: { code: 'x', message: 'x' }, retryable: false });
   return getJob(db.prisma, { scope: noOrganizationScope(), jobId });
 }

@@ -5,7 +5,7 @@ import {
   cancelWorkflowRun,
   claimJobs,
   compareAndReplaySucceededJob,
-  completeJobSuccess,
+  completeJob,
   enqueueJob,
   enqueueWorkflowRun,
   failJob,
@@ -33,7 +33,7 @@ async function finishedJob(jobType: string, end: 'SUCCEEDED' | 'DEAD_LETTERED' |
     await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
   } else {
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
-    if (end === 'SUCCEEDED') await completeJobSuccess(db.prisma, { ...lease!, output: 1 });
+    if (end === 'SUCCEEDED') await completeJob(db.prisma, { ...lease!, output: 1 });
     else await failJob(db.prisma, { ...lease!, error: { code: 'x.failed', message: 'no' }, retryable: false });
   }
   if (!recent) await backdateJobs([jobId]);
@@ -87,7 +87,7 @@ describe('purgeFinished on direct jobs', () => {
   it('moves past rows that share a finish time with sub-millisecond digits (one batch statement finishes them together)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 6; i += 1) ids.push(await finishedJob('purge.same-instant', 'SUCCEEDED'));
-    // What completeJobsSuccess does to a batch: one clock for all. A JS Date holds milliseconds only; the cursor must not lose the rest.
+    // What completeJobs does to a batch: one clock for all. A JS Date holds milliseconds only; the cursor must not lose the rest.
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = '2020-01-01 00:00:00.123456+00' WHERE id = ANY(${ids}::uuid[])`;
     const bounded = <T>(work: Promise<T>) =>
       Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('purge did not finish: its cursor does not move')), 15_000))]);
@@ -119,10 +119,10 @@ describe('purgeFinished on direct jobs', () => {
     const source = await finishedJob('p.lin', 'SUCCEEDED');
     const first = await replay(source, 'lin-1');
     const [lease1] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
-    await completeJobSuccess(db.prisma, { ...lease1!, output: 2 });
+    await completeJob(db.prisma, { ...lease1!, output: 2 });
     const second = await replay(first, 'lin-2');
     const [lease2] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
-    await completeJobSuccess(db.prisma, { ...lease2!, output: 3 });
+    await completeJob(db.prisma, { ...lease2!, output: 3 });
     await backdateJobs([first, second]);
     // Lineage 2: an old source whose replay is still pending: both kept.
     const keptSource = await finishedJob('p.lin2', 'SUCCEEDED');
@@ -153,7 +153,7 @@ describe('purgeFinished on direct jobs', () => {
     await recordJobEnqueueIntent(db.prisma, { jobType: 'p.no_definition', payload: {}, idempotencyKey: 'waiting' });
     await promoteEnqueueIntents(db.prisma, { jobTypes: ['p.intent', 'p.no_definition'], limit: 10 });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.intent'], limit: 1, leaseSeconds: 60, markRunning: true });
-    await completeJobSuccess(db.prisma, { ...lease!, output: null });
+    await completeJob(db.prisma, { ...lease!, output: null });
     await backdateJobs([lease!.jobId]);
     const intents = () => db.prisma.$queryRaw<{ key: string; state: string }[]>`
       SELECT idempotency_key AS key, state::text FROM runledger.job_enqueue_intents ORDER BY idempotency_key`;

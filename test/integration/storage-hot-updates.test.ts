@@ -7,7 +7,7 @@
  * move to another page instead.
  */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, completeJobsSuccess, enqueueWorkflowRuns, workflow } from '../../src/index.js';
+import { claimJobs, completeJobs, enqueueWorkflowRuns, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -28,7 +28,7 @@ describe('workflow_steps storage', () => {
       const [afterClaim] = await tx.$queryRaw<{ hot: number; all: number }[]>`
         SELECT pg_stat_get_xact_tuples_hot_updated('runledger.workflow_steps'::regclass)::int AS hot,
                pg_stat_get_xact_tuples_updated('runledger.workflow_steps'::regclass)::int AS all`;
-      await completeJobsSuccess(tx, claimed);
+      await completeJobs(tx, claimed);
       const [afterOutcome] = await tx.$queryRaw<{ hot: number; all: number }[]>`
         SELECT pg_stat_get_xact_tuples_hot_updated('runledger.workflow_steps'::regclass)::int AS hot,
                pg_stat_get_xact_tuples_updated('runledger.workflow_steps'::regclass)::int AS all`;

@@ -27,7 +27,7 @@ import {
   completeExternalWorkflowStep,
   countWorkflowRuns,
   enqueueJob,
-  enqueueOrGetActiveWorkflow,
+  enqueueOrGetActiveWorkflowRun,
   enqueueWorkflowRun,
   findJob,
   findWorkflowRun,
@@ -79,7 +79,7 @@ beforeAll(async () => {
   const succeeded = await enqueueJob(prisma, { jobType: 'tenant.done', payload: {}, organizationId: ORG_A });
   const dead = await enqueueJob(prisma, { jobType: 'tenant.dead', payload: {}, organizationId: ORG_A, maxAttempts: 1 });
   await runRunnableJobs(prisma, (job) => (job.jobType === 'tenant.dead' ? { ok: false } : { ok: true, output: 'ok' }));
-  const run = await enqueueOrGetActiveWorkflow(prisma, {
+  const run = await enqueueOrGetActiveWorkflowRun(prisma, {
     ...workflow('tenant.flow').organization(ORG_A).job('prep', 'tenant.prep', {}).external('approve').afterSuccess('approve', ['prep']).build(),
     activeKey: 'sync:1',
   });
@@ -230,9 +230,9 @@ const OPERATIONS: ScopedOperation[] = [
   },
   // Keys are claimed per scope: A's claim of 'sync:1' neither blocks nor is seen by another scope's enqueue.
   {
-    name: 'enqueueOrGetActiveWorkflow',
+    name: 'enqueueOrGetActiveWorkflowRun',
     call: (scope) =>
-      enqueueOrGetActiveWorkflow(db.prisma, {
+      enqueueOrGetActiveWorkflowRun(db.prisma, {
         ...workflow('tenant.flow-elsewhere').organization(scope.kind === 'organization' ? scope.organizationId : null).external('x').build(),
         activeKey: 'sync:1',
       }),

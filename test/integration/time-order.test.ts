@@ -14,8 +14,8 @@ import {
   cancelWorkflowRun,
   claimJobs,
   completeExternalWorkflowStep,
-  completeJobsSuccess,
-  completeJobSuccess,
+  completeJobs,
+  completeJob,
   enqueueJob,
   enqueueWorkflowRun,
   failJob,
@@ -114,14 +114,14 @@ describe('time follows cause', () => {
         const [row] = await tx.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid, now()`;
         bStarted(row!.pid);
         await aCompleted;
-        return completeJobsSuccess(tx, [{ ...b, output: 'b' }]);
+        return completeJobs(tx, [{ ...b, output: 'b' }]);
       },
       { timeout: 30_000 },
     );
     const batchA = clients[1]!.$transaction(
       async (tx) => {
         await bPid;
-        const outcome = await completeJobsSuccess(tx, [{ ...a, output: 'a' }]);
+        const outcome = await completeJobs(tx, [{ ...a, output: 'a' }]);
         aHoldsD();
         await aMayCommit;
         return outcome;
@@ -175,7 +175,7 @@ describe('time follows cause', () => {
           begun(row!.pid);
           await earlyBegun();
           await lateCompleted;
-          return completeJobsSuccess(tx, jobs.map((job) => ({ ...job, output: i })));
+          return completeJobs(tx, jobs.map((job) => ({ ...job, output: i })));
         },
         { timeout: 30_000 },
       );
@@ -185,7 +185,7 @@ describe('time follows cause', () => {
       return clients[3]!.$transaction(
         async (tx) => {
           await tx.$queryRaw`SELECT now()`;
-          const outcome = await completeJobsSuccess(tx, byRoot[3]!.map((job) => ({ ...job, output: 3 })));
+          const outcome = await completeJobs(tx, byRoot[3]!.map((job) => ({ ...job, output: 3 })));
           lateHolds();
           for (const pid of pids) await waitUntilBlocked(await pid);
           return outcome;
@@ -215,7 +215,7 @@ describe('time follows cause', () => {
     const a = await claimOne(db.prisma, 'to.cascade.a', { markRunning: true });
     await effectAfterCause(
       clients[0]!,
-      () => completeJobSuccess(db.prisma, { ...x, output: 1 }),
+      () => completeJob(db.prisma, { ...x, output: 1 }),
       (tx) => failJob(tx, { ...a, error: { code: 'to.failed', message: 'no' }, retryable: false }),
     );
     const times = await stepTimes(workflowRunId);
@@ -228,7 +228,7 @@ describe('time follows cause', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('to.leaves').job('a', 'to.leaves.a', {}).job('b', 'to.leaves.b', {}).build());
     const a = await claimOne(db.prisma, 'to.leaves.a', { markRunning: true });
     const b = await claimOne(db.prisma, 'to.leaves.b', { markRunning: true });
-    await effectAfterCause(clients[0]!, () => completeJobSuccess(db.prisma, { ...a, output: 1 }), (tx) => completeJobSuccess(tx, { ...b, output: 2 }));
+    await effectAfterCause(clients[0]!, () => completeJob(db.prisma, { ...a, output: 1 }), (tx) => completeJob(tx, { ...b, output: 2 }));
     expect(await timeViolations([workflowRunId])).toEqual([]);
     const [run] = await db.prisma.$queryRaw<{ ok: boolean }[]>`
       SELECT r.finished_at >= max(ws.finished_at) AS ok FROM runledger.workflow_runs r JOIN runledger.workflow_steps ws ON ws.workflow_run_id = r.id
@@ -239,7 +239,7 @@ describe('time follows cause', () => {
   it('canceling a run after a release committed cancels the released step, its job and the run no earlier', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('to.cancel').job('a', 'to.cancel.a', {}).job('b', 'to.cancel.b', {}).afterSuccess('b', ['a']).build());
     const a = await claimOne(db.prisma, 'to.cancel.a', { markRunning: true });
-    await effectAfterCause(clients[0]!, () => completeJobSuccess(db.prisma, { ...a, output: 1 }), (tx) => cancelWorkflowRun(tx, { workflowRunId, scope }));
+    await effectAfterCause(clients[0]!, () => completeJob(db.prisma, { ...a, output: 1 }), (tx) => cancelWorkflowRun(tx, { workflowRunId, scope }));
     const times = await stepTimes(workflowRunId);
     expect(await isOrdered(times.b!.released!, times.b!.finished!)).toBe(true);
     expect(await isOrdered(times.b!.job_created!, times.b!.job_finished!)).toBe(true);
@@ -258,7 +258,7 @@ describe('time follows cause', () => {
     const a = await claimOne(db.prisma, 'to.jobcancel.a', { markRunning: true });
     await effectAfterCause(
       clients[0]!,
-      () => completeJobSuccess(db.prisma, { ...a, output: 1 }),
+      () => completeJob(db.prisma, { ...a, output: 1 }),
       async (tx) => {
         const [b] = await tx.$queryRaw<{ job_id: string }[]>`
           SELECT job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid AND step_key = 'b'`;
@@ -273,7 +273,7 @@ describe('time follows cause', () => {
     const a = await claimOne(db.prisma, 'to.external.a', { markRunning: true });
     await effectAfterCause(
       clients[0]!,
-      () => completeJobSuccess(db.prisma, { ...a, output: 1 }),
+      () => completeJob(db.prisma, { ...a, output: 1 }),
       (tx) => completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'e', scope, outcome: { status: 'succeeded', output: 'ok' } }),
     );
     expect((await verifyIntegrity(db.prisma, { workflowRunIds: [workflowRunId] })).violations).toEqual([]);
@@ -289,7 +289,7 @@ describe('time follows cause', () => {
     await failJob(db.prisma, { ...f, error: { code: 'to.failed', message: 'no' }, retryable: false });
     await effectAfterCause(
       clients[0]!,
-      () => completeJobSuccess(db.prisma, { ...a, output: 1 }),
+      () => completeJob(db.prisma, { ...a, output: 1 }),
       (tx) =>
         appendWorkflowSteps(tx, {
           workflowRunId,
@@ -321,9 +321,9 @@ describe('verifyIntegrity: time order (seeded corruption)', () => {
       workflow('to.seeded').job('a', 'to.seeded.a', {}).job('b', 'to.seeded.b', {}).external('e').afterSuccess('b', ['a']).afterSuccess('e', ['a']).build(),
     );
     const a = await claimOne(db.prisma, 'to.seeded.a', { markRunning: true });
-    await completeJobSuccess(db.prisma, { ...a, output: 1 });
+    await completeJob(db.prisma, { ...a, output: 1 });
     const b = await claimOne(db.prisma, 'to.seeded.b', { markRunning: true });
-    await completeJobSuccess(db.prisma, { ...b, output: 2 });
+    await completeJob(db.prisma, { ...b, output: 2 });
     await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'e', scope, outcome: { status: 'succeeded' } });
     expect((await verifyIntegrity(db.prisma, { workflowRunIds: [workflowRunId] })).violations).toEqual([]);
     const step = (key: string) => `(SELECT id FROM runledger.workflow_steps WHERE workflow_run_id = $1 AND step_key = '${key}')`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { cancelJob, claimJobs, completeJobSuccess, enqueueJob, getJob, noOrganizationScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
+import { cancelJob, claimJobs, completeJob, enqueueJob, getJob, noOrganizationScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
 import {
   defineJob,
   JobAbortedError,
@@ -123,7 +123,7 @@ describe('a lost lease', () => {
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'intruder', attempt: 2, output: null });
     expect(await succeededEvents(jobId)).toBe(0);
     expect(worker.stats()).toMatchObject({ succeeded: 0, failed: 0, leaseLost: 1 });
-    await completeJobSuccess(db.prisma, { ...intruder, output: 'from the intruder' });
+    await completeJob(db.prisma, { ...intruder, output: 'from the intruder' });
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).output).toBe('from the intruder');
   });
 

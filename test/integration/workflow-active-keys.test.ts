@@ -6,8 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   cancelWorkflowRun,
   claimJobs,
-  completeJobSuccess,
-  enqueueOrGetActiveWorkflow,
+  completeJob,
+  enqueueOrGetActiveWorkflowRun,
   enqueueWorkflowRun,
   noOrganizationScope,
   isRunledgerError,
@@ -45,14 +45,14 @@ async function runCount(workflowType: string): Promise<number> {
 
 async function finishAll(jobType: string): Promise<void> {
   const jobs = await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 100, leaseSeconds: 60, markRunning: true });
-  for (const job of jobs) await completeJobSuccess(db.prisma, { ...job, output: { done: true } });
+  for (const job of jobs) await completeJob(db.prisma, { ...job, output: { done: true } });
 }
 
-describe('enqueueOrGetActiveWorkflow', () => {
+describe('enqueueOrGetActiveWorkflowRun', () => {
   it('inserts a run that claims the key, then answers existing_active with the holder; a handle reads either', async () => {
-    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.basic'), activeKey: 'sync:basic' });
+    const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.basic'), activeKey: 'sync:basic' });
     expect(first).toMatchObject({ outcome: 'inserted', status: 'RUNNING' });
-    const second = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.basic'), activeKey: 'sync:basic' });
+    const second = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.basic'), activeKey: 'sync:basic' });
     expect(second).toEqual({ outcome: 'existing_active', workflowRunId: first.workflowRunId, status: 'RUNNING' });
     expect(await claimsOf('sync:basic')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: false }]);
     const handle = workflowRunHandle(db.prisma, noOrganizationScope(), second.workflowRunId);
@@ -62,11 +62,11 @@ describe('enqueueOrGetActiveWorkflow', () => {
   it('scopes keys: the same key in two organizations and globally is three claims', async () => {
     const orgA = newId();
     const orgB = newId();
-    const a = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.scope'), organizationId: orgA, activeKey: 'sync:scoped' });
-    const b = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.scope'), organizationId: orgB, activeKey: 'sync:scoped' });
-    const g = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.scope'), activeKey: 'sync:scoped' });
+    const a = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.scope'), organizationId: orgA, activeKey: 'sync:scoped' });
+    const b = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.scope'), organizationId: orgB, activeKey: 'sync:scoped' });
+    const g = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.scope'), activeKey: 'sync:scoped' });
     expect([a.outcome, b.outcome, g.outcome]).toEqual(['inserted', 'inserted', 'inserted']);
-    const againA = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.scope'), organizationId: orgA, activeKey: 'sync:scoped' });
+    const againA = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.scope'), organizationId: orgA, activeKey: 'sync:scoped' });
     expect(againA).toMatchObject({ outcome: 'existing_active', workflowRunId: a.workflowRunId });
     expect((await claimsOf('sync:scoped')).map((c) => c.scope).sort()).toEqual(['global', `organization:${orgA}`, `organization:${orgB}`].sort());
     expect(await workflowRunHandle(db.prisma, organizationScope(orgA), againA.workflowRunId).getStatus()).toBe('RUNNING');
@@ -74,22 +74,22 @@ describe('enqueueOrGetActiveWorkflow', () => {
 
   it('answers existing_idempotent for the same idempotency key and request, and refuses a different request or active key', async () => {
     const run = { ...sync('ak.idem'), idempotencyKey: 'idem-1' };
-    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:idem' });
+    const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:idem' });
     expect(first.outcome).toBe('inserted');
-    expect(await enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:idem' })).toEqual({
+    expect(await enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:idem' })).toEqual({
       outcome: 'existing_idempotent',
       workflowRunId: first.workflowRunId,
       status: 'RUNNING',
     });
-    await expect(enqueueOrGetActiveWorkflow(db.prisma, { ...run, metadata: { other: true }, activeKey: 'sync:idem' })).rejects.toMatchObject({
+    await expect(enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, metadata: { other: true }, activeKey: 'sync:idem' })).rejects.toMatchObject({
       code: 'workflow.idempotency_conflict',
     });
-    await expect(enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:idem-other' })).rejects.toMatchObject({ code: 'workflow.idempotency_conflict' });
+    await expect(enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:idem-other' })).rejects.toMatchObject({ code: 'workflow.idempotency_conflict' });
     // After the run ended and another run took the key, the retry still gets its own run.
     await finishAll('ak.idem');
-    const other = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.idem'), activeKey: 'sync:idem' });
+    const other = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.idem'), activeKey: 'sync:idem' });
     expect(other.outcome).toBe('inserted');
-    expect(await enqueueOrGetActiveWorkflow(db.prisma, { ...run, activeKey: 'sync:idem' })).toEqual({
+    expect(await enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:idem' })).toEqual({
       outcome: 'existing_idempotent',
       workflowRunId: first.workflowRunId,
       status: 'SUCCEEDED',
@@ -100,44 +100,44 @@ describe('enqueueOrGetActiveWorkflow', () => {
   it('refuses a blank or oversized key naming the field, writing nothing', async () => {
     const before = await runCount('customer.sync');
     for (const activeKey of ['', '   ', 'é'.repeat(257), 'a\u0000b']) {
-      const error = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.bad'), activeKey }).catch((e: unknown) => e);
+      const error = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.bad'), activeKey }).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'workflow.invalid_input', field: 'activeKey' });
     }
-    await expect(enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.bad'), activeKey: 'x'.repeat(512) })).resolves.toMatchObject({ outcome: 'inserted' });
+    await expect(enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.bad'), activeKey: 'x'.repeat(512) })).resolves.toMatchObject({ outcome: 'inserted' });
     expect(await runCount('customer.sync')).toBe(before + 1);
   });
 
   it('refuses REPEATABLE READ before any write, and a rolled-back host transaction claims nothing', async () => {
     const error = await db.prisma
-      .$transaction(async (tx) => enqueueOrGetActiveWorkflow(tx, { ...sync('ak.iso'), activeKey: 'sync:iso' }), { isolationLevel: 'RepeatableRead' })
+      .$transaction(async (tx) => enqueueOrGetActiveWorkflowRun(tx, { ...sync('ak.iso'), activeKey: 'sync:iso' }), { isolationLevel: 'RepeatableRead' })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'workflow.active_key_unsupported_isolation' });
     await db.prisma
       .$transaction(async (tx) => {
-        expect((await enqueueOrGetActiveWorkflow(tx, { ...sync('ak.iso'), activeKey: 'sync:iso' })).outcome).toBe('inserted');
+        expect((await enqueueOrGetActiveWorkflowRun(tx, { ...sync('ak.iso'), activeKey: 'sync:iso' })).outcome).toBe('inserted');
         throw new Error('host rolls back');
       })
       .catch(() => undefined);
     expect(await claimsOf('sync:iso')).toEqual([]);
-    expect((await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.iso'), activeKey: 'sync:iso' })).outcome).toBe('inserted');
+    expect((await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.iso'), activeKey: 'sync:iso' })).outcome).toBe('inserted');
   });
 
   it('releases the key when the run succeeds, so the next enqueue inserts', async () => {
-    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.release'), activeKey: 'sync:release' });
+    const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.release'), activeKey: 'sync:release' });
     await finishAll('ak.release');
     expect(await claimsOf('sync:release')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: true }]);
-    const next = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.release'), activeKey: 'sync:release' });
+    const next = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.release'), activeKey: 'sync:release' });
     expect(next.outcome).toBe('inserted');
     expect(next.workflowRunId).not.toBe(first.workflowRunId);
   });
 
   it('keeps the key of a canceled run while a canceled lease is live; the sweep or the next enqueue releases it once quiescent', async () => {
-    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
+    const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.cancel'], limit: 1, leaseSeconds: 300, markRunning: true });
     expect(lease).toBeDefined();
     await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
     expect(await claimsOf('sync:cancel')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: false }]);
-    expect(await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' })).toEqual({
+    expect(await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' })).toEqual({
       outcome: 'existing_active',
       workflowRunId: first.workflowRunId,
       status: 'CANCELED',
@@ -150,17 +150,17 @@ describe('enqueueOrGetActiveWorkflow', () => {
     expect(await claimsOf('sync:cancel')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: true }]);
 
     // The next enqueue releases a quiescent holder itself, without the sweep.
-    const second = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
+    const second = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     const [lease2] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.cancel'], limit: 1, leaseSeconds: 300, markRunning: true });
     await cancelWorkflowRun(db.prisma, { workflowRunId: second.workflowRunId, scope: noOrganizationScope() });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease2!.jobId}::uuid`;
-    const third = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
+    const third = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     expect(third.outcome).toBe('inserted');
     expect((await claimsOf('sync:cancel')).map((c) => c.released)).toEqual([true, true, false]);
   });
 
   it("is released by the worker's reaper loop once the canceled lease has run out", async () => {
-    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.reaper'), activeKey: 'sync:reaper' });
+    const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.reaper'), activeKey: 'sync:reaper' });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.reaper'], limit: 1, leaseSeconds: 300, markRunning: true });
     await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
@@ -185,7 +185,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
   });
 
   it('releases at once when a run is canceled with no live lease', async () => {
-    const first = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.cancel-pending'), activeKey: 'sync:cancel-pending' });
+    const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.cancel-pending'), activeKey: 'sync:cancel-pending' });
     await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
     expect(await claimsOf('sync:cancel-pending')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: true }]);
   });
@@ -198,7 +198,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
         clients.map(async (client): Promise<ActiveWorkflowOutcome | string> => {
           await start();
           try {
-            return await enqueueOrGetActiveWorkflow(client, { ...workflow('customer.race').job('pull', 'ak.race', { round }).build(), activeKey: key });
+            return await enqueueOrGetActiveWorkflowRun(client, { ...workflow('customer.race').job('pull', 'ak.race', { round }).build(), activeKey: key });
           } catch (error) {
             return isRunledgerError(error) ? error.code : String(error);
           }
@@ -213,7 +213,7 @@ describe('enqueueOrGetActiveWorkflow', () => {
   });
 
   it('round-trips claim and mutation rows through the ORM', async () => {
-    const { workflowRunId } = await enqueueOrGetActiveWorkflow(db.prisma, { ...sync('ak.orm'), activeKey: 'sync:orm' });
+    const { workflowRunId } = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.orm'), activeKey: 'sync:orm' });
     const claim = await db.prisma.workflowActiveKey.findUniqueOrThrow({ where: { workflowRunId }, include: { run: true } });
     expect(claim).toMatchObject({ scope: 'global', activeKey: 'sync:orm', releasedAt: null });
     expect(claim.run.id).toBe(workflowRunId);

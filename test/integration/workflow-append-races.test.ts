@@ -10,7 +10,7 @@ import {
   appendWorkflowSteps,
   cancelWorkflowRun,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   noOrganizationScope,
   workflow,
@@ -126,12 +126,12 @@ describe('append racing completion of its prerequisite', () => {
     it(`${kind}: the append first, the completion waiting for its step row`, async () => {
       const serial = await fixture(`c1s${Number(withDependent)}`, withDependent);
       await appendWorkflowSteps(db.prisma, serial.append);
-      await completeJobSuccess(db.prisma, { ...serial.lease, output: 1 });
+      await completeJob(db.prisma, { ...serial.lease, output: 1 });
 
       const raced = await fixture(`c1r${Number(withDependent)}`, withDependent);
       const append = held(first, (tx) => appendWorkflowSteps(tx, raced.append));
       expect((await append.ready).steps.map((s) => s.status)).toEqual(['BLOCKED', 'BLOCKED']);
-      const completion = completeJobSuccess(second, { ...raced.lease, output: 1 });
+      const completion = completeJob(second, { ...raced.lease, output: 1 });
       await lockWaiters(1);
       append.release();
       await append.done;
@@ -144,11 +144,11 @@ describe('append racing completion of its prerequisite', () => {
 
     it(`${kind}: the completion first, the append waiting for the step row`, async () => {
       const serial = await fixture(`c2s${Number(withDependent)}`, withDependent);
-      await completeJobSuccess(db.prisma, { ...serial.lease, output: 1 });
+      await completeJob(db.prisma, { ...serial.lease, output: 1 });
       await appendWorkflowSteps(db.prisma, serial.append);
 
       const raced = await fixture(`c2r${Number(withDependent)}`, withDependent);
-      const completion = held(first, (tx) => completeJobSuccess(tx, { ...raced.lease, output: 1 }));
+      const completion = held(first, (tx) => completeJob(tx, { ...raced.lease, output: 1 }));
       await completion.ready;
       const append = appendWorkflowSteps(second, raced.append);
       await lockWaiters(1);
@@ -170,14 +170,14 @@ describe('append racing completion of its prerequisite', () => {
     try {
       // Control: without the append, completing p ends the run and announces it.
       const control = await fixture('notify-control', false, false);
-      await completeJobSuccess(db.prisma, { ...control.lease, output: 1 });
+      await completeJob(db.prisma, { ...control.lease, output: 1 });
       await listener.flush();
       expect(listener.received.filter((n) => n.workflow_run_id === control.workflowRunId)).toEqual([{ workflow_run_id: control.workflowRunId, status: 'SUCCEEDED' }]);
 
       const raced = await fixture('notify', false, false);
       const append = held(first, (tx) => appendWorkflowSteps(tx, raced.append));
       await append.ready;
-      const completion = completeJobSuccess(second, { ...raced.lease, output: 1 });
+      const completion = completeJob(second, { ...raced.lease, output: 1 });
       await lockWaiters(1);
       append.release();
       await append.done;

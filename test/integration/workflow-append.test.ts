@@ -9,7 +9,7 @@ import {
   appendWorkflowSteps,
   claimJobs,
   completeExternalWorkflowStep,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   failJob,
   getWorkflowRun,
@@ -56,11 +56,11 @@ describe('appendWorkflowSteps', () => {
     expect(result).toMatchObject({ outcome: 'appended', workflowRunId, runStatus: 'RUNNING', steps: [{ stepKey: 'b', status: 'BLOCKED', jobId: null }] });
     expect((await stepsByKey(db.prisma, workflowRunId)).b).toMatchObject({ status: 'BLOCKED', dependencyCountTotal: 1, dependencyCountPending: 1 });
 
-    await completeJobSuccess(db.prisma, { ...a, output: 1 });
+    await completeJob(db.prisma, { ...a, output: 1 });
     expect((await stepsByKey(db.prisma, workflowRunId)).b).toMatchObject({ status: 'ENQUEUED', dependencyCountPending: 0 });
     const b = await claimOne('ap.basic.b');
     expect(b.payload).toEqual({ x: 1 });
-    await completeJobSuccess(db.prisma, { ...b, output: 2 });
+    await completeJob(db.prisma, { ...b, output: 2 });
     expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('SUCCEEDED');
   });
 
@@ -69,7 +69,7 @@ describe('appendWorkflowSteps', () => {
       db.prisma,
       workflow('append.terminal').job('ok', 'ap.term.ok', {}).job('bad', 'ap.term.bad', {}).external('hold').build(),
     );
-    await completeJobSuccess(db.prisma, { ...await claimOne('ap.term.ok'), output: null });
+    await completeJob(db.prisma, { ...await claimOne('ap.term.ok'), output: null });
     await failJob(db.prisma, { ...await claimOne('ap.term.bad'), error: { code: 'x.failed', message: 'no' }, retryable: false });
     expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
 
@@ -160,7 +160,7 @@ describe('appendWorkflowSteps', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.window').job('a', 'ap.win.a', {}).external('intake').build());
     const listener = await listenForRunTerminal(db.url);
     try {
-      await completeJobSuccess(db.prisma, { ...await claimOne('ap.win.a'), output: null });
+      await completeJob(db.prisma, { ...await claimOne('ap.win.a'), output: null });
       expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
       const appended = await appendWorkflowSteps(db.prisma, {
         workflowRunId,
@@ -170,7 +170,7 @@ describe('appendWorkflowSteps', () => {
         steps: [{ kind: 'job', key: 'late', jobType: 'ap.win.late', payload: {} }],
       });
       expect(appended).toMatchObject({ runStatus: 'RUNNING', steps: [{ stepKey: 'late', status: 'ENQUEUED' }] });
-      await completeJobSuccess(db.prisma, { ...await claimOne('ap.win.late'), output: null });
+      await completeJob(db.prisma, { ...await claimOne('ap.win.late'), output: null });
       // Still open: the window holds the run.
       expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
       await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'intake', scope: noOrganizationScope(), outcome: { status: 'succeeded' } });
@@ -273,7 +273,7 @@ describe('appendWorkflowSteps', () => {
     }
     expect(await stepCount(workflowRunId)).toBe(1);
 
-    await completeJobSuccess(db.prisma, { ...await claimOne('ap.ref.a'), output: null });
+    await completeJob(db.prisma, { ...await claimOne('ap.ref.a'), output: null });
     await expect(appendWorkflowSteps(db.prisma, request)).rejects.toMatchObject({ code: 'workflow.append_terminal_run', details: { status: 'SUCCEEDED' } });
     expect(await stepCount(workflowRunId)).toBe(1);
     expect(await mutationCount(workflowRunId)).toBe(0);

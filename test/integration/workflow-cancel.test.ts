@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   cancelWorkflowRun,
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   getJob,
   getWorkflowRun,
@@ -36,7 +36,7 @@ describe('cancelWorkflowRun', () => {
     );
     // The roots 'done' and 'pending' run; 'done' releases 'leased', which is claimed and left running.
     for (const root of await claimJobs(db.prisma, { workerId: 'w0', jobTypes: ['cancel.done', 'cancel.pending'], limit: 10, leaseSeconds: 60, markRunning: true })) {
-      await completeJobSuccess(db.prisma, { ...root, output: 'x' });
+      await completeJob(db.prisma, { ...root, output: 'x' });
     }
     const [running] = await claimAll(db.prisma, 'w1');
     expect(running?.jobType).toBe('cancel.leased');
@@ -54,7 +54,7 @@ describe('cancelWorkflowRun', () => {
     expect(leasedJob.leaseExpiresAt).toEqual(running!.leaseExpiresAt);
     expect((await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: running!.jobId })).items.at(-1)?.eventType).toBe('CANCELED');
     // The still-running handler's completion is refused afterwards.
-    const late = await completeJobSuccess(db.prisma, { ...running!, output: 1 }).catch((e: unknown) => e);
+    const late = await completeJob(db.prisma, { ...running!, output: 1 }).catch((e: unknown) => e);
     expect(isRunledgerError(late, 'job.lease_owner_mismatch')).toBe(true);
 
     const pendingSteps = await stepsByKey(db.prisma, pendingRun.workflowRunId);

@@ -8,7 +8,7 @@ import {
   cancelWorkflowRun,
   claimJobs,
   completeExternalWorkflowStep,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   getJob,
   getWorkflowRun,
@@ -54,7 +54,7 @@ describe('workflow concurrency', () => {
         settle(
           (async () => {
             await start();
-            await completeJobSuccess(clients[i]!, { ...job, output: { ok: i } });
+            await completeJob(clients[i]!, { ...job, output: { ok: i } });
           })(),
         ),
       ),
@@ -85,7 +85,7 @@ describe('workflow concurrency', () => {
       const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['race.a'], limit: 1, leaseSeconds: 300, markRunning: true });
       const start = barrier(2);
       const [completion, cancellation] = await Promise.all([
-        settle((async () => (await start(), completeJobSuccess(clients[0]!, { ...job!, output: round })))()),
+        settle((async () => (await start(), completeJob(clients[0]!, { ...job!, output: round })))()),
         settle((async () => (await start(), cancelWorkflowRun(clients[1]!, { workflowRunId, scope: noOrganizationScope() })))()),
       ]);
       expect(cancellation).toBe('ok');
@@ -218,7 +218,7 @@ describe('workflow concurrency', () => {
             FROM runledger.workflow_steps ws LEFT JOIN runledger.job_queue jq ON jq.id = ws.job_id
            WHERE ws.workflow_run_id IN (${one.workflowRunId}::uuid, ${two.workflowRunId}::uuid) ORDER BY ws.id`;
       const before = await snapshot();
-      const error = await completeJobSuccess(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
+      const error = await completeJob(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(error, 'workflow.internal_state')).toBe(true);
       expect((error as { category: string }).category).toBe('internal');
       expect(await snapshot()).toEqual(before);
@@ -231,7 +231,7 @@ describe('workflow concurrency', () => {
           UPDATE runledger.workflow_step_dependencies SET workflow_run_id = ${two.workflowRunId}::uuid
            WHERE prerequisite_step_id = ${a.id}::uuid`;
       });
-      const again = await completeJobSuccess(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
+      const again = await completeJob(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(again, 'workflow.internal_state')).toBe(true);
       expect(await snapshot()).toEqual(before);
       await listener.flush();
@@ -251,7 +251,7 @@ describe('workflow concurrency', () => {
       await connection.query('BEGIN');
       await connection.query("SELECT pg_advisory_xact_lock(x'52554e4c'::int, hashtext($1::text))", [workflowRunId]);
       const started = Date.now();
-      const error = await completeJobSuccess(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
+      const error = await completeJob(db.prisma, { ...job!, output: 1 }).catch((e: unknown) => e);
       expect(isRunledgerError(error, 'workflow.release_conflict')).toBe(true);
       expect(Date.now() - started).toBeLessThan(5_000);
       expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job!.jobId })).status).toBe('LEASED');
@@ -261,7 +261,7 @@ describe('workflow concurrency', () => {
     }
     const setting = await db.prisma.$transaction(async (tx) => {
       await tx.$executeRaw`SET LOCAL lock_timeout = '7s'`;
-      await completeJobSuccess(tx, { ...job!, output: 1 });
+      await completeJob(tx, { ...job!, output: 1 });
       return tx.$queryRaw<{ v: string }[]>`SELECT current_setting('lock_timeout') AS v`;
     });
     expect(setting[0]!.v).toBe('7s');
@@ -272,7 +272,7 @@ describe('workflow concurrency', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('iso').job('a', 'iso.a', {}).build());
     const [job] = await claimAll(db.prisma);
     const error = await db.prisma
-      .$transaction((tx) => completeJobSuccess(tx, { ...job!, output: 1 }), { isolationLevel: 'Serializable' })
+      .$transaction((tx) => completeJob(tx, { ...job!, output: 1 }), { isolationLevel: 'Serializable' })
       .catch((e: unknown) => e);
     expect(isRunledgerError(error, 'workflow.terminal_completion_unsupported_isolation')).toBe(true);
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job!.jobId })).status).toBe('LEASED');

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   failJob,
   getJob,
@@ -54,7 +54,7 @@ describe('workflow execution', () => {
       }
       await runRunnableJobs(db.prisma); // nothing new is runnable until these complete
       for (const job of jobs) {
-        await completeJobSuccess(db.prisma, { ...job, output: { from: job.jobType } });
+        await completeJob(db.prisma, { ...job, output: { from: job.jobType } });
       }
     }
     expect(order[0]).toBe('a');
@@ -131,7 +131,7 @@ describe('workflow execution', () => {
     const marker = new Error('host rolls back');
     await expect(
       db.prisma.$transaction(async (tx) => {
-        await completeJobSuccess(tx, { ...job!, output: 1 });
+        await completeJob(tx, { ...job!, output: 1 });
         expect((await tx.workflowRun.findUniqueOrThrow({ where: { id: workflowRunId } })).status).toBe('SUCCEEDED');
         throw marker;
       }),
@@ -139,7 +139,7 @@ describe('workflow execution', () => {
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([]);
     expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('RUNNING');
-    await completeJobSuccess(db.prisma, { ...job!, output: 1 });
+    await completeJob(db.prisma, { ...job!, output: 1 });
     await terminal.current.flush();
     expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
   });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   claimJobs,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   failJob,
   noOrganizationScope,
@@ -26,7 +26,7 @@ const CUTOFF = new Date('2021-01-01T00:00:00Z');
 /** Runs the pending jobs of `jobType`: fails them or completes them. */
 async function settle(jobType: string, ok: boolean): Promise<void> {
   for (const job of await claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit: 100, leaseSeconds: 60, markRunning: true })) {
-    if (ok) await completeJobSuccess(db.prisma, { ...job, output: { ok: true } });
+    if (ok) await completeJob(db.prisma, { ...job, output: { ok: true } });
     else await failJob(db.prisma, { ...job, error: { code: 'x.failed', message: 'no' }, retryable: false });
   }
 }

@@ -13,11 +13,11 @@ import {
   cancelWorkflowRun,
   claimJobs,
   completeExternalWorkflowStep,
-  completeJobSuccess,
+  completeJob,
   defineJob,
   failJob,
   TerminalError,
-  enqueueOrGetActiveWorkflow,
+  enqueueOrGetActiveWorkflowRun,
   enqueueWorkflowRun,
   getWorkflowRun,
   isRunledgerError,
@@ -50,7 +50,7 @@ async function drive(prefix: string, fail: readonly string[] = []): Promise<stri
     const jobs = await claimJobs(db.prisma, { workerId: 'w', jobTypes: types.map((t) => t.job_type), limit: 100, leaseSeconds: 60, markRunning: true });
     for (const job of jobs) {
       if (fail.includes(job.jobType)) await failJob(db.prisma, { ...job, error: { code: 'test.failed', message: 'failed on purpose' }, retryable: false });
-      else await completeJobSuccess(db.prisma, { ...job, output: { ran: job.jobType } });
+      else await completeJob(db.prisma, { ...job, output: { ran: job.jobType } });
       ran.push(job.jobType);
     }
   }
@@ -357,9 +357,9 @@ describe('recoverWorkflowRun', () => {
 
   it("takes the source's active key; refuses while another run holds it", async () => {
     const keyed = (tag: string) => ({ ...workflow('recover.keyed').job('a', `ak.${tag}`, {}).build(), activeKey: 'sync:1' });
-    const source = await enqueueOrGetActiveWorkflow(db.prisma, keyed('one'));
+    const source = await enqueueOrGetActiveWorkflowRun(db.prisma, keyed('one'));
     await drive('ak.one', ['ak.one']);
-    const holder = await enqueueOrGetActiveWorkflow(db.prisma, keyed('two'));
+    const holder = await enqueueOrGetActiveWorkflowRun(db.prisma, keyed('two'));
     expect(holder.outcome).toBe('inserted');
     expect(await refusal({ sourceRunId: source.workflowRunId, scope, requestKey: 'k', reason: 'r' })).toMatchObject({
       code: 'workflow.recovery_active_key_held',
@@ -370,7 +370,7 @@ describe('recoverWorkflowRun', () => {
     const claims = await db.prisma.$queryRaw<{ workflow_run_id: string }[]>`
       SELECT workflow_run_id FROM runledger.workflow_active_keys WHERE active_key = 'sync:1' AND released_at IS NULL`;
     expect(claims).toEqual([{ workflow_run_id: recovery.recoveryRunId }]);
-    expect(await enqueueOrGetActiveWorkflow(db.prisma, keyed('three'))).toMatchObject({ outcome: 'existing_active', workflowRunId: recovery.recoveryRunId });
+    expect(await enqueueOrGetActiveWorkflowRun(db.prisma, keyed('three'))).toMatchObject({ outcome: 'existing_active', workflowRunId: recovery.recoveryRunId });
   });
 
   it('reads lineage both ways: recoveredFrom, recoveries, listWorkflowRecoveries pages, a handle', async () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { claimJobs, completeJobSuccess, completeJobsSuccess, enqueueJob, enqueueWorkflowRun, failJob, workflow } from '../../src/index.js';
+import { claimJobs, completeJob, completeJobs, enqueueJob, enqueueWorkflowRun, failJob, workflow } from '../../src/index.js';
 import { defineJob, type JobContext } from '../../src/worker/index.js';
 import { stepInputsOf } from '../../src/job/step-inputs.js';
 import { countAllWords, countWords, sumCounts } from '../../examples/readme/fan-in.js';
@@ -22,7 +22,7 @@ const startWorker = useWorkers(db);
 /** Claims the runnable jobs of `jobTypes` and completes them all with `output`. */
 async function settleParts(jobTypes: string[], output: { [key: string]: number }): Promise<void> {
   const jobs = await claimJobs(db.prisma, { workerId: 'test-worker', jobTypes, limit: 1000, leaseSeconds: 60, markRunning: true });
-  await completeJobsSuccess(db.prisma, jobs.map((lease) => ({ ...lease, output })));
+  await completeJobs(db.prisma, jobs.map((lease) => ({ ...lease, output })));
 }
 
 describe('step inputs', () => {
@@ -70,7 +70,7 @@ describe('step inputs', () => {
       workflow('inputs.terminal').job('ok', 'inputs.ok', {}).job('bad', 'inputs.bad', {}).job('report', 'inputs.report', {}).afterTerminal('report', ['ok', 'bad']).build(),
     );
     for (const job of await claimAll(db.prisma)) {
-      if (job.jobType === 'inputs.ok') await completeJobSuccess(db.prisma, { ...job, output: { fine: true } });
+      if (job.jobType === 'inputs.ok') await completeJob(db.prisma, { ...job, output: { fine: true } });
       else await failJob(db.prisma, { ...job, error: { code: 'x.broken', message: 'broken' }, retryable: false });
     }
     const [report] = await claimAll(db.prisma);

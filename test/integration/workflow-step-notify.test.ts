@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   appendWorkflowSteps,
   completeExternalWorkflowStep,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   failJob,
   noOrganizationScope,
@@ -48,7 +48,7 @@ describe('step-changed notifications', () => {
     expect(await drain()).toEqual([]);
     // Both prerequisites in one transaction: PostgreSQL folds the identical notifications into one.
     await db.prisma.$transaction(async (tx) => {
-      for (const job of claimed) await completeJobSuccess(tx, { ...job, output: { ok: true } });
+      for (const job of claimed) await completeJob(tx, { ...job, output: { ok: true } });
     });
     expect(await drain()).toEqual([workflowRunId]);
     expect((await stepsByKey(db.prisma, workflowRunId)).c!.status).toBe('ENQUEUED');
@@ -60,7 +60,7 @@ describe('step-changed notifications', () => {
     const [job] = await claimAll(db.prisma);
     await expect(
       db.prisma.$transaction(async (tx) => {
-        await completeJobSuccess(tx, { ...job!, output: null });
+        await completeJob(tx, { ...job!, output: null });
         throw new Error('host rollback');
       }),
     ).rejects.toThrow('host rollback');

@@ -11,7 +11,7 @@ import {
   cancelWorkflowRun,
   claimJobs,
   continueJob,
-  completeJobSuccess,
+  completeJob,
   enqueueWorkflowRun,
   failJob,
   noOrganizationScope,
@@ -137,7 +137,7 @@ describe('a job step reads as RUNNING from its job, and stores its start when an
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${jobId}::uuid`;
     const second = await claim('start.legacy');
     await db.prisma.$executeRaw`UPDATE runledger.workflow_steps SET status = 'RUNNING' WHERE id = ${stepId}::uuid`;
-    await completeJobSuccess(db.prisma, { ...second, output: 'ok' });
+    await completeJob(db.prisma, { ...second, output: 'ok' });
     expect(await read(workflowRunId)).toMatchObject({ status: 'SUCCEEDED', startedAt: legacyStart, output: 'ok' });
   });
 });

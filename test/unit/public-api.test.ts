@@ -16,7 +16,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // Scopes.
   'noOrganizationScope', 'organizationScope', 'adminScope',
   // Queue.
-  'enqueueJob', 'enqueueJobs', 'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess',
+  'enqueueJob', 'enqueueJobs', 'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJob', 'completeJobs',
   'failJob', 'releaseJob', 'setJobStage', 'recordJobProgress', 'continueJob', 'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents',
   'listJobAttempts', 'DEFAULT_BACKOFF',
   // Job definitions catalog and enqueue intents.
@@ -26,7 +26,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'workflow', 'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
   'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
   'workflowRunHandle', 'enqueueWorkflowRunHandle', 'createWorkflowRunListener',
-  'enqueueOrGetActiveWorkflow', 'releaseQuiescedActiveKeys', 'appendWorkflowSteps',
+  'enqueueOrGetActiveWorkflowRun', 'releaseQuiescedActiveKeys', 'appendWorkflowSteps',
   // Integrity.
   'verifyIntegrity',
   // Cron schedules and retention.
@@ -41,11 +41,25 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'createWorker', 'runWorker', 'defineJob', 'continueNow', 'continueAfter', 'RetryableError', 'TerminalError', 'JobAbortedError', 'createConsoleLogger', 'silentLogger',
   // Web dashboard: a Node handler and a Fetch API handler.
   'createDashboard', 'createDashboardFetchHandler',
+  // Deprecated aliases of renamed names (src/deprecated.ts, CHANGELOG.md), kept one release.
+  'completeJobSuccess', 'completeJobsSuccess', 'enqueueOrGetActiveWorkflow',
 ];
 
 describe('public API', () => {
   it('exports exactly the documented runtime names', () => {
     expect(Object.keys(runledger).sort()).toEqual([...PUBLIC_RUNTIME_EXPORTS].sort());
+  });
+
+  it('keeps each deprecated alias the very function of its new name, marked @deprecated', async () => {
+    expect(runledger.completeJobSuccess).toBe(runledger.completeJob);
+    expect(runledger.completeJobsSuccess).toBe(runledger.completeJobs);
+    expect(runledger.enqueueOrGetActiveWorkflow).toBe(runledger.enqueueOrGetActiveWorkflowRun);
+    const { readFile } = await import('node:fs/promises');
+    const source = await readFile(new URL('../../src/deprecated.ts', import.meta.url), 'utf8');
+    for (const name of ['completeJobSuccess', 'completeJobsSuccess', 'enqueueOrGetActiveWorkflow']) {
+      const line = source.split('\n').findIndex((l) => l.startsWith(`export const ${name}:`));
+      expect(source.split('\n')[line - 1], name).toMatch(/^\/\*\* @deprecated Renamed `\w+`/);
+    }
   });
 
   it('keeps renamed and internal names out', () => {
@@ -58,7 +72,7 @@ describe('public API', () => {
     // The documented exceptions: enqueueJob/enqueueJobs/enqueueWorkflowRunHandle take per-call options after the
     // request, workflowRunHandle(db, scope, id, options?) builds a handle (docs/guide/typed-api.md, "API conventions").
     const operations = [
-      'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJobSuccess', 'completeJobsSuccess', 'failJob', 'releaseJob',
+      'claimJobs', 'markJobRunning', 'heartbeatJob', 'completeJob', 'completeJobs', 'failJob', 'releaseJob',
       'cancelJob', 'reapExpiredLeases', 'getJob', 'findJob', 'listJobs', 'listJobEvents', 'listJobAttempts',
       'enqueueWorkflowRun', 'enqueueWorkflowRuns', 'completeExternalWorkflowStep', 'cancelWorkflowRun',
       'getWorkflowRun', 'findWorkflowRun', 'listWorkflowRuns', 'countWorkflowRuns', 'listWorkflowSteps', 'listWorkflowStepDependencies',
