@@ -29,6 +29,7 @@ import {
   WORKFLOW_INVALID_INPUT,
   type ValidatedDependency,
   type ValidatedStep,
+  jobStepSettingsFields,
   resolveStep,
 } from './run-definition.js';
 
@@ -37,17 +38,7 @@ const appendJobStepSchema = z.strictObject({
   kind: z.literal('job'),
   jobType: nonBlank(200),
   payload: jsonValue,
-  priority: int32.optional(),
-  maxAttempts: positiveInt.optional(),
-  timeoutSeconds: positiveInt.optional(),
-  /** Execution resource of the step's job (see enqueueJob's \`resource\`). */
-  resource: requestKey.optional(),
-  /** Retry backoff of the step's job (see enqueueJob's \`backoff\`). */
-  backoff: backoffPolicySchema.optional(),
-  /** Stage label of the step's job (see enqueueJob's \`stage\`). */
-  stage: stageLabel.optional(),
-  /** The step's job may continue (see the workflow builder's \`allowContinuation\`). */
-  allowContinuation: z.boolean().optional(),
+  ...jobStepSettingsFields,
 });
 
 const appendExternalStepSchema = z.strictObject({ key: storableText, kind: z.literal('external') });

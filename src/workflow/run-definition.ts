@@ -26,11 +26,8 @@ const dependencySchema = z.strictObject({
   mode: z.enum(['on_success', 'on_terminal']).default('on_success'),
 });
 
-const jobStepSchema = z.strictObject({
-  key: storableText,
-  kind: z.literal('job'),
-  jobType: nonBlank(200),
-  payload: jsonInput,
+/** A job step's settings, as a run and an append take them (append-request.ts spreads these too). */
+export const jobStepSettingsFields = {
   priority: int32.optional(),
   maxAttempts: positiveInt.optional(),
   timeoutSeconds: positiveInt.optional(),
@@ -42,6 +39,14 @@ const jobStepSchema = z.strictObject({
   stage: stageLabel.optional(),
   /** The step's job may return continueNow / continueAfter (the step stays ENQUEUED between slices). */
   allowContinuation: z.boolean().optional(),
+};
+
+const jobStepSchema = z.strictObject({
+  key: storableText,
+  kind: z.literal('job'),
+  jobType: nonBlank(200),
+  payload: jsonInput,
+  ...jobStepSettingsFields,
   dependsOn: z.array(dependencySchema).default([]),
   result: z.boolean().default(false),
 });
