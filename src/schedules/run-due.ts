@@ -274,32 +274,21 @@ function slotJob(row: ScheduleRow, slot: Date | null, trigger: 'slot' | 'manual'
   const key = slot === null ? null : slotIdempotencyKey(row.schedule_key, slot);
   const resource = row.resource_key;
   // A job schedule's row has both (job_schedules_one_target).
-  const jobType = row.job_type!;
-  const payload = row.payload!;
-  return {
-    id: newId(),
-    jobType,
+  const settings = {
+    jobType: row.job_type!,
     organizationId: row.organization_id,
-    payload,
+    payload: row.payload!,
     priority: row.priority,
     maxAttempts: row.max_attempts,
     timeoutSeconds: row.timeout_seconds,
+  };
+  return {
+    id: newId(),
+    ...settings,
     nextRunAt: null,
     idempotencyKey: key,
     // The same canonical request enqueueJob stores, so the key means the same thing to both.
-    enqueueRequest:
-      key === null
-        ? null
-        : canonicalJobRequest({
-            jobType,
-            organizationId: row.organization_id,
-            payload,
-            priority: row.priority,
-            maxAttempts: row.max_attempts,
-            timeoutSeconds: row.timeout_seconds,
-            resourceKey: resource,
-            backoff: null,
-          }),
+    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey: resource, backoff: null }),
     // The ENQUEUED event says which schedule and slot made the job.
     eventPayload: { schedule: { key: row.schedule_key, trigger, ...(slot === null ? {} : { slot: slot.toISOString() }) } } satisfies JsonValue,
     resourceKey: resource,
