@@ -32,7 +32,13 @@ export const EXECUTIONS_DDL = `
   );
   CREATE INDEX IF NOT EXISTS effects_job_idx ON chaos.effects (job_id);`;
 
-const payload = z.object({ n: z.number().optional(), failUntil: z.number().optional(), size: z.number().optional(), key: z.string().optional(), fail: z.boolean().optional() });
+const payload = z.object({
+  n: z.number().optional(),
+  failUntil: z.number().optional(),
+  size: z.number().optional(),
+  key: z.string().optional(),
+  fail: z.boolean().optional(),
+});
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -93,7 +99,8 @@ export function chaosHandlers(pool: pg.Pool, worker: string, host: Client): AnyJ
       payload,
       async ({ n, failUntil }, ctx) => {
         await record(ctx);
-        await ctx.tx.$executeRaw`INSERT INTO chaos.effects (job_id, run_number, attempt) VALUES (${ctx.jobId}::uuid, ${ctx.runNumber}::int, ${ctx.attempt}::int)`;
+        await ctx.tx
+          .$executeRaw`INSERT INTO chaos.effects (job_id, run_number, attempt) VALUES (${ctx.jobId}::uuid, ${ctx.runNumber}::int, ${ctx.attempt}::int)`;
         await pause(5 + Math.random() * 35, ctx.signal);
         // After the effect: a failed attempt must roll it back.
         if (ctx.attempt <= (failUntil ?? 0)) throw new RetryableError('failed after its write', { code: 'chaos.tx_failed' });

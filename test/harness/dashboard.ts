@@ -7,7 +7,16 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
-import { adminScope, createDashboard, noOrganizationScope, organizationScope, type DashboardHandler, type DashboardOptions, type Db, type Scope } from '../../src/index.js';
+import {
+  adminScope,
+  createDashboard,
+  noOrganizationScope,
+  organizationScope,
+  type DashboardHandler,
+  type DashboardOptions,
+  type Db,
+  type Scope,
+} from '../../src/index.js';
 
 export const SCOPE_HEADER = 'x-test-scope';
 

@@ -1,13 +1,26 @@
 /** Helpers for workflow tests: drive jobs through the real queue, observe notifications. */
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { claimJobs, completeJobSuccess, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
+import {
+  claimJobs,
+  completeJobSuccess,
+  failJob,
+  noOrganizationScope,
+  listWorkflowSteps,
+  type ClaimedJob,
+  type Db,
+  type WorkflowStep,
+} from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/db/constants.js';
 
 export type JobOutcome = { ok: true; output?: unknown } | { ok: false; retryable?: boolean; code?: string };
 
 /** Claims every runnable job and settles it with `decide`; returns the jobs it handled. */
-export async function runRunnableJobs(db: Db, decide: (job: ClaimedJob) => JobOutcome = () => ({ ok: true, output: null }), workerId = 'test-worker'): Promise<ClaimedJob[]> {
+export async function runRunnableJobs(
+  db: Db,
+  decide: (job: ClaimedJob) => JobOutcome = () => ({ ok: true, output: null }),
+  workerId = 'test-worker',
+): Promise<ClaimedJob[]> {
   const handled: ClaimedJob[] = [];
   for (;;) {
     const jobs = await claimJobs(db, { workerId, limit: 100, leaseSeconds: 60, markRunning: true });
@@ -34,7 +47,9 @@ export async function stepsByKey(db: Db, workflowRunId: string): Promise<Record<
 export { noOrganizationScope };
 
 /** A LISTEN connection on the run-terminal channel that records every payload. */
-export async function listenForRunTerminal(url: string): Promise<{ received: { workflow_run_id: string; status: string }[]; close(): Promise<void>; flush(): Promise<void> }> {
+export async function listenForRunTerminal(
+  url: string,
+): Promise<{ received: { workflow_run_id: string; status: string }[]; close(): Promise<void>; flush(): Promise<void> }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const received: { workflow_run_id: string; status: string }[] = [];

@@ -14,7 +14,16 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page, Route } from 'playwright-core';
-import { claimJobs, completeExternalWorkflowStep, createDashboardFetchHandler, enqueueJob, enqueueWorkflowRun, organizationScope, releaseJob, workflow } from '../../src/index.js';
+import {
+  claimJobs,
+  completeExternalWorkflowStep,
+  createDashboardFetchHandler,
+  enqueueJob,
+  enqueueWorkflowRun,
+  organizationScope,
+  releaseJob,
+  workflow,
+} from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { chromiumAvailable, launchChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -73,7 +82,10 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const page = await openPage('#/');
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_queue WHERE status = 'PENDING'`;
     const pending = row!.n;
-    await page.locator('[data-testid=pending-total]').filter({ hasText: String(pending) }).waitFor();
+    await page
+      .locator('[data-testid=pending-total]')
+      .filter({ hasText: String(pending) })
+      .waitFor();
     const mailPending = await page.locator('td[data-type="browser.mail"][data-status="PENDING"]').innerText();
     expect(mailPending.trim()).toBe('3');
     // Every form control is labelled.
@@ -137,7 +149,11 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     // From the steps table to the publish job's page, then to the jobs list, all in the same page.
     await page.getByRole('link', { name: `…${steps.publish!.jobId!.slice(-8)}` }).click();
     await page.locator('#job-title').filter({ hasText: steps.publish!.jobId! }).waitFor();
-    await page.locator('table.list td').filter({ hasText: /^SUCCEEDED$/ }).first().waitFor();
+    await page
+      .locator('table.list td')
+      .filter({ hasText: /^SUCCEEDED$/ })
+      .first()
+      .waitFor();
     await page.getByRole('link', { name: `step publish of run ${workflowRunId}` }).waitFor();
     // Its one attempt: the worker that ran it, and how it ended.
     const attempt = page.locator('[data-testid=attempt-row]');
@@ -178,7 +194,10 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.claimed').job('work', 'browser.claimed', {}).build());
     const page = await openPage(`#/runs/${workflowRunId}`);
     await page.locator('svg.dag [data-step-key="work"][data-status="ENQUEUED"]').waitFor();
-    await page.locator('#live').filter({ hasText: /^live$/ }).waitFor();
+    await page
+      .locator('#live')
+      .filter({ hasText: /^live$/ })
+      .waitFor();
     // While a step waits to be claimed the page polls every second instead of every 5 s (views/run.ts): two reads
     // in a row, with nothing changing in between, come well within 5 s.
     const refreshedAt = () => page.evaluate('document.body.dataset.refreshedAt');
@@ -289,9 +308,14 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.context().close();
   });
 
-  it("charts the last hour per minute with totals equal to the database, and a table alternative", async () => {
+  it('charts the last hour per minute with totals equal to the database, and a table alternative', async () => {
     // Finished jobs at known minutes: 2 succeeded 4 minutes ago, 1 dead-lettered 9 minutes ago, 1 canceled 30 minutes ago.
-    for (const [minutesAgo, status] of [[4, 'SUCCEEDED'], [4, 'SUCCEEDED'], [9, 'DEAD_LETTERED'], [30, 'CANCELED']] as const) {
+    for (const [minutesAgo, status] of [
+      [4, 'SUCCEEDED'],
+      [4, 'SUCCEEDED'],
+      [9, 'DEAD_LETTERED'],
+      [30, 'CANCELED'],
+    ] as const) {
       const { jobId } = await enqueueJob(db.prisma, { jobType: 'browser.timed', payload: {} });
       await db.prisma.$executeRaw`
         UPDATE runledger.job_queue SET status = ${status}::runledger.job_status, attempt = 1, started_at = now() - interval '1 hour',
@@ -304,14 +328,21 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const chart = page.locator('[data-testid=throughput]');
     await chart.locator('svg g.bar').nth(59).waitFor({ state: 'attached' });
     const read = async () =>
-      (await page.evaluate(`(() => { const f = document.querySelector('[data-testid=throughput]'); return { ...f.dataset, bars: [...f.querySelectorAll('g.bar')].map((g) => ({ ...g.dataset })) }; })()`)) as Record<string, any>;
+      (await page.evaluate(
+        `(() => { const f = document.querySelector('[data-testid=throughput]'); return { ...f.dataset, bars: [...f.querySelectorAll('g.bar')].map((g) => ({ ...g.dataset })) }; })()`,
+      )) as Record<string, any>;
     const shown = await read();
     const [db0] = await db.prisma.$queryRaw<{ succeeded: number; dead: number; canceled: number; retried: number }[]>`
       SELECT (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'SUCCEEDED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS succeeded,
              (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'DEAD_LETTERED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS dead,
              (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'CANCELED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS canceled,
              (SELECT count(*)::int FROM runledger.job_attempts WHERE outcome = 'FAILED_RETRY' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS retried`;
-    expect([shown.totalSucceeded, shown.totalDeadLettered, shown.totalCanceled, shown.totalRetried].map(Number)).toEqual([db0!.succeeded, db0!.dead, db0!.canceled, db0!.retried]);
+    expect([shown.totalSucceeded, shown.totalDeadLettered, shown.totalCanceled, shown.totalRetried].map(Number)).toEqual([
+      db0!.succeeded,
+      db0!.dead,
+      db0!.canceled,
+      db0!.retried,
+    ]);
     expect(db0!.canceled).toBeGreaterThanOrEqual(1);
     // Each seeded minute's bar holds at least what was seeded there, per the database's own minute.
     const bar = (minutesAgo: number) => shown.bars[59 - minutesAgo];
@@ -349,13 +380,19 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const context = await browser.newContext({ extraHTTPHeaders: { [SCOPE_HEADER]: 'org:next' } });
     try {
-      const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.fetch').organization('next').external('gate').job('after', 'browser.after', {}).afterSuccess('after', ['gate']).build());
+      const { workflowRunId } = await enqueueWorkflowRun(
+        db.prisma,
+        workflow('browser.fetch').organization('next').external('gate').job('after', 'browser.after', {}).afterSuccess('after', ['gate']).build(),
+      );
       const page = await context.newPage();
       page.on('pageerror', (error) => pageErrors.push(`fetch handler: ${error.message}`));
       // The bare base path redirects to its trailing slash, as on the Node handler.
       await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/runledger#/runs/${workflowRunId}`);
       expect(new URL(page.url()).pathname).toBe('/admin/runledger/');
-      await page.locator('#live').filter({ hasText: /^live$/ }).waitFor();
+      await page
+        .locator('#live')
+        .filter({ hasText: /^live$/ })
+        .waitFor();
       await page.locator('svg.dag [data-step-key="gate"][data-status="WAITING_FOR_EXTERNAL"]').click();
       await page.getByLabel('Output (JSON, success only)').fill('{"via":"fetch"}');
       await page.getByRole('button', { name: 'Complete step' }).click();

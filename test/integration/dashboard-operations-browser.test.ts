@@ -100,12 +100,18 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await page.getByLabel('At most this many jobs').fill('2');
     await page.getByLabel('Reason (required, recorded on every job)').fill('relay back');
     await page.getByRole('button', { name: 'Requeue…' }).click();
-    await page.locator('[data-testid=bulk-requeue-confirm]').filter({ hasText: 'Requeue up to 2 dead-lettered jobs (type ui.mail) as new runs? Reason: “relay back”.' }).waitFor();
+    await page
+      .locator('[data-testid=bulk-requeue-confirm]')
+      .filter({ hasText: 'Requeue up to 2 dead-lettered jobs (type ui.mail) as new runs? Reason: “relay back”.' })
+      .waitFor();
     await screenshot(page, 'dashboard-dead-letters.png');
     // Asked, not done.
     expect(await Promise.all(mail.map(jobStatus))).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED', 'DEAD_LETTERED']);
     await page.getByRole('button', { name: 'Confirm' }).click();
-    await page.locator('[data-testid=bulk-result]').filter({ hasText: /^Requeued 2 jobs as operation [0-9a-f-]{36}\. More still match/ }).waitFor();
+    await page
+      .locator('[data-testid=bulk-result]')
+      .filter({ hasText: /^Requeued 2 jobs as operation [0-9a-f-]{36}\. More still match/ })
+      .waitFor();
     expect(await Promise.all([...mail, sms].map(jobStatus))).toEqual(['PENDING', 'PENDING', 'DEAD_LETTERED', 'DEAD_LETTERED']);
     await page.locator('[data-testid=dead-letter-count]').filter({ hasText: '1 dead-lettered job match' }).waitFor();
     await page.context().close();
@@ -142,7 +148,9 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await page.getByRole('button', { name: 'Recover…' }).click();
     await page.locator('[data-testid=recover-run-confirm]').filter({ hasText: 'carrying the steps that succeeded' }).waitFor();
     await screenshot(page, 'dashboard-recover.png');
-    const [before] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
+    const [before] = await db.prisma.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
     expect(before!.n).toBe(0);
     await page.getByRole('button', { name: 'Confirm' }).click();
     // The page moves to the new run.
@@ -171,7 +179,10 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
 
     const page = await openPage('#/queues');
     // (Types requeued by the tests above wait for a worker too, and are named with it.)
-    await page.locator('[data-testid=unserved-warning]').filter({ hasText: /^No live worker handles .*ui\.orphan/ }).waitFor();
+    await page
+      .locator('[data-testid=unserved-warning]')
+      .filter({ hasText: /^No live worker handles .*ui\.orphan/ })
+      .waitFor();
     expect(await page.locator('[data-testid=unserved-warning]').innerText()).not.toContain('ui.busy');
     expect(await page.locator('tr[data-type="ui.orphan"]').getAttribute('class')).toBe('flagged');
     await page.locator('tr[data-type="ui.busy"] [data-col=workers]').filter({ hasText: /^1$/ }).waitFor();

@@ -14,7 +14,17 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
-import { cancelWorkflowRun, claimJobs, completeJobSuccess, enqueueJob, enqueueWorkflowRun, failJob, recordJobProgress, adminScope, workflow } from '../../src/index.js';
+import {
+  cancelWorkflowRun,
+  claimJobs,
+  completeJobSuccess,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  recordJobProgress,
+  adminScope,
+  workflow,
+} from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { chromiumAvailable, launchChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -125,7 +135,9 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     for (let i = 0; i < 198; i += 1) builder = builder.job(`part-${i}`, 'wide.part', { i }).afterSuccess(`part-${i}`, ['root']);
     const parts = Array.from({ length: 198 }, (_, i) => `part-${i}`);
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.job('merge', 'wide.merge', {}).afterTerminal('merge', parts).build());
-    await runRunnableJobs(db.prisma, (job) => ((job.payload as { i?: number }).i !== undefined && (job.payload as { i: number }).i % 50 === 0 ? { ok: false } : { ok: true }));
+    await runRunnableJobs(db.prisma, (job) =>
+      (job.payload as { i?: number }).i !== undefined && (job.payload as { i: number }).i % 50 === 0 ? { ok: false } : { ok: true },
+    );
     const page = await openPage(`#/runs/${workflowRunId}`);
     const group = page.locator('svg.dag .node.group[data-group-size="198"]');
     await group.waitFor();
@@ -228,7 +240,9 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${flaky.jobId}::uuid`;
     const [second] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['views.flaky'] });
     await completeJobSuccess(db.prisma, { ...second!, output: null });
-    const [stored] = await db.prisma.$queryRaw<{ last_error_code: string | null }[]>`SELECT last_error_code FROM runledger.job_queue WHERE id = ${flaky.jobId}::uuid`;
+    const [stored] = await db.prisma.$queryRaw<
+      { last_error_code: string | null }[]
+    >`SELECT last_error_code FROM runledger.job_queue WHERE id = ${flaky.jobId}::uuid`;
     expect(stored!.last_error_code).toBe('views.timeout');
     const dead = await enqueueJob(db.prisma, { jobType: 'views.dead', payload: {}, maxAttempts: 1 });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['views.dead'] });
@@ -354,7 +368,10 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
       if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
     });
     await page.reload();
-    await page.locator('[data-testid=last-updated]').filter({ hasText: /^updated \d/ }).waitFor();
+    await page
+      .locator('[data-testid=last-updated]')
+      .filter({ hasText: /^updated \d/ })
+      .waitFor();
     const background = await page.evaluate('getComputedStyle(document.documentElement).backgroundColor');
     expect(background).toBe('rgb(11, 18, 32)');
     const icon = await page.request.get(`${served.url}/assets/favicon.svg`, { headers: { 'x-test-scope': 'admin' } });

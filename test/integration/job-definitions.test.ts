@@ -36,7 +36,7 @@ async function jobCount(jobType: string): Promise<number> {
 const noop = async () => undefined;
 
 describe('job definitions catalog', () => {
-  it('writes a definition\'s settings and payload JSON Schema, then reports a second sync as unchanged', async () => {
+  it("writes a definition's settings and payload JSON Schema, then reports a second sync as unchanged", async () => {
     const capture = defineJob('cat.capture', z.object({ invoiceId: z.string() }), noop, {
       retry: { maxAttempts: 8, backoff: { baseDelayMs: 5_000 } },
       timeoutSeconds: 60,
@@ -57,7 +57,7 @@ describe('job definitions catalog', () => {
     expect(row.payloadSchemaHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it('updates changed settings but never the operator\'s enabled switch', async () => {
+  it("updates changed settings but never the operator's enabled switch", async () => {
     await syncJobDefinitions(db.prisma, [defineJob('cat.switch', z.object({}), noop, { timeoutSeconds: 10 })]);
     await setJobDefinitionEnabled(db.prisma, { jobType: 'cat.switch', enabled: false });
     const result = await syncJobDefinitions(db.prisma, [defineJob('cat.switch', z.object({}), noop, { timeoutSeconds: 20 })]);
@@ -85,7 +85,10 @@ describe('job definitions catalog', () => {
   });
 
   it('pages the catalog in job-type order', async () => {
-    await syncJobDefinitions(db.prisma, ['page.b', 'page.a', 'page.c'].map((type) => defineJob(type, z.object({}), noop)));
+    await syncJobDefinitions(
+      db.prisma,
+      ['page.b', 'page.a', 'page.c'].map((type) => defineJob(type, z.object({}), noop)),
+    );
     const first = await listJobDefinitions(db.prisma, { limit: 2, cursor: 'page.' });
     expect(first.items.map((item) => item.jobType)).toEqual(['page.a', 'page.b']);
     const second = await listJobDefinitions(db.prisma, { limit: 2, cursor: first.nextCursor! });

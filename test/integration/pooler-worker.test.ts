@@ -35,10 +35,9 @@ function startWorker(options: Omit<WorkerOptions, 'db'>): Worker {
 }
 
 async function listenerSessions(): Promise<number> {
-  const rows = await db.newPool({ max: 1 }).query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
-    [db.name, LISTENER_APPLICATION_NAME],
-  );
+  const rows = await db
+    .newPool({ max: 1 })
+    .query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = $2', [db.name, LISTENER_APPLICATION_NAME]);
   return rows.rows[0]!.n;
 }
 
@@ -109,7 +108,14 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
 
   it('serves the CLI dashboard without a live feed when its URL has pgbouncer=true, with one on the direct URL', async () => {
     const live = async (connectionString: string) => {
-      const context = { json: false, scope: adminScope(), db: () => db.newClient({ max: 2 }) as never, print: () => undefined, connectionString: () => connectionString, connectTimeoutMs: () => 10_000 };
+      const context = {
+        json: false,
+        scope: adminScope(),
+        db: () => db.newClient({ max: 2 }) as never,
+        print: () => undefined,
+        connectionString: () => connectionString,
+        connectTimeoutMs: () => 10_000,
+      };
       const running = await startDashboardServer(context, { port: 0, host: '127.0.0.1', readOnly: true, basePath: '' });
       try {
         return ((await (await fetch(`${running.url}api/session`)).json()) as { live: boolean }).live;

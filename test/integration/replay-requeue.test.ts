@@ -116,7 +116,11 @@ describe('compareAndRequeueJob', () => {
     const lease = await claim('requeue.complete');
     expect(lease).toMatchObject({ jobId: dead.id, runNumber: 2, attempt: 1 });
     await completeJobSuccess(db.prisma, { ...lease, output: { ok: true } });
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toMatchObject({ status: 'SUCCEEDED', runNumber: 2, output: { ok: true } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toMatchObject({
+      status: 'SUCCEEDED',
+      runNumber: 2,
+      output: { ok: true },
+    });
   });
 
   it('reports a wrong expected status or run as an expectation mismatch and changes nothing', async () => {

@@ -291,9 +291,7 @@ describe('compareAndReplaySucceededJob', () => {
   it('refuses to delete a replay job alone while its lineage exists', async () => {
     const source = await succeededJob('replay.delete-replay');
     const replayId = await replayJobId(source);
-    await expect(db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${replayId}::uuid`).rejects.toThrow(
-      /job_replays_replay_job_id_fkey/,
-    );
+    await expect(db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${replayId}::uuid`).rejects.toThrow(/job_replays_replay_job_id_fkey/);
     expect(await lineageCount(source.id)).toBe(1);
   });
 });

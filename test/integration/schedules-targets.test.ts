@@ -4,15 +4,7 @@
  * skipped, the others of the same pass are materialised.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  getSchedule,
-  isRunledgerError,
-  listSchedules,
-  runDueSchedules,
-  runScheduleNow,
-  upsertSchedule,
-  workflow,
-} from '../../src/index.js';
+import { getSchedule, isRunledgerError, listSchedules, runDueSchedules, runScheduleNow, upsertSchedule, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier } from '../harness/workflow-helpers.js';
 
@@ -24,7 +16,13 @@ beforeEach(async () => {
   await db.prisma.$executeRaw`DELETE FROM runledger.job_schedules`;
 });
 
-const nightly = () => workflow('etl.nightly', { source: 'warehouse' }).job('extract', 'etl.extract', { full: false }).job('load', 'etl.load', {}).afterSuccess('load', ['extract']).resultStep('load').build();
+const nightly = () =>
+  workflow('etl.nightly', { source: 'warehouse' })
+    .job('extract', 'etl.extract', { full: false })
+    .job('load', 'etl.load', {})
+    .afterSuccess('load', ['extract'])
+    .resultStep('load')
+    .build();
 
 async function runsOf(key: string): Promise<{ id: string; idempotency_key: string; organization_id: string | null; steps: number }[]> {
   return db.prisma.$queryRaw`
@@ -33,7 +31,10 @@ async function runsOf(key: string): Promise<{ id: string; idempotency_key: strin
 }
 
 async function expectValidation(promise: Promise<unknown>, field: string): Promise<void> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(isRunledgerError(error, 'schedule.invalid_input')).toBe(true);
   expect((error as { field: string }).field).toBe(field);
 }
@@ -41,7 +42,13 @@ async function expectValidation(promise: Promise<unknown>, field: string): Promi
 describe('workflow schedules', () => {
   it('enqueues one run per slot with the slot key, in the schedule organization, and shows the target', async () => {
     const schedule = await upsertSchedule(db.prisma, {
-      key: 'wf.nightly', cron: '0 2 * * *', workflow: nightly(), organizationId: 'org-wf', enabled: true, catchUp: { maxSlots: 3 }, now: at('2027-01-01T00:00:00Z'),
+      key: 'wf.nightly',
+      cron: '0 2 * * *',
+      workflow: nightly(),
+      organizationId: 'org-wf',
+      enabled: true,
+      catchUp: { maxSlots: 3 },
+      now: at('2027-01-01T00:00:00Z'),
     });
     expect(schedule).toMatchObject({ jobType: null, payload: null, workflow: { workflowType: 'etl.nightly' } });
     expect(schedule.workflow?.run.steps).toHaveLength(2);
@@ -67,7 +74,14 @@ describe('workflow schedules', () => {
   });
 
   it('makes each slot run exactly once across 4 concurrent schedulers', async () => {
-    await upsertSchedule(db.prisma, { key: 'wf.race', cron: '* * * * *', workflow: nightly(), enabled: true, catchUp: { maxSlots: 1000 }, now: at('2027-02-01T00:00:00Z') });
+    await upsertSchedule(db.prisma, {
+      key: 'wf.race',
+      cron: '* * * * *',
+      workflow: nightly(),
+      enabled: true,
+      catchUp: { maxSlots: 1000 },
+      now: at('2027-02-01T00:00:00Z'),
+    });
     const ready = barrier(4);
     const passes = await Promise.all(
       Array.from({ length: 4 }, async () => {
@@ -88,7 +102,13 @@ describe('workflow schedules', () => {
     await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: nightly(), maxAttempts: 3 }), 'maxAttempts');
     await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), organizationId: 'o' } }), 'workflow.organizationId');
     await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), idempotencyKey: 'k' } }), 'workflow.idempotencyKey');
-    const cyclic = { workflowType: 'w', steps: [{ key: 'a', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'b' }] }, { key: 'b', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'a' }] }] };
+    const cyclic = {
+      workflowType: 'w',
+      steps: [
+        { key: 'a', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'b' }] },
+        { key: 'b', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'a' }] },
+      ],
+    };
     await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: cyclic }), 'workflow.steps.1.dependsOn');
     expect((await listSchedules(db.prisma, {})).items.map((s) => s.key)).not.toContain('wf.bad');
   });
@@ -97,7 +117,8 @@ describe('workflow schedules', () => {
 describe('one bad schedule in a pass', () => {
   it('records the error on that schedule, skips its slot, and materialises the others; a later good slot clears it', async () => {
     const now = at('2027-03-01T00:00:00Z');
-    for (const key of ['iso.a', 'iso.c', 'iso.e']) await upsertSchedule(db.prisma, { key, cron: '0 * * * *', jobType: 'iso.job', payload: { key }, enabled: true, now });
+    for (const key of ['iso.a', 'iso.c', 'iso.e'])
+      await upsertSchedule(db.prisma, { key, cron: '0 * * * *', jobType: 'iso.job', payload: { key }, enabled: true, now });
     await upsertSchedule(db.prisma, { key: 'iso.b', cron: '0 * * * *', jobType: 'iso.job', payload: {}, enabled: true, now });
     await upsertSchedule(db.prisma, { key: 'iso.d', cron: '0 * * * *', workflow: nightly(), enabled: true, now });
     // Break two schedules behind the API's back: b's job now violates a job_queue constraint (a blank organization),
@@ -139,7 +160,9 @@ describe('one bad schedule in a pass', () => {
     const pass = await db.prisma.$transaction((tx) => runDueSchedules(tx, { now: at('2027-04-01T01:00:00Z'), limit: 10 }));
     expect(pass.jobs.map((j) => j.scheduleKey)).toEqual(['tx.good']);
     expect(pass.failed.map((f) => f.scheduleKey)).toEqual(['tx.bad']);
-    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_queue WHERE idempotency_key LIKE 'schedule:tx.good:%'`;
+    const [row] = await db.prisma.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM runledger.job_queue WHERE idempotency_key LIKE 'schedule:tx.good:%'`;
     expect(row!.n).toBe(1);
   });
 });

@@ -126,9 +126,14 @@ describe('OpenTelemetry', () => {
   });
 
   it('marks a failed attempt ERROR with its code and outcome, and counts it as a failure that will retry', async () => {
-    const job = defineJob('tele.fails', z.object({}), () => {
-      throw new Error('upstream down');
-    }, { retry: { maxAttempts: 3 } });
+    const job = defineJob(
+      'tele.fails',
+      z.object({}),
+      () => {
+        throw new Error('upstream down');
+      },
+      { retry: { maxAttempts: 3 } },
+    );
     const reader = new CollectingReader();
     const worker = await startWorker({ handlers: [job], telemetry: { meterProvider: new MeterProvider({ readers: [reader] }) } });
     const failed = nextEvent(worker, 'job:failure');

@@ -49,7 +49,9 @@ describe('timer-fed options', () => {
     expect(lease).toBeDefined();
     const heartbeatError = await errorOf(() => heartbeatJob(db.prisma, { ...lease!, leaseSeconds: 10_000_000 }));
     expect(heartbeatError).toMatchObject({ code: 'job.invalid_input', field: 'leaseSeconds' });
-    expect((await heartbeatJob(db.prisma, { ...lease!, leaseSeconds: MAX_LEASE_SECONDS })).leaseExpiresAt.getTime()).toBeGreaterThan(Date.now() + 24 * 3600_000);
+    expect((await heartbeatJob(db.prisma, { ...lease!, leaseSeconds: MAX_LEASE_SECONDS })).leaseExpiresAt.getTime()).toBeGreaterThan(
+      Date.now() + 24 * 3600_000,
+    );
   });
 
   it('refuses a runUntilIdle timeout a timer cannot wait', async () => {

@@ -80,7 +80,13 @@ describe('workflow concurrency', () => {
     for (let round = 0; round < 50; round += 1) {
       const { workflowRunId } = await enqueueWorkflowRun(
         db.prisma,
-        workflow('race-job').job('a', 'race.a', { round }).job('b', 'race.b', {}).job('c', 'race.c', {}).afterSuccess('b', ['a']).afterTerminal('c', ['a']).build(),
+        workflow('race-job')
+          .job('a', 'race.a', { round })
+          .job('b', 'race.b', {})
+          .job('c', 'race.c', {})
+          .afterSuccess('b', ['a'])
+          .afterTerminal('c', ['a'])
+          .build(),
       );
       const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['race.a'], limit: 1, leaseSeconds: 300, markRunning: true });
       const start = barrier(2);
@@ -107,7 +113,12 @@ describe('workflow concurrency', () => {
         settle(
           (async () => (
             await start(),
-            completeExternalWorkflowStep(clients[2]!, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: round } })
+            completeExternalWorkflowStep(clients[2]!, {
+              workflowRunId,
+              stepKey: 'approve',
+              scope: noOrganizationScope(),
+              outcome: { status: 'succeeded', output: round },
+            })
           ))(),
         ),
         settle((async () => (await start(), cancelWorkflowRun(clients[3]!, { workflowRunId, scope: noOrganizationScope() })))()),
@@ -162,7 +173,10 @@ describe('workflow concurrency', () => {
   }
 
   it('answers duplicate concurrent external completions with one transition and one release', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('dup-external').external('approve').job('ship', 'dup.ship', {}).afterSuccess('ship', ['approve']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('dup-external').external('approve').job('ship', 'dup.ship', {}).afterSuccess('ship', ['approve']).build(),
+    );
     const start = barrier(10);
     const input = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
     const outcomes = await Promise.all(
@@ -196,7 +210,10 @@ describe('workflow concurrency', () => {
     const listener = await listenForRunTerminal(db.url);
     try {
       const one = await enqueueWorkflowRun(db.prisma, workflow('corrupt').job('a', 'corrupt.a', {}).build());
-      const two = await enqueueWorkflowRun(db.prisma, workflow('corrupt-other').job('x', 'corrupt.x', {}).job('y', 'corrupt.y', {}).afterSuccess('y', ['x']).build());
+      const two = await enqueueWorkflowRun(
+        db.prisma,
+        workflow('corrupt-other').job('x', 'corrupt.x', {}).job('y', 'corrupt.y', {}).afterSuccess('y', ['x']).build(),
+      );
       const a = (await stepsByKey(db.prisma, one.workflowRunId)).a!;
       const y = (await stepsByKey(db.prisma, two.workflowRunId)).y!;
       // An edge recorded in run one whose dependent lives in run two: the schema refuses it ((run, step) foreign
@@ -242,7 +259,10 @@ describe('workflow concurrency', () => {
   });
 
   it("turns a bounded wait for the release lock into workflow.release_conflict and keeps the caller's lock_timeout", async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('bounded').job('a', 'bounded.a', {}).job('b', 'bounded.b', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('bounded').job('a', 'bounded.a', {}).job('b', 'bounded.b', {}).afterSuccess('b', ['a']).build(),
+    );
     const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['bounded.a'], limit: 1, leaseSeconds: 300, markRunning: true });
     const holder = db.newPool({ max: 1 });
     const connection = await holder.connect();
@@ -279,4 +299,3 @@ describe('workflow concurrency', () => {
     expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
   });
 });
-

@@ -23,11 +23,10 @@ const dagArbitrary: fc.Arbitrary<Dag> = fc.integer({ min: 1, max: 7 }).chain((n)
   fc.record({
     succeeds: fc.array(fc.boolean(), { minLength: n, maxLength: n }),
     // Edges only from a lower to a higher index: acyclic by construction; unique pairs.
-    edges: fc
-      .uniqueArray(
-        fc.record({ from: fc.integer({ min: 0, max: n - 1 }), to: fc.integer({ min: 0, max: n - 1 }), onTerminal: fc.boolean() }).filter((e) => e.from < e.to),
-        { selector: (e) => `${e.from}-${e.to}`, maxLength: (n * (n - 1)) / 2 },
-      ),
+    edges: fc.uniqueArray(
+      fc.record({ from: fc.integer({ min: 0, max: n - 1 }), to: fc.integer({ min: 0, max: n - 1 }), onTerminal: fc.boolean() }).filter((e) => e.from < e.to),
+      { selector: (e) => `${e.from}-${e.to}`, maxLength: (n * (n - 1)) / 2 },
+    ),
     result: fc.option(fc.integer({ min: 0, max: n - 1 }), { nil: null }),
   }),
 );

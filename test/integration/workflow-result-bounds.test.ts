@@ -1,6 +1,14 @@
 /** getResult: a result step that succeeded without output has no result; its waits are bounded like any Node timer. */
 import { describe, expect, it } from 'vitest';
-import { ConflictError, enqueueWorkflowRunHandle, noOrganizationScope, isRunledgerError, ValidationError, workflow, workflowRunHandle } from '../../src/index.js';
+import {
+  ConflictError,
+  enqueueWorkflowRunHandle,
+  noOrganizationScope,
+  isRunledgerError,
+  ValidationError,
+  workflow,
+  workflowRunHandle,
+} from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 

@@ -28,7 +28,7 @@ import {
   type JsonValue,
   type PrismaClientLike,
 } from 'runledger';
-import { countAllWords } from '../../examples/readme/fan-in.js';
+import type { countAllWords } from '../../examples/readme/fan-in.js';
 import type { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 
 declare const prisma: PrismaClientLike;
@@ -187,7 +187,15 @@ export function transactionalHandlers(host: HostPrismaClient) {
     return ctx.tx;
   });
   // An $extends client's transaction carries its extensions.
-  const extended = host.$extends({ model: { order: { async paidTotal() { return 1; } } } });
+  const extended = host.$extends({
+    model: {
+      order: {
+        async paidTotal() {
+          return 1;
+        },
+      },
+    },
+  });
   defineJob('h.extended', z.object({}), async (_payload, ctx) => ctx.tx.order.paidTotal(), { transaction: extended });
 }
 
@@ -205,7 +213,10 @@ export function stepKeys(keys: readonly string[]) {
   const fanned = workflow('k.fan');
   keys.forEach((key) => fanned.job(key, 'k.part', {}));
   fanned.job('join', 'k.join', {}).afterSuccess('join', keys);
-  workflow('k.tpl').job(`part-${keys.length}`, 'k.part', {}).job('join', 'k.join', {}).afterSuccess('join', [`part-${keys.length}`]);
+  workflow('k.tpl')
+    .job(`part-${keys.length}`, 'k.part', {})
+    .job('join', 'k.join', {})
+    .afterSuccess('join', [`part-${keys.length}`]);
 }
 
 interface Shipment {

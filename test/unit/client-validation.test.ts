@@ -72,7 +72,10 @@ const operations: [string, (db: Db) => unknown][] = [
   ['enqueueWorkflowRun', (db) => enqueueWorkflowRun(db, run)],
   ['enqueueWorkflowRunHandle', (db) => enqueueWorkflowRunHandle(db as PrismaClientLike, run)],
   ['workflowRunHandle', (db) => workflowRunHandle(db as PrismaClientLike, noOrganizationScope(), ID)],
-  ['completeExternalWorkflowStep', (db) => completeExternalWorkflowStep(db, { workflowRunId: ID, stepKey: 'e', scope: noOrganizationScope(), outcome: { status: 'failed' } })],
+  [
+    'completeExternalWorkflowStep',
+    (db) => completeExternalWorkflowStep(db, { workflowRunId: ID, stepKey: 'e', scope: noOrganizationScope(), outcome: { status: 'failed' } }),
+  ],
   ['cancelWorkflowRun', (db) => cancelWorkflowRun(db, { workflowRunId: ID, scope: noOrganizationScope() })],
   ['getWorkflowRun', (db) => getWorkflowRun(db, { scope: noOrganizationScope(), workflowRunId: ID })],
   ['findWorkflowRun', (db) => findWorkflowRun(db, { scope: noOrganizationScope(), workflowRunId: ID })],
@@ -86,7 +89,14 @@ const operations: [string, (db: Db) => unknown][] = [
   ],
   [
     'compareAndRequeueJob',
-    (db) => compareAndRequeueJob(db, { scope: adminScope(), jobId: ID, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'preserve_progress_and_checkpoint' }),
+    (db) =>
+      compareAndRequeueJob(db, {
+        scope: adminScope(),
+        jobId: ID,
+        expectedStatus: 'DEAD_LETTERED',
+        expectedRunNumber: 1,
+        statePolicy: 'preserve_progress_and_checkpoint',
+      }),
   ],
   ['withTransaction', (db) => withTransaction(db, 'test', async () => 1)],
   ['isTransactionClient', (db) => isTransactionClient(db)],

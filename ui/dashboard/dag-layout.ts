@@ -123,8 +123,14 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
     edges.set(
       edgeId(edge.from, edge.to),
       tb
-        ? [{ x: a.x + a.width / 2, y: a.y + a.height }, { x: b.x + b.width / 2, y: b.y }]
-        : [{ x: a.x + a.width, y: a.y + a.height / 2 }, { x: b.x, y: b.y + b.height / 2 }],
+        ? [
+            { x: a.x + a.width / 2, y: a.y + a.height },
+            { x: b.x + b.width / 2, y: b.y },
+          ]
+        : [
+            { x: a.x + a.width, y: a.y + a.height / 2 },
+            { x: b.x, y: b.y + b.height / 2 },
+          ],
     );
   }
   return { boxes, edges, width: widest + 8, height: along - options.rankSep + 4, ...(tb ? {} : { width: along - options.rankSep + 4, height: widest + 8 }) };
@@ -138,7 +144,11 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
 function membersInKeyOrder(graph: DrawnGraph, expanded: ReadonlySet<string>, layout: Layout, direction: 'TB' | 'LR'): Layout {
   const slotOf = new Map<string, string>();
   for (const id of expanded) {
-    const members = graph.groups.get(id)?.members.map((m) => m.stepKey).filter((key) => layout.boxes.has(key)) ?? [];
+    const members =
+      graph.groups
+        .get(id)
+        ?.members.map((m) => m.stepKey)
+        .filter((key) => layout.boxes.has(key)) ?? [];
     const slots = [...members].sort((a, b) => {
       const pa = layout.boxes.get(a)!;
       const pb = layout.boxes.get(b)!;
