@@ -44,7 +44,14 @@ const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        return reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 
 /** `host`: the client whose transactions chaos.tx attempts run in (the host application's, in a real app). */

@@ -70,7 +70,8 @@ export class Operator {
     );
     const source = rows[0];
     if (!source) return;
-    const key = `chaos-replay-${(this.replayKeys += 1)}`;
+    this.replayKeys += 1;
+    const key = `chaos-replay-${this.replayKeys}`;
     if (Math.random() < 0.4) {
       // The same replay request twice at once: one inserts, the other gets the existing replay.
       await Promise.all([

@@ -61,7 +61,12 @@ async function main(): Promise<number> {
   say(
     `database ${database.name} on ${database.server.kind === 'embedded' ? 'embedded PostgreSQL' : 'DATABASE_URL'}${database.canRefuseConnections ? '' : ' (cannot create a role: outages skipped)'}`,
   );
-  const pooler = viaPooler ? await startChaosPooler(database).catch(async (error: unknown) => (await database.drop(), Promise.reject(error))) : undefined;
+  const pooler = viaPooler
+    ? await startChaosPooler(database).catch(async (error: unknown) => {
+        await database.drop();
+        return Promise.reject(error);
+      })
+    : undefined;
   if (pooler) say(`through ${pooler.version} (pool_mode = transaction): workers and API calls pooled, LISTEN direct`);
   const workUrl = pooler?.url ?? database.url;
   const admin = new pg.Pool({ connectionString: database.adminUrl, max: 4, application_name: 'chaos-controller' });
@@ -112,7 +117,8 @@ async function main(): Promise<number> {
         () => between(800, 1_500),
         async () => {
           // Several processes (every worker process and the controller) enqueue the same keyed job and run at once.
-          const key = `dup-${(duplicateKeys += 1)}`;
+          duplicateKeys += 1;
+          const key = `dup-${duplicateKeys}`;
           fleet.broadcastDuplicates(key);
           await enqueueDuplicatePair(
             api,

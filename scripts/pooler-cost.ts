@@ -42,8 +42,14 @@ for (let round = 0; round < 2; round += 1) {
       );
     let done = 0;
     let finish!: () => void;
-    const all = new Promise<void>((r) => (finish = r));
-    const handler = defineJob('m.drain', z.object({ n: z.number() }), async () => ((done += 1) === JOBS && finish(), null));
+    const all = new Promise<void>((r) => {
+      finish = r;
+    });
+    const handler = defineJob('m.drain', z.object({ n: z.number() }), async () => {
+      done += 1;
+      if (done === JOBS) finish();
+      return null;
+    });
     const worker = createWorker({
       connectionString: url,
       handlers: [handler],

@@ -16,7 +16,9 @@ await migrate({ connectionString: url });
 const pool = new pg.Pool({ connectionString: url, max: 1 });
 let captured: { text: string; values: unknown[] } | undefined;
 pool.on('connect', (client) => {
+  // biome-ignore lint/suspicious/noExplicitAny: pg's query() is overloaded; the wrapper passes any form through
   const query = client.query.bind(client) as (...args: any[]) => any;
+  // biome-ignore lint/suspicious/noExplicitAny: the probe wraps pg's overloaded query() whatever its arguments
   (client as any).query = (...args: any[]) => {
     const cfg = args[0];
     if (typeof cfg === 'object' && cfg?.text?.includes('WITH candidates AS')) captured ??= { text: cfg.text, values: cfg.values };
@@ -63,6 +65,7 @@ if (process.env.EXPLAIN)
   for (const text of [withCond, without]) {
     await c.query('BEGIN');
     const r = await c.query({ text: `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${text}`, values: captured!.values });
+    // biome-ignore lint/suspicious/noExplicitAny: an EXPLAIN row, printed as PostgreSQL returns it
     console.log(r.rows.map((x: any) => x['QUERY PLAN']).join('\n'));
     await c.query('ROLLBACK');
   }

@@ -43,15 +43,23 @@ async function runLoops(
 ): Promise<void> {
   // One latch per loop: a Waker releases one waiter, and a NOTIFY must wake every idle loop.
   const wakers = Array.from({ length: loops }, () => new Waker());
-  const wakeAll = (): void => wakers.forEach((w) => w.wake());
+  const wakeAll = (): void => {
+    for (const w of wakers) w.wake();
+  };
   const listener = new pg.Client({ connectionString: url });
   await listener.connect();
   listener.on('notification', wakeAll);
   await listener.query(`LISTEN "${JOB_AVAILABLE_CHANNEL}"`);
   let stopping = false;
   void countdown.done.then(
-    () => ((stopping = true), wakeAll()),
-    () => ((stopping = true), wakeAll()),
+    () => {
+      stopping = true;
+      wakeAll();
+    },
+    () => {
+      stopping = true;
+      wakeAll();
+    },
   );
   try {
     const workers = wakers.map(async (waker, index) => {

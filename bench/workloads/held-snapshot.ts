@@ -133,7 +133,9 @@ class Producer {
       void this.run
         .enqueue(now())
         .then(
-          () => void (this.produced += 1),
+          () => {
+            this.produced += 1;
+          },
           (error: unknown) => void this.errors.push(error),
         )
         .finally(() => {

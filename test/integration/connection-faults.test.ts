@@ -260,8 +260,14 @@ describe('the CLI', () => {
   async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     const out: string[] = [];
     const err: string[] = [];
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(String(chunk)), true));
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      out.push(String(chunk));
+      return true;
+    });
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      err.push(String(chunk));
+      return true;
+    });
     try {
       const code = await main(['node', 'runledger', ...args]);
       return { code, stdout: out.join(''), stderr: err.join('') };

@@ -234,7 +234,7 @@ describe('type-directed sweep', () => {
         )
           for (const [key, child] of Object.entries(value)) walk(child, [...path, key]);
       };
-      args.forEach((arg, index) => walk(arg, [String(index)]));
+      for (const [index, arg] of args.entries()) walk(arg, [String(index)]);
       return paths;
     };
     let calls = 0;

@@ -82,12 +82,15 @@ describe('found by fuzzing', () => {
   });
 
   it("enqueueWorkflowRuns refuses a sparse array by the hole's index, writing nothing (its holes reached the INSERT as nulls: database.error)", async () => {
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the hostile input under test
     const holes = [, , ,] as never;
     await expect(enqueueWorkflowRuns(db.prisma, holes)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: expect.stringMatching(/^0\b/) });
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the hostile input under test
     const oneHole = [workflow('fuzz.sparse').external('e').build(), , workflow('fuzz.sparse').external('e').build()] as never;
     await expect(enqueueWorkflowRuns(db.prisma, oneHole)).rejects.toMatchObject({ code: 'workflow.invalid_input', field: expect.stringMatching(/^1\b/) });
     expect((await listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), workflowType: 'fuzz.sparse' })).items).toEqual([]);
     // The same hole in syncJobDefinitions was skipped silently; it is refused by its index now.
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the hostile input under test
     const sparseDefinitions = [defineJob('fuzz.sparse-def', z.object({}), async () => null), ,] as never;
     await expect(syncJobDefinitions(db.prisma, sparseDefinitions)).rejects.toMatchObject({ code: 'job.invalid_input', field: 'definitions.1' });
   });

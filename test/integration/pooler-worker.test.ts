@@ -50,7 +50,10 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
 
   it('runs a fan-in workflow through the pooler, woken by NOTIFY on the direct URL long before its next poll', async () => {
     const seen: string[] = [];
-    const step = defineJob('pooled.step', z.object({ name: z.string() }), async (payload) => (seen.push(payload.name), { name: payload.name }));
+    const step = defineJob('pooled.step', z.object({ name: z.string() }), async (payload) => {
+      seen.push(payload.name);
+      return { name: payload.name };
+    });
     const worker = startWorker({ connectionString: pooled(), listenConnectionString: db.url, handlers: [step], logger: silentLogger, pollIntervalMs: 60_000 });
     const idle = nextEvent(worker, 'worker:idle');
     // The run's result arrives with its commit's NOTIFY, which can precede the worker's own count of that success.

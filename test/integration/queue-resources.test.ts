@@ -35,7 +35,10 @@ const startWorker = useWorkers(db);
 
 let typeCounter = 0;
 /** A job type of this test alone, so tests sharing the database never claim each other's jobs. */
-const freshType = (): string => `res.t${(typeCounter += 1)}`;
+const freshType = (): string => {
+  typeCounter += 1;
+  return `res.t${typeCounter}`;
+};
 
 async function claim(jobType: string, limit = 10, leaseSeconds = 60): Promise<ClaimedJob[]> {
   return claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit, leaseSeconds, markRunning: true });

@@ -164,7 +164,14 @@ describe('materialising due slots', () => {
     for (let tick = 1; tick <= ticks; tick += 1) {
       const now = new Date(start.getTime() + tick * MINUTE);
       const arrive = barrier(schedulers.length);
-      results.push(...(await Promise.all(schedulers.map(async (client) => (await arrive(), runDueSchedules(client, { now, limit: 2 }))))));
+      results.push(
+        ...(await Promise.all(
+          schedulers.map(async (client) => {
+            await arrive();
+            return runDueSchedules(client, { now, limit: 2 });
+          }),
+        )),
+      );
     }
     const made = results.flatMap((r) => r.jobs).filter((j) => keys.includes(j.scheduleKey));
     expect(made.every((j) => j.disposition === 'inserted')).toBe(true);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { cancelJob, claimJobs, completeJobSuccess, enqueueJob, getJob, noOrganizationScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
-import { defineJob, JobAbortedError, RetryableError, type JobContext, } from '../../src/worker/index.js';
+import { defineJob, JobAbortedError, RetryableError, type JobContext } from '../../src/worker/index.js';
 import { latch, nextEvent, recordingLogger } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';

@@ -81,7 +81,10 @@ describe('cancelWorkflowRun', () => {
     const start = barrier(2);
     const runs = await Promise.all(
       clients.map((client, i) =>
-        (async () => (await start(), cancelWorkflowRun(client, { workflowRunId, scope: noOrganizationScope(), reason: `caller ${i}` })))(),
+        (async () => {
+          await start();
+          return cancelWorkflowRun(client, { workflowRunId, scope: noOrganizationScope(), reason: `caller ${i}` });
+        })(),
       ),
     );
     expect(runs.map((run) => run.status)).toEqual(['CANCELED', 'CANCELED']);

@@ -91,8 +91,18 @@ describe('workflow concurrency', () => {
       const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['race.a'], limit: 1, leaseSeconds: 300, markRunning: true });
       const start = barrier(2);
       const [completion, cancellation] = await Promise.all([
-        settle((async () => (await start(), completeJobSuccess(clients[0]!, { ...job!, output: round })))()),
-        settle((async () => (await start(), cancelWorkflowRun(clients[1]!, { workflowRunId, scope: noOrganizationScope() })))()),
+        settle(
+          (async () => {
+            await start();
+            return completeJobSuccess(clients[0]!, { ...job!, output: round });
+          })(),
+        ),
+        settle(
+          (async () => {
+            await start();
+            return cancelWorkflowRun(clients[1]!, { workflowRunId, scope: noOrganizationScope() });
+          })(),
+        ),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'job.lease_owner_mismatch', 'workflow.release_conflict']).toContain(completion);
@@ -111,17 +121,22 @@ describe('workflow concurrency', () => {
       const start = barrier(2);
       const [completion, cancellation] = await Promise.all([
         settle(
-          (async () => (
-            await start(),
-            completeExternalWorkflowStep(clients[2]!, {
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(clients[2]!, {
               workflowRunId,
               stepKey: 'approve',
               scope: noOrganizationScope(),
               outcome: { status: 'succeeded', output: round },
-            })
-          ))(),
+            });
+          })(),
         ),
-        settle((async () => (await start(), cancelWorkflowRun(clients[3]!, { workflowRunId, scope: noOrganizationScope() })))()),
+        settle(
+          (async () => {
+            await start();
+            return cancelWorkflowRun(clients[3]!, { workflowRunId, scope: noOrganizationScope() });
+          })(),
+        ),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'workflow.release_conflict', 'workflow.external_step_conflicting_completion_retry']).toContain(completion);
@@ -180,7 +195,14 @@ describe('workflow concurrency', () => {
     const start = barrier(10);
     const input = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
     const outcomes = await Promise.all(
-      clients.slice(0, 10).map((client) => settle((async () => (await start(), completeExternalWorkflowStep(client, input)))())),
+      clients.slice(0, 10).map((client) =>
+        settle(
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(client, input);
+          })(),
+        ),
+      ),
     );
     expect(outcomes).toEqual(Array(10).fill('ok'));
     const steps = await stepsByKey(db.prisma, workflowRunId);
@@ -196,8 +218,18 @@ describe('workflow concurrency', () => {
       const start = barrier(2);
       const base = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope() };
       const outcomes = await Promise.all([
-        settle((async () => (await start(), completeExternalWorkflowStep(clients[0]!, { ...base, outcome: { status: 'succeeded' } })))()),
-        settle((async () => (await start(), completeExternalWorkflowStep(clients[1]!, { ...base, outcome: { status: 'failed' } })))()),
+        settle(
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(clients[0]!, { ...base, outcome: { status: 'succeeded' } });
+          })(),
+        ),
+        settle(
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(clients[1]!, { ...base, outcome: { status: 'failed' } });
+          })(),
+        ),
       ]);
       expect(outcomes.filter((o) => o === 'ok')).toHaveLength(1);
       expect(outcomes.filter((o) => o === 'workflow.external_step_conflicting_completion_retry')).toHaveLength(1);

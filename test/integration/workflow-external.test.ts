@@ -133,11 +133,11 @@ describe('external steps', () => {
 
   it('refuses output on a failed or canceled outcome, in the type and at run time', async () => {
     const { workflowRunId } = await approvalRun();
-    // @ts-expect-error output is only allowed with status 'succeeded'
     const bad: CompleteExternalWorkflowStepInput = {
       workflowRunId,
       stepKey: 'approve',
       scope: noOrganizationScope(),
+      // @ts-expect-error output is only allowed with status 'succeeded'
       outcome: { status: 'failed', output: { x: 1 } },
     };
     const error = await errorOf(completeExternalWorkflowStep(db.prisma, bad));

@@ -48,7 +48,7 @@ describe('workflow release, property-based', () => {
         round += 1;
         const jobType = `prop.r${round}`;
         const builder = workflow('property');
-        dag.succeeds.forEach((succeeds, i) => builder.job(`s${i}`, jobType, { i, succeeds }, { maxAttempts: 1 }));
+        for (const [i, succeeds] of dag.succeeds.entries()) builder.job(`s${i}`, jobType, { i, succeeds }, { maxAttempts: 1 });
         for (const edge of dag.edges) (edge.onTerminal ? builder.afterTerminal : builder.afterSuccess).call(builder, `s${edge.to}`, [`s${edge.from}`]);
         if (dag.result !== null) builder.resultStep(`s${dag.result}`);
         const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.build());

@@ -174,13 +174,19 @@ describe('recoverWorkflowRun', () => {
   it('failed_only with real handlers: only the re-run steps execute, and they read the carried outputs', async () => {
     const calls: string[] = [];
     let failB = true;
-    const a = defineJob('wk.a', z.object({}), () => (calls.push('a'), { from: 'a' }));
+    const a = defineJob('wk.a', z.object({}), () => {
+      calls.push('a');
+      return { from: 'a' };
+    });
     const b = defineJob('wk.b', z.object({}), () => {
       calls.push('b');
       if (failB) throw new TerminalError('b is down');
       return { from: 'b' };
     });
-    const c = defineJob('wk.c', z.object({}), () => (calls.push('c'), { from: 'c' }));
+    const c = defineJob('wk.c', z.object({}), () => {
+      calls.push('c');
+      return { from: 'c' };
+    });
     const d = defineJob('wk.d', z.object({}), (_payload, ctx) => {
       calls.push('d');
       return { sawB: ctx.prerequisites.get('b', b)?.output ?? null, sawC: ctx.prerequisites.get('c', c)?.output ?? null };

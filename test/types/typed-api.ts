@@ -211,7 +211,7 @@ export function stepKeys(keys: readonly string[]) {
   workflow('k.run').job('b', 'k.b', {}).afterSuccess('b', ['a']).job('a', 'k.a', {});
   // Keys the compiler cannot list (strings, patterns, steps added in a loop) are checked by build() instead.
   const fanned = workflow('k.fan');
-  keys.forEach((key) => fanned.job(key, 'k.part', {}));
+  for (const key of keys) fanned.job(key, 'k.part', {});
   fanned.job('join', 'k.join', {}).afterSuccess('join', keys);
   workflow('k.tpl')
     .job(`part-${keys.length}`, 'k.part', {})

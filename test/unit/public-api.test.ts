@@ -175,6 +175,7 @@ describe('public API', () => {
       'promoteEnqueueIntents',
       'getEnqueueIntentStats',
     ] as const;
+    // biome-ignore lint/performance/noDynamicNamespaceImportAccess: the test enumerates the public exports by name
     const arity = Object.fromEntries(operations.map((name) => [name, (runledger[name] as (...args: never[]) => unknown).length]));
     expect(arity).toEqual(Object.fromEntries(operations.map((name) => [name, 2])));
   });

@@ -86,7 +86,11 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
   const parents = new Map<string, string[]>();
   for (const edge of graph.edges) (parents.get(edge.to) ?? parents.set(edge.to, []).get(edge.to)!).push(edge.from);
   const layers: string[][] = [];
-  for (const node of graph.nodes) (layers[rank.get(node.key)!] ??= []).push(node.key);
+  for (const node of graph.nodes) {
+    const rankOf = rank.get(node.key)!;
+    layers[rankOf] ??= [];
+    layers[rankOf].push(node.key);
+  }
   const index = new Map<string, number>();
   for (const layer of layers) {
     if (!layer) continue;
@@ -96,7 +100,7 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
     };
     const weight = new Map(layer.map((key) => [key, mean(key)]));
     layer.sort((a, b) => weight.get(a)! - weight.get(b)! || byKey(a, b));
-    layer.forEach((key, i) => index.set(key, i));
+    for (const [i, key] of layer.entries()) index.set(key, i);
   }
   const tb = options.direction === 'TB';
   const across = (key: string) => (tb ? options.width(key) : options.height);
@@ -154,7 +158,7 @@ function membersInKeyOrder(graph: DrawnGraph, expanded: ReadonlySet<string>, lay
       const pb = layout.boxes.get(b)!;
       return direction === 'TB' ? pa.x - pb.x || pa.y - pb.y : pa.y - pb.y || pa.x - pb.x;
     });
-    members.forEach((key, i) => slotOf.set(key, slots[i]!));
+    for (const [i, key] of members.entries()) slotOf.set(key, slots[i]!);
   }
   if (slotOf.size === 0) return layout;
   const slot = (key: string) => slotOf.get(key) ?? key;
