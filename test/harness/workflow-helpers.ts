@@ -12,6 +12,8 @@ import {
   type WorkflowStep,
 } from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/db/constants.js';
+import { newId } from '../../src/db/ids.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
 
 export type JobOutcome = { ok: true; output?: unknown } | { ok: false; retryable?: boolean; code?: string };
 
@@ -104,4 +106,25 @@ export async function claimOne(
   const [claimed] = await claimJobs(db, { workerId, jobTypes: [jobType], limit: 1, leaseSeconds, markRunning });
   if (!claimed) throw new Error(`nothing of ${jobType} to claim`);
   return claimed;
+}
+
+/**
+ * Makes a finished job a workflow step's, as if a run had enqueued it: a run of its own, a `send` step in the
+ * job's terminal status (FAILED with `smtp.down`, or SUCCEEDED with `{"sent": true}`) and the job's link to it.
+ * The job <-> step link is checked at commit, so the step and the job's side of the link are one transaction.
+ */
+export async function attachToWorkflowStep(prisma: PrismaClient, job: { id: string; jobType: string }, status: 'FAILED' | 'SUCCEEDED'): Promise<void> {
+  const runId = newId();
+  const stepId = newId();
+  const errorCode = status === 'FAILED' ? 'smtp.down' : null;
+  const output = status === 'SUCCEEDED' ? '{"sent": true}' : null;
+  await prisma.$executeRaw`INSERT INTO runledger.workflow_runs (id, workflow_type) VALUES (${runId}::uuid, 'wf')`;
+  await prisma.$transaction([
+    prisma.$executeRaw`
+      INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, job_type, payload, status, job_id,
+                                            released_at, finished_at, last_error_code, output)
+      VALUES (${stepId}::uuid, ${runId}::uuid, 'send', 'JOB', ${job.jobType}, '{}'::jsonb, ${status}::runledger.workflow_step_status, ${job.id}::uuid,
+              now(), now(), ${errorCode}, ${output}::jsonb)`,
+    prisma.$executeRaw`UPDATE runledger.job_queue SET workflow_step_id = ${stepId}::uuid WHERE id = ${job.id}::uuid`,
+  ]);
 }

@@ -17,37 +17,10 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { callDashboard as call, dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
-
-interface Call {
-  status: number;
-  body: any;
-}
-
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  options: { scope?: string; body?: unknown; session?: { cookie: string; token: string }; headers?: Record<string, string> } = {},
-): Promise<Call> {
-  const headers: Record<string, string> = { [SCOPE_HEADER]: options.scope ?? 'admin', ...(options.headers ?? {}) };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-runledger-csrf'] = options.session.token;
-  }
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    redirect: 'manual',
-  });
-  const text = await response.text();
-  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
-}
 
 /** A run whose `approve` step waits for an external completion; `publish` follows on success, `audit` on any outcome. */
 function reviewRun(org: string | null) {
@@ -79,7 +52,16 @@ beforeAll(async () => {
 
 describe('dashboard API: reads', () => {
   it('reports overview counts equal to the database, for admin and for one organization', async () => {
+    // The oldest due job's age on the database clock, read just before and just after the request: the
+    // overview's figure was taken between the two.
+    const oldestReady = async (): Promise<number> =>
+      (
+        await db.prisma.$queryRaw<{ s: number }[]>`
+          SELECT extract(epoch FROM now() - min(next_run_at))::float8 AS s FROM runledger.job_queue WHERE status = 'PENDING' AND next_run_at <= now()`
+      )[0]!.s;
+    const readyBefore = await oldestReady();
     const overview = await call(base, 'GET', '/api/overview');
+    const readyAfter = await oldestReady();
     expect(overview.status).toBe(200);
     const actual = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`
       SELECT job_type, status::text AS status, count(*)::int AS n FROM runledger.job_queue GROUP BY 1, 2 ORDER BY 1, 2`;
@@ -87,7 +69,9 @@ describe('dashboard API: reads', () => {
     const runs = await db.prisma.$queryRaw<{ workflow_type: string; status: string; n: number }[]>`
       SELECT workflow_type, status::text AS status, count(*)::int AS n FROM runledger.workflow_runs GROUP BY 1, 2 ORDER BY 1, 2`;
     expect(overview.body.runs).toEqual(runs.map((row) => ({ workflowType: row.workflow_type, status: row.status, count: row.n })));
-    expect(overview.body.oldestReadySeconds).toBeGreaterThanOrEqual(0);
+    expect(readyBefore).toBeGreaterThan(0);
+    expect(overview.body.oldestReadySeconds).toBeGreaterThanOrEqual(readyBefore);
+    expect(overview.body.oldestReadySeconds).toBeLessThanOrEqual(readyAfter);
 
     const scoped = await call(base, 'GET', '/api/overview', { scope: 'org:org-a' });
     const orgA = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`

@@ -10,10 +10,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { copyFile, mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page, Route } from 'playwright-core';
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import type { Route } from 'playwright-core';
 import {
   claimJobs,
   completeExternalWorkflowStep,
@@ -24,57 +23,19 @@ import {
   releaseJob,
   workflow,
 } from '../../src/index.js';
-import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
-import { chromiumAvailable, launchChromium } from '../harness/browser.js';
+import { chromiumAvailable, screenshot, useDashboardInChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
-import { SCOPE_HEADER, scopeFromHeader, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { SCOPE_HEADER, scopeFromHeader, serveDashboard } from '../harness/dashboard.js';
 import { fetchToNode } from '../harness/fetch-bridge.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
 const hasChromium = chromiumAvailable('dashboard browser tests');
 
-const ARTIFACTS = path.resolve('test-artifacts');
-const DOCS = path.resolve('docs');
-
-async function screenshot(page: Page, name: string, forReadme = true): Promise<void> {
-  await mkdir(ARTIFACTS, { recursive: true });
-  const file = path.join(ARTIFACTS, name);
-  await page.screenshot({ path: file, fullPage: true });
-  if (forReadme && process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
-    await mkdir(DOCS, { recursive: true });
-    await copyFile(file, path.join(DOCS, name));
-  }
-}
-
 const db = useTestDatabase();
 
 describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
-  let browser: Browser;
-  let served: ServedDashboard;
-  const pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    await buildDashboardAssets();
-    browser = await launchChromium();
-    served = await serveDashboard(db.prisma, { listenConnectionString: db.url, basePath: '/ops/runledger' });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(() => {
-    expect(pageErrors.splice(0)).toEqual([]);
-  });
-
-  async function openPage(hash: string, scope = 'admin'): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, extraHTTPHeaders: { 'x-test-scope': scope } });
-    const page = await context.newPage();
-    // A script error anywhere in the page fails the test that opened it.
-    page.on('pageerror', (error) => pageErrors.push(`${hash}: ${error.message}`));
-    await page.goto(`${served.url}/${hash}`);
-    return page;
-  }
+  const ui = useDashboardInChromium(db, { dashboard: { basePath: '/ops/runledger' } });
+  const { openPage } = ui;
 
   it('shows overview counts equal to the database', async () => {
     for (let n = 0; n < 3; n += 1) await enqueueJob(db.prisma, { jobType: 'browser.mail', payload: { n } });
@@ -144,7 +105,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await node('publish', 'SUCCEEDED').waitFor();
     await page.locator('[data-testid=run-status]').filter({ hasText: 'succeeded' }).waitFor();
     expect(await page.evaluate('window.stayed')).toBe(true);
-    await screenshot(page, 'dashboard-run-finished.png', false);
+    await screenshot(page, 'dashboard-run-finished.png', { forReadme: false });
 
     // From the steps table to the publish job's page, then to the jobs list, all in the same page.
     await page.getByRole('link', { name: `…${steps.publish!.jobId!.slice(-8)}` }).click();
@@ -160,7 +121,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await attempt.locator('[data-testid=attempt-outcome]').filter({ hasText: 'succeeded' }).waitFor();
     expect(await attempt.count()).toBe(1);
     expect(await attempt.locator('td').nth(2).innerText()).toBe('test-worker');
-    await screenshot(page, 'dashboard-job.png', false);
+    await screenshot(page, 'dashboard-job.png', { forReadme: false });
     await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Jobs' }).click();
     await page.getByLabel('Type', { exact: true }).fill('report.publish');
     await page.getByRole('button', { name: 'Apply' }).click();
@@ -235,7 +196,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   it('hides the actions of a read-only dashboard', async () => {
     const readOnly = await serveDashboard(db.prisma, { readOnly: true });
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.ro').external('gate').build());
-    const context = await browser.newContext();
+    const context = await ui.browser.newContext();
     const page = await context.newPage();
     await page.goto(`${readOnly.url}/#/runs/${workflowRunId}`);
     await page.locator('svg.dag [data-step-key="gate"][data-status="WAITING_FOR_EXTERNAL"]').click();
@@ -248,7 +209,23 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   it('shows the overview after the runs above (the README screenshot)', async () => {
     const page = await openPage('#/');
     await page.locator('td[data-type="report.weekly"][data-status="SUCCEEDED"]').filter({ hasText: '1' }).waitFor();
-    await screenshot(page, 'dashboard-overview.png');
+    // What the screenshot shows is the database: every job type's count in every status column.
+    const counts = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`
+      SELECT job_type, status::text AS status, count(*)::int AS n FROM runledger.job_queue GROUP BY 1, 2`;
+    const expected = new Map(counts.map((row) => [`${row.job_type} ${row.status}`, String(row.n)]));
+    const cells = (await page.evaluate(
+      "[...document.querySelectorAll('td[data-type][data-status]')].filter((td) => td.dataset.type !== '*').map((td) => [td.dataset.type + ' ' + td.dataset.status, td.innerText.trim()])",
+    )) as [string, string][];
+    const statusOf = (key: string) => key.split(' ')[1];
+    const shownStatuses = new Set(cells.map(([key]) => statusOf(key)));
+    const nonZeroCells = Object.fromEntries(cells.filter(([, n]) => n !== '0'));
+    expect(nonZeroCells).toEqual(Object.fromEntries([...expected].filter(([key]) => shownStatuses.has(statusOf(key)))));
+    expect(nonZeroCells['report.weekly SUCCEEDED']).toBe('1');
+    const file = await screenshot(page, 'dashboard-overview.png');
+    // A PNG of the page at the viewport's width (IHDR's width, bytes 16-19).
+    const png = await readFile(file);
+    expect(png.subarray(1, 4).toString('latin1')).toBe('PNG');
+    expect(png.readUInt32BE(16)).toBe(1280);
     await page.context().close();
   });
 
@@ -299,7 +276,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
 
     // An id prefix, typed with its dash, on the runs page.
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.searched').organization('acme').external('gate').build());
-    await page.goto(`${served.url}/#/runs?q=${workflowRunId.slice(0, 13)}`);
+    await page.goto(`${ui.served.url}/#/runs?q=${workflowRunId.slice(0, 13)}`);
     await page.getByRole('link', { name: workflowRunId }).waitFor();
     await page.locator('[data-testid=search-note][data-kind=id_prefix]').waitFor();
     expect(await page.getByLabel('Search', { exact: true }).inputValue()).toBe(workflowRunId.slice(0, 13));
@@ -378,14 +355,14 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     });
     const server = http.createServer(fetchToNode(dashboard));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const context = await browser.newContext({ extraHTTPHeaders: { [SCOPE_HEADER]: 'org:next' } });
+    const context = await ui.browser.newContext({ extraHTTPHeaders: { [SCOPE_HEADER]: 'org:next' } });
     try {
       const { workflowRunId } = await enqueueWorkflowRun(
         db.prisma,
         workflow('browser.fetch').organization('next').external('gate').job('after', 'browser.after', {}).afterSuccess('after', ['gate']).build(),
       );
       const page = await context.newPage();
-      page.on('pageerror', (error) => pageErrors.push(`fetch handler: ${error.message}`));
+      ui.watchErrors(page, 'fetch handler');
       // The bare base path redirects to its trailing slash, as on the Node handler.
       await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/runledger#/runs/${workflowRunId}`);
       expect(new URL(page.url()).pathname).toBe('/admin/runledger/');

@@ -21,32 +21,10 @@ import {
 } from '../../src/index.js';
 import { heartbeatWorkerRegistration } from '../../src/worker/registry.js';
 import { useTestDatabase } from '../harness/database.js';
-import { dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { callDashboard as call, dashboardSession, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
-
-interface Call {
-  status: number;
-  body: any;
-}
-
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  options: { scope?: string; body?: unknown; session?: { cookie: string; token: string } } = {},
-): Promise<Call> {
-  const headers: Record<string, string> = { [SCOPE_HEADER]: options.scope ?? 'admin' };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-runledger-csrf'] = options.session.token;
-  }
-  const response = await fetch(`${base}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
-  const text = await response.text();
-  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
-}
 
 async function deadLetter(jobType: string, organizationId: string | null): Promise<string> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, organizationId, payload: {} });
