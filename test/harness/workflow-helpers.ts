@@ -128,3 +128,26 @@ export async function attachToWorkflowStep(prisma: PrismaClient, job: { id: stri
     prisma.$executeRaw`UPDATE runledger.job_queue SET workflow_step_id = ${stepId}::uuid WHERE id = ${job.id}::uuid`,
   ]);
 }
+
+/**
+ * A race of `parties` transactions, each on its own connection: every one has begun (run a statement) before
+ * any runs `work`, so they all see the same snapshot and contend for real. Returns each `work`'s result.
+ */
+export async function raceInTransactions<T>(
+  db: { newClient(options?: { max?: number }): PrismaClient },
+  parties: number,
+  work: (tx: Db, index: number) => Promise<T>,
+): Promise<T[]> {
+  const clients = Array.from({ length: parties }, () => db.newClient({ max: 1 }));
+  await Promise.all(clients.map((client) => client.$connect()));
+  const arrive = barrier(parties);
+  return Promise.all(
+    clients.map((client, index) =>
+      client.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1`;
+        await arrive();
+        return work(tx, index);
+      }),
+    ),
+  );
+}

@@ -32,7 +32,7 @@ import {
   migrate,
   reapExpiredLeases,
   releaseJob,
-  RunledgerError,
+  type RunledgerError,
   workflow,
   type ClaimedJob,
   type Db,
@@ -43,6 +43,7 @@ import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { refuseConnections } from '../harness/database-outage.js';
 import { startFaultProxy } from '../harness/fault-proxy.js';
+import { runledgerErrorOf as failure } from '../harness/errors.js';
 
 const db = useTestDatabase();
 
@@ -56,15 +57,6 @@ async function refusedUrl(): Promise<string> {
   url.hostname = '127.0.0.1';
   url.port = String(port);
   return url.toString();
-}
-
-async function failure(promise: Promise<unknown>): Promise<RunledgerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error, 'the call should have failed').toBeInstanceOf(RunledgerError);
-  return error as RunledgerError;
 }
 
 function expectUnavailable(error: RunledgerError, label: string): void {

@@ -209,18 +209,22 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   it('shows the overview after the runs above (the README screenshot)', async () => {
     const page = await openPage('#/');
     await page.locator('td[data-type="report.weekly"][data-status="SUCCEEDED"]').filter({ hasText: '1' }).waitFor();
-    // What the screenshot shows is the database: every job type's count in every status column.
-    const counts = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`
-      SELECT job_type, status::text AS status, count(*)::int AS n FROM runledger.job_queue GROUP BY 1, 2`;
-    const expected = new Map(counts.map((row) => [`${row.job_type} ${row.status}`, String(row.n)]));
+    // What the screenshot shows is the database: every job type's and workflow type's count in every status column.
+    const jobs = await db.prisma.$queryRaw<{ type: string; status: string; n: number }[]>`
+      SELECT job_type AS type, status::text AS status, count(*)::int AS n FROM runledger.job_queue GROUP BY 1, 2`;
+    const runs = await db.prisma.$queryRaw<{ type: string; status: string; n: number }[]>`
+      SELECT workflow_type AS type, status::text AS status, count(*)::int AS n FROM runledger.workflow_runs GROUP BY 1, 2`;
+    const inDatabase = [
+      ...jobs.map((row) => [`Jobs by type and status: ${row.type} ${row.status}`, String(row.n)]),
+      ...runs.map((row) => [`Workflow runs by type and status: ${row.type} ${row.status}`, String(row.n)]),
+    ];
     const cells = (await page.evaluate(
-      "[...document.querySelectorAll('td[data-type][data-status]')].filter((td) => td.dataset.type !== '*').map((td) => [td.dataset.type + ' ' + td.dataset.status, td.innerText.trim()])",
+      "[...document.querySelectorAll('td[data-type][data-status]')].filter((td) => td.dataset.type !== '*').map((td) => [td.closest('table').querySelector('caption').textContent + ': ' + td.dataset.type + ' ' + td.dataset.status, td.innerText.trim()])",
     )) as [string, string][];
-    const statusOf = (key: string) => key.split(' ')[1];
-    const shownStatuses = new Set(cells.map(([key]) => statusOf(key)));
-    const nonZeroCells = Object.fromEntries(cells.filter(([, n]) => n !== '0'));
-    expect(nonZeroCells).toEqual(Object.fromEntries([...expected].filter(([key]) => shownStatuses.has(statusOf(key)))));
-    expect(nonZeroCells['report.weekly SUCCEEDED']).toBe('1');
+    const columnOf = (key: string) => `${key.split(': ')[0]} ${key.split(' ').at(-1)}`;
+    const columns = new Set(cells.map(([key]) => columnOf(key)));
+    expect(Object.fromEntries(cells.filter(([, n]) => n !== '0'))).toEqual(Object.fromEntries(inDatabase.filter(([key]) => columns.has(columnOf(key!)))));
+    expect(cells).toContainEqual(['Workflow runs by type and status: report.weekly SUCCEEDED', '1']);
     const file = await screenshot(page, 'dashboard-overview.png');
     // A PNG of the page at the viewport's width (IHDR's width, bytes 16-19).
     const png = await readFile(file);

@@ -17,7 +17,7 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { barrier } from '../harness/workflow-helpers.js';
+import { raceInTransactions } from '../harness/workflow-helpers.js';
 import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
@@ -68,18 +68,7 @@ describe('job definitions catalog', () => {
 
   it('survives ten concurrent syncs of the same set with one row per type', async () => {
     const definitions = ['cat.c', 'cat.a', 'cat.b'].map((type) => defineJob(type, z.object({}), noop));
-    const clients = Array.from({ length: 10 }, () => db.newClient({ max: 1 }));
-    await Promise.all(clients.map((client) => client.$connect()));
-    const arrive = barrier(10);
-    const results = await Promise.all(
-      clients.map((client) =>
-        client.$transaction(async (tx) => {
-          await tx.$queryRaw`SELECT 1`;
-          await arrive();
-          return syncJobDefinitions(tx, definitions);
-        }),
-      ),
-    );
+    const results = await raceInTransactions(db, 10, (tx) => syncJobDefinitions(tx, definitions));
     expect(results.flatMap((r) => r.inserted).sort()).toEqual(['cat.a', 'cat.b', 'cat.c']);
     for (const type of ['cat.a', 'cat.b', 'cat.c']) expect(await rowCount(type)).toBe(1);
   });

@@ -4,9 +4,10 @@
  * skipped, the others of the same pass are materialised.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { getSchedule, isRunledgerError, listSchedules, runDueSchedules, runScheduleNow, upsertSchedule, workflow } from '../../src/index.js';
+import { getSchedule, listSchedules, runDueSchedules, runScheduleNow, upsertSchedule, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier } from '../harness/workflow-helpers.js';
+import { expectInvalid } from '../harness/errors.js';
 
 const db = useTestDatabase();
 const at = (iso: string) => new Date(iso);
@@ -28,15 +29,6 @@ async function runsOf(key: string): Promise<{ id: string; idempotency_key: strin
   return db.prisma.$queryRaw`
     SELECT wr.id, wr.idempotency_key, wr.organization_id, (SELECT count(*)::int FROM runledger.workflow_steps ws WHERE ws.workflow_run_id = wr.id) AS steps
       FROM runledger.workflow_runs wr WHERE wr.idempotency_key LIKE ${`schedule:${key}:%`} ORDER BY wr.idempotency_key`;
-}
-
-async function expectValidation(promise: Promise<unknown>, field: string): Promise<void> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(isRunledgerError(error, 'schedule.invalid_input')).toBe(true);
-  expect((error as { field: string }).field).toBe(field);
 }
 
 describe('workflow schedules', () => {
@@ -95,13 +87,21 @@ describe('workflow schedules', () => {
 
   it('refuses a bad target, naming the field, and writes nothing', async () => {
     const base = { key: 'wf.bad', cron: '0 * * * *', enabled: true };
-    await expectValidation(upsertSchedule(db.prisma, { ...base }), 'jobType');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, jobType: 'x.job' }), 'payload');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, jobType: 'x.job', payload: {}, workflow: nightly() }), 'jobType');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: nightly(), payload: {} }), 'payload');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: nightly(), maxAttempts: 3 }), 'maxAttempts');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), organizationId: 'o' } }), 'workflow.organizationId');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), idempotencyKey: 'k' } }), 'workflow.idempotencyKey');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base }), 'schedule.invalid_input', 'jobType');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, jobType: 'x.job' }), 'schedule.invalid_input', 'payload');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, jobType: 'x.job', payload: {}, workflow: nightly() }), 'schedule.invalid_input', 'jobType');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, workflow: nightly(), payload: {} }), 'schedule.invalid_input', 'payload');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, workflow: nightly(), maxAttempts: 3 }), 'schedule.invalid_input', 'maxAttempts');
+    await expectInvalid(
+      upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), organizationId: 'o' } }),
+      'schedule.invalid_input',
+      'workflow.organizationId',
+    );
+    await expectInvalid(
+      upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), idempotencyKey: 'k' } }),
+      'schedule.invalid_input',
+      'workflow.idempotencyKey',
+    );
     const cyclic = {
       workflowType: 'w',
       steps: [
@@ -109,7 +109,7 @@ describe('workflow schedules', () => {
         { key: 'b', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'a' }] },
       ],
     };
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: cyclic }), 'workflow.steps.1.dependsOn');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, workflow: cyclic }), 'schedule.invalid_input', 'workflow.steps.1.dependsOn');
     expect((await listSchedules(db.prisma, {})).items.map((s) => s.key)).not.toContain('wf.bad');
   });
 });

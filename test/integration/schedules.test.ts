@@ -15,6 +15,7 @@ import {
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier } from '../harness/workflow-helpers.js';
+import { expectInvalid } from '../harness/errors.js';
 
 const db = useTestDatabase();
 const at = (iso: string) => new Date(iso);
@@ -25,15 +26,6 @@ async function scheduleJobs(key: string): Promise<{ idempotency_key: string; id:
   return db.prisma.$queryRaw`
     SELECT idempotency_key, id, payload, organization_id::text AS organization_id FROM runledger.job_queue
      WHERE idempotency_key LIKE ${`schedule:${key}:%`} ORDER BY idempotency_key`;
-}
-
-async function expectValidation(promise: Promise<unknown>, field: string): Promise<void> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(isRunledgerError(error, 'schedule.invalid_input')).toBe(true);
-  expect((error as { field: string }).field).toBe(field);
 }
 
 describe('schedule definitions', () => {
@@ -79,14 +71,14 @@ describe('schedule definitions', () => {
 
   it('refuses a bad cron expression, timezone or field, naming it, and writes nothing', async () => {
     const base = { key: 'def.bad', cron: '0 * * * *', jobType: 'def.job', payload: {}, enabled: true };
-    await expectValidation(upsertSchedule(db.prisma, { ...base, cron: 'every minute' }), 'cron');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, cron: '61 * * * *' }), 'cron');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, cron: '0 0 30 2 *' }), 'cron');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, timezone: 'Mars/Olympus' }), 'timezone');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, jobType: ' ' }), 'jobType');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, key: 'é'.repeat(101) }), 'key');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, catchUp: { maxSlots: 0 } }), 'catchUp.maxSlots');
-    await expectValidation(runDueSchedules(db.prisma, { limit: 0 }), 'limit');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, cron: 'every minute' }), 'schedule.invalid_input', 'cron');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, cron: '61 * * * *' }), 'schedule.invalid_input', 'cron');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, cron: '0 0 30 2 *' }), 'schedule.invalid_input', 'cron');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, timezone: 'Mars/Olympus' }), 'schedule.invalid_input', 'timezone');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, jobType: ' ' }), 'schedule.invalid_input', 'jobType');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, key: 'é'.repeat(101) }), 'schedule.invalid_input', 'key');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, catchUp: { maxSlots: 0 } }), 'schedule.invalid_input', 'catchUp.maxSlots');
+    await expectInvalid(runDueSchedules(db.prisma, { limit: 0 }), 'schedule.invalid_input', 'limit');
     const error = await getSchedule(db.prisma, { key: 'def.bad' }).catch((e: unknown) => e);
     expect(isRunledgerError(error, 'schedule.not_found')).toBe(true);
   });

@@ -11,18 +11,10 @@ import { defineJob } from '../../src/worker/index.js';
 import { MAX_LEASE_SECONDS } from '../../src/validation/primitives.js';
 import { useTestDatabase } from '../harness/database.js';
 import { withTransaction } from '../../src/client/transaction.js';
+import { errorOf } from '../harness/errors.js';
 
 const db = useTestDatabase();
 const handler = defineJob('bounds.job', z.object({}), async () => null);
-
-async function errorOf(call: () => unknown): Promise<unknown> {
-  try {
-    await call();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe('timer-fed options', () => {
   it('refuses a worker lease, poll interval or reaper interval a timer cannot wait', async () => {

@@ -5,7 +5,6 @@ import {
   enqueueWorkflowRun,
   getWorkflowRun,
   noOrganizationScope,
-  isRunledgerError,
   organizationScope,
   workflow,
   type CompleteExternalWorkflowStepInput,
@@ -13,6 +12,7 @@ import {
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
+import { runledgerErrorOf as errorOf } from '../harness/errors.js';
 
 const db = useTestDatabase();
 
@@ -28,15 +28,6 @@ async function approvalRun(organizationId: string | null = null) {
       .build(),
   );
   return { workflowRunId, status };
-}
-
-async function errorOf(promise: Promise<unknown>): Promise<{ code: string; category: string }> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isRunledgerError(error)) throw new Error(`expected a RunledgerError, got ${String(error)}`);
-  return error;
 }
 
 describe('external steps', () => {

@@ -11,17 +11,9 @@ import {
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
+import { errorOf } from '../harness/errors.js';
 
 const db = useTestDatabase();
-
-async function errorOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe('getResult', () => {
   it('is workflow.result_missing, not null, when the result step succeeded without output', async () => {

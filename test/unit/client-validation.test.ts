@@ -47,6 +47,7 @@ import { defineJob } from '../../src/worker/index.js';
 import { z } from 'zod';
 import { isTransactionClient } from '../../src/client/types.js';
 import { withTransaction } from '../../src/client/transaction.js';
+import { errorOf } from '../harness/errors.js';
 
 const ID = '0190a3e0-0000-7000-8000-0000000000aa';
 const lease = { jobId: ID, runNumber: 1, attempt: 1, workerId: 'w' };
@@ -109,16 +110,6 @@ const notClients: [string, unknown][] = [
   ['a string', 'postgresql://localhost/app'],
   ['an object whose $queryRaw is not a function', { $queryRaw: 'SELECT 1', $executeRaw: 1 }],
 ];
-
-/** The error, whether the operation throws synchronously or rejects. */
-async function errorOf(call: () => unknown): Promise<unknown> {
-  try {
-    await call();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe('db that is not a Prisma client', () => {
   it.each(notClients)('%s is client.invalid from every operation', async (_name, notClient) => {
