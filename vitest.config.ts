@@ -12,13 +12,17 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/harness/global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // A focused or skipped test hides a result: fail the run instead.
     allowOnly: false,
     passWithNoTests: false,
+    // Two projects, so `npx vitest run --project unit` needs no database: only the integration project has the
+    // global setup that starts PostgreSQL (test/harness/global-setup.ts). `npm test` runs both.
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/harness/global-setup.ts'] } },
+    ],
   },
 });

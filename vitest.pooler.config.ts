@@ -38,6 +38,8 @@ export default defineConfig({
   ...base,
   test: {
     ...base.test,
+    // One project of its own: the base config's unit/integration split (and its global setup) does not apply.
+    projects: undefined,
     include: FILES.map((file) => `test/integration/${file}.test.ts`),
     globalSetup: ['test/harness/global-setup-pooler.ts'],
   },

@@ -80,7 +80,10 @@ function intListFromEnv(name: string, fallback: number[]): number[] {
 function listFromEnv(name: string): string[] | null {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === '') return null;
-  return raw.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  return raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
 }
 
 const flag = (name: string): boolean => ['1', 'true', 'yes'].includes((process.env[name] ?? '').toLowerCase());
@@ -91,7 +94,9 @@ export function readConfig(): BenchConfig {
   const pick = (full: number, small: number): number => (quick ? small : full);
   // The table: 10M finished rows and 1M pending jobs of other types.
   const claimDefaults: ClaimLatencySizes =
-    quick && !big ? { finished: 20_000, otherPending: 2_000, samples: 30, limit: 10 } : { finished: 10_000_000, otherPending: 1_000_000, samples: 200, limit: 10 };
+    quick && !big
+      ? { finished: 20_000, otherPending: 2_000, samples: 30, limit: 10 }
+      : { finished: 10_000_000, otherPending: 1_000_000, samples: 200, limit: 10 };
   return {
     quick,
     big,

@@ -46,10 +46,9 @@ export async function countRows(url: string, sql: string, params: unknown[] = []
 export async function waitForNoConnections(admin: pg.Client, database: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await admin.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`,
-      [database],
-    );
+    const { rows } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [
+      database,
+    ]);
     if (Number(rows[0]?.n ?? 0) === 0) return;
     if (Date.now() > deadline) throw new Error(`connections to ${database} are still open; a system did not close its pool`);
     await sleep(20);

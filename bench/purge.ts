@@ -65,10 +65,10 @@ async function seed(client: pg.Client): Promise<void> {
     process.stderr.write(`  seeded ${done + n}/${FINISHED} finished jobs\n`);
   }
   const pending = (WARMUP + SAMPLES) * CLAIM_LIMIT * 3;
-  await client.query(
-    `INSERT INTO runledger.job_queue (id, job_type, payload) SELECT gen_random_uuid(), $1, '{}'::jsonb FROM generate_series(1, $2::int)`,
-    [CLAIMED_TYPE, pending],
-  );
+  await client.query(`INSERT INTO runledger.job_queue (id, job_type, payload) SELECT gen_random_uuid(), $1, '{}'::jsonb FROM generate_series(1, $2::int)`, [
+    CLAIMED_TYPE,
+    pending,
+  ]);
   await client.query('VACUUM ANALYZE runledger.job_queue');
   await client.query('VACUUM ANALYZE runledger.job_events');
 }
@@ -111,7 +111,12 @@ async function main(): Promise<void> {
       claimLimit: CLAIM_LIMIT,
       batchSize: BATCH,
       seedSeconds: Math.round(seedSeconds * 10) / 10,
-      purge: { jobs: purged.jobs, batches: purged.batches, seconds: Math.round(purgeSeconds * 100) / 100, rowsPerSecond: Math.round(purged.jobs / purgeSeconds) },
+      purge: {
+        jobs: purged.jobs,
+        batches: purged.batches,
+        seconds: Math.round(purgeSeconds * 100) / 100,
+        rowsPerSecond: Math.round(purged.jobs / purgeSeconds),
+      },
       claim: { before, afterPurge, afterVacuum },
     };
     const row = (name: string, f: ClaimFigures) => `| ${name} | ${f.p50Ms} | ${f.p95Ms} | ${f.maxMs} |`;

@@ -15,7 +15,7 @@ export function renderSection(results: BenchResults): string {
     '',
     `Latest run: ${environmentLine(results)}.`,
     '',
-    'Each cell: runledger\'s median and, in brackets, its ratio to the best peer variant of that workload (> 1: runledger is faster, or starts handlers sooner). Full tables (min/max, commits and statements per job or step, configurations) in [bench/results/latest.md](bench/results/latest.md).',
+    "Each cell: runledger's median and, in brackets, its ratio to the best peer variant of that workload (> 1: runledger is faster, or starts handlers sooner). Full tables (min/max, commits and statements per job or step, configurations) in [bench/results/latest.md](bench/results/latest.md).",
     '',
     headlineTable(results),
     '',

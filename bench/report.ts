@@ -4,7 +4,9 @@ import type { BenchResults, LatencyResult, TableResult, ThroughputResult, Worklo
 import { singular } from './workloads/throughput.js';
 
 const num = (value: number | null | undefined, digits = 0): string =>
-  value === null || value === undefined || Number.isNaN(value) ? 'n/a' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  value === null || value === undefined || Number.isNaN(value)
+    ? 'n/a'
+    : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const ratio = (value: number | null): string => (value === null || Number.isNaN(value) ? '-' : `${value.toFixed(2)}x`);
 const range = (s: Spread | null, digits = 0): string => (s === null ? 'n/a' : `${num(s.min, digits)}-${num(s.max, digits)}`);
 
@@ -47,7 +49,10 @@ function latencyTable(w: LatencyResult): string {
 }
 
 function genericTable(w: TableResult): string {
-  return table(w.headers, w.rows.map((row) => row.map((cell) => (cell === null ? 'n/a' : String(cell)))));
+  return table(
+    w.headers,
+    w.rows.map((row) => row.map((cell) => (cell === null ? 'n/a' : String(cell)))),
+  );
 }
 
 function workloadSection(w: WorkloadResult): string {
@@ -82,12 +87,14 @@ export function headlineTable(results: BenchResults): string {
         `${w.title}, p50 / p95`,
         ...ours.map((s) => {
           const row = w.rows.find((r) => r.system === s.key);
-          return row ? `${num(row.pickupP50.median, 2)} / ${num(row.pickupP95.median, 2)} ms (${ratio(row.ratioP50ToBestPeer)} / ${ratio(row.ratioP95ToBestPeer)})` : '-';
+          return row
+            ? `${num(row.pickupP50.median, 2)} / ${num(row.pickupP95.median, 2)} ms (${ratio(row.ratioP50ToBestPeer)} / ${ratio(row.ratioP95ToBestPeer)})`
+            : '-';
         }),
         best ? `${best.label}: ${num(best.pickupP50.median, 2)} / ${num(best.pickupP95.median, 2)} ms` : '-',
       ]);
     } else {
-      rows.push([w.title, ...ours.map((s, i) => (i === 0 ? (w.notes.at(-1) ?? '') : '')), 'runledger only']);
+      rows.push([w.title, ...ours.map((_s, i) => (i === 0 ? (w.notes.at(-1) ?? '') : '')), 'runledger only']);
     }
   }
   return table(headers, rows);
@@ -117,7 +124,9 @@ export function rowWritesTable(results: BenchResults): string {
 }
 
 export function environmentLine(results: BenchResults): string {
-  const settings = Object.entries(results.server.settings).map(([k, v]) => `${k}=${v}`).join(', ');
+  const settings = Object.entries(results.server.settings)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
   return `${results.date}, ${results.quick ? 'quick sizes (BENCH_QUICK=1)' : 'full sizes'}, ${results.config.repeats} run(s) per figure (median; min-max in the tables); PostgreSQL ${results.server.version} (${results.server.kind}; ${settings}); Node ${results.node}, ${results.cpus} CPUs${results.runledgerFrom ? `; runledger from ${results.runledgerFrom === 'dist' ? 'the built package (dist/)' : 'its TypeScript sources (tsx)'}` : ''}`;
 }
 
@@ -127,7 +136,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     environmentLine(results),
     '',
-    'Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system\'s database (harness commits subtracted); statements are counted in runledger\'s client pool (BEGIN/COMMIT included); rows written are the `pg_stat_user_tables` delta of n_tup_ins + n_tup_upd + n_tup_del over the system\'s tables (HOT updates: n_tup_hot_upd, included in the updates).',
+    "Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system's database (harness commits subtracted); statements are counted in runledger's client pool (BEGIN/COMMIT included); rows written are the `pg_stat_user_tables` delta of n_tup_ins + n_tup_upd + n_tup_del over the system's tables (HOT updates: n_tup_hot_upd, included in the updates).",
     '',
     '## Headline',
     '',
@@ -135,7 +144,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     '## Rows written per unit of work',
     '',
-    'Tuples inserted + updated + deleted on the system\'s tables per job enqueued or drained, or per workflow step, in the timed part (medians; the peers\' fan-out includes their fan-in counter row). In brackets: with the untimed seeding\'s rows (the drained jobs\' enqueue; runledger\'s workflow runs, steps, dependencies and first jobs; the peers\' first job of each chain or run), which is what one counter delta over the whole workload says.',
+    "Tuples inserted + updated + deleted on the system's tables per job enqueued or drained, or per workflow step, in the timed part (medians; the peers' fan-out includes their fan-in counter row). In brackets: with the untimed seeding's rows (the drained jobs' enqueue; runledger's workflow runs, steps, dependencies and first jobs; the peers' first job of each chain or run), which is what one counter delta over the whole workload says.",
     '',
     rowWritesTable(results),
     '',

@@ -105,10 +105,9 @@ async function warmUp(context: BenchContext, system: BenchSystem): Promise<void>
 }
 
 async function serverFacts(admin: pg.Client): Promise<{ version: string; settings: Record<string, string> }> {
-  const { rows } = await admin.query<{ name: string; setting: string }>(
-    `SELECT name, setting FROM pg_settings WHERE name = ANY($1::text[]) ORDER BY name`,
-    [['server_version', 'synchronous_commit', 'fsync', 'full_page_writes', 'shared_buffers', 'max_connections', 'autovacuum', 'shared_preload_libraries']],
-  );
+  const { rows } = await admin.query<{ name: string; setting: string }>(`SELECT name, setting FROM pg_settings WHERE name = ANY($1::text[]) ORDER BY name`, [
+    ['server_version', 'synchronous_commit', 'fsync', 'full_page_writes', 'shared_buffers', 'max_connections', 'autovacuum', 'shared_preload_libraries'],
+  ]);
   // Empty settings (e.g. no shared_preload_libraries) say nothing; leave them out of the report.
   const all = Object.fromEntries(rows.filter((r) => r.setting !== '').map((r) => [r.name, r.setting]));
   const { server_version: version = 'unknown', ...settings } = all;
@@ -223,7 +222,8 @@ async function main(): Promise<void> {
   }, watchdogMs);
   watchdog.unref();
   try {
-    if (server.kind === 'url' && config.synchronousCommit) log('BENCH_SYNCHRONOUS_COMMIT applies to an embedded server only; the given server keeps its settings');
+    if (server.kind === 'url' && config.synchronousCommit)
+      log('BENCH_SYNCHRONOUS_COMMIT applies to an embedded server only; the given server keeps its settings');
     const results = await runAll(server, config);
     console.log(`\n${renderMarkdown(results)}`);
     const files = await writeResults(results);

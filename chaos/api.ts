@@ -76,7 +76,10 @@ export async function enqueueDirect(db: Client, spec: DirectJobSpec): Promise<{ 
   return { jobId: result.jobId, disposition: result.disposition };
 }
 
-export async function enqueueRun(db: Client, run: ReturnType<WorkflowBuilder['build']>): Promise<{ workflowRunId: string; disposition: 'inserted' | 'existing' }> {
+export async function enqueueRun(
+  db: Client,
+  run: ReturnType<WorkflowBuilder['build']>,
+): Promise<{ workflowRunId: string; disposition: 'inserted' | 'existing' }> {
   const result = await enqueueWorkflowRun(db, run);
   return { workflowRunId: result.workflowRunId, disposition: result.disposition };
 }
@@ -92,12 +95,24 @@ export async function completeExternal(db: Client, workflowRunId: string, stepKe
 }
 
 export async function replaySucceeded(db: Client, sourceJobId: string, runNumber: number, key: string): Promise<string> {
-  const result = await compareAndReplaySucceededJob(db, { scope: noOrganizationScope(), sourceJobId, expectedRunNumber: runNumber, replayRequestKey: key, reason: 'chaos replay' });
+  const result = await compareAndReplaySucceededJob(db, {
+    scope: noOrganizationScope(),
+    sourceJobId,
+    expectedRunNumber: runNumber,
+    replayRequestKey: key,
+    reason: 'chaos replay',
+  });
   return result.kind === 'replayed' ? `replayed.${result.replay.disposition}` : result.kind;
 }
 
 export async function requeueDeadLettered(db: Client, jobId: string, runNumber: number): Promise<string> {
-  const result = await compareAndRequeueJob(db, { scope: noOrganizationScope(), jobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: runNumber, statePolicy: 'reset_progress_and_checkpoint' });
+  const result = await compareAndRequeueJob(db, {
+    scope: noOrganizationScope(),
+    jobId,
+    expectedStatus: 'DEAD_LETTERED',
+    expectedRunNumber: runNumber,
+    statePolicy: 'reset_progress_and_checkpoint',
+  });
   return result.kind;
 }
 

@@ -10,7 +10,9 @@ export async function enqueueRandomRun(operator: Operator): Promise<void> {
 }
 
 export async function enqueueDirectBatch(operator: Operator): Promise<void> {
-  await Promise.all(Array.from({ length: 3 }, () => operator.call('enqueue_job', async () => (await enqueueDirect(operator.client, randomDirectJob())).disposition)));
+  await Promise.all(
+    Array.from({ length: 3 }, () => operator.call('enqueue_job', async () => (await enqueueDirect(operator.client, randomDirectJob())).disposition)),
+  );
 }
 
 /**

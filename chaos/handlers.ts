@@ -32,13 +32,26 @@ export const EXECUTIONS_DDL = `
   );
   CREATE INDEX IF NOT EXISTS effects_job_idx ON chaos.effects (job_id);`;
 
-const payload = z.object({ n: z.number().optional(), failUntil: z.number().optional(), size: z.number().optional(), key: z.string().optional(), fail: z.boolean().optional() });
+const payload = z.object({
+  n: z.number().optional(),
+  failUntil: z.number().optional(),
+  size: z.number().optional(),
+  key: z.string().optional(),
+  fail: z.boolean().optional(),
+});
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        return reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 
 /** `host`: the client whose transactions chaos.tx attempts run in (the host application's, in a real app). */
@@ -93,7 +106,8 @@ export function chaosHandlers(pool: pg.Pool, worker: string, host: Client): AnyJ
       payload,
       async ({ n, failUntil }, ctx) => {
         await record(ctx);
-        await ctx.tx.$executeRaw`INSERT INTO chaos.effects (job_id, run_number, attempt) VALUES (${ctx.jobId}::uuid, ${ctx.runNumber}::int, ${ctx.attempt}::int)`;
+        await ctx.tx
+          .$executeRaw`INSERT INTO chaos.effects (job_id, run_number, attempt) VALUES (${ctx.jobId}::uuid, ${ctx.runNumber}::int, ${ctx.attempt}::int)`;
         await pause(5 + Math.random() * 35, ctx.signal);
         // After the effect: a failed attempt must roll it back.
         if (ctx.attempt <= (failUntil ?? 0)) throw new RetryableError('failed after its write', { code: 'chaos.tx_failed' });

@@ -46,7 +46,8 @@ export class Operator {
       rows.map(async (step) => {
         const first: ExternalOutcome = drain || Math.random() < 0.8 ? { status: 'succeeded', output: { by: 'operator' } } : { status: 'failed' };
         const roll = drain ? 1 : Math.random();
-        const complete = (outcome: ExternalOutcome, kind: string) => this.call(kind, () => completeExternal(this.client, step.workflow_run_id, step.step_key, outcome));
+        const complete = (outcome: ExternalOutcome, kind: string) =>
+          this.call(kind, () => completeExternal(this.client, step.workflow_run_id, step.step_key, outcome));
         if (roll < 0.2) {
           // The same completion twice at once: both answer with the stored step.
           await Promise.all([complete(first, 'complete_external.twice'), complete(first, 'complete_external.twice')]);
@@ -69,7 +70,8 @@ export class Operator {
     );
     const source = rows[0];
     if (!source) return;
-    const key = `chaos-replay-${(this.replayKeys += 1)}`;
+    this.replayKeys += 1;
+    const key = `chaos-replay-${this.replayKeys}`;
     if (Math.random() < 0.4) {
       // The same replay request twice at once: one inserts, the other gets the existing replay.
       await Promise.all([

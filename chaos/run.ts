@@ -58,8 +58,15 @@ async function main(): Promise<number> {
   const duplicates: DuplicateMessage[] = [];
 
   const database = await createChaosDatabase();
-  say(`database ${database.name} on ${database.server.kind === 'embedded' ? 'embedded PostgreSQL' : 'DATABASE_URL'}${database.canRefuseConnections ? '' : ' (cannot create a role: outages skipped)'}`);
-  const pooler = viaPooler ? await startChaosPooler(database).catch(async (error: unknown) => (await database.drop(), Promise.reject(error))) : undefined;
+  say(
+    `database ${database.name} on ${database.server.kind === 'embedded' ? 'embedded PostgreSQL' : 'DATABASE_URL'}${database.canRefuseConnections ? '' : ' (cannot create a role: outages skipped)'}`,
+  );
+  const pooler = viaPooler
+    ? await startChaosPooler(database).catch(async (error: unknown) => {
+        await database.drop();
+        return Promise.reject(error);
+      })
+    : undefined;
   if (pooler) say(`through ${pooler.version} (pool_mode = transaction): workers and API calls pooled, LISTEN direct`);
   const workUrl = pooler?.url ?? database.url;
   const admin = new pg.Pool({ connectionString: database.adminUrl, max: 4, application_name: 'chaos-controller' });
@@ -97,46 +104,80 @@ async function main(): Promise<number> {
       }
     };
     await Promise.all([
-      actor('enqueue', () => between(100, 300), async () => {
-        if (Math.random() < 0.5) await enqueueRandomRun(operator);
-        else await enqueueDirectBatch(operator);
-      }),
-      actor('duplicates', () => between(800, 1_500), async () => {
-        // Several processes (every worker process and the controller) enqueue the same keyed job and run at once.
-        const key = `dup-${(duplicateKeys += 1)}`;
-        fleet.broadcastDuplicates(key);
-        await enqueueDuplicatePair(api, key, (kind, fn) => operator.call(kind, fn), (message) => duplicates.push(message));
-      }),
-      actor('kill', () => between(2_000, 5_000), async () => {
-        const killed = fleet.killRandom();
-        if (!killed) return;
-        stats.faults.kills += 1;
-        say(`SIGKILL ${killed}`);
-        await sleep(between(100, 1_500));
-        say(`started ${fleet.start()}`);
-        stats.faults.replacements += 1;
-      }),
-      actor('terminate', () => between(1_500, 4_000), () => terminateSomeBackends(admin, database, stats)),
-      actor('outage', () => between(6_000, 12_000), async () => {
-        const ms = Math.round(between(1_500, 4_000));
-        say(`outage: connections refused for ${ms} ms`);
-        await outage(admin, database, stats, ms);
-      }),
-      actor('verify_live', () => between(6_000, 10_000), async () => {
-        // Every transition commits whole, and each page of the checker reads one snapshot: a live check is clean too.
-        await operator.call('verify_integrity_live', async () => {
-          const report = await checkIntegrity(api);
-          for (const v of report.violations) stats.violation(`live integrity: ${describeViolation(v)}`);
-          return report.clean ? 'clean' : 'violations';
-        });
-      }),
-      actor('operate', () => between(100, 400), async () => {
-        const roll = Math.random();
-        if (roll < 0.15) await operator.cancelRandomRun();
-        else if (roll < 0.55) await operator.completeExternalSteps(3);
-        else if (roll < 0.8) await operator.replayRandomSucceeded();
-        else await operator.requeueDeadLettered();
-      }),
+      actor(
+        'enqueue',
+        () => between(100, 300),
+        async () => {
+          if (Math.random() < 0.5) await enqueueRandomRun(operator);
+          else await enqueueDirectBatch(operator);
+        },
+      ),
+      actor(
+        'duplicates',
+        () => between(800, 1_500),
+        async () => {
+          // Several processes (every worker process and the controller) enqueue the same keyed job and run at once.
+          duplicateKeys += 1;
+          const key = `dup-${duplicateKeys}`;
+          fleet.broadcastDuplicates(key);
+          await enqueueDuplicatePair(
+            api,
+            key,
+            (kind, fn) => operator.call(kind, fn),
+            (message) => duplicates.push(message),
+          );
+        },
+      ),
+      actor(
+        'kill',
+        () => between(2_000, 5_000),
+        async () => {
+          const killed = fleet.killRandom();
+          if (!killed) return;
+          stats.faults.kills += 1;
+          say(`SIGKILL ${killed}`);
+          await sleep(between(100, 1_500));
+          say(`started ${fleet.start()}`);
+          stats.faults.replacements += 1;
+        },
+      ),
+      actor(
+        'terminate',
+        () => between(1_500, 4_000),
+        () => terminateSomeBackends(admin, database, stats),
+      ),
+      actor(
+        'outage',
+        () => between(6_000, 12_000),
+        async () => {
+          const ms = Math.round(between(1_500, 4_000));
+          say(`outage: connections refused for ${ms} ms`);
+          await outage(admin, database, stats, ms);
+        },
+      ),
+      actor(
+        'verify_live',
+        () => between(6_000, 10_000),
+        async () => {
+          // Every transition commits whole, and each page of the checker reads one snapshot: a live check is clean too.
+          await operator.call('verify_integrity_live', async () => {
+            const report = await checkIntegrity(api);
+            for (const v of report.violations) stats.violation(`live integrity: ${describeViolation(v)}`);
+            return report.clean ? 'clean' : 'violations';
+          });
+        },
+      ),
+      actor(
+        'operate',
+        () => between(100, 400),
+        async () => {
+          const roll = Math.random();
+          if (roll < 0.15) await operator.cancelRandomRun();
+          else if (roll < 0.55) await operator.completeExternalSteps(3);
+          else if (roll < 0.8) await operator.replayRandomSucceeded();
+          else await operator.requeueDeadLettered();
+        },
+      ),
     ]);
 
     say('draining: no new work, every worker up, external steps completed');

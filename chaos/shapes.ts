@@ -45,7 +45,9 @@ export function buildShape(shape: ShapeName, key?: string): Run {
         const stepKey = `leaf-${i}`;
         leaves.push(stepKey);
         // Mostly quick successes: one failure would cancel the join, which is also a fine ending.
-        builder = builder.job(stepKey, !key && Math.random() < 0.01 ? 'chaos.flaky' : 'chaos.ok', { n: i, failUntil: 1 }, { maxAttempts: 3 }).afterSuccess(stepKey, ['root']);
+        builder = builder
+          .job(stepKey, !key && Math.random() < 0.01 ? 'chaos.flaky' : 'chaos.ok', { n: i, failUntil: 1 }, { maxAttempts: 3 })
+          .afterSuccess(stepKey, ['root']);
       }
       builder = builder.job('join', 'chaos.ok', { n: 200 }).afterSuccess('join', leaves).resultStep('join');
       break;

@@ -19,7 +19,8 @@ export class ChaosStats {
   callerError(kind: string, error: ErrorSummary): void {
     this.count(kind, error.code);
     this.noteDeadlock(error, `caller of ${kind}`);
-    if (!DOCUMENTED_CODES.has(error.code)) this.violation(`undocumented error reached the caller of ${kind}: ${error.code} (${error.category}): ${error.detail}`);
+    if (!DOCUMENTED_CODES.has(error.code))
+      this.violation(`undocumented error reached the caller of ${kind}: ${error.code} (${error.category}): ${error.detail}`);
   }
 
   workerLog(level: string, message: string, error?: ErrorSummary): void {

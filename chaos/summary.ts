@@ -14,16 +14,24 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
     line(`  ${kind.padEnd(36)} ${String(total).padStart(6)}  ${[...outcomes].map(([o, n]) => `${o} ${n}`).join(', ')}`);
   }
   const f = stats.faults;
-  line(`faults: ${f.kills} SIGKILLs (${f.replacements} replacements), ${f.backendTerminations} termination rounds (${f.backendsTerminated} backends), ${f.outages} outages (${(f.outageMs / 1000).toFixed(1)} s refused)`);
+  line(
+    `faults: ${f.kills} SIGKILLs (${f.replacements} replacements), ${f.backendTerminations} termination rounds (${f.backendsTerminated} backends), ${f.outages} outages (${(f.outageMs / 1000).toFixed(1)} s refused)`,
+  );
   line(`runs: ${fmt(findings.runs)}`);
   line(`jobs: ${fmt(findings.jobs)}`);
   const e = findings.executions;
-  line(`executions: ${e.total} (first ${e.first}, retries ${e.retries}, requeues ${e.requeues}, replays ${e.replays}); duplicates explained ${e.retries + e.requeues + e.replays}, unexplained ${e.unexplained}`);
+  line(
+    `executions: ${e.total} (first ${e.first}, retries ${e.retries}, requeues ${e.requeues}, replays ${e.replays}); duplicates explained ${e.retries + e.requeues + e.replays}, unexplained ${e.unexplained}`,
+  );
   const n = findings.notifications;
   line(`terminal notifications: ${n.received} for ${n.runs} runs; missed and looked up ${n.missedLookedUp} (in listener gaps ${n.missedInListenerGaps})`);
-  line(`idempotent enqueues from several processes: ${findings.duplicates.reports} answers for ${findings.duplicates.keys} keys (${findings.duplicates.collapsed} collapsed onto an existing job or run)`);
+  line(
+    `idempotent enqueues from several processes: ${findings.duplicates.reports} answers for ${findings.duplicates.keys} keys (${findings.duplicates.collapsed} collapsed onto an existing job or run)`,
+  );
   line(`integrity checker: ${findings.integrity.runs} runs, ${findings.integrity.jobs} jobs, ${findings.integrity.violations} violations`);
-  line(`transactional handlers: ${findings.effects.jobs} chaos.tx jobs, ${findings.effects.succeeded} succeeded; host effect count wrong for ${findings.effects.wrong} (must be 1 per success, 0 otherwise)`);
+  line(
+    `transactional handlers: ${findings.effects.jobs} chaos.tx jobs, ${findings.effects.succeeded} succeeded; host effect count wrong for ${findings.effects.wrong} (must be 1 per success, 0 otherwise)`,
+  );
   line(`deadlocks (40P01): ${findings.deadlocks}`);
   const logs = [...stats.workerLogs].sort((a, b) => b[1] - a[1]).slice(0, 12);
   if (logs.length > 0) {

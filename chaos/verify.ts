@@ -44,7 +44,9 @@ export async function verifyChaosRun(
   if (liveJobs.rows.length > 0) stats.violation(`jobs still PENDING or LEASED after the drain: ${listed(liveJobs.rows)}`);
 
   // 3. Exactly one terminal notification per run; a missing one is looked up against the listener's gaps.
-  const all = await admin.query<{ id: string; status: string; finished_at: Date | null }>('SELECT id, status::text AS status, finished_at FROM runledger.workflow_runs');
+  const all = await admin.query<{ id: string; status: string; finished_at: Date | null }>(
+    'SELECT id, status::text AS status, finished_at FROM runledger.workflow_runs',
+  );
   const known = new Set<string>();
   let missedLookedUp = 0;
   let missedInListenerGaps = 0;
@@ -62,7 +64,10 @@ export async function verifyChaosRun(
       const finished = run.finished_at.getTime();
       const inGap = counter.gaps.some((gap) => (gap.to === null || gap.to.getTime() >= finished) && gap.from.getTime() <= finished + 60_000);
       if (inGap) missedInListenerGaps += 1;
-      else stats.violation(`run ${run.id} is ${run.status} since ${run.finished_at.toISOString()} but no terminal notification arrived (listener had no gap then)`);
+      else
+        stats.violation(
+          `run ${run.id} is ${run.status} since ${run.finished_at.toISOString()} but no terminal notification arrived (listener had no gap then)`,
+        );
     }
   }
   for (const runId of counter.received.keys()) if (!known.has(runId)) stats.violation(`terminal notification for unknown run ${runId}`);

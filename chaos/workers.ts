@@ -101,7 +101,10 @@ export class WorkerFleet {
             this.killed.add(child);
             child.kill('SIGKILL');
           }, graceMs);
-          child.once('exit', () => (clearTimeout(timer), resolve()));
+          child.once('exit', () => {
+            clearTimeout(timer);
+            return resolve();
+          });
           this.terminated.add(child);
           child.kill('SIGTERM');
         }),

@@ -5,7 +5,14 @@ import { defineJob, RetryableError } from 'runledger';
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        return reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 
 /** Fetches one market feed. The "rates" feed is flaky: its first attempt fails and is retried. */

@@ -94,9 +94,10 @@ async function main(): Promise<void> {
     const enqueued = await enqueueOrGetActiveWorkflowRun(prisma, report);
     const duplicate = await enqueueOrGetActiveWorkflowRun(prisma, report);
     const run = workflowRunHandle<{ url: string }>(prisma, noOrganizationScope(), enqueued.workflowRunId, { listener });
-    say(`Run ${run.workflowRunId} ${enqueued.outcome} (${enqueued.status}); a second request for the region → ${duplicate.outcome}, the same run: ${duplicate.workflowRunId === enqueued.workflowRunId}.`);
+    say(
+      `Run ${run.workflowRunId} ${enqueued.outcome} (${enqueued.status}); a second request for the region → ${duplicate.outcome}, the same run: ${duplicate.workflowRunId === enqueued.workflowRunId}.`,
+    );
     say('Step changes as they happen (the fetches take turns on the provider):');
-
 
     // Watch the steps; when the approval step waits, an editor approves it.
     const seen = new Map<string, string>();
@@ -130,7 +131,9 @@ async function main(): Promise<void> {
 
     const result = await run.getResult({ timeoutMs: 10_000 });
     const finished = await run.getRun();
-    say(`\nRun ${finished.status} in ${((finished.finishedAt!.getTime() - finished.createdAt.getTime()) / 1000).toFixed(2)}s. Result (the publish step's output):`);
+    say(
+      `\nRun ${finished.status} in ${((finished.finishedAt!.getTime() - finished.createdAt.getTime()) / 1000).toFixed(2)}s. Result (the publish step's output):`,
+    );
     say(`  ${JSON.stringify(result)}`);
     say('\nTimeline (░ waiting in the queue, █ running):');
     for (const line of timeline(steps, finished.createdAt)) say(line);
@@ -140,11 +143,19 @@ async function main(): Promise<void> {
     const notify = await enqueueJob(prisma, { jobType: 'report.notify_subscribers', payload: { url: result.url, audience: 1250 } });
     const notified = await waitForJob(prisma, notify.jobId, 'SUCCEEDED');
     say(`  ${elapsed(t0)}  notify job ${notify.jobId} ${notified.status}, output ${JSON.stringify(notified.output)}`);
-    const replayRequest = { scope: noOrganizationScope(), sourceJobId: notify.jobId, expectedRunNumber: 1, replayRequestKey: 'mail-outage-ticket-4711', reason: 'subscribers report missing mail' };
+    const replayRequest = {
+      scope: noOrganizationScope(),
+      sourceJobId: notify.jobId,
+      expectedRunNumber: 1,
+      replayRequestKey: 'mail-outage-ticket-4711',
+      reason: 'subscribers report missing mail',
+    };
     const first = await compareAndReplaySucceededJob(prisma, replayRequest);
     const again = await compareAndReplaySucceededJob(prisma, replayRequest);
     if (first.kind !== 'replayed' || again.kind !== 'replayed') throw new Error('replay was refused');
-    say(`  ${elapsed(t0)}  replay → job ${first.replay.jobId} (${first.replay.disposition}); same request again → ${again.replay.jobId} (${again.replay.disposition})`);
+    say(
+      `  ${elapsed(t0)}  replay → job ${first.replay.jobId} (${first.replay.disposition}); same request again → ${again.replay.jobId} (${again.replay.disposition})`,
+    );
     const replayed = await waitForJob(prisma, first.replay.jobId, 'SUCCEEDED');
     const source = await getJob(prisma, { scope: noOrganizationScope(), jobId: notify.jobId });
     say(`  ${elapsed(t0)}  replay ${replayed.status}; the source is untouched (${source.status}, run ${source.runNumber})`);
@@ -160,7 +171,7 @@ async function main(): Promise<void> {
     await server.stop();
   }
   say(`\nDone in ${elapsed(t0).trim()}; worker stopped, connections closed${server.kind === 'embedded' ? ', embedded PostgreSQL stopped' : ''}.`);
-  say('\nOpen the web dashboard on the demo\'s data:');
+  say("\nOpen the web dashboard on the demo's data:");
   say('  RUNLEDGER_DEMO_DASHBOARD=1 npm run demo     # runs the demo again, then serves http://127.0.0.1:4000/ until Ctrl-C');
   say(`  # or, on your own database (DATABASE_URL): ${shellLine(cliCommand('dashboard', '--port', '4000'))}`);
   say('  # (in an app that installed the package: npx runledger dashboard --port 4000)');

@@ -28,7 +28,10 @@ let building: Promise<BuiltAsset[]> | undefined;
 
 /** Builds once per process per call site; concurrent callers share the build. */
 export function buildDashboardAssets(outDir: string = SOURCE_ASSETS_DIR): Promise<BuiltAsset[]> {
-  if (outDir === SOURCE_ASSETS_DIR) return (building ??= buildInto(outDir));
+  if (outDir === SOURCE_ASSETS_DIR) {
+    building ??= buildInto(outDir);
+    return building;
+  }
   return buildInto(outDir);
 }
 

@@ -33,12 +33,15 @@ async function load(url: string): Promise<void> {
     await client.query('BEGIN');
     // Bulk load: no per-row trigger work for the deferred link checks (the data is consistent by construction).
     await client.query('SET LOCAL session_replication_role = replica');
-    await client.query(`
+    await client.query(
+      `
       CREATE TEMP TABLE seed ON COMMIT DROP AS
       SELECT r AS n, gen_random_uuid() AS run_id,
              ARRAY[gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid()] AS step_ids,
              ARRAY[gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid()] AS job_ids
-        FROM generate_series(1, $1::int) r`, [RUNS]);
+        FROM generate_series(1, $1::int) r`,
+      [RUNS],
+    );
     await client.query(`
       INSERT INTO runledger.workflow_runs (id, workflow_type, status, finished_at, result, result_step_key)
       SELECT run_id, 'bench.chain', 'SUCCEEDED', now(), '{"ok":true}', 'd' FROM seed`);
@@ -55,17 +58,23 @@ async function load(url: string): Promise<void> {
       INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, finished_at, output, workflow_step_id)
       SELECT s.job_ids[k], 'bench.step', '{}', 'SUCCEEDED', 1, now(), CASE WHEN k = 4 THEN '{"ok":true}'::jsonb ELSE '{}'::jsonb END, s.step_ids[k]
         FROM seed s CROSS JOIN generate_series(1, 4) k`);
-    await client.query(`
+    await client.query(
+      `
       INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, finished_at, output)
-      SELECT gen_random_uuid(), 'bench.direct', '{}', 'SUCCEEDED', 1, now(), '"done"' FROM generate_series(1, $1::int)`, [DIRECT]);
+      SELECT gen_random_uuid(), 'bench.direct', '{}', 'SUCCEEDED', 1, now(), '"done"' FROM generate_series(1, $1::int)`,
+      [DIRECT],
+    );
     await client.query(`
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt)
       SELECT gen_random_uuid(), id, 'ENQUEUED', 1, 0 FROM runledger.job_queue`);
     // Replays of 1 in 40 direct jobs: the replay job (direct), its ENQUEUED event naming the source, the lineage row.
-    await client.query(`
+    await client.query(
+      `
       CREATE TEMP TABLE replays ON COMMIT DROP AS
       SELECT id AS source_id, gen_random_uuid() AS replay_id FROM runledger.job_queue
-       WHERE job_type = 'bench.direct' ORDER BY id LIMIT $1::int`, [Math.floor(DIRECT / 40)]);
+       WHERE job_type = 'bench.direct' ORDER BY id LIMIT $1::int`,
+      [Math.floor(DIRECT / 40)],
+    );
     await client.query(`
       INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, finished_at, output)
       SELECT replay_id, 'bench.direct', '{}', 'SUCCEEDED', 1, now(), '"again"' FROM replays`);
@@ -99,14 +108,21 @@ function explainingDb(db: ReturnType<typeof createPrismaClient>, plans: Explaine
       const key = strings.join('$');
       uses.set(key, (uses.get(key) ?? 0) + 1);
       if (uses.get(key) === 2 && !/^\s*SET /.test(strings[0]!)) {
-        const prefixed = ['EXPLAIN (ANALYZE, BUFFERS) ' + strings[0], ...strings.slice(1)];
+        const prefixed = [`EXPLAIN (ANALYZE, BUFFERS) ${strings[0]}`, ...strings.slice(1)];
         const template = Object.assign([...prefixed], { raw: [...prefixed] }) as unknown as TemplateStringsArray;
         const rows = await tx.$queryRaw<{ 'QUERY PLAN': string }[]>(template, ...values);
         const lines = rows.map((row) => row['QUERY PLAN']);
         const statement = strings.join('$').replace(/\s+/g, ' ').trim().slice(0, 90);
         plans.push({
           statement,
-          scans: lines.filter((l) => /Scan/.test(l)).map((l) => l.trim().replace(/\s+\(cost=[^)]*\)/, '').replace(/->\s*/, '')),
+          scans: lines
+            .filter((l) => /Scan/.test(l))
+            .map((l) =>
+              l
+                .trim()
+                .replace(/\s+\(cost=[^)]*\)/, '')
+                .replace(/->\s*/, ''),
+            ),
           ms: Number(/Execution Time: ([\d.]+)/.exec(lines.join('\n'))?.[1] ?? 'NaN'),
         });
       }
@@ -134,7 +150,9 @@ async function main(): Promise<number> {
     let t = Date.now();
     await load(url);
     const { rows } = await admin.query<{ version: string }>('SELECT version()');
-    say(`${rows[0]!.version.split(',')[0]}; loaded ${RUNS} runs (${RUNS * 4} steps and workflow jobs) + ${DIRECT} direct jobs + ${Math.floor(DIRECT / 40)} replays in ${((Date.now() - t) / 1000).toFixed(0)} s`);
+    say(
+      `${rows[0]!.version.split(',')[0]}; loaded ${RUNS} runs (${RUNS * 4} steps and workflow jobs) + ${DIRECT} direct jobs + ${Math.floor(DIRECT / 40)} replays in ${((Date.now() - t) / 1000).toFixed(0)} s`,
+    );
 
     // One full check; each distinct statement is run under EXPLAIN ANALYZE on its second use (a page past
     // the first, so the keyset bound is a real uuid), then plainly.
@@ -151,7 +169,9 @@ async function main(): Promise<number> {
         if (/Seq Scan on (job_queue|workflow_steps|workflow_runs|job_events|workflow_step_dependencies|job_replays)\b/.test(scan)) seq += 1;
       }
     }
-    say(`\nfull check (pageSize 1000): ${full.checked.runs} runs and ${full.checked.jobs} jobs in ${seconds.toFixed(1)} s, ${full.violations.length} violations; sequential scans of runledger tables in the plans: ${seq}`);
+    say(
+      `\nfull check (pageSize 1000): ${full.checked.runs} runs and ${full.checked.jobs} jobs in ${seconds.toFixed(1)} s, ${full.violations.length} violations; sequential scans of runledger tables in the plans: ${seq}`,
+    );
     return seq === 0 && full.clean ? 0 : 1;
   } finally {
     await prisma.$disconnect();

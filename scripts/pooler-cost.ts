@@ -35,12 +35,32 @@ for (let round = 0; round < 2; round += 1) {
       await enqueueJob(prisma, { jobType: 'm.single', payload: { i } });
       single.push(performance.now() - t);
     }
-    for (let i = 0; i < JOBS; i += 1000) await enqueueJobs(prisma, Array.from({ length: 1000 }, (_, n) => ({ jobType: 'm.drain', payload: { n: i + n } })));
+    for (let i = 0; i < JOBS; i += 1000)
+      await enqueueJobs(
+        prisma,
+        Array.from({ length: 1000 }, (_, n) => ({ jobType: 'm.drain', payload: { n: i + n } })),
+      );
     let done = 0;
     let finish!: () => void;
-    const all = new Promise<void>((r) => (finish = r));
-    const handler = defineJob('m.drain', z.object({ n: z.number() }), async () => ((done += 1) === JOBS && finish(), null));
-    const worker = createWorker({ connectionString: url, handlers: [handler], concurrency: 10, logger: silentLogger, reaper: false, schedules: false, intents: false, listen: false, pollIntervalMs: 20 });
+    const all = new Promise<void>((r) => {
+      finish = r;
+    });
+    const handler = defineJob('m.drain', z.object({ n: z.number() }), async () => {
+      done += 1;
+      if (done === JOBS) finish();
+      return null;
+    });
+    const worker = createWorker({
+      connectionString: url,
+      handlers: [handler],
+      concurrency: 10,
+      logger: silentLogger,
+      reaper: false,
+      schedules: false,
+      intents: false,
+      listen: false,
+      pollIntervalMs: 20,
+    });
     const t0 = performance.now();
     await worker.start();
     await all;
@@ -48,7 +68,9 @@ for (let round = 0; round < 2; round += 1) {
     await worker.stop();
     await prisma.$disconnect();
     single.sort((a, b) => a - b);
-    console.log(`round ${round + 1} | ${label} | enqueueJob p50 ${single[150]!.toFixed(2)} ms p95 ${single[285]!.toFixed(2)} ms | worker drain ${JOBS} jobs: ${(JOBS / (ms / 1000)).toFixed(0)} jobs/s`);
+    console.log(
+      `round ${round + 1} | ${label} | enqueueJob p50 ${single[150]!.toFixed(2)} ms p95 ${single[285]!.toFixed(2)} ms | worker drain ${JOBS} jobs: ${(JOBS / (ms / 1000)).toFixed(0)} jobs/s`,
+    );
   }
 }
 await bouncer.stop();

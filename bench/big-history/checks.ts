@@ -101,7 +101,9 @@ async function measureReads(context: BenchContext, url: string): Promise<ReadMea
   }
 }
 
-const dedupe = (statements: RecordedStatement[]): RecordedStatement[] => [...new Map(statements.map((s) => [`${s.text}\u0000${JSON.stringify(s.values)}`, s])).values()];
+const dedupe = (statements: RecordedStatement[]): RecordedStatement[] => [
+  ...new Map(statements.map((s) => [`${s.text}\u0000${JSON.stringify(s.values)}`, s])).values(),
+];
 
 /** The claim statement as claimJobs sends it, EXPLAIN ANALYZEd (rolled back) on one table. */
 async function claimPlan(url: string, sizes: BigHistorySizes): Promise<StatementPlan | null> {
@@ -109,8 +111,11 @@ async function claimPlan(url: string, sizes: BigHistorySizes): Promise<Statement
   const explainer = new pg.Client({ connectionString: url });
   await explainer.connect();
   try {
-    const { statements } = await client.record(() => claimJobs(client.prisma, { workerId: 'bench-explain', jobTypes: [sizes.claimedType], limit: sizes.limit, leaseSeconds: 600 }));
-    const claim = statements.find((s) => /UPDATE/i.test(s.text) && s.text.includes('LEASED')) ?? [...statements].sort((a, b) => b.text.length - a.text.length)[0];
+    const { statements } = await client.record(() =>
+      claimJobs(client.prisma, { workerId: 'bench-explain', jobTypes: [sizes.claimedType], limit: sizes.limit, leaseSeconds: 600 }),
+    );
+    const claim =
+      statements.find((s) => /UPDATE/i.test(s.text) && s.text.includes('LEASED')) ?? [...statements].sort((a, b) => b.text.length - a.text.length)[0];
     return claim ? await explainRecorded(explainer, claim) : null;
   } finally {
     await explainer.end();
@@ -121,7 +126,10 @@ async function claimPlan(url: string, sizes: BigHistorySizes): Promise<Statement
 /** Pending jobs of the claimed type for the claim sampler, 1,000 per call. */
 async function enqueueClaimable(client: RecordingPrisma, jobType: string, jobs: number): Promise<void> {
   for (let done = 0; done < jobs; done += 1_000) {
-    await enqueueJobs(client.prisma, Array.from({ length: 1_000 }, (_, i) => ({ jobType, payload: { n: done + i } })));
+    await enqueueJobs(
+      client.prisma,
+      Array.from({ length: 1_000 }, (_, i) => ({ jobType, payload: { n: done + i } })),
+    );
   }
 }
 
@@ -177,7 +185,12 @@ async function purgeUnderLoad(context: BenchContext, url: string, sizes: BigHist
     claimLoop = (async () => {
       while (sampling) {
         const started = now();
-        const claimed = await claimJobs(runner.prisma, { workerId: 'bench-purge-claims', jobTypes: [sizes.claimedType], limit: sizes.limit, leaseSeconds: 600 });
+        const claimed = await claimJobs(runner.prisma, {
+          workerId: 'bench-purge-claims',
+          jobTypes: [sizes.claimedType],
+          limit: sizes.limit,
+          leaseSeconds: 600,
+        });
         // A short claim found the type's backlog empty: not comparable with a full one, so not a sample; refill (untimed).
         if (claimed.length === sizes.limit) claims.push({ at: started, ms: now() - started });
         else await enqueueClaimable(runner, sizes.claimedType, 10_000);
@@ -202,7 +215,16 @@ async function purgeUnderLoad(context: BenchContext, url: string, sizes: BigHist
       const { from: f, to } = marks[phase];
       const c = claims.filter((s) => s.at >= f && s.at < to).map((s) => s.ms);
       const p = pickups.filter((s) => s.at >= f && s.at < to).map((s) => s.ms);
-      return { phase, seconds: (to - f) / 1000, claims: c.length, claimP50Ms: percentile(c, 50), claimP95Ms: percentile(c, 95), pickups: p.length, pickupP50Ms: percentile(p, 50), pickupP95Ms: percentile(p, 95) };
+      return {
+        phase,
+        seconds: (to - f) / 1000,
+        claims: c.length,
+        claimP50Ms: percentile(c, 50),
+        claimP95Ms: percentile(c, 95),
+        pickups: p.length,
+        pickupP50Ms: percentile(p, 50),
+        pickupP95Ms: percentile(p, 95),
+      };
     });
     return { purged: result.jobs, purgeSeconds: marks.during.to / 1000 - marks.during.from / 1000, phases };
   } finally {
@@ -217,18 +239,28 @@ const f1 = (v: number | null | undefined): string => (v === null || v === undefi
 const f2 = (v: number | null | undefined): string => (v === null || v === undefined || Number.isNaN(v) ? 'n/a' : v.toFixed(2));
 
 /** Runs the three checks on the big database (the claim plan on both); returns their two tables. */
-export async function bigHistoryChecks(context: BenchContext, urls: { empty: string; big: string }, sizes: BigHistorySizes, label: string): Promise<TableResult[]> {
+export async function bigHistoryChecks(
+  context: BenchContext,
+  urls: { empty: string; big: string },
+  sizes: BigHistorySizes,
+  label: string,
+): Promise<TableResult[]> {
   context.log('big_history: claim statement plans (EXPLAIN ANALYZE, rolled back)');
   const plans = { empty: await claimPlan(urls.empty, sizes), big: await claimPlan(urls.big, sizes) };
   for (const table of ['empty', 'big'] as const) {
     const p = plans[table];
-    context.log(`  ${table}: ${p ? `planning ${f2(p.planningMs)} ms, execution ${f2(p.executionMs)} ms, ${p.buffers} buffers; ${p.scans.join(', ')}` : 'claim statement not recorded'}`);
+    context.log(
+      `  ${table}: ${p ? `planning ${f2(p.planningMs)} ms, execution ${f2(p.executionMs)} ms, ${p.buffers} buffers; ${p.scans.join(', ')}` : 'claim statement not recorded'}`,
+    );
   }
   context.log('big_history: dashboard reads and getQueueMetrics');
   const reads = await measureReads(context, urls.big);
   context.log('big_history: purge under load');
   const purge = await purgeUnderLoad(context, urls.big, sizes);
-  for (const p of purge.phases) context.log(`  ${p.phase}: claim p50/p95 ${f2(p.claimP50Ms)}/${f2(p.claimP95Ms)} ms (${p.claims}), pickup p50/p95 ${f2(p.pickupP50Ms)}/${f2(p.pickupP95Ms)} ms`);
+  for (const p of purge.phases)
+    context.log(
+      `  ${p.phase}: claim p50/p95 ${f2(p.claimP50Ms)}/${f2(p.claimP95Ms)} ms (${p.claims}), pickup p50/p95 ${f2(p.pickupP50Ms)}/${f2(p.pickupP95Ms)} ms`,
+    );
 
   const unexpected = reads.filter((r) => r.seqScanOfJobQueue && !WHOLE_TABLE_BY_DESIGN.has(r.read));
   const readsTable: TableResult = {
@@ -240,7 +272,13 @@ export async function bigHistoryChecks(context: BenchContext, urls: { empty: str
     rows: [
       ...(['empty', 'big'] as const).map((table) => {
         const p = plans[table];
-        return [`claim statement, ${table} table`, f2(p?.executionMs), 1, p ? p.scans.join(', ') : 'n/a', p ? `${f2(p.planningMs)} + ${f2(p.executionMs)} (${p.buffers} buffers)` : 'n/a'];
+        return [
+          `claim statement, ${table} table`,
+          f2(p?.executionMs),
+          1,
+          p ? p.scans.join(', ') : 'n/a',
+          p ? `${f2(p.planningMs)} + ${f2(p.executionMs)} (${p.buffers} buffers)` : 'n/a',
+        ];
       }),
       ...reads.map((r) => [
         r.read,
@@ -265,9 +303,18 @@ export async function bigHistoryChecks(context: BenchContext, urls: { empty: str
     title: `purge of ${purge.purged.toLocaleString('en-US')} finished rows under load, on ${label}`,
     size: `purgeFinished(batchSize ${PURGE_BATCH}) while createWorker (defaults, ${PURGE_WORKERS} handlers, 1 ms each) serves ${PURGE_RATE} jobs/s and one connection claims ${sizes.limit} jobs every ${CLAIM_PAUSE_MS} ms`,
     headers: ['phase', 'seconds', 'claims', 'claim p50 / p95 ms', 'pickups', 'pickup p50 / p95 ms'],
-    rows: purge.phases.map((p) => [p.phase, f1(p.seconds), p.claims, `${f2(p.claimP50Ms)} / ${f2(p.claimP95Ms)}`, p.pickups, `${f2(p.pickupP50Ms)} / ${f2(p.pickupP95Ms)}`]),
+    rows: purge.phases.map((p) => [
+      p.phase,
+      f1(p.seconds),
+      p.claims,
+      `${f2(p.claimP50Ms)} / ${f2(p.claimP95Ms)}`,
+      p.pickups,
+      `${f2(p.pickupP50Ms)} / ${f2(p.pickupP95Ms)}`,
+    ]),
     data: purge,
-    notes: [`${purge.purged.toLocaleString('en-US')} rows purged in ${f1(purge.purgeSeconds)} s (${Math.round(purge.purged / purge.purgeSeconds).toLocaleString('en-US')} rows/s)`],
+    notes: [
+      `${purge.purged.toLocaleString('en-US')} rows purged in ${f1(purge.purgeSeconds)} s (${Math.round(purge.purged / purge.purgeSeconds).toLocaleString('en-US')} rows/s)`,
+    ],
   };
   return [readsTable, purgeTable];
 }

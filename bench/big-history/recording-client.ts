@@ -33,7 +33,7 @@ export function createRecordingPrisma(url: string, max: number): RecordingPrisma
       const [first, second] = args;
       const text = typeof first === 'string' ? first : (first as { text?: string } | undefined)?.text;
       const values = typeof first === 'string' ? second : (first as { values?: unknown[] } | undefined)?.values;
-      if (recording && text && text.includes('runledger.')) recording.push({ text, values: Array.isArray(values) ? values : [] });
+      if (recording && text?.includes('runledger.')) recording.push({ text, values: Array.isArray(values) ? values : [] });
       return query(...args);
     };
   });
@@ -85,10 +85,9 @@ function scansOf(node: PlanNode): string[] {
 export async function explainRecorded(client: pg.Client, statement: RecordedStatement): Promise<StatementPlan> {
   await client.query('BEGIN');
   try {
-    const { rows } = await client.query<{ 'QUERY PLAN': { Plan: PlanNode & { 'Shared Hit Blocks'?: number; 'Shared Read Blocks'?: number }; 'Planning Time'?: number; 'Execution Time'?: number }[] }>(
-      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statement.text}`,
-      statement.values,
-    );
+    const { rows } = await client.query<{
+      'QUERY PLAN': { Plan: PlanNode & { 'Shared Hit Blocks'?: number; 'Shared Read Blocks'?: number }; 'Planning Time'?: number; 'Execution Time'?: number }[];
+    }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statement.text}`, statement.values);
     const plan = rows[0]!['QUERY PLAN'][0]!;
     const hit = plan.Plan['Shared Hit Blocks'];
     const read = plan.Plan['Shared Read Blocks'];

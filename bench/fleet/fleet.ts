@@ -75,7 +75,12 @@ function startChild(url: string, env: Record<string, string>, onDone: (n: number
     else if (message.t === 'done') onDone(message.n);
     else if (message.t === 'stopped') stopped(message.statements);
   });
-  return { process: child, ready: Promise.race([readyP, exited.then(() => Promise.reject(new Error('fleet worker exited before ready')))]), stopped: stoppedP, exited };
+  return {
+    process: child,
+    ready: Promise.race([readyP, exited.then(() => Promise.reject(new Error('fleet worker exited before ready')))]),
+    stopped: stoppedP,
+    exited,
+  };
 }
 
 const tell = (child: Child, message: FleetParentMessage): void => {
@@ -85,14 +90,22 @@ const tell = (child: Child, message: FleetParentMessage): void => {
 async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
 /** Starts P processes, waits until each is ready, says go, runs `until`, stops them; returns the wall time from go and the statements they sent. */
-async function runFleet(url: string, processes: number, env: Record<string, string>, until: (count: () => number) => Promise<void>): Promise<{ wallMs: number; statements: number }> {
+async function runFleet(
+  url: string,
+  processes: number,
+  env: Record<string, string>,
+  until: (count: () => number) => Promise<void>,
+): Promise<{ wallMs: number; statements: number }> {
   let done = 0;
   const children = Array.from({ length: processes }, () => startChild(url, env, (n) => (done += n)));
   try {
@@ -161,8 +174,17 @@ export function fleetWorkload(sizes: FleetSizes): Workload {
               },
               'fleet',
             );
-            const measure = { workload, processes, units, wallMs: measured.wallMs, rate: units / (measured.wallMs / 1000), statementsPerUnit: measured.statements / units };
-            context.log(`  ${Math.round(measure.rate)} ${workload === 'drain' ? 'jobs' : 'steps'}/s, ${measure.statementsPerUnit.toFixed(2)} statements per unit`);
+            const measure = {
+              workload,
+              processes,
+              units,
+              wallMs: measured.wallMs,
+              rate: units / (measured.wallMs / 1000),
+              statementsPerUnit: measured.statements / units,
+            };
+            context.log(
+              `  ${Math.round(measure.rate)} ${workload === 'drain' ? 'jobs' : 'steps'}/s, ${measure.statementsPerUnit.toFixed(2)} statements per unit`,
+            );
             scaling.push(measure);
           }
         }
@@ -174,7 +196,12 @@ export function fleetWorkload(sizes: FleetSizes): Workload {
               system,
               async (url, database) => {
                 const before = await settledCommits(context.admin, database);
-                const env = { FLEET_TYPES: BENCH_JOB_TYPE, FLEET_COUNT_TYPE: '', FLEET_CONCURRENCY: String(sizes.concurrency), FLEET_MAINTENANCE: maintenance ? '1' : '0' };
+                const env = {
+                  FLEET_TYPES: BENCH_JOB_TYPE,
+                  FLEET_COUNT_TYPE: '',
+                  FLEET_CONCURRENCY: String(sizes.concurrency),
+                  FLEET_MAINTENANCE: maintenance ? '1' : '0',
+                };
                 const run = await runFleet(url, processes, env, () => sleep(sizes.idleSeconds * 1_000));
                 const after = await settledCommits(context.admin, database);
                 return { commits: after - before, ...run };
@@ -182,7 +209,13 @@ export function fleetWorkload(sizes: FleetSizes): Workload {
               'fleet',
             );
             const seconds = measured.wallMs / 1000;
-            const measure = { processes, maintenance, seconds, commitsPerSecond: measured.commits / seconds, statementsPerSecond: measured.statements / seconds };
+            const measure = {
+              processes,
+              maintenance,
+              seconds,
+              commitsPerSecond: measured.commits / seconds,
+              statementsPerSecond: measured.statements / seconds,
+            };
             context.log(`  ${measure.commitsPerSecond.toFixed(1)} commits/s, ${measure.statementsPerSecond.toFixed(1)} statements/s`);
             idle.push(measure);
           }
@@ -220,7 +253,9 @@ export function fleetWorkload(sizes: FleetSizes): Workload {
           'each process: its own pg.Pool (concurrency + 4), its own LISTEN connection, its own reaper (every 15 s), scheduler (5 s) and intent promoter (5 s): leader-free, so every process runs all three',
           'the clock starts when every process is connected and built (tsx start-up excluded) and stops at the last expected success reported over IPC',
           ...(idleOn && idleOff
-            ? [`an idle fleet of ${idleOn.processes}: ${idleOn.commitsPerSecond.toFixed(1)} commits/s with the maintenance loops, ${idleOff.commitsPerSecond.toFixed(1)} without (the rest is the idle poll, every 1 s per process)`]
+            ? [
+                `an idle fleet of ${idleOn.processes}: ${idleOn.commitsPerSecond.toFixed(1)} commits/s with the maintenance loops, ${idleOff.commitsPerSecond.toFixed(1)} without (the rest is the idle poll, every 1 s per process)`,
+              ]
             : []),
         ],
       };

@@ -106,13 +106,17 @@ const pgBoss: SteadyAdapter = {
     // The bench's batch with burstWhenBatchFull, as its throughput variant: at batchSize 1 pg-boss sleeps its polling
     // interval after every fetch (burstWhenBatchFull is ignored there), and 8 workers took 15 jobs/s of the 200 offered.
     // A batch's jobs run one after another in the worker that fetched it, so 8 handlers still work at once.
-    await boss.work<{ t: number }>(BENCH_JOB_TYPE, { localConcurrency: concurrency, batchSize: pgBossBatch, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-      for (const job of jobs) {
-        picked(job.data.t);
-        await sleep(workMs);
-        finished();
-      }
-    });
+    await boss.work<{ t: number }>(
+      BENCH_JOB_TYPE,
+      { localConcurrency: concurrency, batchSize: pgBossBatch, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
+      async (jobs) => {
+        for (const job of jobs) {
+          picked(job.data.t);
+          await sleep(workMs);
+          finished();
+        }
+      },
+    );
     return {
       async enqueue(enqueuedAt) {
         await boss.send(BENCH_JOB_TYPE, { t: enqueuedAt });
@@ -140,7 +144,14 @@ const graphile: SteadyAdapter = {
       await sleep(workMs);
       finished();
     };
-    const runner = await gw.run({ connectionString: url, concurrency, maxPoolSize: concurrency + 2, noHandleSignals: true, logger, taskList: { [BENCH_JOB_TYPE]: task } });
+    const runner = await gw.run({
+      connectionString: url,
+      concurrency,
+      maxPoolSize: concurrency + 2,
+      noHandleSignals: true,
+      logger,
+      taskList: { [BENCH_JOB_TYPE]: task },
+    });
     const utils = await gw.makeWorkerUtils({ connectionString: url, maxPoolSize: 16, logger });
     return {
       async enqueue(enqueuedAt) {

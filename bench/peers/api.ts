@@ -11,6 +11,7 @@ import type pg from 'pg';
 // pg-boss 12
 // ---------------------------------------------------------------------------
 export interface PgBossDb {
+  // biome-ignore lint/suspicious/noExplicitAny: each peer's driver returns its own row shape; the workloads read named columns
   executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
 }
 

@@ -15,7 +15,11 @@ let claimMs = 0;
 let completeMs = 0;
 
 async function seed(): Promise<void> {
-  for (let i = 0; i < N; i += 1000) await enqueueJobs(prisma, Array.from({ length: 1000 }, (_, k) => ({ jobType: 'probe.drain', payload: { n: i + k } })));
+  for (let i = 0; i < N; i += 1000)
+    await enqueueJobs(
+      prisma,
+      Array.from({ length: 1000 }, (_, k) => ({ jobType: 'probe.drain', payload: { n: i + k } })),
+    );
 }
 
 async function drain(): Promise<number> {
@@ -26,7 +30,10 @@ async function drain(): Promise<number> {
     const b = performance.now();
     claimMs += b - a;
     if (jobs.length === 0) return n;
-    await completeJobs(prisma, jobs.map((job) => ({ ...job, output: null })));
+    await completeJobs(
+      prisma,
+      jobs.map((job) => ({ ...job, output: null })),
+    );
     completeMs += performance.now() - b;
     n += jobs.length;
   }

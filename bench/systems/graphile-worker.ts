@@ -18,7 +18,18 @@ import { loadGraphileWorker, peerVersion } from '../peers/load.js';
 import { withClient } from '../db.js';
 import { Countdown, pollUntilZero, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
-import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_COUNTER_TABLE, FAN_IN, FAN_ROOT, HOST_ROWS_TABLE, type BenchSystem, type LatencySample, type Timed } from './types.js';
+import {
+  BENCH_JOB_TYPE,
+  CHAIN_STEPS,
+  FAN_CHILD,
+  FAN_COUNTER_TABLE,
+  FAN_IN,
+  FAN_ROOT,
+  HOST_ROWS_TABLE,
+  type BenchSystem,
+  type LatencySample,
+  type Timed,
+} from './types.js';
 
 const JOBS_TABLE = 'graphile_worker._private_jobs';
 const UNFINISHED_SQL = `SELECT count(*) AS n FROM ${JOBS_TABLE}`;
@@ -46,7 +57,12 @@ export function graphileWorkerSystems(options: GraphileVariantOptions): BenchSys
 }
 
 function variant(batched: boolean, version: string, { localQueueSize }: GraphileVariantOptions): BenchSystem {
-  async function runnerOptions(url: string, concurrency: number, taskList: Record<string, GraphileTask>, events?: EventEmitter): Promise<GraphileRunnerOptions> {
+  async function runnerOptions(
+    url: string,
+    concurrency: number,
+    taskList: Record<string, GraphileTask>,
+    events?: EventEmitter,
+  ): Promise<GraphileRunnerOptions> {
     const { errorsOnly } = await graphile();
     return {
       connectionString: url,

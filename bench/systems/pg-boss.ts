@@ -120,7 +120,10 @@ export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
       return withBoss(url, 2, async (boss) => {
         const started = performance.now();
         for (let b = 0; b < batches; b += 1) {
-          await boss.insert(ENQUEUE_QUEUE, Array.from({ length: batchSize }, (_, i) => ({ data: { n: b * batchSize + i } })));
+          await boss.insert(
+            ENQUEUE_QUEUE,
+            Array.from({ length: batchSize }, (_, i) => ({ data: { n: b * batchSize + i } })),
+          );
         }
         return { wallMs: performance.now() - started, harnessCommits: 0 };
       });
@@ -140,7 +143,10 @@ export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
       await withBoss(url, 2, async (boss) => {
         for (let start = 0; start < jobs; start += 1_000) {
           const size = Math.min(1_000, jobs - start);
-          await boss.insert(BENCH_JOB_TYPE, Array.from({ length: size }, (_, i) => ({ data: { n: start + i } })));
+          await boss.insert(
+            BENCH_JOB_TYPE,
+            Array.from({ length: size }, (_, i) => ({ data: { n: start + i } })),
+          );
         }
       });
     },
@@ -166,7 +172,10 @@ export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
 
     async seedChains(url, chains) {
       await withBoss(url, 2, async (boss) => {
-        await boss.insert(CHAIN_QUEUE, Array.from({ length: chains }, (_, chain) => ({ data: { chain, step: 0 } satisfies ChainData })));
+        await boss.insert(
+          CHAIN_QUEUE,
+          Array.from({ length: chains }, (_, chain) => ({ data: { chain, step: 0 } satisfies ChainData })),
+        );
       });
     },
 
@@ -185,7 +194,10 @@ export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
         await client.query(`INSERT INTO ${FAN_COUNTER_TABLE} SELECT g, $1 FROM generate_series(0, $2 - 1) g`, [width, runs]);
       });
       await withBoss(url, 2, async (boss) => {
-        await boss.insert(FAN_QUEUE, Array.from({ length: runs }, (_, run) => ({ data: { kind: 'root', run, width } satisfies FanData })));
+        await boss.insert(
+          FAN_QUEUE,
+          Array.from({ length: runs }, (_, run) => ({ data: { kind: 'root', run, width } satisfies FanData })),
+        );
       });
     },
 
@@ -252,7 +264,10 @@ export function pgBossSystems(options: PgBossVariantOptions): BenchSystem[] {
           for (;;) {
             const batch = await boss.fetch<{ n: number }>(BENCH_JOB_TYPE, { batchSize: claimBatch });
             if (batch.length === 0) return done;
-            await boss.complete(BENCH_JOB_TYPE, batch.map((job) => job.id));
+            await boss.complete(
+              BENCH_JOB_TYPE,
+              batch.map((job) => job.id),
+            );
             done += batch.length;
           }
         });

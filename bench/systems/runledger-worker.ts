@@ -19,7 +19,14 @@ const { createWorker, defineJob, enqueueJob, silentLogger } = runledger;
 
 type Handler = (payload: unknown, jobId: string) => void;
 
-function newWorker({ prisma }: CountingPrisma, url: string, concurrency: number, batchSize: number | undefined, jobTypes: readonly string[], handler: Handler = () => undefined): Worker {
+function newWorker(
+  { prisma }: CountingPrisma,
+  url: string,
+  concurrency: number,
+  batchSize: number | undefined,
+  jobTypes: readonly string[],
+  handler: Handler = () => undefined,
+): Worker {
   return createWorker({
     db: prisma,
     listenConnectionString: url,
@@ -32,7 +39,15 @@ function newWorker({ prisma }: CountingPrisma, url: string, concurrency: number,
 }
 
 /** Starts a worker and times it until `target` successes of `finalType` (any type when null) are committed. */
-async function timedWorker(url: string, concurrency: number, batchSize: number | undefined, jobTypes: readonly string[], target: number, finalType: string | null, what: string): Promise<Timed> {
+async function timedWorker(
+  url: string,
+  concurrency: number,
+  batchSize: number | undefined,
+  jobTypes: readonly string[],
+  target: number,
+  finalType: string | null,
+  what: string,
+): Promise<Timed> {
   // Pool: the worker's claims and completion flushes plus headroom; the LISTEN connection is separate.
   return withCountingPrisma(url, concurrency + 4, async (client) => {
     const countdown = new Countdown(target, what);

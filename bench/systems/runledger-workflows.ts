@@ -16,7 +16,7 @@ type EnqueueWorkflowRuns = (db: Db, runs: WorkflowRunInput[]) => Promise<unknown
 
 /** The batch API, when this checkout of src has it (it is being added while this bench is written). */
 export function batchEnqueueApi(): EnqueueWorkflowRuns | undefined {
-  const candidate = (runledger as Record<string, unknown>)['enqueueWorkflowRuns'];
+  const candidate = (runledger as Record<string, unknown>).enqueueWorkflowRuns;
   return typeof candidate === 'function' ? (candidate as EnqueueWorkflowRuns) : undefined;
 }
 

@@ -43,15 +43,23 @@ async function runLoops(
 ): Promise<void> {
   // One latch per loop: a Waker releases one waiter, and a NOTIFY must wake every idle loop.
   const wakers = Array.from({ length: loops }, () => new Waker());
-  const wakeAll = (): void => wakers.forEach((w) => w.wake());
+  const wakeAll = (): void => {
+    for (const w of wakers) w.wake();
+  };
   const listener = new pg.Client({ connectionString: url });
   await listener.connect();
   listener.on('notification', wakeAll);
   await listener.query(`LISTEN "${JOB_AVAILABLE_CHANNEL}"`);
   let stopping = false;
   void countdown.done.then(
-    () => ((stopping = true), wakeAll()),
-    () => ((stopping = true), wakeAll()),
+    () => {
+      stopping = true;
+      wakeAll();
+    },
+    () => {
+      stopping = true;
+      wakeAll();
+    },
   );
   try {
     const workers = wakers.map(async (waker, index) => {
@@ -78,7 +86,15 @@ async function runLoops(
 }
 
 /** Times a processing run: the clock starts when the loops start and stops at the last committed completion. */
-async function timedLoops(url: string, loops: number, claimBatch: number, jobTypes: string[], target: number, finalType: string | null, what: string): Promise<Timed> {
+async function timedLoops(
+  url: string,
+  loops: number,
+  claimBatch: number,
+  jobTypes: string[],
+  target: number,
+  finalType: string | null,
+  what: string,
+): Promise<Timed> {
   return withCountingPrisma(url, loops + 2, async (client) => {
     const countdown = new Countdown(target, what);
     const before = client.statements();
@@ -94,20 +110,29 @@ export async function seedNoopJobs(url: string, jobs: number): Promise<void> {
   await withCountingPrisma(url, 2, async ({ prisma }) => {
     for (let start = 0; start < jobs; start += SEED_BATCH) {
       const size = Math.min(SEED_BATCH, jobs - start);
-      await enqueueJobs(prisma, Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i } })));
+      await enqueueJobs(
+        prisma,
+        Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i } })),
+      );
     }
   });
 }
 
 export async function seedChainRuns(url: string, chains: number): Promise<void> {
   await withCountingPrisma(url, 2, async ({ prisma }) => {
-    await enqueueRuns(prisma, Array.from({ length: chains }, (_, i) => chainRun(i)));
+    await enqueueRuns(
+      prisma,
+      Array.from({ length: chains }, (_, i) => chainRun(i)),
+    );
   });
 }
 
 export async function seedFanOutRuns(url: string, runs: number, width: number): Promise<void> {
   await withCountingPrisma(url, 2, async ({ prisma }) => {
-    await enqueueRuns(prisma, Array.from({ length: runs }, (_, i) => fanOutRun(i, width)));
+    await enqueueRuns(
+      prisma,
+      Array.from({ length: runs }, (_, i) => fanOutRun(i, width)),
+    );
   });
 }
 
@@ -131,7 +156,10 @@ export function runledgerLoopSystem(options: LoopOptions): BenchSystem {
         const before = statements();
         const started = performance.now();
         for (let b = 0; b < batches; b += 1) {
-          await enqueueJobs(prisma, Array.from({ length: batchSize }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: b * batchSize + i } })));
+          await enqueueJobs(
+            prisma,
+            Array.from({ length: batchSize }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: b * batchSize + i } })),
+          );
         }
         return { wallMs: performance.now() - started, harnessCommits: 1, statements: statements() - before };
       });

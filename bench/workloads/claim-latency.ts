@@ -152,7 +152,9 @@ async function insertBulk(context: BenchContext, url: string, sizes: ClaimLatenc
     await client.query(chunk.sql, chunk.params);
     context.log(`  ${chunk.label}`);
   });
-  context.log(`  ${(sizes.finished + sizes.otherPending).toLocaleString('en-US')} rows in ${((performance.now() - started) / 1000).toFixed(0)} s; rebuilding ${indexes.length} indexes`);
+  context.log(
+    `  ${(sizes.finished + sizes.otherPending).toLocaleString('en-US')} rows in ${((performance.now() - started) / 1000).toFixed(0)} s; rebuilding ${indexes.length} indexes`,
+  );
   started = performance.now();
   await onLoaders(url, indexes, async (client, index) => {
     await client.query(index.def);
@@ -170,7 +172,10 @@ async function setupTable(context: BenchContext, url: string, table: 'empty' | '
   await withCountingPrisma(url, 2, async ({ prisma }) => {
     for (let done = 0; done < claimed; done += 1_000) {
       const n = Math.min(1_000, claimed - done);
-      await enqueueJobs(prisma, Array.from({ length: n }, (_, i) => ({ jobType: CLAIMED_TYPE, payload: { n: done + i } })));
+      await enqueueJobs(
+        prisma,
+        Array.from({ length: n }, (_, i) => ({ jobType: CLAIMED_TYPE, payload: { n: done + i } })),
+      );
     }
   });
   await withClient(url, async (client) => {
@@ -265,7 +270,9 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
                 if (!skipBigHistory) {
                   const label = `${fmtN(sizes.finished)} finished + ${fmtN(sizes.otherPending)} other pending`;
                   const purge = Math.min(BIG_HISTORY_PURGE, Math.floor(sizes.finished / 10));
-                  extra.push(...(await bigHistoryChecks(context, { empty: emptyUrl, big: bigUrl }, { purge, claimedType: CLAIMED_TYPE, limit: sizes.limit }, label)));
+                  extra.push(
+                    ...(await bigHistoryChecks(context, { empty: emptyUrl, big: bigUrl }, { purge, claimedType: CLAIMED_TYPE, limit: sizes.limit }, label)),
+                  );
                 }
                 return [
                   { table: 'empty' as const, setupSeconds: emptySetup, times: times.empty, plans: plans.empty },
@@ -277,7 +284,15 @@ export function claimLatencyWorkload(sizes: ClaimLatencySizes, skip = false): Wo
           'empty',
         );
         for (const { table, setupSeconds, times, plans } of measured) {
-          const measure: TableMeasure = { table, setupSeconds, p50Ms: percentile(times, 50), p95Ms: percentile(times, 95), maxMs: Math.max(...times), samples: times.length, plans };
+          const measure: TableMeasure = {
+            table,
+            setupSeconds,
+            p50Ms: percentile(times, 50),
+            p95Ms: percentile(times, 95),
+            maxMs: Math.max(...times),
+            samples: times.length,
+            plans,
+          };
           const planText = plans ? `, claim plans ${plans.generic} generic / ${plans.custom} custom` : '';
           context.log(`  ${table}: p50 ${measure.p50Ms.toFixed(2)} ms, p95 ${measure.p95Ms.toFixed(2)} ms (setup ${setupSeconds.toFixed(0)} s${planText})`);
           measures.push(measure);

@@ -133,7 +133,9 @@ class Producer {
       void this.run
         .enqueue(now())
         .then(
-          () => void (this.produced += 1),
+          () => {
+            this.produced += 1;
+          },
           (error: unknown) => void this.errors.push(error),
         )
         .finally(() => {
@@ -256,7 +258,9 @@ async function measureSystem(context: BenchContext, adapter: SteadyAdapter, size
     for (const phase of PHASES) {
       const from = now();
       const producedBefore = producer.count;
-      context.log(`held_snapshot: ${adapter.label}, ${phase} (${phase === 'hold' ? sizes.holdSeconds : phase === 'clean' ? sizes.cleanSeconds : sizes.recoverySeconds} s)`);
+      context.log(
+        `held_snapshot: ${adapter.label}, ${phase} (${phase === 'hold' ? sizes.holdSeconds : phase === 'clean' ? sizes.cleanSeconds : sizes.recoverySeconds} s)`,
+      );
       if (phase === 'hold') {
         await holder.query('BEGIN');
         await holder.query('SELECT txid_current()');
@@ -341,7 +345,9 @@ export function heldSnapshotWorkload(sizes: HeldSnapshotSizes, skip: boolean): W
               `  ${p.phase}: pickup p50/p95/p99 ${fmt(p.p50Ms, 1)}/${fmt(p.p95Ms, 1)}/${fmt(p.p99Ms, 1)} ms, ${fmt(p.finishedPerSecond)}/s done of ${fmt(p.producedPerSecond)}/s produced, depth max ${fmt(p.depthMax)}, dead tuples/job ${fmt(p.deadTuplesPerJob, 2)} (versions made dead ${fmt(p.versionsKilledPerJob, 2)}), autovacuums ${p.autovacuums}`,
             );
           }
-          context.log(`  recovered after ${m.recoverySeconds === null ? `> ${sizes.recoverySeconds}` : m.recoverySeconds} s; ${fmt(m.bytesPerJob)} bytes per job`);
+          context.log(
+            `  recovered after ${m.recoverySeconds === null ? `> ${sizes.recoverySeconds}` : m.recoverySeconds} s; ${fmt(m.bytesPerJob)} bytes per job`,
+          );
         }
       }
       const rows = measures.flatMap((m) =>
@@ -385,7 +391,9 @@ export function heldSnapshotWorkload(sizes: HeldSnapshotSizes, skip: boolean): W
           ...(skip
             ? ['skipped (BENCH_SKIP_HELD_SNAPSHOT=1)']
             : ours
-              ? [`runledger during the hold: pickup p50/p95/p99 ${fmt(ours.p50Ms, 1)}/${fmt(ours.p95Ms, 1)}/${fmt(ours.p99Ms, 1)} ms, ${fmt(ours.deadTuplesPerJob, 2)} dead tuples per job`]
+              ? [
+                  `runledger during the hold: pickup p50/p95/p99 ${fmt(ours.p50Ms, 1)}/${fmt(ours.p95Ms, 1)}/${fmt(ours.p99Ms, 1)} ms, ${fmt(ours.deadTuplesPerJob, 2)} dead tuples per job`,
+                ]
               : []),
         ],
       };

@@ -27,12 +27,16 @@ export function hostWriteWorkload(config: BenchConfig, concurrency: number): Wor
     ],
     supports: (s: BenchSystem) => typeof s.hostWrite === 'function' && typeof s.seedNoop === 'function',
     async seed(s, url) {
-      await withClient(url, (client) => client.query(`CREATE TABLE ${HOST_ROWS_TABLE} (id bigserial PRIMARY KEY, n int NOT NULL, written_at timestamptz NOT NULL DEFAULT now())`));
+      await withClient(url, (client) =>
+        client.query(`CREATE TABLE ${HOST_ROWS_TABLE} (id bigserial PRIMARY KEY, n int NOT NULL, written_at timestamptz NOT NULL DEFAULT now())`),
+      );
       await s.seedNoop!(url, jobs);
     },
     async run(s, url) {
       const timed = await s.hostWrite!(url, { jobs, concurrency });
-      const rows = await withClient(url, async (client) => Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${HOST_ROWS_TABLE}`)).rows[0]!.n));
+      const rows = await withClient(url, async (client) =>
+        Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${HOST_ROWS_TABLE}`)).rows[0]!.n),
+      );
       if (rows < jobs) throw new Error(`${s.label}: ${rows} host rows for ${jobs} jobs`);
       // The count above is one more commit on the measured database.
       return { ...timed, harnessCommits: timed.harnessCommits + 1 };

@@ -94,7 +94,16 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
       const peers = rows.filter((r) => r.peer);
       const best = peers.reduce<ThroughputRow | null>((acc, r) => (acc === null || r.rate.median > acc.rate.median ? r : acc), null);
       for (const row of rows) if (!row.peer && best) row.ratioToBestPeer = row.rate.median / best.rate.median;
-      return { kind: 'throughput', key: spec.key, title: spec.title, size: spec.size, unit: spec.unit, notes: spec.notes ?? [], bestPeer: best?.system ?? null, rows };
+      return {
+        kind: 'throughput',
+        key: spec.key,
+        title: spec.title,
+        size: spec.size,
+        unit: spec.unit,
+        notes: spec.notes ?? [],
+        bestPeer: best?.system ?? null,
+        rows,
+      };
     },
   };
 }

@@ -103,7 +103,8 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
       if (system) {
         for (const requested of widths) {
           let width = requested;
-          const reps: { wallMs: number; statements: number; serverStatements: number | null; fkChecks: number | null; commits: number; rowsWritten: number }[] = [];
+          const reps: { wallMs: number; statements: number; serverStatements: number | null; fkChecks: number | null; commits: number; rowsWritten: number }[] =
+            [];
           for (let rep = 0; rep < repeats; rep += 1) {
             context.log(`wide_fan_out: ${width} dependents, run ${rep + 1}/${repeats}`);
             const measured = await context.withDatabase(system, async (url, database) => {
@@ -129,7 +130,13 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
               // The harness's SELECT 1 on connect is the one statement (and commit) to subtract.
               const server = serverCounting ? await serverStatementCount(url) : null;
               const written = rowsWritten(sumTuples(tupleDelta(before.tuples, after.tuples)));
-              return { ...result, serverStatements: server ? server.total - 1 : null, fkChecks: server?.fkChecks ?? null, commits: after.commits - before.commits - 1, rowsWritten: written };
+              return {
+                ...result,
+                serverStatements: server ? server.total - 1 : null,
+                fkChecks: server?.fkChecks ?? null,
+                commits: after.commits - before.commits - 1,
+                rowsWritten: written,
+              };
             });
             context.log(
               `  ${measured.wallMs.toFixed(1)} ms, ${measured.statements} statements${measured.serverStatements === null ? '' : ` (server: ${measured.serverStatements}, ${measured.fkChecks} FK checks)`}, ${measured.rowsWritten} rows written`,
@@ -164,7 +171,15 @@ export function wideFanOutWorkload(widths: number[], repeats: number): Workload 
         title: 'wide fan-out: completing one prerequisite with W dependents (runledger hand loop client)',
         size: `W = ${measures.map((m) => m.width).join(', ')}; ${repeats} run(s) each`,
         notes,
-        headers: ['dependents', 'wall ms (median, min-max)', 'statements (client)', 'server statements (pg_stat_statements; of which FK checks)', 'commits', 'rows written', 'rows locked (jobs/steps/deps/runs/events)'],
+        headers: [
+          'dependents',
+          'wall ms (median, min-max)',
+          'statements (client)',
+          'server statements (pg_stat_statements; of which FK checks)',
+          'commits',
+          'rows written',
+          'rows locked (jobs/steps/deps/runs/events)',
+        ],
         rows: measures.map((m) => [
           m.width,
           `${m.wallMs.median.toFixed(1)} (${m.wallMs.min.toFixed(1)}-${m.wallMs.max.toFixed(1)})`,

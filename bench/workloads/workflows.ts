@@ -35,7 +35,9 @@ export function fanOutWorkload(config: BenchConfig): Workload {
     size: `${runs} runs x ${width + 2} steps = ${runs * (width + 2)} steps`,
     unit: 'steps',
     units: runs * (width + 2),
-    notes: ['runledger: workflow runs; peers: the root enqueues the children, each child decrements a counter row in a transaction and the last one enqueues the fan-in (no exactly-once release: a retried child decrements again)'],
+    notes: [
+      'runledger: workflow runs; peers: the root enqueues the children, each child decrements a counter row in a transaction and the last one enqueues the fan-in (no exactly-once release: a retried child decrements again)',
+    ],
     supports: (s) => typeof s.fanOut === 'function' && typeof s.seedFanOut === 'function',
     seed: (s, url) => s.seedFanOut!(url, runs, width),
     run: (s, url) => s.fanOut!(url, { runs, width, concurrency }),

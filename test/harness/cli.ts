@@ -11,8 +11,14 @@ export interface CliResult {
 export async function runCli(databaseUrl: string, ...args: string[]): Promise<CliResult> {
   const out: string[] = [];
   const err: string[] = [];
-  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
-  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(String(chunk)), true));
+  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    out.push(String(chunk));
+    return true;
+  });
+  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+    err.push(String(chunk));
+    return true;
+  });
   try {
     const code = await main(['node', 'runledger', '--database-url', databaseUrl, ...args]);
     return { code, stdout: out.join(''), stderr: err.join('') };

@@ -7,7 +7,16 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
-import { adminScope, createDashboard, noOrganizationScope, organizationScope, type DashboardHandler, type DashboardOptions, type Db, type Scope } from '../../src/index.js';
+import {
+  adminScope,
+  createDashboard,
+  noOrganizationScope,
+  organizationScope,
+  type DashboardHandler,
+  type DashboardOptions,
+  type Db,
+  type Scope,
+} from '../../src/index.js';
 
 export const SCOPE_HEADER = 'x-test-scope';
 
@@ -59,4 +68,37 @@ export async function dashboardSession(baseUrl: string, scopeHeader = 'admin'): 
   const body = (await response.json()) as { csrfToken: string };
   const cookie = (response.headers.get('set-cookie') ?? '').split(';')[0]!;
   return { cookie, token: body.csrfToken };
+}
+
+/** A dashboard API response: its status and its body, parsed when it is JSON. */
+export interface DashboardCall {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: an HTTP body the tests dig into; their assertions check its shape
+  body: any;
+}
+
+/**
+ * One request to a served dashboard as `scope` (default admin), with a JSON body if given, and the session's
+ * cookie and CSRF token for writes. Redirects are returned, not followed.
+ */
+export async function callDashboard(
+  base: string,
+  method: string,
+  path: string,
+  options: { scope?: string; body?: unknown; session?: { cookie: string; token: string }; headers?: Record<string, string> } = {},
+): Promise<DashboardCall> {
+  const headers: Record<string, string> = { [SCOPE_HEADER]: options.scope ?? 'admin', ...(options.headers ?? {}) };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.session) {
+    headers.cookie = options.session.cookie;
+    headers['x-runledger-csrf'] = options.session.token;
+  }
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    redirect: 'manual',
+  });
+  const text = await response.text();
+  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
 }

@@ -21,7 +21,8 @@ export async function refuseConnections(database: string, options: { terminate?:
   let ended = false;
   try {
     await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`);
-    if (options.terminate) await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+    if (options.terminate)
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
   } catch (error) {
     await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`).catch(() => undefined);
     await admin.end();

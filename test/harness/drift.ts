@@ -121,7 +121,7 @@ export async function schemaDrift(datamodel: string, client: pg.ClientBase, sche
         ? 'ARRAY'
         : field.kind === 'enum'
           ? `enum ${enumDbName.get(field.type) ?? field.type}`
-          : NATIVE_TYPES[(field.nativeType?.[0] as string | undefined) ?? ''] ?? SCALAR_TYPES[field.type] ?? field.type;
+          : (NATIVE_TYPES[(field.nativeType?.[0] as string | undefined) ?? ''] ?? SCALAR_TYPES[field.type] ?? field.type);
       const actualType = actual.dataType === 'USER-DEFINED' ? `enum ${actual.udtName}` : actual.dataType;
       if (expectedType !== actualType) problems.push(`column ${where}: database type ${actualType}, schema.prisma type ${expectedType}`);
       const precision = field.nativeType?.[1]?.[0];
@@ -132,7 +132,9 @@ export async function schemaDrift(datamodel: string, client: pg.ClientBase, sche
         problems.push(`column ${where}: database ${actual.nullable ? 'nullable' : 'NOT NULL'}, schema.prisma ${field.isRequired ? 'required' : 'optional'}`);
       }
       if (field.hasDefaultValue !== actual.hasDefault) {
-        problems.push(`column ${where}: database ${actual.hasDefault ? 'has a default' : 'has no default'}, schema.prisma ${field.hasDefaultValue ? 'has a default' : 'has none'}`);
+        problems.push(
+          `column ${where}: database ${actual.hasDefault ? 'has a default' : 'has no default'}, schema.prisma ${field.hasDefaultValue ? 'has a default' : 'has none'}`,
+        );
       }
     }
     for (const extra of dbColumns.keys()) problems.push(`column ${table}.${extra}: in database but not in model ${model.name}`);

@@ -46,7 +46,10 @@ export async function queryOnce<T extends pg.QueryResultRow>(url: string, sql: s
  * `migrate()` applies next, `migration` first.
  */
 export async function migrateUpTo(url: string, migration: string): Promise<string[]> {
-  const names = (await readdir(PACKAGED_MIGRATIONS_DIR, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const names = (await readdir(PACKAGED_MIGRATIONS_DIR, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   if (!names.includes(migration)) throw new Error(`no packaged migration ${migration}`);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'runledger-migrations-before-'));
   try {

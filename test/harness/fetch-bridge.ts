@@ -5,7 +5,7 @@
  * request's `signal` aborts when the client goes away (that is how a
  * disconnecting page reaches the handler's live stream).
  */
-import http from 'node:http';
+import type http from 'node:http';
 import { Readable } from 'node:stream';
 
 export function fetchToNode(handler: (request: Request) => Promise<Response>): http.RequestListener {

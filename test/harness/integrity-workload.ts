@@ -52,7 +52,12 @@ export async function runIntegrityWorkload(db: Db): Promise<Workload> {
   const failed = await enqueueWorkflowRun(db, report('reports.failed', true));
   const waiting = await enqueueWorkflowRun(db, report('reports.waiting'));
   await runRunnableJobs(db, (job) => ((job.payload as { fail?: boolean }).fail ? { ok: false } : { ok: true, output: { n: 1 } }));
-  await completeExternalWorkflowStep(db, { workflowRunId: ok.workflowRunId, stepKey: 'approval', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: { by: 'editor' } } });
+  await completeExternalWorkflowStep(db, {
+    workflowRunId: ok.workflowRunId,
+    stepKey: 'approval',
+    scope: noOrganizationScope(),
+    outcome: { status: 'succeeded', output: { by: 'editor' } },
+  });
   await runRunnableJobs(db, () => ({ ok: true, output: { url: 'https://example.test/r' } }));
 
   const canceled = await enqueueWorkflowRun(db, workflow('chain.canceled').job('a', 'chain.a', {}).job('b', 'chain.b', {}).afterSuccess('b', ['a']).build());
@@ -67,7 +72,13 @@ export async function runIntegrityWorkload(db: Db): Promise<Workload> {
   const replayRequest = { scope: noOrganizationScope(), sourceJobId: source.jobId, expectedRunNumber: 1, replayRequestKey: 'ticket-1', reason: 'mail lost' };
   await compareAndReplaySucceededJob(db, replayRequest);
   await compareAndReplaySucceededJob(db, replayRequest);
-  await compareAndRequeueJob(db, { scope: noOrganizationScope(), jobId: doomed.jobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'reset_progress_and_checkpoint' });
+  await compareAndRequeueJob(db, {
+    scope: noOrganizationScope(),
+    jobId: doomed.jobId,
+    expectedStatus: 'DEAD_LETTERED',
+    expectedRunNumber: 1,
+    statePolicy: 'reset_progress_and_checkpoint',
+  });
   await runRunnableJobs(db, () => ({ ok: true, output: 'ok' }));
 
   return {

@@ -66,7 +66,11 @@ export async function recordRichHistory(prisma: PrismaClient): Promise<Record<st
   await heartbeatJob(prisma, r3);
   await completeJob(prisma, { ...r3, output: { ok: true } });
   const replay = await compareAndReplaySucceededJob(prisma, {
-    scope, sourceJobId: jobs.retried, expectedRunNumber: 1, replayRequestKey: 'trail-replay', reason: 'send again',
+    scope,
+    sourceJobId: jobs.retried,
+    expectedRunNumber: 1,
+    replayRequestKey: 'trail-replay',
+    reason: 'send again',
   });
   if (replay.kind !== 'replayed') throw new Error('replay refused');
   jobs.replay = replay.replay.jobId;
@@ -85,7 +89,11 @@ export async function recordRichHistory(prisma: PrismaClient): Promise<Record<st
   await reapExpiredLeases(prisma, { limit: 10 });
   await failJob(prisma, { ...(await claim('trail.requeued', true)), error: { code: 'fatal', message: 'no' }, retryable: false });
   const requeue = await compareAndRequeueJob(prisma, {
-    scope, jobId: jobs.requeued, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'preserve_progress_and_checkpoint',
+    scope,
+    jobId: jobs.requeued,
+    expectedStatus: 'DEAD_LETTERED',
+    expectedRunNumber: 1,
+    statePolicy: 'preserve_progress_and_checkpoint',
   });
   if (requeue.kind !== 'requeued') throw new Error(`requeue refused: ${requeue.kind}`);
   await completeJob(prisma, { ...(await claim('trail.requeued', true)), output: null });

@@ -1,13 +1,28 @@
 /** Helpers for workflow tests: drive jobs through the real queue, observe notifications. */
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { claimJobs, completeJob, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
+import {
+  claimJobs,
+  completeJob,
+  failJob,
+  noOrganizationScope,
+  listWorkflowSteps,
+  type ClaimedJob,
+  type Db,
+  type WorkflowStep,
+} from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/model/constants.js';
+import { newId } from '../../src/db/ids.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
 
 export type JobOutcome = { ok: true; output?: unknown } | { ok: false; retryable?: boolean; code?: string };
 
 /** Claims every runnable job and settles it with `decide`; returns the jobs it handled. */
-export async function runRunnableJobs(db: Db, decide: (job: ClaimedJob) => JobOutcome = () => ({ ok: true, output: null }), workerId = 'test-worker'): Promise<ClaimedJob[]> {
+export async function runRunnableJobs(
+  db: Db,
+  decide: (job: ClaimedJob) => JobOutcome = () => ({ ok: true, output: null }),
+  workerId = 'test-worker',
+): Promise<ClaimedJob[]> {
   const handled: ClaimedJob[] = [];
   for (;;) {
     const jobs = await claimJobs(db, { workerId, limit: 100, leaseSeconds: 60, markRunning: true });
@@ -34,7 +49,9 @@ export async function stepsByKey(db: Db, workflowRunId: string): Promise<Record<
 export { noOrganizationScope };
 
 /** A LISTEN connection on the run-terminal channel that records every payload. */
-export async function listenForRunTerminal(url: string): Promise<{ received: { workflow_run_id: string; status: string }[]; close(): Promise<void>; flush(): Promise<void> }> {
+export async function listenForRunTerminal(
+  url: string,
+): Promise<{ received: { workflow_run_id: string; status: string }[]; close(): Promise<void>; flush(): Promise<void> }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const received: { workflow_run_id: string; status: string }[] = [];
@@ -89,4 +106,48 @@ export async function claimOne(
   const [claimed] = await claimJobs(db, { workerId, jobTypes: [jobType], limit: 1, leaseSeconds, markRunning });
   if (!claimed) throw new Error(`nothing of ${jobType} to claim`);
   return claimed;
+}
+
+/**
+ * Makes a finished job a workflow step's, as if a run had enqueued it: a run of its own, a `send` step in the
+ * job's terminal status (FAILED with `smtp.down`, or SUCCEEDED with `{"sent": true}`) and the job's link to it.
+ * The job <-> step link is checked at commit, so the step and the job's side of the link are one transaction.
+ */
+export async function attachToWorkflowStep(prisma: PrismaClient, job: { id: string; jobType: string }, status: 'FAILED' | 'SUCCEEDED'): Promise<void> {
+  const runId = newId();
+  const stepId = newId();
+  const errorCode = status === 'FAILED' ? 'smtp.down' : null;
+  const output = status === 'SUCCEEDED' ? '{"sent": true}' : null;
+  await prisma.$executeRaw`INSERT INTO runledger.workflow_runs (id, workflow_type) VALUES (${runId}::uuid, 'wf')`;
+  await prisma.$transaction([
+    prisma.$executeRaw`
+      INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, job_type, payload, status, job_id,
+                                            released_at, finished_at, last_error_code, output)
+      VALUES (${stepId}::uuid, ${runId}::uuid, 'send', 'JOB', ${job.jobType}, '{}'::jsonb, ${status}::runledger.workflow_step_status, ${job.id}::uuid,
+              now(), now(), ${errorCode}, ${output}::jsonb)`,
+    prisma.$executeRaw`UPDATE runledger.job_queue SET workflow_step_id = ${stepId}::uuid WHERE id = ${job.id}::uuid`,
+  ]);
+}
+
+/**
+ * A race of `parties` transactions, each on its own connection: every one has begun (run a statement) before
+ * any runs `work`, so they all see the same snapshot and contend for real. Returns each `work`'s result.
+ */
+export async function raceInTransactions<T>(
+  db: { newClient(options?: { max?: number }): PrismaClient },
+  parties: number,
+  work: (tx: Db, index: number) => Promise<T>,
+): Promise<T[]> {
+  const clients = Array.from({ length: parties }, () => db.newClient({ max: 1 }));
+  await Promise.all(clients.map((client) => client.$connect()));
+  const arrive = barrier(parties);
+  return Promise.all(
+    clients.map((client, index) =>
+      client.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1`;
+        await arrive();
+        return work(tx, index);
+      }),
+    ),
+  );
 }

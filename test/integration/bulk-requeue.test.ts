@@ -50,7 +50,10 @@ describe('requeueDeadLetteredJobs', () => {
     const other = await deadLetters('bulk.mail', 1, 'template.missing');
     const otherType = await deadLetters('bulk.sms', 1, 'smtp.down');
 
-    expect(await countDeadLetteredJobs(db.prisma, { scope: adminScope(), filter: { jobType: 'bulk.mail', errorCode: 'smtp.down' } })).toEqual({ count: 3, more: false });
+    expect(await countDeadLetteredJobs(db.prisma, { scope: adminScope(), filter: { jobType: 'bulk.mail', errorCode: 'smtp.down' } })).toEqual({
+      count: 3,
+      more: false,
+    });
     expect(await countDeadLetteredJobs(db.prisma, { scope: adminScope(), filter: { jobType: 'bulk.mail' }, max: 2 })).toEqual({ count: 2, more: true });
 
     const first = await requeueDeadLetteredJobs(db.prisma, {
@@ -85,7 +88,12 @@ describe('requeueDeadLetteredJobs', () => {
       SELECT count(*)::int AS n FROM runledger.job_events WHERE event_type = 'REQUEUED' AND payload->>'operationId' = ${first.operationId}`;
     expect(found!.n).toBe(2);
 
-    const rest = await requeueDeadLetteredJobs(db.prisma, { scope: adminScope(), filter: { jobType: 'bulk.mail', errorCode: 'smtp.down' }, limit: 10, reason: 'the rest' });
+    const rest = await requeueDeadLetteredJobs(db.prisma, {
+      scope: adminScope(),
+      filter: { jobType: 'bulk.mail', errorCode: 'smtp.down' },
+      limit: 10,
+      reason: 'the rest',
+    });
     expect(rest.jobIds).toEqual([smtp[2]]);
     expect(rest.more).toBe(false);
     expect(rest.operationId).not.toBe(first.operationId);
@@ -101,7 +109,12 @@ describe('requeueDeadLetteredJobs', () => {
     expect(workflowRunId).toBeTruthy();
 
     expect((await countDeadLetteredJobs(db.prisma, { scope: organizationScope('org-a'), filter: { jobType: 'bulk.scoped' } })).count).toBe(2);
-    const result = await requeueDeadLetteredJobs(db.prisma, { scope: organizationScope('org-a'), filter: { jobType: 'bulk.scoped' }, limit: 100, reason: 'tenant retry' });
+    const result = await requeueDeadLetteredJobs(db.prisma, {
+      scope: organizationScope('org-a'),
+      filter: { jobType: 'bulk.scoped' },
+      limit: 100,
+      reason: 'tenant retry',
+    });
     expect(result.jobIds.sort()).toEqual([...mine].sort());
     expect(await statusOf(theirs)).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED']);
     const admin = await requeueDeadLetteredJobs(db.prisma, { scope: adminScope(), filter: { jobType: 'bulk.scoped' }, limit: 100, reason: 'all tenants' });
@@ -144,7 +157,10 @@ describe('requeueDeadLetteredJobs', () => {
     ];
     for (const [change, field] of attempts) {
       const input = { scope: adminScope(), filter: { jobType: 'bulk.invalid' }, limit: 10, reason: 'r', ...change };
-      await expect(requeueDeadLetteredJobs(db.prisma, input as never)).rejects.toMatchObject({ code: 'job.invalid_input', details: expect.objectContaining({ field }) });
+      await expect(requeueDeadLetteredJobs(db.prisma, input as never)).rejects.toMatchObject({
+        code: 'job.invalid_input',
+        details: expect.objectContaining({ field }),
+      });
     }
     expect(await statusOf(ids)).toEqual(['DEAD_LETTERED']);
   });

@@ -8,7 +8,14 @@ import { useTestDatabase } from '../harness/database.js';
 const db = useTestDatabase();
 
 function cliContext(scope: Scope): CliContext {
-  return { json: false, scope, db: () => db.newClient({ max: 2 }) as never, print: () => undefined, connectionString: () => db.url, connectTimeoutMs: () => 10_000 };
+  return {
+    json: false,
+    scope,
+    db: () => db.newClient({ max: 2 }) as never,
+    print: () => undefined,
+    connectionString: () => db.url,
+    connectTimeoutMs: () => 10_000,
+  };
 }
 
 const defaults = { port: 0, host: '127.0.0.1', readOnly: false, basePath: '' };

@@ -13,7 +13,10 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('runledger jobs list', () => {
   it('pages through jobs newest first with --limit and --cursor, in text and JSON', async () => {
-    const created = await enqueueJobs(db.prisma, Array.from({ length: 5 }, (_, i) => ({ jobType: 'cli.jobs.page', payload: i })));
+    const created = await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 5 }, (_, i) => ({ jobType: 'cli.jobs.page', payload: i })),
+    );
     const newestFirst = created.map((c) => c.jobId).reverse();
 
     const first = await cli('jobs', 'list', '--type', 'cli.jobs.page', '--limit', '2');
@@ -42,7 +45,9 @@ describe('runledger jobs list', () => {
     const leased = JSON.parse((await cli('--json', 'jobs', 'list', '--type', 'cli.jobs.filter', '--status', 'LEASED')).stdout) as { items: { id: string }[] };
     expect(leased.items.map((job) => job.id).sort()).toEqual([mine.jobId, plain.jobId].sort());
 
-    const inOrg = JSON.parse((await cli('--json', '--org', org, 'jobs', 'list', '--type', 'cli.jobs.filter')).stdout) as { items: { id: string; organizationId: string }[] };
+    const inOrg = JSON.parse((await cli('--json', '--org', org, 'jobs', 'list', '--type', 'cli.jobs.filter')).stdout) as {
+      items: { id: string; organizationId: string }[];
+    };
     expect(inOrg.items.map((job) => [job.id, job.organizationId])).toEqual([[mine.jobId, org]]);
     const withoutOrg = JSON.parse((await cli('--json', '--without-org', 'jobs', 'list', '--type', 'cli.jobs.filter')).stdout) as { items: { id: string }[] };
     expect(withoutOrg.items.map((job) => job.id)).toEqual([plain.jobId]);
@@ -85,7 +90,7 @@ describe('runledger jobs cancel', () => {
   it('cancels only within the given organization', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'cli.jobs.cancel.org', payload: {}, organizationId: '1001' });
     expect((await cli('--org', '1002', 'jobs', 'cancel', jobId)).code).toBe(3);
-    expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId }).catch((e: unknown) => e))).toMatchObject({ code: 'job.not_found' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId }).catch((e: unknown) => e)).toMatchObject({ code: 'job.not_found' });
     expect((await cli('--org', '1001', 'jobs', 'cancel', jobId)).code).toBe(0);
   });
 });

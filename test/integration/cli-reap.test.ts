@@ -25,7 +25,11 @@ describe('runledger reap', () => {
     const result = await cli('--json', 'reap');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ retried: 1, deadLettered: 1, activeKeysReleased: 0, retriedJobIds: [retried], deadLetteredJobIds: [dead] });
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: retried })).toMatchObject({ status: 'PENDING', leaseOwner: null, lastErrorCode: 'job.lease_expired' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: retried })).toMatchObject({
+      status: 'PENDING',
+      leaseOwner: null,
+      lastErrorCode: 'job.lease_expired',
+    });
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead })).status).toBe('DEAD_LETTERED');
 
     const again = await cli('reap');

@@ -13,7 +13,10 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('runledger runs recover', () => {
   it('recovers a failed run (failed-only), answers a retry with the same recovery, and shows the lineage both ways', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('cli.rec').job('a', 'clirec.a', {}).job('b', 'clirec.b', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('cli.rec').job('a', 'clirec.a', {}).job('b', 'clirec.b', {}).afterSuccess('b', ['a']).build(),
+    );
     await runRunnableJobs(db.prisma, (job) => (job.jobType === 'clirec.b' ? { ok: false } : { ok: true, output: { a: 1 } }));
 
     const recovered = await cli('runs', 'recover', workflowRunId, '--request-key', 'k1', '--reason', 'outage', '--failed-only', '--json');

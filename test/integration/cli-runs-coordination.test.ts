@@ -17,7 +17,10 @@ describe('runledger runs show', () => {
     });
     const append = (mutationKey: string, keys: string[]) =>
       appendWorkflowSteps(db.prisma, {
-        workflowRunId, scope: organizationScope(ORG), mutationKey, window: 'intake',
+        workflowRunId,
+        scope: organizationScope(ORG),
+        mutationKey,
+        window: 'intake',
         steps: keys.map((key) => ({ key, kind: 'external' as const })),
       });
     await append('add-legal', ['legal', 'finance']);
@@ -32,7 +35,10 @@ describe('runledger runs show', () => {
 
     const json = JSON.parse((await runCli(db.url, '--json', 'runs', 'show', workflowRunId)).stdout);
     expect(json.activeKey).toMatchObject({ activeKey: 'sync:customer-7', scope: `organization:${ORG}`, releasedAt: null });
-    expect(json.mutations.map((m: { mutationKey: string; stepCount: number }) => [m.mutationKey, m.stepCount])).toEqual([['add-legal', 2], ['add-ceo', 1]]);
+    expect(json.mutations.map((m: { mutationKey: string; stepCount: number }) => [m.mutationKey, m.stepCount])).toEqual([
+      ['add-legal', 2],
+      ['add-ceo', 1],
+    ]);
   });
 
   it('says when the key was released, prints nothing extra for a plain run, and shows another organization nothing', async () => {

@@ -28,7 +28,9 @@ describe('runledger schedules', () => {
     expect(JSON.parse(resumed.stdout)).toMatchObject({ key: 'cli.b', enabled: true });
 
     const ran = JSON.parse((await cli('--json', 'schedules', 'run-now', 'cli.b')).stdout);
-    const [job] = await db.prisma.$queryRaw<{ job_type: string; payload: unknown }[]>`SELECT job_type, payload FROM runledger.job_queue WHERE id = ${ran.jobId}::uuid`;
+    const [job] = await db.prisma.$queryRaw<
+      { job_type: string; payload: unknown }[]
+    >`SELECT job_type, payload FROM runledger.job_queue WHERE id = ${ran.jobId}::uuid`;
     expect(job).toEqual({ job_type: 'cli.job', payload: { n: 1 } });
   });
 

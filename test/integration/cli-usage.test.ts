@@ -27,7 +27,12 @@ describe('runledger CLI usage', () => {
 
     for (const limit of ['0', '501', '2.0', 'ten']) expect((await cli('runs', 'list', '--limit', limit)).code).toBe(2);
     expect((await cli('runs', 'list', '--limit', '500')).code).toBe(0);
-    for (const [option, value] of [['--concurrency', '0'], ['--lease-seconds', '1.5'], ['--drain-ms', '-5'], ['--concurrency', '1e1']] as const) {
+    for (const [option, value] of [
+      ['--concurrency', '0'],
+      ['--lease-seconds', '1.5'],
+      ['--drain-ms', '-5'],
+      ['--concurrency', '1e1'],
+    ] as const) {
       expect((await cli('worker', '--handlers', 'test/fixtures/cli/handlers.ts', '--until-idle', option, value)).code).toBe(2);
     }
   });
@@ -56,7 +61,10 @@ describe('runledger CLI usage', () => {
     ];
     for (const [args, code, field] of cases) {
       // --json after the command works as well as before it.
-      for (const argv of [['--json', ...args], [...args, '--json']]) {
+      for (const argv of [
+        ['--json', ...args],
+        [...args, '--json'],
+      ]) {
         const result = await cli(...argv);
         expect({ argv, code: result.code }).toEqual({ argv, code: 2 });
         expect(result.stdout).toBe('');

@@ -16,7 +16,14 @@ describe('runledger CLI', () => {
   it('lists runs, draws a DAG, completes an external step and cancels a run', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(
       db.prisma,
-      workflow('cli.review').job('draft', 'cli.draft', {}).external('approve').afterSuccess('approve', ['draft']).job('publish', 'cli.publish', {}).afterSuccess('publish', ['approve']).resultStep('publish').build(),
+      workflow('cli.review')
+        .job('draft', 'cli.draft', {})
+        .external('approve')
+        .afterSuccess('approve', ['draft'])
+        .job('publish', 'cli.publish', {})
+        .afterSuccess('publish', ['approve'])
+        .resultStep('publish')
+        .build(),
     );
     await runRunnableJobs(db.prisma, () => ({ ok: true, output: { words: 120 } }));
 
@@ -36,7 +43,11 @@ describe('runledger CLI', () => {
     expect(JSON.parse(complete.stdout)).toMatchObject({ stepKey: 'approve', status: 'SUCCEEDED', output: { by: 'ops' } });
 
     const json = JSON.parse((await cli('--json', 'runs', 'show', workflowRunId)).stdout);
-    expect(json.steps.map((s: { stepKey: string; status: string }) => `${s.stepKey}:${s.status}`)).toEqual(['draft:SUCCEEDED', 'approve:SUCCEEDED', 'publish:ENQUEUED']);
+    expect(json.steps.map((s: { stepKey: string; status: string }) => `${s.stepKey}:${s.status}`)).toEqual([
+      'draft:SUCCEEDED',
+      'approve:SUCCEEDED',
+      'publish:ENQUEUED',
+    ]);
 
     const cancel = await cli('runs', 'cancel', workflowRunId, '--reason', 'ops said so');
     expect(cancel.code).toBe(0);

@@ -100,7 +100,11 @@ describe('completion batches across runs', () => {
     // whole batch takes them in one global order.
     const mixedRun = (r: number): WorkflowRunInput => {
       const builder = workflow('mixed');
-      for (let i = 0; i < 4; i += 1) builder.job(`h${i}`, `mixed.helper${i}`, {}).job(`r${i}`, 'mixed.root', { r, i }).afterSuccess(`r${i}`, [`h${i}`]);
+      for (let i = 0; i < 4; i += 1)
+        builder
+          .job(`h${i}`, `mixed.helper${i}`, {})
+          .job(`r${i}`, 'mixed.root', { r, i })
+          .afterSuccess(`r${i}`, [`h${i}`]);
       // Keys added in the loop above, unknown to the builder's type: plain strings, checked at build().
       const roots: string[] = ['r0', 'r1', 'r2', 'r3'];
       builder.job('d1', 'mixed.dep', {}).afterSuccess('d1', roots);
@@ -113,7 +117,10 @@ describe('completion batches across runs', () => {
     // 5 passes over 40 fresh runs; in each, the 160 root jobs are shuffled into 40 batches of four,
     // raced four at a time from four connections: 10 rounds x 4 connections x 5 passes = 200 batches.
     for (let pass = 0; pass < 5; pass += 1) {
-      const enqueued = await enqueueWorkflowRuns(db.prisma, Array.from({ length: runs }, (_, r) => mixedRun(r)));
+      const enqueued = await enqueueWorkflowRuns(
+        db.prisma,
+        Array.from({ length: runs }, (_, r) => mixedRun(r)),
+      );
       ids.push(...enqueued.map((run) => run.workflowRunId));
       for (let i = 0; i < 4; i += 1) {
         const helpers = await claimType(`mixed.helper${i}`);
@@ -153,7 +160,16 @@ describe('completion batches across runs', () => {
   it('costs the same number of statements for 1 and for 50 workflow jobs of 50 runs', async () => {
     const statements = async (size: number): Promise<number> => {
       for (let r = 0; r <= size; r += 1) {
-        await enqueueWorkflowRun(db.prisma, workflow('count').job('a', `count.${size}`, {}).job('b', 'count.next', {}).job('c', 'count.next', {}).afterSuccess('b', ['a']).afterSuccess('c', ['a']).build());
+        await enqueueWorkflowRun(
+          db.prisma,
+          workflow('count')
+            .job('a', `count.${size}`, {})
+            .job('b', 'count.next', {})
+            .job('c', 'count.next', {})
+            .afterSuccess('b', ['a'])
+            .afterSuccess('c', ['a'])
+            .build(),
+        );
       }
       const jobs = await claimType(`count.${size}`);
       expect(jobs).toHaveLength(size + 1);
@@ -181,7 +197,10 @@ describe('completion batches across runs', () => {
 describe('every precondition before the first write', () => {
   for (const level of ['RepeatableRead', 'Serializable'] as const) {
     it(`a refused ${level} completion, failure or cancellation that the caller commits changed nothing`, async () => {
-      const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('iso').job('a', `iso.${level}`, {}).job('b', 'iso.next', {}).afterSuccess('b', ['a']).build());
+      const { workflowRunId } = await enqueueWorkflowRun(
+        db.prisma,
+        workflow('iso').job('a', `iso.${level}`, {}).job('b', 'iso.next', {}).afterSuccess('b', ['a']).build(),
+      );
       const [lease] = await claimType(`iso.${level}`);
       const before = await stepsByKey(db.prisma, workflowRunId);
       const attempts: [string, (tx: never) => Promise<unknown>][] = [
@@ -215,8 +234,14 @@ describe('every precondition before the first write', () => {
 
 describe("one run's trouble stays in that run", () => {
   it('a batch with one run whose release cannot proceed commits the other runs and reports only that item', async () => {
-    const good = await enqueueWorkflowRun(db.prisma, workflow('good').job('a', 'trouble.job', { run: 'good' }).job('b', 'trouble.next', {}).afterSuccess('b', ['a']).build());
-    const bad = await enqueueWorkflowRun(db.prisma, workflow('bad').job('a', 'trouble.job', { run: 'bad' }).job('b', 'trouble.next', {}).afterSuccess('b', ['a']).build());
+    const good = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('good').job('a', 'trouble.job', { run: 'good' }).job('b', 'trouble.next', {}).afterSuccess('b', ['a']).build(),
+    );
+    const bad = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('bad').job('a', 'trouble.job', { run: 'bad' }).job('b', 'trouble.next', {}).afterSuccess('b', ['a']).build(),
+    );
     const jobs = await claimType('trouble.job');
     const badLease = jobs.find((job) => (job.payload as { run: string }).run === 'bad')!;
     const goodLease = jobs.find((job) => (job.payload as { run: string }).run === 'good')!;

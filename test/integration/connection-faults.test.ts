@@ -32,7 +32,7 @@ import {
   migrate,
   reapExpiredLeases,
   releaseJob,
-  RunledgerError,
+  type RunledgerError,
   workflow,
   type ClaimedJob,
   type Db,
@@ -43,6 +43,7 @@ import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { refuseConnections } from '../harness/database-outage.js';
 import { startFaultProxy } from '../harness/fault-proxy.js';
+import { runledgerErrorOf as failure } from '../harness/errors.js';
 
 const db = useTestDatabase();
 
@@ -58,23 +59,13 @@ async function refusedUrl(): Promise<string> {
   return url.toString();
 }
 
-async function failure(promise: Promise<unknown>): Promise<RunledgerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error, 'the call should have failed').toBeInstanceOf(RunledgerError);
-  return error as RunledgerError;
-}
-
 function expectUnavailable(error: RunledgerError, label: string): void {
   expect({ label, code: error.code, category: error.category }).toEqual({ label, code: 'database.unavailable', category: 'unavailable' });
   expect(error.message).not.toMatch(/select|update|insert|runledger\.|prisma/i);
   expect(JSON.stringify(error)).not.toMatch(/select|update|insert/i);
 }
 
-const lease = (): ClaimedJob =>
-  ({ jobId: newId(), runNumber: 1, attempt: 1, workerId: 'w', leaseExpiresAt: new Date() }) as unknown as ClaimedJob;
+const lease = (): ClaimedJob => ({ jobId: newId(), runNumber: 1, attempt: 1, workerId: 'w', leaseExpiresAt: new Date() }) as unknown as ClaimedJob;
 
 /** One call of every kind of public function: reads, enqueues (owned transaction or one statement), lifecycle writes, workflow operations. */
 const CALLS: Record<string, (db: Db) => Promise<unknown>> = {
@@ -87,7 +78,7 @@ const CALLS: Record<string, (db: Db) => Promise<unknown>> = {
   claimJobs: (c) => claimJobs(c, { workerId: 'w', limit: 1, leaseSeconds: 30 }),
   heartbeatJob: (c) => heartbeatJob(c, lease()),
   completeJob: (c) => completeJob(c, lease()),
-  failJob: (c) => failJob(c, { ...(lease()), error: { code: 'x.y', message: 'm' }, retryable: true }),
+  failJob: (c) => failJob(c, { ...lease(), error: { code: 'x.y', message: 'm' }, retryable: true }),
   releaseJob: (c) => releaseJob(c, lease()),
   cancelJob: (c) => cancelJob(c, { jobId: newId(), scope: noOrganizationScope() }),
   reapExpiredLeases: (c) => reapExpiredLeases(c, { limit: 10 }),
@@ -163,7 +154,6 @@ describe('a database that does not exist (SQLSTATE 3D000)', () => {
 });
 
 describe('a connection lost under a statement', () => {
-
   /**
    * Runs `call` through the proxy while a transaction on the direct client,
    * opened by `hold`, makes its statement wait for a lock; once PostgreSQL
@@ -171,7 +161,11 @@ describe('a connection lost under a statement', () => {
    * (57P01 reaches the client) or a cut network (pg's "Connection terminated
    * unexpectedly"). Returns what the call threw.
    */
-  async function loseConnectionUnder(hold: (tx: Db) => Promise<unknown>, call: (c: Db) => Promise<unknown>, kill: 'terminate' | 'cut'): Promise<RunledgerError> {
+  async function loseConnectionUnder(
+    hold: (tx: Db) => Promise<unknown>,
+    call: (c: Db) => Promise<unknown>,
+    kill: 'terminate' | 'cut',
+  ): Promise<RunledgerError> {
     const proxy = await startFaultProxy(db.url);
     const client = createPrismaClient(proxy.url, { max: 1 });
     await getJob(client, { scope: noOrganizationScope(), jobId: newId() }).catch(() => undefined); // warm: the isolation check and the pooled connection
@@ -240,7 +234,8 @@ describe('a connection lost under a statement', () => {
       const job = await leasedJob();
       expectUnavailable(await loseConnectionUnder(lockJob(job), makeCall(job), kill), `${label} (${kill})`);
       // A terminated backend rolled its statement back. (A cut one may have committed: the response is what was lost.)
-      if (kill === 'terminate') expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.jobId })).toMatchObject({ status: 'LEASED', attempt: 1 });
+      if (kill === 'terminate')
+        expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.jobId })).toMatchObject({ status: 'LEASED', attempt: 1 });
     }
   });
 
@@ -257,8 +252,14 @@ describe('the CLI', () => {
   async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     const out: string[] = [];
     const err: string[] = [];
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(String(chunk)), true));
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      out.push(String(chunk));
+      return true;
+    });
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      err.push(String(chunk));
+      return true;
+    });
     try {
       const code = await main(['node', 'runledger', ...args]);
       return { code, stdout: out.join(''), stderr: err.join('') };
@@ -319,7 +320,9 @@ describe('the CLI', () => {
     async function bounded(boundMs: number, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
       const started = Date.now();
       let timer: NodeJS.Timeout | undefined;
-      const hang = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`runledger ${args.join(' ')} still hanging after ${boundMs} ms`)), boundMs)));
+      const hang = new Promise<never>(
+        (_resolve, reject) => (timer = setTimeout(() => reject(new Error(`runledger ${args.join(' ')} still hanging after ${boundMs} ms`)), boundMs)),
+      );
       try {
         const result = await Promise.race([cli(...args), hang]);
         return { ...result, ms: Date.now() - started };
@@ -349,7 +352,8 @@ describe('the CLI', () => {
       } finally {
         vi.unstubAllEnvs();
       }
-      for (const value of ['0', '1.5', '-1']) expect((await cli('--json', '--connect-timeout', value, '--database-url', silentUrl, 'runs', 'list')).code).toBe(2);
+      for (const value of ['0', '1.5', '-1'])
+        expect((await cli('--json', '--connect-timeout', value, '--database-url', silentUrl, 'runs', 'list')).code).toBe(2);
     });
   });
 

@@ -2,7 +2,7 @@
  * The state invariants hold in the database itself, not only in TypeScript:
  * each CHECK constraint rejects a row that breaks it, whoever writes it.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -101,7 +101,9 @@ describe('job_queue constraints', () => {
     await insert('job_queue', job({ idempotency_key: 'dup', enqueue_request: {}, organization_id: org }));
     await insert('job_queue', job({ idempotency_key: 'dup', enqueue_request: {}, job_type: 'other.type' }));
     for (const organization_id of [null, org]) {
-      const error = await insert('job_queue', job({ idempotency_key: 'dup', enqueue_request: {}, organization_id })).catch((e: { code: string; constraint: string }) => e);
+      const error = await insert('job_queue', job({ idempotency_key: 'dup', enqueue_request: {}, organization_id })).catch(
+        (e: { code: string; constraint: string }) => e,
+      );
       expect(error).toMatchObject({ code: '23505', constraint: 'job_queue_idempotency_key_uidx' });
     }
   });
@@ -154,7 +156,11 @@ describe('workflow constraints', () => {
   it.each([
     ['a negative pending counter', () => step({ dependency_count_total: 1, dependency_count_pending: -1 }), 'workflow_steps_counters_valid'],
     ['pending above total', () => step({ dependency_count_total: 1, dependency_count_pending: 2 }), 'workflow_steps_counters_valid'],
-    ['unsatisfied above total', () => step({ dependency_count_total: 1, dependency_count_pending: 1, dependency_count_unsatisfied: 2 }), 'workflow_steps_counters_valid'],
+    [
+      'unsatisfied above total',
+      () => step({ dependency_count_total: 1, dependency_count_pending: 1, dependency_count_unsatisfied: 2 }),
+      'workflow_steps_counters_valid',
+    ],
     ['a negative total', () => step({ dependency_count_total: -1 }), 'workflow_steps_counters_valid'],
     ['a blank step key', () => step({ step_key: ' ' }), 'workflow_steps_step_key_not_blank'],
     ['a job step without job type', () => step({ job_type: null }), 'workflow_steps_kind_settings'],
@@ -174,7 +180,12 @@ describe('workflow constraints', () => {
     const s = step();
     await insert('workflow_steps', s);
     expect(
-      await violation('workflow_step_dependencies', { prerequisite_step_id: s.id, dependent_step_id: s.id, workflow_run_id: runId, release_mode: 'ON_SUCCESS' }),
+      await violation('workflow_step_dependencies', {
+        prerequisite_step_id: s.id,
+        dependent_step_id: s.id,
+        workflow_run_id: runId,
+        release_mode: 'ON_SUCCESS',
+      }),
     ).toBe('workflow_step_dependencies_no_self_edge');
   });
 

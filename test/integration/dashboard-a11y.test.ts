@@ -94,14 +94,23 @@ describe.skipIf(!hasChromium)('dashboard accessibility in Chromium', () => {
     runId = (
       await enqueueWorkflowRun(
         db.prisma,
-        workflow('a11y.review').job('draft', 'a11y.draft', {}).external('approve').job('publish', 'a11y.publish', {}).afterSuccess('publish', ['draft', 'approve']).build(),
+        workflow('a11y.review')
+          .job('draft', 'a11y.draft', {})
+          .external('approve')
+          .job('publish', 'a11y.publish', {})
+          .afterSuccess('publish', ['draft', 'approve'])
+          .build(),
       )
     ).workflowRunId;
     // One job of every colour a list shows: pending, leased, dead-lettered.
     jobId = (await enqueueJob(db.prisma, { jobType: 'a11y.mail', payload: { to: 'ana' }, maxAttempts: 1 })).jobId;
     await enqueueJob(db.prisma, { jobType: 'a11y.mail', payload: { to: 'bo' } });
     const claimed = await claimJobs(db.prisma, { workerId: 'a11y-worker', jobTypes: ['a11y.mail'], limit: 1, leaseSeconds: 60, markRunning: true });
-    await failJob(db.prisma, { ...claimed[0]!, error: { code: 'a11y.bounced', message: 'mailbox full', stack: 'Error: mailbox full\n    at send (mail.js:1:1)' }, retryable: false });
+    await failJob(db.prisma, {
+      ...claimed[0]!,
+      error: { code: 'a11y.bounced', message: 'mailbox full', stack: 'Error: mailbox full\n    at send (mail.js:1:1)' },
+      retryable: false,
+    });
     // Rows for the operator pages: a schedule, a definition, a live worker.
     await upsertSchedule(db.prisma, { key: 'a11y-nightly', cron: '0 3 * * *', jobType: 'a11y.mail', payload: {}, enabled: true });
     await syncJobDefinitions(db.prisma, [defineJob('a11y.mail', z.object({}), async () => null)]);

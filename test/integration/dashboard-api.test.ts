@@ -17,31 +17,19 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { callDashboard as call, dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 
-interface Call {
-  status: number;
-  body: any;
-}
-
-async function call(base: string, method: string, path: string, options: { scope?: string; body?: unknown; session?: { cookie: string; token: string }; headers?: Record<string, string> } = {}): Promise<Call> {
-  const headers: Record<string, string> = { [SCOPE_HEADER]: options.scope ?? 'admin', ...(options.headers ?? {}) };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-runledger-csrf'] = options.session.token;
-  }
-  const response = await fetch(`${base}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), redirect: 'manual' });
-  const text = await response.text();
-  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
-}
-
 /** A run whose `approve` step waits for an external completion; `publish` follows on success, `audit` on any outcome. */
 function reviewRun(org: string | null) {
-  const builder = workflow('dash.review').external('approve').job('publish', 'dash.publish', {}).afterSuccess('publish', ['approve']).job('audit', 'dash.audit', {}).afterTerminal('audit', ['approve']);
+  const builder = workflow('dash.review')
+    .external('approve')
+    .job('publish', 'dash.publish', {})
+    .afterSuccess('publish', ['approve'])
+    .job('audit', 'dash.audit', {})
+    .afterTerminal('audit', ['approve']);
   return (org ? builder.organization(org) : builder).build();
 }
 
@@ -64,7 +52,16 @@ beforeAll(async () => {
 
 describe('dashboard API: reads', () => {
   it('reports overview counts equal to the database, for admin and for one organization', async () => {
+    // The oldest due job's age on the database clock, read just before and just after the request: the
+    // overview's figure was taken between the two.
+    const oldestReady = async (): Promise<number> =>
+      (
+        await db.prisma.$queryRaw<{ s: number }[]>`
+          SELECT extract(epoch FROM now() - min(next_run_at))::float8 AS s FROM runledger.job_queue WHERE status = 'PENDING' AND next_run_at <= now()`
+      )[0]!.s;
+    const readyBefore = await oldestReady();
     const overview = await call(base, 'GET', '/api/overview');
+    const readyAfter = await oldestReady();
     expect(overview.status).toBe(200);
     const actual = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`
       SELECT job_type, status::text AS status, count(*)::int AS n FROM runledger.job_queue GROUP BY 1, 2 ORDER BY 1, 2`;
@@ -72,14 +69,18 @@ describe('dashboard API: reads', () => {
     const runs = await db.prisma.$queryRaw<{ workflow_type: string; status: string; n: number }[]>`
       SELECT workflow_type, status::text AS status, count(*)::int AS n FROM runledger.workflow_runs GROUP BY 1, 2 ORDER BY 1, 2`;
     expect(overview.body.runs).toEqual(runs.map((row) => ({ workflowType: row.workflow_type, status: row.status, count: row.n })));
-    expect(overview.body.oldestReadySeconds).toBeGreaterThanOrEqual(0);
+    expect(readyBefore).toBeGreaterThan(0);
+    expect(overview.body.oldestReadySeconds).toBeGreaterThanOrEqual(readyBefore);
+    expect(overview.body.oldestReadySeconds).toBeLessThanOrEqual(readyAfter);
 
     const scoped = await call(base, 'GET', '/api/overview', { scope: 'org:org-a' });
     const orgA = await db.prisma.$queryRaw<{ job_type: string; status: string; n: number }[]>`
       SELECT job_type, status::text AS status, count(*)::int AS n FROM runledger.job_queue WHERE organization_id = 'org-a' GROUP BY 1, 2 ORDER BY 1, 2`;
     expect(scoped.body.jobs).toEqual(orgA.map((row) => ({ jobType: row.job_type, status: row.status, count: row.n })));
     expect(scoped.body.jobs.some((row: { jobType: string }) => row.jobType === 'dash.bill')).toBe(false);
-    const orgARuns = await db.prisma.$queryRaw<{ status: string }[]>`SELECT status::text AS status FROM runledger.workflow_runs WHERE organization_id = 'org-a'`;
+    const orgARuns = await db.prisma.$queryRaw<
+      { status: string }[]
+    >`SELECT status::text AS status FROM runledger.workflow_runs WHERE organization_id = 'org-a'`;
     expect(scoped.body.runs).toEqual([{ workflowType: 'dash.review', status: orgARuns[0]!.status, count: 1 }]);
   });
 
@@ -92,7 +93,10 @@ describe('dashboard API: reads', () => {
     await claimJobs(db.prisma, { workerId: 'w-2', limit: 1, leaseSeconds: 60, jobTypes: ['dash.attempted'] });
 
     const expected = JSON.parse(JSON.stringify((await listJobAttempts(db.prisma, { scope: organizationScope('org-b'), jobId })).items));
-    expect(expected.map((a: { outcome: string | null; workerId: string }) => [a.workerId, a.outcome])).toEqual([['w-1', 'FAILED_RETRY'], ['w-2', null]]);
+    expect(expected.map((a: { outcome: string | null; workerId: string }) => [a.workerId, a.outcome])).toEqual([
+      ['w-1', 'FAILED_RETRY'],
+      ['w-2', null],
+    ]);
     expect(expected[0]).toMatchObject({ errorCode: 'test.flaky', errorMessage: 'try again', retryDelaySource: 'POLICY' });
     expect(expected[0].retryDelayMs).toBeGreaterThan(0);
 
@@ -123,7 +127,10 @@ describe('dashboard API: reads', () => {
     await completeJob(db.prisma, { ...claimed[0]!, output: null });
     await failJob(db.prisma, { ...claimed[1]!, error: { code: 'test.failed', message: 'no' }, retryable: false });
 
-    for (const [header, scope] of [['admin', { kind: 'admin' } as const], ['org:org-a', organizationScope('org-a')]] as const) {
+    for (const [header, scope] of [
+      ['admin', { kind: 'admin' } as const],
+      ['org:org-a', organizationScope('org-a')],
+    ] as const) {
       const overview = await call(base, 'GET', '/api/overview', { scope: header });
       expect(overview.status).toBe(200);
       const metrics = overview.body.metrics;
@@ -140,7 +147,11 @@ describe('dashboard API: reads', () => {
     }
     const orgA = (await call(base, 'GET', '/api/overview', { scope: 'org:org-a' })).body.metrics;
     expect(orgA.byType.some((row: { jobType: string }) => row.jobType === 'dash.bill')).toBe(false);
-    expect(orgA.byType.find((row: { jobType: string }) => row.jobType === 'dash.metric').finishedRecently).toEqual({ succeeded: 1, deadLettered: 1, canceled: 0 });
+    expect(orgA.byType.find((row: { jobType: string }) => row.jobType === 'dash.metric').finishedRecently).toEqual({
+      succeeded: 1,
+      deadLettered: 1,
+      canceled: 0,
+    });
   });
 
   it('refuses a request authorize denies, page and API alike', async () => {
@@ -228,7 +239,11 @@ describe('dashboard API: reads', () => {
   });
 
   it('fails closed when authorize throws or returns something that is not a scope, showing nothing of either', async () => {
-    const throwing = await serveDashboard(db.prisma, { authorize: () => { throw new Error('session store down: secret-detail'); } });
+    const throwing = await serveDashboard(db.prisma, {
+      authorize: () => {
+        throw new Error('session store down: secret-detail');
+      },
+    });
     const thrown = await call(throwing.url, 'GET', '/api/overview');
     expect([thrown.status, thrown.body.error.code]).toEqual([500, 'dashboard.internal']);
     expect(JSON.stringify(thrown.body)).not.toContain('secret-detail');
@@ -273,7 +288,11 @@ describe('dashboard API: actions', () => {
     const headers = { [SCOPE_HEADER]: 'admin', cookie: session.cookie, 'x-runledger-csrf': session.token };
     const text = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'text/plain' }, body: 'cancel' });
     expect([text.status, ((await text.json()) as any).error.details.field]).toEqual([400, 'content-type']);
-    const huge = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ reason: 'x'.repeat(1_100_000) }) });
+    const huge = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ reason: 'x'.repeat(1_100_000) }),
+    });
     expect([huge.status, ((await huge.json()) as any).error.code]).toEqual([413, 'dashboard.payload_too_large']);
     const broken = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"reason":' });
     expect([broken.status, ((await broken.json()) as any).error.code]).toEqual([400, 'dashboard.invalid_input']);
@@ -336,9 +355,15 @@ describe('dashboard API: actions', () => {
       else await failJob(db.prisma, { ...job, error: { code: 'test.failed', message: 'no' }, retryable: false });
     }
     const session = await dashboardSession(base);
-    const stale = await call(base, 'POST', `/api/jobs/${source.jobId}/replay`, { body: { expectedRunNumber: 2, reason: 'again', replayRequestKey: 'k1' }, session });
+    const stale = await call(base, 'POST', `/api/jobs/${source.jobId}/replay`, {
+      body: { expectedRunNumber: 2, reason: 'again', replayRequestKey: 'k1' },
+      session,
+    });
     expect([stale.status, stale.body.error.code, stale.body.error.details.status]).toEqual([409, 'dashboard.job_changed', 'SUCCEEDED']);
-    const replay = await call(base, 'POST', `/api/jobs/${source.jobId}/replay`, { body: { expectedRunNumber: 1, reason: 'again', replayRequestKey: 'k1' }, session });
+    const replay = await call(base, 'POST', `/api/jobs/${source.jobId}/replay`, {
+      body: { expectedRunNumber: 1, reason: 'again', replayRequestKey: 'k1' },
+      session,
+    });
     expect(replay.status).toBe(200);
     const replayJobId = replay.body.replay.jobId as string;
     const sourceDetail = await call(base, 'GET', `/api/jobs/${source.jobId}`);
@@ -348,7 +373,10 @@ describe('dashboard API: actions', () => {
     const replayDetail = await call(base, 'GET', `/api/jobs/${replayJobId}`);
     expect(replayDetail.body.replayOf).toMatchObject({ sourceJobId: source.jobId, sourceRunNumber: 1 });
 
-    const requeued = await call(base, 'POST', `/api/jobs/${doomed.jobId}/requeue`, { body: { expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1 }, session });
+    const requeued = await call(base, 'POST', `/api/jobs/${doomed.jobId}/requeue`, {
+      body: { expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1 },
+      session,
+    });
     expect([requeued.status, requeued.body.job.status, requeued.body.job.runNumber]).toEqual([200, 'PENDING', 2]);
     const again = await call(base, 'POST', `/api/jobs/${doomed.jobId}/requeue`, { body: { expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1 }, session });
     expect(again.body.error.code).toBe('dashboard.job_changed');
@@ -407,7 +435,12 @@ describe('dashboard API: live events', () => {
     const watchingOther = await openStream(`/api/events?run=${other}`, 'org:org-a');
     const unwatched = await openStream('/api/events', 'admin');
     try {
-      await completeExternalWorkflowStep(db.prisma, { scope: organizationScope('org-a'), workflowRunId: watched, stepKey: 'approve', outcome: { status: 'succeeded' } });
+      await completeExternalWorkflowStep(db.prisma, {
+        scope: organizationScope('org-a'),
+        workflowRunId: watched,
+        stepKey: 'approve',
+        outcome: { status: 'succeeded' },
+      });
       await watching.readUntil('"kind":"step"');
       expect(watching.text).not.toContain(watched);
       // A later event reaches the other streams after anything the step's flush wrote to them.
@@ -436,7 +469,13 @@ describe('dashboard API: search and throughput', () => {
     const ids = (body: any) => body.items.map((item: { id: string }) => item.id);
     expect(ids((await call(base, 'GET', `/api/jobs?q=${job!.id.slice(0, 8)}&limit=500`, { scope: 'org:org-b' })).body)).toContain(job!.id);
     expect(ids((await call(base, 'GET', '/api/jobs?q=secret-order', { scope: 'org:org-b' })).body)).toEqual([job!.id]);
-    for (const path of [`/api/jobs?q=${job!.id}`, `/api/jobs?q=${job!.id.slice(0, 8)}&limit=500`, '/api/jobs?q=secret-order', '/api/jobs?q=Secret-Order-B&type=dash.searched', '/api/jobs?q=secret&org=org-b']) {
+    for (const path of [
+      `/api/jobs?q=${job!.id}`,
+      `/api/jobs?q=${job!.id.slice(0, 8)}&limit=500`,
+      '/api/jobs?q=secret-order',
+      '/api/jobs?q=Secret-Order-B&type=dash.searched',
+      '/api/jobs?q=secret&org=org-b',
+    ]) {
       const answer = await call(base, 'GET', path, { scope: 'org:org-a' });
       expect(answer.status).toBe(200);
       expect(answer.body.items.filter((item: { organizationId: string | null }) => item.organizationId !== 'org-a')).toEqual([]);
@@ -453,7 +492,14 @@ describe('dashboard API: search and throughput', () => {
   it("buckets the last hour per minute exactly as a count over the tables, in the request's scope", async () => {
     // Finished jobs and a retried failure, moved to known minutes of the last hour.
     const made: string[] = [];
-    for (const [org, minutesAgo, outcome] of [['org-a', 3, 'ok'], ['org-a', 3, 'ok'], ['org-b', 3, 'ok'], ['org-a', 17, 'dead'], [null, 17, 'ok'], ['org-b', 42, 'dead']] as const) {
+    for (const [org, minutesAgo, outcome] of [
+      ['org-a', 3, 'ok'],
+      ['org-a', 3, 'ok'],
+      ['org-b', 3, 'ok'],
+      ['org-a', 17, 'dead'],
+      [null, 17, 'ok'],
+      ['org-b', 42, 'dead'],
+    ] as const) {
       const { jobId } = await enqueueJob(db.prisma, { jobType: 'dash.timed', payload: {}, maxAttempts: 1, ...(org ? { organizationId: org } : {}) });
       const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['dash.timed'] });
       if (outcome === 'ok') await completeJob(db.prisma, { ...lease!, output: null });
@@ -466,7 +512,11 @@ describe('dashboard API: search and throughput', () => {
     await failJob(db.prisma, { ...lease!, error: { code: 'test.flaky', message: 'again' }, retryable: true });
     await db.prisma.$executeRaw`UPDATE runledger.job_attempts SET finished_at = now() - interval '17 minutes' WHERE job_id = ${retried}::uuid`;
 
-    for (const [header, org] of [['admin', undefined], ['org:org-a', 'org-a'], ['no-org', null]] as const) {
+    for (const [header, org] of [
+      ['admin', undefined],
+      ['org:org-a', 'org-a'],
+      ['no-org', null],
+    ] as const) {
       const { throughput } = (await call(base, 'GET', '/api/overview', { scope: header })).body;
       expect(throughput.minutes).toHaveLength(60);
       expect(throughput.from).toBe(throughput.minutes[0].minute);
@@ -484,7 +534,13 @@ describe('dashboard API: search and throughput', () => {
           FROM generate_series(${throughput.from}::timestamptz, ${throughput.to}::timestamptz, interval '1 minute') m(minute)
          ORDER BY m.minute`;
       expect(throughput.minutes).toEqual(
-        expected.map((row) => ({ minute: row.minute.toISOString(), succeeded: row.succeeded, deadLettered: row.dead_lettered, canceled: row.canceled, retried: row.retried })),
+        expected.map((row) => ({
+          minute: row.minute.toISOString(),
+          succeeded: row.succeeded,
+          deadLettered: row.dead_lettered,
+          canceled: row.canceled,
+          retried: row.retried,
+        })),
       );
       const sum = (key: string) => throughput.minutes.reduce((total: number, m: Record<string, number>) => total + m[key]!, 0);
       // What this test moved into the hour shows up, in the right scopes.

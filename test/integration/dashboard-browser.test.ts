@@ -10,62 +10,32 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { copyFile, mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page, Route } from 'playwright-core';
-import { claimJobs, completeExternalWorkflowStep, createDashboardFetchHandler, enqueueJob, enqueueWorkflowRun, organizationScope, releaseJob, workflow } from '../../src/index.js';
-import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
-import { chromiumAvailable, launchChromium } from '../harness/browser.js';
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import type { Route } from 'playwright-core';
+import {
+  claimJobs,
+  completeExternalWorkflowStep,
+  createDashboardFetchHandler,
+  enqueueJob,
+  enqueueWorkflowRun,
+  organizationScope,
+  releaseJob,
+  workflow,
+} from '../../src/index.js';
+import { chromiumAvailable, screenshot, useDashboardInChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
-import { SCOPE_HEADER, scopeFromHeader, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { SCOPE_HEADER, scopeFromHeader, serveDashboard } from '../harness/dashboard.js';
 import { fetchToNode } from '../harness/fetch-bridge.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
 const hasChromium = chromiumAvailable('dashboard browser tests');
 
-const ARTIFACTS = path.resolve('test-artifacts');
-const DOCS = path.resolve('docs');
-
-async function screenshot(page: Page, name: string, forReadme = true): Promise<void> {
-  await mkdir(ARTIFACTS, { recursive: true });
-  const file = path.join(ARTIFACTS, name);
-  await page.screenshot({ path: file, fullPage: true });
-  if (forReadme && process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
-    await mkdir(DOCS, { recursive: true });
-    await copyFile(file, path.join(DOCS, name));
-  }
-}
-
 const db = useTestDatabase();
 
 describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
-  let browser: Browser;
-  let served: ServedDashboard;
-  const pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    await buildDashboardAssets();
-    browser = await launchChromium();
-    served = await serveDashboard(db.prisma, { listenConnectionString: db.url, basePath: '/ops/runledger' });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(() => {
-    expect(pageErrors.splice(0)).toEqual([]);
-  });
-
-  async function openPage(hash: string, scope = 'admin'): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, extraHTTPHeaders: { 'x-test-scope': scope } });
-    const page = await context.newPage();
-    // A script error anywhere in the page fails the test that opened it.
-    page.on('pageerror', (error) => pageErrors.push(`${hash}: ${error.message}`));
-    await page.goto(`${served.url}/${hash}`);
-    return page;
-  }
+  const ui = useDashboardInChromium(db, { dashboard: { basePath: '/ops/runledger' } });
+  const { openPage } = ui;
 
   it('shows overview counts equal to the database', async () => {
     for (let n = 0; n < 3; n += 1) await enqueueJob(db.prisma, { jobType: 'browser.mail', payload: { n } });
@@ -73,7 +43,10 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const page = await openPage('#/');
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_queue WHERE status = 'PENDING'`;
     const pending = row!.n;
-    await page.locator('[data-testid=pending-total]').filter({ hasText: String(pending) }).waitFor();
+    await page
+      .locator('[data-testid=pending-total]')
+      .filter({ hasText: String(pending) })
+      .waitFor();
     const mailPending = await page.locator('td[data-type="browser.mail"][data-status="PENDING"]').innerText();
     expect(mailPending.trim()).toBe('3');
     // Every form control is labelled.
@@ -132,19 +105,23 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await node('publish', 'SUCCEEDED').waitFor();
     await page.locator('[data-testid=run-status]').filter({ hasText: 'succeeded' }).waitFor();
     expect(await page.evaluate('window.stayed')).toBe(true);
-    await screenshot(page, 'dashboard-run-finished.png', false);
+    await screenshot(page, 'dashboard-run-finished.png', { forReadme: false });
 
     // From the steps table to the publish job's page, then to the jobs list, all in the same page.
     await page.getByRole('link', { name: `…${steps.publish!.jobId!.slice(-8)}` }).click();
     await page.locator('#job-title').filter({ hasText: steps.publish!.jobId! }).waitFor();
-    await page.locator('table.list td').filter({ hasText: /^SUCCEEDED$/ }).first().waitFor();
+    await page
+      .locator('table.list td')
+      .filter({ hasText: /^SUCCEEDED$/ })
+      .first()
+      .waitFor();
     await page.getByRole('link', { name: `step publish of run ${workflowRunId}` }).waitFor();
     // Its one attempt: the worker that ran it, and how it ended.
     const attempt = page.locator('[data-testid=attempt-row]');
     await attempt.locator('[data-testid=attempt-outcome]').filter({ hasText: 'succeeded' }).waitFor();
     expect(await attempt.count()).toBe(1);
     expect(await attempt.locator('td').nth(2).innerText()).toBe('test-worker');
-    await screenshot(page, 'dashboard-job.png', false);
+    await screenshot(page, 'dashboard-job.png', { forReadme: false });
     await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Jobs' }).click();
     await page.getByLabel('Type', { exact: true }).fill('report.publish');
     await page.getByRole('button', { name: 'Apply' }).click();
@@ -178,7 +155,10 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.claimed').job('work', 'browser.claimed', {}).build());
     const page = await openPage(`#/runs/${workflowRunId}`);
     await page.locator('svg.dag [data-step-key="work"][data-status="ENQUEUED"]').waitFor();
-    await page.locator('#live').filter({ hasText: /^live$/ }).waitFor();
+    await page
+      .locator('#live')
+      .filter({ hasText: /^live$/ })
+      .waitFor();
     // While a step waits to be claimed the page polls every second instead of every 5 s (views/run.ts): two reads
     // in a row, with nothing changing in between, come well within 5 s.
     const refreshedAt = () => page.evaluate('document.body.dataset.refreshedAt');
@@ -216,7 +196,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   it('hides the actions of a read-only dashboard', async () => {
     const readOnly = await serveDashboard(db.prisma, { readOnly: true });
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.ro').external('gate').build());
-    const context = await browser.newContext();
+    const context = await ui.browser.newContext();
     const page = await context.newPage();
     await page.goto(`${readOnly.url}/#/runs/${workflowRunId}`);
     await page.locator('svg.dag [data-step-key="gate"][data-status="WAITING_FOR_EXTERNAL"]').click();
@@ -229,7 +209,27 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   it('shows the overview after the runs above (the README screenshot)', async () => {
     const page = await openPage('#/');
     await page.locator('td[data-type="report.weekly"][data-status="SUCCEEDED"]').filter({ hasText: '1' }).waitFor();
-    await screenshot(page, 'dashboard-overview.png');
+    // What the screenshot shows is the database: every job type's and workflow type's count in every status column.
+    const jobs = await db.prisma.$queryRaw<{ type: string; status: string; n: number }[]>`
+      SELECT job_type AS type, status::text AS status, count(*)::int AS n FROM runledger.job_queue GROUP BY 1, 2`;
+    const runs = await db.prisma.$queryRaw<{ type: string; status: string; n: number }[]>`
+      SELECT workflow_type AS type, status::text AS status, count(*)::int AS n FROM runledger.workflow_runs GROUP BY 1, 2`;
+    const inDatabase = [
+      ...jobs.map((row) => [`Jobs by type and status: ${row.type} ${row.status}`, String(row.n)]),
+      ...runs.map((row) => [`Workflow runs by type and status: ${row.type} ${row.status}`, String(row.n)]),
+    ];
+    const cells = (await page.evaluate(
+      "[...document.querySelectorAll('td[data-type][data-status]')].filter((td) => td.dataset.type !== '*').map((td) => [td.closest('table').querySelector('caption').textContent + ': ' + td.dataset.type + ' ' + td.dataset.status, td.innerText.trim()])",
+    )) as [string, string][];
+    const columnOf = (key: string) => `${key.split(': ')[0]} ${key.split(' ').at(-1)}`;
+    const columns = new Set(cells.map(([key]) => columnOf(key)));
+    expect(Object.fromEntries(cells.filter(([, n]) => n !== '0'))).toEqual(Object.fromEntries(inDatabase.filter(([key]) => columns.has(columnOf(key!)))));
+    expect(cells).toContainEqual(['Workflow runs by type and status: report.weekly SUCCEEDED', '1']);
+    const file = await screenshot(page, 'dashboard-overview.png');
+    // A PNG of the page at the viewport's width (IHDR's width, bytes 16-19).
+    const png = await readFile(file);
+    expect(png.subarray(1, 4).toString('latin1')).toBe('PNG');
+    expect(png.readUInt32BE(16)).toBe(1280);
     await page.context().close();
   });
 
@@ -280,7 +280,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
 
     // An id prefix, typed with its dash, on the runs page.
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.searched').organization('acme').external('gate').build());
-    await page.goto(`${served.url}/#/runs?q=${workflowRunId.slice(0, 13)}`);
+    await page.goto(`${ui.served.url}/#/runs?q=${workflowRunId.slice(0, 13)}`);
     await page.getByRole('link', { name: workflowRunId }).waitFor();
     await page.locator('[data-testid=search-note][data-kind=id_prefix]').waitFor();
     expect(await page.getByLabel('Search', { exact: true }).inputValue()).toBe(workflowRunId.slice(0, 13));
@@ -289,9 +289,14 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.context().close();
   });
 
-  it("charts the last hour per minute with totals equal to the database, and a table alternative", async () => {
+  it('charts the last hour per minute with totals equal to the database, and a table alternative', async () => {
     // Finished jobs at known minutes: 2 succeeded 4 minutes ago, 1 dead-lettered 9 minutes ago, 1 canceled 30 minutes ago.
-    for (const [minutesAgo, status] of [[4, 'SUCCEEDED'], [4, 'SUCCEEDED'], [9, 'DEAD_LETTERED'], [30, 'CANCELED']] as const) {
+    for (const [minutesAgo, status] of [
+      [4, 'SUCCEEDED'],
+      [4, 'SUCCEEDED'],
+      [9, 'DEAD_LETTERED'],
+      [30, 'CANCELED'],
+    ] as const) {
       const { jobId } = await enqueueJob(db.prisma, { jobType: 'browser.timed', payload: {} });
       await db.prisma.$executeRaw`
         UPDATE runledger.job_queue SET status = ${status}::runledger.job_status, attempt = 1, started_at = now() - interval '1 hour',
@@ -304,14 +309,21 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const chart = page.locator('[data-testid=throughput]');
     await chart.locator('svg g.bar').nth(59).waitFor({ state: 'attached' });
     const read = async () =>
-      (await page.evaluate(`(() => { const f = document.querySelector('[data-testid=throughput]'); return { ...f.dataset, bars: [...f.querySelectorAll('g.bar')].map((g) => ({ ...g.dataset })) }; })()`)) as Record<string, any>;
+      (await page.evaluate(
+        `(() => { const f = document.querySelector('[data-testid=throughput]'); return { ...f.dataset, bars: [...f.querySelectorAll('g.bar')].map((g) => ({ ...g.dataset })) }; })()`,
+      )) as Record<string, any>;
     const shown = await read();
     const [db0] = await db.prisma.$queryRaw<{ succeeded: number; dead: number; canceled: number; retried: number }[]>`
       SELECT (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'SUCCEEDED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS succeeded,
              (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'DEAD_LETTERED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS dead,
              (SELECT count(*)::int FROM runledger.job_queue WHERE status = 'CANCELED' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS canceled,
              (SELECT count(*)::int FROM runledger.job_attempts WHERE outcome = 'FAILED_RETRY' AND finished_at >= ${shown.from}::timestamptz AND finished_at <= ${shown.to}::timestamptz) AS retried`;
-    expect([shown.totalSucceeded, shown.totalDeadLettered, shown.totalCanceled, shown.totalRetried].map(Number)).toEqual([db0!.succeeded, db0!.dead, db0!.canceled, db0!.retried]);
+    expect([shown.totalSucceeded, shown.totalDeadLettered, shown.totalCanceled, shown.totalRetried].map(Number)).toEqual([
+      db0!.succeeded,
+      db0!.dead,
+      db0!.canceled,
+      db0!.retried,
+    ]);
     expect(db0!.canceled).toBeGreaterThanOrEqual(1);
     // Each seeded minute's bar holds at least what was seeded there, per the database's own minute.
     const bar = (minutesAgo: number) => shown.bars[59 - minutesAgo];
@@ -347,15 +359,21 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     });
     const server = http.createServer(fetchToNode(dashboard));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const context = await browser.newContext({ extraHTTPHeaders: { [SCOPE_HEADER]: 'org:next' } });
+    const context = await ui.browser.newContext({ extraHTTPHeaders: { [SCOPE_HEADER]: 'org:next' } });
     try {
-      const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('browser.fetch').organization('next').external('gate').job('after', 'browser.after', {}).afterSuccess('after', ['gate']).build());
+      const { workflowRunId } = await enqueueWorkflowRun(
+        db.prisma,
+        workflow('browser.fetch').organization('next').external('gate').job('after', 'browser.after', {}).afterSuccess('after', ['gate']).build(),
+      );
       const page = await context.newPage();
-      page.on('pageerror', (error) => pageErrors.push(`fetch handler: ${error.message}`));
+      ui.watchErrors(page, 'fetch handler');
       // The bare base path redirects to its trailing slash, as on the Node handler.
       await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/runledger#/runs/${workflowRunId}`);
       expect(new URL(page.url()).pathname).toBe('/admin/runledger/');
-      await page.locator('#live').filter({ hasText: /^live$/ }).waitFor();
+      await page
+        .locator('#live')
+        .filter({ hasText: /^live$/ })
+        .waitFor();
       await page.locator('svg.dag [data-step-key="gate"][data-status="WAITING_FOR_EXTERNAL"]').click();
       await page.getByLabel('Output (JSON, success only)').fill('{"via":"fetch"}');
       await page.getByRole('button', { name: 'Complete step' }).click();

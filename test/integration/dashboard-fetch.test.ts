@@ -10,7 +10,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { adminScope, createDashboardFetchHandler, enqueueJob, getJob, isRunledgerError, type DashboardFetchHandler, type DashboardFetchOptions } from '../../src/index.js';
+import {
+  adminScope,
+  createDashboardFetchHandler,
+  enqueueJob,
+  getJob,
+  isRunledgerError,
+  type DashboardFetchHandler,
+  type DashboardFetchOptions,
+} from '../../src/index.js';
 import { LISTEN_APPLICATION_NAME, listenConnectionStats } from '../../src/notify/listen-client.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -23,7 +31,12 @@ const ORIGIN = 'http://dashboard.test';
 
 const handlers: DashboardFetchHandler[] = [];
 function fetchDashboard(options: Partial<DashboardFetchOptions> = {}): DashboardFetchHandler {
-  const handler = createDashboardFetchHandler({ db: db.prisma, basePath: BASE_PATH, authorize: (request) => scopeFromHeader(request.headers.get(SCOPE_HEADER) ?? undefined), ...options });
+  const handler = createDashboardFetchHandler({
+    db: db.prisma,
+    basePath: BASE_PATH,
+    authorize: (request) => scopeFromHeader(request.headers.get(SCOPE_HEADER) ?? undefined),
+    ...options,
+  });
   handlers.push(handler);
   return handler;
 }
@@ -51,7 +64,16 @@ interface Sent {
 /** What a client can see of an answer, minus what a transport adds on its own (date, connection, transfer-encoding). */
 async function visible(response: Response): Promise<{ status: number; headers: Record<string, string | null>; body: string }> {
   const headers: Record<string, string | null> = {};
-  for (const name of ['content-type', 'content-length', 'cache-control', 'location', 'content-security-policy', 'x-content-type-options', 'referrer-policy', 'x-accel-buffering']) {
+  for (const name of [
+    'content-type',
+    'content-length',
+    'cache-control',
+    'location',
+    'content-security-policy',
+    'x-content-type-options',
+    'referrer-policy',
+    'x-accel-buffering',
+  ]) {
     headers[name] = response.headers.get(name);
   }
   // The token is random per session; its shape and attributes must match.
@@ -72,9 +94,9 @@ describe('createDashboardFetchHandler: the same answers as createDashboard', () 
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'fetch.parity', payload: {}, organizationId: 'org-a' });
     const node = await serveDashboard(db.prisma, { basePath: BASE_PATH });
     const web = fetchDashboard();
-    const nodeSession = await (await fetch(`${node.url}/api/session`)).json() as { csrfToken: string };
+    const nodeSession = (await (await fetch(`${node.url}/api/session`)).json()) as { csrfToken: string };
     const nodeCookie = `runledger_dashboard_csrf=${nodeSession.csrfToken}`;
-    const webSession = await (await web(new Request(`${ORIGIN}${BASE_PATH}/api/session`))).json() as { csrfToken: string };
+    const webSession = (await (await web(new Request(`${ORIGIN}${BASE_PATH}/api/session`))).json()) as { csrfToken: string };
     const webCookie = `runledger_dashboard_csrf=${webSession.csrfToken}`;
     const json = { 'content-type': 'application/json' };
 
@@ -101,7 +123,12 @@ describe('createDashboardFetchHandler: the same answers as createDashboard', () 
       { method: 'POST', path: `/api/jobs/${jobId}/cancel`, headers: { ...json, 'x-runledger-csrf': '<token>', 'sec-fetch-site': 'cross-site' }, body: '{}' },
       { method: 'POST', path: `/api/jobs/${jobId}/cancel`, headers: { ...json, 'x-runledger-csrf': 'x'.repeat(43) }, body: '{}' },
       { method: 'POST', path: `/api/jobs/${jobId}/cancel`, headers: { 'content-type': 'text/plain', 'x-runledger-csrf': '<token>' }, body: 'cancel' },
-      { method: 'POST', path: `/api/jobs/${jobId}/cancel`, headers: { ...json, 'x-runledger-csrf': '<token>' }, body: JSON.stringify({ reason: 'x'.repeat(1_100_000) }) },
+      {
+        method: 'POST',
+        path: `/api/jobs/${jobId}/cancel`,
+        headers: { ...json, 'x-runledger-csrf': '<token>' },
+        body: JSON.stringify({ reason: 'x'.repeat(1_100_000) }),
+      },
       { method: 'POST', path: `/api/jobs/${jobId}/cancel`, headers: { ...json, 'x-runledger-csrf': '<token>' }, body: '{"reason":' },
       { method: 'POST', path: `/api/jobs/${jobId}/cancel`, headers: { ...json, 'x-runledger-csrf': '<token>' }, body: '[1]' },
       { method: 'POST', path: '/api/runs/not-a-run/steps/%E0%A4%A/complete', headers: { ...json, 'x-runledger-csrf': '<token>' }, body: '{}' },
@@ -114,7 +141,12 @@ describe('createDashboardFetchHandler: the same answers as createDashboard', () 
         if (out['x-runledger-csrf'] !== undefined) out.cookie = cookie;
         return out;
       };
-      const init = (token: string, cookie: string): RequestInit => ({ method: sent.method, headers: headers(token, cookie), body: sent.body ?? null, redirect: 'manual' });
+      const init = (token: string, cookie: string): RequestInit => ({
+        method: sent.method,
+        headers: headers(token, cookie),
+        body: sent.body ?? null,
+        redirect: 'manual',
+      });
       const fromNode = await visible(await fetch(`${node.url}${sent.path}`, init(nodeSession.csrfToken, nodeCookie)));
       const fromWeb = await visible(await web(new Request(`${ORIGIN}${BASE_PATH}${sent.path}`, init(webSession.csrfToken, webCookie))));
       expect(fromWeb, `${sent.method} ${sent.path}`).toEqual(fromNode);
@@ -130,20 +162,28 @@ describe('createDashboardFetchHandler: the same answers as createDashboard', () 
     const setCookie = session.headers.get('set-cookie')!;
     expect(setCookie).toMatch(/^runledger_dashboard_csrf=[A-Za-z0-9_-]{43}; Path=\/ops\/jobs; HttpOnly; SameSite=Strict; Secure$/);
     const { csrfToken } = (await session.json()) as { csrfToken: string };
-    const done = await web(new Request(`https://dashboard.test${BASE_PATH}/api/jobs/${jobId}/cancel`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', cookie: setCookie.split(';')[0]!, 'x-runledger-csrf': csrfToken, 'sec-fetch-site': 'same-origin' },
-      body: JSON.stringify({ reason: 'from a Request' }),
-    }));
+    const done = await web(
+      new Request(`https://dashboard.test${BASE_PATH}/api/jobs/${jobId}/cancel`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie: setCookie.split(';')[0]!, 'x-runledger-csrf': csrfToken, 'sec-fetch-site': 'same-origin' },
+        body: JSON.stringify({ reason: 'from a Request' }),
+      }),
+    );
     expect([done.status, ((await done.json()) as any).job.status]).toEqual([200, 'CANCELED']);
     expect((await getJob(db.prisma, { scope: adminScope(), jobId })).status).toBe('CANCELED');
   });
 
   it('refuses actions when read-only, and fails closed when authorize throws', async () => {
     const readOnly = fetchDashboard({ readOnly: true });
-    const refused = await readOnly(new Request(`${ORIGIN}${BASE_PATH}/api/runs/r/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }));
+    const refused = await readOnly(
+      new Request(`${ORIGIN}${BASE_PATH}/api/runs/r/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+    );
     expect([refused.status, ((await refused.json()) as any).error.code]).toEqual([403, 'dashboard.read_only']);
-    const throwing = fetchDashboard({ authorize: () => { throw new Error('session store down: secret-detail'); } });
+    const throwing = fetchDashboard({
+      authorize: () => {
+        throw new Error('session store down: secret-detail');
+      },
+    });
     const thrown = await throwing(new Request(`${ORIGIN}${BASE_PATH}/api/overview`));
     const text = await thrown.text();
     expect([thrown.status, JSON.parse(text).error.code]).toEqual([500, 'dashboard.internal']);
@@ -171,7 +211,9 @@ describe('createDashboardFetchHandler: the same answers as createDashboard', () 
 
 describe('createDashboardFetchHandler: the live stream', () => {
   async function openStream(handler: DashboardFetchHandler, signal?: AbortSignal) {
-    const response = await handler(new Request(`${ORIGIN}${BASE_PATH}/api/events`, { headers: { [SCOPE_HEADER]: 'org:org-a' }, ...(signal ? { signal } : {}) }));
+    const response = await handler(
+      new Request(`${ORIGIN}${BASE_PATH}/api/events`, { headers: { [SCOPE_HEADER]: 'org:org-a' }, ...(signal ? { signal } : {}) }),
+    );
     expect([response.status, response.headers.get('content-type')]).toEqual([200, 'text/event-stream; charset=utf-8']);
     const reader = response.body!.getReader();
     const decoder = new TextDecoder();

@@ -87,7 +87,9 @@ async function explain(query: Sql, generic: boolean): Promise<Timed> {
   await db.prisma
     .$transaction(async (tx) => {
       await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
-      const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode; 'Execution Time': number }[] }[]>(...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`));
+      const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode; 'Execution Time': number }[] }[]>(
+        ...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`),
+      );
       const plan = row!['QUERY PLAN'][0]!;
       timed = { nodes: scans(plan.Plan), ms: plan['Execution Time'] };
       throw new Error('rollback');
@@ -127,7 +129,17 @@ const STATEMENTS: [string, (scope: Scope) => Sql, number, number?][] = [
   ['dead-letter preview, no filter', (scope) => deadLetterCountQuery(scope, {}, DEFAULT_BULK_PREVIEW), 2_000],
   ['dead-letter preview by type and error', (scope) => deadLetterCountQuery(scope, { jobType: 'hist.2', errorCode: 'err.3' }, DEFAULT_BULK_PREVIEW), 25_000],
   ['dead-letter pick by type', (scope) => deadLetterPickQuery(scope, { jobType: 'hist.1' }, MAX_BULK_REQUEUE), 25_000, ACTION_BUDGET_MS],
-  ['dead-letter pick by time range', (scope) => deadLetterPickQuery(scope, { finishedAfter: new Date(Date.now() - 2 * 86_400_000 - 3_600_000), finishedBefore: new Date(Date.now() - 2 * 86_400_000) }, MAX_BULK_REQUEUE), 25_000, ACTION_BUDGET_MS],
+  [
+    'dead-letter pick by time range',
+    (scope) =>
+      deadLetterPickQuery(
+        scope,
+        { finishedAfter: new Date(Date.now() - 2 * 86_400_000 - 3_600_000), finishedBefore: new Date(Date.now() - 2 * 86_400_000) },
+        MAX_BULK_REQUEUE,
+      ),
+    25_000,
+    ACTION_BUDGET_MS,
+  ],
   ['attempt stacks', (scope) => attemptStacksQuery(scope, STACKED_JOB), 100],
 ];
 
@@ -145,7 +157,9 @@ describe('operator reads on 1M jobs', () => {
           const mode = generic ? 'generic' : 'custom';
           const jobs = nodes.filter((n) => n['Relation Name'] === 'job_queue');
           expect(jobs.length, mode).toBeGreaterThan(0);
-          expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== 'workers').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
+          expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== 'workers').map((n) => `${n['Relation Name']} (${mode})`)).toEqual(
+            [],
+          );
           expect(rowsRead(jobs), mode).toBeLessThanOrEqual(bound);
           expect(ms, `${mode}: ${ms} ms`).toBeLessThan(budgetMs);
         }

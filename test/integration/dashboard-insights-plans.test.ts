@@ -89,7 +89,9 @@ async function explain(query: Sql, generic: boolean): Promise<Explained> {
   await db.prisma.$queryRaw(...asTemplate(query));
   return db.prisma.$transaction(async (tx) => {
     await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
-    const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode; 'Execution Time': number }[] }[]>(...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`));
+    const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode; 'Execution Time': number }[] }[]>(
+      ...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`),
+    );
     const plan = row!['QUERY PLAN'][0]!;
     return { nodes: scans(plan.Plan), executionMs: plan['Execution Time'] };
   });
@@ -129,7 +131,10 @@ describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempt
         const mode = generic ? 'generic' : 'custom';
         expect(read.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
         const used = read.map((n) => n['Index Name']);
-        expect(used.some((name) => name === 'workflow_steps_run_key_key' || name === 'workflow_steps_run_id_id_key'), `${mode}: ${used.join(', ')}`).toBe(true);
+        expect(
+          used.some((name) => name === 'workflow_steps_run_key_key' || name === 'workflow_steps_run_id_id_key'),
+          `${mode}: ${used.join(', ')}`,
+        ).toBe(true);
         // 50 runs: their rows, each run's 10 steps twice (counts, failing step), as index entries and heap rows.
         expect(rowsRead(read)).toBeLessThan(50 * (1 + STEPS_PER_RUN * 4) + 100);
         expect(executionMs, `${mode}: ${executionMs} ms`).toBeLessThan(MAX_MS);
@@ -168,14 +173,18 @@ describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempt
   }
 
   it('finds runs by a metadata value, as text', async () => {
-    const rows = await db.prisma.$queryRaw<{ metadata: { customer: string; batch: number } }[]>(...asTemplate(runMetadataQuery({ scope: adminScope(), key: 'batch', value: '3', limit: 5 })));
+    const rows = await db.prisma.$queryRaw<{ metadata: { customer: string; batch: number } }[]>(
+      ...asTemplate(runMetadataQuery({ scope: adminScope(), key: 'batch', value: '3', limit: 5 })),
+    );
     expect(rows).toHaveLength(6);
     expect(rows.every((row) => row.metadata.batch === 3)).toBe(true);
   });
 
   it('summarises each run of the page: counts and the failing step', async () => {
     const ids = await idsOf([7, 8]);
-    const rows = await db.prisma.$queryRaw<{ workflow_run_id: string; total: number; failed: number; failing_step: string | null }[]>(...asTemplate(runSummariesQuery(adminScope(), ids)));
+    const rows = await db.prisma.$queryRaw<{ workflow_run_id: string; total: number; failed: number; failing_step: string | null }[]>(
+      ...asTemplate(runSummariesQuery(adminScope(), ids)),
+    );
     expect(rows.map((row) => [row.total, row.failed, row.failing_step])).toEqual([
       [STEPS_PER_RUN, 1, 'step-3'],
       [STEPS_PER_RUN, 1, 'step-3'],

@@ -46,7 +46,12 @@ async function serve(server: http.Server, dashboard: { close(): Promise<void> })
 
 const HOSTS: Record<string, () => Promise<Host>> = {
   async express() {
-    const dashboard = createDashboard({ db: db.prisma, listenConnectionString: db.url, basePath: BASE_PATH, authorize: (req) => scopeFromHeader(req.headers[SCOPE_HEADER]) });
+    const dashboard = createDashboard({
+      db: db.prisma,
+      listenConnectionString: db.url,
+      basePath: BASE_PATH,
+      authorize: (req) => scopeFromHeader(req.headers[SCOPE_HEADER]),
+    });
     const app = express();
     app.get('/health', (_req, res) => {
       res.json({ host: 'express' });
@@ -61,7 +66,12 @@ const HOSTS: Record<string, () => Promise<Host>> = {
     return serve(server, dashboard);
   },
   async fastify() {
-    const dashboard = createDashboard({ db: db.prisma, listenConnectionString: db.url, basePath: BASE_PATH, authorize: (req) => scopeFromHeader(req.headers[SCOPE_HEADER]) });
+    const dashboard = createDashboard({
+      db: db.prisma,
+      listenConnectionString: db.url,
+      basePath: BASE_PATH,
+      authorize: (req) => scopeFromHeader(req.headers[SCOPE_HEADER]),
+    });
     const app = Fastify();
     await app.register(middie);
     app.use(BASE_PATH, dashboard);
@@ -80,12 +90,18 @@ const HOSTS: Record<string, () => Promise<Host>> = {
   },
   async fetch() {
     // The shape of a Next.js catch-all route (app/admin/runledger/[[...path]]/route.ts) in front of a host app.
-    const dashboard = createDashboardFetchHandler({ db: db.prisma, listenConnectionString: db.url, basePath: BASE_PATH, authorize: (request) => scopeFromHeader(request.headers.get(SCOPE_HEADER) ?? undefined) });
+    const dashboard = createDashboardFetchHandler({
+      db: db.prisma,
+      listenConnectionString: db.url,
+      basePath: BASE_PATH,
+      authorize: (request) => scopeFromHeader(request.headers.get(SCOPE_HEADER) ?? undefined),
+    });
     const route = fetchToNode(dashboard);
     const server = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0]!;
       if (path === BASE_PATH || path.startsWith(`${BASE_PATH}/`)) return route(req, res);
-      if (req.method === 'GET' && path === '/health') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ host: 'fetch' }));
+      if (req.method === 'GET' && path === '/health')
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ host: 'fetch' }));
       if (req.method === 'POST' && path === '/echo') return void req.pipe(res.writeHead(200, { 'content-type': 'application/json' }));
       res.writeHead(404).end();
     });
@@ -138,7 +154,10 @@ describe.each(Object.keys(HOSTS))('dashboard mounted in %s', (name) => {
     const html = await page.text();
     expect(html).toContain('src="assets/app.js"');
     expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
-    for (const [file, type] of [['app.js', 'text/javascript'], ['app.css', 'text/css']] as const) {
+    for (const [file, type] of [
+      ['app.js', 'text/javascript'],
+      ['app.css', 'text/css'],
+    ] as const) {
       const asset = await fetch(`${base}/assets/${file}`);
       expect([asset.status, asset.headers.get('content-type')]).toEqual([200, `${type}; charset=utf-8`]);
       expect((await asset.arrayBuffer()).byteLength).toBe(Number(asset.headers.get('content-length')));
@@ -169,11 +188,19 @@ describe.each(Object.keys(HOSTS))('dashboard mounted in %s', (name) => {
 
     const bare = await fetch(`${base}/api/jobs/${jobId}/cancel`, { method: 'POST', headers, body: '{}' });
     expect([bare.status, ((await bare.json()) as any).error.details.reason]).toEqual([403, 'missing_token']);
-    const crossSite = await fetch(`${base}/api/jobs/${jobId}/cancel`, { method: 'POST', headers: { ...headers, cookie, 'x-runledger-csrf': csrfToken, 'sec-fetch-site': 'cross-site' }, body: '{}' });
+    const crossSite = await fetch(`${base}/api/jobs/${jobId}/cancel`, {
+      method: 'POST',
+      headers: { ...headers, cookie, 'x-runledger-csrf': csrfToken, 'sec-fetch-site': 'cross-site' },
+      body: '{}',
+    });
     expect([crossSite.status, ((await crossSite.json()) as any).error.details.reason]).toEqual([403, 'cross_site']);
     expect((await getJob(db.prisma, { scope: adminScope(), jobId })).status).toBe('PENDING');
 
-    const done = await fetch(`${base}/api/jobs/${jobId}/cancel`, { method: 'POST', headers: { ...headers, cookie, 'x-runledger-csrf': csrfToken, 'sec-fetch-site': 'same-origin' }, body: JSON.stringify({ reason: `via ${name}` }) });
+    const done = await fetch(`${base}/api/jobs/${jobId}/cancel`, {
+      method: 'POST',
+      headers: { ...headers, cookie, 'x-runledger-csrf': csrfToken, 'sec-fetch-site': 'same-origin' },
+      body: JSON.stringify({ reason: `via ${name}` }),
+    });
     expect(done.status).toBe(200);
     expect(((await done.json()) as any).job.status).toBe('CANCELED');
     expect((await getJob(db.prisma, { scope: adminScope(), jobId })).status).toBe('CANCELED');

@@ -1,17 +1,4 @@
-/**
- * The operator's pages and actions in Chromium (see dashboard-browser.test.ts
- * for the setup): bulk requeue of dead letters with a preview, a cap and a
- * confirmation; cancel with a reason and a confirmation; recovery of a failed
- * run from its page; the queues page flagging a type nobody serves; the
- * workers page showing a real worker; schedules and definitions switched from
- * their pages; a failed attempt's stack on its job page. Each test checks the
- * database, not only the page, and checks that nothing happened before the
- * confirmation.
- */
-import { copyFile, mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   adminScope,
@@ -26,25 +13,13 @@ import {
   upsertSchedule,
   workflow,
 } from '../../src/index.js';
-import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
-import { chromiumAvailable, launchChromium } from '../harness/browser.js';
+import { chromiumAvailable, screenshot, useDashboardInChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
-import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { useWorkers } from '../harness/workers.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const hasChromium = chromiumAvailable('dashboard operations browser tests');
 
-/** To test-artifacts/ (git-ignored); with RUNLEDGER_UPDATE_SCREENSHOTS=1 also to docs/, as dashboard-browser.test.ts does. */
-async function screenshot(page: Page, name: string): Promise<void> {
-  const artifacts = path.resolve('test-artifacts');
-  await mkdir(artifacts, { recursive: true });
-  await page.screenshot({ path: path.join(artifacts, name), fullPage: true });
-  if (process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
-    await mkdir(path.resolve('docs'), { recursive: true });
-    await copyFile(path.join(artifacts, name), path.resolve('docs', name));
-  }
-}
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
 
@@ -60,31 +35,8 @@ async function jobStatus(jobId: string): Promise<string> {
 }
 
 describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
-  let browser: Browser;
-  let served: ServedDashboard;
-  const pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    await buildDashboardAssets();
-    browser = await launchChromium();
-    served = await serveDashboard(db.prisma, { listenConnectionString: db.url });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(() => {
-    expect(pageErrors.splice(0)).toEqual([]);
-  });
-
-  async function openPage(hash: string, scope = 'admin'): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, extraHTTPHeaders: { 'x-test-scope': scope } });
-    const page = await context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(`${hash}: ${error.message}`));
-    await page.goto(`${served.url}/${hash}`);
-    return page;
-  }
+  const ui = useDashboardInChromium(db);
+  const { openPage } = ui;
 
   it('requeues the filtered dead letters after a preview and a confirmation, as one operation', async () => {
     const mail = [await deadLetter('ui.mail'), await deadLetter('ui.mail'), await deadLetter('ui.mail')];
@@ -100,12 +52,18 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await page.getByLabel('At most this many jobs').fill('2');
     await page.getByLabel('Reason (required, recorded on every job)').fill('relay back');
     await page.getByRole('button', { name: 'Requeue…' }).click();
-    await page.locator('[data-testid=bulk-requeue-confirm]').filter({ hasText: 'Requeue up to 2 dead-lettered jobs (type ui.mail) as new runs? Reason: “relay back”.' }).waitFor();
+    await page
+      .locator('[data-testid=bulk-requeue-confirm]')
+      .filter({ hasText: 'Requeue up to 2 dead-lettered jobs (type ui.mail) as new runs? Reason: “relay back”.' })
+      .waitFor();
     await screenshot(page, 'dashboard-dead-letters.png');
     // Asked, not done.
     expect(await Promise.all(mail.map(jobStatus))).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED', 'DEAD_LETTERED']);
     await page.getByRole('button', { name: 'Confirm' }).click();
-    await page.locator('[data-testid=bulk-result]').filter({ hasText: /^Requeued 2 jobs as operation [0-9a-f-]{36}\. More still match/ }).waitFor();
+    await page
+      .locator('[data-testid=bulk-result]')
+      .filter({ hasText: /^Requeued 2 jobs as operation [0-9a-f-]{36}\. More still match/ })
+      .waitFor();
     expect(await Promise.all([...mail, sms].map(jobStatus))).toEqual(['PENDING', 'PENDING', 'DEAD_LETTERED', 'DEAD_LETTERED']);
     await page.locator('[data-testid=dead-letter-count]').filter({ hasText: '1 dead-lettered job match' }).waitFor();
     await page.context().close();
@@ -142,7 +100,9 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await page.getByRole('button', { name: 'Recover…' }).click();
     await page.locator('[data-testid=recover-run-confirm]').filter({ hasText: 'carrying the steps that succeeded' }).waitFor();
     await screenshot(page, 'dashboard-recover.png');
-    const [before] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
+    const [before] = await db.prisma.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${workflowRunId}::uuid`;
     expect(before!.n).toBe(0);
     await page.getByRole('button', { name: 'Confirm' }).click();
     // The page moves to the new run.
@@ -171,7 +131,10 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
 
     const page = await openPage('#/queues');
     // (Types requeued by the tests above wait for a worker too, and are named with it.)
-    await page.locator('[data-testid=unserved-warning]').filter({ hasText: /^No live worker handles .*ui\.orphan/ }).waitFor();
+    await page
+      .locator('[data-testid=unserved-warning]')
+      .filter({ hasText: /^No live worker handles .*ui\.orphan/ })
+      .waitFor();
     expect(await page.locator('[data-testid=unserved-warning]').innerText()).not.toContain('ui.busy');
     expect(await page.locator('tr[data-type="ui.orphan"]').getAttribute('class')).toBe('flagged');
     await page.locator('tr[data-type="ui.busy"] [data-col=workers]').filter({ hasText: /^1$/ }).waitFor();

@@ -21,27 +21,10 @@ import {
 } from '../../src/index.js';
 import { heartbeatWorkerRegistration } from '../../src/worker/registry.js';
 import { useTestDatabase } from '../harness/database.js';
-import { dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
+import { callDashboard as call, dashboardSession, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
-
-interface Call {
-  status: number;
-  body: any;
-}
-
-async function call(base: string, method: string, path: string, options: { scope?: string; body?: unknown; session?: { cookie: string; token: string } } = {}): Promise<Call> {
-  const headers: Record<string, string> = { [SCOPE_HEADER]: options.scope ?? 'admin' };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.session) {
-    headers.cookie = options.session.cookie;
-    headers['x-runledger-csrf'] = options.session.token;
-  }
-  const response = await fetch(`${base}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
-  const text = await response.text();
-  return { status: response.status, body: text && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
-}
 
 async function deadLetter(jobType: string, organizationId: string | null): Promise<string> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, organizationId, payload: {} });
@@ -71,7 +54,10 @@ describe('bulk requeue over HTTP', () => {
 
     expect((await call(served.url, 'GET', '/api/dead-letters/count?type=ops.mail', { scope: 'org:acme' })).body).toEqual({ count: 2, more: false, cap: 1000 });
     expect((await call(served.url, 'GET', '/api/dead-letters/count?type=ops.mail')).body).toMatchObject({ count: 3 });
-    expect((await call(served.url, 'GET', '/api/dead-letters/count?after=yesterday')).body.error).toMatchObject({ code: 'dashboard.invalid_input', details: { field: 'after' } });
+    expect((await call(served.url, 'GET', '/api/dead-letters/count?after=yesterday')).body.error).toMatchObject({
+      code: 'dashboard.invalid_input',
+      details: { field: 'after' },
+    });
 
     const body = { type: 'ops.mail', limit: 10, reason: 'relay fixed' };
     const noToken = await call(served.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body });
@@ -79,7 +65,9 @@ describe('bulk requeue over HTTP', () => {
     expect(noToken.body.error.code).toBe('dashboard.csrf_rejected');
     const readOnly = await serveDashboard(db.prisma, { readOnly: true });
     const roSession = await dashboardSession(readOnly.url, 'org:acme');
-    expect((await call(readOnly.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body, session: roSession })).body.error.code).toBe('dashboard.read_only');
+    expect((await call(readOnly.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body, session: roSession })).body.error.code).toBe(
+      'dashboard.read_only',
+    );
     expect(await Promise.all([...acme, other].map(status))).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED', 'DEAD_LETTERED']);
 
     const noReason = await call(served.url, 'POST', '/api/dead-letters/requeue', { scope: 'org:acme', body: { type: 'ops.mail', limit: 10 }, session: tenant });
@@ -102,7 +90,11 @@ describe('run recovery over HTTP', () => {
     );
     await runRunnableJobs(db.prisma, (job) => ((job.payload as { n: number }).n === 1 ? { ok: true, output: { ok: 1 } } : { ok: false }));
     const body = { mode: 'failed_only', reason: 'downstream fixed', requestKey: 'dashboard-k1' };
-    const foreign = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { scope: 'org:other', body, session: await dashboardSession(served.url, 'org:other') });
+    const foreign = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:other',
+      body,
+      session: await dashboardSession(served.url, 'org:other'),
+    });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error.code).toBe('workflow.run_not_found');
     const first = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { scope: 'org:acme', body, session: tenant });
@@ -118,7 +110,9 @@ describe('fleet, schedules and definitions over HTTP', () => {
     await enqueueJob(db.prisma, { jobType: 'ops.orphan', payload: {} });
     await enqueueJob(db.prisma, { jobType: 'ops.served', payload: {} });
     await heartbeatWorkerRegistration(db.prisma, { workerId: 'ops-worker', jobTypes: ['ops.served'], concurrency: 4, inFlight: 0, ttlMs: 60_000 });
-    const { queues } = (await call(served.url, 'GET', '/api/queues')).body as { queues: { jobType: string; runnable: number; liveWorkers: number; unserved: boolean; oldestWaitMs: number | null }[] };
+    const { queues } = (await call(served.url, 'GET', '/api/queues')).body as {
+      queues: { jobType: string; runnable: number; liveWorkers: number; unserved: boolean; oldestWaitMs: number | null }[];
+    };
     const orphan = queues.find((queue) => queue.jobType === 'ops.orphan');
     const servedType = queues.find((queue) => queue.jobType === 'ops.served');
     expect(orphan).toMatchObject({ runnable: 1, liveWorkers: 0, unserved: true });
@@ -157,6 +151,8 @@ describe('fleet, schedules and definitions over HTTP', () => {
     await expect(enqueueJob(db.prisma, { jobType: 'ops.report', payload: {} })).rejects.toMatchObject({ code: 'job.definition_not_found_or_disabled' });
     const bad = await call(served.url, 'POST', '/api/definitions/ops.report/enabled', { body: { enabled: 'no' }, session: admin });
     expect(bad.body.error).toMatchObject({ code: 'job.invalid_input', details: { field: 'enabled' } });
-    expect((await call(served.url, 'POST', '/api/definitions/ops.report/enabled', { body: { enabled: true }, session: admin })).body.definition.enabled).toBe(true);
+    expect((await call(served.url, 'POST', '/api/definitions/ops.report/enabled', { body: { enabled: true }, session: admin })).body.definition.enabled).toBe(
+      true,
+    );
   });
 });

@@ -137,7 +137,11 @@ describe('dashboard plans on 200k jobs, 100k runs, 100k attempts', () => {
           expect(nodes.length).toBeGreaterThan(0);
           expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
           const used = new Set(nodes.map((n) => n['Index Name']));
-          for (const index of c.indexes(scope)) expect(index.split('|').some((name) => used.has(name)), `${index} (${mode}) in ${[...used].join(', ')}`).toBe(true);
+          for (const index of c.indexes(scope))
+            expect(
+              index.split('|').some((name) => used.has(name)),
+              `${index} (${mode}) in ${[...used].join(', ')}`,
+            ).toBe(true);
           expect(rowsRead(nodes)).toBeLessThan(c.bound);
         }
       });

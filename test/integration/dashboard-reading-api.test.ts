@@ -29,10 +29,17 @@ beforeAll(async () => {
   failedRun = (
     await enqueueWorkflowRun(
       db.prisma,
-      workflow('read.etl', { customer: 'acme' }).organization('org-a').job('extract', 'read.extract', {}).job('load', 'read.load', {}).afterSuccess('load', ['extract']).job('side', 'read.side', {}).build(),
+      workflow('read.etl', { customer: 'acme' })
+        .organization('org-a')
+        .job('extract', 'read.extract', {})
+        .job('load', 'read.load', {})
+        .afterSuccess('load', ['extract'])
+        .job('side', 'read.side', {})
+        .build(),
     )
   ).workflowRunId;
-  otherOrgRun = (await enqueueWorkflowRun(db.prisma, workflow('read.etl', { customer: 'globex' }).organization('org-b').external('gate').build())).workflowRunId;
+  otherOrgRun = (await enqueueWorkflowRun(db.prisma, workflow('read.etl', { customer: 'globex' }).organization('org-b').external('gate').build()))
+    .workflowRunId;
   // extract fails once (retried, then dead-lettered): two attempts on the timeline.
   await runRunnableJobs(db.prisma, (job) => (job.jobType === 'read.extract' ? { ok: false, retryable: true, code: 'read.flaky' } : { ok: true }));
   await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE job_type = 'read.extract'`;
@@ -44,7 +51,14 @@ describe('dashboard reading API', () => {
     const { status, body } = await get('/api/runs?type=read.etl', 'org:org-a');
     expect(status).toBe(200);
     expect(body.items.map((run: { id: string }) => run.id)).toEqual([failedRun]);
-    expect(body.items[0].steps).toEqual({ total: 3, succeeded: 1, failed: 1, canceled: 1, open: 0, failingStep: { stepKey: 'extract', errorCode: 'read.broken' } });
+    expect(body.items[0].steps).toEqual({
+      total: 3,
+      succeeded: 1,
+      failed: 1,
+      canceled: 1,
+      open: 0,
+      failingStep: { stepKey: 'extract', errorCode: 'read.broken' },
+    });
   });
 
   it("gives a run's attempts for its timeline, oldest first per step", async () => {
@@ -95,7 +109,8 @@ describe('dashboard reading API', () => {
   });
 
   it('filters runs by organization (admin) and by a metadata key and value', async () => {
-    const ids = async (query: string, scope = 'admin') => (await get(`/api/runs?type=read.etl&${query}`, scope)).body.items.map((run: { id: string }) => run.id);
+    const ids = async (query: string, scope = 'admin') =>
+      (await get(`/api/runs?type=read.etl&${query}`, scope)).body.items.map((run: { id: string }) => run.id);
     expect(await ids('org=org-b')).toEqual([otherOrgRun]);
     expect(await ids('org=org-b', 'org:org-a')).toEqual([]);
     expect(await ids('meta=customer%3Dglobex')).toEqual([otherOrgRun]);

@@ -36,11 +36,19 @@ let oldKeyed: string;
 
 beforeAll(async () => {
   oldKeyed = (await enqueueJob(db.prisma, { jobType: 'search.old', payload: {}, organizationId: 'org-a', idempotencyKey: 'Ancient-Key-7' })).jobId;
-  for (const [org, key] of [['org-a', 'Invoice-2026-A1'], ['org-b', 'invoice-2026-b7'], ['org-a', 'receipt-9'], [null, 'INVOICE-2026-none']] as const) {
+  for (const [org, key] of [
+    ['org-a', 'Invoice-2026-A1'],
+    ['org-b', 'invoice-2026-b7'],
+    ['org-a', 'receipt-9'],
+    [null, 'INVOICE-2026-none'],
+  ] as const) {
     await enqueueJob(db.prisma, { jobType: 'search.mail', payload: {}, idempotencyKey: key, ...(org ? { organizationId: org } : {}) });
   }
   for (let n = 0; n < 7; n += 1) await enqueueJob(db.prisma, { jobType: 'search.plain', payload: { n }, organizationId: n % 2 ? 'org-a' : 'org-b' });
-  for (const [org, key] of [['org-a', 'Order-77-a'], ['org-b', 'order-77-b']] as const) {
+  for (const [org, key] of [
+    ['org-a', 'Order-77-a'],
+    ['org-b', 'order-77-b'],
+  ] as const) {
     await enqueueWorkflowRun(db.prisma, workflow('search.flow').organization(org).idempotencyKey(key).job('only', 'search.step', {}).build());
   }
   base = (await serveDashboard(db.prisma)).url;
@@ -52,10 +60,14 @@ describe('dashboard search: id prefix', () => {
     const id = row!.id;
     // UUIDv7: the first 8 hex digits are the high bits of the creation time, shared by jobs made moments apart.
     const prefix = id.slice(0, 8);
-    for (const [header, org] of [['admin', null], ['org:org-a', 'org-a'], ['org:org-b', 'org-b']] as const) {
+    for (const [header, org] of [
+      ['admin', null],
+      ['org:org-a', 'org-a'],
+      ['org:org-b', 'org-b'],
+    ] as const) {
       const expected = await db.prisma.$queryRaw<{ id: string }[]>`
         SELECT id::text FROM runledger.job_queue
-         WHERE id::text LIKE ${prefix + '%'} AND (${org}::text IS NULL OR organization_id = ${org}::text) ORDER BY id DESC`;
+         WHERE id::text LIKE ${`${prefix}%`} AND (${org}::text IS NULL OR organization_id = ${org}::text) ORDER BY id DESC`;
       expect(expected.length).toBeGreaterThan(2);
       expect(await allPages(`/api/jobs?q=${prefix}&limit=2`, header)).toEqual(expected.map((row) => row.id));
     }
@@ -88,7 +100,13 @@ describe('dashboard search: idempotency key substring', () => {
     const keysOf = (body: any) => body.items.map((item: { idempotencyKey: string }) => item.idempotencyKey).sort();
     const admin = await get('/api/jobs?q=invoice-2026');
     expect(keysOf(admin.body)).toEqual(['INVOICE-2026-none', 'Invoice-2026-A1', 'invoice-2026-b7']);
-    expect(admin.body.search).toEqual({ kind: 'key_substring', text: 'invoice-2026', caseSensitive: false, searchedNewest: KEY_SEARCH_WINDOW, exactKeyAnyAge: false });
+    expect(admin.body.search).toEqual({
+      kind: 'key_substring',
+      text: 'invoice-2026',
+      caseSensitive: false,
+      searchedNewest: KEY_SEARCH_WINDOW,
+      exactKeyAnyAge: false,
+    });
     expect(keysOf((await get('/api/jobs?q=invoice-2026', 'org:org-a')).body)).toEqual(['Invoice-2026-A1']);
     expect(keysOf((await get('/api/jobs?q=invoice-2026', 'org:org-b')).body)).toEqual(['invoice-2026-b7']);
     expect(keysOf((await get('/api/jobs?q=invoice-2026', 'no-org')).body)).toEqual(['INVOICE-2026-none']);
@@ -122,13 +140,37 @@ describe('dashboard search: idempotency key substring', () => {
 
 describe('dashboard search: bad input', () => {
   it('answers every read parameter with a hostile value with 200 or a coded 4xx, never 500', async () => {
-    const hostile = ['%00', 'a%00b', '%ED%A0%80', '%EF%BF%BD', encodeURIComponent("'; DROP TABLE runledger.job_queue; --"), '%25_%25', 'x'.repeat(10_000), '%20', 'NaN', '-1', '1e3', '00000000-0000-0000-0000-000000000000'];
+    const hostile = [
+      '%00',
+      'a%00b',
+      '%ED%A0%80',
+      '%EF%BF%BD',
+      encodeURIComponent("'; DROP TABLE runledger.job_queue; --"),
+      '%25_%25',
+      'x'.repeat(10_000),
+      '%20',
+      'NaN',
+      '-1',
+      '1e3',
+      '00000000-0000-0000-0000-000000000000',
+    ];
     const params = ['q', 'type', 'status', 'org', 'withoutOrg', 'cursor', 'limit', 'id', 'key'];
-    const routes = ['/api/jobs?', '/api/jobs?q=abcd&', '/api/jobs?type=search.mail&', '/api/runs?', '/api/runs?q=abcd&', `/api/jobs/${oldKeyed}/attempts?`, '/api/events?'];
+    const routes = [
+      '/api/jobs?',
+      '/api/jobs?q=abcd&',
+      '/api/jobs?type=search.mail&',
+      '/api/runs?',
+      '/api/runs?q=abcd&',
+      `/api/jobs/${oldKeyed}/attempts?`,
+      '/api/events?',
+    ];
     for (const route of routes) {
       for (const param of [...params, 'run']) {
         for (const value of hostile) {
-          const response = await fetch(`${base}${route}${param}=${value}`, { method: route.includes('events') ? 'HEAD' : 'GET', headers: { [SCOPE_HEADER]: 'org-a' } });
+          const response = await fetch(`${base}${route}${param}=${value}`, {
+            method: route.includes('events') ? 'HEAD' : 'GET',
+            headers: { [SCOPE_HEADER]: 'org-a' },
+          });
           const body = route.includes('events') ? null : ((await response.json()) as { error?: { code: string } });
           expect([route, param, value.slice(0, 20), response.status < 500]).toEqual([route, param, value.slice(0, 20), true]);
           if (body && response.status >= 400) expect(body.error?.code).toMatch(/^[a-z]+\.[a-z_]+$/);

@@ -1,68 +1,27 @@
-/**
- * The dashboard's reading views in Chromium, as an operator uses them: a
- * run's timeline, facts and step detail; the DAG's fan-out groups, search,
- * selection and minimap (and its render time at 2,000 steps); the lists'
- * columns and filters; the event log's pages; dark mode, the favicon, HTML
- * error pages, the focus after navigation and "last updated". Each test
- * reads what a person would see on the page, after making it true in the
- * database through the library.
- *
- * Screenshots go to test-artifacts/ and, with RUNLEDGER_UPDATE_SCREENSHOTS=1
- * (scripts/dashboard-screenshots.ts), to docs/.
- */
-import { copyFile, mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
-import { cancelWorkflowRun, claimJobs, completeJob, enqueueJob, enqueueWorkflowRun, failJob, recordJobProgress, adminScope, workflow } from '../../src/index.js';
-import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
-import { chromiumAvailable, launchChromium } from '../harness/browser.js';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import {
+  cancelWorkflowRun,
+  claimJobs,
+  completeJob,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  recordJobProgress,
+  adminScope,
+  workflow,
+} from '../../src/index.js';
+import { chromiumAvailable, screenshot, useDashboardInChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
-import { serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const hasChromium = chromiumAvailable('dashboard view tests');
-const ARTIFACTS = path.resolve('test-artifacts');
-const DOCS = path.resolve('docs');
-
-async function screenshot(page: Page, name: string, fullPage = false): Promise<void> {
-  await mkdir(ARTIFACTS, { recursive: true });
-  const file = path.join(ARTIFACTS, name);
-  await page.screenshot({ path: file, fullPage });
-  if (process.env.RUNLEDGER_UPDATE_SCREENSHOTS === '1') {
-    await mkdir(DOCS, { recursive: true });
-    await copyFile(file, path.join(DOCS, name));
-  }
-}
 
 const db = useTestDatabase();
 
 describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
-  let browser: Browser;
-  let served: ServedDashboard;
-  const pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    await buildDashboardAssets();
-    browser = await launchChromium();
-    served = await serveDashboard(db.prisma, { listenConnectionString: db.url });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(() => {
-    expect(pageErrors.splice(0)).toEqual([]);
-  });
-
-  async function openPage(hash: string, scope = 'admin', options: BrowserContextOptions = {}): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { 'x-test-scope': scope }, ...options });
-    const page = await context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(`${hash}: ${error.message}`));
-    await page.goto(`${served.url}/${hash}`);
-    return page;
-  }
+  const ui = useDashboardInChromium(db, { viewport: { width: 1400, height: 900 } });
+  const { openPage } = ui;
 
   const text = async (page: Page, selector: string) => (await page.locator(selector).first().innerText()).trim();
 
@@ -108,7 +67,7 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await page.locator('.step-panel h2').filter({ hasText: 'Step load' }).waitFor();
     expect(await text(page, '[data-testid=step-reason]')).toContain('dependency');
     expect(await page.locator('svg.dag [data-step-key=load]').getAttribute('class')).toContain('selected');
-    await screenshot(page, 'dashboard-run-timeline.png', true);
+    await screenshot(page, 'dashboard-run-timeline.png');
     await page.context().close();
   });
 
@@ -125,7 +84,9 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     for (let i = 0; i < 198; i += 1) builder = builder.job(`part-${i}`, 'wide.part', { i }).afterSuccess(`part-${i}`, ['root']);
     const parts = Array.from({ length: 198 }, (_, i) => `part-${i}`);
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.job('merge', 'wide.merge', {}).afterTerminal('merge', parts).build());
-    await runRunnableJobs(db.prisma, (job) => ((job.payload as { i?: number }).i !== undefined && (job.payload as { i: number }).i % 50 === 0 ? { ok: false } : { ok: true }));
+    await runRunnableJobs(db.prisma, (job) =>
+      (job.payload as { i?: number }).i !== undefined && (job.payload as { i: number }).i % 50 === 0 ? { ok: false } : { ok: true },
+    );
     const page = await openPage(`#/runs/${workflowRunId}`);
     const group = page.locator('svg.dag .node.group[data-group-size="198"]');
     await group.waitFor();
@@ -133,7 +94,7 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await expect.poll(async () => JSON.parse((await group.getAttribute('data-counts')) ?? '{}')).toEqual({ SUCCEEDED: 194, FAILED: 4 });
     expect(await group.locator('.histogram rect').count()).toBe(2);
     expect(await group.getAttribute('aria-label')).toContain('194 succeeded, 4 failed');
-    await screenshot(page, 'dashboard-dag-grouped.png');
+    await screenshot(page, 'dashboard-dag-grouped.png', { fullPage: false });
 
     // Expanded from the keyboard: 200 nodes, siblings in natural key order along their rank (across it top-down, down it left-right).
     await group.focus();
@@ -228,7 +189,9 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${flaky.jobId}::uuid`;
     const [second] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['views.flaky'] });
     await completeJob(db.prisma, { ...second!, output: null });
-    const [stored] = await db.prisma.$queryRaw<{ last_error_code: string | null }[]>`SELECT last_error_code FROM runledger.job_queue WHERE id = ${flaky.jobId}::uuid`;
+    const [stored] = await db.prisma.$queryRaw<
+      { last_error_code: string | null }[]
+    >`SELECT last_error_code FROM runledger.job_queue WHERE id = ${flaky.jobId}::uuid`;
     expect(stored!.last_error_code).toBe('views.timeout');
     const dead = await enqueueJob(db.prisma, { jobType: 'views.dead', payload: {}, maxAttempts: 1 });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['views.dead'] });
@@ -260,11 +223,11 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await pasted.context().close();
 
     // A key search shows the key it matched.
-    await page.goto(`${served.url}/#/jobs?q=key:invoice-77`);
+    await page.goto(`${ui.served.url}/#/jobs?q=key:invoice-77`);
     await page.locator('[data-testid=matched-key] mark').filter({ hasText: 'invoice-77' }).waitFor();
 
     // A dead letter's page has no next run time.
-    await page.goto(`${served.url}/#/jobs/${dead.jobId}`);
+    await page.goto(`${ui.served.url}/#/jobs/${dead.jobId}`);
     await page.locator('[data-testid=attempt-row]').waitFor();
     const terms = await page.locator('dl.facts dt').allInnerTexts();
     expect(terms).not.toContain('scheduled for');
@@ -285,23 +248,23 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     expect(await row.locator('[data-testid=run-steps]').innerText()).toBe('2/3 succeeded, 1 failed');
     expect(await row.locator('[data-testid=run-failing-step]').innerText()).toBe('b listed.oops');
     expect(await row.locator('[data-testid=run-duration]').innerText()).toMatch(/^\d+(\.\d+)? (ms|s)$/);
-    await screenshot(page, 'dashboard-runs.png');
+    await screenshot(page, 'dashboard-runs.png', { fullPage: false });
 
     // A time range: the run is inside one that starts before it and outside one that ends before it.
     const before = new Date(Date.now() - 60_000).toISOString();
-    await page.goto(`${served.url}/#/runs?type=views.listed&from=${encodeURIComponent(before)}`);
+    await page.goto(`${ui.served.url}/#/runs?type=views.listed&from=${encodeURIComponent(before)}`);
     await row.waitFor();
-    await page.goto(`${served.url}/#/runs?type=views.listed&to=${encodeURIComponent(before)}`);
+    await page.goto(`${ui.served.url}/#/runs?type=views.listed&to=${encodeURIComponent(before)}`);
     await page.getByText('No run matches.').waitFor();
 
     // Metadata key = value.
     const globex = await enqueueWorkflowRun(db.prisma, workflow('views.meta', { customer: 'globex', batch: 4 }).external('gate').build());
     const acme = await enqueueWorkflowRun(db.prisma, workflow('views.meta', { customer: 'acme', batch: 4 }).external('gate').build());
-    await page.goto(`${served.url}/#/runs?meta=${encodeURIComponent('customer=globex')}`);
+    await page.goto(`${ui.served.url}/#/runs?meta=${encodeURIComponent('customer=globex')}`);
     await page.locator(`tr[data-run-id="${globex.workflowRunId}"]`).waitFor();
     expect(await page.locator(`tr[data-run-id="${acme.workflowRunId}"]`).count()).toBe(0);
     expect(await page.locator('[data-testid=search-note][data-kind=metadata]').innerText()).toContain('customer = “globex”');
-    await page.goto(`${served.url}/#/runs?meta=${encodeURIComponent('batch=4')}`);
+    await page.goto(`${ui.served.url}/#/runs?meta=${encodeURIComponent('batch=4')}`);
     await page.locator(`tr[data-run-id="${acme.workflowRunId}"]`).waitFor();
     await page.locator(`tr[data-run-id="${globex.workflowRunId}"]`).waitFor();
     await page.context().close();
@@ -322,7 +285,7 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     expect(await folded.first().locator('dl.payload dt').allInnerTexts()).toEqual(expect.arrayContaining(['processed', 'total']));
     await page.getByRole('button', { name: 'Show more events' }).click();
     await expect.poll(async () => Number(await folded.first().getAttribute('data-folded'))).toBeGreaterThan(firstFold);
-    await screenshot(page, 'dashboard-job-events.png');
+    await screenshot(page, 'dashboard-job-events.png', { fullPage: false });
     await page.context().close();
   });
 
@@ -354,10 +317,13 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
       if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
     });
     await page.reload();
-    await page.locator('[data-testid=last-updated]').filter({ hasText: /^updated \d/ }).waitFor();
+    await page
+      .locator('[data-testid=last-updated]')
+      .filter({ hasText: /^updated \d/ })
+      .waitFor();
     const background = await page.evaluate('getComputedStyle(document.documentElement).backgroundColor');
     expect(background).toBe('rgb(11, 18, 32)');
-    const icon = await page.request.get(`${served.url}/assets/favicon.svg`, { headers: { 'x-test-scope': 'admin' } });
+    const icon = await page.request.get(`${ui.served.url}/assets/favicon.svg`, { headers: { 'x-test-scope': 'admin' } });
     expect(icon.status()).toBe(200);
     expect(icon.headers()['content-type']).toBe('image/svg+xml');
     expect(failed).toEqual([]);
@@ -376,14 +342,14 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
   });
 
   it('answers a refused page load with an HTML page, and the API with JSON', async () => {
-    const context = await browser.newContext({ extraHTTPHeaders: { 'x-test-scope': 'none' } });
+    const context = await ui.browser.newContext({ extraHTTPHeaders: { 'x-test-scope': 'none' } });
     const page = await context.newPage();
-    const response = await page.goto(`${served.url}/`);
+    const response = await page.goto(`${ui.served.url}/`);
     expect(response!.status()).toBe(403);
     expect(response!.headers()['content-type']).toContain('text/html');
     expect(await page.locator('h1').innerText()).toBe('Not allowed');
     expect(await page.locator('code').innerText()).toBe('dashboard.forbidden');
-    const api = await page.request.get(`${served.url}/api/overview`, { headers: { accept: 'text/html,application/json' } });
+    const api = await page.request.get(`${ui.served.url}/api/overview`, { headers: { accept: 'text/html,application/json' } });
     expect(api.status()).toBe(403);
     expect((await api.json()).error.code).toBe('dashboard.forbidden');
     await context.close();

@@ -39,7 +39,10 @@ describe('schema drift guard', () => {
   it('names a column whose type differs, a missing column, and an enum value missing from the database', async () => {
     const divergent = schemaText
       .replace('priority         Int       @default(0)', 'priority         String    @default("0")')
-      .replace('finishedAt       DateTime? @map("finished_at") @db.Timestamptz(6)\n', 'finishedAt       DateTime? @map("finished_at") @db.Timestamptz(6)\n  archivedAt       DateTime? @map("archived_at") @db.Timestamptz(6)\n')
+      .replace(
+        'finishedAt       DateTime? @map("finished_at") @db.Timestamptz(6)\n',
+        'finishedAt       DateTime? @map("finished_at") @db.Timestamptz(6)\n  archivedAt       DateTime? @map("archived_at") @db.Timestamptz(6)\n',
+      )
       .replace('  REQUEUED\n', '  REQUEUED\n  ARCHIVED\n');
     const report = await schemaDrift(divergent, client, 'runledger');
     expect(report).toContain('column job_queue.priority (JobQueue.priority): database type integer, schema.prisma type text');
@@ -72,7 +75,16 @@ describe('every model through the generated client', () => {
   it('round-trips a schedule row', async () => {
     const nextRunAt = new Date('2030-01-01T03:00:00Z');
     const created = await db.prisma.jobSchedule.create({
-      data: { id: newId(), scheduleKey: 'drift.schedule', cron: '0 3 * * *', jobType: 'x.y', organizationId: 'org_cuid1', payload: { a: [1] }, nextRunAt, resourceKey: 'r' },
+      data: {
+        id: newId(),
+        scheduleKey: 'drift.schedule',
+        cron: '0 3 * * *',
+        jobType: 'x.y',
+        organizationId: 'org_cuid1',
+        payload: { a: [1] },
+        nextRunAt,
+        resourceKey: 'r',
+      },
     });
     expect(await db.prisma.jobSchedule.findUniqueOrThrow({ where: { scheduleKey: 'drift.schedule' } })).toEqual(created);
     expect(created).toMatchObject({ timezone: 'UTC', enabled: true, catchUpMaxSlots: 1, priority: 0, maxAttempts: 5, timeoutSeconds: 300, lastSlotAt: null });
@@ -100,13 +112,29 @@ describe('every model through the generated client', () => {
     const replay = await prisma.jobQueue.create({ data: { id: newId(), jobType: 'billing.capture', payload: { amount: 10, tags: ['a'] } } });
     const stepJobId = newId();
     const jobStepId = newId();
-    const event = await prisma.jobEvent.create({ data: { id: newId(), jobId: source.id, eventType: 'SUCCEEDED', runNumber: 1, attempt: 1, payload: { by: 'w1' } } });
-    const run = await prisma.workflowRun.create({ data: { id: newId(), workflowType: 'onboarding', organizationId: org, metadata: { user: 'u1' }, resultStepKey: 'b' } });
+    const event = await prisma.jobEvent.create({
+      data: { id: newId(), jobId: source.id, eventType: 'SUCCEEDED', runNumber: 1, attempt: 1, payload: { by: 'w1' } },
+    });
+    const run = await prisma.workflowRun.create({
+      data: { id: newId(), workflowType: 'onboarding', organizationId: org, metadata: { user: 'u1' }, resultStepKey: 'b' },
+    });
     // The job <-> step link is checked at commit: both rows in one transaction.
     const [stepJob, jobStep] = await prisma.$transaction([
       prisma.jobQueue.create({ data: { id: stepJobId, jobType: 'x.a', payload: {}, workflowStepId: jobStepId } }),
       prisma.workflowStep.create({
-        data: { id: jobStepId, workflowRunId: run.id, stepKey: 'a', executionKind: 'JOB', jobType: 'x.a', payload: {}, status: 'ENQUEUED', jobId: stepJobId, priority: 2, maxAttempts: 3, timeoutSeconds: 30 },
+        data: {
+          id: jobStepId,
+          workflowRunId: run.id,
+          stepKey: 'a',
+          executionKind: 'JOB',
+          jobType: 'x.a',
+          payload: {},
+          status: 'ENQUEUED',
+          jobId: stepJobId,
+          priority: 2,
+          maxAttempts: 3,
+          timeoutSeconds: 30,
+        },
       }),
     ]);
     const externalStep = await prisma.workflowStep.create({

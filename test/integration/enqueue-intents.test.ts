@@ -133,7 +133,7 @@ describe('recordJobEnqueueIntent', () => {
     expect(row).toEqual({ one: 1, two: 1 });
   });
 
-  it("takes a typed definition: its type and settings, unless the intent gives its own, reach the promoted job", async () => {
+  it('takes a typed definition: its type and settings, unless the intent gives its own, reach the promoted job', async () => {
     const invoice = defineJob('intent.typed', z.object({ orderId: z.string() }), noop, { priority: 7, retry: { maxAttempts: 2 }, timeoutSeconds: 45 });
     const { intentId } = await recordJobEnqueueIntent(db.prisma, invoice, { orderId: 'o-1' }, { idempotencyKey: 'typed-1', maxAttempts: 4 });
     await syncJobDefinitions(db.prisma, [invoice]);
@@ -141,11 +141,25 @@ describe('recordJobEnqueueIntent', () => {
     const promoted = await intent(intentId);
     expect(promoted).toMatchObject({ state: 'PROMOTED' });
     const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: promoted!.job_id! });
-    expect(job).toMatchObject({ jobType: 'intent.typed', payload: { orderId: 'o-1' }, priority: 7, maxAttempts: 4, timeoutSeconds: 45, idempotencyKey: 'typed-1' });
+    expect(job).toMatchObject({
+      jobType: 'intent.typed',
+      payload: { orderId: 'o-1' },
+      priority: 7,
+      maxAttempts: 4,
+      timeoutSeconds: 45,
+      idempotencyKey: 'typed-1',
+    });
 
     // Settings missing or not an object, or no key in them: refused by field, nothing written.
-    for (const [settings, field] of [[undefined, 'settings'], ['typed-2', 'settings'], [{ priority: 1 }, 'idempotencyKey']] as const) {
-      await expect(recordJobEnqueueIntent(db.prisma, invoice, { orderId: 'o-2' }, settings as never)).rejects.toMatchObject({ code: 'job.invalid_input', field });
+    for (const [settings, field] of [
+      [undefined, 'settings'],
+      ['typed-2', 'settings'],
+      [{ priority: 1 }, 'idempotencyKey'],
+    ] as const) {
+      await expect(recordJobEnqueueIntent(db.prisma, invoice, { orderId: 'o-2' }, settings as never)).rejects.toMatchObject({
+        code: 'job.invalid_input',
+        field,
+      });
     }
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_enqueue_intents WHERE job_type = 'intent.typed'`;
     expect(row!.n).toBe(1);
@@ -197,7 +211,12 @@ describe('promoteEnqueueIntents', () => {
       [bad.intentId, 'failed'],
     ]);
     expect(await intent(good.intentId)).toMatchObject({ state: 'PROMOTED' });
-    expect(await intent(bad.intentId)).toMatchObject({ state: 'PENDING', attempts: 1, last_error_code: expect.stringMatching(/^database\./), retry_later: true });
+    expect(await intent(bad.intentId)).toMatchObject({
+      state: 'PENDING',
+      attempts: 1,
+      last_error_code: expect.stringMatching(/^database\./),
+      retry_later: true,
+    });
     // Not due yet: the next pass leaves it alone, and the stats show the backlog.
     expect(await promoteEnqueueIntents(db.prisma, { jobTypes: ['intent.poison'] })).toEqual({ claimed: 0, intents: [] });
     const stats = await getEnqueueIntentStats(db.prisma, { scope: adminScope() });
@@ -281,14 +300,18 @@ describe('integrity of intents', () => {
     await db.prisma.$executeRaw`UPDATE runledger.job_enqueue_intents SET idempotency_key = 'i-2' WHERE id = ${intentId}::uuid`;
     const after = await verifyIntegrity(db.prisma);
     expect(after.violations.filter((v) => v.kind === 'intent.job_mismatch')).toEqual([
-      expect.objectContaining({ jobId: promoted!.jobId, expected: expect.objectContaining({ intentId, idempotencyKey: 'i-2' }), found: expect.objectContaining({ idempotencyKey: 'i-1' }) }),
+      expect.objectContaining({
+        jobId: promoted!.jobId,
+        expected: expect.objectContaining({ intentId, idempotencyKey: 'i-2' }),
+        found: expect.objectContaining({ idempotencyKey: 'i-1' }),
+      }),
     ]);
     await db.prisma.$executeRaw`UPDATE runledger.job_enqueue_intents SET idempotency_key = 'i-1' WHERE id = ${intentId}::uuid`;
   });
 });
 
 describe('intent stats', () => {
-  it('counts pending intents and the oldest one\'s age within the scope', async () => {
+  it("counts pending intents and the oldest one's age within the scope", async () => {
     const org = 'org-intent-stats';
     await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.stats', payload: {}, idempotencyKey: 's-1', organizationId: org });
     await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.stats', payload: {}, idempotencyKey: 's-2', organizationId: org });
@@ -306,7 +329,7 @@ describe('intent stats', () => {
   });
 });
 
-describe('the worker\'s promoter loop', () => {
+describe("the worker's promoter loop", () => {
   it('syncs its definitions at start and runs the job of an intent recorded before the type existed', async () => {
     const { intentId } = await recordJobEnqueueIntent(db.prisma, { jobType: 'intent.worker', payload: { v: 'x' }, idempotencyKey: 'w-1' });
     let ran!: (payload: unknown) => void;

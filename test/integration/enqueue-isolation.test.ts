@@ -65,10 +65,13 @@ describe('keyed enqueue under a stronger isolation', () => {
   });
 
   it('keyed enqueues in a joined READ COMMITTED transaction and on a root client are unaffected', async () => {
-    await db.prisma.$transaction(async (tx) => {
-      await enqueueJob(tx, { jobType: 'iso.rc.job', payload: {}, idempotencyKey: 'k' });
-      await enqueueWorkflowRun(tx, workflow('iso.rc.wf').job('a', 'iso.rc.wf.a', {}).idempotencyKey('k').build());
-    }, { isolationLevel: 'ReadCommitted' });
+    await db.prisma.$transaction(
+      async (tx) => {
+        await enqueueJob(tx, { jobType: 'iso.rc.job', payload: {}, idempotencyKey: 'k' });
+        await enqueueWorkflowRun(tx, workflow('iso.rc.wf').job('a', 'iso.rc.wf.a', {}).idempotencyKey('k').build());
+      },
+      { isolationLevel: 'ReadCommitted' },
+    );
     expect(await enqueueJob(db.prisma, { jobType: 'iso.rc.job', payload: {}, idempotencyKey: 'k' })).toMatchObject({ disposition: 'existing' });
     expect(await enqueueWorkflowRun(db.prisma, workflow('iso.rc.wf').job('a', 'iso.rc.wf.a', {}).idempotencyKey('k').build())).toMatchObject({
       disposition: 'existing',

@@ -5,15 +5,7 @@
  */
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import {
-  adminScope,
-  claimJobs,
-  completeJob,
-  enqueueJob,
-  enqueueWorkflowRun,
-  RunledgerError,
-  workflow,
-} from '../../src/index.js';
+import { adminScope, claimJobs, completeJob, enqueueJob, enqueueWorkflowRun, RunledgerError, workflow } from '../../src/index.js';
 import { compareAndReplaySucceededJob } from '../../src/replay/index.js';
 import { useTestDatabase } from '../harness/database.js';
 

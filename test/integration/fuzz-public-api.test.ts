@@ -125,14 +125,20 @@ function expectCodedRefusal(error: unknown, context: string): void {
     throw new Error(`${context}: raw ${Object.prototype.toString.call(error)} ${(error as Error)?.stack ?? String(error)}`);
   }
   expect(CODES.has(error.code), `${context}: code ${error.code} is not in ERROR_CODES`).toBe(true);
-  expect(error.code, `${context}: ${error.code} (${(error as { internalMessage?: string }).internalMessage ?? error.message})`).not.toMatch(/^database\.|\.internal_state$/);
+  expect(error.code, `${context}: ${error.code} (${(error as { internalMessage?: string }).internalMessage ?? error.message})`).not.toMatch(
+    /^database\.|\.internal_state$/,
+  );
   // PostgreSQL's and Prisma's own wording (an input echoed back, e.g. an unrecognized key, may hold anything).
-  expect(error.message, context).not.toMatch(/violates .*constraint|syntax error at or near|relation "|column "\w+" |duplicate key value|invalid input syntax for type|queryRaw|PrismaClient\w*Error/);
+  expect(error.message, context).not.toMatch(
+    /violates .*constraint|syntax error at or near|relation "|column "\w+" |duplicate key value|invalid input syntax for type|queryRaw|PrismaClient\w*Error/,
+  );
 }
 
 describe('fuzzed public API', () => {
   it('covers every function export: each is in the fuzz table or in the justified exclusion list, and no row is stale', () => {
-    const functions = Object.entries(runledger).filter(([, value]) => typeof value === 'function').map(([name]) => name);
+    const functions = Object.entries(runledger)
+      .filter(([, value]) => typeof value === 'function')
+      .map(([name]) => name);
     const rows = Object.keys(FUZZ_CASES).map((key) => key.split('#')[0]!);
     const uncovered = functions.filter((name) => !rows.includes(name) && !(name in NOT_FUZZED));
     expect(uncovered, 'new public functions: add a row to FUZZ_CASES (test/harness/fuzz-cases.ts) or a reason to NOT_FUZZED').toEqual([]);
@@ -168,18 +174,22 @@ describe('fuzzed public API', () => {
             return;
           }
           // Inside the host's transaction: the refusal leaves it usable, and the host's own enqueue commits.
-          const marker = await db.prisma.$transaction(async (tx) => {
-            let refused: unknown;
-            try {
-              await fuzzCase.call(tx, args, fixtures);
-            } catch (error) {
-              refused = error;
-              expectCodedRefusal(error, `${context} (host transaction)`);
-            }
-            expect(await tx.$queryRaw<{ one: number }[]>`SELECT 1::int AS one`).toEqual([{ one: 1 }]);
-            if (refused) expect(await rowCounts(tx), `${context}: rows changed although refused with ${describeError(refused)} (host transaction)`).toEqual(before);
-            return (await enqueueJob(tx, { jobType: 'host.marker', payload: { after: name } })).jobId;
-          }, { timeout: 60_000 });
+          const marker = await db.prisma.$transaction(
+            async (tx) => {
+              let refused: unknown;
+              try {
+                await fuzzCase.call(tx, args, fixtures);
+              } catch (error) {
+                refused = error;
+                expectCodedRefusal(error, `${context} (host transaction)`);
+              }
+              expect(await tx.$queryRaw<{ one: number }[]>`SELECT 1::int AS one`).toEqual([{ one: 1 }]);
+              if (refused)
+                expect(await rowCounts(tx), `${context}: rows changed although refused with ${describeError(refused)} (host transaction)`).toEqual(before);
+              return (await enqueueJob(tx, { jobType: 'host.marker', payload: { after: name } })).jobId;
+            },
+            { timeout: 60_000 },
+          );
           expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: marker })).status).toBe('PENDING');
           await db.prisma.$executeRaw`DELETE FROM runledger.job_events WHERE job_id = ${marker}::uuid`;
           await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${marker}::uuid`;
@@ -192,7 +202,18 @@ describe('fuzzed public API', () => {
 
 /** Type-directed sweep values: every scalar slot of every row gets each value of its own type's list. */
 const SWEEP: { when: (value: unknown) => boolean; values: unknown[] }[] = [
-  { when: (v) => v instanceof Date, values: [new Date(Number.NaN), new Date(-8.64e15), new Date(8.64e15), new Date('-004714-11-23T00:00:00Z'), new Date('294277-01-01T00:00:00Z'), new Date('0001-01-01T00:00:00Z'), new Date('9999-12-31T23:59:59.999Z')] },
+  {
+    when: (v) => v instanceof Date,
+    values: [
+      new Date(Number.NaN),
+      new Date(-8.64e15),
+      new Date(8.64e15),
+      new Date('-004714-11-23T00:00:00Z'),
+      new Date('294277-01-01T00:00:00Z'),
+      new Date('0001-01-01T00:00:00Z'),
+      new Date('9999-12-31T23:59:59.999Z'),
+    ],
+  },
   { when: (v) => typeof v === 'number', values: [Number.NaN, Number.POSITIVE_INFINITY, -1, 0, 1.5, 2 ** 31, 2 ** 53 + 2, -(2 ** 63)] },
   { when: (v) => typeof v === 'string', values: ['', ' ', 'a\u0000b', 'a\uD800', SQL_METACHARACTERS[0], 'x'.repeat(600)] },
 ];
@@ -203,10 +224,17 @@ describe('type-directed sweep', () => {
       const paths: string[][] = [];
       const walk = (value: unknown, path: string[]) => {
         if (SWEEP.some((s) => s.when(value))) paths.push(path);
-        else if (Array.isArray(value) || (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype && !Object.isFrozen(value) && !('$transaction' in value)))
+        else if (
+          Array.isArray(value) ||
+          (value !== null &&
+            typeof value === 'object' &&
+            Object.getPrototypeOf(value) === Object.prototype &&
+            !Object.isFrozen(value) &&
+            !('$transaction' in value))
+        )
           for (const [key, child] of Object.entries(value)) walk(child, [...path, key]);
       };
-      args.forEach((arg, index) => walk(arg, [String(index)]));
+      for (const [index, arg] of args.entries()) walk(arg, [String(index)]);
       return paths;
     };
     let calls = 0;
@@ -233,29 +261,58 @@ describe('type-directed sweep', () => {
   });
 });
 
-const storableText = fc.oneof(
-  fc.constantFrom(...SQL_METACHARACTERS),
-  fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
-  fc.string({ unit: fc.constantFrom('é', '\uD83D\uDE00', '\u200B', '\u202E', "'", '"', '\\', '%', '_', '$', ';', '-', '*', '/'), minLength: 1, maxLength: 20 }),
-).filter((s) => s.trim().length > 0 && s.length <= 200);
+const storableText = fc
+  .oneof(
+    fc.constantFrom(...SQL_METACHARACTERS),
+    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
+    fc.string({
+      unit: fc.constantFrom('é', '\uD83D\uDE00', '\u200B', '\u202E', "'", '"', '\\', '%', '_', '$', ';', '-', '*', '/'),
+      minLength: 1,
+      maxLength: 20,
+    }),
+  )
+  .filter((s) => s.trim().length > 0 && s.length <= 200);
 
 describe('round trip', () => {
   it('keeps strings with SQL metacharacters and unicode unchanged through enqueue and read', async () => {
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(storableText, storableText, storableText, fc.dictionary(storableText, storableText, { maxKeys: 3 }), async (jobType, key, org, payload) => {
-        n += 1;
-        const idempotencyKey = `${key}#${n}`;
-        const { jobId } = await enqueueJob(db.prisma, { jobType, payload: { text: key, nested: payload }, organizationId: org, idempotencyKey, resource: key });
-        const job = await getJob(db.prisma, { scope: runledger.organizationScope(org), jobId });
-        expect(job).toMatchObject({ jobType, organizationId: org, payload: { text: key, nested: payload }, idempotencyKey, resourceKey: key });
+      fc.asyncProperty(
+        storableText,
+        storableText,
+        storableText,
+        fc.dictionary(storableText, storableText, { maxKeys: 3 }),
+        async (jobType, key, org, payload) => {
+          n += 1;
+          const idempotencyKey = `${key}#${n}`;
+          const { jobId } = await enqueueJob(db.prisma, {
+            jobType,
+            payload: { text: key, nested: payload },
+            organizationId: org,
+            idempotencyKey,
+            resource: key,
+          });
+          const job = await getJob(db.prisma, { scope: runledger.organizationScope(org), jobId });
+          expect(job).toMatchObject({ jobType, organizationId: org, payload: { text: key, nested: payload }, idempotencyKey, resourceKey: key });
 
-        const run = await enqueueWorkflowRun(db.prisma, workflow(jobType, { [key]: org }).organization(org).job(key, jobType, payload).external(`${key}~ext`).afterSuccess(`${key}~ext`, [key]).build());
-        const stored = await getWorkflowRun(db.prisma, { scope: runledger.organizationScope(org), workflowRunId: run.workflowRunId });
-        expect(stored).toMatchObject({ workflowType: jobType, organizationId: org, metadata: { [key]: org } });
-        const steps = await listWorkflowSteps(db.prisma, { scope: runledger.organizationScope(org), workflowRunId: run.workflowRunId });
-        expect(steps.items.map((s) => [s.stepKey, s.payload])).toEqual([[key, payload], [`${key}~ext`, null]]);
-      }),
+          const run = await enqueueWorkflowRun(
+            db.prisma,
+            workflow(jobType, { [key]: org })
+              .organization(org)
+              .job(key, jobType, payload)
+              .external(`${key}~ext`)
+              .afterSuccess(`${key}~ext`, [key])
+              .build(),
+          );
+          const stored = await getWorkflowRun(db.prisma, { scope: runledger.organizationScope(org), workflowRunId: run.workflowRunId });
+          expect(stored).toMatchObject({ workflowType: jobType, organizationId: org, metadata: { [key]: org } });
+          const steps = await listWorkflowSteps(db.prisma, { scope: runledger.organizationScope(org), workflowRunId: run.workflowRunId });
+          expect(steps.items.map((s) => [s.stepKey, s.payload])).toEqual([
+            [key, payload],
+            [`${key}~ext`, null],
+          ]);
+        },
+      ),
       { numRuns: ROUND_TRIP_RUNS, ...(seed === undefined ? {} : { seed }) },
     );
   });
@@ -266,8 +323,17 @@ describe('round trip', () => {
     const [claimed] = await claimJobs(db.prisma, { workerId: 'rt', jobTypes: ['fuzz.round-trip-failure'], limit: 1, leaseSeconds: 60 });
     const message = SQL_METACHARACTERS.join(' | ');
     await failJob(db.prisma, { ...claimed!, error: { code: "fuzz.'quoted'", message }, retryable: false });
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: claimed!.jobId })).toMatchObject({ lastErrorMessage: message, lastErrorCode: "fuzz.'quoted'" });
-    const replay = await compareAndReplaySucceededJob(db.prisma, { scope: noOrganizationScope(), sourceJobId: fixtures.succeededJobId, expectedRunNumber: 1, replayRequestKey: "'; --", reason: message });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: claimed!.jobId })).toMatchObject({
+      lastErrorMessage: message,
+      lastErrorCode: "fuzz.'quoted'",
+    });
+    const replay = await compareAndReplaySucceededJob(db.prisma, {
+      scope: noOrganizationScope(),
+      sourceJobId: fixtures.succeededJobId,
+      expectedRunNumber: 1,
+      replayRequestKey: "'; --",
+      reason: message,
+    });
     expect(replay).toMatchObject({ kind: 'replayed' });
   });
 });

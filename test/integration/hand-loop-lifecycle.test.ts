@@ -93,10 +93,15 @@ describe('a hand loop continues a long job', () => {
     expect((await getJob(db.prisma, { scope, jobId })).checkpoint).toBeNull();
   });
 
-  it("refuses a workflow job whose step did not opt in, leaving it leased; continues one whose step did, keeping the step live", async () => {
+  it('refuses a workflow job whose step did not opt in, leaving it leased; continues one whose step did, keeping the step live', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(
       db.prisma,
-      workflow('hand.flow').job('plain', 'hand.plain', {}).job('sliced', 'hand.sliced', {}, { allowContinuation: true }).job('after', 'hand.after', {}).afterSuccess('after', ['sliced']).build(),
+      workflow('hand.flow')
+        .job('plain', 'hand.plain', {})
+        .job('sliced', 'hand.sliced', {}, { allowContinuation: true })
+        .job('after', 'hand.after', {})
+        .afterSuccess('after', ['sliced'])
+        .build(),
     );
     const plain = await claim('hand.plain');
     const refused = await continueJob(db.prisma, plain).catch((e: unknown) => e);

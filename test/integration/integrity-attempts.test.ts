@@ -27,19 +27,22 @@ beforeAll(async () => {
 
 const corrupt = corrupter(db);
 
-
 describe('verifyIntegrity: job attempts', () => {
   it('finds nothing wrong in the attempts the engine wrote', async () => {
     expect((await verifyIntegrity(db.prisma)).violations).toEqual([]);
   });
 
-  it('names an open attempt of a job that holds no lease, and a leased job whose open attempt is another lease\'s', async () => {
+  it("names an open attempt of a job that holds no lease, and a leased job whose open attempt is another lease's", async () => {
     await corrupt(`INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at) VALUES ($1, 1, 1, 'w', now())`, [done.jobId]);
     await corrupt("UPDATE runledger.job_queue SET attempt_worker_id = 'ghost' WHERE id = $1", [leased.jobId]);
     const report = await verifyIntegrity(db.prisma);
     expect(only(report.violations, 'job.attempt_lease_mismatch')).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ jobId: done.jobId, expected: { openAttempt: null }, found: { status: 'SUCCEEDED', openAttempt: { runNumber: 1, attempt: 1, workerId: 'w' } } }),
+        expect.objectContaining({
+          jobId: done.jobId,
+          expected: { openAttempt: null },
+          found: { status: 'SUCCEEDED', openAttempt: { runNumber: 1, attempt: 1, workerId: 'w' } },
+        }),
         expect.objectContaining({ jobId: leased.jobId, expected: { openAttempt: { runNumber: 1, attempt: 1, workerId: 'w' } } }),
       ]),
     );
@@ -50,14 +53,9 @@ describe('verifyIntegrity: job attempts', () => {
   });
 
   it('names a job with two open attempts', async () => {
-    await corrupt(
-      `INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at) VALUES ($1, 1, 1, 'other', now())`,
-      [leased.jobId],
-    );
+    await corrupt(`INSERT INTO runledger.job_attempts (job_id, run_number, attempt, worker_id, started_at) VALUES ($1, 1, 1, 'other', now())`, [leased.jobId]);
     const report = await verifyIntegrity(db.prisma);
-    expect(only(report.violations, 'job.attempt_open_count')).toEqual([
-      expect.objectContaining({ jobId: leased.jobId, found: { openAttempts: 2 } }),
-    ]);
+    expect(only(report.violations, 'job.attempt_open_count')).toEqual([expect.objectContaining({ jobId: leased.jobId, found: { openAttempts: 2 } })]);
     await corrupt(`DELETE FROM runledger.job_attempts WHERE job_id = $1 AND worker_id = 'other'`, [leased.jobId]);
   });
 
@@ -65,7 +63,7 @@ describe('verifyIntegrity: job attempts', () => {
     await corrupt("UPDATE runledger.job_attempts SET finished_at = started_at - interval '1 second' WHERE job_id = $1", [retried.jobId]);
     const skewed = await verifyIntegrity(db.prisma);
     expect(only(skewed.violations, 'job.attempt_history')).toEqual([expect.objectContaining({ jobId: retried.jobId })]);
-    await corrupt("UPDATE runledger.job_attempts SET finished_at = started_at, run_number = 2 WHERE job_id = $1", [retried.jobId]);
+    await corrupt('UPDATE runledger.job_attempts SET finished_at = started_at, run_number = 2 WHERE job_id = $1', [retried.jobId]);
     const later = await verifyIntegrity(db.prisma);
     expect(only(later.violations, 'job.attempt_history')).toEqual([
       expect.objectContaining({ jobId: retried.jobId, found: expect.objectContaining({ runNumber: 1 }) }),

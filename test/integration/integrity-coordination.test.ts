@@ -43,10 +43,19 @@ beforeAll(async () => {
     scope: organizationScope(ORG),
     mutationKey: 'add-review',
     window: 'intake',
-    steps: [{ key: 'review', kind: 'external' }, { key: 'notify', kind: 'job', jobType: 'coord.notify', payload: { to: 'legal' } }],
-    edges: [{ prerequisite: 'pull', dependent: 'review' }, { prerequisite: 'review', dependent: 'notify', mode: 'on_terminal' }],
+    steps: [
+      { key: 'review', kind: 'external' },
+      { key: 'notify', kind: 'job', jobType: 'coord.notify', payload: { to: 'legal' } },
+    ],
+    edges: [
+      { prerequisite: 'pull', dependent: 'review' },
+      { prerequisite: 'review', dependent: 'notify', mode: 'on_terminal' },
+    ],
   });
-  const drainingRun = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...workflow('coord.draining').job('slow', 'coord.slow', {}).build(), activeKey: 'sync:draining' });
+  const drainingRun = await enqueueOrGetActiveWorkflowRun(db.prisma, {
+    ...workflow('coord.draining').job('slow', 'coord.slow', {}).build(),
+    activeKey: 'sync:draining',
+  });
   draining = drainingRun.workflowRunId;
   await claimAll(db.prisma, 'slow-worker');
   await cancelWorkflowRun(db.prisma, { workflowRunId: draining, scope: noOrganizationScope(), reason: 'operator' });
@@ -55,8 +64,10 @@ beforeAll(async () => {
 const corrupt = corrupter(db);
 
 const claim = async (runId: string) =>
-  (await db.prisma.$queryRaw<{ scope: string; released_at: Date | null }[]>`
-    SELECT scope, released_at FROM runledger.workflow_active_keys WHERE workflow_run_id = ${runId}::uuid`)[0]!;
+  (
+    await db.prisma.$queryRaw<{ scope: string; released_at: Date | null }[]>`
+    SELECT scope, released_at FROM runledger.workflow_active_keys WHERE workflow_run_id = ${runId}::uuid`
+  )[0]!;
 
 describe('verifyIntegrity on active keys and appends', () => {
   it('finds nothing wrong in what the engine wrote: a held key, a released one, one held by a draining cancellation, an append', async () => {
@@ -114,7 +125,10 @@ describe('verifyIntegrity on active keys and appends', () => {
     expect(early).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ workflowRunId: open, found: expect.objectContaining({ status: 'RUNNING', canceledLeaseExpiresAt: null }) }),
-        expect.objectContaining({ workflowRunId: draining, found: expect.objectContaining({ status: 'CANCELED', canceledLeaseExpiresAt: expect.any(String) }) }),
+        expect.objectContaining({
+          workflowRunId: draining,
+          found: expect.objectContaining({ status: 'CANCELED', canceledLeaseExpiresAt: expect.any(String) }),
+        }),
       ]),
     );
     await corrupt('UPDATE runledger.workflow_active_keys SET released_at = NULL WHERE workflow_run_id = ANY($1::uuid[])', [[open, draining]]);
@@ -137,13 +151,17 @@ describe('verifyIntegrity on active keys and appends', () => {
     await corrupt(`UPDATE runledger.workflow_runs SET finished_at = now() - interval '3 minutes' WHERE id = $1`, [draining]);
     const report = await verifyIntegrity(db.prisma);
     expect(report.violations).toEqual([
-      expect.objectContaining({ kind: 'active_key.release_overdue', workflowRunId: draining, found: expect.objectContaining({ status: 'CANCELED', releasedAt: null }) }),
+      expect.objectContaining({
+        kind: 'active_key.release_overdue',
+        workflowRunId: draining,
+        found: expect.objectContaining({ status: 'CANCELED', releasedAt: null }),
+      }),
     ]);
     expect(await releaseQuiescedActiveKeys(db.prisma)).toBe(1);
     expect((await verifyIntegrity(db.prisma)).violations).toEqual([]);
   });
 
-  it("names a mutation whose step count or edges disagree with the steps it added", async () => {
+  it('names a mutation whose step count or edges disagree with the steps it added', async () => {
     await corrupt(`UPDATE runledger.workflow_mutations SET step_count = 3 WHERE workflow_run_id = $1 AND mutation_key = 'add-review'`, [open]);
     await corrupt(
       `DELETE FROM runledger.workflow_step_dependencies d USING runledger.workflow_steps s

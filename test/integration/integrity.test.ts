@@ -20,7 +20,6 @@ beforeAll(async () => {
 
 const corrupt = corrupter(db);
 
-
 describe('verifyIntegrity', () => {
   it('finds nothing wrong in a database the engine wrote (every run and job kind, replays, requeues, a live lease)', async () => {
     const report = await verifyIntegrity(db.prisma);
@@ -70,21 +69,35 @@ describe('verifyIntegrity', () => {
     await corrupt('UPDATE runledger.job_queue SET workflow_step_id = $2 WHERE id = $1', [news.jobId, rates.id]);
     const report = await verifyIntegrity(db.prisma);
     expect(only(report.violations, 'step.job_link_mismatch')).toEqual([
-      expect.objectContaining({ workflowRunId: workload.report, stepId: news.id, jobId: news.jobId, expected: { jobWorkflowStepId: news.id }, found: { jobWorkflowStepId: rates.id } }),
+      expect.objectContaining({
+        workflowRunId: workload.report,
+        stepId: news.id,
+        jobId: news.jobId,
+        expected: { jobWorkflowStepId: news.id },
+        found: { jobWorkflowStepId: rates.id },
+      }),
     ]);
     expect(only(report.violations, 'job.step_link_mismatch')).toEqual([
       expect.objectContaining({ jobId: news.jobId, stepId: rates.id, found: { workflowStepId: rates.id, stepExists: true, stepJobId: rates.jobId } }),
     ]);
 
     const leased = await stepsByKey(db.prisma, workload.leased);
-    await corrupt(`UPDATE runledger.job_queue SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, finished_at = now() WHERE id = $1`, [leased.a!.jobId]);
+    await corrupt(
+      `UPDATE runledger.job_queue SET status = 'SUCCEEDED', lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL, finished_at = now() WHERE id = $1`,
+      [leased.a!.jobId],
+    );
     const after = await verifyIntegrity(db.prisma, { workflowRunIds: [workload.leased] });
     expect(only(after.violations, 'step.job_status_mismatch')).toEqual([
-      expect.objectContaining({ stepId: leased.a!.id, jobId: leased.a!.jobId, expected: { jobStatus: 'PENDING or LEASED' }, found: { stepStatus: 'ENQUEUED', jobStatus: 'SUCCEEDED' } }),
+      expect.objectContaining({
+        stepId: leased.a!.id,
+        jobId: leased.a!.jobId,
+        expected: { jobStatus: 'PENDING or LEASED' },
+        found: { stepStatus: 'ENQUEUED', jobStatus: 'SUCCEEDED' },
+      }),
     ]);
   });
 
-  it('names a workflow job whose execution resource or backoff is not its step\'s', async () => {
+  it("names a workflow job whose execution resource or backoff is not its step's", async () => {
     const leased = await stepsByKey(db.prisma, workload.leased);
     await corrupt(`UPDATE runledger.job_queue SET resource_key = 'stray-key' WHERE id = $1`, [leased.a!.jobId]);
     const report = await verifyIntegrity(db.prisma, { workflowRunIds: [workload.leased] });
@@ -95,7 +108,11 @@ describe('verifyIntegrity', () => {
     await corrupt(`UPDATE runledger.job_queue SET backoff_base_ms = 10, backoff_max_ms = 20 WHERE id = $1`, [leased.a!.jobId]);
     const backoff = await verifyIntegrity(db.prisma, { workflowRunIds: [workload.leased] });
     expect(only(backoff.violations, 'job.backoff_mismatch')).toEqual([
-      expect.objectContaining({ jobId: leased.a!.jobId, expected: { backoffBaseMs: null, backoffMaxMs: null }, found: { backoffBaseMs: 10, backoffMaxMs: 20 } }),
+      expect.objectContaining({
+        jobId: leased.a!.jobId,
+        expected: { backoffBaseMs: null, backoffMaxMs: null },
+        found: { backoffBaseMs: 10, backoffMaxMs: 20 },
+      }),
     ]);
     await corrupt(`UPDATE runledger.job_queue SET backoff_base_ms = NULL, backoff_max_ms = NULL WHERE id = $1`, [leased.a!.jobId]);
   });
@@ -130,7 +147,10 @@ describe('verifyIntegrity', () => {
     await corrupt('UPDATE runledger.job_queue SET run_number = 3 WHERE id = $1', [workload.requeued]);
     const report = await verifyIntegrity(db.prisma);
     expect(only(report.violations, 'replay.lineage_missing')).toEqual([
-      expect.objectContaining({ jobId: lineage!.replay_job_id, expected: { lineage: { replayJobId: lineage!.replay_job_id, sourceJobId: workload.replaySource } } }),
+      expect.objectContaining({
+        jobId: lineage!.replay_job_id,
+        expected: { lineage: { replayJobId: lineage!.replay_job_id, sourceJobId: workload.replaySource } },
+      }),
     ]);
     expect(only(report.violations, 'job.run_number_mismatch')).toEqual([
       expect.objectContaining({ jobId: workload.requeued, expected: { runNumber: 2 }, found: { runNumber: 3 } }),
@@ -149,7 +169,10 @@ describe('verifyIntegrity', () => {
 
   it('refuses bad options with a coded validation error naming the field', async () => {
     await expect(verifyIntegrity(db.prisma, { pageSize: 0 })).rejects.toMatchObject({ code: 'integrity.invalid_input', field: 'pageSize' });
-    await expect(verifyIntegrity(db.prisma, { workflowRunIds: ["1'; DROP TABLE x; --"] })).rejects.toMatchObject({ code: 'integrity.invalid_input', field: 'workflowRunIds.0' });
+    await expect(verifyIntegrity(db.prisma, { workflowRunIds: ["1'; DROP TABLE x; --"] })).rejects.toMatchObject({
+      code: 'integrity.invalid_input',
+      field: 'workflowRunIds.0',
+    });
   });
 
   it('joins a caller transaction and writes nothing', async () => {

@@ -80,7 +80,14 @@ describe('job attempts', () => {
     await makeDue(jobId);
     await failJob(db.prisma, { ...(await claim('att.fail')), error: { code: 'bad.data', message: 'no' }, retryable: false });
     const [first, second, third] = await attempts(jobId);
-    expect(first).toMatchObject({ attempt: 1, outcome: 'FAILED_RETRY', errorCode: 'smtp.down', errorMessage: 'down', retryDelaySource: 'POLICY', requestedNextRunAt: null });
+    expect(first).toMatchObject({
+      attempt: 1,
+      outcome: 'FAILED_RETRY',
+      errorCode: 'smtp.down',
+      errorMessage: 'down',
+      retryDelaySource: 'POLICY',
+      requestedNextRunAt: null,
+    });
     expect(first!.retryDelayMs).toBeGreaterThanOrEqual(500);
     expect(first!.retryDelayMs).toBeLessThanOrEqual(1_000);
     expect(first!.nextRunAt!.getTime() - first!.finishedAt!.getTime()).toBe(first!.retryDelayMs);
@@ -128,7 +135,7 @@ describe('job attempts', () => {
     expect(await attempts(lease.jobId)).toMatchObject([{ outcome: 'CANCELED', errorCode: 'workflow.run_canceled' }]);
   });
 
-  it('pages attempts in order and keeps them in the job\'s scope', async () => {
+  it("pages attempts in order and keeps them in the job's scope", async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'att.page', payload: {}, organizationId: 'org-1' });
     for (let i = 0; i < 3; i += 1) await releaseJob(db.prisma, { ...(await claim('att.page', `w${i}`)), reason: 'job.buffer_expired' });
     const org = organizationScope('org-1');
@@ -163,7 +170,10 @@ describe('job attempts', () => {
       const leases = await claimJobs(counter.client, { workerId: 'c', jobTypes: ['att.count'], limit: 21, leaseSeconds: 60, markRunning: true });
       expect(counter.count() - before).toBe(1);
       before = counter.count();
-      await completeJobs(counter.client, leases.slice(0, 19).map((lease) => ({ ...lease, output: null })));
+      await completeJobs(
+        counter.client,
+        leases.slice(0, 19).map((lease) => ({ ...lease, output: null })),
+      );
       expect(counter.count() - before).toBe(1);
       before = counter.count();
       await failJob(counter.client, { ...leases[19]!, error: { code: 'x', message: 'y' }, retryable: true });

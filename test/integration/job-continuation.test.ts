@@ -57,7 +57,13 @@ describe('continuation', () => {
     const success = await nextEvent(worker, 'job:success', (e) => e.job.jobId === jobId);
     expect(success.job.runNumber).toBe(10);
     expect(await getJob(db.prisma, { scope, jobId })).toMatchObject({
-      status: 'SUCCEEDED', runNumber: 10, attempt: 1, output: { slices: 10 }, payload: { total: 10 }, checkpoint: { slice: 9 }, progress: { processed: 9, total: 10 },
+      status: 'SUCCEEDED',
+      runNumber: 10,
+      attempt: 1,
+      output: { slices: 10 },
+      payload: { total: 10 },
+      checkpoint: { slice: 9 },
+      progress: { processed: 9, total: 10 },
     });
     expect(seen.map((s) => s.runNumber)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(seen.every((s) => s.attempt === 1)).toBe(true);
@@ -72,7 +78,13 @@ describe('continuation', () => {
     expect((await verifyIntegrity(db.prisma)).violations).toEqual([]);
 
     // A replay starts over: a new job at run 1 without the source's checkpoint.
-    const replay = await compareAndReplaySucceededJob(db.prisma, { scope, sourceJobId: jobId, expectedRunNumber: 10, replayRequestKey: 'again', reason: 'rerun' });
+    const replay = await compareAndReplaySucceededJob(db.prisma, {
+      scope,
+      sourceJobId: jobId,
+      expectedRunNumber: 10,
+      replayRequestKey: 'again',
+      reason: 'rerun',
+    });
     expect(replay.kind).toBe('replayed');
     if (replay.kind !== 'replayed') return;
     expect(await getJob(db.prisma, { scope, jobId: replay.replay.jobId })).toMatchObject({ runNumber: 1, checkpoint: null, status: 'PENDING' });
@@ -128,7 +140,10 @@ describe('continuation', () => {
   it('fails a workflow step that did not opt in, terminally', async () => {
     const handler = defineJob('cont.wf.plain', z.object({}), () => continueNow({ checkpoint: 1 }));
     const worker = await startWorker({ handlers: [handler] });
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('cont.wf.plain').job('a', 'cont.wf.plain', {}).job('b', 'cont.wf.other', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('cont.wf.plain').job('a', 'cont.wf.plain', {}).job('b', 'cont.wf.other', {}).afterSuccess('b', ['a']).build(),
+    );
     const failure = await nextEvent(worker, 'job:failure');
     expect(failure).toMatchObject({ code: 'job.workflow_handler_continuation_not_enabled', status: 'DEAD_LETTERED', retryable: false });
     const steps = await stepsByKey(db.prisma, workflowRunId);
@@ -147,7 +162,9 @@ describe('continuation', () => {
       expect(lease).toMatchObject({ runNumber: slice, attempt: 1 });
       expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
       if (slice < 3) {
-        expect(await continueJobs(db.prisma, [{ lease, delayMs: 0, checkpoint: { slice } }])).toEqual([expect.objectContaining({ outcome: 'continued', runNumber: slice + 1 })]);
+        expect(await continueJobs(db.prisma, [{ lease, delayMs: 0, checkpoint: { slice } }])).toEqual([
+          expect.objectContaining({ outcome: 'continued', runNumber: slice + 1 }),
+        ]);
         const steps = await stepsByKey(db.prisma, workflowRunId);
         expect(steps.a).toMatchObject({ status: 'ENQUEUED', statusReason: 'job.continued', allowContinuation: true });
         expect(steps.b!.status).toBe('BLOCKED');

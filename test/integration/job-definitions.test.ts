@@ -17,7 +17,7 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { barrier } from '../harness/workflow-helpers.js';
+import { raceInTransactions } from '../harness/workflow-helpers.js';
 import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
@@ -36,7 +36,7 @@ async function jobCount(jobType: string): Promise<number> {
 const noop = async () => undefined;
 
 describe('job definitions catalog', () => {
-  it('writes a definition\'s settings and payload JSON Schema, then reports a second sync as unchanged', async () => {
+  it("writes a definition's settings and payload JSON Schema, then reports a second sync as unchanged", async () => {
     const capture = defineJob('cat.capture', z.object({ invoiceId: z.string() }), noop, {
       retry: { maxAttempts: 8, backoff: { baseDelayMs: 5_000 } },
       timeoutSeconds: 60,
@@ -57,7 +57,7 @@ describe('job definitions catalog', () => {
     expect(row.payloadSchemaHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it('updates changed settings but never the operator\'s enabled switch', async () => {
+  it("updates changed settings but never the operator's enabled switch", async () => {
     await syncJobDefinitions(db.prisma, [defineJob('cat.switch', z.object({}), noop, { timeoutSeconds: 10 })]);
     await setJobDefinitionEnabled(db.prisma, { jobType: 'cat.switch', enabled: false });
     const result = await syncJobDefinitions(db.prisma, [defineJob('cat.switch', z.object({}), noop, { timeoutSeconds: 20 })]);
@@ -68,24 +68,16 @@ describe('job definitions catalog', () => {
 
   it('survives ten concurrent syncs of the same set with one row per type', async () => {
     const definitions = ['cat.c', 'cat.a', 'cat.b'].map((type) => defineJob(type, z.object({}), noop));
-    const clients = Array.from({ length: 10 }, () => db.newClient({ max: 1 }));
-    await Promise.all(clients.map((client) => client.$connect()));
-    const arrive = barrier(10);
-    const results = await Promise.all(
-      clients.map((client) =>
-        client.$transaction(async (tx) => {
-          await tx.$queryRaw`SELECT 1`;
-          await arrive();
-          return syncJobDefinitions(tx, definitions);
-        }),
-      ),
-    );
+    const results = await raceInTransactions(db, 10, (tx) => syncJobDefinitions(tx, definitions));
     expect(results.flatMap((r) => r.inserted).sort()).toEqual(['cat.a', 'cat.b', 'cat.c']);
     for (const type of ['cat.a', 'cat.b', 'cat.c']) expect(await rowCount(type)).toBe(1);
   });
 
   it('pages the catalog in job-type order', async () => {
-    await syncJobDefinitions(db.prisma, ['page.b', 'page.a', 'page.c'].map((type) => defineJob(type, z.object({}), noop)));
+    await syncJobDefinitions(
+      db.prisma,
+      ['page.b', 'page.a', 'page.c'].map((type) => defineJob(type, z.object({}), noop)),
+    );
     const first = await listJobDefinitions(db.prisma, { limit: 2, cursor: 'page.' });
     expect(first.items.map((item) => item.jobType)).toEqual(['page.a', 'page.b']);
     const second = await listJobDefinitions(db.prisma, { limit: 2, cursor: first.nextCursor! });

@@ -89,12 +89,14 @@ describe('stages and progress', () => {
     expect(isRunledgerError(await setJobStage(db.prisma, { ...lease, stage: 'second' }).catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
     await reapExpiredLeases(db.prisma, { limit: 10 });
     await claim('stage.lost', 'new');
-    expect(isRunledgerError(await recordJobProgress(db.prisma, { ...lease, processed: 1, total: 2 }).catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
+    expect(
+      isRunledgerError(await recordJobProgress(db.prisma, { ...lease, processed: 1, total: 2 }).catch((e: unknown) => e), 'job.lease_owner_mismatch'),
+    ).toBe(true);
     expect(await getJob(db.prisma, { scope, jobId })).toMatchObject({ stage: 'first', progress: null });
     expect((await events(jobId)).filter((e) => e.eventType === 'STAGE_CHANGED' || e.eventType === 'PROGRESS')).toEqual([]);
   });
 
-  it('carries a workflow step\'s stage to its job, and step reads show the job\'s live stage and progress', async () => {
+  it("carries a workflow step's stage to its job, and step reads show the job's live stage and progress", async () => {
     const { workflowRunId } = await enqueueWorkflowRun(
       db.prisma,
       workflow('stage.wf').job('a', 'stage.wf.a', {}, { stage: 'waiting' }).job('b', 'stage.wf.b', {}, { stage: 'later' }).afterSuccess('b', ['a']).build(),

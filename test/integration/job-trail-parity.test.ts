@@ -41,6 +41,7 @@ describe('job trail', () => {
       SELECT j.job_type, e.payload FROM runledger.job_events e JOIN runledger.job_queue j ON j.id = e.job_id
        WHERE e.event_type = 'ENQUEUED'`;
     expect(enqueued.length).toBeGreaterThan(0);
-    for (const row of enqueued) expect(Object.keys(row.payload)).toEqual(expect.arrayContaining([row.job_type === 'trail.intent' ? 'enqueueIntentId' : 'replayedFromJobId']));
+    for (const row of enqueued)
+      expect(Object.keys(row.payload)).toEqual(expect.arrayContaining([row.job_type === 'trail.intent' ? 'enqueueIntentId' : 'replayedFromJobId']));
   });
 });

@@ -173,13 +173,14 @@ describe('the shared LISTEN connection', () => {
   });
 
   it('createWorkflowRunListener refuses bad options, and rejects when its first connection fails, leaving nothing reconnecting (it resolved and retried for ever before)', async () => {
-    const refusal = (options: unknown) => createWorkflowRunListener(options as never).then(
-      async (listener) => {
-        await listener.close();
-        return 'created';
-      },
-      (e: RunledgerError & { field?: string }) => `${e.code} ${e.field ?? ''}`.trim(),
-    );
+    const refusal = (options: unknown) =>
+      createWorkflowRunListener(options as never).then(
+        async (listener) => {
+          await listener.close();
+          return 'created';
+        },
+        (e: RunledgerError & { field?: string }) => `${e.code} ${e.field ?? ''}`.trim(),
+      );
     expect(await refusal(undefined)).toBe('listen.invalid_options options');
     expect(await refusal({})).toBe('listen.invalid_options connectionString');
     expect(await refusal({ connectionString: 'not a url' })).toBe('listen.invalid_options connectionString');

@@ -51,9 +51,13 @@ describe(`migration ${MIGRATION}`, () => {
     const pending = await migrateUpTo(url, MIGRATION);
     await queryOnce(url, `BEGIN; ${OLD_HISTORY} COMMIT;`);
     const stored = async (jobId: string): Promise<Trail> =>
-      (await queryOnce<{ event_type: string; attempt: number; payload: unknown; created_at: Date }>(
-        url, 'SELECT event_type, attempt, payload, created_at FROM runledger.job_events WHERE job_id = $1 ORDER BY seq', [jobId],
-      )).map((e) => ({ type: e.event_type, attempt: e.attempt, payload: e.payload, at: e.created_at.getTime() }));
+      (
+        await queryOnce<{ event_type: string; attempt: number; payload: unknown; created_at: Date }>(
+          url,
+          'SELECT event_type, attempt, payload, created_at FROM runledger.job_events WHERE job_id = $1 ORDER BY seq',
+          [jobId],
+        )
+      ).map((e) => ({ type: e.event_type, attempt: e.attempt, payload: e.payload, at: e.created_at.getTime() }));
     const before = { finished: await stored(FINISHED), started: await stored(STARTED), unstarted: await stored(UNSTARTED) };
 
     expect((await migrate({ connectionString: url })).applied).toEqual(pending);
@@ -63,15 +67,25 @@ describe(`migration ${MIGRATION}`, () => {
     try {
       const scope = noOrganizationScope();
       const trail = async (jobId: string): Promise<Trail> =>
-        (await listJobEvents(prisma, { scope, jobId })).items.map((e) => ({ type: e.eventType, attempt: e.attempt, payload: e.payload, at: e.createdAt.getTime() }));
+        (await listJobEvents(prisma, { scope, jobId })).items.map((e) => ({
+          type: e.eventType,
+          attempt: e.attempt,
+          payload: e.payload,
+          at: e.createdAt.getTime(),
+        }));
       expect(await trail(FINISHED)).toEqual(before.finished);
       expect(await trail(STARTED)).toEqual(before.started);
       expect(await trail(UNSTARTED)).toEqual(before.unstarted);
       // The live leases' open attempts moved onto their job rows, the started one's RUNNING with it, and only there.
       expect((await stored(STARTED)).map((e) => e.type)).toEqual(['ENQUEUED', 'LEASED']);
       expect(await queryOnce(url, 'SELECT job_id FROM runledger.job_attempts WHERE finished_at IS NULL')).toEqual([]);
-      expect(await queryOnce(url, `SELECT id, attempt_worker_id, attempt_running_seq IS NOT NULL AS running FROM runledger.job_queue
-                                    WHERE status = 'LEASED' ORDER BY id`)).toEqual([
+      expect(
+        await queryOnce(
+          url,
+          `SELECT id, attempt_worker_id, attempt_running_seq IS NOT NULL AS running FROM runledger.job_queue
+                                    WHERE status = 'LEASED' ORDER BY id`,
+        ),
+      ).toEqual([
         { id: STARTED, attempt_worker_id: 'w-old', running: true },
         { id: UNSTARTED, attempt_worker_id: 'w-old', running: false },
       ]);
@@ -84,13 +98,18 @@ describe(`migration ${MIGRATION}`, () => {
       expect(await attemptsOf(FINISHED)).toEqual([['w-old', 'SUCCEEDED']]);
       expect(await reapExpiredLeases(prisma, { limit: 10 })).toEqual({ retried: [UNSTARTED], deadLettered: [] });
       expect((await trail(UNSTARTED)).map((e) => [e.type, (e.payload as { started?: boolean } | null)?.started])).toEqual([
-        ['ENQUEUED', undefined], ['LEASED', undefined], ['LEASE_EXPIRED', false],
+        ['ENQUEUED', undefined],
+        ['LEASED', undefined],
+        ['LEASE_EXPIRED', false],
       ]);
       const [again] = await claimJobs(prisma, { workerId: 'w-new', jobTypes: ['old.unstarted'], limit: 1, leaseSeconds: 60, markRunning: true });
       expect(again).toMatchObject({ jobId: UNSTARTED, attempt: 1 });
       expect((await trail(UNSTARTED)).map((e) => e.type)).toEqual(['ENQUEUED', 'LEASED', 'LEASE_EXPIRED', 'LEASED', 'RUNNING']);
       const attempts = (await listJobAttempts(prisma, { scope, jobId: UNSTARTED })).items;
-      expect(attempts.map((a) => [a.workerId, a.outcome])).toEqual([['w-old', 'LEASE_EXPIRED'], ['w-new', null]]);
+      expect(attempts.map((a) => [a.workerId, a.outcome])).toEqual([
+        ['w-old', 'LEASE_EXPIRED'],
+        ['w-new', null],
+      ]);
       // A job enqueued now writes its row only, and its trail starts with ENQUEUED all the same.
       const { jobId } = await enqueueJob(prisma, { jobType: 'new.job', payload: {} });
       expect(await queryOnce(url, 'SELECT 1 FROM runledger.job_events WHERE job_id = $1', [jobId])).toEqual([]);

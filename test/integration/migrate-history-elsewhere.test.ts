@@ -43,9 +43,15 @@ async function applyLikePrismaCliWithoutSchema(url: string, files: readonly Migr
   }
 }
 
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error as RunledgerError);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error as RunledgerError,
+  );
 const historyIn = (url: string, schema: 'public' | 'runledger') =>
-  queryOnce<{ migration_name: string }>(url, `SELECT migration_name FROM ${schema}._prisma_migrations ORDER BY migration_name`).then((rows) => rows.map((r) => r.migration_name));
+  queryOnce<{ migration_name: string }>(url, `SELECT migration_name FROM ${schema}._prisma_migrations ORDER BY migration_name`).then((rows) =>
+    rows.map((r) => r.migration_name),
+  );
 
 describe('migrate() with the history in another schema', () => {
   it('says where the history is and how to fix it, applies nothing, and migrates once the rows are moved', async () => {
@@ -54,10 +60,11 @@ describe('migrate() with the history in another schema', () => {
     // The host's own migration shares public._prisma_migrations and must survive the fix.
     await queryOnce(url, 'CREATE TABLE public.host_orders (id int)');
     await applyLikePrismaCliWithoutSchema(url, files);
-    await queryOnce(url, `INSERT INTO public._prisma_migrations (id, checksum, migration_name, finished_at) VALUES ($1, $2, '20250101000000_host_init', now())`, [
-      randomUUID(),
-      'a'.repeat(64),
-    ]);
+    await queryOnce(
+      url,
+      `INSERT INTO public._prisma_migrations (id, checksum, migration_name, finished_at) VALUES ($1, $2, '20250101000000_host_init', now())`,
+      [randomUUID(), 'a'.repeat(64)],
+    );
 
     const error = await failure(migrate({ connectionString: url }));
     expect(isRunledgerError(error, 'migrate.history_in_other_schema')).toBe(true);
@@ -83,7 +90,7 @@ describe('migrate() with the history in another schema', () => {
     const result = await runCli(url, 'migrate');
     expect(result.code).toBe(4);
     expect(result.stderr).toContain('migrate.history_in_other_schema');
-    expect(result.stderr).toMatch(/To move the history rows, run:\n  INSERT INTO "runledger"\._prisma_migrations .* FROM "public"\._prisma_migrations/);
+    expect(result.stderr).toMatch(/To move the history rows, run:\n {2}INSERT INTO "runledger"\._prisma_migrations .* FROM "public"\._prisma_migrations/);
     const json = await runCli(url, '--json', 'migrate');
     expect(json.code).toBe(4);
     expect(JSON.parse(json.stderr).details.fixSql).toHaveLength(2);

@@ -19,13 +19,13 @@ import {
   listJobs,
   listWorkflowRuns,
   noOrganizationScope,
-  RunledgerError,
   workflow,
   type Db,
 } from '../../src/index.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { queryOnce, useEmptyDatabases } from '../harness/empty-database.js';
 import { runCli } from '../harness/cli.js';
+import { runledgerErrorOf as failure } from '../harness/errors.js';
 
 const databases = useEmptyDatabases();
 const clients: PrismaClient[] = [];
@@ -44,15 +44,6 @@ const CALLS: Record<string, (db: Db) => Promise<unknown>> = {
   listWorkflowRuns: (c) => listWorkflowRuns(c, { scope: noOrganizationScope() }),
   getQueueMetrics: (c) => getQueueMetrics(c, { scope: noOrganizationScope() }),
 };
-
-async function failure(promise: Promise<unknown>): Promise<RunledgerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error, 'the call should have failed').toBeInstanceOf(RunledgerError);
-  return error as RunledgerError;
-}
 
 describe.each([
   ['never migrated (no runledger schema)', async (_url: string) => undefined],

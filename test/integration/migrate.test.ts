@@ -30,8 +30,7 @@ interface HistoryRow {
   rolled_back_at: Date | null;
 }
 
-const history = (url: string) =>
-  queryOnce<HistoryRow>(url, 'SELECT * FROM runledger._prisma_migrations ORDER BY migration_name');
+const history = (url: string) => queryOnce<HistoryRow>(url, 'SELECT * FROM runledger._prisma_migrations ORDER BY migration_name');
 
 describe('migrate()', () => {
   it('records every applied migration exactly as prisma migrate deploy does', async () => {
@@ -149,11 +148,11 @@ describe('migrate()', () => {
   it('refuses to run past a migration Prisma recorded as failed', async () => {
     const url = await databases.create();
     await migrate({ connectionString: url });
-    await queryOnce(
-      url,
-      `INSERT INTO runledger._prisma_migrations (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())`,
-      ['00000000-0000-4000-8000-000000000001', 'f'.repeat(64), '29990101000000_failed_by_prisma'],
-    );
+    await queryOnce(url, `INSERT INTO runledger._prisma_migrations (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())`, [
+      '00000000-0000-4000-8000-000000000001',
+      'f'.repeat(64),
+      '29990101000000_failed_by_prisma',
+    ]);
     const error = await migrate({ connectionString: url }).catch((e: unknown) => e);
     expect(isRunledgerError(error, 'migrate.failed_migration_in_history')).toBe(true);
     expect((error as Error).message).toContain('29990101000000_failed_by_prisma');
@@ -169,9 +168,25 @@ describe('migrate()', () => {
     const url = await databases.create();
     const target = new URL(url);
     // What pg falls back to without a connection string: an unset DATABASE_URL used to migrate this database.
-    const saved = { PGHOST: process.env.PGHOST, PGPORT: process.env.PGPORT, PGUSER: process.env.PGUSER, PGPASSWORD: process.env.PGPASSWORD, PGDATABASE: process.env.PGDATABASE };
-    Object.assign(process.env, { PGHOST: target.hostname, PGPORT: target.port || '5432', PGUSER: decodeURIComponent(target.username), PGPASSWORD: decodeURIComponent(target.password), PGDATABASE: target.pathname.slice(1) });
-    const refusal = async (options: unknown) => migrate(options as never).then(() => 'migrated', (e: { code?: string; field?: string; category?: string }) => `${e.code} ${e.field} ${e.category}`);
+    const saved = {
+      PGHOST: process.env.PGHOST,
+      PGPORT: process.env.PGPORT,
+      PGUSER: process.env.PGUSER,
+      PGPASSWORD: process.env.PGPASSWORD,
+      PGDATABASE: process.env.PGDATABASE,
+    };
+    Object.assign(process.env, {
+      PGHOST: target.hostname,
+      PGPORT: target.port || '5432',
+      PGUSER: decodeURIComponent(target.username),
+      PGPASSWORD: decodeURIComponent(target.password),
+      PGDATABASE: target.pathname.slice(1),
+    });
+    const refusal = async (options: unknown) =>
+      migrate(options as never).then(
+        () => 'migrated',
+        (e: { code?: string; field?: string; category?: string }) => `${e.code} ${e.field} ${e.category}`,
+      );
     try {
       expect(await refusal(undefined)).toBe('migrate.invalid_options options validation');
       expect(await refusal({})).toBe('migrate.invalid_options connectionString validation');
@@ -187,7 +202,9 @@ describe('migrate()', () => {
     expect(await refusal({ connectionString: 'mysql://u@h/db' })).toBe('migrate.invalid_options connectionString validation');
     expect(await refusal({ connectionString: 'postgresql://u:%zz@127.0.0.1/db' })).toBe('migrate.invalid_options connectionString validation');
     expect(await refusal({ pool: {} })).toBe('migrate.invalid_options pool validation');
-    expect(await refusal({ connectionString: url, migrationsDir: path.join(os.tmpdir(), 'runledger-no-such-dir') })).toBe('migrate.invalid_options migrationsDir validation');
+    expect(await refusal({ connectionString: url, migrationsDir: path.join(os.tmpdir(), 'runledger-no-such-dir') })).toBe(
+      'migrate.invalid_options migrationsDir validation',
+    );
     expect(await refusal({ connectionString: url, log: 'loud' })).toBe('migrate.invalid_options log validation');
     expect(await queryOnce<{ n: number }>(url, `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'runledger'`)).toEqual([{ n: 0 }]);
     // The message never echoes the URL (it may hold a password).

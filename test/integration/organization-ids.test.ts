@@ -76,7 +76,14 @@ describe('organization ids', () => {
   it('runs a workflow for a cuid organization: its steps and released jobs keep the id', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(
       db.prisma,
-      workflow('org.flow').organization(CUID).idempotencyKey('flow').job('a', 'org.flow.a', {}).job('b', 'org.flow.b', {}).afterSuccess('b', ['a']).resultStep('b').build(),
+      workflow('org.flow')
+        .organization(CUID)
+        .idempotencyKey('flow')
+        .job('a', 'org.flow.a', {})
+        .job('b', 'org.flow.b', {})
+        .afterSuccess('b', ['a'])
+        .resultStep('b')
+        .build(),
     );
     const handled = await runRunnableJobs(db.prisma);
     expect(handled.filter((job) => job.jobType.startsWith('org.flow.')).map((job) => [job.jobType, job.organizationId])).toEqual([

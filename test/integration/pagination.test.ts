@@ -81,7 +81,10 @@ describe('one page shape for every list', () => {
   });
 
   it('filters jobs by a list of statuses', async () => {
-    const [a, b, c] = await enqueueJobs(db.prisma, [1, 2, 3].map((n) => ({ jobType: 'page.status', payload: n })));
+    const [a, b, c] = await enqueueJobs(
+      db.prisma,
+      [1, 2, 3].map((n) => ({ jobType: 'page.status', payload: n })),
+    );
     await cancelJob(db.prisma, { scope: noOrganizationScope(), jobId: b!.jobId });
     const both = await listJobs(db.prisma, { scope: noOrganizationScope(), jobType: 'page.status', status: ['PENDING', 'CANCELED'] });
     expect(both.items.map((j) => j.id)).toEqual([c!.jobId, b!.jobId, a!.jobId]);
@@ -94,7 +97,11 @@ describe('one page shape for every list', () => {
     ['listJobEvents', () => listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId: newId(), cursor: '-1' }), 'job.invalid_input'],
     ['listWorkflowRuns', () => listWorkflowRuns(db.prisma, { scope: noOrganizationScope(), cursor: newId() }), 'workflow.invalid_input'],
     ['listWorkflowSteps', () => listWorkflowSteps(db.prisma, { scope: noOrganizationScope(), workflowRunId: newId(), cursor: '12' }), 'workflow.invalid_input'],
-    ['listWorkflowStepDependencies', () => listWorkflowStepDependencies(db.prisma, { scope: noOrganizationScope(), workflowRunId: newId(), cursor: newId() }), 'workflow.invalid_input'],
+    [
+      'listWorkflowStepDependencies',
+      () => listWorkflowStepDependencies(db.prisma, { scope: noOrganizationScope(), workflowRunId: newId(), cursor: newId() }),
+      'workflow.invalid_input',
+    ],
   ] as const)('%s refuses a cursor it did not issue, naming the field', async (_name, call, code) => {
     const error = await call().then(
       () => undefined,

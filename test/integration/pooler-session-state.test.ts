@@ -160,11 +160,25 @@ describe.skipIf(!available)('session state behind a transaction-mode PgBouncer',
     await prisma.$transaction(async (tx) => void (await enqueueJob(tx, { jobType: 'pool.direct', payload: { n: 1 } })));
     const fanIn = await enqueueWorkflowRun(
       prisma,
-      workflow('pool.fan-in').job('a', 'pool.step', {}).job('b', 'pool.step', {}).job('c', 'pool.step', {}).afterSuccess('c', ['a', 'b']).resultStep('c').build(),
+      workflow('pool.fan-in')
+        .job('a', 'pool.step', {})
+        .job('b', 'pool.step', {})
+        .job('c', 'pool.step', {})
+        .afterSuccess('c', ['a', 'b'])
+        .resultStep('c')
+        .build(),
     );
     // An external step (try-lock), a canceled run (exclusive lock), an active key (its advisory lock), a failure to recover.
-    const gated = await enqueueWorkflowRun(prisma, workflow('pool.gated').external('gate').job('after', 'pool.step', {}).afterSuccess('after', ['gate']).build());
-    await completeExternalWorkflowStep(prisma, { workflowRunId: gated.workflowRunId, stepKey: 'gate', scope, outcome: { status: 'succeeded', output: { ok: true } } });
+    const gated = await enqueueWorkflowRun(
+      prisma,
+      workflow('pool.gated').external('gate').job('after', 'pool.step', {}).afterSuccess('after', ['gate']).build(),
+    );
+    await completeExternalWorkflowStep(prisma, {
+      workflowRunId: gated.workflowRunId,
+      stepKey: 'gate',
+      scope,
+      outcome: { status: 'succeeded', output: { ok: true } },
+    });
     const doomed = await enqueueWorkflowRun(prisma, workflow('pool.doomed').external('wait').build());
     await cancelWorkflowRun(prisma, { workflowRunId: doomed.workflowRunId, scope, reason: 'pooled cancel' });
     await enqueueOrGetActiveWorkflowRun(prisma, { ...workflow('pool.keyed').job('k', 'pool.step', {}).build(), activeKey: 'pool:key' });
@@ -176,11 +190,20 @@ describe.skipIf(!available)('session state behind a transaction-mode PgBouncer',
     // Replay, intents, schedules (declare takes an advisory lock), reaper, metrics, integrity (READ ONLY), purge.
     const [succeeded] = (await listJobs(prisma, { scope: adminScope(), jobType: 'pool.direct', limit: 1 })).items;
     expect(succeeded?.status).toBe('SUCCEEDED');
-    await compareAndReplaySucceededJob(prisma, { scope, sourceJobId: succeeded!.id, expectedRunNumber: 1, replayRequestKey: 'pool-replay', reason: 'pooled replay' });
+    await compareAndReplaySucceededJob(prisma, {
+      scope,
+      sourceJobId: succeeded!.id,
+      expectedRunNumber: 1,
+      replayRequestKey: 'pool-replay',
+      reason: 'pooled replay',
+    });
     await syncJobDefinitions(prisma, [defineJob('pool.intent', z.object({}), async () => undefined)]);
     await prisma.$transaction(async (tx) => void (await recordJobEnqueueIntent(tx, { jobType: 'pool.intent', payload: {}, idempotencyKey: 'pool-intent' })));
     expect((await promoteEnqueueIntents(prisma, { jobTypes: ['pool.intent'], limit: 10 })).intents).toHaveLength(1);
-    await declareSchedules(prisma, { owner: 'pool', schedules: [{ key: 'pool.hourly', cron: '0 * * * *', jobType: 'pool.scheduled', payload: {}, enabled: true, now: new Date('2027-01-01T00:30:00Z') }] });
+    await declareSchedules(prisma, {
+      owner: 'pool',
+      schedules: [{ key: 'pool.hourly', cron: '0 * * * *', jobType: 'pool.scheduled', payload: {}, enabled: true, now: new Date('2027-01-01T00:30:00Z') }],
+    });
     expect((await runDueSchedules(prisma, { now: new Date('2027-01-01T01:00:00Z'), limit: 10 })).jobs).toHaveLength(1);
     await reapExpiredLeases(prisma, { limit: 10 });
     await getQueueMetrics(prisma, { scope: adminScope() });

@@ -35,10 +35,9 @@ function startWorker(options: Omit<WorkerOptions, 'db'>): Worker {
 }
 
 async function listenerSessions(): Promise<number> {
-  const rows = await db.newPool({ max: 1 }).query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
-    [db.name, LISTENER_APPLICATION_NAME],
-  );
+  const rows = await db
+    .newPool({ max: 1 })
+    .query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = $2', [db.name, LISTENER_APPLICATION_NAME]);
   return rows.rows[0]!.n;
 }
 
@@ -51,7 +50,10 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
 
   it('runs a fan-in workflow through the pooler, woken by NOTIFY on the direct URL long before its next poll', async () => {
     const seen: string[] = [];
-    const step = defineJob('pooled.step', z.object({ name: z.string() }), async (payload) => (seen.push(payload.name), { name: payload.name }));
+    const step = defineJob('pooled.step', z.object({ name: z.string() }), async (payload) => {
+      seen.push(payload.name);
+      return { name: payload.name };
+    });
     const worker = startWorker({ connectionString: pooled(), listenConnectionString: db.url, handlers: [step], logger: silentLogger, pollIntervalMs: 60_000 });
     const idle = nextEvent(worker, 'worker:idle');
     // The run's result arrives with its commit's NOTIFY, which can precede the worker's own count of that success.
@@ -109,7 +111,14 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
 
   it('serves the CLI dashboard without a live feed when its URL has pgbouncer=true, with one on the direct URL', async () => {
     const live = async (connectionString: string) => {
-      const context = { json: false, scope: adminScope(), db: () => db.newClient({ max: 2 }) as never, print: () => undefined, connectionString: () => connectionString, connectTimeoutMs: () => 10_000 };
+      const context = {
+        json: false,
+        scope: adminScope(),
+        db: () => db.newClient({ max: 2 }) as never,
+        print: () => undefined,
+        connectionString: () => connectionString,
+        connectTimeoutMs: () => 10_000,
+      };
       const running = await startDashboardServer(context, { port: 0, host: '127.0.0.1', readOnly: true, basePath: '' });
       try {
         return ((await (await fetch(`${running.url}api/session`)).json()) as { live: boolean }).live;

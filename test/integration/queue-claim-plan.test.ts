@@ -68,7 +68,8 @@ describe('claim plans', () => {
       expect(use.job_queue_claim_by_type_idx?.idx_scan).toBeGreaterThan(0);
       expect(use.job_queue_claim_by_type_idx?.idx_tup_read).toBeLessThanOrEqual(30);
       expect(use['job_queue (seq)']?.idx_scan ?? 0).toBe(0);
-      await db.prisma.$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
+      await db.prisma
+        .$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
                                    WHERE job_type = 'plan.target' AND status = 'LEASED'`;
       await closeOpenAttempts();
     }
@@ -84,7 +85,8 @@ describe('claim plans', () => {
       expect(use.job_queue_claim_idx?.idx_tup_read ?? 0).toBeLessThanOrEqual(30);
       expect(use.job_queue_claim_by_type_idx?.idx_scan ?? 0).toBe(0);
       expect(use['job_queue (seq)']?.idx_scan ?? 0).toBe(0);
-      await db.prisma.$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
+      await db.prisma
+        .$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
                                    WHERE status = 'LEASED'`;
       await closeOpenAttempts();
     }

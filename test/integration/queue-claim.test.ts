@@ -68,7 +68,10 @@ describe('claimJobs', () => {
   });
 
   it('claims at most limit jobs and leaves the rest pending', async () => {
-    await enqueueJobs(db.prisma, Array.from({ length: 7 }, (_, i) => ({ jobType: 't', payload: i })));
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 7 }, (_, i) => ({ jobType: 't', payload: i })),
+    );
     expect(await claimJobs(db.prisma, { workerId: 'w', limit: 3, leaseSeconds: 30 })).toHaveLength(3);
     const [row] = await db.prisma.$queryRaw<{ pending: number }[]>`
       SELECT count(*)::int AS pending FROM runledger.job_queue WHERE status = 'PENDING'`;
@@ -96,7 +99,10 @@ describe('claimJobs', () => {
 
   it('gives every one of 5,000 jobs to exactly one of 8 concurrent claimers', async () => {
     const total = 5_000;
-    await enqueueJobs(db.prisma, Array.from({ length: total }, (_, i) => ({ jobType: 'bulk', payload: { i }, priority: i % 4 })));
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: total }, (_, i) => ({ jobType: 'bulk', payload: { i }, priority: i % 4 })),
+    );
     const clients = Array.from({ length: 8 }, () => db.newClient({ max: 2 }));
     await Promise.all(clients.map((client) => client.$connect()));
     const claimedBy = await Promise.all(

@@ -53,7 +53,10 @@ async function claimOne(jobType: string): Promise<ClaimedJob> {
 async function directAndWorkflowLeases(name: string): Promise<{ direct: ClaimedJob; managed: ClaimedJob; workflowRunId: string }> {
   await enqueueJob(db.prisma, { jobType: `${name}.direct`, payload: {} });
   // A dependent, so that completing `a` goes through the release (where failures are injected).
-  const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow(name).job('a', `${name}.a`, {}).job('b', `${name}.b`, {}).afterSuccess('b', ['a']).build());
+  const { workflowRunId } = await enqueueWorkflowRun(
+    db.prisma,
+    workflow(name).job('a', `${name}.a`, {}).job('b', `${name}.b`, {}).afterSuccess('b', ['a']).build(),
+  );
   return { direct: await claimOne(`${name}.direct`), managed: await claimOne(`${name}.a`), workflowRunId };
 }
 
@@ -84,10 +87,7 @@ describe('completion of a mixed batch when the workflow step fails', () => {
     await expect(completeJobs(db.prisma, [direct, managed])).rejects.toMatchObject({ code: 'workflow.internal_state' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'LEASED' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: managed.jobId })).toMatchObject({ status: 'LEASED' });
-    expect((await completeJobs(db.prisma, [direct, managed])).map((o) => o.outcome)).toEqual([
-      'succeeded',
-      'succeeded',
-    ]);
+    expect((await completeJobs(db.prisma, [direct, managed])).map((o) => o.outcome)).toEqual(['succeeded', 'succeeded']);
     expect(await succeededEvents(direct.jobId)).toBe(1);
     expect(await succeededEvents(managed.jobId)).toBe(1);
   });

@@ -17,7 +17,6 @@ import {
   enqueueJobs,
   enqueueWorkflowRun,
   failJob,
-  getJob,
   noOrganizationScope,
   workflow,
   type BackoffPolicy,
@@ -72,8 +71,13 @@ async function expectInvalid(promise: Promise<unknown>, code: string, field: str
 const TINY: BackoffPolicy = { baseDelayMs: 1, maxDelayMs: 2 };
 
 describe('a backoff per enqueue', () => {
-  it('retries a direct job after its own backoff, doubling per attempt up to its cap, over the worker\'s', async () => {
-    const { jobId } = await enqueueJob(db.prisma, { jobType: 'bo.direct', payload: {}, maxAttempts: 5, backoff: { baseDelayMs: 200_000, maxDelayMs: 500_000 } });
+  it("retries a direct job after its own backoff, doubling per attempt up to its cap, over the worker's", async () => {
+    const { jobId } = await enqueueJob(db.prisma, {
+      jobType: 'bo.direct',
+      payload: {},
+      maxAttempts: 5,
+      backoff: { baseDelayMs: 200_000, maxDelayMs: 500_000 },
+    });
     expect(await storedBackoff(jobId)).toEqual({ base: 200_000, max: 500_000 });
     const ceilings = [200_000, 400_000, 500_000, 500_000];
     for (const [index, ceiling] of ceilings.entries()) {
@@ -253,7 +257,10 @@ describe('a backoff per workflow step', () => {
     const runs = async () => (await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_runs`)[0]!.n;
     const [runsBefore, jobsBefore] = [await runs(), await jobCount()];
     await expectInvalid(
-      enqueueWorkflowRun(db.prisma, { workflowType: 'bo.wf_bad', steps: [{ key: 'a', kind: 'job', jobType: 'x', payload: {}, backoff: { baseDelayMs: 9, maxDelayMs: 3 } }] }),
+      enqueueWorkflowRun(db.prisma, {
+        workflowType: 'bo.wf_bad',
+        steps: [{ key: 'a', kind: 'job', jobType: 'x', payload: {}, backoff: { baseDelayMs: 9, maxDelayMs: 3 } }],
+      }),
       'workflow.invalid_input',
       'steps.0.backoff.maxDelayMs',
     );
@@ -267,7 +274,11 @@ describe('a backoff per workflow step', () => {
   });
 
   it('keeps a step backoff in the idempotent run request only when set', async () => {
-    const build = (base: number) => workflow('bo.wf_idem').job('a', 'bo.wf_idem.a', {}, { backoff: { baseDelayMs: base } }).idempotencyKey('i1').build();
+    const build = (base: number) =>
+      workflow('bo.wf_idem')
+        .job('a', 'bo.wf_idem.a', {}, { backoff: { baseDelayMs: base } })
+        .idempotencyKey('i1')
+        .build();
     const first = await enqueueWorkflowRun(db.prisma, build(1_000));
     expect(await enqueueWorkflowRun(db.prisma, build(1_000))).toMatchObject({ workflowRunId: first.workflowRunId });
     await expect(enqueueWorkflowRun(db.prisma, build(2_000))).rejects.toMatchObject({ code: 'workflow.idempotency_conflict' });

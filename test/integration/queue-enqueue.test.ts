@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { JOB_AVAILABLE_CHANNEL, enqueueJob, enqueueJobs, getJob, noOrganizationScope, organizationScope } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';

@@ -78,7 +78,9 @@ describe('queue fast paths on a root client', () => {
     ];
     for (const wrong of stale) {
       expect(await completeJobs(db.prisma, [wrong])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
-      await expect(failJob(db.prisma, { ...wrong, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+      await expect(failJob(db.prisma, { ...wrong, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({
+        code: 'job.lease_owner_mismatch',
+      });
       await expect(releaseJob(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
       await expect(heartbeatJob(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
       await expect(markJobRunning(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
@@ -86,7 +88,9 @@ describe('queue fast paths on a root client', () => {
     // An expired lease is refused too, even with the right identity.
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
     expect(await completeJobs(db.prisma, [lease])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
-    await expect(failJob(db.prisma, { ...lease, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
+    await expect(failJob(db.prisma, { ...lease, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({
+      code: 'job.lease_owner_mismatch',
+    });
     await expect(releaseJob(db.prisma, lease)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
 
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'w', attempt: 1, output: null });
@@ -158,8 +162,15 @@ describe('queue fast paths on a root client', () => {
     const failed = await failJob(db.prisma, { ...(await claimOne('fast.fail.direct')), error: { code: 'flaky', message: 'again' }, retryable: true });
     expect(failed).toMatchObject({ jobId: direct.jobId, status: 'PENDING', nextRunAt: expect.any(Date) });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${direct.jobId}::uuid`;
-    expect(await releaseJob(db.prisma, { ...(await claimOne('fast.fail.direct')), reason: 'job.worker_shutdown' })).toEqual({ jobId: direct.jobId, status: 'PENDING' });
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({ status: 'PENDING', attempt: 1, lastErrorCode: 'flaky' });
+    expect(await releaseJob(db.prisma, { ...(await claimOne('fast.fail.direct')), reason: 'job.worker_shutdown' })).toEqual({
+      jobId: direct.jobId,
+      status: 'PENDING',
+    });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: direct.jobId })).toMatchObject({
+      status: 'PENDING',
+      attempt: 1,
+      lastErrorCode: 'flaky',
+    });
     expect(await eventTypes(direct.jobId)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'RETRY_SCHEDULED', 'LEASED', 'RUNNING', 'RELEASED']);
 
     const { workflowRunId, lease } = await claimedWorkflowStep('fastfail');
@@ -169,9 +180,17 @@ describe('queue fast paths on a root client', () => {
     const again = await claimOne('fastfail.a');
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'RUNNING' });
     await releaseJob(db.prisma, { ...again, reason: 'job.worker_shutdown' });
-    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'ENQUEUED', statusReason: null, lastErrorCode: null, lastErrorMessage: null });
+    expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({
+      status: 'ENQUEUED',
+      statusReason: null,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+    });
     const last = await claimOne('fastfail.a');
-    expect(await failJob(db.prisma, { ...last, error: { code: 'fatal', message: 'no' }, retryable: false })).toMatchObject({ status: 'DEAD_LETTERED', nextRunAt: null });
+    expect(await failJob(db.prisma, { ...last, error: { code: 'fatal', message: 'no' }, retryable: false })).toMatchObject({
+      status: 'DEAD_LETTERED',
+      nextRunAt: null,
+    });
     expect((await stepsByKey(db.prisma, workflowRunId)).a).toMatchObject({ status: 'FAILED', lastErrorCode: 'fatal' });
     expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('COMPLETED_WITH_ERRORS');
   });
@@ -220,7 +239,13 @@ describe('a root client whose sessions do not default to READ COMMITTED', () => 
         { jobType: 'fast.serializable', payload: 1, priority: 2 },
         { jobType: 'fast.serializable', payload: 2, priority: 1 },
       ]);
-      const [lease, otherLease] = await claimJobs(serializable, { workerId: 'w', jobTypes: ['fast.serializable'], limit: 5, leaseSeconds: 60, markRunning: true });
+      const [lease, otherLease] = await claimJobs(serializable, {
+        workerId: 'w',
+        jobTypes: ['fast.serializable'],
+        limit: 5,
+        leaseSeconds: 60,
+        markRunning: true,
+      });
       expect([lease?.jobId, otherLease?.jobId]).toEqual([done!.jobId, other!.jobId]);
       await heartbeatJob(serializable, { ...lease!, save: { progress: { pct: 50 } } });
       expect(await completeJobs(serializable, [lease!, { ...otherLease!, workerId: 'x' }])).toMatchObject([

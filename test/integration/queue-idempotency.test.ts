@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, enqueueJob, enqueueJobs, type EnqueueJobInput } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { barrier } from '../harness/workflow-helpers.js';
+import { raceInTransactions } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 const ORG_A = '0190a3e0-0000-7000-8000-00000000000a';
@@ -18,19 +18,8 @@ async function jobsWithKey(key: string): Promise<{ jobs: number; events: number 
 describe('idempotent enqueue', () => {
   it('answers ten concurrent identical requests with one job', async () => {
     const input: EnqueueJobInput = { jobType: 'invoice.issue', payload: { invoice: 42 }, idempotencyKey: 'invoice-42' };
-    const clients = Array.from({ length: 10 }, () => db.newClient({ max: 1 }));
-    await Promise.all(clients.map((client) => client.$connect()));
-    const arrive = barrier(10);
     // Each request runs in its own transaction on its own connection; all have begun before any inserts.
-    const results = await Promise.all(
-      clients.map((client) =>
-        client.$transaction(async (tx) => {
-          await tx.$queryRaw`SELECT 1`;
-          await arrive();
-          return enqueueJob(tx, input);
-        }),
-      ),
-    );
+    const results = await raceInTransactions(db, 10, (tx) => enqueueJob(tx, input));
     expect(new Set(results.map((r) => r.jobId)).size).toBe(1);
     expect(results.filter((r) => r.disposition === 'inserted')).toHaveLength(1);
     expect(results.filter((r) => r.disposition === 'existing')).toHaveLength(9);

@@ -6,7 +6,18 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { continueJobs } from '../../src/queue/continue.js';
-import { adminScope, claimJobs, enqueueJob, enqueueWorkflowRun, getQueueMetrics, isRunledgerError, noOrganizationScope, organizationScope, recordJobEnqueueIntent, workflow } from '../../src/index.js';
+import {
+  adminScope,
+  claimJobs,
+  enqueueJob,
+  enqueueWorkflowRun,
+  getQueueMetrics,
+  isRunledgerError,
+  noOrganizationScope,
+  organizationScope,
+  recordJobEnqueueIntent,
+  workflow,
+} from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -111,7 +122,7 @@ describe('getQueueMetrics', () => {
     expect(Math.abs(m.asOf.getTime() - Date.now())).toBeLessThan(60_000);
   });
 
-  it("includes the enqueue intent backlog of its scope", async () => {
+  it('includes the enqueue intent backlog of its scope', async () => {
     const empty = await getQueueMetrics(db.prisma, { scope: organizationScope('org-intents'), now: NOW });
     expect(empty.intents).toEqual({ pending: 0, oldestPendingAgeMs: null, maxPendingAttempts: 0, failing: 0, conflicts: 0 });
     await recordJobEnqueueIntent(db.prisma, { jobType: 'metrics.intent', payload: {}, idempotencyKey: 'i-1', organizationId: 'org-intents' });

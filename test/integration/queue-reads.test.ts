@@ -19,7 +19,10 @@ describe('job reads', () => {
   });
 
   it('pages through jobs newest first with a keyset cursor', async () => {
-    const created = await enqueueJobs(db.prisma, Array.from({ length: 7 }, (_, i) => ({ jobType: 'read.page', payload: i, organizationId: ORG })));
+    const created = await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 7 }, (_, i) => ({ jobType: 'read.page', payload: i, organizationId: ORG })),
+    );
     const ids = created.map((c) => c.jobId).reverse();
     const seen: string[] = [];
     let cursor: string | undefined;

@@ -80,7 +80,12 @@ describe('reapExpiredLeases', () => {
     await expireLeases([jobId]);
     expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [jobId], deadLettered: [] });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
-      status: 'PENDING', attempt: 0, lastErrorCode: null, lastErrorMessage: null, leaseOwner: null, finishedAt: null,
+      status: 'PENDING',
+      attempt: 0,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+      leaseOwner: null,
+      finishedAt: null,
     });
     const trail = await events(jobId);
     expect(trail.map((e) => [e.event_type, e.run_number, e.attempt])).toEqual([
@@ -130,7 +135,10 @@ describe('reapExpiredLeases', () => {
   });
 
   it('reaps in bounded batches, the longest expired first', async () => {
-    const jobs = await enqueueJobs(db.prisma, Array.from({ length: 5 }, (_, i) => ({ jobType: 'reap.batch', payload: i })));
+    const jobs = await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 5 }, (_, i) => ({ jobType: 'reap.batch', payload: i })),
+    );
     await claimJobs(db.prisma, { workerId: 'w', limit: 5, leaseSeconds: 30 });
     const ids = jobs.map((j) => j.jobId);
     for (const [index, id] of ids.entries()) await expireLeases([id], `${10 - index} seconds`);

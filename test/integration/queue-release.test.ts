@@ -1,6 +1,17 @@
 /** Releasing a lease unrun: PENDING at once, attempt given back, fenced, workflow step back to ENQUEUED. */
 import { describe, expect, it } from 'vitest';
-import { claimJobs, enqueueJob, enqueueWorkflowRun, failJob, getJob, noOrganizationScope, isRunledgerError, listJobEvents, releaseJob, workflow } from '../../src/index.js';
+import {
+  claimJobs,
+  enqueueJob,
+  enqueueWorkflowRun,
+  failJob,
+  getJob,
+  noOrganizationScope,
+  isRunledgerError,
+  listJobEvents,
+  releaseJob,
+  workflow,
+} from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -12,7 +23,12 @@ describe('releaseJob', () => {
     const [lease] = await claimJobs(db.prisma, { workerId: 'w1', jobTypes: ['release.me'], limit: 1, leaseSeconds: 60, markRunning: true });
     expect(lease!.attempt).toBe(1);
     await releaseJob(db.prisma, { ...lease!, reason: 'job.worker_shutdown' });
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'PENDING', attempt: 0, leaseOwner: null, leaseExpiresAt: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
+      status: 'PENDING',
+      attempt: 0,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    });
     const events = (await listJobEvents(db.prisma, { scope: noOrganizationScope(), jobId })).items;
     expect(events.map((e) => e.eventType)).toEqual(['ENQUEUED', 'LEASED', 'RUNNING', 'RELEASED']);
     expect(events.at(-1)!.payload).toMatchObject({ reason: 'job.worker_shutdown', workerId: 'w1', releasedAttempt: 1 });
@@ -33,7 +49,8 @@ describe('releaseJob', () => {
 
   it('leaves the step looking unclaimed: no reason, error code or message, start time only from earlier attempts', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('release.clear').job('a', 'release.clear.a', {}).build());
-    const claim = async () => (await claimJobs(db.prisma, { workerId: 'w1', jobTypes: ['release.clear.a'], limit: 1, leaseSeconds: 60, markRunning: true }))[0]!;
+    const claim = async () =>
+      (await claimJobs(db.prisma, { workerId: 'w1', jobTypes: ['release.clear.a'], limit: 1, leaseSeconds: 60, markRunning: true }))[0]!;
     const cleared = { status: 'ENQUEUED', statusReason: null, lastErrorCode: null, lastErrorMessage: null, finishedAt: null, output: null };
 
     // First claim released: as if it had never been claimed, so no start time either.

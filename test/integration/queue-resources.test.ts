@@ -35,7 +35,10 @@ const startWorker = useWorkers(db);
 
 let typeCounter = 0;
 /** A job type of this test alone, so tests sharing the database never claim each other's jobs. */
-const freshType = (): string => `res.t${(typeCounter += 1)}`;
+const freshType = (): string => {
+  typeCounter += 1;
+  return `res.t${typeCounter}`;
+};
 
 async function claim(jobType: string, limit = 10, leaseSeconds = 60): Promise<ClaimedJob[]> {
   return claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit, leaseSeconds, markRunning: true });
@@ -84,10 +87,16 @@ describe('execution resources', () => {
     ]);
     // Held: a second claim gets nothing while acct-1 and acct-2 are leased.
     expect(await claim(type)).toEqual([]);
-    await completeJobs(db.prisma, first.map((lease) => ({ ...lease })));
+    await completeJobs(
+      db.prisma,
+      first.map((lease) => ({ ...lease })),
+    );
     const second = await claim(type);
     expect(second.map((j) => (j.payload as { n: number }).n)).toEqual([2]);
-    await completeJobs(db.prisma, second.map((lease) => ({ ...lease })));
+    await completeJobs(
+      db.prisma,
+      second.map((lease) => ({ ...lease })),
+    );
     expect((await claim(type)).map((j) => (j.payload as { n: number }).n)).toEqual([6]);
   });
 
@@ -121,7 +130,10 @@ describe('execution resources', () => {
 
   it('keeps a canceled job’s key until its lease has quiesced', async () => {
     const type = freshType();
-    await enqueueJobs(db.prisma, [1, 2].map((n) => ({ jobType: type, payload: { n }, resource: 'quiesce' })));
+    await enqueueJobs(
+      db.prisma,
+      [1, 2].map((n) => ({ jobType: type, payload: { n }, resource: 'quiesce' })),
+    );
     const [a] = await claim(type);
     await cancelJob(db.prisma, { jobId: a!.jobId, scope: noOrganizationScope() });
     // The canceled handler may still be running until its lease ends: the next job must wait.
@@ -156,10 +168,10 @@ describe('execution resources', () => {
     );
     const first = await claim(type);
     expect(first).toHaveLength(1);
-    await completeJobs(db.prisma, [{ ...first[0]!}]);
+    await completeJobs(db.prisma, [{ ...first[0]! }]);
     const second = await claim(type);
     expect(second).toHaveLength(1);
-    await completeJobs(db.prisma, [{ ...second[0]!}]);
+    await completeJobs(db.prisma, [{ ...second[0]! }]);
     const third = await claim(type);
     expect(third).toHaveLength(1);
     expect(new Set([first, second, third].map((jobs) => (jobs[0]!.payload as { k: string }).k))).toEqual(new Set(['a', 'b', 'c']));
@@ -192,7 +204,7 @@ describe('execution resources', () => {
     // a and now share the key: one at a time.
     const first = await claim(type);
     expect(first).toHaveLength(1);
-    await completeJobs(db.prisma, [{ ...first[0]!}]);
+    await completeJobs(db.prisma, [{ ...first[0]! }]);
     const second = await claim(type);
     expect(second).toHaveLength(1);
     expect(second[0]!.resourceKey).toBe('ap-key');
@@ -214,7 +226,10 @@ describe('execution resources', () => {
 
   it('is guaranteed by the schema: a second LEASED job of a key is refused', async () => {
     const type = freshType();
-    const jobs = await enqueueJobs(db.prisma, [1, 2].map((n) => ({ jobType: type, payload: { n }, resource: 'schema-fence' })));
+    const jobs = await enqueueJobs(
+      db.prisma,
+      [1, 2].map((n) => ({ jobType: type, payload: { n }, resource: 'schema-fence' })),
+    );
     const error = await db.prisma.$executeRaw`
       UPDATE runledger.job_queue SET status = 'LEASED', attempt = 1, lease_owner = 'x', lease_expires_at = now() + interval '1 minute',
              heartbeat_at = now()

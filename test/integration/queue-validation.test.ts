@@ -80,10 +80,7 @@ describe('queue input validation', () => {
     await expectInvalid(heartbeatJob(db.prisma, { ...lease, save: { progress: { n: Number.NaN } } }), 'save.progress.n');
     await expectInvalid(failJob(db.prisma, { ...lease, error: { code: '', message: 'm' }, retryable: true }), 'error.code');
     await expectInvalid(failJob(db.prisma, { ...lease, jobId: 'nope', error: { code: 'c', message: 'm' }, retryable: true }), 'jobId');
-    await expectInvalid(
-      completeJobs(db.prisma, [lease, lease]),
-      '1.jobId',
-    );
+    await expectInvalid(completeJobs(db.prisma, [lease, lease]), '1.jobId');
     await expectInvalid(cancelJob(db.prisma, { jobId: JOB_ID, scope: { kind: 'organization', organizationId: '' } as never }), 'scope.organizationId');
     await expectInvalid(listJobs(db.prisma, { scope: { kind: 'admin' }, limit: 100_000 }), 'limit');
   });

@@ -35,7 +35,9 @@ let runId = '';
 
 beforeAll(async () => {
   jobId = (await enqueueJob(db.prisma, { jobType: 'replica.mail', payload: { n: 1 }, organizationId: 'org-r' })).jobId;
-  runId = (await enqueueWorkflowRun(db.prisma, workflow('replica.flow').job('a', 'replica.step', {}).job('b', 'replica.step', {}).afterSuccess('b', ['a']).build())).workflowRunId;
+  runId = (
+    await enqueueWorkflowRun(db.prisma, workflow('replica.flow').job('a', 'replica.step', {}).job('b', 'replica.step', {}).afterSuccess('b', ['a']).build())
+  ).workflowRunId;
   await runRunnableJobs(db.prisma, (job) => (job.jobType === 'replica.mail' ? { ok: false } : { ok: true, output: { done: true } }));
   replica = createPrismaClient(databaseUrl(db.url, db.name, { options: '-c default_transaction_read_only=on' }), { max: 2 });
 });
@@ -98,7 +100,9 @@ describe('reads that tolerate lag, on a read-only client', () => {
   });
 
   it('refuses a readDb that is not a client, naming it', () => {
-    expect(() => createDashboard({ db: db.prisma, readDb: {} as never, authorize: () => adminScope() })).toThrow(expect.objectContaining({ code: 'dashboard.invalid_options', field: 'readDb' }));
+    expect(() => createDashboard({ db: db.prisma, readDb: {} as never, authorize: () => adminScope() })).toThrow(
+      expect.objectContaining({ code: 'dashboard.invalid_options', field: 'readDb' }),
+    );
   });
 
   it("serves a read-only dashboard's pages from the stand-in", async () => {

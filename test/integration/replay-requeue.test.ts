@@ -18,6 +18,7 @@ import {
 import { newId } from '../../src/db/ids.js';
 import { compareAndRequeueJob, type CompareAndRequeueJobInput } from '../../src/replay/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { attachToWorkflowStep } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 
@@ -116,7 +117,11 @@ describe('compareAndRequeueJob', () => {
     const lease = await claim('requeue.complete');
     expect(lease).toMatchObject({ jobId: dead.id, runNumber: 2, attempt: 1 });
     await completeJob(db.prisma, { ...lease, output: { ok: true } });
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toMatchObject({ status: 'SUCCEEDED', runNumber: 2, output: { ok: true } });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toMatchObject({
+      status: 'SUCCEEDED',
+      runNumber: 2,
+      output: { ok: true },
+    });
   });
 
   it('reports a wrong expected status or run as an expectation mismatch and changes nothing', async () => {
@@ -199,19 +204,7 @@ describe('compareAndRequeueJob', () => {
 
   it('refuses to requeue a workflow step’s job', async () => {
     const dead = await deadLetteredJob('requeue.workflow');
-    const runId = newId();
-    await db.prisma.$executeRaw`
-      INSERT INTO runledger.workflow_runs (id, workflow_type) VALUES (${runId}::uuid, 'wf')`;
-    const stepId = newId();
-    // The job <-> step link is checked at commit: the step and the job's side of the link in one transaction.
-    await db.prisma.$transaction([
-      db.prisma.$executeRaw`
-        INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, job_type, payload, status, job_id,
-                                              released_at, finished_at, last_error_code)
-        VALUES (${stepId}::uuid, ${runId}::uuid, 'send', 'JOB', 'requeue.workflow', '{}'::jsonb, 'FAILED', ${dead.id}::uuid,
-                now(), now(), 'smtp.down')`,
-      db.prisma.$executeRaw`UPDATE runledger.job_queue SET workflow_step_id = ${stepId}::uuid WHERE id = ${dead.id}::uuid`,
-    ]);
+    await attachToWorkflowStep(db.prisma, dead, 'FAILED');
     const error = await compareAndRequeueJob(db.prisma, requeueOf(dead)).catch((e) => e);
     expect(error).toMatchObject({ code: 'job.workflow_requeue_not_supported', category: 'conflict' });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: dead.id })).toEqual(dead);

@@ -15,6 +15,7 @@ import {
 import { newId } from '../../src/db/ids.js';
 import { compareAndReplaySucceededJob } from '../../src/replay/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { attachToWorkflowStep } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 
@@ -248,19 +249,7 @@ describe('compareAndReplaySucceededJob', () => {
 
   it('refuses to replay a workflow step’s job', async () => {
     const source = await succeededJob('replay.workflow');
-    const runId = newId();
-    await db.prisma.$executeRaw`
-      INSERT INTO runledger.workflow_runs (id, workflow_type) VALUES (${runId}::uuid, 'wf')`;
-    const stepId = newId();
-    // The job <-> step link is checked at commit: the step and the job's side of the link in one transaction.
-    await db.prisma.$transaction([
-      db.prisma.$executeRaw`
-        INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, job_type, payload, status, job_id,
-                                              released_at, finished_at, output)
-        VALUES (${stepId}::uuid, ${runId}::uuid, 'send', 'JOB', 'replay.workflow', '{}'::jsonb, 'SUCCEEDED', ${source.id}::uuid,
-                now(), now(), '{"sent": true}'::jsonb)`,
-      db.prisma.$executeRaw`UPDATE runledger.job_queue SET workflow_step_id = ${stepId}::uuid WHERE id = ${source.id}::uuid`,
-    ]);
+    await attachToWorkflowStep(db.prisma, source, 'SUCCEEDED');
     const error = await compareAndReplaySucceededJob(db.prisma, replayOf(source)).catch((e) => e);
     expect(error).toMatchObject({ code: 'job.workflow_requeue_not_supported', category: 'conflict' });
     expect(await jobCount('replay.workflow')).toBe(1);
@@ -291,9 +280,7 @@ describe('compareAndReplaySucceededJob', () => {
   it('refuses to delete a replay job alone while its lineage exists', async () => {
     const source = await succeededJob('replay.delete-replay');
     const replayId = await replayJobId(source);
-    await expect(db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${replayId}::uuid`).rejects.toThrow(
-      /job_replays_replay_job_id_fkey/,
-    );
+    await expect(db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${replayId}::uuid`).rejects.toThrow(/job_replays_replay_job_id_fkey/);
     expect(await lineageCount(source.id)).toBe(1);
   });
 });

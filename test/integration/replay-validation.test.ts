@@ -1,15 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ValidationError,
-  claimJobs,
-  completeJob,
-  enqueueJob,
-  failJob,
-  getJob,
-  noOrganizationScope,
-  type Db,
-  type Job,
-} from '../../src/index.js';
+import { ValidationError, claimJobs, completeJob, enqueueJob, failJob, getJob, noOrganizationScope, type Db, type Job } from '../../src/index.js';
 import { compareAndReplaySucceededJob, compareAndRequeueJob } from '../../src/replay/index.js';
 import { useTestDatabase } from '../harness/database.js';
 

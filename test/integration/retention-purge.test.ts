@@ -55,14 +55,25 @@ async function eventCount(ids: string[]): Promise<number> {
 }
 
 async function replay(sourceJobId: string, key: string): Promise<string> {
-  const result = await compareAndReplaySucceededJob(db.prisma, { scope: noOrganizationScope(), sourceJobId, expectedRunNumber: 1, replayRequestKey: key, reason: 'again' });
+  const result = await compareAndReplaySucceededJob(db.prisma, {
+    scope: noOrganizationScope(),
+    sourceJobId,
+    expectedRunNumber: 1,
+    replayRequestKey: key,
+    reason: 'again',
+  });
   if (result.kind !== 'replayed') throw new Error(`not replayed: ${result.kind}`);
   return result.replay.jobId;
 }
 
 describe('purgeFinished on direct jobs', () => {
   it('deletes old finished jobs and their events in batches, keeps recent and unfinished ones, honours statuses', async () => {
-    const old = [await finishedJob('p.a', 'SUCCEEDED'), await finishedJob('p.a', 'SUCCEEDED'), await finishedJob('p.a', 'DEAD_LETTERED'), await finishedJob('p.a', 'SUCCEEDED')];
+    const old = [
+      await finishedJob('p.a', 'SUCCEEDED'),
+      await finishedJob('p.a', 'SUCCEEDED'),
+      await finishedJob('p.a', 'DEAD_LETTERED'),
+      await finishedJob('p.a', 'SUCCEEDED'),
+    ];
     const oldCanceled = await finishedJob('p.a', 'CANCELED');
     const recent = await finishedJob('p.a', 'SUCCEEDED', true);
     const { jobId: pending } = await enqueueJob(db.prisma, { jobType: 'p.pending', payload: {} });
@@ -157,7 +168,10 @@ describe('purgeFinished on direct jobs', () => {
     await backdateJobs([lease!.jobId]);
     const intents = () => db.prisma.$queryRaw<{ key: string; state: string }[]>`
       SELECT idempotency_key AS key, state::text FROM runledger.job_enqueue_intents ORDER BY idempotency_key`;
-    expect(await intents()).toEqual([{ key: 'promoted', state: 'PROMOTED' }, { key: 'waiting', state: 'PENDING' }]);
+    expect(await intents()).toEqual([
+      { key: 'promoted', state: 'PROMOTED' },
+      { key: 'waiting', state: 'PENDING' },
+    ]);
 
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(1);
     expect(await existing([lease!.jobId])).toEqual([]);
@@ -188,7 +202,8 @@ describe('purgeFinished on workflow runs', () => {
     const { workflowRunId: quiescing } = await enqueueWorkflowRun(db.prisma, build('wf.quiesce'));
     await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['wf.quiesce.a'], limit: 1, leaseSeconds: 600, markRunning: true });
     await cancelWorkflowRun(db.prisma, { workflowRunId: quiescing, scope: noOrganizationScope() });
-    await db.prisma.$executeRaw`UPDATE runledger.workflow_runs SET finished_at = ${OLD} WHERE id = ANY(${[done, quiescing, running]}::uuid[]) AND finished_at IS NOT NULL`;
+    await db.prisma
+      .$executeRaw`UPDATE runledger.workflow_runs SET finished_at = ${OLD} WHERE id = ANY(${[done, quiescing, running]}::uuid[]) AND finished_at IS NOT NULL`;
     const doneJobs = await db.prisma.$queryRaw<{ id: string }[]>`SELECT job_id::text AS id FROM runledger.workflow_steps WHERE workflow_run_id = ${done}::uuid`;
     expect(doneJobs).toHaveLength(2);
 
@@ -196,7 +211,9 @@ describe('purgeFinished on workflow runs', () => {
     expect(dry).toMatchObject({ workflowRuns: 1, workflowJobs: 2 });
     const result = await purgeFinished(db.prisma, { olderThan: CUTOFF });
     expect(result).toMatchObject({ jobs: 0, workflowRuns: 1, workflowJobs: 2 });
-    const left = await db.prisma.$queryRaw<{ id: string }[]>`SELECT id::text FROM runledger.workflow_runs WHERE id = ANY(${[done, running, quiescing, recent]}::uuid[]) ORDER BY id`;
+    const left = await db.prisma.$queryRaw<
+      { id: string }[]
+    >`SELECT id::text FROM runledger.workflow_runs WHERE id = ANY(${[done, running, quiescing, recent]}::uuid[]) ORDER BY id`;
     expect(left.map((r) => r.id)).toEqual([recent, running, quiescing].sort());
     expect(await existing(doneJobs.map((j) => j.id))).toEqual([]);
     expect(await eventCount(doneJobs.map((j) => j.id))).toBe(0);

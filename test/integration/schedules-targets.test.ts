@@ -4,17 +4,10 @@
  * skipped, the others of the same pass are materialised.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  getSchedule,
-  isRunledgerError,
-  listSchedules,
-  runDueSchedules,
-  runScheduleNow,
-  upsertSchedule,
-  workflow,
-} from '../../src/index.js';
+import { getSchedule, listSchedules, runDueSchedules, runScheduleNow, upsertSchedule, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier } from '../harness/workflow-helpers.js';
+import { expectInvalid } from '../harness/errors.js';
 
 const db = useTestDatabase();
 const at = (iso: string) => new Date(iso);
@@ -24,7 +17,13 @@ beforeEach(async () => {
   await db.prisma.$executeRaw`DELETE FROM runledger.job_schedules`;
 });
 
-const nightly = () => workflow('etl.nightly', { source: 'warehouse' }).job('extract', 'etl.extract', { full: false }).job('load', 'etl.load', {}).afterSuccess('load', ['extract']).resultStep('load').build();
+const nightly = () =>
+  workflow('etl.nightly', { source: 'warehouse' })
+    .job('extract', 'etl.extract', { full: false })
+    .job('load', 'etl.load', {})
+    .afterSuccess('load', ['extract'])
+    .resultStep('load')
+    .build();
 
 async function runsOf(key: string): Promise<{ id: string; idempotency_key: string; organization_id: string | null; steps: number }[]> {
   return db.prisma.$queryRaw`
@@ -32,16 +31,16 @@ async function runsOf(key: string): Promise<{ id: string; idempotency_key: strin
       FROM runledger.workflow_runs wr WHERE wr.idempotency_key LIKE ${`schedule:${key}:%`} ORDER BY wr.idempotency_key`;
 }
 
-async function expectValidation(promise: Promise<unknown>, field: string): Promise<void> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
-  expect(isRunledgerError(error, 'schedule.invalid_input')).toBe(true);
-  expect((error as { field: string }).field).toBe(field);
-}
-
 describe('workflow schedules', () => {
   it('enqueues one run per slot with the slot key, in the schedule organization, and shows the target', async () => {
     const schedule = await upsertSchedule(db.prisma, {
-      key: 'wf.nightly', cron: '0 2 * * *', workflow: nightly(), organizationId: 'org-wf', enabled: true, catchUp: { maxSlots: 3 }, now: at('2027-01-01T00:00:00Z'),
+      key: 'wf.nightly',
+      cron: '0 2 * * *',
+      workflow: nightly(),
+      organizationId: 'org-wf',
+      enabled: true,
+      catchUp: { maxSlots: 3 },
+      now: at('2027-01-01T00:00:00Z'),
     });
     expect(schedule).toMatchObject({ jobType: null, payload: null, workflow: { workflowType: 'etl.nightly' } });
     expect(schedule.workflow?.run.steps).toHaveLength(2);
@@ -67,7 +66,14 @@ describe('workflow schedules', () => {
   });
 
   it('makes each slot run exactly once across 4 concurrent schedulers', async () => {
-    await upsertSchedule(db.prisma, { key: 'wf.race', cron: '* * * * *', workflow: nightly(), enabled: true, catchUp: { maxSlots: 1000 }, now: at('2027-02-01T00:00:00Z') });
+    await upsertSchedule(db.prisma, {
+      key: 'wf.race',
+      cron: '* * * * *',
+      workflow: nightly(),
+      enabled: true,
+      catchUp: { maxSlots: 1000 },
+      now: at('2027-02-01T00:00:00Z'),
+    });
     const ready = barrier(4);
     const passes = await Promise.all(
       Array.from({ length: 4 }, async () => {
@@ -81,15 +87,29 @@ describe('workflow schedules', () => {
 
   it('refuses a bad target, naming the field, and writes nothing', async () => {
     const base = { key: 'wf.bad', cron: '0 * * * *', enabled: true };
-    await expectValidation(upsertSchedule(db.prisma, { ...base }), 'jobType');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, jobType: 'x.job' }), 'payload');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, jobType: 'x.job', payload: {}, workflow: nightly() }), 'jobType');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: nightly(), payload: {} }), 'payload');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: nightly(), maxAttempts: 3 }), 'maxAttempts');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), organizationId: 'o' } }), 'workflow.organizationId');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), idempotencyKey: 'k' } }), 'workflow.idempotencyKey');
-    const cyclic = { workflowType: 'w', steps: [{ key: 'a', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'b' }] }, { key: 'b', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'a' }] }] };
-    await expectValidation(upsertSchedule(db.prisma, { ...base, workflow: cyclic }), 'workflow.steps.1.dependsOn');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base }), 'schedule.invalid_input', 'jobType');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, jobType: 'x.job' }), 'schedule.invalid_input', 'payload');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, jobType: 'x.job', payload: {}, workflow: nightly() }), 'schedule.invalid_input', 'jobType');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, workflow: nightly(), payload: {} }), 'schedule.invalid_input', 'payload');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, workflow: nightly(), maxAttempts: 3 }), 'schedule.invalid_input', 'maxAttempts');
+    await expectInvalid(
+      upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), organizationId: 'o' } }),
+      'schedule.invalid_input',
+      'workflow.organizationId',
+    );
+    await expectInvalid(
+      upsertSchedule(db.prisma, { ...base, workflow: { ...nightly(), idempotencyKey: 'k' } }),
+      'schedule.invalid_input',
+      'workflow.idempotencyKey',
+    );
+    const cyclic = {
+      workflowType: 'w',
+      steps: [
+        { key: 'a', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'b' }] },
+        { key: 'b', kind: 'job' as const, jobType: 't', payload: {}, dependsOn: [{ step: 'a' }] },
+      ],
+    };
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, workflow: cyclic }), 'schedule.invalid_input', 'workflow.steps.1.dependsOn');
     expect((await listSchedules(db.prisma, {})).items.map((s) => s.key)).not.toContain('wf.bad');
   });
 });
@@ -97,7 +117,8 @@ describe('workflow schedules', () => {
 describe('one bad schedule in a pass', () => {
   it('records the error on that schedule, skips its slot, and materialises the others; a later good slot clears it', async () => {
     const now = at('2027-03-01T00:00:00Z');
-    for (const key of ['iso.a', 'iso.c', 'iso.e']) await upsertSchedule(db.prisma, { key, cron: '0 * * * *', jobType: 'iso.job', payload: { key }, enabled: true, now });
+    for (const key of ['iso.a', 'iso.c', 'iso.e'])
+      await upsertSchedule(db.prisma, { key, cron: '0 * * * *', jobType: 'iso.job', payload: { key }, enabled: true, now });
     await upsertSchedule(db.prisma, { key: 'iso.b', cron: '0 * * * *', jobType: 'iso.job', payload: {}, enabled: true, now });
     await upsertSchedule(db.prisma, { key: 'iso.d', cron: '0 * * * *', workflow: nightly(), enabled: true, now });
     // Break two schedules behind the API's back: b's job now violates a job_queue constraint (a blank organization),
@@ -139,7 +160,9 @@ describe('one bad schedule in a pass', () => {
     const pass = await db.prisma.$transaction((tx) => runDueSchedules(tx, { now: at('2027-04-01T01:00:00Z'), limit: 10 }));
     expect(pass.jobs.map((j) => j.scheduleKey)).toEqual(['tx.good']);
     expect(pass.failed.map((f) => f.scheduleKey)).toEqual(['tx.bad']);
-    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.job_queue WHERE idempotency_key LIKE 'schedule:tx.good:%'`;
+    const [row] = await db.prisma.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM runledger.job_queue WHERE idempotency_key LIKE 'schedule:tx.good:%'`;
     expect(row!.n).toBe(1);
   });
 });

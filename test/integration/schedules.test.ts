@@ -15,6 +15,7 @@ import {
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier } from '../harness/workflow-helpers.js';
+import { expectInvalid } from '../harness/errors.js';
 
 const db = useTestDatabase();
 const at = (iso: string) => new Date(iso);
@@ -27,33 +28,57 @@ async function scheduleJobs(key: string): Promise<{ idempotency_key: string; id:
      WHERE idempotency_key LIKE ${`schedule:${key}:%`} ORDER BY idempotency_key`;
 }
 
-async function expectValidation(promise: Promise<unknown>, field: string): Promise<void> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
-  expect(isRunledgerError(error, 'schedule.invalid_input')).toBe(true);
-  expect((error as { field: string }).field).toBe(field);
-}
-
 describe('schedule definitions', () => {
   it('creates a schedule whose cursor is the first slot after now, and keeps it when re-declared unchanged', async () => {
-    const created = await upsertSchedule(db.prisma, { key: 'def.a', cron: '*/15 * * * *', jobType: 'def.job', payload: { n: 1 }, enabled: true, now: at('2027-01-01T00:07:00Z') });
-    expect(created).toMatchObject({ key: 'def.a', timezone: 'UTC', enabled: true, priority: 0, maxAttempts: 5, timeoutSeconds: 300, catchUp: { maxSlots: 1 }, nextRunAt: at('2027-01-01T00:15:00Z') });
-    const again = await upsertSchedule(db.prisma, { key: 'def.a', cron: '*/15 * * * *', jobType: 'def.job', payload: { n: 2 }, enabled: true, now: at('2027-01-01T05:00:00Z') });
+    const created = await upsertSchedule(db.prisma, {
+      key: 'def.a',
+      cron: '*/15 * * * *',
+      jobType: 'def.job',
+      payload: { n: 1 },
+      enabled: true,
+      now: at('2027-01-01T00:07:00Z'),
+    });
+    expect(created).toMatchObject({
+      key: 'def.a',
+      timezone: 'UTC',
+      enabled: true,
+      priority: 0,
+      maxAttempts: 5,
+      timeoutSeconds: 300,
+      catchUp: { maxSlots: 1 },
+      nextRunAt: at('2027-01-01T00:15:00Z'),
+    });
+    const again = await upsertSchedule(db.prisma, {
+      key: 'def.a',
+      cron: '*/15 * * * *',
+      jobType: 'def.job',
+      payload: { n: 2 },
+      enabled: true,
+      now: at('2027-01-01T05:00:00Z'),
+    });
     expect(again).toMatchObject({ id: created.id, payload: { n: 2 }, nextRunAt: at('2027-01-01T00:15:00Z') });
-    const changed = await upsertSchedule(db.prisma, { key: 'def.a', cron: '0 * * * *', jobType: 'def.job', payload: {}, enabled: true, now: at('2027-01-01T05:00:00Z') });
+    const changed = await upsertSchedule(db.prisma, {
+      key: 'def.a',
+      cron: '0 * * * *',
+      jobType: 'def.job',
+      payload: {},
+      enabled: true,
+      now: at('2027-01-01T05:00:00Z'),
+    });
     expect(changed.nextRunAt).toEqual(at('2027-01-01T06:00:00Z'));
     expect(await getSchedule(db.prisma, { key: 'def.a' })).toEqual(changed);
   });
 
   it('refuses a bad cron expression, timezone or field, naming it, and writes nothing', async () => {
     const base = { key: 'def.bad', cron: '0 * * * *', jobType: 'def.job', payload: {}, enabled: true };
-    await expectValidation(upsertSchedule(db.prisma, { ...base, cron: 'every minute' }), 'cron');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, cron: '61 * * * *' }), 'cron');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, cron: '0 0 30 2 *' }), 'cron');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, timezone: 'Mars/Olympus' }), 'timezone');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, jobType: ' ' }), 'jobType');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, key: 'é'.repeat(101) }), 'key');
-    await expectValidation(upsertSchedule(db.prisma, { ...base, catchUp: { maxSlots: 0 } }), 'catchUp.maxSlots');
-    await expectValidation(runDueSchedules(db.prisma, { limit: 0 }), 'limit');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, cron: 'every minute' }), 'schedule.invalid_input', 'cron');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, cron: '61 * * * *' }), 'schedule.invalid_input', 'cron');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, cron: '0 0 30 2 *' }), 'schedule.invalid_input', 'cron');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, timezone: 'Mars/Olympus' }), 'schedule.invalid_input', 'timezone');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, jobType: ' ' }), 'schedule.invalid_input', 'jobType');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, key: 'é'.repeat(101) }), 'schedule.invalid_input', 'key');
+    await expectInvalid(upsertSchedule(db.prisma, { ...base, catchUp: { maxSlots: 0 } }), 'schedule.invalid_input', 'catchUp.maxSlots');
+    await expectInvalid(runDueSchedules(db.prisma, { limit: 0 }), 'schedule.invalid_input', 'limit');
     const error = await getSchedule(db.prisma, { key: 'def.bad' }).catch((e: unknown) => e);
     expect(isRunledgerError(error, 'schedule.not_found')).toBe(true);
   });
@@ -77,8 +102,17 @@ describe('materialising due slots', () => {
   it('makes one job per slot with the schedule settings, recording schedule and slot on the ENQUEUED event', async () => {
     const org = '0190a0b0-0000-7000-8000-000000000001';
     await upsertSchedule(db.prisma, {
-      key: 'due.settings', cron: '0 * * * *', jobType: 'due.job', payload: { report: 'x' }, organizationId: org, enabled: true,
-      priority: 7, maxAttempts: 2, timeoutSeconds: 9, resource: 'due-resource', now: at('2027-02-01T00:30:00Z'),
+      key: 'due.settings',
+      cron: '0 * * * *',
+      jobType: 'due.job',
+      payload: { report: 'x' },
+      organizationId: org,
+      enabled: true,
+      priority: 7,
+      maxAttempts: 2,
+      timeoutSeconds: 9,
+      resource: 'due-resource',
+      now: at('2027-02-01T00:30:00Z'),
     });
     const early = await runDueSchedules(db.prisma, { now: at('2027-02-01T00:59:59Z'), limit: 10 });
     expect(early.jobs.filter((j) => j.scheduleKey === 'due.settings')).toEqual([]);
@@ -89,13 +123,25 @@ describe('materialising due slots', () => {
       SELECT job_type, organization_id::text AS organization_id, payload, priority, max_attempts, timeout_seconds, resource_key, status, idempotency_key
         FROM runledger.job_queue WHERE id = ${made!.jobId}::uuid`;
     expect(job).toEqual({
-      job_type: 'due.job', organization_id: org, payload: { report: 'x' }, priority: 7, max_attempts: 2, timeout_seconds: 9,
-      resource_key: 'due-resource', status: 'PENDING', idempotency_key: 'schedule:due.settings:2027-02-01T01:00:00.000Z',
+      job_type: 'due.job',
+      organization_id: org,
+      payload: { report: 'x' },
+      priority: 7,
+      max_attempts: 2,
+      timeout_seconds: 9,
+      resource_key: 'due-resource',
+      status: 'PENDING',
+      idempotency_key: 'schedule:due.settings:2027-02-01T01:00:00.000Z',
     });
     const { items: events } = await listJobEvents(db.prisma, { scope: adminScope(), jobId: made!.jobId! });
-    expect(events[0]).toMatchObject({ eventType: 'ENQUEUED', payload: { schedule: { key: 'due.settings', trigger: 'slot', slot: '2027-02-01T01:00:00.000Z' } } });
+    expect(events[0]).toMatchObject({
+      eventType: 'ENQUEUED',
+      payload: { schedule: { key: 'due.settings', trigger: 'slot', slot: '2027-02-01T01:00:00.000Z' } },
+    });
     expect(await getSchedule(db.prisma, { key: 'due.settings' })).toMatchObject({
-      nextRunAt: at('2027-02-01T02:00:00Z'), lastSlotAt: at('2027-02-01T01:00:00Z'), lastJobId: made!.jobId,
+      nextRunAt: at('2027-02-01T02:00:00Z'),
+      lastSlotAt: at('2027-02-01T01:00:00Z'),
+      lastJobId: made!.jobId,
     });
   });
 
@@ -110,7 +156,14 @@ describe('materialising due slots', () => {
     for (let tick = 1; tick <= ticks; tick += 1) {
       const now = new Date(start.getTime() + tick * MINUTE);
       const arrive = barrier(schedulers.length);
-      results.push(...(await Promise.all(schedulers.map(async (client) => (await arrive(), runDueSchedules(client, { now, limit: 2 }))))));
+      results.push(
+        ...(await Promise.all(
+          schedulers.map(async (client) => {
+            await arrive();
+            return runDueSchedules(client, { now, limit: 2 });
+          }),
+        )),
+      );
     }
     const made = results.flatMap((r) => r.jobs).filter((j) => keys.includes(j.scheduleKey));
     expect(made.every((j) => j.disposition === 'inserted')).toBe(true);
@@ -120,7 +173,9 @@ describe('materialising due slots', () => {
     expect(new Set(rows.map((r) => r.idempotency_key)).size).toBe(100);
     for (const key of keys) {
       const slots = (await scheduleJobs(key)).map((r) => r.idempotency_key);
-      expect(slots).toEqual(Array.from({ length: ticks }, (_, i) => `schedule:${key}:${new Date(at('2027-03-01T00:01:00Z').getTime() + i * MINUTE).toISOString()}`));
+      expect(slots).toEqual(
+        Array.from({ length: ticks }, (_, i) => `schedule:${key}:${new Date(at('2027-03-01T00:01:00Z').getTime() + i * MINUTE).toISOString()}`),
+      );
     }
     // A pass takes at most 2 schedules, so every tick's 4 slots were shared by at least two schedulers.
     for (let tick = 0; tick < ticks; tick += 1) {
@@ -130,16 +185,40 @@ describe('materialising due slots', () => {
   });
 
   it('after downtime runs only the latest missed slot by default, and the latest N with catchUp', async () => {
-    await upsertSchedule(db.prisma, { key: 'miss.default', cron: '0 * * * *', jobType: 'miss.job', payload: {}, enabled: true, now: at('2027-04-01T00:30:00Z') });
-    await upsertSchedule(db.prisma, { key: 'miss.catchup', cron: '0 * * * *', jobType: 'miss.job', payload: {}, enabled: true, catchUp: { maxSlots: 3 }, now: at('2027-04-01T00:30:00Z') });
-    await upsertSchedule(db.prisma, { key: 'miss.short', cron: '0 * * * *', jobType: 'miss.job', payload: {}, enabled: true, catchUp: { maxSlots: 50 }, now: at('2027-04-01T00:30:00Z') });
+    await upsertSchedule(db.prisma, {
+      key: 'miss.default',
+      cron: '0 * * * *',
+      jobType: 'miss.job',
+      payload: {},
+      enabled: true,
+      now: at('2027-04-01T00:30:00Z'),
+    });
+    await upsertSchedule(db.prisma, {
+      key: 'miss.catchup',
+      cron: '0 * * * *',
+      jobType: 'miss.job',
+      payload: {},
+      enabled: true,
+      catchUp: { maxSlots: 3 },
+      now: at('2027-04-01T00:30:00Z'),
+    });
+    await upsertSchedule(db.prisma, {
+      key: 'miss.short',
+      cron: '0 * * * *',
+      jobType: 'miss.job',
+      payload: {},
+      enabled: true,
+      catchUp: { maxSlots: 50 },
+      now: at('2027-04-01T00:30:00Z'),
+    });
     // Down from 00:30 to 10:20: slots 01:00 .. 10:00 (ten of them) were missed.
     await runDueSchedules(db.prisma, { now: at('2027-04-01T10:20:00Z'), limit: 10 });
     const slotsOf = async (key: string) => (await scheduleJobs(key)).map((r) => r.idempotency_key.slice(`schedule:${key}:`.length));
     expect(await slotsOf('miss.default')).toEqual(['2027-04-01T10:00:00.000Z']);
     expect(await slotsOf('miss.catchup')).toEqual(['2027-04-01T08:00:00.000Z', '2027-04-01T09:00:00.000Z', '2027-04-01T10:00:00.000Z']);
     expect(await slotsOf('miss.short')).toHaveLength(10);
-    for (const key of ['miss.default', 'miss.catchup', 'miss.short']) expect((await getSchedule(db.prisma, { key })).nextRunAt).toEqual(at('2027-04-01T11:00:00Z'));
+    for (const key of ['miss.default', 'miss.catchup', 'miss.short'])
+      expect((await getSchedule(db.prisma, { key })).nextRunAt).toEqual(at('2027-04-01T11:00:00Z'));
   });
 
   it('a disabled schedule makes no job; resuming skips the slots that fell while it was paused', async () => {
@@ -158,7 +237,15 @@ describe('materialising due slots', () => {
   });
 
   it('Europe/Berlin daily 02:30 runs once on the spring-forward day (at 03:00 local) and once on the fall-back day', async () => {
-    await upsertSchedule(db.prisma, { key: 'tz.berlin', cron: '30 2 * * *', timezone: 'Europe/Berlin', jobType: 'tz.job', payload: {}, enabled: true, now: at('2027-03-26T12:00:00Z') });
+    await upsertSchedule(db.prisma, {
+      key: 'tz.berlin',
+      cron: '30 2 * * *',
+      timezone: 'Europe/Berlin',
+      jobType: 'tz.job',
+      payload: {},
+      enabled: true,
+      now: at('2027-03-26T12:00:00Z'),
+    });
     // Spring forward: 2027-03-28, 02:00 CET -> 03:00 CEST; 02:30 does not exist that day.
     const hourly = (from: string, hours: number) => Array.from({ length: hours }, (_, i) => new Date(at(from).getTime() + (i + 1) * 60 * MINUTE));
     for (const now of hourly('2027-03-26T12:00:00Z', 72)) await runDueSchedules(db.prisma, { now, limit: 10 });

@@ -88,10 +88,20 @@ describe('inside the host transaction', () => {
     await db.prisma.$transaction(async (tx) => {
       await insertOrder(tx, 'approval-1');
       const error = await refusal(
-        completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: { by: NUL } } }),
+        completeExternalWorkflowStep(tx, {
+          workflowRunId,
+          stepKey: 'approve',
+          scope: noOrganizationScope(),
+          outcome: { status: 'succeeded', output: { by: NUL } },
+        }),
       );
       expect(error).toMatchObject({ code: 'workflow.invalid_input', field: 'outcome.output.by' });
-      await completeExternalWorkflowStep(tx, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: { by: 'ana' } } });
+      await completeExternalWorkflowStep(tx, {
+        workflowRunId,
+        stepKey: 'approve',
+        scope: noOrganizationScope(),
+        outcome: { status: 'succeeded', output: { by: 'ana' } },
+      });
     });
     expect(await hostOrders()).toContain('approval-1');
     expect((await stepsByKey(db.prisma, workflowRunId)).approve).toMatchObject({ status: 'SUCCEEDED', output: { by: 'ana' } });
@@ -115,7 +125,16 @@ describe('every stored field', () => {
       ['enqueueJob key', (tx) => enqueueJob(tx, { jobType: 'x', payload: {}, idempotencyKey: LONE }), 'job.invalid_input', 'idempotencyKey'],
       ['enqueueJob payload key', (tx) => enqueueJob(tx, { jobType: 'x', payload: { [NUL]: 1 } }), 'job.invalid_input', 'payload.a\uFFFDb'],
       ['enqueueJob deep payload', (tx) => enqueueJob(tx, { jobType: 'x', payload: deep }), 'job.invalid_input', `payload${'.0'.repeat(256)}`],
-      ['enqueueJobs', (tx) => enqueueJobs(tx, [{ jobType: 'x', payload: {} }, { jobType: 'x', payload: [LONE] }]), 'job.invalid_input', '1.payload.0'],
+      [
+        'enqueueJobs',
+        (tx) =>
+          enqueueJobs(tx, [
+            { jobType: 'x', payload: {} },
+            { jobType: 'x', payload: [LONE] },
+          ]),
+        'job.invalid_input',
+        '1.payload.0',
+      ],
       ['claimJobs jobTypes', (tx) => claimJobs(tx, { workerId: 'w', jobTypes: [NUL], limit: 1, leaseSeconds: 60 }), 'job.invalid_input', 'jobTypes.0'],
       ['claimJobs workerId', (tx) => claimJobs(tx, { workerId: LONE, limit: 1, leaseSeconds: 60 }), 'job.invalid_input', 'workerId'],
       ['heartbeat progress', (tx) => heartbeatJob(tx, { ...lease!, save: { progress: { p: NUL } } }), 'job.invalid_input', 'save.progress.p'],

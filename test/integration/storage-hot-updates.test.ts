@@ -16,7 +16,11 @@ const RUNS = 400;
 describe('workflow_steps storage', () => {
   it('writes no step row when its job is claimed, and updates it in place (HOT) when it ends', async () => {
     const runs = Array.from({ length: RUNS }, (_, i) =>
-      workflow('hot.chain', { i }).job('a', 'hot.a', { i, pad: 'x'.repeat(200) }).job('b', 'hot.b', { i }).afterSuccess('b', ['a']).build(),
+      workflow('hot.chain', { i })
+        .job('a', 'hot.a', { i, pad: 'x'.repeat(200) })
+        .job('b', 'hot.b', { i })
+        .afterSuccess('b', ['a'])
+        .build(),
     );
     for (let start = 0; start < RUNS; start += 100) await enqueueWorkflowRuns(db.prisma, runs.slice(start, start + 100));
     const [size] = await db.prisma.$queryRaw<{ pages: number }[]>`

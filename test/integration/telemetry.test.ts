@@ -122,13 +122,24 @@ describe('OpenTelemetry', () => {
     expect(duration.find((p) => p.attributes['runledger.job.outcome'] === 'succeeded')?.value.count).toBe(1);
     const wait = metrics.get('runledger.job.queue_wait.duration')!.dataPoints as DataPoint<Histogram>[];
     expect(wait[0]?.value.count).toBe(1);
-    expect(wait[0]?.value.min).toBeGreaterThanOrEqual(0);
+    // The one wait recorded is the claim's, in seconds on the database clock: from the job's due time to the
+    // start of its attempt (both stamped by PostgreSQL; a success keeps the attempt on the job row), so a wrong unit or a wrong pair of times fails here.
+    const [due] = await db.prisma.$queryRaw<{ seconds: number }[]>`
+      SELECT extract(epoch FROM attempt_started_at - next_run_at)::float8 AS seconds FROM runledger.job_queue WHERE id = ${jobId}::uuid`;
+    expect(due!.seconds).toBeGreaterThan(0);
+    expect(wait[0]?.value.min).toBeCloseTo(due!.seconds, 5);
+    expect(wait[0]?.value.max).toBe(wait[0]?.value.min);
   });
 
   it('marks a failed attempt ERROR with its code and outcome, and counts it as a failure that will retry', async () => {
-    const job = defineJob('tele.fails', z.object({}), () => {
-      throw new Error('upstream down');
-    }, { retry: { maxAttempts: 3 } });
+    const job = defineJob(
+      'tele.fails',
+      z.object({}),
+      () => {
+        throw new Error('upstream down');
+      },
+      { retry: { maxAttempts: 3 } },
+    );
     const reader = new CollectingReader();
     const worker = await startWorker({ handlers: [job], telemetry: { meterProvider: new MeterProvider({ readers: [reader] }) } });
     const failed = nextEvent(worker, 'job:failure');

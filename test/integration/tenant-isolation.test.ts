@@ -136,10 +136,30 @@ const noneOfA = (value: unknown) => expect(ids(value).filter((id) => a.allJobIds
 
 const OPERATIONS: ScopedOperation[] = [
   // Job reads.
-  { name: 'getJob', call: (scope) => getJob(db.prisma, { scope, jobId: a.pendingJobId }), outside: { code: 'job.not_found' }, admin: (job) => expect(job).toMatchObject({ id: a.pendingJobId }) },
-  { name: 'findJob', call: (scope) => findJob(db.prisma, { scope, jobId: a.pendingJobId }), outside: { check: (job) => expect(job).toBeNull() }, admin: (job) => expect(job).not.toBeNull() },
-  { name: 'listJobs', call: (scope) => listJobs(db.prisma, { scope, limit: 500 }), outside: { check: noneOfA }, admin: (page) => expect(ids(page)).toEqual(expect.arrayContaining(a.allJobIds)) },
-  { name: 'listJobEvents', call: (scope) => listJobEvents(db.prisma, { scope, jobId: a.pendingJobId }), outside: { code: 'job.not_found' }, admin: (page) => expect(ids(page).length).toBeGreaterThan(0) },
+  {
+    name: 'getJob',
+    call: (scope) => getJob(db.prisma, { scope, jobId: a.pendingJobId }),
+    outside: { code: 'job.not_found' },
+    admin: (job) => expect(job).toMatchObject({ id: a.pendingJobId }),
+  },
+  {
+    name: 'findJob',
+    call: (scope) => findJob(db.prisma, { scope, jobId: a.pendingJobId }),
+    outside: { check: (job) => expect(job).toBeNull() },
+    admin: (job) => expect(job).not.toBeNull(),
+  },
+  {
+    name: 'listJobs',
+    call: (scope) => listJobs(db.prisma, { scope, limit: 500 }),
+    outside: { check: noneOfA },
+    admin: (page) => expect(ids(page)).toEqual(expect.arrayContaining(a.allJobIds)),
+  },
+  {
+    name: 'listJobEvents',
+    call: (scope) => listJobEvents(db.prisma, { scope, jobId: a.pendingJobId }),
+    outside: { code: 'job.not_found' },
+    admin: (page) => expect(ids(page).length).toBeGreaterThan(0),
+  },
   {
     name: 'listJobAttempts',
     call: (scope) => listJobAttempts(db.prisma, { scope, jobId: a.succeededJobId }),
@@ -150,7 +170,9 @@ const OPERATIONS: ScopedOperation[] = [
   {
     name: 'getQueueMetrics',
     call: (scope) => getQueueMetrics(db.prisma, { scope }),
-    outside: { check: (m) => expect([typesOf(m).filter((t) => t === 'tenant.done' || t === 'tenant.dead'), (m as QueueMetrics).deadLetteredLast24h]).toEqual([[], 0]) },
+    outside: {
+      check: (m) => expect([typesOf(m).filter((t) => t === 'tenant.done' || t === 'tenant.dead'), (m as QueueMetrics).deadLetteredLast24h]).toEqual([[], 0]),
+    },
     admin: (m) => expect([typesOf(m), (m as QueueMetrics).deadLetteredLast24h]).toEqual([expect.arrayContaining(['tenant.done', 'tenant.dead']), 1]),
   },
   {
@@ -160,16 +182,36 @@ const OPERATIONS: ScopedOperation[] = [
     admin: (stats) => expect(stats).toMatchObject({ pending: 1 }),
   },
   // Run reads.
-  { name: 'getWorkflowRun', call: (scope) => getWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }), outside: { code: 'workflow.run_not_found' }, admin: (run) => expect(run).toMatchObject({ id: a.runId }) },
-  { name: 'findWorkflowRun', call: (scope) => findWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }), outside: { check: (run) => expect(run).toBeNull() }, admin: (run) => expect(run).not.toBeNull() },
+  {
+    name: 'getWorkflowRun',
+    call: (scope) => getWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }),
+    outside: { code: 'workflow.run_not_found' },
+    admin: (run) => expect(run).toMatchObject({ id: a.runId }),
+  },
+  {
+    name: 'findWorkflowRun',
+    call: (scope) => findWorkflowRun(db.prisma, { scope, workflowRunId: a.runId }),
+    outside: { check: (run) => expect(run).toBeNull() },
+    admin: (run) => expect(run).not.toBeNull(),
+  },
   {
     name: 'listWorkflowRuns',
     call: (scope) => listWorkflowRuns(db.prisma, { scope, limit: 500 }),
     outside: { check: (page) => expect(ids(page)).not.toContain(a.runId) },
     admin: (page) => expect(ids(page)).toContain(a.runId),
   },
-  { name: 'countWorkflowRuns', call: (scope) => countWorkflowRuns(db.prisma, { scope, workflowType: 'tenant.flow' }), outside: { check: (n) => expect(n).toBe(0) }, admin: (n) => expect(n).toBe(1) },
-  { name: 'listWorkflowSteps', call: (scope) => listWorkflowSteps(db.prisma, { scope, workflowRunId: a.runId }), outside: { code: 'workflow.run_not_found' }, admin: (page) => expect(ids(page)).toHaveLength(2) },
+  {
+    name: 'countWorkflowRuns',
+    call: (scope) => countWorkflowRuns(db.prisma, { scope, workflowType: 'tenant.flow' }),
+    outside: { check: (n) => expect(n).toBe(0) },
+    admin: (n) => expect(n).toBe(1),
+  },
+  {
+    name: 'listWorkflowSteps',
+    call: (scope) => listWorkflowSteps(db.prisma, { scope, workflowRunId: a.runId }),
+    outside: { code: 'workflow.run_not_found' },
+    admin: (page) => expect(ids(page)).toHaveLength(2),
+  },
   {
     name: 'listWorkflowStepDependencies',
     call: (scope) => listWorkflowStepDependencies(db.prisma, { scope, workflowRunId: a.runId }),
@@ -182,7 +224,12 @@ const OPERATIONS: ScopedOperation[] = [
     outside: { code: 'workflow.run_not_found' },
     admin: (page) => expect((page as { items: { sourceRunId: string }[] }).items.map((r) => r.sourceRunId)).toEqual([a.finishedRunId]),
   },
-  { name: 'workflowRunHandle', call: (scope) => workflowRunHandle(db.prisma, scope, a.runId).getStatus(), outside: { code: 'workflow.run_not_found' }, admin: (status) => expect(status).toBe('WAITING_FOR_EXTERNAL') },
+  {
+    name: 'workflowRunHandle',
+    call: (scope) => workflowRunHandle(db.prisma, scope, a.runId).getStatus(),
+    outside: { code: 'workflow.run_not_found' },
+    admin: (status) => expect(status).toBe('WAITING_FOR_EXTERNAL'),
+  },
   {
     name: 'verifyIntegrity',
     call: (scope) => verifyIntegrity(db.prisma, { scope, workflowRunIds: [a.runId] }),
@@ -199,7 +246,8 @@ const OPERATIONS: ScopedOperation[] = [
   },
   {
     name: 'appendWorkflowSteps',
-    call: (scope) => appendWorkflowSteps(db.prisma, { scope, workflowRunId: a.runId, mutationKey: 'm', window: 'approve', steps: [{ key: 'late', kind: 'external' }] }),
+    call: (scope) =>
+      appendWorkflowSteps(db.prisma, { scope, workflowRunId: a.runId, mutationKey: 'm', window: 'approve', steps: [{ key: 'late', kind: 'external' }] }),
     outside: { code: 'workflow.run_not_found' },
   },
   {
@@ -209,12 +257,20 @@ const OPERATIONS: ScopedOperation[] = [
   },
   {
     name: 'compareAndReplaySucceededJob',
-    call: (scope) => compareAndReplaySucceededJob(db.prisma, { scope, sourceJobId: a.succeededJobId, expectedRunNumber: 1, replayRequestKey: 'k', reason: 'r' }),
+    call: (scope) =>
+      compareAndReplaySucceededJob(db.prisma, { scope, sourceJobId: a.succeededJobId, expectedRunNumber: 1, replayRequestKey: 'k', reason: 'r' }),
     outside: { check: (result) => expect(result).toEqual({ kind: 'not_found' }) },
   },
   {
     name: 'compareAndRequeueJob',
-    call: (scope) => compareAndRequeueJob(db.prisma, { scope, jobId: a.deadJobId, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'reset_progress_and_checkpoint' }),
+    call: (scope) =>
+      compareAndRequeueJob(db.prisma, {
+        scope,
+        jobId: a.deadJobId,
+        expectedStatus: 'DEAD_LETTERED',
+        expectedRunNumber: 1,
+        statePolicy: 'reset_progress_and_checkpoint',
+      }),
     outside: { check: (result) => expect(result).toEqual({ kind: 'not_found' }) },
   },
   {
@@ -233,7 +289,10 @@ const OPERATIONS: ScopedOperation[] = [
     name: 'enqueueOrGetActiveWorkflowRun',
     call: (scope) =>
       enqueueOrGetActiveWorkflowRun(db.prisma, {
-        ...workflow('tenant.flow-elsewhere').organization(scope.kind === 'organization' ? scope.organizationId : null).external('x').build(),
+        ...workflow('tenant.flow-elsewhere')
+          .organization(scope.kind === 'organization' ? scope.organizationId : null)
+          .external('x')
+          .build(),
         activeKey: 'sync:1',
       }),
     outside: { check: (outcome) => expect(outcome).toMatchObject({ outcome: 'inserted' }) },
@@ -255,24 +314,52 @@ const notFound = (r: { code: number }) => expect(r.code).toBe(3);
 const CLI_OPERATIONS: CliOperation[] = [
   { name: 'runs show', args: () => ['runs', 'show', a.runId], outside: notFound },
   { name: 'runs cancel', args: () => ['runs', 'cancel', a.runId], outside: notFound },
-  { name: 'runs list', args: () => ['--json', 'runs', 'list', '--limit', '500'], outside: (r) => expect(r.code === 0 && !r.stdout.includes(a.runId)).toBe(true) },
+  {
+    name: 'runs list',
+    args: () => ['--json', 'runs', 'list', '--limit', '500'],
+    outside: (r) => expect(r.code === 0 && !r.stdout.includes(a.runId)).toBe(true),
+  },
   { name: 'runs recover', args: () => ['runs', 'recover', a.finishedRunId, '--request-key', 'k', '--reason', 'r'], outside: notFound },
   {
     name: 'stats',
     args: () => ['--json', 'stats'],
-    outside: (r) => expect([r.code, (JSON.parse(r.stdout) as QueueMetrics).byType.map((t) => t.jobType).filter((t) => t === 'tenant.done' || t === 'tenant.dead')]).toEqual([0, []]),
+    outside: (r) =>
+      expect([r.code, (JSON.parse(r.stdout) as QueueMetrics).byType.map((t) => t.jobType).filter((t) => t === 'tenant.done' || t === 'tenant.dead')]).toEqual([
+        0,
+        [],
+      ]),
   },
   { name: 'steps complete', args: () => ['steps', 'complete', a.runId, 'approve'], outside: notFound },
   { name: 'jobs show', args: () => ['jobs', 'show', a.pendingJobId], outside: notFound },
   { name: 'jobs cancel', args: () => ['jobs', 'cancel', a.pendingJobId], outside: notFound },
   { name: 'jobs replay', args: () => ['jobs', 'replay', a.succeededJobId, '--key', 'k', '--reason', 'r'], outside: notFound },
   { name: 'jobs requeue', args: () => ['jobs', 'requeue', a.deadJobId], outside: notFound },
-  { name: 'jobs list', args: () => ['--json', 'jobs', 'list', '--limit', '500'], outside: (r) => expect(r.code === 0 && a.allJobIds.every((id) => !r.stdout.includes(id))).toBe(true) },
-  { name: 'doctor', args: () => ['--json', 'doctor', '--run', a.runId], outside: (r) => expect([r.code, JSON.parse(r.stdout).checked]).toEqual([0, { runs: 0, jobs: 0 }]) },
+  {
+    name: 'jobs list',
+    args: () => ['--json', 'jobs', 'list', '--limit', '500'],
+    outside: (r) => expect(r.code === 0 && a.allJobIds.every((id) => !r.stdout.includes(id))).toBe(true),
+  },
+  {
+    name: 'doctor',
+    args: () => ['--json', 'doctor', '--run', a.runId],
+    outside: (r) => expect([r.code, JSON.parse(r.stdout).checked]).toEqual([0, { runs: 0, jobs: 0 }]),
+  },
   // Whole-database commands refuse a scope rather than pretend to honour it.
-  { name: 'schedules list', args: () => ['--json', 'schedules', 'list'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
-  { name: 'purge', args: () => ['--json', 'purge', '--older-than', '1d', '--dry-run'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
-  { name: 'definitions list', args: () => ['--json', 'definitions', 'list'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
+  {
+    name: 'schedules list',
+    args: () => ['--json', 'schedules', 'list'],
+    outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]),
+  },
+  {
+    name: 'purge',
+    args: () => ['--json', 'purge', '--older-than', '1d', '--dry-run'],
+    outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]),
+  },
+  {
+    name: 'definitions list',
+    args: () => ['--json', 'definitions', 'list'],
+    outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]),
+  },
   { name: 'reap', args: () => ['--json', 'reap'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
 ];
 
@@ -318,9 +405,14 @@ describe('tenant isolation matrix', () => {
   }
 
   it('has a row for every public function that takes a scope (found from the fuzz table, which covers every export)', () => {
-    const placeholder = new Proxy({}, { get: (_t, key) => (key === 'lease' ? { jobId: 'j', runNumber: 1, attempt: 1, workerId: 'w' } : 'placeholder') }) as FuzzFixtures;
+    const placeholder = new Proxy(
+      {},
+      { get: (_t, key) => (key === 'lease' ? { jobId: 'j', runNumber: 1, attempt: 1, workerId: 'w' } : 'placeholder') },
+    ) as FuzzFixtures;
     const takesScope = (value: unknown, depth = 0): boolean =>
-      depth < 4 && value !== null && typeof value === 'object' &&
+      depth < 4 &&
+      value !== null &&
+      typeof value === 'object' &&
       (['admin', 'organization', 'no_organization'].includes((value as { kind?: unknown }).kind as string) ||
         Object.values(value).some((child) => takesScope(child, depth + 1)));
     const scoped = Object.entries(FUZZ_CASES)
@@ -328,7 +420,10 @@ describe('tenant isolation matrix', () => {
       .map(([name]) => name.split('#')[0]!);
     expect(scoped.length).toBeGreaterThan(10);
     const rows = OPERATIONS.map((op) => op.name);
-    expect([...new Set(scoped)].filter((name) => !rows.includes(name)), 'scoped functions without a row in OPERATIONS').toEqual([]);
+    expect(
+      [...new Set(scoped)].filter((name) => !rows.includes(name)),
+      'scoped functions without a row in OPERATIONS',
+    ).toEqual([]);
   });
 });
 
@@ -386,6 +481,8 @@ describe('scoped writes inside scope still work (the matrix is not vacuous)', ()
   it("organization A's own scope cancels its pending job", async () => {
     await expect(cancelJob(db.prisma, { scope: organizationScope(ORG_A), jobId: a.pendingJobId })).resolves.toMatchObject({ status: 'CANCELED' });
     // claimJobs never hands out a canceled job, whatever the organization.
-    expect((await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['tenant.pending'], limit: 10, leaseSeconds: 30 })).map((j) => j.jobId)).not.toContain(a.pendingJobId);
+    expect((await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['tenant.pending'], limit: 10, leaseSeconds: 30 })).map((j) => j.jobId)).not.toContain(
+      a.pendingJobId,
+    );
   });
 });

@@ -68,8 +68,12 @@ async function effectAfterCause<T>(client: PrismaClient, cause: () => Promise<un
 }
 
 /** Microsecond-exact comparisons, in SQL (a JavaScript Date keeps milliseconds). */
-async function stepTimes(workflowRunId: string): Promise<Record<string, { released: string | null; finished: string | null; job_finished: string | null; job_created: string | null }>> {
-  const rows = await db.prisma.$queryRaw<{ step_key: string; released: string | null; finished: string | null; job_finished: string | null; job_created: string | null }[]>`
+async function stepTimes(
+  workflowRunId: string,
+): Promise<Record<string, { released: string | null; finished: string | null; job_finished: string | null; job_created: string | null }>> {
+  const rows = await db.prisma.$queryRaw<
+    { step_key: string; released: string | null; finished: string | null; job_finished: string | null; job_created: string | null }[]
+  >`
     SELECT ws.step_key, ws.released_at::text AS released, ws.finished_at::text AS finished,
            jq.finished_at::text AS job_finished, jq.created_at::text AS job_created
       FROM runledger.workflow_steps ws LEFT JOIN runledger.job_queue jq ON jq.id = ws.job_id
@@ -175,7 +179,10 @@ describe('time follows cause', () => {
           begun(row!.pid);
           await earlyBegun();
           await lateCompleted;
-          return completeJobs(tx, jobs.map((job) => ({ ...job, output: i })));
+          return completeJobs(
+            tx,
+            jobs.map((job) => ({ ...job, output: i })),
+          );
         },
         { timeout: 30_000 },
       );
@@ -185,7 +192,10 @@ describe('time follows cause', () => {
       return clients[3]!.$transaction(
         async (tx) => {
           await tx.$queryRaw`SELECT now()`;
-          const outcome = await completeJobs(tx, byRoot[3]!.map((job) => ({ ...job, output: 3 })));
+          const outcome = await completeJobs(
+            tx,
+            byRoot[3]!.map((job) => ({ ...job, output: 3 })),
+          );
           lateHolds();
           for (const pid of pids) await waitUntilBlocked(await pid);
           return outcome;
@@ -228,7 +238,11 @@ describe('time follows cause', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('to.leaves').job('a', 'to.leaves.a', {}).job('b', 'to.leaves.b', {}).build());
     const a = await claimOne(db.prisma, 'to.leaves.a', { markRunning: true });
     const b = await claimOne(db.prisma, 'to.leaves.b', { markRunning: true });
-    await effectAfterCause(clients[0]!, () => completeJob(db.prisma, { ...a, output: 1 }), (tx) => completeJob(tx, { ...b, output: 2 }));
+    await effectAfterCause(
+      clients[0]!,
+      () => completeJob(db.prisma, { ...a, output: 1 }),
+      (tx) => completeJob(tx, { ...b, output: 2 }),
+    );
     expect(await timeViolations([workflowRunId])).toEqual([]);
     const [run] = await db.prisma.$queryRaw<{ ok: boolean }[]>`
       SELECT r.finished_at >= max(ws.finished_at) AS ok FROM runledger.workflow_runs r JOIN runledger.workflow_steps ws ON ws.workflow_run_id = r.id
@@ -237,9 +251,16 @@ describe('time follows cause', () => {
   });
 
   it('canceling a run after a release committed cancels the released step, its job and the run no earlier', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('to.cancel').job('a', 'to.cancel.a', {}).job('b', 'to.cancel.b', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('to.cancel').job('a', 'to.cancel.a', {}).job('b', 'to.cancel.b', {}).afterSuccess('b', ['a']).build(),
+    );
     const a = await claimOne(db.prisma, 'to.cancel.a', { markRunning: true });
-    await effectAfterCause(clients[0]!, () => completeJob(db.prisma, { ...a, output: 1 }), (tx) => cancelWorkflowRun(tx, { workflowRunId, scope }));
+    await effectAfterCause(
+      clients[0]!,
+      () => completeJob(db.prisma, { ...a, output: 1 }),
+      (tx) => cancelWorkflowRun(tx, { workflowRunId, scope }),
+    );
     const times = await stepTimes(workflowRunId);
     expect(await isOrdered(times.b!.released!, times.b!.finished!)).toBe(true);
     expect(await isOrdered(times.b!.job_created!, times.b!.job_finished!)).toBe(true);
@@ -248,13 +269,20 @@ describe('time follows cause', () => {
 
   it('canceling a job claimed after the cancellation began finishes it no earlier than its start', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'to.job.cancel', payload: {} });
-    await effectAfterCause(clients[0]!, () => claimOne(db.prisma, 'to.job.cancel', { markRunning: true }), (tx) => cancelJob(tx, { jobId, scope }));
+    await effectAfterCause(
+      clients[0]!,
+      () => claimOne(db.prisma, 'to.job.cancel', { markRunning: true }),
+      (tx) => cancelJob(tx, { jobId, scope }),
+    );
     const report = await verifyIntegrity(db.prisma);
     expect(report.violations.filter((v) => v.jobId === jobId)).toEqual([]);
   });
 
   it('canceling a workflow job released after the cancellation began finishes it no earlier than its creation', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('to.jobcancel').job('a', 'to.jobcancel.a', {}).job('b', 'to.jobcancel.b', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('to.jobcancel').job('a', 'to.jobcancel.a', {}).job('b', 'to.jobcancel.b', {}).afterSuccess('b', ['a']).build(),
+    );
     const a = await claimOne(db.prisma, 'to.jobcancel.a', { markRunning: true });
     await effectAfterCause(
       clients[0]!,
@@ -269,7 +297,10 @@ describe('time follows cause', () => {
   });
 
   it('completing an external step released after the completion began finishes it no earlier than its release', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('to.external').job('a', 'to.external.a', {}).external('e').afterSuccess('e', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('to.external').job('a', 'to.external.a', {}).external('e').afterSuccess('e', ['a']).build(),
+    );
     const a = await claimOne(db.prisma, 'to.external.a', { markRunning: true });
     await effectAfterCause(
       clients[0]!,
@@ -329,7 +360,10 @@ describe('verifyIntegrity: time order (seeded corruption)', () => {
     const step = (key: string) => `(SELECT id FROM runledger.workflow_steps WHERE workflow_run_id = $1 AND step_key = '${key}')`;
 
     // b released a second before a finished (step and job).
-    await corrupt(`UPDATE runledger.workflow_steps SET released_at = (SELECT finished_at FROM runledger.workflow_steps WHERE id = ${step('a')}) - interval '1 second' WHERE id = ${step('b')}`, [workflowRunId]);
+    await corrupt(
+      `UPDATE runledger.workflow_steps SET released_at = (SELECT finished_at FROM runledger.workflow_steps WHERE id = ${step('a')}) - interval '1 second' WHERE id = ${step('b')}`,
+      [workflowRunId],
+    );
     // e finished before it was released.
     await corrupt(`UPDATE runledger.workflow_steps SET finished_at = released_at - interval '1 second' WHERE id = ${step('e')}`, [workflowRunId]);
     // The run finished before its last step.
@@ -343,23 +377,27 @@ describe('verifyIntegrity: time order (seeded corruption)', () => {
     expect(only(violations, 'edge.released_before_prerequisite_finished')).toEqual([
       expect.objectContaining({ workflowRunId, stepKey: 'b', found: expect.objectContaining({ releasedAt: expect.any(String) }) }),
     ]);
-    expect(only(violations, 'step.finished_before_released')).toEqual(
-      expect.arrayContaining([expect.objectContaining({ workflowRunId, stepKey: 'e' })]),
-    );
+    expect(only(violations, 'step.finished_before_released')).toEqual(expect.arrayContaining([expect.objectContaining({ workflowRunId, stepKey: 'e' })]));
     expect(only(violations, 'run.finished_before_step')).toEqual([expect.objectContaining({ workflowRunId })]);
     expect(only(violations, 'job.finished_before_started')).toEqual([expect.objectContaining({ jobId: b.jobId })]);
     expect(only(violations, 'step.job_created_before_release')).toEqual([expect.objectContaining({ stepKey: 'a', jobId: a.jobId })]);
   });
 
   it('names a dependent canceled as unsatisfied before its failed prerequisite finished', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('to.seeded.cancel').job('a', 'to.seeded.cancel.a', {}).job('b', 'to.seeded.cancel.b', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('to.seeded.cancel').job('a', 'to.seeded.cancel.a', {}).job('b', 'to.seeded.cancel.b', {}).afterSuccess('b', ['a']).build(),
+    );
     const a = await claimOne(db.prisma, 'to.seeded.cancel.a', { markRunning: true });
     await failJob(db.prisma, { ...a, error: { code: 'to.failed', message: 'no' }, retryable: false });
     expect((await verifyIntegrity(db.prisma, { workflowRunIds: [workflowRunId] })).violations).toEqual([]);
     await corrupt(`UPDATE runledger.job_queue SET finished_at = finished_at + interval '1 minute' WHERE id = $1`, [a.jobId]);
     const violations = (await verifyIntegrity(db.prisma, { workflowRunIds: [workflowRunId] })).violations;
     expect(only(violations, 'edge.released_before_prerequisite_finished')).toEqual([
-      expect.objectContaining({ stepKey: 'b', found: expect.objectContaining({ canceledAt: expect.any(String), prerequisiteJobFinishedAt: expect.any(String) }) }),
+      expect.objectContaining({
+        stepKey: 'b',
+        found: expect.objectContaining({ canceledAt: expect.any(String), prerequisiteJobFinishedAt: expect.any(String) }),
+      }),
     ]);
   });
 });

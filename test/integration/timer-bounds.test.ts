@@ -11,18 +11,10 @@ import { defineJob } from '../../src/worker/index.js';
 import { MAX_LEASE_SECONDS } from '../../src/validation/primitives.js';
 import { useTestDatabase } from '../harness/database.js';
 import { withTransaction } from '../../src/client/transaction.js';
+import { errorOf } from '../harness/errors.js';
 
 const db = useTestDatabase();
 const handler = defineJob('bounds.job', z.object({}), async () => null);
-
-async function errorOf(call: () => unknown): Promise<unknown> {
-  try {
-    await call();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe('timer-fed options', () => {
   it('refuses a worker lease, poll interval or reaper interval a timer cannot wait', async () => {
@@ -49,7 +41,9 @@ describe('timer-fed options', () => {
     expect(lease).toBeDefined();
     const heartbeatError = await errorOf(() => heartbeatJob(db.prisma, { ...lease!, leaseSeconds: 10_000_000 }));
     expect(heartbeatError).toMatchObject({ code: 'job.invalid_input', field: 'leaseSeconds' });
-    expect((await heartbeatJob(db.prisma, { ...lease!, leaseSeconds: MAX_LEASE_SECONDS })).leaseExpiresAt.getTime()).toBeGreaterThan(Date.now() + 24 * 3600_000);
+    expect((await heartbeatJob(db.prisma, { ...lease!, leaseSeconds: MAX_LEASE_SECONDS })).leaseExpiresAt.getTime()).toBeGreaterThan(
+      Date.now() + 24 * 3600_000,
+    );
   });
 
   it('refuses a runUntilIdle timeout a timer cannot wait', async () => {

@@ -50,6 +50,7 @@ async function jobExists(id: string): Promise<boolean> {
 
 // Compile-time proof (checked by `npm run typecheck`): the host's client and
 // its transaction client are both accepted as `Db`; arbitrary objects are not.
+// biome-ignore lint/suspicious/noExportsInTest: exported so the compile-time proof counts as used; vitest never calls it
 export function typeProof(client: HostPrismaClient): void {
   const root: Db = client;
   void root;
@@ -144,32 +145,49 @@ describe('a transaction client used after its transaction ended', () => {
 
   it.each([
     ['committed', async () => host.$transaction(async (tx) => tx)],
-    ['rolled back', async () => {
-      let leaked: unknown;
-      await host.$transaction(async (tx) => {
-        leaked = tx;
-        throw new Error('roll back');
-      }).catch(() => undefined);
-      return leaked as Tx;
-    }],
-  ] as const)('is database.transaction_closed (validation, field db: it can never succeed) from every kind of function once %s, and writes nothing', async (_state, ended) => {
-    const tx = (await ended()) as unknown as Db;
-    const before = await db.prisma.$queryRaw<{ n: number }[]>`SELECT (SELECT count(*) FROM runledger.job_queue) + (SELECT count(*) FROM runledger.workflow_runs) AS n`;
-    for (const [label, call] of Object.entries(calls)) {
-      const error = await call(tx).then(
-        () => undefined,
-        (e: unknown) => e,
+    [
+      'rolled back',
+      async () => {
+        let leaked: unknown;
+        await host
+          .$transaction(async (tx) => {
+            leaked = tx;
+            throw new Error('roll back');
+          })
+          .catch(() => undefined);
+        return leaked as Tx;
+      },
+    ],
+  ] as const)(
+    'is database.transaction_closed (validation, field db: it can never succeed) from every kind of function once %s, and writes nothing',
+    async (_state, ended) => {
+      const tx = (await ended()) as unknown as Db;
+      const before = await db.prisma.$queryRaw<
+        { n: number }[]
+      >`SELECT (SELECT count(*) FROM runledger.job_queue) + (SELECT count(*) FROM runledger.workflow_runs) AS n`;
+      for (const [label, call] of Object.entries(calls)) {
+        const error = await call(tx).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect({
+          label,
+          code: (error as { code?: string })?.code,
+          category: (error as { category?: string })?.category,
+          field: (error as { field?: string })?.field,
+        }).toEqual({
+          label,
+          code: 'database.transaction_closed',
+          category: 'validation',
+          field: 'db',
+        });
+        expect((error as Error).message).not.toMatch(/retry/i);
+      }
+      expect(await db.prisma.$queryRaw`SELECT (SELECT count(*) FROM runledger.job_queue) + (SELECT count(*) FROM runledger.workflow_runs) AS n`).toEqual(
+        before,
       );
-      expect({ label, code: (error as { code?: string })?.code, category: (error as { category?: string })?.category, field: (error as { field?: string })?.field }).toEqual({
-        label,
-        code: 'database.transaction_closed',
-        category: 'validation',
-        field: 'db',
-      });
-      expect((error as Error).message).not.toMatch(/retry/i);
-    }
-    expect(await db.prisma.$queryRaw`SELECT (SELECT count(*) FROM runledger.job_queue) + (SELECT count(*) FROM runledger.workflow_runs) AS n`).toEqual(before);
-  });
+    },
+  );
 });
 
 describe('ensureReadCommitted', () => {
@@ -224,9 +242,7 @@ describe('timeout helpers', () => {
       return tx.$queryRaw`SELECT pg_sleep(5)`;
     }).catch((e: unknown) => e);
     expect(isRunledgerError(error, 'database.timeout')).toBe(true);
-    const after = await withTransaction(host, 'read', async ({ tx }) =>
-      tx.$queryRaw<{ t: string }[]>`SELECT current_setting('statement_timeout') AS t`,
-    );
+    const after = await withTransaction(host, 'read', async ({ tx }) => tx.$queryRaw<{ t: string }[]>`SELECT current_setting('statement_timeout') AS t`);
     expect(after[0]!.t).toBe('0');
   });
 });

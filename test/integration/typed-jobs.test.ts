@@ -35,10 +35,19 @@ describe('typed job definitions', () => {
 
   it('runs a job defined with a valibot schema and dead-letters a payload valibot refuses, naming the field', async () => {
     const seen = latch<unknown>();
-    const def = defineJob('typed.valibot', v.object({ name: v.pipe(v.string(), v.transform((s) => s.toUpperCase())) }), (payload) => {
-      seen.open(payload);
-      return payload.name;
-    });
+    const def = defineJob(
+      'typed.valibot',
+      v.object({
+        name: v.pipe(
+          v.string(),
+          v.transform((s) => s.toUpperCase()),
+        ),
+      }),
+      (payload) => {
+        seen.open(payload);
+        return payload.name;
+      },
+    );
     const worker = await startWorker({ handlers: [def] });
     const done = nextEvent(worker, 'job:success');
     const { jobId } = await enqueueJob(db.prisma, def, { name: 'ada' });
@@ -68,7 +77,10 @@ describe('typed job definitions', () => {
 
   it("gives a workflow step given by definition the definition's settings", async () => {
     const def = defineJob('typed.step', z.object({ n: z.number() }), () => null, { retry: { maxAttempts: 3 }, timeoutSeconds: 9 });
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('typed.wf').job('a', def, { n: 1 }).job('b', def, { n: 2 }, { maxAttempts: 1 }).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('typed.wf').job('a', def, { n: 1 }).job('b', def, { n: 2 }, { maxAttempts: 1 }).build(),
+    );
     const { items: steps } = await listWorkflowSteps(db.prisma, { scope: noOrganizationScope(), workflowRunId });
     expect(steps.map((s) => [s.stepKey, s.maxAttempts, s.timeoutSeconds])).toEqual([
       ['a', 3, 9],
@@ -77,9 +89,14 @@ describe('typed job definitions', () => {
   });
 
   it("schedules a retry after the definition's backoff, not the default one", async () => {
-    const def = defineJob('typed.backoff', z.object({}), () => {
-      throw new Error('downstream unavailable');
-    }, { retry: { maxAttempts: 3, backoff: { baseDelayMs: 120_000, maxDelayMs: 120_000 } } });
+    const def = defineJob(
+      'typed.backoff',
+      z.object({}),
+      () => {
+        throw new Error('downstream unavailable');
+      },
+      { retry: { maxAttempts: 3, backoff: { baseDelayMs: 120_000, maxDelayMs: 120_000 } } },
+    );
     const worker = await startWorker({ handlers: [def] });
     const failed = nextEvent(worker, 'job:failure');
     const before = Date.now();
@@ -93,7 +110,9 @@ describe('typed job definitions', () => {
   });
 
   it('refuses a definition whose schema is not a Standard Schema, and a bad retry policy, naming the field', () => {
-    expect(() => defineJob('typed.bad', { parse: () => 1 } as never, () => null)).toThrow(expect.objectContaining({ code: 'worker.invalid_job_definition', field: 'schema' }));
+    expect(() => defineJob('typed.bad', { parse: () => 1 } as never, () => null)).toThrow(
+      expect.objectContaining({ code: 'worker.invalid_job_definition', field: 'schema' }),
+    );
     expect(() => defineJob('typed.bad', z.object({}), () => null, { retry: { backoff: { baseDelayMs: 10, maxDelayMs: 5 } } })).toThrow(
       expect.objectContaining({ code: 'worker.invalid_job_definition', field: 'settings.retry.backoff.maxDelayMs' }),
     );
@@ -103,7 +122,12 @@ describe('typed job definitions', () => {
     await enqueueJob(db.prisma, { jobType: 'typed.manual', payload: {} });
     const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['typed.manual'], limit: 1, leaseSeconds: 60 });
     const before = Date.now();
-    const result = await failJob(db.prisma, { ...job!, error: { code: 'x', message: 'x' }, retryable: true, backoff: { baseDelayMs: 600_000, maxDelayMs: 600_000 } });
+    const result = await failJob(db.prisma, {
+      ...job!,
+      error: { code: 'x', message: 'x' },
+      retryable: true,
+      backoff: { baseDelayMs: 600_000, maxDelayMs: 600_000 },
+    });
     expect(result.nextRunAt!.getTime() - before).toBeGreaterThanOrEqual(300_000 - 5_000);
   });
 });

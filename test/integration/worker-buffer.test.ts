@@ -47,8 +47,21 @@ describe('worker buffer', () => {
       await new Promise((resolve) => setTimeout(resolve, 2));
       running -= 1;
     });
-    await enqueueJobs(db.prisma, Array.from({ length: 150 }, (_, n) => ({ jobType: 'buffer.count', payload: { n } })));
-    worker = createWorker({ db: db.prisma, handlers: [handler], concurrency: 3, batchSize: 12, completionBatchSize: 12, listen: false, pollIntervalMs: 50, reaper: false, logger: silentLogger });
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 150 }, (_, n) => ({ jobType: 'buffer.count', payload: { n } })),
+    );
+    worker = createWorker({
+      db: db.prisma,
+      handlers: [handler],
+      concurrency: 3,
+      batchSize: 12,
+      completionBatchSize: 12,
+      listen: false,
+      pollIntervalMs: 50,
+      reaper: false,
+      logger: silentLogger,
+    });
     workers.push(worker);
     const done = countdown(150);
     worker.on('job:success', done.arrive);
@@ -70,9 +83,21 @@ describe('worker buffer', () => {
       started.open();
       await finish.promise;
     });
-    await enqueueJobs(db.prisma, Array.from({ length: 6 }, (_, n) => ({ jobType: 'buffer.stop', payload: { n } })));
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 6 }, (_, n) => ({ jobType: 'buffer.stop', payload: { n } })),
+    );
     // Polling only, so the one claim of 5 is all this worker takes (the buffer stays over half full).
-    const worker = createWorker({ db: db.prisma, handlers: [handler], concurrency: 1, batchSize: 5, listen: false, pollIntervalMs: 50, reaper: false, logger: silentLogger });
+    const worker = createWorker({
+      db: db.prisma,
+      handlers: [handler],
+      concurrency: 1,
+      batchSize: 5,
+      listen: false,
+      pollIntervalMs: 50,
+      reaper: false,
+      logger: silentLogger,
+    });
     const stopped = nextEvent(worker, 'worker:stopped');
     const released: string[] = [];
     worker.on('job:released', ({ reason }) => released.push(reason));
@@ -118,7 +143,17 @@ describe('worker buffer', () => {
       { jobType: 'buffer.expire', payload: { n: 1 } },
     ]);
     // A 1 s lease: heartbeats every 333 ms, and a buffered job may wait at most that long.
-    const worker = createWorker({ db: db.prisma, handlers: [handler], concurrency: 1, batchSize: 2, leaseSeconds: 1, listen: false, pollIntervalMs: 50, reaper: false, logger: silentLogger });
+    const worker = createWorker({
+      db: db.prisma,
+      handlers: [handler],
+      concurrency: 1,
+      batchSize: 2,
+      leaseSeconds: 1,
+      listen: false,
+      pollIntervalMs: 50,
+      reaper: false,
+      logger: silentLogger,
+    });
     workers.push(worker);
     const releasedEvent = nextEvent(worker, 'job:released');
     const done = countdown(2);
@@ -132,10 +167,16 @@ describe('worker buffer', () => {
     await within(done.promise, 10_000, 'both jobs succeed');
 
     // Job 1 ran once, on a fresh lease; the release gave its attempt back.
-    expect(starts).toEqual([{ n: 0, attempt: 1 }, { n: 1, attempt: 1 }]);
+    expect(starts).toEqual([
+      { n: 0, attempt: 1 },
+      { n: 1, attempt: 1 },
+    ]);
     expect(job.attempt).toBe(1);
     const states = await jobStates('buffer.expire');
-    expect(states.map((s) => [s.status, s.attempt])).toEqual([['SUCCEEDED', 1], ['SUCCEEDED', 1]]);
+    expect(states.map((s) => [s.status, s.attempt])).toEqual([
+      ['SUCCEEDED', 1],
+      ['SUCCEEDED', 1],
+    ]);
     expect((await releaseReasons('buffer.expire')).map((r) => [r.n, r.reason])).toEqual([[1, JOB_BUFFER_EXPIRED]]);
     expect(worker.stats()).toMatchObject({ claimed: 3, succeeded: 2, failed: 0, released: 1, leaseLost: 0 });
   });

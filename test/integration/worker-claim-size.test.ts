@@ -37,7 +37,10 @@ async function drain(jobType: string, jobs: number, handlerMs: number, options: 
     if (handlerMs > 0) await new Promise((resolve) => setTimeout(resolve, handlerMs));
   });
   for (let start = 0; start < jobs; start += 1_000) {
-    await enqueueJobs(db.prisma, Array.from({ length: Math.min(1_000, jobs - start) }, (_, i) => ({ jobType, payload: { n: start + i } })));
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: Math.min(1_000, jobs - start) }, (_, i) => ({ jobType, payload: { n: start + i } })),
+    );
   }
   const logger = recordingLogger();
   const worker = createWorker({ db: db.prisma, handlers: [handler], listen: false, pollIntervalMs: 50, reaper: false, logger, ...options });

@@ -5,7 +5,18 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createWorker, declareSchedules, defineJob, defineSchedule, getSchedule, isRunledgerError, listSchedules, silentLogger, upsertSchedule, workflow } from '../../src/index.js';
+import {
+  createWorker,
+  declareSchedules,
+  defineJob,
+  defineSchedule,
+  getSchedule,
+  isRunledgerError,
+  listSchedules,
+  silentLogger,
+  upsertSchedule,
+  workflow,
+} from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
 import { barrier } from '../harness/workflow-helpers.js';
@@ -30,12 +41,20 @@ beforeEach(async () => {
 
 describe('declared schedules', () => {
   it('four workers starting at once with the same declaration: no error, one row per schedule', async () => {
-    const workers = await Promise.all(Array.from({ length: 4 }, () => startWorker({ handlers: [digest], schedules: false, declareSchedules: { owner: 'svc', schedules: declared } })));
+    const workers = await Promise.all(
+      Array.from({ length: 4 }, () => startWorker({ handlers: [digest], schedules: false, declareSchedules: { owner: 'svc', schedules: declared } })),
+    );
     expect(workers).toHaveLength(4);
     expect(await keys()).toEqual(['decl.digest', 'decl.flow']);
     const schedule = await getSchedule(db.prisma, { key: 'decl.digest' });
     // The definition's type and timeout; the declaring owner's tag.
-    expect(schedule).toMatchObject({ jobType: 'digest.send', payload: { audience: 'all' }, timeoutSeconds: 30, declaredBy: 'svc', nextRunAt: new Date('2029-01-01T08:00:00Z') });
+    expect(schedule).toMatchObject({
+      jobType: 'digest.send',
+      payload: { audience: 'all' },
+      timeoutSeconds: 30,
+      declaredBy: 'svc',
+      nextRunAt: new Date('2029-01-01T08:00:00Z'),
+    });
   });
 
   it('concurrent declarations (barrier) of overlapping and pruning sets all succeed and leave the last one standing', async () => {
@@ -95,6 +114,8 @@ describe('declared schedules', () => {
     expect(() => defineSchedule({ key: 'decl.typed', cron: '0 8 * * *', job: digest, payload: { audience: 'nobody' }, enabled: true })).toThrow(
       expect.objectContaining({ code: 'schedule.invalid_input', field: 'payload.audience' }),
     );
-    expect(defineSchedule({ key: 'decl.typed', cron: '0 8 * * *', job: digest, payload: { audience: 'admins' }, enabled: true })).toMatchObject({ jobType: 'digest.send' });
+    expect(defineSchedule({ key: 'decl.typed', cron: '0 8 * * *', job: digest, payload: { audience: 'admins' }, enabled: true })).toMatchObject({
+      jobType: 'digest.send',
+    });
   });
 });

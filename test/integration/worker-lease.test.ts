@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { cancelJob, claimJobs, completeJob, enqueueJob, getJob, noOrganizationScope, reapExpiredLeases, type ClaimedJob } from '../../src/index.js';
-import {
-  defineJob,
-  JobAbortedError,
-  RetryableError,
-  type JobContext,
-  type Worker,
-} from '../../src/worker/index.js';
+import { defineJob, JobAbortedError, RetryableError, type JobContext } from '../../src/worker/index.js';
 import { latch, nextEvent, recordingLogger } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
@@ -120,7 +114,12 @@ describe('a lost lease', () => {
     finish.open();
     await worker.stop();
 
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'LEASED', leaseOwner: 'intruder', attempt: 2, output: null });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
+      status: 'LEASED',
+      leaseOwner: 'intruder',
+      attempt: 2,
+      output: null,
+    });
     expect(await succeededEvents(jobId)).toBe(0);
     expect(worker.stats()).toMatchObject({ succeeded: 0, failed: 0, leaseLost: 1 });
     await completeJob(db.prisma, { ...intruder, output: 'from the intruder' });
@@ -134,7 +133,10 @@ describe('a lost lease', () => {
     const handler = defineJob('lease.save_lost', z.object({}), async (_payload, ctx) => {
       started.open();
       await proceed.promise;
-      const error = await ctx.saveProgress({ step: 2 }).then(() => undefined, (e: unknown) => e);
+      const error = await ctx.saveProgress({ step: 2 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       outcome.open({ error, reason: ctx.signal.reason });
       return 'stale';
     });

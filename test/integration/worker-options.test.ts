@@ -32,7 +32,10 @@ describe('createWorker options', () => {
     expect(invalid({ db: db.prisma, connectionString: db.url, handlers: [noop] })).toMatchObject({ field: 'db' });
     // A malformed URL is the caller's input, not a connection failure to retry.
     expect(invalid({ connectionString: 'not a url', handlers: [noop] })).toMatchObject({ code: 'worker.invalid_options', field: 'connectionString' });
-    expect(invalid({ db: db.prisma, listenConnectionString: 'mysql://h/db', handlers: [noop] })).toMatchObject({ code: 'worker.invalid_options', field: 'listenConnectionString' });
+    expect(invalid({ db: db.prisma, listenConnectionString: 'mysql://h/db', handlers: [noop] })).toMatchObject({
+      code: 'worker.invalid_options',
+      field: 'listenConnectionString',
+    });
   });
 
   it('refuses a handler list that is empty, not made by defineJob, or names a job type twice', () => {
@@ -62,9 +65,7 @@ describe('createWorker options', () => {
 
 describe('defineJob', () => {
   it('refuses a blank job type, a schema that is not zod, and a handler that is not a function', () => {
-    expect(() => defineJob('  ', z.object({}), async () => null)).toThrow(
-      expect.objectContaining({ code: 'worker.invalid_job_definition', field: 'jobType' }),
-    );
+    expect(() => defineJob('  ', z.object({}), async () => null)).toThrow(expect.objectContaining({ code: 'worker.invalid_job_definition', field: 'jobType' }));
     expect(() => defineJob('x', {} as z.ZodType, async () => null)).toThrow(expect.objectContaining({ field: 'schema' }));
     expect(() => defineJob('x', z.object({}), 'nope' as never)).toThrow(expect.objectContaining({ field: 'handler' }));
   });

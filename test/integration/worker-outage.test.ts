@@ -75,7 +75,16 @@ async function withProxiedWorker<T>(
   let worker: Worker | undefined;
   try {
     // No reaper, scheduler, intent promoter or registry loop: their statements would compete with the ones under test for the proxied pool.
-    worker = createWorker({ logger: silentLogger, reaper: false, schedules: false, intents: false, workerRegistry: false, listen: false, ...workerOptions, db: client });
+    worker = createWorker({
+      logger: silentLogger,
+      reaper: false,
+      schedules: false,
+      intents: false,
+      workerRegistry: false,
+      listen: false,
+      ...workerOptions,
+      db: client,
+    });
     before(worker); // listeners attached before anything can happen
     await worker.start();
     return await fn(proxy, worker);
@@ -102,8 +111,14 @@ async function untilSucceeded(jobIds: string[], timeoutMs: number): Promise<void
 describe('a worker through a database outage', () => {
   it('runs every job exactly once when the network is cut for 8 s (the outage of issue 9) while its handlers finish', async () => {
     const { runs, gate, handlers } = gatedHandlers('outage');
-    const direct = await enqueueJobs(db.prisma, Array.from({ length: 20 }, (_, n) => ({ jobType: 'outage.ok', payload: { n } })));
-    const failing = await enqueueJobs(db.prisma, Array.from({ length: 4 }, () => ({ jobType: 'outage.fail', payload: {} })));
+    const direct = await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 20 }, (_, n) => ({ jobType: 'outage.ok', payload: { n } })),
+    );
+    const failing = await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 4 }, () => ({ jobType: 'outage.fail', payload: {} })),
+    );
     const runIds: string[] = [];
     for (let i = 0; i < 2; i += 1) {
       const flow = workflow('outage.flow').job('a', 'outage.step', {}).job('b', 'outage.step', {}).afterSuccess('b', ['a']).resultStep('b').build();
@@ -132,9 +147,17 @@ describe('a worker through a database outage', () => {
     expect(trouble).toEqual({ errors: [], leaseLost: [] });
     for (const { jobId } of direct) expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
     for (const { jobId } of failing) {
-      expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'DEAD_LETTERED', attempt: 1, lastErrorCode: 'outage.declined' });
+      expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
+        status: 'DEAD_LETTERED',
+        attempt: 1,
+        lastErrorCode: 'outage.declined',
+      });
     }
-    for (const runId of runIds) expect(await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId: runId })).toMatchObject({ status: 'SUCCEEDED', result: 'step done' });
+    for (const runId of runIds)
+      expect(await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId: runId })).toMatchObject({
+        status: 'SUCCEEDED',
+        result: 'step done',
+      });
     expect(runs.size).toBe(20 + 4 + 2 * 2);
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
   });
@@ -173,7 +196,10 @@ describe('a worker through a database outage', () => {
     const jobIds: string[] = [];
     try {
       for (let round = 0; round < 2; round += 1) {
-        const jobs = await enqueueJobs(db.prisma, Array.from({ length: perRound }, (_, n) => ({ jobType: 'refused.ok', payload: { n } })));
+        const jobs = await enqueueJobs(
+          db.prisma,
+          Array.from({ length: perRound }, (_, n) => ({ jobType: 'refused.ok', payload: { n } })),
+        );
         jobIds.push(...jobs.map((job) => job.jobId));
         await within(started.promise, 20_000, `round ${round}: all ${perRound} jobs started`);
         const outage = await refuseConnections(db.name, { terminate: true });
@@ -183,7 +209,10 @@ describe('a worker through a database outage', () => {
         } finally {
           await outage.end();
         }
-        await untilSucceeded(jobs.map((job) => job.jobId), 30_000);
+        await untilSucceeded(
+          jobs.map((job) => job.jobId),
+          30_000,
+        );
         gate = latch();
         started = countdown(perRound);
       }
@@ -191,7 +220,10 @@ describe('a worker through a database outage', () => {
       await worker.stop({ drainMs: 0 });
     }
     const counts = jobIds.map((jobId) => runs.get(jobId) ?? 0);
-    expect({ duplicates: counts.filter((count) => count > 1).length, missing: counts.filter((count) => count === 0).length }).toEqual({ duplicates: 0, missing: 0 });
+    expect({ duplicates: counts.filter((count) => count > 1).length, missing: counts.filter((count) => count === 0).length }).toEqual({
+      duplicates: 0,
+      missing: 0,
+    });
     expect(leaseLost).toEqual([]);
     const attempts = await db.prisma.$queryRaw<{ attempt: number; n: number }[]>`
       SELECT attempt, count(*)::int AS n FROM runledger.job_queue WHERE id = ANY(${jobIds}::uuid[]) GROUP BY attempt`;
@@ -200,7 +232,10 @@ describe('a worker through a database outage', () => {
 
   it('reports a completion whose commit reached PostgreSQL but whose answer was lost as a success', async () => {
     const { runs, gate, handlers } = gatedHandlers('lost');
-    const jobs = await enqueueJobs(db.prisma, Array.from({ length: 3 }, (_, n) => ({ jobType: 'lost.ok', payload: { n } })));
+    const jobs = await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 3 }, (_, n) => ({ jobType: 'lost.ok', payload: { n } })),
+    );
     const started = countdown(3);
     const succeeded = countdown(3);
     let trouble!: ReturnType<typeof watchTrouble>;
@@ -218,7 +253,9 @@ describe('a worker through a database outage', () => {
       gate.open();
       // Until the completions have committed (their answers go nowhere).
       const deadline = Date.now() + 15_000;
-      while ((await Promise.all(jobs.map(({ jobId }) => getJob(db.prisma, { scope: noOrganizationScope(), jobId })))).some((job) => job.status !== 'SUCCEEDED')) {
+      while (
+        (await Promise.all(jobs.map(({ jobId }) => getJob(db.prisma, { scope: noOrganizationScope(), jobId })))).some((job) => job.status !== 'SUCCEEDED')
+      ) {
         if (Date.now() > deadline) throw new Error('the completions never committed');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { enqueueJob, getJob, noOrganizationScope } from '../../src/index.js';
-import {
-  defineJob,
-  JobAbortedError,
-  RetryableError,
-  TerminalError,
-  type Worker,
-} from '../../src/worker/index.js';
+import { defineJob, JobAbortedError, RetryableError, TerminalError } from '../../src/worker/index.js';
 import { latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';

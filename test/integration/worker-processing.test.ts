@@ -178,7 +178,11 @@ describe('worker processing', () => {
     await worker.start();
     expect((await succeeded).job.attempt).toBe(2);
     expect(attempts).toEqual([2]);
-    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', output: 'rescued', lastErrorCode: 'job.lease_expired' });
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({
+      status: 'SUCCEEDED',
+      output: 'rescued',
+      lastErrorCode: 'job.lease_expired',
+    });
   });
 
   it('claims again as soon as a slot frees up when the last batch was full', async () => {
@@ -189,7 +193,10 @@ describe('worker processing', () => {
       if (payload.n === 0) await release.promise;
       return payload.n;
     });
-    await enqueueJobs(db.prisma, [0, 1, 2, 3].map((n) => ({ jobType: 'proc.slots', payload: { n }, priority: 10 - n })));
+    await enqueueJobs(
+      db.prisma,
+      [0, 1, 2, 3].map((n) => ({ jobType: 'proc.slots', payload: { n }, priority: 10 - n })),
+    );
     const worker = startWorker({ handlers: [handler], concurrency: 2, listen: false, pollIntervalMs: 60_000 });
     const rest = countdown(3);
     worker.on('job:success', (e) => {

@@ -30,7 +30,9 @@ interface RegistryRow {
 }
 
 async function registry(): Promise<RegistryRow[]> {
-  return db.prisma.$queryRaw<RegistryRow[]>`SELECT id, host, pid, job_types, concurrency, in_flight, expires_at > now() AS live FROM runledger.workers ORDER BY id`;
+  return db.prisma.$queryRaw<
+    RegistryRow[]
+  >`SELECT id, host, pid, job_types, concurrency, in_flight, expires_at > now() AS live FROM runledger.workers ORDER BY id`;
 }
 
 async function attemptsOf(jobId: string): Promise<{ error_code: string | null; error_stack: string | null }[]> {

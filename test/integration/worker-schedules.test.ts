@@ -1,7 +1,17 @@
 /** The worker's scheduler loop: materialises due slots on its (injected) clock and runs their jobs; off with `schedules: false`. */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { cancelJob, createWorker, defineJob, enqueueJob, findJob, noOrganizationScope, isRunledgerError, silentLogger, upsertSchedule } from '../../src/index.js';
+import {
+  cancelJob,
+  createWorker,
+  defineJob,
+  enqueueJob,
+  findJob,
+  noOrganizationScope,
+  isRunledgerError,
+  silentLogger,
+  upsertSchedule,
+} from '../../src/index.js';
 import { latch, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
@@ -31,7 +41,14 @@ describe('worker scheduler loop', () => {
 
   it('is on by default (a pass runs at start) and makes no job with schedules: false; refuses a bad option', async () => {
     // Due by the database clock; the handler's type is one nobody claims, so the job stays to be counted.
-    await upsertSchedule(db.prisma, { key: 'loop.off', cron: '* * * * *', jobType: 'loop.unclaimed', payload: {}, enabled: true, now: new Date('2020-01-01T00:00:10Z') });
+    await upsertSchedule(db.prisma, {
+      key: 'loop.off',
+      cron: '* * * * *',
+      jobType: 'loop.unclaimed',
+      payload: {},
+      enabled: true,
+      now: new Date('2020-01-01T00:00:10Z'),
+    });
     const handler = defineJob('loop.off', z.object({}), async () => undefined);
     // stop() waits for a pass in progress, and the first pass starts with the worker.
     await (await startWorker({ handlers: [handler], schedules: false })).stop({ drainMs: 0 });

@@ -33,9 +33,23 @@ describe('worker slots', () => {
       await new Promise((resolve) => setImmediate(resolve));
       running -= 1;
     });
-    await enqueueJobs(db.prisma, Array.from({ length: 120 }, (_, n) => ({ jobType: 'slots.count', payload: { n } })));
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 120 }, (_, n) => ({ jobType: 'slots.count', payload: { n } })),
+    );
     // A long completion batch delay keeps successes queued, so the lease cap is what stops the claims.
-    worker = createWorker({ db: db.prisma, handlers: [handler], concurrency: 4, batchSize: 8, completionBatchSize: 8, completionBatchMs: 20, listen: false, pollIntervalMs: 50, reaper: false, logger: silentLogger });
+    worker = createWorker({
+      db: db.prisma,
+      handlers: [handler],
+      concurrency: 4,
+      batchSize: 8,
+      completionBatchSize: 8,
+      completionBatchMs: 20,
+      listen: false,
+      pollIntervalMs: 50,
+      reaper: false,
+      logger: silentLogger,
+    });
     workers.push(worker);
     const held: number[] = [];
     worker.on('job:start', () => held.push(worker!.stats().inFlight));
@@ -62,7 +76,15 @@ describe('worker slots', () => {
         .resultStep('c')
         .build(),
     );
-    const worker = createWorker({ db: db.prisma, handlers: [step], concurrency: 1, listen: false, pollIntervalMs: 60_000, reaper: false, logger: silentLogger });
+    const worker = createWorker({
+      db: db.prisma,
+      handlers: [step],
+      concurrency: 1,
+      listen: false,
+      pollIntervalMs: 60_000,
+      reaper: false,
+      logger: silentLogger,
+    });
     workers.push(worker);
     const done = countdown(3);
     worker.on('job:success', done.arrive);

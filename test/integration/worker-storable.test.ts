@@ -35,7 +35,7 @@ describe('unstorable handler results', () => {
   });
 
   it('dead-letters an output with a lone surrogate in a key, and one nested 5,000 deep, with the reason', async () => {
-    const surrogate = await runOnce('storable.output_key', async () => ({ ['k\uD800']: 1 }));
+    const surrogate = await runOnce('storable.output_key', async () => ({ 'k\uD800': 1 }));
     expect(surrogate.job).toMatchObject({ status: 'DEAD_LETTERED', lastErrorCode: 'job.output_invalid' });
     expect(surrogate.job.lastErrorMessage).toMatch(/output\.k\uFFFD: .*key that contains a lone surrogate/);
 
@@ -70,14 +70,22 @@ describe('unstorable handler results', () => {
   it('records an unknown throw that JSON cannot describe (5,000 deep, no prototype)', async () => {
     let deep: unknown = {};
     for (let i = 0; i < 5_000; i += 1) deep = { a: deep };
-    const first = await runOnce('storable.throw_deep', async () => {
-      throw deep;
-    }, 1);
+    const first = await runOnce(
+      'storable.throw_deep',
+      async () => {
+        throw deep;
+      },
+      1,
+    );
     expect(first.job).toMatchObject({ status: 'DEAD_LETTERED', lastErrorCode: 'job.handler_error', lastErrorMessage: '[object Object]' });
 
-    const second = await runOnce('storable.throw_bare', async () => {
-      throw Object.assign(Object.create(null), { self: undefined }) as unknown;
-    }, 1);
+    const second = await runOnce(
+      'storable.throw_bare',
+      async () => {
+        throw Object.assign(Object.create(null), { self: undefined }) as unknown;
+      },
+      1,
+    );
     expect(second.job).toMatchObject({ status: 'DEAD_LETTERED', lastErrorCode: 'job.handler_error' });
   });
 

@@ -48,8 +48,14 @@ describe('transactional handlers under crashes and terminated connections', () =
   it('leaves exactly one host row per job, and every job SUCCEEDED once', { timeout: 240_000 }, async () => {
     const admin = db.newPool({ max: 2 });
     await admin.query(await readFile(new URL('../fixtures/host-app/migration.sql', import.meta.url), 'utf8'));
-    const jobIds = (await enqueueJobs(db.prisma, Array.from({ length: JOBS }, () => ({ jobType: 'txcrash.order', payload: {}, maxAttempts: 50, backoff: { baseDelayMs: 50, maxDelayMs: 500 } })))).map((job) => job.jobId);
-    const succeeded = async () => Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE status = 'SUCCEEDED'`)).rows[0]!.n);
+    const jobIds = (
+      await enqueueJobs(
+        db.prisma,
+        Array.from({ length: JOBS }, () => ({ jobType: 'txcrash.order', payload: {}, maxAttempts: 50, backoff: { baseDelayMs: 50, maxDelayMs: 500 } })),
+      )
+    ).map((job) => job.jobId);
+    const succeeded = async () =>
+      Number((await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE status = 'SUCCEEDED'`)).rows[0]!.n);
     const waitFor = async (predicate: () => Promise<boolean>, what: string, timeoutMs = 180_000) => {
       const until = Date.now() + timeoutMs;
       while (!(await predicate())) {
@@ -80,7 +86,8 @@ describe('transactional handlers under crashes and terminated connections', () =
       await stopped(doomed, 'SIGKILL');
       // Killed mid-run: attempts of the dead worker were open (their leases now expire and the reaper returns them).
       const orphaned = Number(
-        (await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE status = 'LEASED' AND lease_owner = 'txcrash-doomed'`)).rows[0]!.n,
+        (await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE status = 'LEASED' AND lease_owner = 'txcrash-doomed'`)).rows[0]!
+          .n,
       );
       expect(orphaned).toBeGreaterThan(0);
 
@@ -96,22 +103,30 @@ describe('transactional handlers under crashes and terminated connections', () =
       for (const child of children) await stopped(child, 'SIGKILL');
     }
 
-    const { rows: perJob } = await admin.query<{ rows: string; jobs: string }>(`
+    const { rows: perJob } = await admin.query<{ rows: string; jobs: string }>(
+      `
       SELECT per.rows::text, count(*)::text AS jobs
         FROM (SELECT j.id, (SELECT count(*) FROM public.host_orders o WHERE o.customer = j.id::text) AS rows
                 FROM runledger.job_queue j WHERE j.id = ANY($1::uuid[])) per
-       GROUP BY per.rows`, [jobIds]);
+       GROUP BY per.rows`,
+      [jobIds],
+    );
     // Exactly one host row per job: no job without its row, none with two.
     expect(perJob).toEqual([{ rows: '1', jobs: String(JOBS) }]);
-    const { rows: outcomes } = await admin.query<{ status: string; succeeded_events: string; jobs: string }>(`
+    const { rows: outcomes } = await admin.query<{ status: string; succeeded_events: string; jobs: string }>(
+      `
       SELECT per.status, per.succeeded_events::text, count(*)::text AS jobs
         FROM (SELECT j.status::text AS status,
                      (SELECT count(*) FROM runledger.job_trail t WHERE t.job_id = j.id AND t.event_type = 'SUCCEEDED') AS succeeded_events
                 FROM runledger.job_queue j WHERE j.id = ANY($1::uuid[])) per
-       GROUP BY 1, 2`, [jobIds]);
+       GROUP BY 1, 2`,
+      [jobIds],
+    );
     expect(outcomes).toEqual([{ status: 'SUCCEEDED', succeeded_events: '1', jobs: String(JOBS) }]);
     // The faults cut attempts short: some jobs needed more than one (their rolled-back writes left nothing).
-    const { rows: retried } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE id = ANY($1::uuid[]) AND attempt > 1`, [jobIds]);
+    const { rows: retried } = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM runledger.job_queue WHERE id = ANY($1::uuid[]) AND attempt > 1`, [
+      jobIds,
+    ]);
     expect(Number(retried[0]!.n)).toBeGreaterThan(0);
     // The rows came from the attempts that succeeded: each row's attempt is its job's final attempt.
     const { rows: mismatched } = await admin.query<{ n: string }>(`

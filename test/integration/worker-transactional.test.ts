@@ -9,16 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  claimJobs,
-  enqueueJob,
-  enqueueWorkflowRun,
-  getJob,
-  noOrganizationScope,
-  reapExpiredLeases,
-  workflow,
-  type ClaimedJob,
-} from '../../src/index.js';
+import { claimJobs, enqueueJob, enqueueWorkflowRun, getJob, noOrganizationScope, reapExpiredLeases, workflow, type ClaimedJob } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { continueNow, defineJob, RetryableError, TerminalError, type Worker } from '../../src/worker/index.js';
 import { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
@@ -211,7 +202,7 @@ describe('a transactional handler', () => {
     expect(worker.stats()).toMatchObject({ succeeded: 0, leaseLost: 1 });
   });
 
-  it('releases a workflow step\'s dependents and settles its run in the same commit', async () => {
+  it("releases a workflow step's dependents and settles its run in the same commit", async () => {
     const orderId = newId();
     const reserve = defineJob(
       'tx.reserve',
@@ -228,11 +219,7 @@ describe('a transactional handler', () => {
     const reserved = nextEvent(worker, 'job:success', (event) => event.job.jobType === 'tx.reserve');
     const run = await enqueueWorkflowRun(
       db.prisma,
-      workflow('tx.fulfil', { orderId })
-        .job('reserve', reserve, { orderId })
-        .job('ship', ship, { orderId })
-        .afterSuccess('ship', ['reserve'])
-        .build(),
+      workflow('tx.fulfil', { orderId }).job('reserve', reserve, { orderId }).job('ship', ship, { orderId }).afterSuccess('ship', ['reserve']).build(),
     );
     await reserved;
     const [shipJob] = await db.prisma.$queryRaw<{ id: string }[]>`

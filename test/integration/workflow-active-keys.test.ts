@@ -84,7 +84,9 @@ describe('enqueueOrGetActiveWorkflowRun', () => {
     await expect(enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, metadata: { other: true }, activeKey: 'sync:idem' })).rejects.toMatchObject({
       code: 'workflow.idempotency_conflict',
     });
-    await expect(enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:idem-other' })).rejects.toMatchObject({ code: 'workflow.idempotency_conflict' });
+    await expect(enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:idem-other' })).rejects.toMatchObject({
+      code: 'workflow.idempotency_conflict',
+    });
     // After the run ended and another run took the key, the retry still gets its own run.
     await finishAll('ak.idem');
     const other = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.idem'), activeKey: 'sync:idem' });
@@ -206,7 +208,8 @@ describe('enqueueOrGetActiveWorkflowRun', () => {
       );
       const inserted = outcomes.filter((o) => typeof o !== 'string' && o.outcome === 'inserted') as ActiveWorkflowOutcome[];
       expect(inserted).toHaveLength(1);
-      for (const outcome of outcomes) expect(outcome).toEqual({ outcome: expect.stringMatching(/inserted|existing_active/), workflowRunId: inserted[0]!.workflowRunId, status: 'RUNNING' });
+      for (const outcome of outcomes)
+        expect(outcome).toEqual({ outcome: expect.stringMatching(/inserted|existing_active/), workflowRunId: inserted[0]!.workflowRunId, status: 'RUNNING' });
       expect(await claimsOf(key)).toHaveLength(1);
     }
     expect(await runCount('customer.race')).toBe(3);
@@ -218,10 +221,14 @@ describe('enqueueOrGetActiveWorkflowRun', () => {
     expect(claim).toMatchObject({ scope: 'global', activeKey: 'sync:orm', releasedAt: null });
     expect(claim.run.id).toBe(workflowRunId);
     const mutation = await db.prisma.workflowMutation.create({ data: { workflowRunId, mutationKey: 'm-orm', request: { steps: [] }, stepCount: 1 } });
-    expect(await db.prisma.workflowMutation.findUniqueOrThrow({ where: { workflowRunId_mutationKey: { workflowRunId, mutationKey: 'm-orm' } } })).toEqual(mutation);
+    expect(await db.prisma.workflowMutation.findUniqueOrThrow({ where: { workflowRunId_mutationKey: { workflowRunId, mutationKey: 'm-orm' } } })).toEqual(
+      mutation,
+    );
     // The partial unique index: a second unreleased claim of the key is refused by the database itself.
     const { workflowRunId: other } = await enqueueWorkflowRun(db.prisma, sync('ak.orm'));
     await expect(db.prisma.workflowActiveKey.create({ data: { workflowRunId: other, scope: 'global', activeKey: 'sync:orm' } })).rejects.toThrow();
-    await expect(db.prisma.workflowActiveKey.create({ data: { workflowRunId: other, scope: 'global', activeKey: 'sync:orm-free' } })).resolves.toMatchObject({ releasedAt: null });
+    await expect(db.prisma.workflowActiveKey.create({ data: { workflowRunId: other, scope: 'global', activeKey: 'sync:orm-free' } })).resolves.toMatchObject({
+      releasedAt: null,
+    });
   });
 });

@@ -96,7 +96,7 @@ async function fixture(tag: string, withDependent: boolean, hold = true): Promis
       mutationKey: 'race',
       steps: [
         { kind: 'job', key: 'n', jobType: `race.${tag}.n`, payload: {} },
-        { kind: 'external', key: 'after', },
+        { kind: 'external', key: 'after' },
       ],
       edges: [
         { prerequisite: 'p', dependent: 'n' },
@@ -108,7 +108,9 @@ async function fixture(tag: string, withDependent: boolean, hold = true): Promis
 
 /** Everything the race could get wrong, without ids. */
 async function state(workflowRunId: string) {
-  const steps = await db.prisma.$queryRaw<{ step_key: string; status: string; pending: number; unsatisfied: number; job_status: string | null; jobs: number }[]>`
+  const steps = await db.prisma.$queryRaw<
+    { step_key: string; status: string; pending: number; unsatisfied: number; job_status: string | null; jobs: number }[]
+  >`
     SELECT ws.step_key, ws.status::text, ws.dependency_count_pending AS pending, ws.dependency_count_unsatisfied AS unsatisfied,
            jq.status::text AS job_status,
            (SELECT count(*)::int FROM runledger.job_queue j WHERE j.workflow_step_id = ws.id) AS jobs
@@ -172,7 +174,9 @@ describe('append racing completion of its prerequisite', () => {
       const control = await fixture('notify-control', false, false);
       await completeJob(db.prisma, { ...control.lease, output: 1 });
       await listener.flush();
-      expect(listener.received.filter((n) => n.workflow_run_id === control.workflowRunId)).toEqual([{ workflow_run_id: control.workflowRunId, status: 'SUCCEEDED' }]);
+      expect(listener.received.filter((n) => n.workflow_run_id === control.workflowRunId)).toEqual([
+        { workflow_run_id: control.workflowRunId, status: 'SUCCEEDED' },
+      ]);
 
       const raced = await fixture('notify', false, false);
       const append = held(first, (tx) => appendWorkflowSteps(tx, raced.append));
@@ -212,7 +216,9 @@ describe('append racing cancellation of its run', () => {
       expect(final.steps.find((s) => s.step_key === 'n')).toMatchObject({ status: 'CANCELED', job_status: 'CANCELED' });
       expect(final).toEqual(await state(serial.workflowRunId));
       await listener.flush();
-      expect(listener.received.filter((n) => n.workflow_run_id === raced.workflowRunId)).toEqual([{ workflow_run_id: raced.workflowRunId, status: 'CANCELED' }]);
+      expect(listener.received.filter((n) => n.workflow_run_id === raced.workflowRunId)).toEqual([
+        { workflow_run_id: raced.workflowRunId, status: 'CANCELED' },
+      ]);
     } finally {
       await listener.close();
     }

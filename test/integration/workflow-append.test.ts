@@ -33,12 +33,16 @@ async function claimOne(jobType: string) {
 }
 
 async function stepCount(workflowRunId: string): Promise<number> {
-  const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid`;
+  const [row] = await db.prisma.$queryRaw<
+    { n: number }[]
+  >`SELECT count(*)::int AS n FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid`;
   return row!.n;
 }
 
 async function mutationCount(workflowRunId: string): Promise<number> {
-  const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_mutations WHERE workflow_run_id = ${workflowRunId}::uuid`;
+  const [row] = await db.prisma.$queryRaw<
+    { n: number }[]
+  >`SELECT count(*)::int AS n FROM runledger.workflow_mutations WHERE workflow_run_id = ${workflowRunId}::uuid`;
   return row!.n;
 }
 
@@ -69,8 +73,8 @@ describe('appendWorkflowSteps', () => {
       db.prisma,
       workflow('append.terminal').job('ok', 'ap.term.ok', {}).job('bad', 'ap.term.bad', {}).external('hold').build(),
     );
-    await completeJob(db.prisma, { ...await claimOne('ap.term.ok'), output: null });
-    await failJob(db.prisma, { ...await claimOne('ap.term.bad'), error: { code: 'x.failed', message: 'no' }, retryable: false });
+    await completeJob(db.prisma, { ...(await claimOne('ap.term.ok')), output: null });
+    await failJob(db.prisma, { ...(await claimOne('ap.term.bad')), error: { code: 'x.failed', message: 'no' }, retryable: false });
     expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
 
     const result = await appendWorkflowSteps(db.prisma, {
@@ -105,7 +109,12 @@ describe('appendWorkflowSteps', () => {
       ['chained', 'BLOCKED'],
     ]);
     const steps = await stepsByKey(db.prisma, workflowRunId);
-    expect(steps.afterBad).toMatchObject({ dependencyCountTotal: 1, dependencyCountPending: 0, dependencyCountUnsatisfied: 1, lastErrorCode: 'workflow.dependency_unsatisfied' });
+    expect(steps.afterBad).toMatchObject({
+      dependencyCountTotal: 1,
+      dependencyCountPending: 0,
+      dependencyCountUnsatisfied: 1,
+      lastErrorCode: 'workflow.dependency_unsatisfied',
+    });
     expect(steps.afterBad!.finishedAt).toBeInstanceOf(Date);
     expect(steps.afterCanceled).toMatchObject({ status: 'CANCELED', dependencyCountUnsatisfied: 1 });
     expect(steps.chained).toMatchObject({ dependencyCountTotal: 2, dependencyCountPending: 2, dependencyCountUnsatisfied: 0 });
@@ -160,7 +169,7 @@ describe('appendWorkflowSteps', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.window').job('a', 'ap.win.a', {}).external('intake').build());
     const listener = await listenForRunTerminal(db.url);
     try {
-      await completeJob(db.prisma, { ...await claimOne('ap.win.a'), output: null });
+      await completeJob(db.prisma, { ...(await claimOne('ap.win.a')), output: null });
       expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
       const appended = await appendWorkflowSteps(db.prisma, {
         workflowRunId,
@@ -170,18 +179,30 @@ describe('appendWorkflowSteps', () => {
         steps: [{ kind: 'job', key: 'late', jobType: 'ap.win.late', payload: {} }],
       });
       expect(appended).toMatchObject({ runStatus: 'RUNNING', steps: [{ stepKey: 'late', status: 'ENQUEUED' }] });
-      await completeJob(db.prisma, { ...await claimOne('ap.win.late'), output: null });
+      await completeJob(db.prisma, { ...(await claimOne('ap.win.late')), output: null });
       // Still open: the window holds the run.
       expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('WAITING_FOR_EXTERNAL');
       await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'intake', scope: noOrganizationScope(), outcome: { status: 'succeeded' } });
       expect((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status).toBe('SUCCEEDED');
 
       await expect(
-        appendWorkflowSteps(db.prisma, { workflowRunId, scope: noOrganizationScope(), mutationKey: 'late-2', window: 'intake', steps: [{ kind: 'external', key: 'x' }] }),
+        appendWorkflowSteps(db.prisma, {
+          workflowRunId,
+          scope: noOrganizationScope(),
+          mutationKey: 'late-2',
+          window: 'intake',
+          steps: [{ kind: 'external', key: 'x' }],
+        }),
       ).rejects.toMatchObject({ code: 'workflow.append_terminal_run' });
       // The earlier append's retry is still recognised after the run ended.
       await expect(
-        appendWorkflowSteps(db.prisma, { workflowRunId, scope: noOrganizationScope(), mutationKey: 'late-1', window: 'intake', steps: [{ kind: 'job', key: 'late', jobType: 'ap.win.late', payload: {} }] }),
+        appendWorkflowSteps(db.prisma, {
+          workflowRunId,
+          scope: noOrganizationScope(),
+          mutationKey: 'late-1',
+          window: 'intake',
+          steps: [{ kind: 'job', key: 'late', jobType: 'ap.win.late', payload: {} }],
+        }),
       ).resolves.toMatchObject({ outcome: 'already_applied', runStatus: 'SUCCEEDED', steps: [{ stepKey: 'late', status: 'SUCCEEDED' }] });
       await listener.flush();
       expect(listener.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'SUCCEEDED' }]);
@@ -191,29 +212,73 @@ describe('appendWorkflowSteps', () => {
   });
 
   it('refuses a closed, missing or job-step window', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.window-errors').job('a', 'ap.winerr.a', {}).external('w1').external('w2').build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('append.window-errors').job('a', 'ap.winerr.a', {}).external('w1').external('w2').build(),
+    );
     await completeExternalWorkflowStep(db.prisma, { workflowRunId, stepKey: 'w1', scope: noOrganizationScope(), outcome: { status: 'succeeded' } });
     const base = { workflowRunId, scope: noOrganizationScope(), mutationKey: 'm', steps: [{ kind: 'external' as const, key: 'n' }] };
-    await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'w1' })).rejects.toMatchObject({ code: 'workflow.append_window_closed', category: 'conflict' });
-    await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'nope' })).rejects.toMatchObject({ code: 'workflow.append_window_missing', field: 'window' });
-    await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'a' })).rejects.toMatchObject({ code: 'workflow.append_window_not_external', field: 'window' });
+    await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'w1' })).rejects.toMatchObject({
+      code: 'workflow.append_window_closed',
+      category: 'conflict',
+    });
+    await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'nope' })).rejects.toMatchObject({
+      code: 'workflow.append_window_missing',
+      field: 'window',
+    });
+    await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'a' })).rejects.toMatchObject({
+      code: 'workflow.append_window_not_external',
+      field: 'window',
+    });
     expect(await stepCount(workflowRunId)).toBe(3);
     await expect(appendWorkflowSteps(db.prisma, { ...base, window: 'w2' })).resolves.toMatchObject({ outcome: 'appended' });
   });
 
   it('refuses every malformed request with a coded error naming the field, writing nothing', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.invalid').job('a', 'ap.inv.a', {}).job('b', 'ap.inv.b', {}).build());
-    const base: AppendWorkflowStepsInput = { workflowRunId, scope: noOrganizationScope(), mutationKey: 'm', steps: [{ kind: 'job', key: 'n', jobType: 'ap.inv.n', payload: {} }] };
+    const base: AppendWorkflowStepsInput = {
+      workflowRunId,
+      scope: noOrganizationScope(),
+      mutationKey: 'm',
+      steps: [{ kind: 'job', key: 'n', jobType: 'ap.inv.n', payload: {} }],
+    };
     const cases: [Partial<AppendWorkflowStepsInput> & Record<string, unknown>, string, string][] = [
       [{ mutationKey: ' ' }, 'workflow.invalid_input', 'mutationKey'],
       [{ mutationKey: 'k'.repeat(513) }, 'workflow.invalid_input', 'mutationKey'],
       [{ steps: [] }, 'workflow.invalid_input', 'steps'],
       [{ steps: [{ kind: 'external', key: 'x', jobType: 'j' } as never] }, 'workflow.external_step_job_settings', 'steps.0.jobType'],
       [{ steps: [{ kind: 'external', key: '  ' }] }, 'workflow.blank_step_key', 'steps.0.key'],
-      [{ steps: [{ kind: 'external', key: 'x' }, { kind: 'external', key: 'x' }] }, 'workflow.duplicate_step_key', 'steps.1.key'],
-      [{ steps: [{ kind: 'external', key: 'x' }, { kind: 'external', key: 'b' }] }, 'workflow.duplicate_step_key', 'steps.1.key'],
+      [
+        {
+          steps: [
+            { kind: 'external', key: 'x' },
+            { kind: 'external', key: 'x' },
+          ],
+        },
+        'workflow.duplicate_step_key',
+        'steps.1.key',
+      ],
+      [
+        {
+          steps: [
+            { kind: 'external', key: 'x' },
+            { kind: 'external', key: 'b' },
+          ],
+        },
+        'workflow.duplicate_step_key',
+        'steps.1.key',
+      ],
       [{ edges: [{ prerequisite: 'n', dependent: 'n' }] }, 'workflow.self_dependency', 'edges.0.prerequisite'],
-      [{ edges: [{ prerequisite: 'a', dependent: 'n' }, { prerequisite: 'a', dependent: 'n', mode: 'on_terminal' }] }, 'workflow.duplicate_dependency', 'edges.1'],
+      [
+        {
+          edges: [
+            { prerequisite: 'a', dependent: 'n' },
+            { prerequisite: 'a', dependent: 'n', mode: 'on_terminal' },
+          ],
+        },
+        'workflow.duplicate_dependency',
+        'edges.1',
+      ],
       [{ edges: [{ prerequisite: 'zzz', dependent: 'n' }] }, 'workflow.unknown_prerequisite', 'edges.0.prerequisite'],
       [{ edges: [{ prerequisite: 'n', dependent: 'a' }] }, 'workflow.append_existing_dependent', 'edges.0.dependent'],
       [{ edges: [{ prerequisite: 'a', dependent: 'zzz' }] }, 'workflow.append_unknown_dependent', 'edges.0.dependent'],
@@ -273,7 +338,7 @@ describe('appendWorkflowSteps', () => {
     }
     expect(await stepCount(workflowRunId)).toBe(1);
 
-    await completeJob(db.prisma, { ...await claimOne('ap.ref.a'), output: null });
+    await completeJob(db.prisma, { ...(await claimOne('ap.ref.a')), output: null });
     await expect(appendWorkflowSteps(db.prisma, request)).rejects.toMatchObject({ code: 'workflow.append_terminal_run', details: { status: 'SUCCEEDED' } });
     expect(await stepCount(workflowRunId)).toBe(1);
     expect(await mutationCount(workflowRunId)).toBe(0);
@@ -281,7 +346,12 @@ describe('appendWorkflowSteps', () => {
 
   it('joins the host transaction: a rollback leaves neither steps nor the mutation key', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('append.join').job('a', 'ap.join.a', {}).build());
-    const request: AppendWorkflowStepsInput = { workflowRunId, scope: noOrganizationScope(), mutationKey: 'm', steps: [{ kind: 'job', key: 'n', jobType: 'ap.join.n', payload: {} }] };
+    const request: AppendWorkflowStepsInput = {
+      workflowRunId,
+      scope: noOrganizationScope(),
+      mutationKey: 'm',
+      steps: [{ kind: 'job', key: 'n', jobType: 'ap.join.n', payload: {} }],
+    };
     await db.prisma
       .$transaction(async (tx) => {
         await appendWorkflowSteps(tx, request);

@@ -35,7 +35,13 @@ describe('cancelWorkflowRun', () => {
         .build(),
     );
     // The roots 'done' and 'pending' run; 'done' releases 'leased', which is claimed and left running.
-    for (const root of await claimJobs(db.prisma, { workerId: 'w0', jobTypes: ['cancel.done', 'cancel.pending'], limit: 10, leaseSeconds: 60, markRunning: true })) {
+    for (const root of await claimJobs(db.prisma, {
+      workerId: 'w0',
+      jobTypes: ['cancel.done', 'cancel.pending'],
+      limit: 10,
+      leaseSeconds: 60,
+      markRunning: true,
+    })) {
       await completeJob(db.prisma, { ...root, output: 'x' });
     }
     const [running] = await claimAll(db.prisma, 'w1');
@@ -74,7 +80,12 @@ describe('cancelWorkflowRun', () => {
     const clients = [db.newClient({ max: 1 }), db.newClient({ max: 1 })];
     const start = barrier(2);
     const runs = await Promise.all(
-      clients.map((client, i) => (async () => (await start(), cancelWorkflowRun(client, { workflowRunId, scope: noOrganizationScope(), reason: `caller ${i}` })))()),
+      clients.map((client, i) =>
+        (async () => {
+          await start();
+          return cancelWorkflowRun(client, { workflowRunId, scope: noOrganizationScope(), reason: `caller ${i}` });
+        })(),
+      ),
     );
     expect(runs.map((run) => run.status)).toEqual(['CANCELED', 'CANCELED']);
     expect(runs[0]!.statusReason).toBe(runs[1]!.statusReason);

@@ -80,13 +80,29 @@ describe('workflow concurrency', () => {
     for (let round = 0; round < 50; round += 1) {
       const { workflowRunId } = await enqueueWorkflowRun(
         db.prisma,
-        workflow('race-job').job('a', 'race.a', { round }).job('b', 'race.b', {}).job('c', 'race.c', {}).afterSuccess('b', ['a']).afterTerminal('c', ['a']).build(),
+        workflow('race-job')
+          .job('a', 'race.a', { round })
+          .job('b', 'race.b', {})
+          .job('c', 'race.c', {})
+          .afterSuccess('b', ['a'])
+          .afterTerminal('c', ['a'])
+          .build(),
       );
       const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['race.a'], limit: 1, leaseSeconds: 300, markRunning: true });
       const start = barrier(2);
       const [completion, cancellation] = await Promise.all([
-        settle((async () => (await start(), completeJob(clients[0]!, { ...job!, output: round })))()),
-        settle((async () => (await start(), cancelWorkflowRun(clients[1]!, { workflowRunId, scope: noOrganizationScope() })))()),
+        settle(
+          (async () => {
+            await start();
+            return completeJob(clients[0]!, { ...job!, output: round });
+          })(),
+        ),
+        settle(
+          (async () => {
+            await start();
+            return cancelWorkflowRun(clients[1]!, { workflowRunId, scope: noOrganizationScope() });
+          })(),
+        ),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'job.lease_owner_mismatch', 'workflow.release_conflict']).toContain(completion);
@@ -105,12 +121,22 @@ describe('workflow concurrency', () => {
       const start = barrier(2);
       const [completion, cancellation] = await Promise.all([
         settle(
-          (async () => (
-            await start(),
-            completeExternalWorkflowStep(clients[2]!, { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded', output: round } })
-          ))(),
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(clients[2]!, {
+              workflowRunId,
+              stepKey: 'approve',
+              scope: noOrganizationScope(),
+              outcome: { status: 'succeeded', output: round },
+            });
+          })(),
         ),
-        settle((async () => (await start(), cancelWorkflowRun(clients[3]!, { workflowRunId, scope: noOrganizationScope() })))()),
+        settle(
+          (async () => {
+            await start();
+            return cancelWorkflowRun(clients[3]!, { workflowRunId, scope: noOrganizationScope() });
+          })(),
+        ),
       ]);
       expect(cancellation).toBe('ok');
       expect(['ok', 'workflow.release_conflict', 'workflow.external_step_conflicting_completion_retry']).toContain(completion);
@@ -162,11 +188,21 @@ describe('workflow concurrency', () => {
   }
 
   it('answers duplicate concurrent external completions with one transition and one release', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('dup-external').external('approve').job('ship', 'dup.ship', {}).afterSuccess('ship', ['approve']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('dup-external').external('approve').job('ship', 'dup.ship', {}).afterSuccess('ship', ['approve']).build(),
+    );
     const start = barrier(10);
     const input = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'succeeded' as const, output: { by: 'ana' } } };
     const outcomes = await Promise.all(
-      clients.slice(0, 10).map((client) => settle((async () => (await start(), completeExternalWorkflowStep(client, input)))())),
+      clients.slice(0, 10).map((client) =>
+        settle(
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(client, input);
+          })(),
+        ),
+      ),
     );
     expect(outcomes).toEqual(Array(10).fill('ok'));
     const steps = await stepsByKey(db.prisma, workflowRunId);
@@ -182,8 +218,18 @@ describe('workflow concurrency', () => {
       const start = barrier(2);
       const base = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope() };
       const outcomes = await Promise.all([
-        settle((async () => (await start(), completeExternalWorkflowStep(clients[0]!, { ...base, outcome: { status: 'succeeded' } })))()),
-        settle((async () => (await start(), completeExternalWorkflowStep(clients[1]!, { ...base, outcome: { status: 'failed' } })))()),
+        settle(
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(clients[0]!, { ...base, outcome: { status: 'succeeded' } });
+          })(),
+        ),
+        settle(
+          (async () => {
+            await start();
+            return completeExternalWorkflowStep(clients[1]!, { ...base, outcome: { status: 'failed' } });
+          })(),
+        ),
       ]);
       expect(outcomes.filter((o) => o === 'ok')).toHaveLength(1);
       expect(outcomes.filter((o) => o === 'workflow.external_step_conflicting_completion_retry')).toHaveLength(1);
@@ -196,7 +242,10 @@ describe('workflow concurrency', () => {
     const listener = await listenForRunTerminal(db.url);
     try {
       const one = await enqueueWorkflowRun(db.prisma, workflow('corrupt').job('a', 'corrupt.a', {}).build());
-      const two = await enqueueWorkflowRun(db.prisma, workflow('corrupt-other').job('x', 'corrupt.x', {}).job('y', 'corrupt.y', {}).afterSuccess('y', ['x']).build());
+      const two = await enqueueWorkflowRun(
+        db.prisma,
+        workflow('corrupt-other').job('x', 'corrupt.x', {}).job('y', 'corrupt.y', {}).afterSuccess('y', ['x']).build(),
+      );
       const a = (await stepsByKey(db.prisma, one.workflowRunId)).a!;
       const y = (await stepsByKey(db.prisma, two.workflowRunId)).y!;
       // An edge recorded in run one whose dependent lives in run two: the schema refuses it ((run, step) foreign
@@ -242,7 +291,10 @@ describe('workflow concurrency', () => {
   });
 
   it("turns a bounded wait for the release lock into workflow.release_conflict and keeps the caller's lock_timeout", async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('bounded').job('a', 'bounded.a', {}).job('b', 'bounded.b', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('bounded').job('a', 'bounded.a', {}).job('b', 'bounded.b', {}).afterSuccess('b', ['a']).build(),
+    );
     const [job] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['bounded.a'], limit: 1, leaseSeconds: 300, markRunning: true });
     const holder = db.newPool({ max: 1 });
     const connection = await holder.connect();
@@ -279,4 +331,3 @@ describe('workflow concurrency', () => {
     expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
   });
 });
-

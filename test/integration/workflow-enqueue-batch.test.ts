@@ -35,7 +35,10 @@ describe('enqueueWorkflowRuns', () => {
       try {
         await enqueueWorkflowRuns(counter.client, [diamond(`warm${size}`)]); // one-time per-client checks
         const before = counter.count();
-        const results = await enqueueWorkflowRuns(counter.client, Array.from({ length: size }, () => diamond(`batch${size}`)));
+        const results = await enqueueWorkflowRuns(
+          counter.client,
+          Array.from({ length: size }, () => diamond(`batch${size}`)),
+        );
         expect(results).toHaveLength(size);
         expect(new Set(results.map((r) => r.workflowRunId)).size).toBe(size);
         for (const result of results) expect(result).toMatchObject({ status: 'RUNNING', disposition: 'inserted' });

@@ -44,7 +44,13 @@ describe('enqueueWorkflowRun', () => {
     );
     expect(disposition).toBe('inserted');
     const run = await getWorkflowRun(db.prisma, { scope: organizationScope(org), workflowRunId });
-    expect(run).toMatchObject({ workflowType: 'profiles.refresh', organizationId: org, status: 'RUNNING', metadata: { requestedBy: 'u1' }, resultStepKey: 'score' });
+    expect(run).toMatchObject({
+      workflowType: 'profiles.refresh',
+      organizationId: org,
+      status: 'RUNNING',
+      metadata: { requestedBy: 'u1' },
+      resultStepKey: 'score',
+    });
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.crawl).toMatchObject({ status: 'ENQUEUED', executionKind: 'JOB', dependencyCountTotal: 0 });
     expect(steps.approve).toMatchObject({ status: 'WAITING_FOR_EXTERNAL', executionKind: 'EXTERNAL', jobId: null });
@@ -52,7 +58,11 @@ describe('enqueueWorkflowRun', () => {
     const job = await getJob(db.prisma, { scope: organizationScope(org), jobId: steps.crawl!.jobId! });
     expect(job).toMatchObject({ jobType: 'profiles.crawl', organizationId: org, priority: 7, maxAttempts: 2, timeoutSeconds: 30, status: 'PENDING' });
     // Steps come back in topological (id) order.
-    expect((await listWorkflowSteps(db.prisma, { scope: organizationScope(org), workflowRunId, limit: 500 })).items.map((s) => s.stepKey)).toEqual(['crawl', 'approve', 'score']);
+    expect((await listWorkflowSteps(db.prisma, { scope: organizationScope(org), workflowRunId, limit: 500 })).items.map((s) => s.stepKey)).toEqual([
+      'crawl',
+      'approve',
+      'score',
+    ]);
   });
 
   it('answers ten concurrent identical requests with one run and refuses a different request under the key', async () => {
@@ -82,9 +92,10 @@ describe('enqueueWorkflowRun', () => {
 
   it('writes nothing for an invalid run', async () => {
     const before = await counts();
-    const error = await enqueueWorkflowRun(db.prisma, workflow('bad').job('a', 'x', {}).job('b', 'x', {}).afterSuccess('a', ['b']).afterSuccess('b', ['a']).build()).catch(
-      (e: unknown) => e,
-    );
+    const error = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('bad').job('a', 'x', {}).job('b', 'x', {}).afterSuccess('a', ['b']).afterSuccess('b', ['a']).build(),
+    ).catch((e: unknown) => e);
     expect(isRunledgerError(error, 'workflow.cycle')).toBe(true);
     expect(await counts()).toEqual(before);
   });

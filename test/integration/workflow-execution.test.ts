@@ -86,17 +86,32 @@ describe('workflow execution', () => {
     await runRunnableJobs(db.prisma, (job) => (job.jobType === 'mixed.fetch' ? { ok: false, code: 'fetch.http_500' } : { ok: true, output: 'ok' }));
     const steps = await stepsByKey(db.prisma, workflowRunId);
     expect(steps.fetch).toMatchObject({ status: 'FAILED', lastErrorCode: 'fetch.http_500', output: null });
-    expect(steps.parse).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied', lastErrorCode: 'workflow.dependency_unsatisfied', jobId: null });
-    expect(steps.index).toMatchObject({ status: 'CANCELED', statusReason: 'workflow.dependency_unsatisfied', dependencyCountUnsatisfied: 1, dependencyCountPending: 0 });
+    expect(steps.parse).toMatchObject({
+      status: 'CANCELED',
+      statusReason: 'workflow.dependency_unsatisfied',
+      lastErrorCode: 'workflow.dependency_unsatisfied',
+      jobId: null,
+    });
+    expect(steps.index).toMatchObject({
+      status: 'CANCELED',
+      statusReason: 'workflow.dependency_unsatisfied',
+      dependencyCountUnsatisfied: 1,
+      dependencyCountPending: 0,
+    });
     expect(steps.report).toMatchObject({ status: 'SUCCEEDED', output: 'ok', dependencyCountUnsatisfied: 0 });
     const run = await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId });
     expect(run).toMatchObject({ status: 'COMPLETED_WITH_ERRORS', result: null });
     await terminal.current.flush();
-    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([{ workflow_run_id: workflowRunId, status: 'COMPLETED_WITH_ERRORS' }]);
+    expect(terminal.current.received.filter((n) => n.workflow_run_id === workflowRunId)).toEqual([
+      { workflow_run_id: workflowRunId, status: 'COMPLETED_WITH_ERRORS' },
+    ]);
   });
 
   it('keeps a retried step ENQUEUED with its first start time, and finishes it on the next attempt', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('retry').job('flaky', 'retry.flaky', {}, { maxAttempts: 3 }).resultStep('flaky').build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('retry').job('flaky', 'retry.flaky', {}, { maxAttempts: 3 }).resultStep('flaky').build(),
+    );
     const [first] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['retry.flaky'], markRunning: true });
     const started = (await stepsByKey(db.prisma, workflowRunId)).flaky!.startedAt;
     await failJob(db.prisma, { ...first!, error: { code: 'net.reset', message: 'reset' }, retryable: true, retryNotBefore: new Date(Date.now() - 1000) });

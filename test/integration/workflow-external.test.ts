@@ -5,7 +5,6 @@ import {
   enqueueWorkflowRun,
   getWorkflowRun,
   noOrganizationScope,
-  isRunledgerError,
   organizationScope,
   workflow,
   type CompleteExternalWorkflowStepInput,
@@ -13,24 +12,22 @@ import {
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
+import { runledgerErrorOf as errorOf } from '../harness/errors.js';
 
 const db = useTestDatabase();
 
 async function approvalRun(organizationId: string | null = null) {
   const { workflowRunId, status } = await enqueueWorkflowRun(
     db.prisma,
-    workflow('approval').organization(organizationId).external('approve').job('ship', 'approval.ship', {}).afterSuccess('ship', ['approve']).resultStep('ship').build(),
+    workflow('approval')
+      .organization(organizationId)
+      .external('approve')
+      .job('ship', 'approval.ship', {})
+      .afterSuccess('ship', ['approve'])
+      .resultStep('ship')
+      .build(),
   );
   return { workflowRunId, status };
-}
-
-async function errorOf(promise: Promise<unknown>): Promise<{ code: string; category: string }> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isRunledgerError(error)) throw new Error(`expected a RunledgerError, got ${String(error)}`);
-  return error;
 }
 
 describe('external steps', () => {
@@ -100,23 +97,40 @@ describe('external steps', () => {
     const org = newId();
     const { workflowRunId } = await approvalRun(org);
     const base = { workflowRunId, scope: organizationScope(org), outcome: { status: 'succeeded' as const } };
-    expect(await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'nope' }))).toMatchObject({ code: 'workflow.external_step_not_found', category: 'not_found' });
+    expect(await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'nope' }))).toMatchObject({
+      code: 'workflow.external_step_not_found',
+      category: 'not_found',
+    });
     expect((await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'ship' }))).code).toBe('workflow.external_step_not_external');
     expect((await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'approve', scope: organizationScope(newId()) }))).code).toBe(
       'workflow.external_step_not_found',
     );
-    expect((await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'approve', scope: noOrganizationScope() }))).code).toBe('workflow.external_step_not_found');
+    expect((await errorOf(completeExternalWorkflowStep(db.prisma, { ...base, stepKey: 'approve', scope: noOrganizationScope() }))).code).toBe(
+      'workflow.external_step_not_found',
+    );
 
     const blocked = await enqueueWorkflowRun(db.prisma, workflow('blocked').job('a', 'blocked.a', {}).external('later').afterSuccess('later', ['a']).build());
     expect(
-      await errorOf(completeExternalWorkflowStep(db.prisma, { workflowRunId: blocked.workflowRunId, stepKey: 'later', scope: noOrganizationScope(), outcome: { status: 'canceled' } })),
+      await errorOf(
+        completeExternalWorkflowStep(db.prisma, {
+          workflowRunId: blocked.workflowRunId,
+          stepKey: 'later',
+          scope: noOrganizationScope(),
+          outcome: { status: 'canceled' },
+        }),
+      ),
     ).toMatchObject({ code: 'workflow.external_step_not_waiting', category: 'conflict' });
   });
 
   it('refuses output on a failed or canceled outcome, in the type and at run time', async () => {
     const { workflowRunId } = await approvalRun();
-    // @ts-expect-error output is only allowed with status 'succeeded'
-    const bad: CompleteExternalWorkflowStepInput = { workflowRunId, stepKey: 'approve', scope: noOrganizationScope(), outcome: { status: 'failed', output: { x: 1 } } };
+    const bad: CompleteExternalWorkflowStepInput = {
+      workflowRunId,
+      stepKey: 'approve',
+      scope: noOrganizationScope(),
+      // @ts-expect-error output is only allowed with status 'succeeded'
+      outcome: { status: 'failed', output: { x: 1 } },
+    };
     const error = await errorOf(completeExternalWorkflowStep(db.prisma, bad));
     expect(error).toMatchObject({ code: 'workflow.external_output_not_allowed', category: 'validation', field: 'outcome.output' });
     expect((await stepsByKey(db.prisma, workflowRunId)).approve!.status).toBe('WAITING_FOR_EXTERNAL');

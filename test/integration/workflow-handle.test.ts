@@ -1,13 +1,6 @@
 /** Workflow handles: status, result waiting (notification wakes, polling decides), typed errors. */
 import { describe, expect, it } from 'vitest';
-import {
-  createWorkflowRunListener,
-  enqueueWorkflowRunHandle,
-  noOrganizationScope,
-  isRunledgerError,
-  workflow,
-  workflowRunHandle,
-} from '../../src/index.js';
+import { createWorkflowRunListener, enqueueWorkflowRunHandle, noOrganizationScope, isRunledgerError, workflow, workflowRunHandle } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';

@@ -83,10 +83,28 @@ describe('workflow idempotency snapshot', () => {
       { key: 'b', kind: 'external', dependsOn: [] },
       { key: 'a', kind: 'job', jobType: 'idem.legacy.a', payload: { n: 1, tags: ['x', 'y'] }, priority: 0, maxAttempts: 5, timeoutSeconds: 300, dependsOn: [] },
       {
-        key: 'c', kind: 'job', jobType: 'idem.legacy.c', payload: { z: 1, a: 2 }, priority: 0, maxAttempts: 5, timeoutSeconds: 300,
-        dependsOn: [{ step: 'b', mode: 'ON_TERMINAL' }, { step: 'a', mode: 'ON_SUCCESS' }],
+        key: 'c',
+        kind: 'job',
+        jobType: 'idem.legacy.c',
+        payload: { z: 1, a: 2 },
+        priority: 0,
+        maxAttempts: 5,
+        timeoutSeconds: 300,
+        dependsOn: [
+          { step: 'b', mode: 'ON_TERMINAL' },
+          { step: 'a', mode: 'ON_SUCCESS' },
+        ],
       },
-      { key: 'd', kind: 'job', jobType: 'idem.legacy.d', payload: {}, priority: 0, maxAttempts: 5, timeoutSeconds: 300, dependsOn: [{ step: 'c', mode: 'ON_SUCCESS' }] },
+      {
+        key: 'd',
+        kind: 'job',
+        jobType: 'idem.legacy.d',
+        payload: {},
+        priority: 0,
+        maxAttempts: 5,
+        timeoutSeconds: 300,
+        dependsOn: [{ step: 'c', mode: 'ON_SUCCESS' }],
+      },
     ];
     const legacy = { workflowType: 'idem.legacy', organizationId: null, metadata: { x: [1, 2], y: 1 }, resultStepKey: 'd', steps: legacySteps };
     await db.prisma.$executeRaw`

@@ -23,11 +23,10 @@ const dagArbitrary: fc.Arbitrary<Dag> = fc.integer({ min: 1, max: 7 }).chain((n)
   fc.record({
     succeeds: fc.array(fc.boolean(), { minLength: n, maxLength: n }),
     // Edges only from a lower to a higher index: acyclic by construction; unique pairs.
-    edges: fc
-      .uniqueArray(
-        fc.record({ from: fc.integer({ min: 0, max: n - 1 }), to: fc.integer({ min: 0, max: n - 1 }), onTerminal: fc.boolean() }).filter((e) => e.from < e.to),
-        { selector: (e) => `${e.from}-${e.to}`, maxLength: (n * (n - 1)) / 2 },
-      ),
+    edges: fc.uniqueArray(
+      fc.record({ from: fc.integer({ min: 0, max: n - 1 }), to: fc.integer({ min: 0, max: n - 1 }), onTerminal: fc.boolean() }).filter((e) => e.from < e.to),
+      { selector: (e) => `${e.from}-${e.to}`, maxLength: (n * (n - 1)) / 2 },
+    ),
     result: fc.option(fc.integer({ min: 0, max: n - 1 }), { nil: null }),
   }),
 );
@@ -49,7 +48,7 @@ describe('workflow release, property-based', () => {
         round += 1;
         const jobType = `prop.r${round}`;
         const builder = workflow('property');
-        dag.succeeds.forEach((succeeds, i) => builder.job(`s${i}`, jobType, { i, succeeds }, { maxAttempts: 1 }));
+        for (const [i, succeeds] of dag.succeeds.entries()) builder.job(`s${i}`, jobType, { i, succeeds }, { maxAttempts: 1 });
         for (const edge of dag.edges) (edge.onTerminal ? builder.afterTerminal : builder.afterSuccess).call(builder, `s${edge.to}`, [`s${edge.from}`]);
         if (dag.result !== null) builder.resultStep(`s${dag.result}`);
         const { workflowRunId } = await enqueueWorkflowRun(db.prisma, builder.build());

@@ -33,7 +33,10 @@ async function settle(jobType: string, ok: boolean): Promise<void> {
 
 /** A two-step chain whose second step failed: a -> b. */
 async function failedChain(tag: string): Promise<string> {
-  const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow(`lin.${tag}`).job('a', `${tag}.a`, {}).job('b', `${tag}.b`, {}).afterSuccess('b', ['a']).build());
+  const { workflowRunId } = await enqueueWorkflowRun(
+    db.prisma,
+    workflow(`lin.${tag}`).job('a', `${tag}.a`, {}).job('b', `${tag}.b`, {}).afterSuccess('b', ['a']).build(),
+  );
   await settle(`${tag}.a`, true);
   await settle(`${tag}.b`, false);
   return workflowRunId;
@@ -75,7 +78,6 @@ async function existing(ids: string[]): Promise<number> {
 }
 
 const corrupt = corrupter(db);
-
 
 describe('recovery lineage under retention', () => {
   it('deletes a source and its recoveries together once all are finished and old, and never half of them', async () => {
@@ -138,7 +140,11 @@ describe('integrity of recoveries', () => {
 
     await corrupt(`UPDATE runledger.workflow_runs SET workflow_type = 'lin.other' WHERE id = $1`, [recoveryRunId]);
     expect(only((await verifyIntegrity(db.prisma, { workflowRunIds: [source] })).violations, 'recovery.lineage')).toEqual([
-      expect.objectContaining({ workflowRunId: recoveryRunId, expected: expect.objectContaining({ sourceRunId: source }), found: expect.objectContaining({ sourceType: 'lin.i1', recoveryType: 'lin.other' }) }),
+      expect.objectContaining({
+        workflowRunId: recoveryRunId,
+        expected: expect.objectContaining({ sourceRunId: source }),
+        found: expect.objectContaining({ sourceType: 'lin.i1', recoveryType: 'lin.other' }),
+      }),
     ]);
     await corrupt(`UPDATE runledger.workflow_runs SET workflow_type = 'lin.i1' WHERE id = $1`, [recoveryRunId]);
 
@@ -163,7 +169,12 @@ describe('integrity of recoveries', () => {
 
     await corrupt(`UPDATE runledger.workflow_steps SET output = '{"forged":true}' WHERE workflow_run_id = $1 AND step_key = 'a'`, [recoveryRunId]);
     expect(only((await verifyIntegrity(db.prisma, { workflowRunIds: [recoveryRunId] })).violations, 'recovery.carried_step')).toEqual([
-      expect.objectContaining({ workflowRunId: recoveryRunId, stepKey: 'a', expected: expect.objectContaining({ output: { ok: true } }), found: expect.objectContaining({ output: { forged: true } }) }),
+      expect.objectContaining({
+        workflowRunId: recoveryRunId,
+        stepKey: 'a',
+        expected: expect.objectContaining({ output: { ok: true } }),
+        found: expect.objectContaining({ output: { forged: true } }),
+      }),
     ]);
     await corrupt(`UPDATE runledger.workflow_steps SET output = '{"ok":true}' WHERE workflow_run_id = $1 AND step_key = 'a'`, [recoveryRunId]);
 
@@ -173,6 +184,8 @@ describe('integrity of recoveries', () => {
     ]);
     // A SUCCEEDED job step without a job and without the carried mark is still step.job_missing.
     await corrupt(`UPDATE runledger.workflow_steps SET status_reason = NULL WHERE workflow_run_id = $1 AND step_key = 'a'`, [recoveryRunId]);
-    expect(only((await verifyIntegrity(db.prisma, { workflowRunIds: [recoveryRunId] })).violations, 'step.job_missing')).toEqual([expect.objectContaining({ stepKey: 'a' })]);
+    expect(only((await verifyIntegrity(db.prisma, { workflowRunIds: [recoveryRunId] })).violations, 'step.job_missing')).toEqual([
+      expect.objectContaining({ stepKey: 'a' }),
+    ]);
   });
 });

@@ -72,7 +72,9 @@ async function failedDiamond(tag: string, organizationId?: string) {
     ...(organizationId ? { organizationId } : {}),
   });
   expect(await drive(`${tag}.`, [`${tag}.b`])).toEqual([`${tag}.a`, `${tag}.b`, `${tag}.c`]);
-  expect((await getWorkflowRun(db.prisma, { scope: organizationId ? organizationScope(organizationId) : scope, workflowRunId })).status).toBe('COMPLETED_WITH_ERRORS');
+  expect((await getWorkflowRun(db.prisma, { scope: organizationId ? organizationScope(organizationId) : scope, workflowRunId })).status).toBe(
+    'COMPLETED_WITH_ERRORS',
+  );
   return workflowRunId;
 }
 
@@ -109,11 +111,20 @@ describe('recoverWorkflowRun', () => {
       SELECT idempotency_key, jsonb_array_length(enqueue_request->'steps') AS steps FROM runledger.workflow_runs WHERE id = ${source}::uuid`;
     expect(stored).toEqual({ idempotency_key: null, steps: 4 });
     const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'r1', reason: 'provider outage' });
-    expect(recovery).toEqual({ outcome: 'inserted', sourceRunId: source, recoveryRunId: expect.any(String), status: 'RUNNING', mode: 'full', carriedStepKeys: [] });
+    expect(recovery).toEqual({
+      outcome: 'inserted',
+      sourceRunId: source,
+      recoveryRunId: expect.any(String),
+      status: 'RUNNING',
+      mode: 'full',
+      carriedStepKeys: [],
+    });
     expect(recovery.recoveryRunId).not.toBe(source);
     await expectClean(source, recovery.recoveryRunId);
 
-    const [aJob] = await db.prisma.$queryRaw<{ priority: number; max_attempts: number; timeout_seconds: number; resource_key: string; backoff_base_ms: number; payload: unknown }[]>`
+    const [aJob] = await db.prisma.$queryRaw<
+      { priority: number; max_attempts: number; timeout_seconds: number; resource_key: string; backoff_base_ms: number; payload: unknown }[]
+    >`
       SELECT jq.priority, jq.max_attempts, jq.timeout_seconds, jq.resource_key, jq.backoff_base_ms, jq.payload
         FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
        WHERE ws.workflow_run_id = ${recovery.recoveryRunId}::uuid AND ws.step_key = 'a'`;
@@ -121,7 +132,14 @@ describe('recoverWorkflowRun', () => {
 
     expect(await drive('full.')).toEqual(['full.a', 'full.b', 'full.c', 'full.d']);
     const run = await getWorkflowRun(db.prisma, { scope, workflowRunId: recovery.recoveryRunId });
-    expect(run).toMatchObject({ status: 'SUCCEEDED', workflowType: 'recover.full', metadata: { tag: 'full' }, resultStepKey: 'd', result: { ran: 'full.d' }, idempotencyKey: null });
+    expect(run).toMatchObject({
+      status: 'SUCCEEDED',
+      workflowType: 'recover.full',
+      metadata: { tag: 'full' },
+      resultStepKey: 'd',
+      result: { ran: 'full.d' },
+      idempotencyKey: null,
+    });
     expect(await stepsByKey(db.prisma, source)).toEqual(sourceSteps);
     expect((await getWorkflowRun(db.prisma, { scope, workflowRunId: source })).status).toBe('COMPLETED_WITH_ERRORS');
     await expectClean(source, recovery.recoveryRunId);
@@ -132,7 +150,13 @@ describe('recoverWorkflowRun', () => {
     const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'r1', reason: 'retry b', mode: 'failed_only' });
     expect(recovery).toMatchObject({ outcome: 'inserted', status: 'RUNNING', mode: 'failed_only', carriedStepKeys: ['a', 'c'] });
     const steps = await stepsByKey(db.prisma, recovery.recoveryRunId);
-    expect(steps.a).toMatchObject({ status: 'SUCCEEDED', output: { ran: 'fo.a' }, jobId: null, statusReason: 'workflow.recovery_carried', dependencyCountTotal: 0 });
+    expect(steps.a).toMatchObject({
+      status: 'SUCCEEDED',
+      output: { ran: 'fo.a' },
+      jobId: null,
+      statusReason: 'workflow.recovery_carried',
+      dependencyCountTotal: 0,
+    });
     expect(steps.c).toMatchObject({ status: 'SUCCEEDED', output: { ran: 'fo.c' }, jobId: null, dependencyCountTotal: 1, dependencyCountPending: 0 });
     expect(steps.b).toMatchObject({ status: 'ENQUEUED', jobId: expect.any(String), dependencyCountTotal: 1, dependencyCountPending: 0, priority: 0 });
     expect(steps.d).toMatchObject({ status: 'BLOCKED', jobId: null, dependencyCountTotal: 2, dependencyCountPending: 1, dependencyCountUnsatisfied: 0 });
@@ -150,20 +174,35 @@ describe('recoverWorkflowRun', () => {
   it('failed_only with real handlers: only the re-run steps execute, and they read the carried outputs', async () => {
     const calls: string[] = [];
     let failB = true;
-    const a = defineJob('wk.a', z.object({}), () => (calls.push('a'), { from: 'a' }));
+    const a = defineJob('wk.a', z.object({}), () => {
+      calls.push('a');
+      return { from: 'a' };
+    });
     const b = defineJob('wk.b', z.object({}), () => {
       calls.push('b');
       if (failB) throw new TerminalError('b is down');
       return { from: 'b' };
     });
-    const c = defineJob('wk.c', z.object({}), () => (calls.push('c'), { from: 'c' }));
+    const c = defineJob('wk.c', z.object({}), () => {
+      calls.push('c');
+      return { from: 'c' };
+    });
     const d = defineJob('wk.d', z.object({}), (_payload, ctx) => {
       calls.push('d');
       return { sawB: ctx.prerequisites.get('b', b)?.output ?? null, sawC: ctx.prerequisites.get('c', c)?.output ?? null };
     });
     const { workflowRunId: source } = await enqueueWorkflowRun(
       db.prisma,
-      workflow('recover.worker').job('a', a, {}).job('b', b, {}).job('c', c, {}).job('d', d, {}).afterSuccess('b', ['a']).afterSuccess('c', ['a']).afterSuccess('d', ['b', 'c']).resultStep('d').build(),
+      workflow('recover.worker')
+        .job('a', a, {})
+        .job('b', b, {})
+        .job('c', c, {})
+        .job('d', d, {})
+        .afterSuccess('b', ['a'])
+        .afterSuccess('c', ['a'])
+        .afterSuccess('d', ['b', 'c'])
+        .resultStep('d')
+        .build(),
     );
     await runUntilIdle(db.prisma, [a, b, c, d]);
     expect(calls.sort()).toEqual(['a', 'b', 'c']);
@@ -173,7 +212,10 @@ describe('recoverWorkflowRun', () => {
     const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k', reason: 'b is back', mode: 'failed_only' });
     await runUntilIdle(db.prisma, [a, b, c, d]);
     expect(calls).toEqual(['b', 'd']);
-    expect(await workflowRunHandle(db.prisma, scope, recovery.recoveryRunId).getResult({ timeoutMs: 5_000 })).toEqual({ sawB: { from: 'b' }, sawC: { from: 'c' } });
+    expect(await workflowRunHandle(db.prisma, scope, recovery.recoveryRunId).getResult({ timeoutMs: 5_000 })).toEqual({
+      sawB: { from: 'b' },
+      sawC: { from: 'c' },
+    });
     await expectClean(source, recovery.recoveryRunId);
   });
 
@@ -192,7 +234,12 @@ describe('recoverWorkflowRun', () => {
         .afterSuccess('sign', ['approve'])
         .build(),
     );
-    await completeExternalWorkflowStep(db.prisma, { workflowRunId: source, stepKey: 'approve', scope, outcome: { status: 'succeeded', output: { by: 'ana' } } });
+    await completeExternalWorkflowStep(db.prisma, {
+      workflowRunId: source,
+      stepKey: 'approve',
+      scope,
+      outcome: { status: 'succeeded', output: { by: 'ana' } },
+    });
     await completeExternalWorkflowStep(db.prisma, { workflowRunId: source, stepKey: 'sign', scope, outcome: { status: 'failed' } });
     expect(await drive('ed.', ['ed.b'])).toEqual(['ed.a', 'ed.b', 'ed.c']);
     expect((await stepsByKey(db.prisma, source)).c!.status).toBe('SUCCEEDED');
@@ -212,7 +259,10 @@ describe('recoverWorkflowRun', () => {
   });
 
   it('starts WAITING_FOR_EXTERNAL when only external steps are released', async () => {
-    const { workflowRunId: source } = await enqueueWorkflowRun(db.prisma, workflow('recover.ext').job('a', 'ext.a', {}).external('gate').afterSuccess('gate', ['a']).build());
+    const { workflowRunId: source } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('recover.ext').job('a', 'ext.a', {}).external('gate').afterSuccess('gate', ['a']).build(),
+    );
     await drive('ext.');
     await completeExternalWorkflowStep(db.prisma, { workflowRunId: source, stepKey: 'gate', scope, outcome: { status: 'canceled' } });
     const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'r', reason: 'reopen the gate', mode: 'failed_only' });
@@ -247,19 +297,30 @@ describe('recoverWorkflowRun', () => {
   it('recovers a recovery (its own snapshot), and returns the same recovery for the same request key', async () => {
     const source = await failedDiamond('chain');
     const first = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k', reason: 'one', mode: 'failed_only' });
-    expect(await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k', reason: 'one', mode: 'failed_only' })).toEqual({ ...first, outcome: 'existing' });
+    expect(await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k', reason: 'one', mode: 'failed_only' })).toEqual({
+      ...first,
+      outcome: 'existing',
+    });
     expect(await drive('chain.', ['chain.b'])).toEqual(['chain.b']);
     const second = await recoverWorkflowRun(db.prisma, { sourceRunId: first.recoveryRunId, scope, requestKey: 'k', reason: 'two', mode: 'failed_only' });
     expect(second.carriedStepKeys).toEqual(['a', 'c']);
     expect(await drive('chain.')).toEqual(['chain.b', 'chain.d']);
-    expect((await getWorkflowRun(db.prisma, { scope, workflowRunId: second.recoveryRunId })).recoveredFrom).toMatchObject({ sourceRunId: first.recoveryRunId, reason: 'two' });
+    expect((await getWorkflowRun(db.prisma, { scope, workflowRunId: second.recoveryRunId })).recoveredFrom).toMatchObject({
+      sourceRunId: first.recoveryRunId,
+      reason: 'two',
+    });
   });
 
   it('refuses a reused request key with another reason or mode (workflow.recovery_request_conflict)', async () => {
     const source = await failedDiamond('conflict');
     const first = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k', reason: 'one' });
-    expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'other' })).toMatchObject({ code: 'workflow.recovery_request_conflict', details: { recoveryRunId: first.recoveryRunId } });
-    expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'one', mode: 'failed_only' })).toMatchObject({ code: 'workflow.recovery_request_conflict' });
+    expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'other' })).toMatchObject({
+      code: 'workflow.recovery_request_conflict',
+      details: { recoveryRunId: first.recoveryRunId },
+    });
+    expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'one', mode: 'failed_only' })).toMatchObject({
+      code: 'workflow.recovery_request_conflict',
+    });
     // Another key is another recovery.
     expect((await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k2', reason: 'one' })).recoveryRunId).not.toBe(first.recoveryRunId);
   });
@@ -277,7 +338,9 @@ describe('recoverWorkflowRun', () => {
       );
       expect(results.filter((r) => r.outcome === 'inserted')).toHaveLength(1);
       expect(new Set(results.map((r) => r.recoveryRunId)).size).toBe(1);
-      const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${source}::uuid`;
+      const [row] = await db.prisma.$queryRaw<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${source}::uuid`;
       expect(row!.n).toBe(1);
       expect(await drive(`race${round}.`)).toEqual([`race${round}.b`, `race${round}.d`]);
     }
@@ -285,13 +348,19 @@ describe('recoverWorkflowRun', () => {
 
   it('refuses, writing nothing: a run not finished, not quiesced, without a snapshot, rebuilt differently, with nothing to re-run', async () => {
     const { workflowRunId: live } = await enqueueWorkflowRun(db.prisma, workflow('recover.live').job('a', 'rf.live', {}).build());
-    expect(await refusal({ sourceRunId: live, scope, requestKey: 'k', reason: 'r' })).toMatchObject({ code: 'workflow.recovery_source_not_terminal', details: { status: 'RUNNING' } });
+    expect(await refusal({ sourceRunId: live, scope, requestKey: 'k', reason: 'r' })).toMatchObject({
+      code: 'workflow.recovery_source_not_terminal',
+      details: { status: 'RUNNING' },
+    });
 
     // A canceled job whose handler may still run keeps its lease expiry: recovering would overlap it.
     const [leased] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['rf.live'], limit: 1, leaseSeconds: 60, markRunning: true });
     expect(leased).toBeDefined();
     await cancelWorkflowRun(db.prisma, { workflowRunId: live, scope });
-    expect(await refusal({ sourceRunId: live, scope, requestKey: 'k', reason: 'r' })).toMatchObject({ code: 'workflow.recovery_source_not_quiesced', details: { retryAfter: expect.any(String) } });
+    expect(await refusal({ sourceRunId: live, scope, requestKey: 'k', reason: 'r' })).toMatchObject({
+      code: 'workflow.recovery_source_not_quiesced',
+      details: { retryAfter: expect.any(String) },
+    });
 
     const legacy = await failedDiamond('legacy');
     await db.prisma.$executeRaw`UPDATE runledger.workflow_runs SET enqueue_request = NULL WHERE id = ${legacy}::uuid`;
@@ -316,7 +385,9 @@ describe('recoverWorkflowRun', () => {
 
     const { workflowRunId: done } = await enqueueWorkflowRun(db.prisma, workflow('recover.done').job('a', 'rf.done', {}).build());
     await drive('rf.done');
-    expect(await refusal({ sourceRunId: done, scope, requestKey: 'k', reason: 'r', mode: 'failed_only' })).toMatchObject({ code: 'workflow.recovery_nothing_to_rerun' });
+    expect(await refusal({ sourceRunId: done, scope, requestKey: 'k', reason: 'r', mode: 'failed_only' })).toMatchObject({
+      code: 'workflow.recovery_nothing_to_rerun',
+    });
     // A full recovery of a succeeded run runs it again.
     expect((await recoverWorkflowRun(db.prisma, { sourceRunId: done, scope, requestKey: 'k', reason: 'r' })).status).toBe('RUNNING');
   });
@@ -325,7 +396,10 @@ describe('recoverWorkflowRun', () => {
     const source = await failedDiamond('input');
     expect(await refusal({ sourceRunId: source, scope, requestKey: ' ', reason: 'r' })).toMatchObject({ code: 'workflow.invalid_input', field: 'requestKey' });
     expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: '' })).toMatchObject({ code: 'workflow.invalid_input', field: 'reason' });
-    expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'r', mode: 'some' as never })).toMatchObject({ code: 'workflow.invalid_input', field: 'mode' });
+    expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'r', mode: 'some' as never })).toMatchObject({
+      code: 'workflow.invalid_input',
+      field: 'mode',
+    });
     expect(await refusal({ sourceRunId: 'nope', scope, requestKey: 'k', reason: 'r' })).toMatchObject({ code: 'workflow.invalid_input', field: 'sourceRunId' });
     const error = await db.prisma
       .$transaction(async (tx) => recoverWorkflowRun(tx, { sourceRunId: source, scope, requestKey: 'k', reason: 'r' }), { isolationLevel: 'Serializable' })
@@ -348,11 +422,21 @@ describe('recoverWorkflowRun', () => {
 
   it("reports another organization's run as not found, writing nothing", async () => {
     const source = await failedDiamond('tenant', 'org-a');
-    expect(await refusal({ sourceRunId: source, scope: organizationScope('org-b'), requestKey: 'k', reason: 'r' })).toMatchObject({ code: 'workflow.run_not_found' });
+    expect(await refusal({ sourceRunId: source, scope: organizationScope('org-b'), requestKey: 'k', reason: 'r' })).toMatchObject({
+      code: 'workflow.run_not_found',
+    });
     expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'r' })).toMatchObject({ code: 'workflow.run_not_found' });
-    const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope: organizationScope('org-a'), requestKey: 'k', reason: 'r', mode: 'failed_only' });
+    const recovery = await recoverWorkflowRun(db.prisma, {
+      sourceRunId: source,
+      scope: organizationScope('org-a'),
+      requestKey: 'k',
+      reason: 'r',
+      mode: 'failed_only',
+    });
     expect((await getWorkflowRun(db.prisma, { scope: organizationScope('org-a'), workflowRunId: recovery.recoveryRunId })).organizationId).toBe('org-a');
-    await expect(listWorkflowRecoveries(db.prisma, { runId: source, scope: organizationScope('org-b') })).rejects.toMatchObject({ code: 'workflow.run_not_found' });
+    await expect(listWorkflowRecoveries(db.prisma, { runId: source, scope: organizationScope('org-b') })).rejects.toMatchObject({
+      code: 'workflow.run_not_found',
+    });
   });
 
   it("takes the source's active key; refuses while another run holds it", async () => {
@@ -381,10 +465,21 @@ describe('recoverWorkflowRun', () => {
     expect(read.recoveredFrom).toBeNull();
     expect(read.recoveries).toEqual({
       count: 2,
-      latest: { sourceRunId: source, recoveryRunId: second.recoveryRunId, requestKey: 'k2', reason: 'second', mode: 'failed_only', createdAt: expect.any(Date), recoveryStatus: 'RUNNING' },
+      latest: {
+        sourceRunId: source,
+        recoveryRunId: second.recoveryRunId,
+        requestKey: 'k2',
+        reason: 'second',
+        mode: 'failed_only',
+        createdAt: expect.any(Date),
+        recoveryStatus: 'RUNNING',
+      },
     });
     const handle = workflowRunHandle(db.prisma, scope, first.recoveryRunId);
-    expect(await handle.getRun()).toMatchObject({ recoveredFrom: { sourceRunId: source, recoveryRunId: first.recoveryRunId, mode: 'full', reason: 'first' }, recoveries: { count: 0, latest: null } });
+    expect(await handle.getRun()).toMatchObject({
+      recoveredFrom: { sourceRunId: source, recoveryRunId: first.recoveryRunId, mode: 'full', reason: 'first' },
+      recoveries: { count: 0, latest: null },
+    });
 
     const page1 = await listWorkflowRecoveries(db.prisma, { runId: source, scope, limit: 1 });
     expect(page1.items.map((r) => r.recoveryRunId)).toEqual([first.recoveryRunId]);
@@ -392,6 +487,9 @@ describe('recoverWorkflowRun', () => {
     const page2 = await listWorkflowRecoveries(db.prisma, { runId: source, scope, limit: 1, cursor: page1.nextCursor! });
     expect(page2).toEqual({ items: [expect.objectContaining({ recoveryRunId: second.recoveryRunId, requestKey: 'k2' })], nextCursor: null });
     expect(await listWorkflowRecoveries(db.prisma, { runId: first.recoveryRunId, scope })).toEqual({ items: [], nextCursor: null });
-    await expect(listWorkflowRecoveries(db.prisma, { runId: source, scope, cursor: 'x' })).rejects.toMatchObject({ code: 'workflow.invalid_input', field: 'cursor' });
+    await expect(listWorkflowRecoveries(db.prisma, { runId: source, scope, cursor: 'x' })).rejects.toMatchObject({
+      code: 'workflow.invalid_input',
+      field: 'cursor',
+    });
   });
 });

@@ -1,19 +1,19 @@
 /** getResult: a result step that succeeded without output has no result; its waits are bounded like any Node timer. */
 import { describe, expect, it } from 'vitest';
-import { ConflictError, enqueueWorkflowRunHandle, noOrganizationScope, isRunledgerError, ValidationError, workflow, workflowRunHandle } from '../../src/index.js';
+import {
+  ConflictError,
+  enqueueWorkflowRunHandle,
+  noOrganizationScope,
+  isRunledgerError,
+  ValidationError,
+  workflow,
+  workflowRunHandle,
+} from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
+import { errorOf } from '../harness/errors.js';
 
 const db = useTestDatabase();
-
-async function errorOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe('getResult', () => {
   it('is workflow.result_missing, not null, when the result step succeeded without output', async () => {

@@ -22,7 +22,10 @@ const startWorker = useWorkers(db);
 /** Claims the runnable jobs of `jobTypes` and completes them all with `output`. */
 async function settleParts(jobTypes: string[], output: { [key: string]: number }): Promise<void> {
   const jobs = await claimJobs(db.prisma, { workerId: 'test-worker', jobTypes, limit: 1000, leaseSeconds: 60, markRunning: true });
-  await completeJobs(db.prisma, jobs.map((lease) => ({ ...lease, output })));
+  await completeJobs(
+    db.prisma,
+    jobs.map((lease) => ({ ...lease, output })),
+  );
 }
 
 describe('step inputs', () => {
@@ -67,7 +70,12 @@ describe('step inputs', () => {
   it('gives an afterTerminal step the terminal status of a failed prerequisite, without an output', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(
       db.prisma,
-      workflow('inputs.terminal').job('ok', 'inputs.ok', {}).job('bad', 'inputs.bad', {}).job('report', 'inputs.report', {}).afterTerminal('report', ['ok', 'bad']).build(),
+      workflow('inputs.terminal')
+        .job('ok', 'inputs.ok', {})
+        .job('bad', 'inputs.bad', {})
+        .job('report', 'inputs.report', {})
+        .afterTerminal('report', ['ok', 'bad'])
+        .build(),
     );
     for (const job of await claimAll(db.prisma)) {
       if (job.jobType === 'inputs.ok') await completeJob(db.prisma, { ...job, output: { fine: true } });
@@ -81,11 +89,16 @@ describe('step inputs', () => {
     expect(step.prerequisites.get('missing')).toBeUndefined();
   });
 
-  it("gives a handler its run, step key and organization, and a direct job none", async () => {
+  it('gives a handler its run, step key and organization, and a direct job none', async () => {
     const seen: Record<string, Pick<JobContext, 'workflowRunId' | 'stepKey' | 'organizationId'> & { prerequisites: number }> = {};
     const all = latch<void>();
     const probe = defineJob('inputs.probe', z.object({ name: z.string() }), (payload, ctx) => {
-      seen[payload.name] = { workflowRunId: ctx.workflowRunId, stepKey: ctx.stepKey, organizationId: ctx.organizationId, prerequisites: ctx.prerequisites.size };
+      seen[payload.name] = {
+        workflowRunId: ctx.workflowRunId,
+        stepKey: ctx.stepKey,
+        organizationId: ctx.organizationId,
+        prerequisites: ctx.prerequisites.size,
+      };
       if (Object.keys(seen).length === 3) all.open();
       return null;
     });
@@ -93,7 +106,12 @@ describe('step inputs', () => {
     const org = '0193a0e0-0000-7000-8000-000000000001';
     const { workflowRunId } = await enqueueWorkflowRun(
       db.prisma,
-      workflow('inputs.probe').organization(org).job('first', probe, { name: 'first' }).job('second', probe, { name: 'second' }).afterSuccess('second', ['first']).build(),
+      workflow('inputs.probe')
+        .organization(org)
+        .job('first', probe, { name: 'first' })
+        .job('second', probe, { name: 'second' })
+        .afterSuccess('second', ['first'])
+        .build(),
     );
     await enqueueJob(db.prisma, probe, { name: 'direct' });
     await all.promise;
@@ -110,11 +128,16 @@ describe('step inputs', () => {
   });
 
   it('refuses to type a prerequisite with the definition of another job type', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('inputs.mistyped').job('a', 'inputs.a', {}).job('b', 'inputs.b', {}).afterSuccess('b', ['a']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('inputs.mistyped').job('a', 'inputs.a', {}).job('b', 'inputs.b', {}).afterSuccess('b', ['a']).build(),
+    );
     await settleParts(['inputs.a'], { words: 1 });
     const [b] = await claimAll(db.prisma);
     const step = stepInputsOf(b!)!;
     expect(step.workflowRunId).toBe(workflowRunId);
-    expect(() => step.prerequisites.get('a', countWords)).toThrow(expect.objectContaining({ name: 'TerminalError', code: 'workflow.prerequisite_type_mismatch' }));
+    expect(() => step.prerequisites.get('a', countWords)).toThrow(
+      expect.objectContaining({ name: 'TerminalError', code: 'workflow.prerequisite_type_mismatch' }),
+    );
   });
 });

@@ -40,7 +40,10 @@ async function drain(): Promise<string[]> {
 
 describe('step-changed notifications', () => {
   it('names the run once per settling transaction, and not for an enqueue or a claim', async () => {
-    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('notify.chain').job('a', 'notify.a', {}).job('b', 'notify.b', {}).job('c', 'notify.c', {}).afterSuccess('c', ['a', 'b']).build());
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('notify.chain').job('a', 'notify.a', {}).job('b', 'notify.b', {}).job('c', 'notify.c', {}).afterSuccess('c', ['a', 'b']).build(),
+    );
     // A new run has no page open yet: its enqueue sends nothing here (job-available wakes the workers).
     expect(await drain()).toEqual([]);
     const claimed = await claimAll(db.prisma);
@@ -73,7 +76,10 @@ describe('step-changed notifications', () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('notify.ext').external('gate').external('later').build());
     await drain();
     await appendWorkflowSteps(db.prisma, {
-      workflowRunId, scope: noOrganizationScope(), mutationKey: 'add', window: 'gate',
+      workflowRunId,
+      scope: noOrganizationScope(),
+      mutationKey: 'add',
+      window: 'gate',
       steps: [{ key: 'extra', kind: 'external' as const }],
     });
     expect(await drain()).toEqual([workflowRunId]);

@@ -59,7 +59,7 @@ async function expire(jobId: string): Promise<void> {
 }
 
 describe('a job step reads as RUNNING from its job, and stores its start when an attempt ends', () => {
-  it('reads RUNNING and the open attempt\'s start while leased, with the row still ENQUEUED', async () => {
+  it("reads RUNNING and the open attempt's start while leased, with the row still ENQUEUED", async () => {
     const { workflowRunId, stepId, jobId } = await oneStep('start.leased');
     expect(await read(workflowRunId)).toMatchObject({ status: 'ENQUEUED', startedAt: null });
     await claim('start.leased', false);
@@ -67,7 +67,7 @@ describe('a job step reads as RUNNING from its job, and stores its start when an
     expect(await stored(stepId)).toEqual({ status: 'ENQUEUED', started_at: null });
   });
 
-  it('stores the attempt\'s start when the job is canceled while leased, and none when canceled before a claim', async () => {
+  it("stores the attempt's start when the job is canceled while leased, and none when canceled before a claim", async () => {
     const leased = await oneStep('start.cancel');
     await claim('start.cancel');
     await cancelJob(db.prisma, { scope, jobId: leased.jobId, reason: 'operator' });
@@ -78,14 +78,14 @@ describe('a job step reads as RUNNING from its job, and stores its start when an
     expect(await stored(pending.stepId)).toEqual({ status: 'CANCELED', started_at: null });
   });
 
-  it('stores the attempt\'s start when the run is canceled with the step leased', async () => {
+  it("stores the attempt's start when the run is canceled with the step leased", async () => {
     const { workflowRunId, stepId, jobId } = await oneStep('start.runcancel');
     await claim('start.runcancel');
     await cancelWorkflowRun(db.prisma, { scope, workflowRunId, reason: 'operator' });
     expect(await stored(stepId)).toEqual({ status: 'CANCELED', started_at: (await attemptStarts(jobId))[0] });
   });
 
-  it('stores the first attempt\'s start when a started lease is reaped, retried or dead-lettered', async () => {
+  it("stores the first attempt's start when a started lease is reaped, retried or dead-lettered", async () => {
     const retried = await oneStep('start.reap.retry', { maxAttempts: 3 });
     await claim('start.reap.retry');
     await expire(retried.jobId);
@@ -116,7 +116,7 @@ describe('a job step reads as RUNNING from its job, and stores its start when an
     expect(await stored(unstarted.stepId)).toEqual({ status: 'ENQUEUED', started_at: null });
   });
 
-  it('stores the slice\'s start when a step continues, and keeps it through the next slice', async () => {
+  it("stores the slice's start when a step continues, and keeps it through the next slice", async () => {
     const { workflowRunId, stepId, jobId } = await oneStep('start.slice', { allowContinuation: true });
     await continueJob(db.prisma, { ...(await claim('start.slice')), delayMs: 0 });
     const first = (await attemptStarts(jobId))[0];

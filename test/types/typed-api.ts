@@ -28,7 +28,7 @@ import {
   type JsonValue,
   type PrismaClientLike,
 } from 'runledger';
-import { countAllWords } from '../../examples/readme/fan-in.js';
+import type { countAllWords } from '../../examples/readme/fan-in.js';
 import type { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 
 declare const prisma: PrismaClientLike;
@@ -187,7 +187,15 @@ export function transactionalHandlers(host: HostPrismaClient) {
     return ctx.tx;
   });
   // An $extends client's transaction carries its extensions.
-  const extended = host.$extends({ model: { order: { async paidTotal() { return 1; } } } });
+  const extended = host.$extends({
+    model: {
+      order: {
+        async paidTotal() {
+          return 1;
+        },
+      },
+    },
+  });
   defineJob('h.extended', z.object({}), async (_payload, ctx) => ctx.tx.order.paidTotal(), { transaction: extended });
 }
 
@@ -203,9 +211,12 @@ export function stepKeys(keys: readonly string[]) {
   workflow('k.run').job('b', 'k.b', {}).afterSuccess('b', ['a']).job('a', 'k.a', {});
   // Keys the compiler cannot list (strings, patterns, steps added in a loop) are checked by build() instead.
   const fanned = workflow('k.fan');
-  keys.forEach((key) => fanned.job(key, 'k.part', {}));
+  for (const key of keys) fanned.job(key, 'k.part', {});
   fanned.job('join', 'k.join', {}).afterSuccess('join', keys);
-  workflow('k.tpl').job(`part-${keys.length}`, 'k.part', {}).job('join', 'k.join', {}).afterSuccess('join', [`part-${keys.length}`]);
+  workflow('k.tpl')
+    .job(`part-${keys.length}`, 'k.part', {})
+    .job('join', 'k.join', {})
+    .afterSuccess('join', [`part-${keys.length}`]);
 }
 
 interface Shipment {

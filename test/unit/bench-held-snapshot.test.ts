@@ -19,22 +19,50 @@ const release = 100_000;
 
 describe('held snapshot recovery', () => {
   it('is 0 s when the first window after the release already has clean figures', () => {
-    expect(recoveredAfter({ ...clean, release, recoverySeconds: 30, pickups: pickups(release, release + 30_000, () => 12), depth: depth(release, release + 30_000, () => 2) })).toBe(0);
+    expect(
+      recoveredAfter({
+        ...clean,
+        release,
+        recoverySeconds: 30,
+        pickups: pickups(release, release + 30_000, () => 12),
+        depth: depth(release, release + 30_000, () => 2),
+      }),
+    ).toBe(0);
   });
 
   it('is the first second from which a whole window is back within 1.5x the clean p95', () => {
     const slowUntil = release + 8_000;
-    const result = recoveredAfter({ ...clean, release, recoverySeconds: 30, pickups: pickups(release, release + 30_000, (at) => (at < slowUntil ? 80 : 12)), depth: depth(release, release + 30_000, () => 2) });
+    const result = recoveredAfter({
+      ...clean,
+      release,
+      recoverySeconds: 30,
+      pickups: pickups(release, release + 30_000, (at) => (at < slowUntil ? 80 : 12)),
+      depth: depth(release, release + 30_000, () => 2),
+    });
     expect(result).toBe(8);
   });
 
   it('waits for the queue depth to come back within the clean maximum', () => {
     const deepUntil = release + 12_000;
-    const result = recoveredAfter({ ...clean, release, recoverySeconds: 30, pickups: pickups(release, release + 30_000, () => 12), depth: depth(release, release + 30_000, (at) => (at < deepUntil ? 50 : 2)) });
+    const result = recoveredAfter({
+      ...clean,
+      release,
+      recoverySeconds: 30,
+      pickups: pickups(release, release + 30_000, () => 12),
+      depth: depth(release, release + 30_000, (at) => (at < deepUntil ? 50 : 2)),
+    });
     expect(result).toBe(12);
   });
 
   it('is null when no window inside the recovery phase recovers', () => {
-    expect(recoveredAfter({ ...clean, release, recoverySeconds: 10, pickups: pickups(release, release + 10_000, () => 40), depth: depth(release, release + 10_000, () => 2) })).toBeNull();
+    expect(
+      recoveredAfter({
+        ...clean,
+        release,
+        recoverySeconds: 10,
+        pickups: pickups(release, release + 10_000, () => 40),
+        depth: depth(release, release + 10_000, () => 2),
+      }),
+    ).toBeNull();
   });
 });

@@ -12,7 +12,8 @@ import { spread } from '../../bench/stats.js';
 import { rowsWritten, sumTuples, tupleDelta } from '../../bench/tuples.js';
 import type { BenchResults } from '../../bench/workloads/types.js';
 
-const readJson = (path: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+const readJson = (path: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')) as Record<string, unknown>;
 
 describe('bench statistics', () => {
   it('reports the median of three runs with min and max', () => {
@@ -60,7 +61,16 @@ const results: BenchResults = {
           ratioToBestPeer: 3,
         },
         // Written before the bench counted rows: no rowsWrittenPerUnit / hotUpdatesPerUnit.
-        { system: 'peer', label: 'peer', peer: true, reps: [], rate: { median: 100, min: 100, max: 100 }, commitsPerUnit: { median: 1, min: 1, max: 1 }, statementsPerUnit: null, ratioToBestPeer: null },
+        {
+          system: 'peer',
+          label: 'peer',
+          peer: true,
+          reps: [],
+          rate: { median: 100, min: 100, max: 100 },
+          commitsPerUnit: { median: 1, min: 1, max: 1 },
+          statementsPerUnit: null,
+          ratioToBestPeer: null,
+        },
       ],
     },
   ],
@@ -105,10 +115,14 @@ describe('rows written', () => {
 
   it('get a column in each throughput table and a summary table per system, n/a for results without them', () => {
     const markdown = renderMarkdown(results);
-    expect(markdown).toContain('| system | steps/s (median) | min-max | commits/step | statements/step | rows written/step | HOT updates/step | ratio to best peer |');
+    expect(markdown).toContain(
+      '| system | steps/s (median) | min-max | commits/step | statements/step | rows written/step | HOT updates/step | ratio to best peer |',
+    );
     expect(markdown).toContain('| runledger (hand loop) | 300 | 300-300 | 0.100 | n/a | 14.25 | 1.50 | 3.00x |');
     expect(markdown).toContain('| peer (best peer) | 100 | 100-100 | 1.000 | n/a | n/a | n/a | - |');
-    expect(rowWritesTable(results)).toBe(['| workload | per | runledger (hand loop) | peer |', '| --- | ---: | ---: | ---: |', '| chains | step | 14.25 (17.00) | n/a |'].join('\n'));
+    expect(rowWritesTable(results)).toBe(
+      ['| workload | per | runledger (hand loop) | peer |', '| --- | ---: | ---: | ---: |', '| chains | step | 14.25 (17.00) | n/a |'].join('\n'),
+    );
     expect(markdown).toContain(rowWritesTable(results));
   });
 });
@@ -117,7 +131,9 @@ describe('benchmarked peers', () => {
   it('are not in the package manifest or its lockfile', () => {
     const manifest = readJson('package.json');
     const lock = readJson('package-lock.json');
-    const declared = ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'].flatMap((field) => Object.keys((manifest[field] as Record<string, string> | undefined) ?? {}));
+    const declared = ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'].flatMap((field) =>
+      Object.keys((manifest[field] as Record<string, string> | undefined) ?? {}),
+    );
     expect(declared).not.toContain('pg-boss');
     expect(declared).not.toContain('graphile-worker');
     expect(Object.keys(lock.packages as Record<string, unknown>).filter((path) => /node_modules\/(pg-boss|graphile-worker)$/.test(path))).toEqual([]);

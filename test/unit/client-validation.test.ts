@@ -47,6 +47,7 @@ import { defineJob } from '../../src/worker/index.js';
 import { z } from 'zod';
 import { isTransactionClient } from '../../src/client/types.js';
 import { withTransaction } from '../../src/client/transaction.js';
+import { errorOf } from '../harness/errors.js';
 
 const ID = '0190a3e0-0000-7000-8000-0000000000aa';
 const lease = { jobId: ID, runNumber: 1, attempt: 1, workerId: 'w' };
@@ -72,7 +73,10 @@ const operations: [string, (db: Db) => unknown][] = [
   ['enqueueWorkflowRun', (db) => enqueueWorkflowRun(db, run)],
   ['enqueueWorkflowRunHandle', (db) => enqueueWorkflowRunHandle(db as PrismaClientLike, run)],
   ['workflowRunHandle', (db) => workflowRunHandle(db as PrismaClientLike, noOrganizationScope(), ID)],
-  ['completeExternalWorkflowStep', (db) => completeExternalWorkflowStep(db, { workflowRunId: ID, stepKey: 'e', scope: noOrganizationScope(), outcome: { status: 'failed' } })],
+  [
+    'completeExternalWorkflowStep',
+    (db) => completeExternalWorkflowStep(db, { workflowRunId: ID, stepKey: 'e', scope: noOrganizationScope(), outcome: { status: 'failed' } }),
+  ],
   ['cancelWorkflowRun', (db) => cancelWorkflowRun(db, { workflowRunId: ID, scope: noOrganizationScope() })],
   ['getWorkflowRun', (db) => getWorkflowRun(db, { scope: noOrganizationScope(), workflowRunId: ID })],
   ['findWorkflowRun', (db) => findWorkflowRun(db, { scope: noOrganizationScope(), workflowRunId: ID })],
@@ -86,7 +90,14 @@ const operations: [string, (db: Db) => unknown][] = [
   ],
   [
     'compareAndRequeueJob',
-    (db) => compareAndRequeueJob(db, { scope: adminScope(), jobId: ID, expectedStatus: 'DEAD_LETTERED', expectedRunNumber: 1, statePolicy: 'preserve_progress_and_checkpoint' }),
+    (db) =>
+      compareAndRequeueJob(db, {
+        scope: adminScope(),
+        jobId: ID,
+        expectedStatus: 'DEAD_LETTERED',
+        expectedRunNumber: 1,
+        statePolicy: 'preserve_progress_and_checkpoint',
+      }),
   ],
   ['withTransaction', (db) => withTransaction(db, 'test', async () => 1)],
   ['isTransactionClient', (db) => isTransactionClient(db)],
@@ -99,16 +110,6 @@ const notClients: [string, unknown][] = [
   ['a string', 'postgresql://localhost/app'],
   ['an object whose $queryRaw is not a function', { $queryRaw: 'SELECT 1', $executeRaw: 1 }],
 ];
-
-/** The error, whether the operation throws synchronously or rejects. */
-async function errorOf(call: () => unknown): Promise<unknown> {
-  try {
-    await call();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 describe('db that is not a Prisma client', () => {
   it.each(notClients)('%s is client.invalid from every operation', async (_name, notClient) => {

@@ -23,7 +23,12 @@ const pgError = (code: string, severity: string, message: string, routine: strin
   Object.assign(new Error(message), { name: 'error', length: message.length + 50, severity, code, routine });
 
 const notAccepting = { originalCode: '55000', originalMessage: 'database "app" is not currently accepting connections' };
-const tooMany = { originalCode: '53300', originalMessage: 'too many connections for database "app"', kind: 'TooManyConnections', cause: 'too many connections for database "app"' };
+const tooMany = {
+  originalCode: '53300',
+  originalMessage: 'too many connections for database "app"',
+  kind: 'TooManyConnections',
+  cause: 'too many connections for database "app"',
+};
 
 const faults: [string, unknown][] = [
   ['refused, raw query (P2010 wrapping DatabaseNotReachable)', adapterError('P2010', { kind: 'DatabaseNotReachable', host: '127.0.0.1', port: 1 })],
@@ -44,7 +49,10 @@ const faults: [string, unknown][] = [
   ['EPIPE', Object.assign(new Error('write EPIPE'), { code: 'EPIPE', syscall: 'write' })],
   ['class 08 from pg', Object.assign(new Error('connection failure'), { code: '08006', severity: 'FATAL' })],
   ['57P03 cannot connect now', Object.assign(new Error('the database system is starting up'), { code: '57P03', severity: 'FATAL' })],
-  ['Prisma interactive transaction could not start in time (P2028)', Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' })],
+  [
+    'Prisma interactive transaction could not start in time (P2028)',
+    Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' }),
+  ],
   // The shapes below were recorded against PostgreSQL 15 (ALLOW_CONNECTIONS false, CONNECTION LIMIT 0 for a
   // non-superuser role, pg_ctl stop -m smart with a session open) through createPrismaClient and plain pg.
   [
@@ -56,10 +64,19 @@ const faults: [string, unknown][] = [
     adapterError('P2039', { ...notAccepting, kind: 'postgres', code: '55000', severity: 'FATAL', message: notAccepting.originalMessage }),
   ],
   ['not accepting connections, plain pg connect (55000 FATAL)', pgError('55000', 'FATAL', notAccepting.originalMessage, 'CheckMyDatabase')],
-  ['not accepting connections, message only (a severity word the driver did not keep)', pgError('55000', 'ERROR', notAccepting.originalMessage, 'CheckMyDatabase')],
+  [
+    'not accepting connections, message only (a severity word the driver did not keep)',
+    pgError('55000', 'ERROR', notAccepting.originalMessage, 'CheckMyDatabase'),
+  ],
   [
     'shutting down, raw query (P2010 wrapping 57P03)',
-    adapterError('P2010', { originalCode: '57P03', originalMessage: 'the database system is shutting down', kind: 'postgres', code: '57P03', severity: 'FATAL' }),
+    adapterError('P2010', {
+      originalCode: '57P03',
+      originalMessage: 'the database system is shutting down',
+      kind: 'postgres',
+      code: '57P03',
+      severity: 'FATAL',
+    }),
   ],
   [
     'starting up, $transaction start (P2039 wrapping 57P03)',
@@ -89,13 +106,26 @@ describe('connection fault classification', () => {
     const currval = pgError('55000', 'ERROR', 'currval of sequence "s" is not yet defined in this session', 'currval_oid');
     expect(isConnectionFault(currval)).toBe(false);
     expect(normalizeDatabaseError(currval, 'x')).toMatchObject({ code: 'database.error', category: 'internal' });
-    const throughPrisma = adapterError('P2010', { originalCode: '55000', originalMessage: currval.message, kind: 'postgres', code: '55000', severity: 'ERROR', message: currval.message });
+    const throughPrisma = adapterError('P2010', {
+      originalCode: '55000',
+      originalMessage: currval.message,
+      kind: 'postgres',
+      code: '55000',
+      severity: 'ERROR',
+      message: currval.message,
+    });
     expect(normalizeDatabaseError(throughPrisma, 'x').code).toBe('database.error');
   });
 
   it.each([
-    ['a raw query (P2010 wrapping DatabaseDoesNotExist)', adapterError('P2010', { originalCode: '3D000', originalMessage: 'database "nope" does not exist', kind: 'DatabaseDoesNotExist', db: 'nope' })],
-    ['a $transaction start (P1003)', adapterError('P1003', { originalCode: '3D000', originalMessage: 'database "nope" does not exist', kind: 'DatabaseDoesNotExist', db: 'nope' })],
+    [
+      'a raw query (P2010 wrapping DatabaseDoesNotExist)',
+      adapterError('P2010', { originalCode: '3D000', originalMessage: 'database "nope" does not exist', kind: 'DatabaseDoesNotExist', db: 'nope' }),
+    ],
+    [
+      'a $transaction start (P1003)',
+      adapterError('P1003', { originalCode: '3D000', originalMessage: 'database "nope" does not exist', kind: 'DatabaseDoesNotExist', db: 'nope' }),
+    ],
     ['plain pg', pgError('3D000', 'FATAL', 'database "nope" does not exist', 'InitPostgres')],
   ])('reports a missing database from %s as database.not_found (category unavailable), not as a connection fault', (_label, error) => {
     expect(isConnectionFault(error)).toBe(false);
@@ -109,19 +139,43 @@ describe('connection fault classification', () => {
     'Transaction API error: Transaction already closed: A query cannot be executed on a transaction that was rolled back.',
     "Transaction API error: Transaction not found. Transaction ID is invalid, refers to an old closed transaction Prisma doesn't have information about anymore, or was obtained before disconnecting.",
   ])('reports a closed transaction client (P2028: %s) as database.transaction_closed, never as retry later', (message) => {
-    const error = Object.assign(new Error(`\nInvalid \`prisma.$queryRaw()\` invocation:\n\n\n${message}`), { name: 'PrismaClientKnownRequestError', code: 'P2028', meta: {}, clientVersion: '7.10.1' });
+    const error = Object.assign(new Error(`\nInvalid \`prisma.$queryRaw()\` invocation:\n\n\n${message}`), {
+      name: 'PrismaClientKnownRequestError',
+      code: 'P2028',
+      meta: {},
+      clientVersion: '7.10.1',
+    });
     expect(isConnectionFault(error)).toBe(false);
     expect(normalizeDatabaseError(error, 'x')).toMatchObject({ code: 'database.transaction_closed', category: 'validation', field: 'db' });
   });
 
   it.each([
-    ['an undefined table through Prisma (P2010 wrapping TableDoesNotExist)', adapterError('P2010', { originalCode: '42P01', originalMessage: 'relation "runledger.job_queue" does not exist', kind: 'TableDoesNotExist', table: 'runledger.job_queue' }), true],
-    ['an undefined schema through Prisma (P2010, 3F000)', adapterError('P2010', { originalCode: '3F000', originalMessage: 'schema "runledger" does not exist', kind: 'postgres', code: '3F000', severity: 'ERROR' }), true],
+    [
+      'an undefined table through Prisma (P2010 wrapping TableDoesNotExist)',
+      adapterError('P2010', {
+        originalCode: '42P01',
+        originalMessage: 'relation "runledger.job_queue" does not exist',
+        kind: 'TableDoesNotExist',
+        table: 'runledger.job_queue',
+      }),
+      true,
+    ],
+    [
+      'an undefined schema through Prisma (P2010, 3F000)',
+      adapterError('P2010', {
+        originalCode: '3F000',
+        originalMessage: 'schema "runledger" does not exist',
+        kind: 'postgres',
+        code: '3F000',
+        severity: 'ERROR',
+      }),
+      true,
+    ],
     ['an undefined type (42704)', pgError('42704', 'ERROR', 'type "runledger.JobStatus" does not exist', 'typenameType'), true],
     ['an undefined table, plain pg', pgError('42P01', 'ERROR', 'relation "runledger.job_definitions" does not exist', 'parserOpenTable'), true],
     ["the host's own undefined table", pgError('42P01', 'ERROR', 'relation "orders" does not exist', 'parserOpenTable'), false],
     ['a schema whose name merely starts the same', pgError('3F000', 'ERROR', 'schema "runledger_old" does not exist', 'LookupExplicitNamespace'), false],
-  ])('reports %s as migrate.required only when the object is runledger\'s', (_label, error, own) => {
+  ])("reports %s as migrate.required only when the object is runledger's", (_label, error, own) => {
     expect(isConnectionFault(error)).toBe(false);
     expect(normalizeDatabaseError(error, 'x').code).toBe(own ? 'migrate.required' : 'database.error');
   });

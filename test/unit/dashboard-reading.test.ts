@@ -6,19 +6,36 @@ import { drawnGraph, findGroups, GROUP_MIN } from '../../ui/dashboard/dag-groups
 import { DAGRE_MAX_NODES, layoutGraph } from '../../ui/dashboard/dag-layout.js';
 import { duration, relative, span } from '../../ui/dashboard/durations.js';
 
-const step = (stepKey: string, status = 'SUCCEEDED', jobType: string | null = 'work') => ({ stepKey, status, executionKind: jobType ? 'JOB' : 'EXTERNAL', jobType, stage: null, progress: null });
+const step = (stepKey: string, status = 'SUCCEEDED', jobType: string | null = 'work') => ({
+  stepKey,
+  status,
+  executionKind: jobType ? 'JOB' : 'EXTERNAL',
+  jobType,
+  stage: null,
+  progress: null,
+});
 const edge = (from: string, to: string, releaseMode = 'ON_SUCCESS') => ({ prerequisiteStepKey: from, dependentStepKey: to, releaseMode });
 
 describe('time window', () => {
   it('reads ISO 8601 bounds and refuses anything else, naming the field', () => {
-    expect(parseTimeWindow(new URLSearchParams('from=2026-12-01T09:30:00Z&to=2026-12-02'))).toEqual({ from: new Date('2026-12-01T09:30:00Z'), to: new Date('2026-12-02') });
+    expect(parseTimeWindow(new URLSearchParams('from=2026-12-01T09:30:00Z&to=2026-12-02'))).toEqual({
+      from: new Date('2026-12-01T09:30:00Z'),
+      to: new Date('2026-12-02'),
+    });
     expect(parseTimeWindow(new URLSearchParams(''))).toEqual({ from: null, to: null });
-    for (const [query, field] of [['from=yesterday', 'from'], ['to=2026-13-45', 'to'], ['from=2026-12-02&to=2026-12-01', 'from'], ['to=1%00', 'to']]) {
-      expect(() => parseTimeWindow(new URLSearchParams(query)), query).toThrow(expect.objectContaining({ code: 'dashboard.invalid_input', details: expect.objectContaining({ field }) }));
+    for (const [query, field] of [
+      ['from=yesterday', 'from'],
+      ['to=2026-13-45', 'to'],
+      ['from=2026-12-02&to=2026-12-01', 'from'],
+      ['to=1%00', 'to'],
+    ]) {
+      expect(() => parseTimeWindow(new URLSearchParams(query)), query).toThrow(
+        expect.objectContaining({ code: 'dashboard.invalid_input', details: expect.objectContaining({ field }) }),
+      );
     }
   });
 
-  it("puts a job cursor above every UUIDv7 id made at or before `to`, and below every later one", async () => {
+  it('puts a job cursor above every UUIDv7 id made at or before `to`, and below every later one', async () => {
     const before = newId();
     const to = new Date();
     await new Promise((resolve) => setTimeout(resolve, 5));
@@ -61,7 +78,10 @@ describe('DAG fan-out groups', () => {
       { from: 'group:part-0', to: 'merge', releaseMode: 'ON_TERMINAL' },
     ]);
     const group = graph.nodes[1]!;
-    expect(group.kind === 'group' && group.group.counts).toEqual([['SUCCEEDED', 11], ['FAILED', 1]]);
+    expect(group.kind === 'group' && group.group.counts).toEqual([
+      ['SUCCEEDED', 11],
+      ['FAILED', 1],
+    ]);
   });
 
   it('draws an expanded group as its members, and never folds fewer than GROUP_MIN steps or steps whose edges differ', () => {
@@ -108,7 +128,10 @@ describe('DAG layout', () => {
         expect(box.x + box.width).toBeLessThanOrEqual(width);
         expect(box.y + box.height).toBeLessThanOrEqual(height);
       }
-      const rank1 = [...boxes.entries()].filter(([key]) => key.endsWith('-0')).map(([, box]) => box).sort((a, b) => (direction === 'TB' ? a.x - b.x : a.y - b.y));
+      const rank1 = [...boxes.entries()]
+        .filter(([key]) => key.endsWith('-0'))
+        .map(([, box]) => box)
+        .sort((a, b) => (direction === 'TB' ? a.x - b.x : a.y - b.y));
       for (let i = 1; i < rank1.length; i += 1) {
         if (direction === 'TB') expect(rank1[i]!.x).toBeGreaterThanOrEqual(rank1[i - 1]!.x + rank1[i - 1]!.width);
         else expect(rank1[i]!.y).toBeGreaterThanOrEqual(rank1[i - 1]!.y + rank1[i - 1]!.height);

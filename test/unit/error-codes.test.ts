@@ -11,11 +11,33 @@ import { ERROR_CODES, JOB_OUTCOME_CODES, isRunledgerError, type ErrorCode } from
 
 const SRC = new URL('../../src/', import.meta.url).pathname;
 /** Dotted literals in src that are not codes: job and workflow types in examples, file names, property paths. */
-const NOT_CODES = new Set(['billing.capture', 'email.send', 'migration.sql', 'outcome.output', 'profiles.crawl', 'profiles.persist', 'profiles.refresh', 'profiles.score', 'x.a']);
+const NOT_CODES = new Set([
+  'billing.capture',
+  'email.send',
+  'migration.sql',
+  'outcome.output',
+  'profiles.crawl',
+  'profiles.persist',
+  'profiles.refresh',
+  'profiles.score',
+  'x.a',
+]);
 /** Codes a handler's example throws as its own (RetryableError/TerminalError), not runledger's. */
 const HOST_CODES = new Set(['billing.customer_missing', 'billing.rate_limited', 'billing.declined']);
 /** The integrity checker's violation kinds (src/integrity/violations.ts): reported, never thrown or recorded. */
-const VIOLATION_KINDS = new Set(['job.lease_columns', 'job.output_not_succeeded', 'job.finished_at', 'job.step_link_mismatch', 'job.run_number_mismatch', 'job.resource_mismatch', 'job.backoff_mismatch', 'job.attempt_open_count', 'job.attempt_lease_mismatch', 'job.attempt_history', 'job.finished_before_started']);
+const VIOLATION_KINDS = new Set([
+  'job.lease_columns',
+  'job.output_not_succeeded',
+  'job.finished_at',
+  'job.step_link_mismatch',
+  'job.run_number_mismatch',
+  'job.resource_mismatch',
+  'job.backoff_mismatch',
+  'job.attempt_open_count',
+  'job.attempt_lease_mismatch',
+  'job.attempt_history',
+  'job.finished_before_started',
+]);
 const PREFIXES = /^(cli|client|database|job|listen|migrate|scope|testing|worker|workflow)\./;
 
 async function sourceFiles(dir: string): Promise<string[]> {
@@ -41,7 +63,9 @@ describe('error codes', () => {
   it('lists every code literal used in src', async () => {
     const known = new Set<string>([...ERROR_CODES, ...JOB_OUTCOME_CODES]);
     const unlisted = [...(await literalsInSource()).entries()]
-      .filter(([literal]) => PREFIXES.test(literal) && !known.has(literal) && !NOT_CODES.has(literal) && !HOST_CODES.has(literal) && !VIOLATION_KINDS.has(literal))
+      .filter(
+        ([literal]) => PREFIXES.test(literal) && !known.has(literal) && !NOT_CODES.has(literal) && !HOST_CODES.has(literal) && !VIOLATION_KINDS.has(literal),
+      )
       .map(([literal, files]) => `${literal} (${files.join(', ')})`);
     expect(unlisted).toEqual([]);
   });

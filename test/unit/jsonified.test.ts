@@ -34,7 +34,10 @@ describe('toStorableJson', () => {
     expect(toStorableJson(cyclic)).toMatchObject({ ok: false, problem: { reason: 'contains a cycle' } });
     expect(toStorableJson({ n: 10n })).toMatchObject({ ok: false, problem: { path: ['n'], reason: 'a bigint is not JSON' } });
     expect(toStorableJson({ at: new Date(), n: 10n })).toMatchObject({ ok: false, problem: { reason: 'a bigint is not JSON' } });
-    expect(toStorableJson({ at: new Date(), name: 'a\uD800b' })).toMatchObject({ ok: false, problem: { path: ['name'], reason: expect.stringContaining('lone surrogate') } });
+    expect(toStorableJson({ at: new Date(), name: 'a\uD800b' })).toMatchObject({
+      ok: false,
+      problem: { path: ['name'], reason: expect.stringContaining('lone surrogate') },
+    });
   });
 
   it('refuses a value too deep for JSON.stringify itself without throwing', () => {

@@ -8,7 +8,10 @@ describe('poolerConnectionString', () => {
       connectionString: 'postgresql://u:p%40ss@pooler:6432/app?sslmode=require',
       pooled: true,
     });
-    expect(poolerConnectionString('postgres://u@h/app?application_name=x&pgbouncer=TRUE')).toEqual({ connectionString: 'postgres://u@h/app?application_name=x', pooled: true });
+    expect(poolerConnectionString('postgres://u@h/app?application_name=x&pgbouncer=TRUE')).toEqual({
+      connectionString: 'postgres://u@h/app?application_name=x',
+      pooled: true,
+    });
   });
 
   it('leaves a string without it untouched, and pgbouncer=false means named statements', () => {

@@ -11,7 +11,12 @@ const later = () => Date.now() + 60_000;
 
 describe('transactionalFailure', () => {
   it("records Prisma's expired transaction as the job's timeout, not as an unavailable database", () => {
-    const expired = Object.assign(new Error('Transaction API error: A query cannot be executed on an expired transaction. The timeout for this transaction was 1000 ms, however 1203 ms passed since the start of the transaction.'), { code: 'P2028' });
+    const expired = Object.assign(
+      new Error(
+        'Transaction API error: A query cannot be executed on an expired transaction. The timeout for this transaction was 1000 ms, however 1203 ms passed since the start of the transaction.',
+      ),
+      { code: 'P2028' },
+    );
     expect(transactionalFailure(expired, 1, later())).toMatchObject({ code: 'job.timeout', retryable: true, message: expect.stringContaining('expired') });
   });
 
@@ -28,9 +33,16 @@ describe('transactionalFailure', () => {
     // With the error's stack, which the failure's attempt keeps (as a direct handler's).
     const declined = transactionalFailure(new TerminalError('declined', { code: 'billing.declined' }), 5, later());
     expect(declined).toEqual({ code: 'billing.declined', message: 'declined', retryable: false, stack: expect.stringMatching(/^TerminalError: declined\n/) });
-    expect(transactionalFailure(new Error('boom'), 5, later())).toEqual({ code: 'job.handler_error', message: 'boom', retryable: true, stack: expect.stringMatching(/^Error: boom\n/) });
+    expect(transactionalFailure(new Error('boom'), 5, later())).toEqual({
+      code: 'job.handler_error',
+      message: 'boom',
+      retryable: true,
+      stack: expect.stringMatching(/^Error: boom\n/),
+    });
     // A closed transaction that did not expire is not a timeout.
-    const closed = Object.assign(new Error('Transaction API error: Transaction already closed: A query cannot be executed on a committed transaction.'), { code: 'P2028' });
+    const closed = Object.assign(new Error('Transaction API error: Transaction already closed: A query cannot be executed on a committed transaction.'), {
+      code: 'P2028',
+    });
     expect(transactionalFailure(closed, 5, later())).toMatchObject({ code: 'job.handler_error' });
   });
 });

@@ -12,12 +12,25 @@ function failure(input: unknown): ValidationError {
   throw new Error('expected a validation error');
 }
 
-const job = (key: string, dependsOn: { step: string; mode?: 'on_success' | 'on_terminal' }[] = []) => ({ key, kind: 'job' as const, jobType: 'x.run', payload: {}, dependsOn });
+const job = (key: string, dependsOn: { step: string; mode?: 'on_success' | 'on_terminal' }[] = []) => ({
+  key,
+  kind: 'job' as const,
+  jobType: 'x.run',
+  payload: {},
+  dependsOn,
+});
 
 describe('workflow definition', () => {
   it('orders steps topologically and resolves job defaults', () => {
     const run = validateWorkflowRun(
-      workflow('wf').job('d', 'x.d', {}).job('b', 'x.b', {}, { priority: 3 }).job('a', 'x.a', {}).afterSuccess('b', ['a']).afterTerminal('d', ['b']).resultStep('d').build(),
+      workflow('wf')
+        .job('d', 'x.d', {})
+        .job('b', 'x.b', {}, { priority: 3 })
+        .job('a', 'x.a', {})
+        .afterSuccess('b', ['a'])
+        .afterTerminal('d', ['b'])
+        .resultStep('d')
+        .build(),
     );
     expect(run.steps.map((s) => s.key)).toEqual(['a', 'b', 'd']);
     expect(run.resultStepKey).toBe('d');
@@ -30,9 +43,30 @@ describe('workflow definition', () => {
     ['a duplicate key', { workflowType: 'wf', steps: [job('a'), job('a')] }, 'workflow.duplicate_step_key', 'steps.1.key'],
     ['an unknown prerequisite', { workflowType: 'wf', steps: [job('a', [{ step: 'zz' }])] }, 'workflow.unknown_prerequisite', 'steps.0.dependsOn.0.step'],
     ['a self-dependency', { workflowType: 'wf', steps: [job('a', [{ step: 'a' }])] }, 'workflow.self_dependency', 'steps.0.dependsOn.0.step'],
-    ['a duplicate edge', { workflowType: 'wf', steps: [job('a'), job('b', [{ step: 'a' }, { step: 'a', mode: 'on_terminal' }])] }, 'workflow.duplicate_dependency', 'steps.1.dependsOn.1.step'],
-    ['two result steps', { workflowType: 'wf', steps: [{ ...job('a'), result: true }, { ...job('b'), result: true }] }, 'workflow.multiple_result_steps', 'steps.1.result'],
-    ['an external step with job settings', { workflowType: 'wf', steps: [{ key: 'e', kind: 'external', priority: 1 }] }, 'workflow.external_step_job_settings', 'steps.0.priority'],
+    [
+      'a duplicate edge',
+      { workflowType: 'wf', steps: [job('a'), job('b', [{ step: 'a' }, { step: 'a', mode: 'on_terminal' }])] },
+      'workflow.duplicate_dependency',
+      'steps.1.dependsOn.1.step',
+    ],
+    [
+      'two result steps',
+      {
+        workflowType: 'wf',
+        steps: [
+          { ...job('a'), result: true },
+          { ...job('b'), result: true },
+        ],
+      },
+      'workflow.multiple_result_steps',
+      'steps.1.result',
+    ],
+    [
+      'an external step with job settings',
+      { workflowType: 'wf', steps: [{ key: 'e', kind: 'external', priority: 1 }] },
+      'workflow.external_step_job_settings',
+      'steps.0.priority',
+    ],
     ['no steps', { workflowType: 'wf', steps: [] }, 'workflow.invalid_input', 'steps'],
     ['a blank workflow type', { workflowType: '', steps: [job('a')] }, 'workflow.invalid_input', 'workflowType'],
     ['a payload that is not JSON', { workflowType: 'wf', steps: [{ ...job('a'), payload: { n: 1n } }] }, 'workflow.invalid_input', 'steps.0.payload.n'],
@@ -43,7 +77,10 @@ describe('workflow definition', () => {
   });
 
   it('names the cycle', () => {
-    const error = failure({ workflowType: 'wf', steps: [job('root'), job('a', [{ step: 'root' }, { step: 'c' }]), job('b', [{ step: 'a' }]), job('c', [{ step: 'b' }])] });
+    const error = failure({
+      workflowType: 'wf',
+      steps: [job('root'), job('a', [{ step: 'root' }, { step: 'c' }]), job('b', [{ step: 'a' }]), job('c', [{ step: 'b' }])],
+    });
     expect(error.code).toBe('workflow.cycle');
     expect(error.message).toMatch(/a -> b -> c -> a|b -> c -> a -> b|c -> a -> b -> c/);
     expect(error.details.cycle).toHaveLength(4);

@@ -86,7 +86,11 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
   const parents = new Map<string, string[]>();
   for (const edge of graph.edges) (parents.get(edge.to) ?? parents.set(edge.to, []).get(edge.to)!).push(edge.from);
   const layers: string[][] = [];
-  for (const node of graph.nodes) (layers[rank.get(node.key)!] ??= []).push(node.key);
+  for (const node of graph.nodes) {
+    const rankOf = rank.get(node.key)!;
+    layers[rankOf] ??= [];
+    layers[rankOf].push(node.key);
+  }
   const index = new Map<string, number>();
   for (const layer of layers) {
     if (!layer) continue;
@@ -96,7 +100,7 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
     };
     const weight = new Map(layer.map((key) => [key, mean(key)]));
     layer.sort((a, b) => weight.get(a)! - weight.get(b)! || byKey(a, b));
-    layer.forEach((key, i) => index.set(key, i));
+    for (const [i, key] of layer.entries()) index.set(key, i);
   }
   const tb = options.direction === 'TB';
   const across = (key: string) => (tb ? options.width(key) : options.height);
@@ -123,8 +127,14 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
     edges.set(
       edgeId(edge.from, edge.to),
       tb
-        ? [{ x: a.x + a.width / 2, y: a.y + a.height }, { x: b.x + b.width / 2, y: b.y }]
-        : [{ x: a.x + a.width, y: a.y + a.height / 2 }, { x: b.x, y: b.y + b.height / 2 }],
+        ? [
+            { x: a.x + a.width / 2, y: a.y + a.height },
+            { x: b.x + b.width / 2, y: b.y },
+          ]
+        : [
+            { x: a.x + a.width, y: a.y + a.height / 2 },
+            { x: b.x, y: b.y + b.height / 2 },
+          ],
     );
   }
   return { boxes, edges, width: widest + 8, height: along - options.rankSep + 4, ...(tb ? {} : { width: along - options.rankSep + 4, height: widest + 8 }) };
@@ -138,13 +148,17 @@ function layered(graph: DrawnGraph, options: LayoutOptions): Layout {
 function membersInKeyOrder(graph: DrawnGraph, expanded: ReadonlySet<string>, layout: Layout, direction: 'TB' | 'LR'): Layout {
   const slotOf = new Map<string, string>();
   for (const id of expanded) {
-    const members = graph.groups.get(id)?.members.map((m) => m.stepKey).filter((key) => layout.boxes.has(key)) ?? [];
+    const members =
+      graph.groups
+        .get(id)
+        ?.members.map((m) => m.stepKey)
+        .filter((key) => layout.boxes.has(key)) ?? [];
     const slots = [...members].sort((a, b) => {
       const pa = layout.boxes.get(a)!;
       const pb = layout.boxes.get(b)!;
       return direction === 'TB' ? pa.x - pb.x || pa.y - pb.y : pa.y - pb.y || pa.x - pb.x;
     });
-    members.forEach((key, i) => slotOf.set(key, slots[i]!));
+    for (const [i, key] of members.entries()) slotOf.set(key, slots[i]!);
   }
   if (slotOf.size === 0) return layout;
   const slot = (key: string) => slotOf.get(key) ?? key;

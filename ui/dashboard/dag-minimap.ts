@@ -21,7 +21,13 @@ export class Minimap {
   constructor(private readonly onCenter: (x: number, y: number) => void) {
     this.nodesLayer = s('g', {});
     this.frame = s('rect', { class: 'minimap-frame' });
-    this.root = s('svg', { class: 'minimap', width: WIDTH, height: HEIGHT, 'aria-hidden': 'true', 'data-testid': 'minimap' }, s('rect', { class: 'minimap-bg', width: WIDTH, height: HEIGHT }), this.nodesLayer, this.frame);
+    this.root = s(
+      'svg',
+      { class: 'minimap', width: WIDTH, height: HEIGHT, 'aria-hidden': 'true', 'data-testid': 'minimap' },
+      s('rect', { class: 'minimap-bg', width: WIDTH, height: HEIGHT }),
+      this.nodesLayer,
+      this.frame,
+    );
     let dragging = false;
     const center = (event: PointerEvent) => {
       const box = this.root.getBoundingClientRect();
@@ -43,7 +49,12 @@ export class Minimap {
     this.rects.clear();
     const rects: SVGRectElement[] = [];
     for (const [key, box] of boxes) {
-      const rect = s('rect', { x: (box.x * this.scale).toFixed(1), y: (box.y * this.scale).toFixed(1), width: Math.max(1, box.width * this.scale).toFixed(1), height: Math.max(1, box.height * this.scale).toFixed(1) });
+      const rect = s('rect', {
+        x: (box.x * this.scale).toFixed(1),
+        y: (box.y * this.scale).toFixed(1),
+        width: Math.max(1, box.width * this.scale).toFixed(1),
+        height: Math.max(1, box.height * this.scale).toFixed(1),
+      });
       this.rects.set(key, rect);
       rects.push(rect);
     }
@@ -53,7 +64,8 @@ export class Minimap {
 
   paint(graph: DrawnGraph): void {
     for (const node of graph.nodes) {
-      const status = node.kind === 'step' ? node.step.status : (node.group.counts.find(([st]) => st === 'FAILED')?.[0] ?? node.group.counts[0]?.[0] ?? 'BLOCKED');
+      const status =
+        node.kind === 'step' ? node.step.status : (node.group.counts.find(([st]) => st === 'FAILED')?.[0] ?? node.group.counts[0]?.[0] ?? 'BLOCKED');
       this.rects.get(node.key)?.setAttribute('class', `mini status-${status}`);
     }
   }

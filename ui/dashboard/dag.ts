@@ -98,15 +98,29 @@ export class DagView {
       s(
         'defs',
         {},
-        s('marker', { id: 'arrow-success', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-success' })),
-        s('marker', { id: 'arrow-terminal', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-terminal' })),
+        s(
+          'marker',
+          { id: 'arrow-success', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' },
+          s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-success' }),
+        ),
+        s(
+          'marker',
+          { id: 'arrow-terminal', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' },
+          s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-terminal' }),
+        ),
       ),
       this.viewport,
     );
     this.minimap = new Minimap((x, y) => this.centerOn(x, y));
     const button = (text: string, title: string, act: () => void) => h('button', { type: 'button', 'aria-label': title, title, onclick: act }, text);
     this.findBox = h('input', { type: 'search', id: 'dag-find', list: 'dag-find-keys', autocomplete: 'off', placeholder: 'step key', size: 14 });
-    const findForm = h('form', { class: 'dag-find', role: 'search', 'aria-label': 'Find a step in the graph' }, h('label', { for: 'dag-find' }, 'Find step'), this.findBox, h('datalist', { id: 'dag-find-keys' }));
+    const findForm = h(
+      'form',
+      { class: 'dag-find', role: 'search', 'aria-label': 'Find a step in the graph' },
+      h('label', { for: 'dag-find' }, 'Find step'),
+      this.findBox,
+      h('datalist', { id: 'dag-find-keys' }),
+    );
     findForm.addEventListener('submit', (event) => {
       event.preventDefault();
       this.find(this.findBox.value);
@@ -182,8 +196,7 @@ export class DagView {
   private find(text: string): void {
     const needle = text.trim().toLowerCase();
     if (needle === '') return;
-    const match =
-      this.steps.find((step) => step.stepKey.toLowerCase() === needle) ?? this.steps.find((step) => step.stepKey.toLowerCase().includes(needle));
+    const match = this.steps.find((step) => step.stepKey.toLowerCase() === needle) ?? this.steps.find((step) => step.stepKey.toLowerCase().includes(needle));
     this.findBox.setCustomValidity(match ? '' : 'No step has this key.');
     this.findBox.reportValidity();
     if (match) this.onSelect(match.stepKey);
@@ -214,9 +227,18 @@ export class DagView {
   private layout(drawn: DrawnGraph): void {
     this.direction = this.chooseDirection(drawn);
     const widths = new Map(
-      drawn.nodes.map((node) => [node.key, nodeWidth(node.kind === 'step' ? node.step.stepKey : `${node.group.members[0]?.stepKey ?? ''} … (${node.group.members.length})`)]),
+      drawn.nodes.map((node) => [
+        node.key,
+        nodeWidth(node.kind === 'step' ? node.step.stepKey : `${node.group.members[0]?.stepKey ?? ''} … (${node.group.members.length})`),
+      ]),
     );
-    const layout = layoutGraph(drawn, this.expanded, { direction: this.direction, nodeSep: NODE_SEP, rankSep: RANK_SEP, width: (key) => widths.get(key) ?? 168, height: NODE_HEIGHT });
+    const layout = layoutGraph(drawn, this.expanded, {
+      direction: this.direction,
+      nodeSep: NODE_SEP,
+      rankSep: RANK_SEP,
+      width: (key) => widths.get(key) ?? 168,
+      height: NODE_HEIGHT,
+    });
 
     const edgeLayer = s('g', { class: 'edges' });
     for (const edge of drawn.edges) {
@@ -275,7 +297,11 @@ export class DagView {
       'g',
       { class: 'node group', tabindex: 0, role: 'button', 'data-group': group.id, 'data-group-size': group.members.length },
       s('rect', { width, height: NODE_HEIGHT, rx: 6, class: 'group-box' }),
-      s('text', { x: 10, y: 18, class: 'node-key' }, shorten(`${group.members[0]?.stepKey ?? ''} … ${group.members.length} steps`, Math.floor((width - 20) / CHAR_WIDTH))),
+      s(
+        'text',
+        { x: 10, y: 18, class: 'node-key' },
+        shorten(`${group.members[0]?.stepKey ?? ''} … ${group.members.length} steps`, Math.floor((width - 20) / CHAR_WIDTH)),
+      ),
       s('g', { class: 'histogram', transform: 'translate(10,27)' }),
       s('text', { x: 10, y: 52, class: 'node-stage' }),
       s('title', {}),

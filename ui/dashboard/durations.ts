@@ -25,7 +25,9 @@ export function relative(value: string | null | undefined, now = Date.now()): st
   if (at === null) return '—';
   const delta = at - now;
   if (Math.abs(delta) < 1000) return 'now';
-  const text = span(Math.abs(delta)).replace(/ \d+ (ms|s|min|h)$/, '').replace(/^(\d+)\.\d+ s$/, '$1 s');
+  const text = span(Math.abs(delta))
+    .replace(/ \d+ (ms|s|min|h)$/, '')
+    .replace(/^(\d+)\.\d+ s$/, '$1 s');
   return delta < 0 ? `${text} ago` : `in ${text}`;
 }
 
@@ -36,4 +38,3 @@ export function duration(from: string | null | undefined, to: string | null | un
   const end = parse(to);
   return end === null ? `${span(now - start)} so far` : span(end - start);
 }
-

@@ -6,7 +6,7 @@
 import { relative } from './time.js';
 
 let at: string | undefined;
-let ticking: number | undefined;
+let _ticking: number | undefined;
 
 function paint(box: HTMLElement): void {
   if (!at) return;
@@ -18,5 +18,5 @@ export function showUpdated(box: HTMLElement): void {
   at = new Date().toISOString();
   box.dataset.updatedAt = at;
   paint(box);
-  ticking ??= window.setInterval(() => paint(box), 1_000);
+  _ticking ??= window.setInterval(() => paint(box), 1_000);
 }

@@ -47,7 +47,11 @@ export function actionForm(
       field.kind === 'textarea'
         ? h('textarea', { ...common, rows: 4, spellcheck: 'false' }, field.value ?? '')
         : field.kind === 'select'
-          ? h('select', common, (field.options ?? []).map((option) => h('option', { value: option, selected: option === field.value }, field.optionLabels?.[option] ?? option)))
+          ? h(
+              'select',
+              common,
+              (field.options ?? []).map((option) => h('option', { value: option, selected: option === field.value }, field.optionLabels?.[option] ?? option)),
+            )
           : h('input', { ...common, value: field.value ?? '', autocomplete: 'off', type: field.kind === 'number' ? 'number' : 'text' });
     form.append(h('label', { for: fieldId }, field.label), control);
   }

@@ -29,7 +29,15 @@ interface Definition {
 }
 
 function header(columns: string[]): HTMLTableSectionElement {
-  return h('thead', {}, h('tr', {}, columns.map((name) => h('th', { scope: 'col' }, name))));
+  return h(
+    'thead',
+    {},
+    h(
+      'tr',
+      {},
+      columns.map((name) => h('th', { scope: 'col' }, name)),
+    ),
+  );
 }
 
 /** A one-button form (an action needs no more than the row it is on); `id` is the row's index, since keys may hold spaces. */
@@ -73,15 +81,23 @@ export function schedulesView(context: Context, query: URLSearchParams): View {
                     h('td', {}, schedule.organizationId ?? '—'),
                     h('td', { 'data-col': 'next' }, schedule.enabled ? when(schedule.nextRunAt) : 'paused'),
                     h('td', {}, when(schedule.lastSlotAt)),
-                    h('td', { 'data-col': 'error' }, schedule.lastError ? `${schedule.lastError.code}: ${schedule.lastError.message} (${when(schedule.lastError.at)})` : '—'),
+                    h(
+                      'td',
+                      { 'data-col': 'error' },
+                      schedule.lastError ? `${schedule.lastError.code}: ${schedule.lastError.message} (${when(schedule.lastError.at)})` : '—',
+                    ),
                     h('td', { 'data-col': 'state' }, schedule.enabled ? 'enabled' : 'paused'),
                     h(
                       'td',
                       {},
                       context.session.readOnly
                         ? null
-                        : toggle(context, `schedule-${index}`, `${schedule.enabled ? 'Pause' : 'Resume'} schedule ${schedule.key}`, schedule.enabled ? 'Pause' : 'Resume', () =>
-                            post(`schedules/${encodeURIComponent(schedule.key)}/${schedule.enabled ? 'pause' : 'resume'}`, {}),
+                        : toggle(
+                            context,
+                            `schedule-${index}`,
+                            `${schedule.enabled ? 'Pause' : 'Resume'} schedule ${schedule.key}`,
+                            schedule.enabled ? 'Pause' : 'Resume',
+                            () => post(`schedules/${encodeURIComponent(schedule.key)}/${schedule.enabled ? 'pause' : 'resume'}`, {}),
                           ),
                     ),
                   ),
@@ -138,8 +154,12 @@ export function definitionsView(context: Context, query: URLSearchParams): View 
                       {},
                       context.session.readOnly
                         ? null
-                        : toggle(context, `definition-${index}`, `${definition.enabled ? 'Disable' : 'Enable'} ${definition.jobType}`, definition.enabled ? 'Disable' : 'Enable', () =>
-                            post(`definitions/${encodeURIComponent(definition.jobType)}/enabled`, { enabled: !definition.enabled }),
+                        : toggle(
+                            context,
+                            `definition-${index}`,
+                            `${definition.enabled ? 'Disable' : 'Enable'} ${definition.jobType}`,
+                            definition.enabled ? 'Disable' : 'Enable',
+                            () => post(`definitions/${encodeURIComponent(definition.jobType)}/enabled`, { enabled: !definition.enabled }),
                           ),
                     ),
                   ),

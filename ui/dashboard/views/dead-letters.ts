@@ -48,10 +48,18 @@ export function deadLettersView(context: Context, query: URLSearchParams): View 
         [
           { name: 'limit', label: 'At most this many jobs', kind: 'number', required: true },
           { name: 'reason', label: 'Reason (required, recorded on every job)', required: true },
-          { name: 'statePolicy', label: 'Progress and checkpoint', kind: 'select', options: Object.keys(STATE_POLICY_LABELS), optionLabels: STATE_POLICY_LABELS, value: 'preserve_progress_and_checkpoint' },
+          {
+            name: 'statePolicy',
+            label: 'Progress and checkpoint',
+            kind: 'select',
+            options: Object.keys(STATE_POLICY_LABELS),
+            optionLabels: STATE_POLICY_LABELS,
+            value: 'preserve_progress_and_checkpoint',
+          },
         ],
         'Requeue…',
-        (values) => post<RequeueAnswer>('dead-letters/requeue', { ...filter, limit: Number(values.limit), reason: values.reason, statePolicy: values.statePolicy }),
+        (values) =>
+          post<RequeueAnswer>('dead-letters/requeue', { ...filter, limit: Number(values.limit), reason: values.reason, statePolicy: values.statePolicy }),
         {
           confirm: (values) => `Requeue up to ${values.limit} dead-lettered jobs (${describe(query)}) as new runs? Reason: “${values.reason}”.`,
           done: (answer) => {
@@ -80,7 +88,10 @@ export function deadLettersView(context: Context, query: URLSearchParams): View 
     root,
     async refresh() {
       preview = await get<Preview>('dead-letters/count', filter);
-      replace(count, `${preview.more ? `More than ${preview.count.toLocaleString('en-US')}` : preview.count.toLocaleString('en-US')} dead-lettered job${preview.count === 1 ? '' : 's'} match (${describe(query)}); one requeue takes at most ${preview.cap.toLocaleString('en-US')}.`);
+      replace(
+        count,
+        `${preview.more ? `More than ${preview.count.toLocaleString('en-US')}` : preview.count.toLocaleString('en-US')} dead-lettered job${preview.count === 1 ? '' : 's'} match (${describe(query)}); one requeue takes at most ${preview.cap.toLocaleString('en-US')}.`,
+      );
       const limit = form?.querySelector<HTMLInputElement>('input[name=limit]');
       if (limit && limit.value === '') limit.value = String(Math.min(preview.count, preview.cap));
     },

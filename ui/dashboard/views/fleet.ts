@@ -37,7 +37,15 @@ function table(caption: string, columns: string[], rows: HTMLTableRowElement[]):
     'table',
     { class: 'list' },
     h('caption', { class: 'sr-only' }, caption),
-    h('thead', {}, h('tr', {}, columns.map((name) => h('th', { scope: 'col' }, name)))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        columns.map((name) => h('th', { scope: 'col' }, name)),
+      ),
+    ),
     h('tbody', {}, rows),
   );
 }

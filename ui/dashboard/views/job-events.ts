@@ -37,7 +37,18 @@ export function payloadView(payload: unknown): HTMLElement | string {
     { class: 'payload' },
     entries.flatMap(([key, value]) => [
       h('dt', {}, key),
-      h('dd', {}, value !== null && typeof value === 'object' ? h('details', {}, h('summary', {}, Array.isArray(value) ? `${value.length} items` : `${Object.keys(value).length} fields`), h('pre', {}, json(value))) : h('code', {}, scalar(value))),
+      h(
+        'dd',
+        {},
+        value !== null && typeof value === 'object'
+          ? h(
+              'details',
+              {},
+              h('summary', {}, Array.isArray(value) ? `${value.length} items` : `${Object.keys(value).length} fields`),
+              h('pre', {}, json(value)),
+            )
+          : h('code', {}, scalar(value)),
+      ),
     ]),
   );
 }
@@ -70,7 +81,18 @@ function rows(events: JobEvent[], expanded: Set<string>, rerender: () => void): 
       row.dataset.folded = String(count);
       row.firstElementChild!.append(
         ' ',
-        h('button', { type: 'button', class: 'link', onclick: () => { expanded.add(event.id); rerender(); } }, `show all ${count}`),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'link',
+            onclick: () => {
+              expanded.add(event.id);
+              rerender();
+            },
+          },
+          `show all ${count}`,
+        ),
       );
       out.push(row);
     }
@@ -109,7 +131,15 @@ export class EventLog {
         'table',
         { class: 'list events', 'data-testid': 'events' },
         h('caption', { class: 'sr-only' }, 'Events of this job, oldest first'),
-        h('thead', {}, h('tr', {}, ['event', 'run', 'attempt', 'at', 'details'].map((name) => h('th', { scope: 'col' }, name)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['event', 'run', 'attempt', 'at', 'details'].map((name) => h('th', { scope: 'col' }, name)),
+          ),
+        ),
         h('tbody', {}, rows(events, this.expanded, this.rerender)),
       ),
       hasMore

@@ -68,7 +68,11 @@ interface JobDetail {
 }
 
 function facts(rows: [string, Node | string][]): HTMLElement {
-  return h('dl', { class: 'facts' }, rows.flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]));
+  return h(
+    'dl',
+    { class: 'facts' },
+    rows.flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]),
+  );
 }
 
 function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
@@ -76,16 +80,29 @@ function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
   const direct = detail.workflowStep === null;
   const forms: HTMLElement[] = [];
   if (job.status === 'PENDING' || job.status === 'LEASED') {
-    forms.push(actionForm(context, 'cancel-job', 'Cancel this job', [{ name: 'reason', label: 'Reason (required)', required: true }], 'Cancel job…', (values) =>
-      post(`jobs/${job.id}/cancel`, { reason: values.reason }),
-    { confirm: (values) => `Cancel job ${job.jobType} ${job.id}? Reason: “${values.reason}”. A running handler is told to stop; this cannot be undone (requeue starts a new run).` }));
+    forms.push(
+      actionForm(
+        context,
+        'cancel-job',
+        'Cancel this job',
+        [{ name: 'reason', label: 'Reason (required)', required: true }],
+        'Cancel job…',
+        (values) => post(`jobs/${job.id}/cancel`, { reason: values.reason }),
+        {
+          confirm: (values) =>
+            `Cancel job ${job.jobType} ${job.id}? Reason: “${values.reason}”. A running handler is told to stop; this cannot be undone (requeue starts a new run).`,
+        },
+      ),
+    );
   }
   if (direct && job.status === 'SUCCEEDED') {
     // One key per form: a retried click replays once (the library's idempotency), a new visit makes a new replay.
     const replayRequestKey = `dashboard-${crypto.randomUUID()}`;
-    forms.push(actionForm(context, 'replay-job', 'Replay as a new job', [{ name: 'reason', label: 'Reason (required)', required: true }], 'Replay', (values) =>
-      post(`jobs/${job.id}/replay`, { expectedRunNumber: job.runNumber, reason: values.reason, replayRequestKey }),
-    ));
+    forms.push(
+      actionForm(context, 'replay-job', 'Replay as a new job', [{ name: 'reason', label: 'Reason (required)', required: true }], 'Replay', (values) =>
+        post(`jobs/${job.id}/replay`, { expectedRunNumber: job.runNumber, reason: values.reason, replayRequestKey }),
+      ),
+    );
   }
   if (direct && (job.status === 'DEAD_LETTERED' || job.status === 'CANCELED')) {
     forms.push(
@@ -93,7 +110,16 @@ function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
         context,
         'requeue-job',
         'Requeue (a new run of this job)',
-        [{ name: 'statePolicy', label: 'Progress and checkpoint', kind: 'select', options: Object.keys(STATE_POLICY_LABELS), optionLabels: STATE_POLICY_LABELS, value: 'preserve_progress_and_checkpoint' }],
+        [
+          {
+            name: 'statePolicy',
+            label: 'Progress and checkpoint',
+            kind: 'select',
+            options: Object.keys(STATE_POLICY_LABELS),
+            optionLabels: STATE_POLICY_LABELS,
+            value: 'preserve_progress_and_checkpoint',
+          },
+        ],
         'Requeue',
         (values) => post(`jobs/${job.id}/requeue`, { expectedStatus: job.status, expectedRunNumber: job.runNumber, statePolicy: values.statePolicy }),
       ),
@@ -119,7 +145,9 @@ function attemptRow(a: Attempt): HTMLElement {
       'td',
       { class: 'wrap' },
       a.errorCode ? h('span', {}, h('code', {}, a.errorCode), a.errorMessage ? `: ${a.errorMessage}` : '') : '—',
-      typeof a.stack === 'string' && a.stack !== '' ? h('details', { class: 'stack' }, h('summary', {}, 'stack trace'), h('pre', { 'data-testid': 'attempt-stack' }, a.stack)) : null,
+      typeof a.stack === 'string' && a.stack !== ''
+        ? h('details', { class: 'stack' }, h('summary', {}, 'stack trace'), h('pre', { 'data-testid': 'attempt-stack' }, a.stack))
+        : null,
     ),
     h('td', {}, a.retryDelayMs === null ? '—' : `${millis(a.retryDelayMs)} (${RETRY_SOURCE[a.retryDelaySource ?? ''] ?? a.retryDelaySource ?? '?'})`),
     h('td', {}, when(a.nextRunAt)),
@@ -132,7 +160,17 @@ function attemptsTable(attempts: Attempt[]): HTMLElement {
     'table',
     { class: 'list', 'data-testid': 'attempts' },
     h('caption', { class: 'sr-only' }, 'Attempts of this job, oldest first'),
-    h('thead', {}, h('tr', {}, ['attempt', 'run', 'worker', 'started', 'finished', 'took', 'outcome', 'error', 'retry delay', 'runnable again'].map((name) => h('th', { scope: 'col' }, name)))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        ['attempt', 'run', 'worker', 'started', 'finished', 'took', 'outcome', 'error', 'retry delay', 'runnable again'].map((name) =>
+          h('th', { scope: 'col' }, name),
+        ),
+      ),
+    ),
     h('tbody', {}, attempts.map(attemptRow)),
   );
 }
@@ -177,13 +215,17 @@ class LaterAttempts {
     for (const a of first) all.set(a.seq, a);
     const attempts = [...all.values()].sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
     const more = this.expanded ? this.more : firstHasMore;
-    const button = h('button', {
-      type: 'button',
-      onclick: () => {
-        this.expanded = true;
-        this.load(first).then(this.rerender, this.onError);
+    const button = h(
+      'button',
+      {
+        type: 'button',
+        onclick: () => {
+          this.expanded = true;
+          this.load(first).then(this.rerender, this.onError);
+        },
       },
-    }, 'Show later attempts');
+      'Show later attempts',
+    );
     return [attemptsTable(attempts), more ? button : null];
   }
 }
@@ -224,7 +266,9 @@ export function jobView(context: Context, jobId: string): View {
           ['progress', progressText(job.progress)],
           ['priority', String(job.priority)],
           // Only a PENDING job has a next run; a leased or ended one's column is leftover, not a plan.
-          ...(job.status === 'PENDING' ? [[new Date(job.nextRunAt).getTime() > Date.now() ? 'scheduled for' : 'due since', timeBoth(job.nextRunAt)] as [string, Node | string]] : []),
+          ...(job.status === 'PENDING'
+            ? [[new Date(job.nextRunAt).getTime() > Date.now() ? 'scheduled for' : 'due since', timeBoth(job.nextRunAt)] as [string, Node | string]]
+            : []),
           ['lease', job.leaseOwner ? `${job.leaseOwner} until ${when(job.leaseExpiresAt)} (heartbeat ${relative(job.heartbeatAt)})` : '—'],
           ['created', timeBoth(job.createdAt)],
           ['started', timeBoth(job.startedAt)],
@@ -232,14 +276,29 @@ export function jobView(context: Context, jobId: string): View {
           ['waited', job.startedAt ? duration(job.createdAt, job.startedAt) : job.finishedAt ? 'never started' : duration(job.createdAt, null)],
           ['took', job.startedAt ? duration(job.startedAt, job.finishedAt) : '—'],
           // A succeeded job's last error is an earlier attempt's (listed below), not its state.
-          ...(job.lastErrorCode && job.status !== 'SUCCEEDED' ? [['last error', `${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}`] as [string, string]] : []),
+          ...(job.lastErrorCode && job.status !== 'SUCCEEDED'
+            ? [['last error', `${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}`] as [string, string]]
+            : []),
           [
             'workflow',
             detail.workflowStep
-              ? h('a', { href: `#/runs/${detail.workflowStep.workflowRunId}` }, `step ${detail.workflowStep.stepKey} of run ${detail.workflowStep.workflowRunId}`)
+              ? h(
+                  'a',
+                  { href: `#/runs/${detail.workflowStep.workflowRunId}` },
+                  `step ${detail.workflowStep.stepKey} of run ${detail.workflowStep.workflowRunId}`,
+                )
               : 'a direct job',
           ],
-          ['replay of', detail.replayOf ? h('a', { href: `#/jobs/${detail.replayOf.sourceJobId}`, class: 'mono' }, `${detail.replayOf.sourceJobId} (run ${detail.replayOf.sourceRunNumber}): ${detail.replayOf.reason}`) : '—'],
+          [
+            'replay of',
+            detail.replayOf
+              ? h(
+                  'a',
+                  { href: `#/jobs/${detail.replayOf.sourceJobId}`, class: 'mono' },
+                  `${detail.replayOf.sourceJobId} (run ${detail.replayOf.sourceRunNumber}): ${detail.replayOf.reason}`,
+                )
+              : '—',
+          ],
         ]),
       );
       const key = `${job.status}:${job.runNumber}`;
@@ -263,7 +322,20 @@ export function jobView(context: Context, jobId: string): View {
         h('h2', {}, 'Replays of this job'),
         detail.replays.length === 0
           ? h('p', {}, 'None.')
-          : h('ul', {}, detail.replays.map((r) => h('li', {}, h('a', { href: `#/jobs/${r.replayJobId}`, class: 'mono' }, r.replayJobId), ` of run ${r.sourceRunNumber}, `, timeAgo(r.createdAt), `: ${r.reason}`))),
+          : h(
+              'ul',
+              {},
+              detail.replays.map((r) =>
+                h(
+                  'li',
+                  {},
+                  h('a', { href: `#/jobs/${r.replayJobId}`, class: 'mono' }, r.replayJobId),
+                  ` of run ${r.sourceRunNumber}, `,
+                  timeAgo(r.createdAt),
+                  `: ${r.reason}`,
+                ),
+              ),
+            ),
         h('h2', {}, 'Events'),
         eventsBox,
       );

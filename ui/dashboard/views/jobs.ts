@@ -35,7 +35,11 @@ export const catalogJobTypes = () => get<{ jobTypes: string[] }>('catalog').then
 function scheduledFor(job: Job): HTMLElement | string {
   if (job.status !== 'PENDING') return '—';
   const due = new Date(job.nextRunAt).getTime();
-  return h('time', { datetime: job.nextRunAt, title: new Date(due).toLocaleString(), class: due > Date.now() ? 'scheduled' : 'due' }, due > Date.now() ? relative(job.nextRunAt) : `due ${relative(job.nextRunAt)}`);
+  return h(
+    'time',
+    { datetime: job.nextRunAt, title: new Date(due).toLocaleString(), class: due > Date.now() ? 'scheduled' : 'due' },
+    due > Date.now() ? relative(job.nextRunAt) : `due ${relative(job.nextRunAt)}`,
+  );
 }
 
 /** A succeeded job's last error is history (a retry that then succeeded): only a job that has not succeeded shows it. */
@@ -78,7 +82,15 @@ export function jobsView(context: Context, query: URLSearchParams): View {
               'table',
               { class: 'list' },
               h('caption', { class: 'sr-only' }, 'Jobs, newest first'),
-              h('thead', {}, h('tr', {}, columns.map((name) => h('th', { scope: 'col' }, name)))),
+              h(
+                'thead',
+                {},
+                h(
+                  'tr',
+                  {},
+                  columns.map((name) => h('th', { scope: 'col' }, name)),
+                ),
+              ),
               h(
                 'tbody',
                 {},

@@ -3,7 +3,8 @@ import { h } from '../dom.js';
 import { label } from '../format.js';
 
 /** The search box's description, on the jobs and runs pages. */
-export const SEARCH_HINT = 'Search: the start of an id (4 or more hex digits, dashes optional), or part of an idempotency key (any case; key: before it searches keys only).';
+export const SEARCH_HINT =
+  'Search: the start of an id (4 or more hex digits, dashes optional), or part of an idempotency key (any case; key: before it searches keys only).';
 
 export interface FilterField {
   name: string;
@@ -54,7 +55,12 @@ export function filterForm(base: string, query: URLSearchParams, fields: FilterF
       );
     }
     const control = field.options
-      ? h('select', { id, name: field.name }, h('option', { value: '' }, 'any'), field.options.map((option) => h('option', { value: option, selected: query.get(field.name) === option }, label(option))))
+      ? h(
+          'select',
+          { id, name: field.name },
+          h('option', { value: '' }, 'any'),
+          field.options.map((option) => h('option', { value: option, selected: query.get(field.name) === option }, label(option))),
+        )
       : h('input', {
           id,
           name: field.name,
@@ -95,14 +101,21 @@ export function searchNote(base: string, query: URLSearchParams, report: SearchR
     const asKey = new URLSearchParams(query);
     asKey.set('q', `key:${query.get('q') ?? ''}`);
     asKey.delete('cursor');
-    return h('p', { class: 'search-note', 'data-testid': 'search-note', 'data-kind': report.kind }, `${noun} whose id starts with ${report.prefix}. `, h('a', { href: `${base}?${asKey.toString()}` }, 'Search idempotency keys for this text instead'));
+    return h(
+      'p',
+      { class: 'search-note', 'data-testid': 'search-note', 'data-kind': report.kind },
+      `${noun} whose id starts with ${report.prefix}. `,
+      h('a', { href: `${base}?${asKey.toString()}` }, 'Search idempotency keys for this text instead'),
+    );
   }
   const newest = report.searchedNewest.toLocaleString('en-US');
   return h(
     'p',
     { class: 'search-note', 'data-testid': 'search-note', 'data-kind': report.kind, 'data-searched-newest': report.searchedNewest },
     `${noun} whose idempotency key contains “${report.text}” (any case), among the newest ${newest} in scope. ` +
-      (report.exactKeyAnyAge ? 'A key equal to it exactly is found at any age.' : 'Searched the newest ' + newest + '; narrow by type for older: the exact key is then found at any age.'),
+      (report.exactKeyAnyAge
+        ? 'A key equal to it exactly is found at any age.'
+        : `Searched the newest ${newest}; narrow by type for older: the exact key is then found at any age.`),
   );
 }
 

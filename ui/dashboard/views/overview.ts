@@ -36,7 +36,12 @@ function columnLabel(status: string): string {
 }
 const RUN_STATUSES = ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'];
 
-function matrix(caption: string, rows: { type: string; status: string; count: number }[], statuses: string[], link: (type: string, status?: string) => string): HTMLElement {
+function matrix(
+  caption: string,
+  rows: { type: string; status: string; count: number }[],
+  statuses: string[],
+  link: (type: string, status?: string) => string,
+): HTMLElement {
   const types = [...new Set(rows.map((row) => row.type))].sort();
   const count = (type: string | undefined, status: string) =>
     rows.filter((row) => (type === undefined || row.type === type) && row.status === status).reduce((sum, row) => sum + row.count, 0);
@@ -48,12 +53,33 @@ function matrix(caption: string, rows: { type: string; status: string; count: nu
     'table',
     { class: 'grid' },
     h('caption', {}, caption),
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'type'), statuses.map((status) => h('th', { scope: 'col', class: 'num' }, columnLabel(status))))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'col' }, 'type'),
+        statuses.map((status) => h('th', { scope: 'col', class: 'num' }, columnLabel(status))),
+      ),
+    ),
     h(
       'tbody',
       {},
-      types.map((type) => h('tr', {}, h('th', { scope: 'row' }, h('a', { href: link(type) }, type)), statuses.map((status) => cell(type, status)))),
-      h('tr', { class: 'total' }, h('th', { scope: 'row' }, 'all types'), statuses.map((status) => cell(undefined, status))),
+      types.map((type) =>
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'row' }, h('a', { href: link(type) }, type)),
+          statuses.map((status) => cell(type, status)),
+        ),
+      ),
+      h(
+        'tr',
+        { class: 'total' },
+        h('th', { scope: 'row' }, 'all types'),
+        statuses.map((status) => cell(undefined, status)),
+      ),
     ),
   );
 }
@@ -102,13 +128,23 @@ export function overviewView(_context: Context): View {
       chart.update(data.throughput);
       replace(
         tables,
-        matrix('Jobs by type and status', data.jobs.map((row) => ({ type: row.jobType, status: row.status, count: row.count })), JOB_STATUSES, (type, status) =>
-          `#/jobs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
+        matrix(
+          'Jobs by type and status',
+          data.jobs.map((row) => ({ type: row.jobType, status: row.status, count: row.count })),
+          JOB_STATUSES,
+          (type, status) => `#/jobs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
         ),
-        matrix('Workflow runs by type and status', data.runs.map((row) => ({ type: row.workflowType, status: row.status, count: row.count })), RUN_STATUSES, (type, status) =>
-          `#/runs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
+        matrix(
+          'Workflow runs by type and status',
+          data.runs.map((row) => ({ type: row.workflowType, status: row.status, count: row.count })),
+          RUN_STATUSES,
+          (type, status) => `#/runs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
         ),
-        h('p', { class: 'muted' }, `As of ${when(data.generatedAt)}. Wait is due to first start and run time first start to finish, over jobs finished in the last hour.`),
+        h(
+          'p',
+          { class: 'muted' },
+          `As of ${when(data.generatedAt)}. Wait is due to first start and run time first start to finish, over jobs finished in the last hour.`,
+        ),
       );
     },
   };

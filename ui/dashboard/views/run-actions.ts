@@ -43,7 +43,14 @@ export function runActionForms(context: Context, run: RunForActions): HTMLFormEl
       'recover-run',
       'Recover this run (as a new run)',
       [
-        { name: 'mode', label: 'Steps to run again', kind: 'select', options: Object.keys(RECOVERY_MODE_LABELS), optionLabels: RECOVERY_MODE_LABELS, value: 'failed_only' },
+        {
+          name: 'mode',
+          label: 'Steps to run again',
+          kind: 'select',
+          options: Object.keys(RECOVERY_MODE_LABELS),
+          optionLabels: RECOVERY_MODE_LABELS,
+          value: 'failed_only',
+        },
         { name: 'reason', label: 'Reason (required)', required: true },
       ],
       'Recover…',

@@ -41,7 +41,11 @@ export interface RunFacts {
 }
 
 function facts(rows: [string, Node | string, string?][]): HTMLElement {
-  return h('dl', { class: 'facts' }, rows.flatMap(([name, value, testid]) => [h('dt', {}, name), h('dd', testid ? { 'data-testid': testid } : {}, value)]));
+  return h(
+    'dl',
+    { class: 'facts' },
+    rows.flatMap(([name, value, testid]) => [h('dt', {}, name), h('dd', testid ? { 'data-testid': testid } : {}, value)]),
+  );
 }
 
 function stepLink(key: string, onSelect: (stepKey: string) => void): HTMLElement {
@@ -55,14 +59,32 @@ export function runFacts(run: RunFacts, steps: RunStep[], onSelect: (stepKey: st
     ['status', statusBadge(run.status), 'run-status'],
     ...(run.statusReason ? [['reason', run.statusReason, 'run-reason'] as [string, string, string]] : []),
     ...(failing
-      ? [['failing step', h('span', {}, stepLink(failing.stepKey, onSelect), failing.lastErrorCode ? ` ${failing.lastErrorCode}: ${failing.lastErrorMessage ?? ''}` : failing.statusReason ? ` ${failing.statusReason}` : ''), 'run-failing-step'] as [string, Node, string]]
+      ? [
+          [
+            'failing step',
+            h(
+              'span',
+              {},
+              stepLink(failing.stepKey, onSelect),
+              failing.lastErrorCode ? ` ${failing.lastErrorCode}: ${failing.lastErrorMessage ?? ''}` : failing.statusReason ? ` ${failing.statusReason}` : '',
+            ),
+            'run-failing-step',
+          ] as [string, Node, string],
+        ]
       : []),
     ['type', run.workflowType],
     ['organization', run.organizationId ?? '—'],
     ['created', timeBoth(run.createdAt)],
     ['finished', timeBoth(run.finishedAt)],
     ['duration', duration(run.createdAt, run.finishedAt), 'run-duration'],
-    ['steps', `${steps.length}: ${['SUCCEEDED', 'FAILED', 'CANCELED', 'RUNNING', 'ENQUEUED', 'WAITING_FOR_EXTERNAL', 'BLOCKED'].map((status) => [status, steps.filter((step) => step.status === status).length] as const).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status.toLowerCase().replace(/_/g, ' ')}`).join(', ')}`],
+    [
+      'steps',
+      `${steps.length}: ${['SUCCEEDED', 'FAILED', 'CANCELED', 'RUNNING', 'ENQUEUED', 'WAITING_FOR_EXTERNAL', 'BLOCKED']
+        .map((status) => [status, steps.filter((step) => step.status === status).length] as const)
+        .filter(([, n]) => n > 0)
+        .map(([status, n]) => `${n} ${status.toLowerCase().replace(/_/g, ' ')}`)
+        .join(', ')}`,
+    ],
     ['result step', run.resultStepKey ? stepLink(run.resultStepKey, onSelect) : '—', 'run-result-step'],
     ['result', run.result === null || run.result === undefined ? '—' : h('pre', { class: 'inline', tabindex: 0 }, json(run.result))],
     ['idempotency key', run.idempotencyKey ? h('code', {}, run.idempotencyKey) : '—'],
@@ -88,10 +110,24 @@ export function stepPanel(step: RunStep, attempts: TimelineAttempt[], after: str
       ['started', timeBoth(step.startedAt)],
       ['finished', timeBoth(step.finishedAt)],
       ['took', step.releasedAt ? duration(step.releasedAt, step.finishedAt) : '—', 'step-took'],
-      ['attempts', attempts.length === 0 ? '—' : attempts.map((a) => `${a.attempt}: ${a.outcome ? a.outcome.toLowerCase().replace(/_/g, ' ') : 'running'}${a.errorCode ? ` (${a.errorCode})` : ''}, ${duration(a.startedAt, a.finishedAt)}`).join('; ')],
+      [
+        'attempts',
+        attempts.length === 0
+          ? '—'
+          : attempts
+              .map(
+                (a) =>
+                  `${a.attempt}: ${a.outcome ? a.outcome.toLowerCase().replace(/_/g, ' ') : 'running'}${a.errorCode ? ` (${a.errorCode})` : ''}, ${duration(a.startedAt, a.finishedAt)}`,
+              )
+              .join('; '),
+      ],
     ]),
     h('h3', {}, 'Input'),
-    h('pre', { tabindex: 0, 'data-testid': 'step-input' }, step.executionKind === 'EXTERNAL' && step.payload === null ? '— (an external step has no input)' : json(step.payload)),
+    h(
+      'pre',
+      { tabindex: 0, 'data-testid': 'step-input' },
+      step.executionKind === 'EXTERNAL' && step.payload === null ? '— (an external step has no input)' : json(step.payload),
+    ),
     h('h3', {}, 'Output'),
     h('pre', { tabindex: 0, 'data-testid': 'step-output' }, step.output === null ? '—' : json(step.output)),
     form,

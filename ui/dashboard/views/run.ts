@@ -103,10 +103,17 @@ export function runView(context: Context, runId: string): View {
     replace(
       timelineBox,
       h('h2', { id: 'timeline-title' }, 'Timeline'),
-      timeline(latest.run, latest.steps, latest.attempts, select, () => {
-        allTimeline = true;
-        renderTimeline();
-      }, allTimeline),
+      timeline(
+        latest.run,
+        latest.steps,
+        latest.attempts,
+        select,
+        () => {
+          allTimeline = true;
+          renderTimeline();
+        },
+        allTimeline,
+      ),
     );
   };
   const root = h(
@@ -145,7 +152,15 @@ export function runView(context: Context, runId: string): View {
           'table',
           { class: 'list' },
           h('caption', { class: 'sr-only' }, 'Steps of this run'),
-          h('thead', {}, h('tr', {}, ['step', 'kind', 'status', 'stage', 'progress', 'took', 'after', 'job'].map((name) => h('th', { scope: 'col' }, name)))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              ['step', 'kind', 'status', 'stage', 'progress', 'took', 'after', 'job'].map((name) => h('th', { scope: 'col' }, name)),
+            ),
+          ),
           h(
             'tbody',
             {},

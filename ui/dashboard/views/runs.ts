@@ -22,13 +22,22 @@ interface Run {
   createdAt: string;
   finishedAt: string | null;
   /** src/dashboard/run-insights.ts RunStepSummary */
-  steps: { total: number; succeeded: number; failed: number; canceled: number; open: number; failingStep: { stepKey: string; errorCode: string | null } | null } | null;
+  steps: {
+    total: number;
+    succeeded: number;
+    failed: number;
+    canceled: number;
+    open: number;
+    failingStep: { stepKey: string; errorCode: string | null } | null;
+  } | null;
 }
 
 function stepCounts(run: Run): string {
   const s = run.steps;
   if (!s) return '—';
-  return [`${s.succeeded}/${s.total} succeeded`, s.failed && `${s.failed} failed`, s.canceled && `${s.canceled} canceled`, s.open && `${s.open} open`].filter(Boolean).join(', ');
+  return [`${s.succeeded}/${s.total} succeeded`, s.failed && `${s.failed} failed`, s.canceled && `${s.canceled} canceled`, s.open && `${s.open} open`]
+    .filter(Boolean)
+    .join(', ');
 }
 
 export function runsView(context: Context, query: URLSearchParams): View {
@@ -53,7 +62,11 @@ export function runsView(context: Context, query: URLSearchParams): View {
       replace(
         body,
         metadata
-          ? h('p', { class: 'search-note', 'data-testid': 'search-note', 'data-kind': 'metadata' }, `Runs whose metadata has ${metadata.key} = “${metadata.value}”, among the newest ${metadata.searchedNewest.toLocaleString('en-US')} in scope.`)
+          ? h(
+              'p',
+              { class: 'search-note', 'data-testid': 'search-note', 'data-kind': 'metadata' },
+              `Runs whose metadata has ${metadata.key} = “${metadata.value}”, among the newest ${metadata.searchedNewest.toLocaleString('en-US')} in scope.`,
+            )
           : searchNote('#/runs', query, page.search?.kind === 'metadata' ? undefined : page.search, 'Runs'),
         page.items.length === 0
           ? h('p', {}, 'No run matches.')
@@ -61,7 +74,25 @@ export function runsView(context: Context, query: URLSearchParams): View {
               'table',
               { class: 'list' },
               h('caption', { class: 'sr-only' }, 'Workflow runs, newest first'),
-              h('thead', {}, h('tr', {}, ['id', 'type', ...(keySearch !== undefined ? ['matched key'] : []), 'status', 'steps', 'failing step', 'organization', 'created', 'duration'].map((name) => h('th', { scope: 'col' }, name)))),
+              h(
+                'thead',
+                {},
+                h(
+                  'tr',
+                  {},
+                  [
+                    'id',
+                    'type',
+                    ...(keySearch !== undefined ? ['matched key'] : []),
+                    'status',
+                    'steps',
+                    'failing step',
+                    'organization',
+                    'created',
+                    'duration',
+                  ].map((name) => h('th', { scope: 'col' }, name)),
+                ),
+              ),
               h(
                 'tbody',
                 {},
@@ -77,7 +108,14 @@ export function runsView(context: Context, query: URLSearchParams): View {
                     h(
                       'td',
                       { 'data-testid': 'run-failing-step' },
-                      run.steps?.failingStep ? h('span', {}, h('code', {}, run.steps.failingStep.stepKey), run.steps.failingStep.errorCode ? ` ${run.steps.failingStep.errorCode}` : '') : '—',
+                      run.steps?.failingStep
+                        ? h(
+                            'span',
+                            {},
+                            h('code', {}, run.steps.failingStep.stepKey),
+                            run.steps.failingStep.errorCode ? ` ${run.steps.failingStep.errorCode}` : '',
+                          )
+                        : '—',
                     ),
                     h('td', {}, run.organizationId ?? '—'),
                     h('td', {}, timeAgo(run.createdAt)),

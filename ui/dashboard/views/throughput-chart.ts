@@ -46,15 +46,29 @@ const total = (m: ThroughputMinute) => m.succeeded + m.deadLettered + m.canceled
 
 export function throughputChart(): { root: HTMLElement; update(data: Throughput): void } {
   const svgHolder = h('div', { class: 'chart-plot' });
-  const legend = h('ul', { class: 'chart-legend' }, SERIES.map((series) => h('li', {}, h('span', { class: `swatch swatch-${series.key}` }), series.label)));
+  const legend = h(
+    'ul',
+    { class: 'chart-legend' },
+    SERIES.map((series) => h('li', {}, h('span', { class: `swatch swatch-${series.key}` }), series.label)),
+  );
   const tableHolder = h('div');
   const details = h('details', {}, h('summary', {}, 'Table of the minutes'), tableHolder);
-  const root = h('figure', { class: 'chart', 'data-testid': 'throughput' }, h('figcaption', { id: 'throughput-title' }, 'Last hour, per minute'), svgHolder, legend, details);
+  const root = h(
+    'figure',
+    { class: 'chart', 'data-testid': 'throughput' },
+    h('figcaption', { id: 'throughput-title' }, 'Last hour, per minute'),
+    svgHolder,
+    legend,
+    details,
+  );
 
   return {
     root,
     update(data) {
-      const sums = Object.fromEntries(SERIES.map((series) => [series.key, data.minutes.reduce((sum, m) => sum + m[series.key], 0)])) as Record<(typeof SERIES)[number]['key'], number>;
+      const sums = Object.fromEntries(SERIES.map((series) => [series.key, data.minutes.reduce((sum, m) => sum + m[series.key], 0)])) as Record<
+        (typeof SERIES)[number]['key'],
+        number
+      >;
       root.dataset.from = data.from;
       root.dataset.to = data.to;
       for (const series of SERIES) root.dataset[`total${series.key[0]!.toUpperCase()}${series.key.slice(1)}`] = String(sums[series.key]);
@@ -79,7 +93,14 @@ export function throughputChart(): { root: HTMLElement; update(data: Throughput)
         });
         return s(
           'g',
-          { class: 'bar', 'data-minute': m.minute, 'data-succeeded': m.succeeded, 'data-dead-lettered': m.deadLettered, 'data-canceled': m.canceled, 'data-retried': m.retried },
+          {
+            class: 'bar',
+            'data-minute': m.minute,
+            'data-succeeded': m.succeeded,
+            'data-dead-lettered': m.deadLettered,
+            'data-canceled': m.canceled,
+            'data-retried': m.retried,
+          },
           s('title', {}, `${clock(m.minute)}: ${SERIES.map((series) => `${m[series.key]} ${series.label}`).join(', ')}`),
           rects,
         );
@@ -99,11 +120,27 @@ export function throughputChart(): { root: HTMLElement; update(data: Throughput)
           'table',
           { class: 'chart-table' },
           h('caption', {}, summary),
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'minute'), SERIES.map((series) => h('th', { scope: 'col', class: 'num' }, series.label)))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col' }, 'minute'),
+              SERIES.map((series) => h('th', { scope: 'col', class: 'num' }, series.label)),
+            ),
+          ),
           h(
             'tbody',
             {},
-            data.minutes.map((m) => h('tr', {}, h('th', { scope: 'row' }, clock(m.minute)), SERIES.map((series) => h('td', { class: 'num' }, m[series.key])))),
+            data.minutes.map((m) =>
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'row' }, clock(m.minute)),
+                SERIES.map((series) => h('td', { class: 'num' }, m[series.key])),
+              ),
+            ),
           ),
         ),
       );

@@ -62,9 +62,15 @@ function segments(step: TimelineStep, attempts: TimelineAttempt[], now: number):
   let cursor = released;
   for (const attempt of attempts) {
     const from = t(attempt.startedAt)!;
-    const to = t(attempt.finishedAt) ?? (finished ?? now);
+    const to = t(attempt.finishedAt) ?? finished ?? now;
     add('queued', cursor, from, attempt.attempt <= 1 && cursor === released ? 'queued' : 'waiting to retry');
-    add('attempt', from, to, `attempt ${attempt.attempt}${attempt.outcome ? ` ${label(attempt.outcome)}` : ' running'}${attempt.errorCode ? ` (${attempt.errorCode})` : ''}`, attempt.outcome ?? 'RUNNING');
+    add(
+      'attempt',
+      from,
+      to,
+      `attempt ${attempt.attempt}${attempt.outcome ? ` ${label(attempt.outcome)}` : ' running'}${attempt.errorCode ? ` (${attempt.errorCode})` : ''}`,
+      attempt.outcome ?? 'RUNNING',
+    );
     cursor = Math.max(cursor, to);
   }
   if (attempts.length === 0 && t(step.startedAt) !== null) {
@@ -76,7 +82,14 @@ function segments(step: TimelineStep, attempts: TimelineAttempt[], now: number):
   return out;
 }
 
-export function timeline(run: { createdAt: string; finishedAt: string | null }, steps: TimelineStep[], attempts: TimelineAttempt[], onSelect: (stepKey: string) => void, showAll: () => void, all: boolean): HTMLElement {
+export function timeline(
+  run: { createdAt: string; finishedAt: string | null },
+  steps: TimelineStep[],
+  attempts: TimelineAttempt[],
+  onSelect: (stepKey: string) => void,
+  showAll: () => void,
+  all: boolean,
+): HTMLElement {
   const now = Date.now();
   const start = t(run.createdAt)!;
   const end = Math.max(start + 1, t(run.finishedAt) ?? now, ...steps.map((step) => t(step.finishedAt) ?? now));
@@ -97,14 +110,22 @@ export function timeline(run: { createdAt: string; finishedAt: string | null }, 
         'span',
         { class: 'tl-track', 'aria-hidden': 'true' },
         parts.map((part) => {
-          const segment = h('span', { class: `tl-seg tl-${part.phase}${part.outcome ? ` status-${part.outcome}` : ''}`, title: part.text, 'data-phase': part.phase });
+          const segment = h('span', {
+            class: `tl-seg tl-${part.phase}${part.outcome ? ` status-${part.outcome}` : ''}`,
+            title: part.text,
+            'data-phase': part.phase,
+          });
           // Through the CSSOM: the page's CSP refuses style attributes.
           segment.style.left = pct(part.from);
           segment.style.width = `${(((part.to - part.from) / total) * 100).toFixed(3)}%`;
           return segment;
         }),
       ),
-      h('span', { class: 'tl-dur num' }, step.finishedAt ? duration(step.releasedAt ?? step.createdAt, step.finishedAt, now) : step.releasedAt ? duration(step.releasedAt, null, now) : '—'),
+      h(
+        'span',
+        { class: 'tl-dur num' },
+        step.finishedAt ? duration(step.releasedAt ?? step.createdAt, step.finishedAt, now) : step.releasedAt ? duration(step.releasedAt, null, now) : '—',
+      ),
     );
   });
   return h(
@@ -114,7 +135,18 @@ export function timeline(run: { createdAt: string; finishedAt: string | null }, 
       'p',
       { class: 'tl-axis muted small' },
       `Run time axis: ${new Date(start).toLocaleTimeString()} to ${run.finishedAt ? new Date(end).toLocaleTimeString() : 'now'} (${span(total)}). `,
-      h('span', { class: 'tl-legend' }, h('span', { class: 'tl-seg tl-blocked' }), ' waiting for prerequisites ', h('span', { class: 'tl-seg tl-queued' }), ' queued ', h('span', { class: 'tl-seg tl-attempt status-SUCCEEDED' }), ' attempt ', h('span', { class: 'tl-seg tl-waiting' }), ' waiting for external'),
+      h(
+        'span',
+        { class: 'tl-legend' },
+        h('span', { class: 'tl-seg tl-blocked' }),
+        ' waiting for prerequisites ',
+        h('span', { class: 'tl-seg tl-queued' }),
+        ' queued ',
+        h('span', { class: 'tl-seg tl-attempt status-SUCCEEDED' }),
+        ' attempt ',
+        h('span', { class: 'tl-seg tl-waiting' }),
+        ' waiting for external',
+      ),
     ),
     h('ol', { class: 'tl-rows', 'aria-label': 'Steps on the run time axis, in the order they were released' }, rows),
     shown.length < ordered.length ? h('button', { type: 'button', onclick: showAll }, `Show all ${ordered.length} steps`) : null,
