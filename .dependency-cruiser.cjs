@@ -17,7 +17,11 @@ const FLOORS = [
   { name: 'coordination', folders: ['coordination'], holds: 'the lock ladder, job hooks, terminal transitions, dependency release, run status' },
   { name: 'queue', folders: ['queue'], holds: 'enqueue, claim, complete, fail, reap, cancel, catalog, intents, reads' },
   { name: 'workflow', folders: ['workflow'], holds: 'runs: enqueue, append, cancel, external steps, handles, reads' },
-  { name: 'operations', folders: ['replay', 'recovery', 'schedules', 'retention', 'integrity', 'metrics', 'migrate', 'deprecated.ts'], holds: 'replay, recovery, schedules, retention, integrity, metrics, migrations; aliases of renamed names' },
+  {
+    name: 'operations',
+    folders: ['replay', 'recovery', 'schedules', 'retention', 'integrity', 'metrics', 'migrate', 'deprecated.ts'],
+    holds: 'replay, recovery, schedules, retention, integrity, metrics, migrations; aliases of renamed names',
+  },
   { name: 'runtime', folders: ['worker', 'dashboard'], holds: 'the worker and the dashboard' },
   { name: 'entry', folders: ['testing', 'index.ts'], holds: 'the public entry points: runledger, runledger/testing' },
   { name: 'cli', folders: ['cli'], holds: 'the operator CLI (it reads the public API)' },

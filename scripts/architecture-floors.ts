@@ -25,7 +25,7 @@ export function floorsMarkdown(floors: Floor[] = loadFloors()): string {
   });
   mermaid.push('```');
   const table = ['| floor | folders (src/) | holds |', '| --- | --- | --- |'];
-  top.forEach((floor) => table.push(`| ${floor.name} | ${floor.folders.map((f) => `\`${f}\``).join(', ')} | ${floor.holds} |`));
+  for (const floor of top) table.push(`| ${floor.name} | ${floor.folders.map((f) => `\`${f}\``).join(', ')} | ${floor.holds} |`);
   return [FLOORS_START, '', ...mermaid, '', ...table, '', FLOORS_END].join('\n');
 }
 

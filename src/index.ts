@@ -66,7 +66,12 @@ export {
   type ListJobDefinitionsInput,
   type SetJobDefinitionEnabledInput,
 } from './queue/catalog.js';
-export { recordJobEnqueueIntent, type RecordJobEnqueueIntentInput, type RecordJobEnqueueIntentSettings, type RecordedEnqueueIntent } from './queue/intent-record.js';
+export {
+  recordJobEnqueueIntent,
+  type RecordJobEnqueueIntentInput,
+  type RecordJobEnqueueIntentSettings,
+  type RecordedEnqueueIntent,
+} from './queue/intent-record.js';
 export { promoteEnqueueIntents, type PromoteEnqueueIntentsInput, type PromoteEnqueueIntentsResult, type PromotedIntent } from './queue/intent-promote.js';
 export { getEnqueueIntentStats, type EnqueueIntentStats } from './queue/intent-stats.js';
 export { listJobAttempts, type JobAttempt, type JobAttemptOutcome, type RetryDelaySource, type ListJobAttemptsInput } from './queue/attempts.js';

@@ -10,7 +10,7 @@ export const dynamic = 'force-dynamic';
 
 // One handler per process: in development Next.js re-evaluates modules, and each handler would hold its own live feed.
 const cache = globalThis as { runledgerDashboard?: DashboardFetchHandler };
-const dashboard = (cache.runledgerDashboard ??= createDashboardFetchHandler({
+cache.runledgerDashboard ??= createDashboardFetchHandler({
   db: prisma,
   listenConnectionString: process.env.DATABASE_URL,
   basePath: '/admin/runledger',
@@ -19,6 +19,7 @@ const dashboard = (cache.runledgerDashboard ??= createDashboardFetchHandler({
     if (!user) return null; // 403 dashboard.forbidden
     return user.role === 'operator' ? adminScope() : organizationScope(user.organizationId);
   },
-}));
+});
+const dashboard = cache.runledgerDashboard;
 
 export { dashboard as GET, dashboard as HEAD, dashboard as POST };

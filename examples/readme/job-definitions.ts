@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { defineJob, enqueueJob, isRunledgerError, listJobDefinitions, setJobDefinitionEnabled, syncJobDefinitions, workflow, type PrismaClientLike } from 'runledger';
+import {
+  defineJob,
+  enqueueJob,
+  isRunledgerError,
+  listJobDefinitions,
+  setJobDefinitionEnabled,
+  syncJobDefinitions,
+  workflow,
+  type PrismaClientLike,
+} from 'runledger';
 
 export const capture = defineJob('billing.capture', z.object({ invoiceId: z.string() }), async ({ invoiceId }) => ({ receipt: invoiceId }), {
   retry: { maxAttempts: 8 },

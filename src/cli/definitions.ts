@@ -58,14 +58,22 @@ export function registerDefinitionCommands(program: Command, context: CliContext
     .option('--cursor <jobType>', "the previous page's nextCursor (its last job type)")
     .action(async (options: { limit?: number; cursor?: string }) => {
       refuseScope(context);
-      const page = await listJobDefinitions(context.db(), { ...(options.limit ? { limit: options.limit } : {}), ...(options.cursor ? { cursor: options.cursor } : {}) });
+      const page = await listJobDefinitions(context.db(), {
+        ...(options.limit ? { limit: options.limit } : {}),
+        ...(options.cursor ? { cursor: options.cursor } : {}),
+      });
       const more = page.nextCursor ? `\nMore: --cursor ${page.nextCursor}` : '';
       context.print(`${formatDefinitions(page.items)}${more}`, page);
     });
-  for (const [name, enabled] of [['enable', true], ['disable', false]] as const) {
+  for (const [name, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
     definitions
       .command(`${name} <jobType>`)
-      .description(enabled ? 'accept enqueues of the type again, and promote its intents' : 'refuse new enqueues of the type and hold its intents (queued jobs still run)')
+      .description(
+        enabled ? 'accept enqueues of the type again, and promote its intents' : 'refuse new enqueues of the type and hold its intents (queued jobs still run)',
+      )
       .action(async (jobType: string) => {
         refuseScope(context);
         const record = await setJobDefinitionEnabled(context.db(), { jobType, enabled });

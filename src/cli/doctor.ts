@@ -33,7 +33,9 @@ export function registerDoctorCommand(program: Command, context: CliContext): vo
 function formatReport(report: IntegrityReport): string {
   const checked = `checked ${report.checked.runs} run(s) and ${report.checked.jobs} job(s)`;
   if (report.clean) return `No violations: ${checked}.`;
-  const lines = [`${report.violations.length}${report.truncated ? '+' : ''} violation(s): ${checked}${report.truncated ? ' (stopped at --max-violations)' : ''}.`];
+  const lines = [
+    `${report.violations.length}${report.truncated ? '+' : ''} violation(s): ${checked}${report.truncated ? ' (stopped at --max-violations)' : ''}.`,
+  ];
   for (const violation of report.violations) lines.push(formatViolation(violation));
   return lines.join('\n');
 }

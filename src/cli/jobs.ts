@@ -85,12 +85,21 @@ export function registerJobCommands(program: Command, context: CliContext): void
     .action(async (jobId: string, options: { key: string; reason: string; run?: number }) => {
       const db = context.db();
       const expectedRunNumber = options.run ?? (await getJob(db, { scope: context.scope, jobId })).runNumber;
-      const result = await compareAndReplaySucceededJob(db, { scope: context.scope, sourceJobId: jobId, expectedRunNumber, replayRequestKey: options.key, reason: options.reason });
+      const result = await compareAndReplaySucceededJob(db, {
+        scope: context.scope,
+        sourceJobId: jobId,
+        expectedRunNumber,
+        replayRequestKey: options.key,
+        reason: options.reason,
+      });
       if (result.kind === 'replayed') {
         context.print(`Replay ${result.replay.jobId} (${result.replay.disposition}) of job ${result.sourceJobId} run ${result.sourceRunNumber}.`, result);
         return;
       }
-      context.print(result.kind === 'not_found' ? `No job ${jobId}.` : `Job ${jobId} is ${result.actual.status} in run ${result.actual.runNumber}; not replayed.`, result);
+      context.print(
+        result.kind === 'not_found' ? `No job ${jobId}.` : `Job ${jobId} is ${result.actual.status} in run ${result.actual.runNumber}; not replayed.`,
+        result,
+      );
       process.exitCode = result.kind === 'not_found' ? 3 : 4;
     });
   jobs
@@ -102,7 +111,10 @@ export function registerJobCommands(program: Command, context: CliContext): void
       const db = context.db();
       const current = await getJob(db, { scope: context.scope, jobId });
       if (current.status !== 'DEAD_LETTERED' && current.status !== 'CANCELED') {
-        throw new UsageError(`Job ${jobId} is ${current.status}; only DEAD_LETTERED or CANCELED jobs can be requeued.`, { code: 'cli.requeue_status', field: 'jobId' });
+        throw new UsageError(`Job ${jobId} is ${current.status}; only DEAD_LETTERED or CANCELED jobs can be requeued.`, {
+          code: 'cli.requeue_status',
+          field: 'jobId',
+        });
       }
       const result = await compareAndRequeueJob(db, {
         scope: context.scope,

@@ -81,7 +81,8 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
       const { org, withoutOrg } = options();
       // `--org "$ORG"` with $ORG unset or blank must not fall through to admin scope (every tenant): refused, exit 2.
       if (org !== undefined) {
-        if (org.trim() === '') throw new UsageError('--org must name an organization; it is empty or blank.', { code: 'cli.blank_organization', field: '--org' });
+        if (org.trim() === '')
+          throw new UsageError('--org must name an organization; it is empty or blank.', { code: 'cli.blank_organization', field: '--org' });
         try {
           return organizationScope(org);
         } catch (error) {
@@ -119,13 +120,18 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
       // Through a pool of one, which is where pg takes a connect timeout (migrate's own client would wait for ever).
       const pool = new pg.Pool({ connectionString: context.connectionString(), max: 1, connectionTimeoutMillis: context.connectTimeoutMs() });
       pool.on('error', () => undefined); // a connection lost while idle: the next query reports it
-      const result = await migrate({ pool }).catch((error: unknown) => {
-        // The statements that repair a misplaced history are in the error's details, which human output does not print.
-        const fixSql = isRunledgerError(error) ? error.details.fixSql : undefined;
-        if (!context.json && Array.isArray(fixSql)) process.stderr.write(`To move the history rows, run:\n${fixSql.map((sql) => `  ${sql};\n`).join('')}`);
-        throw error;
-      }).finally(() => pool.end().catch(() => undefined));
-      context.print(`${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`, result);
+      const result = await migrate({ pool })
+        .catch((error: unknown) => {
+          // The statements that repair a misplaced history are in the error's details, which human output does not print.
+          const fixSql = isRunledgerError(error) ? error.details.fixSql : undefined;
+          if (!context.json && Array.isArray(fixSql)) process.stderr.write(`To move the history rows, run:\n${fixSql.map((sql) => `  ${sql};\n`).join('')}`);
+          throw error;
+        })
+        .finally(() => pool.end().catch(() => undefined));
+      context.print(
+        `${result.applied.length} migration(s) applied, ${result.alreadyApplied.length} already applied.${result.applied.map((name) => `\n  applied ${name}`).join('')}`,
+        result,
+      );
     });
   registerRunCommands(program, context);
   registerJobCommands(program, context);
@@ -158,14 +164,14 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     // A driver error that escaped normalisation (a bug) still gets its category's exit code, not a stack trace.
-    if (!isRunledgerError(error) && isDatabaseError(error)) error = normalizeDatabaseError(error, 'runledger cli');
-    if (isRunledgerError(error)) {
-      if (json) writeJsonError(error);
-      else process.stderr.write(error instanceof UsageError ? `${error.message}\n` : `${error.code}: ${error.message}\n`);
-      if (process.env.RUNLEDGER_DEBUG) process.stderr.write(`${error.internalMessage}\n`);
-      return EXIT_CODES[error.category];
+    const failure = !isRunledgerError(error) && isDatabaseError(error) ? normalizeDatabaseError(error, 'runledger cli') : error;
+    if (isRunledgerError(failure)) {
+      if (json) writeJsonError(failure);
+      else process.stderr.write(failure instanceof UsageError ? `${failure.message}\n` : `${failure.code}: ${failure.message}\n`);
+      if (process.env.RUNLEDGER_DEBUG) process.stderr.write(`${failure.internalMessage}\n`);
+      return EXIT_CODES[failure.category];
     }
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(`${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}\n`);
     return 1;
   } finally {
     // Closing a pool whose connections are already gone must not turn the exit code into a crash.

@@ -36,7 +36,10 @@ export function registerPurgeCommand(program: Command, context: CliContext): voi
     .action(async (options: { olderThan: number; statuses?: PurgeableJobStatus[]; batchSize?: number; dryRun: boolean }) => {
       const scope = context.scope;
       if (scope.kind !== 'admin') {
-        throw new UsageError('purge acts on every organization; --org and --without-org do not apply.', { code: 'cli.scope_not_supported', field: scope.kind === 'no_organization' ? '--without-org' : '--org' });
+        throw new UsageError('purge acts on every organization; --org and --without-org do not apply.', {
+          code: 'cli.scope_not_supported',
+          field: scope.kind === 'no_organization' ? '--without-org' : '--org',
+        });
       }
       const olderThan = new Date(Date.now() - options.olderThan);
       const result = await purgeFinished(context.db(), {

@@ -51,7 +51,10 @@ export function registerReapCommand(program: Command, context: CliContext): void
       // Leases are reaped across organizations (a worker serves all of them), so a scope would be silently ignored.
       const scope = context.scope;
       if (scope.kind !== 'admin') {
-        throw new UsageError('reap acts on every organization; --org and --without-org do not apply.', { code: 'cli.scope_not_supported', field: scope.kind === 'no_organization' ? '--without-org' : '--org' });
+        throw new UsageError('reap acts on every organization; --org and --without-org do not apply.', {
+          code: 'cli.scope_not_supported',
+          field: scope.kind === 'no_organization' ? '--without-org' : '--org',
+        });
       }
       const totals = await reapAllExpiredLeases(context.db());
       const leases =

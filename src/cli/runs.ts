@@ -94,7 +94,8 @@ export function registerRunCommands(program: Command, context: CliContext): void
         stepKey: string,
         options: { output?: string; failed: boolean; canceled: boolean; reason?: string; errorCode?: string; errorMessage?: string },
       ) => {
-        if (options.failed && options.canceled) throw new UsageError('Choose at most one of --failed and --canceled.', { code: 'cli.conflicting_options', field: '--failed' });
+        if (options.failed && options.canceled)
+          throw new UsageError('Choose at most one of --failed and --canceled.', { code: 'cli.conflicting_options', field: '--failed' });
         let output: JsonValue | undefined;
         if (options.output !== undefined) {
           try {
@@ -103,8 +104,13 @@ export function registerRunCommands(program: Command, context: CliContext): void
             throw new UsageError('--output must be valid JSON.', { code: 'cli.invalid_argument', field: '--output' });
           }
         }
-        const outcome = options.failed ? ({ status: 'failed' } as const) : options.canceled ? ({ status: 'canceled' } as const) : { status: 'succeeded' as const, ...(output === undefined ? {} : { output }) };
-        if (output !== undefined && outcome.status !== 'succeeded') throw new UsageError('--output is only allowed for a succeeded step.', { code: 'cli.conflicting_options', field: '--output' });
+        const outcome = options.failed
+          ? ({ status: 'failed' } as const)
+          : options.canceled
+            ? ({ status: 'canceled' } as const)
+            : { status: 'succeeded' as const, ...(output === undefined ? {} : { output }) };
+        if (output !== undefined && outcome.status !== 'succeeded')
+          throw new UsageError('--output is only allowed for a succeeded step.', { code: 'cli.conflicting_options', field: '--output' });
         const step = await completeExternalWorkflowStep(context.db(), {
           workflowRunId,
           stepKey,

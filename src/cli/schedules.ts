@@ -32,7 +32,16 @@ function formatSchedules(schedules: readonly Schedule[]): string {
   if (schedules.length === 0) return 'No schedules.';
   return table([
     ['KEY', 'CRON', 'TIMEZONE', 'TARGET', 'ENABLED', 'NEXT RUN', 'LAST SLOT', 'LAST ERROR'],
-    ...schedules.map((s) => [s.key, s.cron, s.timezone, target(s), s.enabled ? 'yes' : 'no', s.nextRunAt.toISOString(), s.lastSlotAt?.toISOString() ?? '-', s.lastError?.code ?? '-']),
+    ...schedules.map((s) => [
+      s.key,
+      s.cron,
+      s.timezone,
+      target(s),
+      s.enabled ? 'yes' : 'no',
+      s.nextRunAt.toISOString(),
+      s.lastSlotAt?.toISOString() ?? '-',
+      s.lastError?.code ?? '-',
+    ]),
   ]);
 }
 
@@ -45,7 +54,10 @@ export function registerScheduleCommands(program: Command, context: CliContext):
     .option('--cursor <key>', "the previous page's nextCursor (its last key)")
     .action(async (options: { limit?: number; cursor?: string }) => {
       refuseScope(context);
-      const page = await listSchedules(context.db(), { ...(options.limit ? { limit: options.limit } : {}), ...(options.cursor ? { cursor: options.cursor } : {}) });
+      const page = await listSchedules(context.db(), {
+        ...(options.limit ? { limit: options.limit } : {}),
+        ...(options.cursor ? { cursor: options.cursor } : {}),
+      });
       const more = page.nextCursor ? `\nMore: --cursor ${page.nextCursor}` : '';
       context.print(`${formatSchedules(page.items)}${more}`, page);
     });

@@ -34,16 +34,26 @@ export function registerWorkerCommand(program: Command, context: CliContext): vo
   program
     .command('worker')
     .description('run a worker for the job definitions exported by a module')
-    .requiredOption('--handlers <module>', 'module exporting `handlers`: an array of defineJob(...) definitions (compiled JS, or TS under a loader such as tsx)')
+    .requiredOption(
+      '--handlers <module>',
+      'module exporting `handlers`: an array of defineJob(...) definitions (compiled JS, or TS under a loader such as tsx)',
+    )
     .option('--concurrency <n>', 'handlers running at once', integerOption({ min: 1 }), 10)
     .option('--lease-seconds <n>', 'lease length; heartbeats renew it', integerOption({ min: 1 }), 60)
-    .option('--drain-ms <n>', 'on SIGINT/SIGTERM, how long running handlers may finish (0: release them at once)', integerOption({ min: 0, max: 2_147_483_647 }), 10_000)
+    .option(
+      '--drain-ms <n>',
+      'on SIGINT/SIGTERM, how long running handlers may finish (0: release them at once)',
+      integerOption({ min: 0, max: 2_147_483_647 }),
+      10_000,
+    )
     .option('--until-idle', 'reap expired leases, run until nothing runnable is left, then exit (cron-style runs, scripts)', false)
     .action(async (options: WorkerCommandOptions) => {
       const handlers = await loadHandlers(options.handlers);
       const interruption = onInterrupt(options.drainMs);
       try {
-        const run = options.untilIdle ? await runUntilIdle(context, handlers, options, interruption) : await runWorker(context, handlers, options, interruption, false);
+        const run = options.untilIdle
+          ? await runUntilIdle(context, handlers, options, interruption)
+          : await runWorker(context, handlers, options, interruption, false);
         context.print(`worker ${run.workerId} stopped`, run);
       } finally {
         interruption.dispose();
@@ -101,7 +111,13 @@ function onInterrupt(drainMs: number): Interruption {
 }
 
 /** Runs one worker until a signal or, with `stopWhenIdle`, until it first reports idle. */
-async function runWorker(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions, interruption: Interruption, stopWhenIdle: boolean): Promise<WorkerRun> {
+async function runWorker(
+  context: CliContext,
+  handlers: AnyJobDefinition[],
+  options: WorkerCommandOptions,
+  interruption: Interruption,
+  stopWhenIdle: boolean,
+): Promise<WorkerRun> {
   const worker = createWorker({
     connectionString: context.connectionString(),
     handlers,

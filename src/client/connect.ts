@@ -64,7 +64,11 @@ export function poolerConnectionString(connectionString: string): { connectionSt
 export function createPrismaClient(given: string, options: PrismaClientOptions = {}): PrismaClient {
   const { connectionString, pooled } = poolerConnectionString(given);
   const named = (options.preparedStatements ?? true) && !pooled;
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10, ...(options.connectTimeoutMs ? { connectionTimeoutMillis: options.connectTimeoutMs } : {}) });
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    ...(options.connectTimeoutMs ? { connectionTimeoutMillis: options.connectTimeoutMs } : {}),
+  });
   // Every connection keeps an 'error' listener for life. The adapter listens on a connection only after its
   // `await pool.connect()` resumes; a backend terminated just as it finished connecting sends its FATAL in
   // the same read as the end of the handshake, so pg emitted 'error' with no listener in between and the

@@ -61,7 +61,12 @@ export const CLIENT_INVALID = 'client.invalid';
  */
 export function assertDb(db: unknown, field = 'db'): asserts db is Db {
   const client = db as Partial<Record<'$queryRaw' | '$executeRaw', unknown>> | null | undefined;
-  if ((typeof client === 'object' || typeof client === 'function') && client !== null && typeof client.$queryRaw === 'function' && typeof client.$executeRaw === 'function') {
+  if (
+    (typeof client === 'object' || typeof client === 'function') &&
+    client !== null &&
+    typeof client.$queryRaw === 'function' &&
+    typeof client.$executeRaw === 'function'
+  ) {
     return;
   }
   const given = db === null ? 'null' : Array.isArray(db) ? 'an array' : typeof db === 'object' ? 'an object without $queryRaw/$executeRaw' : typeof db;

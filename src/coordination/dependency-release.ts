@@ -114,7 +114,12 @@ async function releaseLevel(tx: Tx, frontier: readonly TerminalStep[], boundedWa
   } catch (error) {
     if (boundedWait && databaseErrorInfo(error).sqlState === '55P03') {
       const runIds = [...new Set(frontier.map((step) => step.workflowRunId))];
-      throw releaseConflict(runIds.length === 1 ? runIds[0]! : `${runIds.length} runs`, `cascade dependents not locked within ${RELEASE_LOCK_WAIT_MS} ms`, error, runIds);
+      throw releaseConflict(
+        runIds.length === 1 ? runIds[0]! : `${runIds.length} runs`,
+        `cascade dependents not locked within ${RELEASE_LOCK_WAIT_MS} ms`,
+        error,
+        runIds,
+      );
     }
     throw error;
   }

@@ -76,7 +76,7 @@ export async function ensureReadCommittedForWorkflowJobs(
     SELECT current_setting('transaction_isolation') AS level,
            EXISTS (SELECT 1 FROM runledger.job_queue WHERE id = ANY(${[...jobIds]}::uuid[]) AND workflow_step_id IS NOT NULL) AS managed`;
   const row = rows[0];
-  if (!row || !row.managed || row.level === 'read committed' || row.level === 'read uncommitted') return;
+  if (!row?.managed || row.level === 'read committed' || row.level === 'read uncommitted') return;
   throw new ValidationError(code, 'transaction.isolationLevel', `${operationLabel} requires a READ COMMITTED transaction.`, {
     internalMessage: `${operationLabel}: caller transaction isolation is ${row.level}`,
     details: { isolationLevel: row.level },

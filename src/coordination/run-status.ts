@@ -32,7 +32,10 @@ export async function recomputeWorkflowRunStatuses(tx: Tx, workflowRunIds: Itera
   if (ids.length === 0) return statuses;
   const locked = await tx.$queryRaw<{ id: string }[]>`
     SELECT id FROM runledger.workflow_runs WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`;
-  return recomputeLockedRunStatuses(tx, locked.map((row) => row.id));
+  return recomputeLockedRunStatuses(
+    tx,
+    locked.map((row) => row.id),
+  );
 }
 
 /** A terminal step whose dependents were appended after its completion statement's snapshot. */
@@ -77,7 +80,13 @@ export async function recomputeAfterTerminal(
     SELECT 'run', id, id, NULL FROM locked`;
   const late = rows.filter((row) => row.kind === 'late').map((row) => ({ stepId: row.id, workflowRunId: row.workflow_run_id, status: row.status! }));
   if (late.length > 0) return { late, statuses: new Map() };
-  return { late, statuses: await recomputeLockedRunStatuses(tx, rows.map((row) => row.id)) };
+  return {
+    late,
+    statuses: await recomputeLockedRunStatuses(
+      tx,
+      rows.map((row) => row.id),
+    ),
+  };
 }
 
 /**

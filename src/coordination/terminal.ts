@@ -122,7 +122,12 @@ export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]
     // exclusive lock, so waiting here is bounded and breaks the only possible
     // cycle on our side (see locking.ts).
     // `held`: the caller's own statement took them already (the completion statement does, in rung order).
-    const locks = held ?? (await lockRunsReleaseShared(tx, withDependents.map((step) => step.workflowRunId)));
+    const locks =
+      held ??
+      (await lockRunsReleaseShared(
+        tx,
+        withDependents.map((step) => step.workflowRunId),
+      ));
     runsWithLiveWork = await releaseDependents(tx, locks, withDependents);
   }
   const leaves = steps.filter((step) => step.hasDependents === false);
@@ -130,9 +135,16 @@ export async function settleTerminalSteps(tx: Tx, steps: readonly TerminalStep[]
   if (toRecompute.size === 0 && leaves.length === 0) return;
   // The leaves are checked again for dependents appended meanwhile (locking.ts, "Appends and the
   // 'no dependents' shortcut"); only when some turn up does this cost more statements.
-  const { late } = await recomputeAfterTerminal(tx, toRecompute, leaves.map((step) => step.stepId));
+  const { late } = await recomputeAfterTerminal(
+    tx,
+    toRecompute,
+    leaves.map((step) => step.stepId),
+  );
   if (late.length === 0) return;
-  const locks = await lockRunsReleaseShared(tx, late.map((step) => step.workflowRunId));
+  const locks = await lockRunsReleaseShared(
+    tx,
+    late.map((step) => step.workflowRunId),
+  );
   const lateLive = await releaseDependents(tx, locks, late);
   const remaining = [...toRecompute, ...late.map((step) => step.workflowRunId)].filter((runId) => !lateLive.has(runId) && !runsWithLiveWork.has(runId));
   await recomputeWorkflowRunStatuses(tx, remaining);

@@ -125,7 +125,10 @@ function optionalText(query: URLSearchParams, name: string): string | undefined 
 
 /** `status=A,B` or `status=A&status=B`. */
 function statuses<S extends string>(query: URLSearchParams): S[] | undefined {
-  const all = query.getAll('status').flatMap((value) => checkedText('status', value).split(',')).filter((value) => value !== '');
+  const all = query
+    .getAll('status')
+    .flatMap((value) => checkedText('status', value).split(','))
+    .filter((value) => value !== '');
   return all.length === 0 ? undefined : (all as S[]);
 }
 
@@ -211,7 +214,16 @@ export async function jobDetail(db: Db, scope: Scope, jobId: string) {
     const stack = stackOf.get(String(a.seq));
     return stack === undefined ? a : { ...a, stack };
   });
-  return { job, attempts: withStacks, attemptsCursor: attempts.nextCursor, events: events.items, moreEvents: events.nextCursor !== null, eventsCursor: events.nextCursor, ...links, stacks };
+  return {
+    job,
+    attempts: withStacks,
+    attemptsCursor: attempts.nextCursor,
+    events: events.items,
+    moreEvents: events.nextCursor !== null,
+    eventsCursor: events.nextCursor,
+    ...links,
+    stacks,
+  };
 }
 
 /** A further page of a job's attempts, in the request's scope (`job.not_found` outside it). */
@@ -224,7 +236,11 @@ export function jobEventsPage(db: Db, scope: Scope, jobId: string, query: URLSea
   return listJobEvents(db, { scope, jobId, limit: optionalLimit(query) ?? EVENTS_PAGE, cursor: optionalText(query, 'cursor') });
 }
 
-export async function runsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<WorkflowRun & { steps: RunStepSummary | null }> & { search?: SearchReport | MetadataReport }> {
+export async function runsPage(
+  db: Db,
+  scope: Scope,
+  query: URLSearchParams,
+): Promise<Page<WorkflowRun & { steps: RunStepSummary | null }> & { search?: SearchReport | MetadataReport }> {
   const q = optionalText(query, 'q');
   const metaText = optionalText(query, 'meta');
   const meta = metaText === undefined ? undefined : parseMetadataFilter(metaText);
@@ -247,14 +263,18 @@ export async function runsPage(db: Db, scope: Scope, query: URLSearchParams): Pr
             cursor: optionalText(query, 'cursor'),
           })
         : await listWorkflowRuns(db, {
-          scope: narrowed,
-          workflowType: optionalText(query, 'type'),
-          status: statuses<WorkflowRunStatus>(query),
-          limit: optionalLimit(query),
-          cursor: optionalText(query, 'cursor') ?? (window.to ? runCursorBefore(window.to) : undefined),
-        });
+            scope: narrowed,
+            workflowType: optionalText(query, 'type'),
+            status: statuses<WorkflowRunStatus>(query),
+            limit: optionalLimit(query),
+            cursor: optionalText(query, 'cursor') ?? (window.to ? runCursorBefore(window.to) : undefined),
+          });
   const inWindow = withinWindow(page, window);
-  const summaries = await readRunSummaries(db, narrowed, inWindow.items.map((run) => run.id));
+  const summaries = await readRunSummaries(
+    db,
+    narrowed,
+    inWindow.items.map((run) => run.id),
+  );
   return { ...inWindow, items: inWindow.items.map((run) => ({ ...run, steps: summaries.get(run.id) ?? null })) };
 }
 

@@ -12,12 +12,18 @@ import type { BodyAnswer } from './exchange.js';
 /** Where the built assets live, relative to this module. */
 export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 
-export const ASSET_FILES = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8', 'favicon.svg': 'image/svg+xml' } as const;
+export const ASSET_FILES = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
+} as const;
 export type AssetName = keyof typeof ASSET_FILES;
 
 /** The page loads only its own script and style, talks only to its own origin, and cannot be framed. */
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
 } as const;
@@ -32,7 +38,10 @@ export class AssetStore {
     if (!loading) {
       loading = readFile(path.join(this.dir, name)).catch((cause: unknown) => {
         this.cache.delete(name);
-        throw new UnavailableError('dashboard.assets_missing', 'The dashboard page is not built; run `npm run build`.', { cause, internalMessage: `missing ${path.join(this.dir, name)}` });
+        throw new UnavailableError('dashboard.assets_missing', 'The dashboard page is not built; run `npm run build`.', {
+          cause,
+          internalMessage: `missing ${path.join(this.dir, name)}`,
+        });
       });
       this.cache.set(name, loading);
     }

@@ -80,14 +80,16 @@ function validateOptions<R>(options: DashboardCoreOptions<R>, factory: string): 
   if (options.readDb !== undefined && typeof (options.readDb as { $queryRaw?: unknown } | null)?.$queryRaw !== 'function') {
     throw invalidOption('readDb', 'readDb must be a Prisma client.');
   }
-  if (typeof options.authorize !== 'function') throw invalidOption('authorize', 'authorize must be a function returning the request\'s scope, or null to refuse it.');
+  if (typeof options.authorize !== 'function')
+    throw invalidOption('authorize', "authorize must be a function returning the request's scope, or null to refuse it.");
   const listenProblem = options.listenConnectionString === undefined ? undefined : connectionStringProblem(options.listenConnectionString);
   if (listenProblem) {
     // A malformed URL would otherwise be retried for ever by the live feed's LISTEN connection.
     throw invalidOption('listenConnectionString', `listenConnectionString ${listenProblem}.`);
   }
   if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw invalidOption('readOnly', 'readOnly must be a boolean.');
-  if (options.basePath !== undefined && typeof options.basePath !== 'string') throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
+  if (options.basePath !== undefined && typeof options.basePath !== 'string')
+    throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
   const basePath = (options.basePath ?? '').replace(/\/+$/, '');
   if (!BASE_PATH.test(basePath)) throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
   return { basePath };
@@ -102,7 +104,10 @@ async function authorizeRequest<R>(options: DashboardCoreOptions<R>, native: R):
   }
   if (scope === null || scope === undefined) throw new ValidationError('dashboard.forbidden', 'authorization', 'You may not see this dashboard.');
   const parsed = scopeSchema.safeParse(scope);
-  if (!parsed.success) throw new InternalError('dashboard.invalid_scope', 'The dashboard could not answer this request.', { internalMessage: 'authorize returned something other than a Scope' });
+  if (!parsed.success)
+    throw new InternalError('dashboard.invalid_scope', 'The dashboard could not answer this request.', {
+      internalMessage: 'authorize returned something other than a Scope',
+    });
   return parsed.data as Scope;
 }
 
@@ -149,7 +154,10 @@ const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchPa
 
 const ACTIONS: [RegExp, (db: Db, scope: Scope, match: string[], body: Record<string, unknown>) => Promise<unknown>][] = [
   [new RegExp(`^runs/${ID}/cancel$`), (db, scope, m, body) => cancelRunAction(db, scope, m[1]!, body)],
-  [new RegExp(`^runs/${ID}/steps/([^/]{1,600})/complete$`), (db, scope, m, body) => completeStepAction(db, scope, m[1]!, decodeSegment(m[2]!, 'stepKey'), body)],
+  [
+    new RegExp(`^runs/${ID}/steps/([^/]{1,600})/complete$`),
+    (db, scope, m, body) => completeStepAction(db, scope, m[1]!, decodeSegment(m[2]!, 'stepKey'), body),
+  ],
   [new RegExp(`^jobs/${ID}/cancel$`), (db, scope, m, body) => cancelJobAction(db, scope, m[1]!, body)],
   [new RegExp(`^jobs/${ID}/replay$`), (db, scope, m, body) => replayJobAction(db, scope, m[1]!, body)],
   [new RegExp(`^jobs/${ID}/requeue$`), (db, scope, m, body) => requeueJobAction(db, scope, m[1]!, body)],
@@ -195,7 +203,11 @@ export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory
     if (path === 'session') {
       if (!isRead) throw methodNotAllowed('GET');
       const { token, setCookie } = sessionToken(request, cookiePath);
-      return jsonAnswer(200, { scope, readOnly, live: options.listenConnectionString !== undefined, csrfToken: token }, setCookie ? { 'set-cookie': setCookie } : {});
+      return jsonAnswer(
+        200,
+        { scope, readOnly, live: options.listenConnectionString !== undefined, csrfToken: token },
+        setCookie ? { 'set-cookie': setCookie } : {},
+      );
     }
     if (path === 'events') {
       if (!isRead) throw methodNotAllowed('GET');

@@ -62,7 +62,10 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const core = createDashboardCore(options, 'createDashboard');
   const handler = ((req: IncomingMessage, res: ServerResponse) => {
     // answer() never rejects; a throw while writing means the socket is gone, so drop it.
-    void core.answer(nodeRequest(req), req).then((answer) => write(res, answer)).catch(() => res.destroy());
+    void core
+      .answer(nodeRequest(req), req)
+      .then((answer) => write(res, answer))
+      .catch(() => res.destroy());
   }) as DashboardHandler;
   handler.close = () => core.close();
   return handler;

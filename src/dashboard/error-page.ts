@@ -8,7 +8,15 @@
 import { httpStatusOf, toRunledgerError } from './http.js';
 import type { BodyAnswer, DashboardRequest } from './exchange.js';
 
-const TITLES: Record<number, string> = { 400: 'Bad request', 403: 'Not allowed', 404: 'Not found', 405: 'Method not allowed', 413: 'Too large', 500: 'Something went wrong', 503: 'Not available' };
+const TITLES: Record<number, string> = {
+  400: 'Bad request',
+  403: 'Not allowed',
+  404: 'Not found',
+  405: 'Method not allowed',
+  413: 'Too large',
+  500: 'Something went wrong',
+  503: 'Not available',
+};
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -16,7 +24,7 @@ function escapeHtml(text: string): string {
 
 /** True for a browser's page request: not the API, and HTML accepted. */
 export function wantsHtml(request: DashboardRequest, relativePath: string | undefined): boolean {
-  if (relativePath !== undefined && relativePath.startsWith('/api/')) return false;
+  if (relativePath?.startsWith('/api/')) return false;
   return /\btext\/html\b/i.test(request.header('accept') ?? '');
 }
 

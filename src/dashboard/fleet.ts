@@ -18,7 +18,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
-import { scopeParams, type Scope } from '../db/scope.js';
+import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { inScope } from '../db/fragments.js';
 
@@ -62,7 +62,6 @@ export interface QueueEntry {
   /** Runnable jobs and no live worker to run them. */
   unserved: boolean;
 }
-
 
 /** PENDING jobs by type: all, due, and how long the oldest due one has waited. `priority >= ...` is the claim index's predicate. */
 export function pendingByTypeQuery(scope: Scope): Sql {
@@ -133,7 +132,8 @@ interface WorkersRow {
 /** One entry per job type that has jobs live or recently finished in `scope`, a live worker, or a catalog row. */
 export async function readQueues(db: Db, scope: Scope): Promise<{ asOf: Date; windowMs: number; queues: QueueEntry[] }> {
   // Plain reads, each its own autocommit statement: a page of counts, not a ledger, so one snapshot is not needed.
-  const read = <R>(name: string, query: Sql) => withStatement(db, `dashboard queues: ${name}`, async (tx) => tx.$queryRaw<R[]>(...asTemplate(query)), { readCommitted: false });
+  const read = <R>(name: string, query: Sql) =>
+    withStatement(db, `dashboard queues: ${name}`, async (tx) => tx.$queryRaw<R[]>(...asTemplate(query)), { readCommitted: false });
   const [pending, leased, finished, workers, catalog] = await Promise.all([
     read<PendingRow>('pending', pendingByTypeQuery(scope)),
     read<LeasedRow>('leased', leasedByTypeQuery(scope)),

@@ -53,7 +53,8 @@ export function parseMetadataFilter(raw: string): { key: string; value: string }
 export function runMetadataQuery(filter: MetadataFilter): Sql {
   const limit = filter.limit ?? DEFAULT_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ValidationError('dashboard.invalid_input', 'limit', `limit is 1 to ${MAX_LIMIT}.`);
-  if (filter.cursor !== undefined && !UUID.test(filter.cursor)) throw new ValidationError('dashboard.invalid_input', 'cursor', 'The cursor is not one this list returned.');
+  if (filter.cursor !== undefined && !UUID.test(filter.cursor))
+    throw new ValidationError('dashboard.invalid_input', 'cursor', 'The cursor is not one this list returned.');
   const w = sqltag`w`;
   // Newest first as the key search reads them: admin (and rows without an organization) through the primary key
   // (UUIDv7 ids sort by creation), an organization through its own index.
@@ -70,8 +71,13 @@ export function runMetadataQuery(filter: MetadataFilter): Sql {
      ORDER BY wr.id DESC`;
 }
 
-export async function filterRunsByMetadata(db: Db, filter: MetadataFilter): Promise<{ items: WorkflowRun[]; nextCursor: string | null; search: MetadataReport }> {
-  const rows = await withStatement(db, 'dashboard run metadata filter', async (tx) => tx.$queryRaw<WorkflowRunRow[]>(...asTemplate(runMetadataQuery(filter))), { readCommitted: false });
+export async function filterRunsByMetadata(
+  db: Db,
+  filter: MetadataFilter,
+): Promise<{ items: WorkflowRun[]; nextCursor: string | null; search: MetadataReport }> {
+  const rows = await withStatement(db, 'dashboard run metadata filter', async (tx) => tx.$queryRaw<WorkflowRunRow[]>(...asTemplate(runMetadataQuery(filter))), {
+    readCommitted: false,
+  });
   const limit = filter.limit ?? DEFAULT_LIMIT;
   const page = rows.slice(0, limit);
   return {

@@ -42,7 +42,8 @@ function invalid(field: string, message: string): ValidationError {
 }
 
 function adminOnly(scope: Scope): void {
-  if (scope.kind !== 'admin') throw new ValidationError('dashboard.forbidden', 'authorization', 'Only an operator of every organization may see or change this.');
+  if (scope.kind !== 'admin')
+    throw new ValidationError('dashboard.forbidden', 'authorization', 'Only an operator of every organization may see or change this.');
 }
 
 function decoded(segment: string, field: string): string {

@@ -45,8 +45,11 @@ interface OverviewRow {
  */
 export async function readOverview(db: Db, scope: Scope): Promise<DashboardOverview> {
   const s = scopeParams(scope);
-  return withStatement(db, 'dashboard overview', async (tx) => {
-    const rows = await tx.$queryRaw<OverviewRow[]>`
+  return withStatement(
+    db,
+    'dashboard overview',
+    async (tx) => {
+      const rows = await tx.$queryRaw<OverviewRow[]>`
       WITH jobs AS (
         SELECT job_type, status, next_run_at, finished_at FROM runledger.job_queue
          WHERE ${inScope(s, 'organization_id')}
@@ -64,15 +67,17 @@ export async function readOverview(db: Db, scope: Scope): Promise<DashboardOverv
         (SELECT count(*)::int FROM jobs WHERE status = 'DEAD_LETTERED' AND finished_at >= now() - interval '1 hour') AS dead_lettered,
         (SELECT count(*)::int FROM jobs WHERE status = 'CANCELED' AND finished_at >= now() - interval '1 hour') AS canceled,
         now() AS generated_at`;
-    const row = rows[0]!;
-    return {
-      jobs: row.jobs,
-      runs: row.runs,
-      oldestReadySeconds: row.oldest_ready_seconds === null ? null : Math.max(0, Number(row.oldest_ready_seconds)),
-      lastHour: { succeeded: row.succeeded, deadLettered: row.dead_lettered, canceled: row.canceled },
-      generatedAt: row.generated_at.toISOString(),
-    };
-  }, { readCommitted: false });
+      const row = rows[0]!;
+      return {
+        jobs: row.jobs,
+        runs: row.runs,
+        oldestReadySeconds: row.oldest_ready_seconds === null ? null : Math.max(0, Number(row.oldest_ready_seconds)),
+        lastHour: { succeeded: row.succeeded, deadLettered: row.dead_lettered, canceled: row.canceled },
+        generatedAt: row.generated_at.toISOString(),
+      };
+    },
+    { readCommitted: false },
+  );
 }
 
 export interface JobLinks {
@@ -94,8 +99,11 @@ interface JobLinksRow {
 /** The job's links, or null when the job does not exist in `scope`. Lineage never crosses organizations (the integrity checker holds it). */
 export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise<JobLinks | null> {
   const s = scopeParams(scope);
-  return withStatement(db, 'dashboard job links', async (tx) => {
-    const rows = await tx.$queryRaw<JobLinksRow[]>`
+  return withStatement(
+    db,
+    'dashboard job links',
+    async (tx) => {
+      const rows = await tx.$queryRaw<JobLinksRow[]>`
       SELECT st.workflow_run_id, st.step_key,
              (SELECT json_build_object('sourceJobId', r.source_job_id, 'sourceRunNumber', r.source_run_number, 'reason', r.reason, 'createdAt', r.created_at)
                 FROM runledger.job_replays r WHERE r.replay_job_id = jq.id) AS replay_of,
@@ -107,14 +115,16 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
         LEFT JOIN runledger.workflow_steps st ON st.id = jq.workflow_step_id
        WHERE jq.id = ${jobId}::uuid
          AND ${inScope(s, 'jq.organization_id')}`;
-    const row = rows[0];
-    if (!row) return null;
-    return {
-      workflowStep: row.workflow_run_id && row.step_key ? { workflowRunId: row.workflow_run_id, stepKey: row.step_key } : null,
-      replayOf: row.replay_of,
-      replays: row.replays,
-    };
-  }, { readCommitted: false });
+      const row = rows[0];
+      if (!row) return null;
+      return {
+        workflowStep: row.workflow_run_id && row.step_key ? { workflowRunId: row.workflow_run_id, stepKey: row.step_key } : null,
+        replayOf: row.replay_of,
+        replays: row.replays,
+      };
+    },
+    { readCommitted: false },
+  );
 }
 
 /** Jobs a key search lists at most (a key is unique per type and organization, so admin sees one per organization). */
@@ -127,14 +137,19 @@ export const MAX_KEY_MATCHES = 100;
  */
 export async function findJobsByIdempotencyKey(db: Db, scope: Scope, jobType: string, key: string): Promise<Job[]> {
   const s = scopeParams(scope);
-  return withStatement(db, 'dashboard job key search', async (tx) => {
-    const rows = await tx.$queryRaw<JobRow[]>`
+  return withStatement(
+    db,
+    'dashboard job key search',
+    async (tx) => {
+      const rows = await tx.$queryRaw<JobRow[]>`
       SELECT ${JOB_ROW_COLUMNS}
         FROM runledger.job_queue jq
        WHERE job_type = ${jobType}::text AND idempotency_key = ${key}::text
          AND ${inScope(s, 'organization_id')}
        ORDER BY id DESC
        LIMIT ${MAX_KEY_MATCHES}::int`;
-    return rows.map(toJob);
-  }, { readCommitted: false });
+      return rows.map(toJob);
+    },
+    { readCommitted: false },
+  );
 }

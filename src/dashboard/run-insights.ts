@@ -68,7 +68,9 @@ export function runSummariesQuery(scope: Scope, runIds: string[]): Sql {
 /** Step counts and the failing step of each run in `runIds` (a list page's runs), in `scope`. */
 export async function readRunSummaries(db: Db, scope: Scope, runIds: string[]): Promise<Map<string, RunStepSummary>> {
   if (runIds.length === 0) return new Map();
-  const rows = await withStatement(db, 'dashboard run summaries', async (tx) => tx.$queryRaw<SummaryRow[]>(...asTemplate(runSummariesQuery(scope, runIds))), { readCommitted: false });
+  const rows = await withStatement(db, 'dashboard run summaries', async (tx) => tx.$queryRaw<SummaryRow[]>(...asTemplate(runSummariesQuery(scope, runIds))), {
+    readCommitted: false,
+  });
   return new Map(
     rows.map((row) => [
       row.workflow_run_id,
@@ -123,7 +125,12 @@ export function runAttemptsQuery(scope: Scope, workflowRunId: string): Sql {
 
 /** The first attempts of every job of the run, for its timeline. */
 export async function readRunAttempts(db: Db, scope: Scope, workflowRunId: string): Promise<TimelineAttempt[]> {
-  const rows = await withStatement(db, 'dashboard run attempts', async (tx) => tx.$queryRaw<AttemptRow[]>(...asTemplate(runAttemptsQuery(scope, workflowRunId))), { readCommitted: false });
+  const rows = await withStatement(
+    db,
+    'dashboard run attempts',
+    async (tx) => tx.$queryRaw<AttemptRow[]>(...asTemplate(runAttemptsQuery(scope, workflowRunId))),
+    { readCommitted: false },
+  );
   return rows.map((row) => ({
     stepKey: row.step_key,
     attempt: row.attempt,

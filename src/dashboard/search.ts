@@ -65,7 +65,8 @@ export function parseSearch(raw: string): SearchTerm {
   const lowered = q.toLowerCase();
   if (lowered.startsWith('key:')) {
     const text = q.slice(4);
-    if (text === '' || text.length > MAX_SEARCH_LENGTH) throw new ValidationError('dashboard.invalid_input', 'q', `Search keys for 1 to ${MAX_SEARCH_LENGTH} characters.`);
+    if (text === '' || text.length > MAX_SEARCH_LENGTH)
+      throw new ValidationError('dashboard.invalid_input', 'q', `Search keys for 1 to ${MAX_SEARCH_LENGTH} characters.`);
     return { kind: 'key_substring', text };
   }
   const forcedId = lowered.startsWith('id:');

@@ -38,7 +38,10 @@ export async function readAttemptStacks(db: Db, scope: Scope, jobId: string): Pr
   const rows = await withStatement(
     db,
     'dashboard attempt stacks',
-    async (tx) => tx.$queryRaw<{ seq: string; run_number: number; attempt: number; error_code: string | null; error_stack: string }[]>(...asTemplate(attemptStacksQuery(scope, jobId))),
+    async (tx) =>
+      tx.$queryRaw<{ seq: string; run_number: number; attempt: number; error_code: string | null; error_stack: string }[]>(
+        ...asTemplate(attemptStacksQuery(scope, jobId)),
+      ),
     { readCommitted: false },
   );
   return rows.map((row) => ({ seq: row.seq, runNumber: row.run_number, attempt: row.attempt, errorCode: row.error_code, stack: row.error_stack }));

@@ -10,10 +10,7 @@ import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { organizationId } from '../validation/primitives.js';
 
-export type Scope =
-  | { kind: 'no_organization' }
-  | { kind: 'organization'; organizationId: string }
-  | { kind: 'admin' };
+export type Scope = { kind: 'no_organization' } | { kind: 'organization'; organizationId: string } | { kind: 'admin' };
 
 export const scopeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('no_organization') }),

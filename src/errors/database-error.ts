@@ -34,8 +34,7 @@ export function databaseErrorInfo(error: unknown): DatabaseErrorInfo {
   let current: unknown = error;
   for (let depth = 0; depth < 6 && current !== null && typeof current === 'object'; depth += 1) {
     const record = current as Record<string, unknown>;
-    const adapterCause = (record.meta as { driverAdapterError?: { cause?: Record<string, unknown> } } | undefined)
-      ?.driverAdapterError?.cause;
+    const adapterCause = (record.meta as { driverAdapterError?: { cause?: Record<string, unknown> } } | undefined)?.driverAdapterError?.cause;
     if (adapterCause) {
       const code = adapterCause.originalCode ?? adapterCause.code;
       return {

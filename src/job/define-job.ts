@@ -1,48 +1,35 @@
-/**
- * A job definition is the typed handle of one job type: `defineJob` ties the
- * type's name to the schema of its payload (any Standard Schema v1 schema:
- * zod 3.24+ or 4, valibot, arktype, ...), the function that runs it and its
- * execution settings (retry policy, timeout). The compiler takes the payload
- * type from the schema and the output type from the handler, and every
- * enqueue, workflow step and result that names the definition is checked
- * against them (`enqueueJob(db, capture, { invoiceId })`).
- *
- * A worker is given a list of definitions and claims only their job types.
- * A job whose type no handler in the worker is registered for is never
- * claimed by that worker (the claim filters on the registered types), so it
- * waits, PENDING, for a worker that knows it. It is not failed: a rolling
- * deploy may run an old worker next to a new one.
- *
- * Settings precedence (defaults in src/job/defaults.ts): an enqueue's own
- * `maxAttempts` / `timeoutSeconds`, else the definition's when the job is
- * enqueued through it (they are written on the job row then), else the
- * defaults. The backoff: a job's own (its enqueue's or its step's, stored on
- * the row and applied by failJob), else the definition's, which the worker
- * that runs the job passes when a retryable failure is recorded.
- *
- * Transactional job types (`{ transaction: prisma }`, src/worker/transactional-attempt.ts):
- * the worker runs each attempt inside an interactive transaction of that
- * client and hands it to the handler as `ctx.tx`, typed as that client's own
- * transaction client (its models, its extensions), so the handler's writes
- * commit with the job's outcome or not at all.
- */
-import type { Continuation } from './continuation.js';
 import { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
-import type { BackoffPolicy } from './defaults.js';
-import { resolveBackoff, retryPolicySchema, type RetryPolicy } from './retry-policy.js';
+import { resolveBackoff, retryPolicySchema } from './retry-policy.js';
 import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import type { JsonInput } from '../validation/json-input.js';
-import type { Jsonified } from '../validation/jsonified.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, nonBlank, positiveInt } from '../validation/primitives.js';
-import type { AnyJobDefinition, JobDefinition, JobHandler, JobSettings, TransactionClientOf, TransactionalJobContext, TransactionalJobSettings } from './contract.js';
+import type {
+  AnyJobDefinition,
+  JobDefinition,
+  JobHandler,
+  JobSettings,
+  TransactionClientOf,
+  TransactionalJobContext,
+  TransactionalJobSettings,
+} from './contract.js';
 import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 
-export type { JobHandler, JobSettings, TransactionClientOf, TransactionalJobSettings, JobDefinition, AnyJobDefinition, JobPayload, JobParsedPayload, JobOutput } from './contract.js';
+export type {
+  JobHandler,
+  JobSettings,
+  TransactionClientOf,
+  TransactionalJobSettings,
+  JobDefinition,
+  AnyJobDefinition,
+  JobPayload,
+  JobParsedPayload,
+  JobOutput,
+} from './contract.js';
 
 const BRAND = Symbol.for('runledger.JobDefinition');
 
@@ -55,7 +42,10 @@ const definitionSchema = z.strictObject({
     transaction: z
       .custom<PrismaClientLike>(
         (value) =>
-          typeof value === 'object' && value !== null && typeof (value as { $transaction?: unknown }).$transaction === 'function' && typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function',
+          typeof value === 'object' &&
+          value !== null &&
+          typeof (value as { $transaction?: unknown }).$transaction === 'function' &&
+          typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function',
         { error: 'must be a Prisma client' },
       )
       .optional(),
@@ -111,14 +101,22 @@ export function defineJob<S extends StandardSchemaV1, O>(
   const parsed = parseInput(definitionSchema, { jobType, settings }, WORKER_INVALID_JOB_DEFINITION);
   // Duck-typed rather than `instanceof`, so a schema from any library (or another copy of one) fits.
   if (!isStandardSchema(schema)) {
-    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'schema', 'Invalid schema: must implement Standard Schema v1 (zod 3.24+, zod 4, valibot, arktype, ...)');
+    throw new ValidationError(
+      WORKER_INVALID_JOB_DEFINITION,
+      'schema',
+      'Invalid schema: must implement Standard Schema v1 (zod 3.24+, zod 4, valibot, arktype, ...)',
+    );
   }
   if (typeof handler !== 'function') {
     throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'handler', 'Invalid handler: must be a function');
   }
   // The worker opens the attempt's transaction on it: a `$transaction` client cannot open another.
   if (parsed.settings.transaction && isTransactionClient(parsed.settings.transaction)) {
-    throw new ValidationError(WORKER_INVALID_JOB_DEFINITION, 'settings.transaction', 'Invalid settings.transaction: must be a root Prisma client, not a transaction client');
+    throw new ValidationError(
+      WORKER_INVALID_JOB_DEFINITION,
+      'settings.transaction',
+      'Invalid settings.transaction: must be a root Prisma client, not a transaction client',
+    );
   }
   return Object.freeze({
     jobType: parsed.jobType,

@@ -25,12 +25,22 @@ function refusal(issues: ReadonlyArray<StandardSchemaV1.Issue>, prefix: readonly
   const field = formatJsonPath([...prefix, 'payload', ...(issue ? issuePath(issue) : []).map(String)]);
   const message = toStorableText(`Invalid ${field}: ${issueReason(issue?.message ?? '')}`, MAX_MESSAGE);
   return new ValidationError(code, field, message, {
-    details: { issues: issues.map((i) => ({ path: formatJsonPath([...prefix, 'payload', ...issuePath(i).map(String)]), message: toStorableText(issueReason(i.message), MAX_MESSAGE) })) },
+    details: {
+      issues: issues.map((i) => ({
+        path: formatJsonPath([...prefix, 'payload', ...issuePath(i).map(String)]),
+        message: toStorableText(issueReason(i.message), MAX_MESSAGE),
+      })),
+    },
   });
 }
 
 /** Checks `payload` with `definition`'s schema; rejects with a validation error naming the payload's field. */
-export async function checkDefinitionPayload(definition: AnyJobDefinition, payload: unknown, prefix: readonly (string | number)[], code: ErrorCode): Promise<void> {
+export async function checkDefinitionPayload(
+  definition: AnyJobDefinition,
+  payload: unknown,
+  prefix: readonly (string | number)[],
+  code: ErrorCode,
+): Promise<void> {
   const result = await definition.schema['~standard'].validate(payload);
   const { issues } = result as StandardSchemaV1.Result<unknown>;
   if (issues) throw refusal(issues, prefix, code);

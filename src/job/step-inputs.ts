@@ -11,10 +11,8 @@
  * direct job.
  */
 import type { ClaimedJob } from './claimed-job.js';
-import type { JsonValue } from '../validation/primitives.js';
 import type { AnyJobDefinition, StepInputs, StepPrerequisite, StepPrerequisites } from './contract.js';
 import { TerminalError } from './errors.js';
-import type { WorkflowDependencyReleaseMode, WorkflowStepStatus } from '../model/workflow-rows.js';
 
 export type { StepInputs, StepPrerequisite, StepPrerequisites } from './contract.js';
 

@@ -26,7 +26,10 @@ export const getQueueMetricsInputSchema = z.strictObject({
   scope: scopeSchema,
   /** The clock the windows end at; default the database's `statement_timestamp()`. At least MIN_METRICS_NOW (0001-01-02). */
   now: timestamp
-    .refine((d) => d.getTime() >= MIN_METRICS_NOW.getTime(), `must be at or after ${MIN_METRICS_NOW.toISOString()} (its ${DEAD_LETTER_WINDOW_MS / 3_600_000} h window starts before it)`)
+    .refine(
+      (d) => d.getTime() >= MIN_METRICS_NOW.getTime(),
+      `must be at or after ${MIN_METRICS_NOW.toISOString()} (its ${DEAD_LETTER_WINDOW_MS / 3_600_000} h window starts before it)`,
+    )
     .optional(),
 });
 export type GetQueueMetricsInput = z.input<typeof getQueueMetricsInputSchema>;

@@ -24,7 +24,7 @@
  * only its rows, `noOrganizationScope()` only rows without one).
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
-import { scopeParams, type Scope } from '../db/scope.js';
+import type { Scope } from '../db/scope.js';
 import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './inputs.js';
 import { inScope } from '../db/fragments.js';
 
@@ -33,9 +33,6 @@ export interface MetricsQueryContext {
   scope: Scope;
 }
 
-
-const jq = sqltag`jq`;
-const wr = sqltag`wr`;
 const windowStart = (now: Date, ms: number) => new Date(now.getTime() - ms);
 
 export interface LiveCountRow {

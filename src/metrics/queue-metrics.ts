@@ -101,9 +101,11 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
   // written in the same millisecond before this read would fall outside the windows that end at `asOf`.
   const asOf =
     now ??
-    (await tx.$queryRaw<{ now: Date }[]>`
+    (
+      await tx.$queryRaw<{ now: Date }[]>`
       SELECT date_trunc('milliseconds', t) + CASE WHEN t > date_trunc('milliseconds', t) THEN interval '1 millisecond' ELSE interval '0' END AS now
-        FROM (SELECT statement_timestamp() AS t) c`)[0]!.now;
+        FROM (SELECT statement_timestamp() AS t) c`
+    )[0]!.now;
   const context: MetricsQueryContext = { now: asOf, scope };
   const read = <Row>(section: keyof typeof METRICS_QUERIES) => tx.$queryRaw<Row[]>(...asTemplate(METRICS_QUERIES[section](context)));
   // One after another: a transaction client runs one statement at a time.
@@ -177,4 +179,3 @@ function percentiles(row: DurationRow | undefined, which: 'wait' | 'run'): Durat
   const round = (value: number | null | undefined) => (value === null || value === undefined ? null : Math.round(value));
   return { samples: row?.samples ?? 0, p50: round(row?.[`${which}_p50`]), p95: round(row?.[`${which}_p95`]) };
 }
-

@@ -114,12 +114,17 @@ function invalid(field: string, message: string): ValidationError {
 }
 
 function validateOptions(options: unknown): asserts options is MigrateOptions {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalid('options', 'Invalid options: must be an object with connectionString or pool.');
+  if (options === null || typeof options !== 'object' || Array.isArray(options))
+    throw invalid('options', 'Invalid options: must be an object with connectionString or pool.');
   const o = options as Record<string, unknown>;
   const hasUrl = o.connectionString !== undefined;
   const hasPool = o.pool !== undefined;
   if (hasUrl && hasPool) throw invalid('pool', 'Invalid pool: give connectionString or pool, not both.');
-  if (!hasUrl && !hasPool) throw invalid('connectionString', 'Invalid connectionString: give connectionString (a postgres:// URL) or pool; without either, pg would connect wherever the PG* environment variables point.');
+  if (!hasUrl && !hasPool)
+    throw invalid(
+      'connectionString',
+      'Invalid connectionString: give connectionString (a postgres:// URL) or pool; without either, pg would connect wherever the PG* environment variables point.',
+    );
   if (hasUrl) {
     const problem = connectionStringProblem(o.connectionString);
     if (problem) throw invalid('connectionString', `Invalid connectionString: ${problem}.`);
@@ -138,20 +143,21 @@ async function readMigrationsDir(dir: string): Promise<MigrationFile[]> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') {
-      throw new ValidationError('migrate.invalid_options', 'migrationsDir', `Invalid migrationsDir: ${code === 'EACCES' ? 'cannot be read' : 'is not a directory'}.`, {
-        internalMessage: `migrate: ${(error as Error).message}`,
-        details: { migrationsDir: dir },
-      });
+      throw new ValidationError(
+        'migrate.invalid_options',
+        'migrationsDir',
+        `Invalid migrationsDir: ${code === 'EACCES' ? 'cannot be read' : 'is not a directory'}.`,
+        {
+          internalMessage: `migrate: ${(error as Error).message}`,
+          details: { migrationsDir: dir },
+        },
+      );
     }
     throw error;
   }
 }
 
-async function applyPending(
-  client: pg.ClientBase,
-  files: MigrationFile[],
-  log: (line: string) => void,
-): Promise<MigrateResult> {
+async function applyPending(client: pg.ClientBase, files: MigrationFile[], log: (line: string) => void): Promise<MigrateResult> {
   const result: MigrateResult = { applied: [], alreadyApplied: [] };
   // Committed on its own: a refusal below leaves the history table there (its fixSql inserts into it).
   await underMigrateLock(client, async () => {
@@ -168,9 +174,7 @@ async function applyPending(
     )`);
   });
   const pending = await underMigrateLock(client, async () => {
-    const { rows } = await client.query<HistoryRow>(
-      `SELECT migration_name, checksum, finished_at, rolled_back_at FROM ${HISTORY_TABLE} ORDER BY started_at`,
-    );
+    const { rows } = await client.query<HistoryRow>(`SELECT migration_name, checksum, finished_at, rolled_back_at FROM ${HISTORY_TABLE} ORDER BY started_at`);
 
     const failed = rows.find((row) => row.finished_at === null && row.rolled_back_at === null);
     if (failed) throw failedInHistory(failed.migration_name);

@@ -22,7 +22,10 @@ export function sha256Hex(data: string | Buffer): string {
 
 export async function readMigrationFiles(dir: string = PACKAGED_MIGRATIONS_DIR): Promise<MigrationFile[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const names = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   const files: MigrationFile[] = [];
   for (const name of names) {
     let bytes: Buffer;

@@ -106,9 +106,12 @@ export type ListJobAttemptsInput = z.input<typeof listJobAttemptsInputSchema>;
 export async function listJobAttempts(db: Db, input: ListJobAttemptsInput): Promise<Page<JobAttempt>> {
   const ref = parseInput(listJobAttemptsInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(ref.scope);
-  return withStatement(db, 'list job attempts', async (tx) => {
-    // LEFT JOIN: one row with a NULL attempt still proves the job is in scope.
-    const rows = await tx.$queryRaw<(Omit<JobAttemptRow, 'seq'> & { seq: string | null; in_scope: string })[]>`
+  return withStatement(
+    db,
+    'list job attempts',
+    async (tx) => {
+      // LEFT JOIN: one row with a NULL attempt still proves the job is in scope.
+      const rows = await tx.$queryRaw<(Omit<JobAttemptRow, 'seq'> & { seq: string | null; in_scope: string })[]>`
       SELECT jq.id AS in_scope, a.job_id, a.seq::text AS seq, a.run_number, a.attempt, a.worker_id, a.started_at, a.finished_at,
              a.outcome::text AS outcome, a.error_code, a.error_message, a.retry_delay_ms::text AS retry_delay_ms,
              a.retry_delay_source::text AS retry_delay_source, a.requested_next_run_at, a.next_run_at
@@ -122,14 +125,16 @@ export async function listJobAttempts(db: Db, input: ListJobAttemptsInput): Prom
        WHERE jq.id = ${ref.jobId}::uuid
          AND ${inScope(s, 'jq.organization_id')}
        ORDER BY a.seq`;
-    if (rows.length === 0) {
-      throw new NotFoundError('job.not_found', 'The job does not exist.', {
-        internalMessage: `list job attempts: job ${ref.jobId} not found in scope ${ref.scope.kind}`,
-        details: { jobId: ref.jobId },
-      });
-    }
-    const attempts = rows.filter((row) => row.seq !== null) as JobAttemptRow[];
-    const page = attempts.slice(0, ref.limit);
-    return { items: page.map(toJobAttempt), nextCursor: attempts.length > ref.limit ? page[page.length - 1]!.seq : null };
-  }, { readCommitted: false });
+      if (rows.length === 0) {
+        throw new NotFoundError('job.not_found', 'The job does not exist.', {
+          internalMessage: `list job attempts: job ${ref.jobId} not found in scope ${ref.scope.kind}`,
+          details: { jobId: ref.jobId },
+        });
+      }
+      const attempts = rows.filter((row) => row.seq !== null) as JobAttemptRow[];
+      const page = attempts.slice(0, ref.limit);
+      return { items: page.map(toJobAttempt), nextCursor: attempts.length > ref.limit ? page[page.length - 1]!.seq : null };
+    },
+    { readCommitted: false },
+  );
 }

@@ -115,4 +115,3 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
     return toJob(job);
   });
 }
-

@@ -114,7 +114,8 @@ export async function syncJobDefinitions(db: Db, definitions: readonly AnyJobDef
   const byType = new Map<string, AnyJobDefinition>();
   // Array.from: forEach would skip the holes of a sparse array instead of refusing them.
   Array.from(definitions).forEach((definition, index) => {
-    if (!isJobDefinition(definition)) throw new ValidationError(JOB_INVALID_INPUT, `definitions.${index}`, `Invalid definitions.${index}: expected a defineJob(...) definition`);
+    if (!isJobDefinition(definition))
+      throw new ValidationError(JOB_INVALID_INPUT, `definitions.${index}`, `Invalid definitions.${index}: expected a defineJob(...) definition`);
     if (byType.has(definition.jobType)) {
       throw new ValidationError(JOB_INVALID_INPUT, `definitions.${index}`, `Invalid definitions.${index}: job type ${definition.jobType} is defined twice`);
     }
@@ -124,8 +125,11 @@ export async function syncJobDefinitions(db: Db, definitions: readonly AnyJobDef
   // Code-point order, the lock order of every sync (the statement inserts in input order).
   const rows = [...byType.values()].sort((a, b) => (a.jobType < b.jobType ? -1 : a.jobType > b.jobType ? 1 : 0));
   const schemas = rows.map(payloadJsonSchema);
-  const written = await withStatement(db, 'sync job definitions', async (tx) =>
-    tx.$queryRaw<{ job_type: string; inserted: boolean }[]>`
+  const written = await withStatement(
+    db,
+    'sync job definitions',
+    async (tx) =>
+      tx.$queryRaw<{ job_type: string; inserted: boolean }[]>`
       INSERT INTO runledger.job_definitions AS d
              (job_type, default_priority, default_max_attempts, default_timeout_seconds, backoff_base_ms, backoff_max_ms,
               payload_schema, payload_schema_hash)
@@ -163,6 +167,7 @@ export async function syncJobDefinitions(db: Db, definitions: readonly AnyJobDef
 }
 
 // Any job type, which never holds NUL (PostgreSQL text cannot).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the one character a job type cannot hold (PostgreSQL text).
 const JOB_TYPE_CURSOR = /^[^\u0000]{1,200}$/;
 export const listJobDefinitionsInputSchema = z.strictObject({ ...pageFields(JOB_TYPE_CURSOR, 'listJobDefinitions') });
 export type ListJobDefinitionsInput = z.input<typeof listJobDefinitionsInputSchema>;
@@ -203,8 +208,11 @@ export type SetJobDefinitionEnabledInput = z.input<typeof setJobDefinitionEnable
  */
 export async function setJobDefinitionEnabled(db: Db, input: SetJobDefinitionEnabledInput): Promise<JobDefinitionRecord> {
   const { jobType, enabled } = parseInput(setJobDefinitionEnabledInputSchema, input, JOB_INVALID_INPUT);
-  const [row] = await withStatement(db, 'set job definition enabled', async (tx) =>
-    tx.$queryRaw<JobDefinitionRow[]>`
+  const [row] = await withStatement(
+    db,
+    'set job definition enabled',
+    async (tx) =>
+      tx.$queryRaw<JobDefinitionRow[]>`
       UPDATE runledger.job_definitions
          SET enabled = ${enabled}, updated_at = CASE WHEN enabled = ${enabled} THEN updated_at ELSE now() END
        WHERE job_type = ${jobType}

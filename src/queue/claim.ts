@@ -38,7 +38,7 @@
  * prerequisites a claimed job's handler reads are read without locks from the
  * statement's snapshot (see the final SELECT).
  */
-import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
+import { join, sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { asTemplate } from '../db/sql-template.js';
 import { isTransactionClient } from '../client/types.js';
@@ -120,8 +120,10 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
          ) c
          ORDER BY c.priority DESC, c.next_run_at, c.id
          LIMIT ${limit}::int`;
-  const claim = (): Promise<ClaimedJob[]> => withStatement(db, 'claim jobs', async (client) => {
-    const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(sqltag`
+  const claim = (): Promise<ClaimedJob[]> =>
+    withStatement(db, 'claim jobs', async (client) => {
+      const rows = await client.$queryRaw<ClaimedRow[]>(
+        ...asTemplate(sqltag`
       -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
       -- other types' backlog.
       WITH candidates AS (${candidates}),
@@ -184,9 +186,10 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
             FROM runledger.workflow_steps ws
            WHERE ws.id = c.workflow_step_id
         ) s ON true
-       ORDER BY c.n`));
-    return rows.map(toClaimedJob);
-  });
+       ORDER BY c.n`),
+      );
+      return rows.map(toClaimedJob);
+    });
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await claim();

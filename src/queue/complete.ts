@@ -87,11 +87,7 @@ const runOnce: StepRunner = (step) => step();
  * and only the items that fail alone are reported as `error`. The worker's
  * completion batcher uses it with its transient-failure retry.
  */
-export async function completeJobsSettled(
-  db: Db,
-  items: readonly CompleteJobsItem[],
-  run: StepRunner = runOnce,
-): Promise<SettledCompleteOutcome[]> {
+export async function completeJobsSettled(db: Db, items: readonly CompleteJobsItem[], run: StepRunner = runOnce): Promise<SettledCompleteOutcome[]> {
   const parsed = parseInput(completeJobsInputSchema, items, JOB_INVALID_INPUT, 'items');
   return completeParsed(db, parsed, run, true);
 }
@@ -222,11 +218,7 @@ async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCo
  * the moment of the write, not the statement's start: a write that waited for
  * a row past the lease's expiry is refused.
  */
-async function completeStatement(
-  client: Tx,
-  items: readonly ParsedCompleteItem[],
-  directOnly: boolean,
-): Promise<CompletedRow[]> {
+async function completeStatement(client: Tx, items: readonly ParsedCompleteItem[], directOnly: boolean): Promise<CompletedRow[]> {
   const batch = JSON.stringify(
     items.map(({ lease: l, output }) => ({ job_id: l.jobId, run_number: l.runNumber, attempt: l.attempt, worker_id: l.workerId, output: output ?? null })),
   );
@@ -298,4 +290,3 @@ async function completeStatement(
     ) x ON true
      WHERE x.id IS NOT NULL`;
 }
-

@@ -74,7 +74,8 @@ export async function continueJobs(db: Db, items: readonly ContinueJobItem[]): P
   return items.map(({ lease }) => {
     const row = byId.get(lease.jobId.toLowerCase());
     if (row?.not_enabled) return { jobId: lease.jobId, outcome: 'not_enabled' };
-    if (row && row.run_number !== null && row.next_run_at !== null) return { jobId: lease.jobId, outcome: 'continued', runNumber: row.run_number, nextRunAt: row.next_run_at };
+    if (row && row.run_number !== null && row.next_run_at !== null)
+      return { jobId: lease.jobId, outcome: 'continued', runNumber: row.run_number, nextRunAt: row.next_run_at };
     return { jobId: lease.jobId, outcome: 'lease_owner_mismatch' };
   });
 }
@@ -96,9 +97,7 @@ export async function continueJobs(db: Db, items: readonly ContinueJobItem[]): P
 export async function continueJob(db: Db, input: ContinueJobInput): Promise<{ jobId: string; runNumber: number; nextRunAt: Date }> {
   const parsed = parseInput(continueJobInputSchema, input, JOB_INVALID_INPUT);
   const lease = { jobId: parsed.jobId, runNumber: parsed.runNumber, attempt: parsed.attempt, workerId: parsed.workerId };
-  const [outcome] = await continueJobs(db, [
-    { lease, delayMs: parsed.delayMs ?? 0, checkpoint: parsed.save?.checkpoint, progress: parsed.save?.progress },
-  ]);
+  const [outcome] = await continueJobs(db, [{ lease, delayMs: parsed.delayMs ?? 0, checkpoint: parsed.save?.checkpoint, progress: parsed.save?.progress }]);
   if (outcome!.outcome === 'continued') return { jobId: parsed.jobId, runNumber: outcome!.runNumber, nextRunAt: outcome!.nextRunAt };
   if (outcome!.outcome === 'not_enabled') {
     throw new ConflictError('job.continuation_not_enabled', "The job's workflow step does not allow continuation.", {

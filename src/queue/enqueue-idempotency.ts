@@ -19,10 +19,7 @@ interface ExistingRow {
 }
 
 /** Reads the rows that already held the keys of skipped inputs, and compares the requests in SQL. */
-export async function resolveExisting(
-  tx: Tx,
-  skipped: readonly { row: InsertJobRow; index: number }[],
-): Promise<Map<number, EnqueueJobResult>> {
+export async function resolveExisting(tx: Tx, skipped: readonly { row: InsertJobRow; index: number }[]): Promise<Map<number, EnqueueJobResult>> {
   const found = await tx.$queryRaw<ExistingRow[]>`
     SELECT r.ord, jq.id, jq.status, jq.run_number, jq.enqueue_request = r.request AS same_request
       FROM unnest(

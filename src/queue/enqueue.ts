@@ -1,59 +1,10 @@
-/**
- * Enqueue: one INSERT statement for a whole batch, its ENQUEUED events and the
- * wake-up notification in the same statement. Without idempotency keys that
- * statement is all there is: on a root client it is sent as one autocommit
- * statement (`withStatement`), no transaction of its own.
- *
- * Idempotency: with a key, the canonical request (job type, organization,
- * payload, priority, max attempts, timeout, resource and backoff when set; the schedule is not part of it) is
- * stored in `enqueue_request`. The insert skips rows whose (job type,
- * organization, key) already exists (`ON CONFLICT ... DO NOTHING`, which waits
- * for a concurrent inserter of the same key to commit or roll back). A second
- * statement then reads the rows that were skipped: in READ COMMITTED it sees
- * the concurrently committed winner. Equal canonical request (compared as
- * jsonb in SQL) -> 'existing'; different -> `job.idempotency_conflict` and
- * nothing of the batch is kept: an owned transaction rolls back, and in a
- * joined one the batch's own uncommitted rows are deleted before the error
- * propagates (the caller might catch it and commit).
- *
- * Keyed enqueue needs READ COMMITTED: under REPEATABLE READ or SERIALIZABLE
- * the read of a skipped key cannot see a concurrent winner that committed
- * after the transaction's snapshot, so neither 'existing' nor a conflict can
- * be reported truthfully. A joined transaction at such a level is refused
- * (`job.enqueue_idempotency_unsupported_isolation`) before anything is
- * written; the check is a read, so the caller's transaction stays usable.
- *
- * The definitions catalog (src/queue/catalog.ts) is joined in the same
- * INSERT statement: a type whose catalog row is disabled is refused
- * (`job.definition_not_found_or_disabled`, nothing of the batch written), and
- * with `{ requireDefinition: true }` so is a type without a row. Without it a
- * missing row is accepted, so a host can enqueue before any worker has synced
- * its definitions. The catalog is read, not locked.
- *
- * Notification: `pg_notify` runs inside the transaction (or the autocommit
- * statement), so it is delivered at commit and never for a rolled-back enqueue. Only job types with a job that is
- * runnable now are announced, once per distinct type per statement however many jobs it inserts (payload:
- * the job type); delayed jobs are found by polling. `{ notify: false }` sends none (the same statement, a
- * boolean parameter): workers then find the jobs by polling.
- */
-import { captureTraceContext } from '../telemetry/trace-context.js';
-import type { Db, Tx } from '../client/types.js';
+import type { Db } from '../client/types.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
-import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
-import { newId } from '../db/ids.js';
-import { ConflictError, InternalError, isRunledgerError } from '../errors/runledger-error.js';
+import { InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import type { JsonValue } from '../validation/primitives.js';
 import { checkDefinitionPayload } from '../job/payload.js';
 import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
-import type { BackoffPolicy } from '../job/defaults.js';
-import { resolveBackoff } from '../job/retry-policy.js';
-import type { JobStatus } from '../model/job-rows.js';
-import { jsonParam } from '../model/job-rows.js';
 import {
-  DEFAULT_MAX_ATTEMPTS,
-  DEFAULT_PRIORITY,
-  DEFAULT_TIMEOUT_SECONDS,
   JOB_INVALID_INPUT,
   enqueueJobInputSchema,
   enqueueJobsInputSchema,
@@ -203,9 +154,7 @@ async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], o
       }
     }
     return rows.map((row, index) =>
-      inserted.has(row.id)
-        ? { jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const }
-        : existing.get(index)!,
+      inserted.has(row.id) ? { jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const } : existing.get(index)!,
     );
   });
 }

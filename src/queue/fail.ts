@@ -13,12 +13,7 @@ import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type FailJobResult } from './lease.js';
 import { resolveBackoff, retryDelayMs } from '../job/retry-policy.js';
-import {
-  JOB_INVALID_INPUT,
-  failJobInputSchema,
-  type FailJobInput,
-  type ParsedJobLease,
-} from './inputs.js';
+import { JOB_INVALID_INPUT, failJobInputSchema, type FailJobInput, type ParsedJobLease } from './inputs.js';
 import { CLEAR_LEASE, leaseFence, leaseIdentity } from '../db/fragments.js';
 
 /**
@@ -87,14 +82,7 @@ interface FailedRow {
  * already terminal stays). `directOnly` leaves workflow-managed jobs
  * untouched (the fast path).
  */
-async function failStatement(
-  client: Tx,
-  l: ParsedJobLease,
-  o: FailureFields,
-  b: Backoff,
-  eventId: string,
-  directOnly: boolean,
-): Promise<FailedRow[]> {
+async function failStatement(client: Tx, l: ParsedJobLease, o: FailureFields, b: Backoff, eventId: string, directOnly: boolean): Promise<FailedRow[]> {
   return client.$queryRaw<FailedRow[]>`
     WITH locked AS MATERIALIZED (
       SELECT jq.id, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq

@@ -8,7 +8,19 @@ import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
 import { backoffPolicySchema } from '../job/retry-policy.js';
 import { truncateText } from '../validation/storable.js';
-import { int32, jsonInput, jsonValue, leaseSeconds, nonBlank, positiveInt, requestKey, storableText, uuid, organizationId, timestamp } from '../validation/primitives.js';
+import {
+  int32,
+  jsonInput,
+  jsonValue,
+  leaseSeconds,
+  nonBlank,
+  positiveInt,
+  requestKey,
+  storableText,
+  uuid,
+  organizationId,
+  timestamp,
+} from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
 

@@ -93,11 +93,25 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
   // (which may be JSON null) travels wrapped ({"v": payload}).
   const batch = JSON.stringify(
     rows.map((r, ord) => ({
-      id: r.id, job_type: r.jobType, organization_id: r.organizationId, payload: { v: r.payload }, priority: r.priority,
-      max_attempts: r.maxAttempts, timeout_seconds: r.timeoutSeconds, next_run_at: r.nextRunAt, delay_ms: r.delayMs ?? null,
-      idempotency_key: r.idempotencyKey, enqueue_request: r.enqueueRequest ?? null, event_payload: r.eventPayload ?? null,
-      event_id: eventIds[ord], workflow_step_id: r.workflowStepId ?? null, resource_key: r.resourceKey ?? null,
-      backoff_base_ms: r.backoff?.baseDelayMs ?? null, backoff_max_ms: r.backoff?.maxDelayMs ?? null, stage: r.stage ?? null, ord,
+      id: r.id,
+      job_type: r.jobType,
+      organization_id: r.organizationId,
+      payload: { v: r.payload },
+      priority: r.priority,
+      max_attempts: r.maxAttempts,
+      timeout_seconds: r.timeoutSeconds,
+      next_run_at: r.nextRunAt,
+      delay_ms: r.delayMs ?? null,
+      idempotency_key: r.idempotencyKey,
+      enqueue_request: r.enqueueRequest ?? null,
+      event_payload: r.eventPayload ?? null,
+      event_id: eventIds[ord],
+      workflow_step_id: r.workflowStepId ?? null,
+      resource_key: r.resourceKey ?? null,
+      backoff_base_ms: r.backoff?.baseDelayMs ?? null,
+      backoff_max_ms: r.backoff?.maxDelayMs ?? null,
+      stage: r.stage ?? null,
+      ord,
     })),
   );
   const inserted = await tx.$queryRaw<{ id: string | null; refused: string | null }[]>`
@@ -214,7 +228,17 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     enqueueRequest:
       key === null
         ? null
-        : canonicalJobRequest({ jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, resourceKey, backoff, stage: input.stage ?? null }),
+        : canonicalJobRequest({
+            jobType: input.jobType,
+            organizationId,
+            payload: input.payload,
+            priority,
+            maxAttempts,
+            timeoutSeconds,
+            resourceKey,
+            backoff,
+            stage: input.stage ?? null,
+          }),
     eventPayload: null,
     resourceKey,
     backoff,

@@ -14,23 +14,17 @@
  */
 import { z } from 'zod';
 import type { Db, Tx } from '../client/types.js';
-import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
+import { withStatement } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
-import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
-import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, InternalError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { int32, jsonInput, timestamp, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
-import { truncateText } from '../validation/storable.js';
 import { definedJobInput } from './enqueue.js';
-import { insertJobsTx, toInsertRow, type InsertJobRow } from './insert-jobs.js';
 import { checkDefinitionPayload } from '../job/payload.js';
 import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
 import { backoffPolicySchema } from '../job/retry-policy.js';
-import { jsonParam } from '../model/job-rows.js';
-import { JOB_INVALID_INPUT, MAX_ERROR_MESSAGE_LENGTH } from './inputs.js';
-import { inScope } from '../db/fragments.js';
+import { JOB_INVALID_INPUT } from './inputs.js';
 
 import { toJobRow, type IntentRow } from './intent-row.js';
 
@@ -83,7 +77,11 @@ export function recordJobEnqueueIntent<D extends AnyJobDefinition>(
   payload: JobPayload<D>,
   settings: RecordJobEnqueueIntentSettings,
 ): Promise<RecordedEnqueueIntent>;
-export async function recordJobEnqueueIntent(db: Db, first: AnyJobDefinition | RecordJobEnqueueIntentInput, ...rest: unknown[]): Promise<RecordedEnqueueIntent> {
+export async function recordJobEnqueueIntent(
+  db: Db,
+  first: AnyJobDefinition | RecordJobEnqueueIntentInput,
+  ...rest: unknown[]
+): Promise<RecordedEnqueueIntent> {
   let input: unknown = first;
   if (isJobDefinition(first)) {
     const settings = rest[1];

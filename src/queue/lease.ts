@@ -11,9 +11,7 @@ export type LeaseIdentity = Pick<JobLease, 'jobId' | 'runNumber' | 'attempt' | '
   workflowManaged?: boolean;
 };
 
-export type CompleteJobOutcome =
-  | { jobId: string; outcome: 'succeeded'; finishedAt: Date }
-  | { jobId: string; outcome: 'lease_owner_mismatch' };
+export type CompleteJobOutcome = { jobId: string; outcome: 'succeeded'; finishedAt: Date } | { jobId: string; outcome: 'lease_owner_mismatch' };
 
 export interface FailJobResult {
   jobId: string;
@@ -29,7 +27,6 @@ export function leaseMismatch(lease: ParsedJobLease, operation: string): Conflic
   });
 }
 
-
 /**
  * After a refused fence: was the lease lost to a cancellation of this run of
  * the job (`cancelJob`, a canceled workflow run), rather than to another
@@ -38,8 +35,11 @@ export function leaseMismatch(lease: ParsedJobLease, operation: string): Conflic
  * only on that rare path.
  */
 export async function leaseLostToCancel(db: Db, lease: Pick<JobLease, 'jobId' | 'runNumber'>): Promise<boolean> {
-  const rows = await withStatement(db, 'read a canceled job', async (client) =>
-    client.$queryRaw<{ canceled: boolean }[]>`
+  const rows = await withStatement(
+    db,
+    'read a canceled job',
+    async (client) =>
+      client.$queryRaw<{ canceled: boolean }[]>`
       SELECT status = 'CANCELED' AS canceled FROM runledger.job_queue WHERE id = ${lease.jobId}::uuid AND run_number = ${lease.runNumber}::int`,
   );
   return rows[0]?.canceled === true;

@@ -34,14 +34,19 @@ function jobNotFound(jobId: string, scope: Scope, operation: string): NotFoundEr
 export async function findJob(db: Db, input: JobRef): Promise<Job | null> {
   const ref = parseInput(jobRefSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(ref.scope);
-  return withStatement(db, 'find job', async (tx) => {
-    const rows = await tx.$queryRaw<JobRow[]>`
+  return withStatement(
+    db,
+    'find job',
+    async (tx) => {
+      const rows = await tx.$queryRaw<JobRow[]>`
       SELECT ${JOB_ROW_COLUMNS}
         FROM runledger.job_queue jq
        WHERE id = ${ref.jobId}::uuid
          AND ${inScope(s, 'organization_id')}`;
-    return rows[0] ? toJob(rows[0]) : null;
-  }, { readCommitted: false });
+      return rows[0] ? toJob(rows[0]) : null;
+    },
+    { readCommitted: false },
+  );
 }
 
 /** The job; `job.not_found` when it does not exist in `scope`. */
@@ -67,9 +72,12 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<Page<Job>>
   const filter = parseInput(listJobsInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(filter.scope);
   const statuses = statusList(filter.status);
-  return withStatement(db, 'list jobs', async (tx) => {
-    // One row beyond the page tells whether another page exists.
-    const rows = await tx.$queryRaw<JobRow[]>`
+  return withStatement(
+    db,
+    'list jobs',
+    async (tx) => {
+      // One row beyond the page tells whether another page exists.
+      const rows = await tx.$queryRaw<JobRow[]>`
       SELECT ${JOB_ROW_COLUMNS}
         FROM runledger.job_queue jq
        WHERE ${inScope(s, 'organization_id')}
@@ -78,20 +86,25 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<Page<Job>>
          AND (${filter.cursor ?? null}::uuid IS NULL OR id < ${filter.cursor ?? null}::uuid)
        ORDER BY id DESC
        LIMIT ${filter.limit + 1}::int`;
-    const items = rows.slice(0, filter.limit).map(toJob);
-    return { items, nextCursor: rows.length > filter.limit ? items[items.length - 1]!.id : null };
-  }, { readCommitted: false });
+      const items = rows.slice(0, filter.limit).map(toJob);
+      return { items, nextCursor: rows.length > filter.limit ? items[items.length - 1]!.id : null };
+    },
+    { readCommitted: false },
+  );
 }
 
 /** The audit trail of one job in the order it happened, a page at a time; `job.not_found` outside `scope`. */
 export async function listJobEvents(db: Db, input: ListJobEventsInput): Promise<Page<JobEvent>> {
   const ref = parseInput(listJobEventsInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(ref.scope);
-  return withStatement(db, 'list job events', async (tx) => {
-    // LEFT JOIN: one row with a NULL event still proves the job is in scope.
-    // The trail is stored events plus those the job and attempt rows stand for (the job_trail view, migration
-    // 20261222000000_lean_ledger), ordered by their position; the cursor is a position.
-    const rows = await tx.$queryRaw<(Omit<JobEventRow, 'id'> & { id: string | null; seq: string | null })[]>`
+  return withStatement(
+    db,
+    'list job events',
+    async (tx) => {
+      // LEFT JOIN: one row with a NULL event still proves the job is in scope.
+      // The trail is stored events plus those the job and attempt rows stand for (the job_trail view, migration
+      // 20261222000000_lean_ledger), ordered by their position; the cursor is a position.
+      const rows = await tx.$queryRaw<(Omit<JobEventRow, 'id'> & { id: string | null; seq: string | null })[]>`
       SELECT e.id, e.position::text AS seq, jq.id AS job_id, e.event_type, e.run_number, e.attempt, e.payload, e.created_at
         FROM runledger.job_queue jq
         LEFT JOIN LATERAL (
@@ -103,12 +116,14 @@ export async function listJobEvents(db: Db, input: ListJobEventsInput): Promise<
        WHERE jq.id = ${ref.jobId}::uuid
          AND ${inScope(s, 'jq.organization_id')}
        ORDER BY e.position`;
-    if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
-    const events = rows.filter((row) => row.id !== null);
-    const page = events.slice(0, ref.limit);
-    return {
-      items: page.map((row) => toJobEvent(row as JobEventRow)),
-      nextCursor: events.length > ref.limit ? page[page.length - 1]!.seq : null,
-    };
-  }, { readCommitted: false });
+      if (rows.length === 0) throw jobNotFound(ref.jobId, ref.scope, 'list job events');
+      const events = rows.filter((row) => row.id !== null);
+      const page = events.slice(0, ref.limit);
+      return {
+        items: page.map((row) => toJobEvent(row as JobEventRow)),
+        nextCursor: events.length > ref.limit ? page[page.length - 1]!.seq : null,
+      };
+    },
+    { readCommitted: false },
+  );
 }

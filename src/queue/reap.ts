@@ -58,7 +58,9 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
     // Before the first write: dead-lettering a workflow job releases steps, which needs READ COMMITTED.
     await ensureReadCommitted(context, 'job.reap_unsupported_isolation', 'Reaping expired leases');
     const { tx } = context;
-    const rows = await tx.$queryRaw<{ id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean; started: boolean; attempt_started_at: string | null }[]>`
+    const rows = await tx.$queryRaw<
+      { id: string; status: 'PENDING' | 'DEAD_LETTERED'; workflow_managed: boolean; started: boolean; attempt_started_at: string | null }[]
+    >`
       WITH expired AS (
         SELECT jq.id, jq.lease_owner, jq.lease_expires_at, jq.attempt AS lease_attempt, ${ATTEMPT_COLUMNS},
                -- Started: the lease's attempt recorded RUNNING (markRunning at claim, or markJobRunning).
@@ -148,7 +150,12 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
     if (managedRetries.length > 0) {
       await markWorkflowStepsEnqueuedForRetry(
         tx,
-        managedRetries.map((row) => ({ jobId: row.id, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE, attemptStartedAt: row.attempt_started_at })),
+        managedRetries.map((row) => ({
+          jobId: row.id,
+          errorCode: LEASE_EXPIRED_CODE,
+          errorMessage: LEASE_EXPIRED_MESSAGE,
+          attemptStartedAt: row.attempt_started_at,
+        })),
       );
     }
     const managedDead = deadLettered.filter((row) => row.workflow_managed);
@@ -156,7 +163,10 @@ export async function reapExpiredLeases(db: Db, input: ReapExpiredLeasesInput): 
       await processWorkflowJobTerminals(
         tx,
         managedDead.map((row) => ({
-          jobId: row.id, status: 'FAILED' as const, errorCode: LEASE_EXPIRED_CODE, errorMessage: LEASE_EXPIRED_MESSAGE,
+          jobId: row.id,
+          status: 'FAILED' as const,
+          errorCode: LEASE_EXPIRED_CODE,
+          errorMessage: LEASE_EXPIRED_MESSAGE,
           attemptStartedAt: row.started ? row.attempt_started_at : null,
         })),
       );

@@ -16,7 +16,14 @@ import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { jsonParam } from '../model/job-rows.js';
-import { JOB_INVALID_INPUT, recordJobProgressInputSchema, setJobStageInputSchema, type ParsedJobLease, type RecordJobProgressInput, type SetJobStageInput } from './inputs.js';
+import {
+  JOB_INVALID_INPUT,
+  recordJobProgressInputSchema,
+  setJobStageInputSchema,
+  type ParsedJobLease,
+  type RecordJobProgressInput,
+  type SetJobStageInput,
+} from './inputs.js';
 import { leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
 
 /** Numeric progress as stored (`{ processed, total }`) and returned. */

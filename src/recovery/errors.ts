@@ -20,9 +20,13 @@ export function sourceNotQuiesced(sourceRunId: string, retryAfter: Date): Confli
 }
 
 export function snapshotMissing(sourceRunId: string): ConflictError {
-  return new ConflictError('workflow.recovery_snapshot_missing', 'This workflow run was enqueued before runs kept their enqueue snapshot; it cannot be recovered.', {
-    details: { sourceRunId },
-  });
+  return new ConflictError(
+    'workflow.recovery_snapshot_missing',
+    'This workflow run was enqueued before runs kept their enqueue snapshot; it cannot be recovered.',
+    {
+      details: { sourceRunId },
+    },
+  );
 }
 
 /** The stored snapshot and appends do not rebuild the run the rows hold: recovering would run something else. */
@@ -48,7 +52,11 @@ export function activeKeyHeld(sourceRunId: string, holderRunId: string, holderSt
 }
 
 export function nothingToRerun(sourceRunId: string): ConflictError {
-  return new ConflictError('workflow.recovery_nothing_to_rerun', "Every step of this run succeeded: a failed-only recovery would run nothing (use mode 'full').", {
-    details: { sourceRunId },
-  });
+  return new ConflictError(
+    'workflow.recovery_nothing_to_rerun',
+    "Every step of this run succeeded: a failed-only recovery would run nothing (use mode 'full').",
+    {
+      details: { sourceRunId },
+    },
+  );
 }

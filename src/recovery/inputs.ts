@@ -58,6 +58,7 @@ export interface ListWorkflowRecoveriesInput {
  * the request later joins the fingerprint without a schema change.
  */
 export function recoveryRequestHash(request: ParsedRecoveryRequest): string {
-  return createHash('sha256').update(JSON.stringify({ mode: request.mode, reason: request.reason })).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify({ mode: request.mode, reason: request.reason }))
+    .digest('hex');
 }
-

@@ -30,8 +30,11 @@ export async function listWorkflowRecoveries(db: Db, input: ListWorkflowRecoveri
   const parsed = parseInput(listWorkflowRecoveriesInputSchema, input, WORKFLOW_INVALID_INPUT);
   const s = scopeParams(parsed.scope);
   const [afterMicros, afterId] = parsed.cursor ? parsed.cursor.split(/:(.*)/s) : [null, null];
-  const rows = await withTransaction(db, 'list workflow recoveries', async ({ tx }) =>
-    tx.$queryRaw<((RecoveryRow & { cursor_micros: string }) | { [K in keyof RecoveryRow | 'cursor_micros']: null })[]>`
+  const rows = await withTransaction(
+    db,
+    'list workflow recoveries',
+    async ({ tx }) =>
+      tx.$queryRaw<((RecoveryRow & { cursor_micros: string }) | { [K in keyof RecoveryRow | 'cursor_micros']: null })[]>`
       SELECT l.* FROM runledger.workflow_runs wr
         LEFT JOIN LATERAL (
           SELECT r.source_run_id, r.recovery_run_id, r.request_key, r.reason, r.mode, r.created_at, rr.status AS recovery_status,

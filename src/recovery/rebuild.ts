@@ -36,8 +36,14 @@ export interface RebuildSource {
 }
 
 /** A stored step back to its input form: `resourceKey` -> `resource`, unset settings (null) left out. */
-function inputStep(sourceRunId: string, raw: JsonValue, dependsOn: { step: string; mode: 'on_success' | 'on_terminal' }[], resultStepKey: string | null): JsonObject {
-  if (!isObject(raw) || typeof raw.key !== 'string') throw snapshotUnsafe(sourceRunId, `a stored step is not an object with a key: ${JSON.stringify(raw)?.slice(0, 200)}`);
+function inputStep(
+  sourceRunId: string,
+  raw: JsonValue,
+  dependsOn: { step: string; mode: 'on_success' | 'on_terminal' }[],
+  resultStepKey: string | null,
+): JsonObject {
+  if (!isObject(raw) || typeof raw.key !== 'string')
+    throw snapshotUnsafe(sourceRunId, `a stored step is not an object with a key: ${JSON.stringify(raw)?.slice(0, 200)}`);
   const { resourceKey, dependsOn: _stored, ...rest } = raw;
   const settings = Object.fromEntries(Object.entries(rest).filter(([name, value]) => name === 'payload' || value !== null));
   return {
@@ -48,7 +54,8 @@ function inputStep(sourceRunId: string, raw: JsonValue, dependsOn: { step: strin
   };
 }
 
-const inputMode = (mode: JsonValue | undefined): 'on_success' | 'on_terminal' => (mode === 'ON_TERMINAL' || mode === 'on_terminal' ? 'on_terminal' : 'on_success');
+const inputMode = (mode: JsonValue | undefined): 'on_success' | 'on_terminal' =>
+  mode === 'ON_TERMINAL' || mode === 'on_terminal' ? 'on_terminal' : 'on_success';
 
 /** The source's DAG as a validated run (no idempotency key: a recovery is identified by its request key). */
 export function rebuildRun(source: RebuildSource): ValidatedWorkflowRun {
@@ -57,11 +64,14 @@ export function rebuildRun(source: RebuildSource): ValidatedWorkflowRun {
   const resultStepKey = typeof snapshot.resultStepKey === 'string' ? snapshot.resultStepKey : null;
   const steps: JsonObject[] = snapshot.steps.map((raw) => {
     const stored = isObject(raw) && Array.isArray(raw.dependsOn) ? raw.dependsOn : [];
-    const dependsOn = stored.map((d) => (isObject(d) && typeof d.step === 'string' ? { step: d.step, mode: inputMode(d.mode) } : { step: '', mode: inputMode(undefined) }));
+    const dependsOn = stored.map((d) =>
+      isObject(d) && typeof d.step === 'string' ? { step: d.step, mode: inputMode(d.mode) } : { step: '', mode: inputMode(undefined) },
+    );
     return inputStep(sourceRunId, raw, dependsOn, resultStepKey);
   });
   for (const append of source.appends) {
-    if (!isObject(append) || !Array.isArray(append.steps) || !Array.isArray(append.edges)) throw snapshotUnsafe(sourceRunId, 'an append request has no steps or edges');
+    if (!isObject(append) || !Array.isArray(append.steps) || !Array.isArray(append.edges))
+      throw snapshotUnsafe(sourceRunId, 'an append request has no steps or edges');
     const edges = append.edges.filter(isObject);
     for (const raw of append.steps) {
       const key = isObject(raw) ? raw.key : undefined;
@@ -93,7 +103,12 @@ export interface SourceStepState {
  * Holds the rebuild against the source's step and edge rows (module comment);
  * returns each source step's status and output, by key. Two statements.
  */
-export async function verifySourceRows(tx: Tx, sourceRunId: string, resultStepKey: string | null, run: ValidatedWorkflowRun): Promise<Map<string, SourceStepState>> {
+export async function verifySourceRows(
+  tx: Tx,
+  sourceRunId: string,
+  resultStepKey: string | null,
+  run: ValidatedWorkflowRun,
+): Promise<Map<string, SourceStepState>> {
   const job = <T>(pick: (step: Extract<ValidatedWorkflowRun['steps'][number], { kind: 'job' }>) => T): (T | null)[] =>
     run.steps.map((step) => (step.kind === 'job' ? pick(step) : null));
   const rows = await tx.$queryRaw<{ step_key: string; status: WorkflowStepStatus | null; output: JsonValue | null; same: boolean }[]>`

@@ -170,7 +170,9 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
 
 /** The recovery recorded for this request key, as an `existing` result; a different request is a conflict. */
 async function recordedRecovery(tx: Tx, request: ParsedRecoveryRequest): Promise<RecoverWorkflowRunResult | null> {
-  const rows = await tx.$queryRaw<{ recovery_run_id: string; request_hash: string; mode: 'FULL' | 'FAILED_ONLY'; status: WorkflowRunStatus; carried: string[] }[]>`
+  const rows = await tx.$queryRaw<
+    { recovery_run_id: string; request_hash: string; mode: 'FULL' | 'FAILED_ONLY'; status: WorkflowRunStatus; carried: string[] }[]
+  >`
     SELECT r.recovery_run_id, r.request_hash, r.mode, wr.status,
            ARRAY(SELECT ws.step_key FROM runledger.workflow_steps ws
                   WHERE ws.workflow_run_id = r.recovery_run_id AND ws.status_reason = ${RECOVERY_CARRIED}

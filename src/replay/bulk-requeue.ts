@@ -34,7 +34,7 @@ import { withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
-import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
+import { scopeSchema, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
@@ -142,9 +142,14 @@ export function deadLetterPickQuery(scope: Scope, filter: ParsedFilter, limit: n
  */
 export async function countDeadLetteredJobs(db: Db, input: CountDeadLetteredJobsInput): Promise<DeadLetterCount> {
   const { scope, filter, max } = parseInput(countDeadLetteredJobsInputSchema, input, JOB_INVALID_INPUT);
-  const [row] = await withStatement(db, 'count dead-lettered jobs', async (tx) => tx.$queryRaw<{ n: number }[]>(...asTemplate(deadLetterCountQuery(scope, filter, max))), {
-    readCommitted: false,
-  });
+  const [row] = await withStatement(
+    db,
+    'count dead-lettered jobs',
+    async (tx) => tx.$queryRaw<{ n: number }[]>(...asTemplate(deadLetterCountQuery(scope, filter, max))),
+    {
+      readCommitted: false,
+    },
+  );
   const n = row?.n ?? 0;
   return { count: Math.min(n, max), more: n > max };
 }
@@ -180,12 +185,7 @@ export async function requeueDeadLetteredJobs(db: Db, input: RequeueDeadLettered
   });
 }
 
-async function requeuePickedTx(
-  tx: Tx,
-  picked: Picked[],
-  request: z.output<typeof requeueDeadLetteredJobsInputSchema>,
-  operationId: string,
-): Promise<string[]> {
+async function requeuePickedTx(tx: Tx, picked: Picked[], request: z.output<typeof requeueDeadLetteredJobsInputSchema>, operationId: string): Promise<string[]> {
   const reset = request.statePolicy === 'reset_progress_and_checkpoint';
   const filter = JSON.stringify(request.filter);
   const rows = await tx.$queryRaw<{ id: string }[]>`

@@ -6,11 +6,10 @@ import { ConflictError, InternalError } from '../errors/runledger-error.js';
  * the step state machine and the release of its dependents.
  */
 export function workflowRequeueNotSupported(jobId: string, operation: string): ConflictError {
-  return new ConflictError(
-    'job.workflow_requeue_not_supported',
-    'A job that belongs to a workflow step cannot be replayed or requeued on its own.',
-    { internalMessage: `${operation}: job ${jobId} is referenced by a workflow step`, details: { jobId } },
-  );
+  return new ConflictError('job.workflow_requeue_not_supported', 'A job that belongs to a workflow step cannot be replayed or requeued on its own.', {
+    internalMessage: `${operation}: job ${jobId} is referenced by a workflow step`,
+    details: { jobId },
+  });
 }
 
 export function replayIdempotencyConflict(sourceJobId: string, sourceRunNumber: number, replayRequestKey: string): ConflictError {

@@ -56,12 +56,7 @@ import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
 import { findRecordedReplayTx, insertReplayLineageTx } from './replay-lineage.js';
-import {
-  JOB_INVALID_INPUT,
-  compareAndReplaySucceededJobInputSchema,
-  type CompareAndReplaySucceededJobInput,
-  type ParsedReplayRequest,
-} from './inputs.js';
+import { JOB_INVALID_INPUT, compareAndReplaySucceededJobInputSchema, type CompareAndReplaySucceededJobInput, type ParsedReplayRequest } from './inputs.js';
 import { inScope } from '../db/fragments.js';
 
 const OPERATION = 'compare and replay succeeded job';
@@ -102,10 +97,7 @@ type SourceRow = ReplaySource & { workflow_managed: boolean };
  * });
  * if (result.kind === 'replayed') console.log(result.replay.jobId, result.replay.disposition);
  */
-export async function compareAndReplaySucceededJob(
-  db: Db,
-  input: CompareAndReplaySucceededJobInput,
-): Promise<CompareAndReplaySucceededJobResult> {
+export async function compareAndReplaySucceededJob(db: Db, input: CompareAndReplaySucceededJobInput): Promise<CompareAndReplaySucceededJobResult> {
   const request = parseInput(compareAndReplaySucceededJobInputSchema, input, JOB_INVALID_INPUT);
   return withTransaction(db, OPERATION, async (context) => {
     await ensureReadCommitted(context, 'job.compare_and_replay_unsupported_isolation', 'Successful job replay');
@@ -186,7 +178,8 @@ async function insertReplayTx(tx: Tx, request: ParsedReplayRequest, source: Repl
       // The replay repeats the same work against the same resource.
       resourceKey: source.resource_key,
       // ... and with the source's own backoff, if it had one.
-      backoff: source.backoff_base_ms === null || source.backoff_max_ms === null ? null : { baseDelayMs: source.backoff_base_ms, maxDelayMs: source.backoff_max_ms },
+      backoff:
+        source.backoff_base_ms === null || source.backoff_max_ms === null ? null : { baseDelayMs: source.backoff_base_ms, maxDelayMs: source.backoff_max_ms },
       nextRunAt: null,
       idempotencyKey: null,
       enqueueRequest: null,

@@ -45,12 +45,7 @@ import { InternalError } from '../errors/runledger-error.js';
 import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
-import {
-  JOB_INVALID_INPUT,
-  compareAndRequeueJobInputSchema,
-  type CompareAndRequeueJobInput,
-  type ParsedRequeueRequest,
-} from './inputs.js';
+import { JOB_INVALID_INPUT, compareAndRequeueJobInputSchema, type CompareAndRequeueJobInput, type ParsedRequeueRequest } from './inputs.js';
 import { CLEAR_LEASE, inScope } from '../db/fragments.js';
 
 const OPERATION = 'compare and requeue job';
@@ -66,7 +61,6 @@ export type CompareAndRequeueJobResult =
   | { kind: 'not_found' }
   /** A canceled handler's lease runs until `retryAfter`; ask again then. */
   | { kind: 'cancellation_not_quiesced'; retryAfter: Date };
-
 
 /**
  * Requeues a dead-lettered or canceled direct job as a new run of the same

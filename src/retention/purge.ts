@@ -206,8 +206,14 @@ const RUN_LINEAGE: LineageSource = {
 };
 
 /** The next `batchSize` candidates after `cursor` in (finished_at, id) order, each with every member of its lineage (walked both ways). */
-async function walkCandidates(tx: Tx, from: LineageSource, s: Settings, cursor: Cursor | null): Promise<{ root: string; id: string; root_finished_at: string }[]> {
-  return tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>(...asTemplate(sqltag`
+async function walkCandidates(
+  tx: Tx,
+  from: LineageSource,
+  s: Settings,
+  cursor: Cursor | null,
+): Promise<{ root: string; id: string; root_finished_at: string }[]> {
+  return tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>(
+    ...asTemplate(sqltag`
     WITH RECURSIVE candidates AS (
       SELECT id, finished_at FROM (${from.candidates(s)}) k
        WHERE finished_at < ${s.cutoff}::timestamptz
@@ -225,14 +231,18 @@ async function walkCandidates(tx: Tx, from: LineageSource, s: Settings, cursor: 
     )
     SELECT l.root, l.id, c.finished_at::text AS root_finished_at
       FROM lineage l JOIN candidates c ON c.id = l.root
-     ORDER BY c.finished_at, c.id`));
+     ORDER BY c.finished_at, c.id`),
+  );
 }
 
 /**
  * A batch's candidates (`root`, in cursor order) walked to their lineages: the lineages, and where the next
  * batch starts (null when fewer than `batchSize` candidates were left).
  */
-function lineagesOfBatch(walked: readonly { root: string; id: string; root_finished_at: string }[], batchSize: number): { lineages: Map<string, Set<string>>; next: Cursor | null } {
+function lineagesOfBatch(
+  walked: readonly { root: string; id: string; root_finished_at: string }[],
+  batchSize: number,
+): { lineages: Map<string, Set<string>>; next: Cursor | null } {
   const lastRoot = walked[walked.length - 1]!;
   const candidateCount = new Set(walked.map((w) => w.root)).size;
   return {

@@ -26,7 +26,7 @@ import { storableText } from '../validation/primitives.js';
 import { SCHEDULE_DECLARE_LOCK_NAMESPACE } from '../coordination/locking.js';
 import { upsertSchedulesTx } from './crud.js';
 import type { Schedule } from './rows.js';
-import { MAX_SCHEDULE_BATCH, SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, upsertScheduleInputSchema, type UpsertScheduleInput } from './inputs.js';
+import { MAX_SCHEDULE_BATCH, SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, upsertScheduleInputSchema } from './inputs.js';
 
 /** Storable text like every stored string: a lone surrogate would be stored as U+FFFD, and prune would then never match it again. */
 const ownerTag = storableText

@@ -50,7 +50,12 @@ export const upsertScheduleInputSchema = z
      * applies) nor `idempotencyKey` (each slot's is derived from the schedule
      * key and the slot time, as for jobs).
      */
-    workflow: z.custom<WorkflowRunInput>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'must be a workflow run (workflow(...).build())').optional(),
+    workflow: z
+      .custom<WorkflowRunInput>(
+        (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+        'must be a workflow run (workflow(...).build())',
+      )
+      .optional(),
     organizationId,
     enabled: z.boolean(),
     /** Job targets only (defaults as enqueueJob's). */

@@ -60,7 +60,14 @@ import { dueSlots } from './cron.js';
 import { scheduleNotFound } from './crud.js';
 import type { ScheduleRow } from './rows.js';
 import { slotWorkflowRun } from './targets.js';
-import { SCHEDULE_INVALID_INPUT, SCHEDULE_UNSUPPORTED_ISOLATION, runDueSchedulesInputSchema, scheduleRefSchema, type RunDueSchedulesInput, type ScheduleRef } from './inputs.js';
+import {
+  SCHEDULE_INVALID_INPUT,
+  SCHEDULE_UNSUPPORTED_ISOLATION,
+  runDueSchedulesInputSchema,
+  scheduleRefSchema,
+  type RunDueSchedulesInput,
+  type ScheduleRef,
+} from './inputs.js';
 
 export interface MaterialisedSlot {
   scheduleKey: string;
@@ -124,7 +131,10 @@ export async function runDueSchedules(db: Db, input: RunDueSchedulesInput): Prom
     if (due.length === 0) return { now: clock, schedules: 0, jobs: [], failed: [] };
 
     const plans = due.map((row) => ({ row, ...dueSlots(row, row.next_run_at, clock, row.catch_up_max_slots) }));
-    const { jobs, failed } = await materialise(tx, plans.map(({ row, slots }) => planTargets(row, slots)));
+    const { jobs, failed } = await materialise(
+      tx,
+      plans.map(({ row, slots }) => planTargets(row, slots)),
+    );
     const failure = new Map(failed.map((f) => [f.scheduleKey, f]));
     // One statement advances every cursor, failed schedules' too. A cursor with no future slot (an expression that
     // can never match again) disables the schedule instead, keeping its last cursor.
@@ -218,7 +228,14 @@ async function materialiseTargets(tx: Tx, plans: readonly SchedulePlan[]): Promi
   const runSlots = plans.flatMap(({ row, runs }) => runs.map(({ slot, run }) => ({ row, slot, run })));
   const jobs = jobSlots.length === 0 ? [] : await insertSlotJobs(tx, jobSlots);
   // Not owned: on a conflict persistRuns removes what it inserted before throwing (the savepoint would too).
-  const runs = runSlots.length === 0 ? [] : await persistRuns(tx, runSlots.map((s) => s.run), false);
+  const runs =
+    runSlots.length === 0
+      ? []
+      : await persistRuns(
+          tx,
+          runSlots.map((s) => s.run),
+          false,
+        );
   const runResults = runSlots.map(({ row, slot }, i) => ({
     scheduleKey: row.schedule_key,
     slot,
@@ -297,7 +314,12 @@ function slotJob(row: ScheduleRow, slot: Date | null, trigger: 'slot' | 'manual'
 
 /** Inserts the slots' jobs in one statement; a slot whose key is taken reports the job holding it. */
 async function insertSlotJobs(tx: Tx, slots: readonly { row: ScheduleRow; slot: Date; job: InsertJobRow }[]): Promise<MaterialisedSlot[]> {
-  const inserted = new Set(await insertJobsTx(tx, slots.map((s) => s.job)));
+  const inserted = new Set(
+    await insertJobsTx(
+      tx,
+      slots.map((s) => s.job),
+    ),
+  );
   const skipped = slots.filter((s) => !inserted.has(s.job.id));
   const holders = new Map<string, string>();
   if (skipped.length > 0) {

@@ -49,7 +49,10 @@ export interface StartPgBouncerOptions {
 export function findPgBouncer(): string | undefined {
   if (process.env.PGBOUNCER_PATH) return existsSync(process.env.PGBOUNCER_PATH) ? process.env.PGBOUNCER_PATH : undefined;
   const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/local/sbin'];
-  return dirs.filter(Boolean).map((dir) => path.join(dir, 'pgbouncer')).find((candidate) => existsSync(candidate));
+  return dirs
+    .filter(Boolean)
+    .map((dir) => path.join(dir, 'pgbouncer'))
+    .find((candidate) => existsSync(candidate));
 }
 
 export const PGBOUNCER_MISSING = "no pgbouncer binary (install Debian's `pgbouncer` package, or set PGBOUNCER_PATH)";

@@ -77,9 +77,7 @@ async function tryStartContainer(settings: Record<string, string>, log: (line: s
   }
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
   const command = Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
-  const container = await new PostgreSqlContainer('postgres:18')
-    .withCommand(['postgres', ...command])
-    .start();
+  const container = await new PostgreSqlContainer('postgres:18').withCommand(['postgres', ...command]).start();
   log(`started postgres:18 container at ${container.getHost()}:${container.getPort()}`);
   return { kind: 'testcontainers', url: container.getConnectionUri(), stop: async () => void (await container.stop()) };
 }
@@ -153,7 +151,10 @@ async function hydrateEmbeddedSymlinks(): Promise<void> {
   }
   for (const { source, target } of links) {
     const targetPath = path.join(packageRoot, target);
-    const exists = await lstat(targetPath).then(() => true, () => false);
+    const exists = await lstat(targetPath).then(
+      () => true,
+      () => false,
+    );
     if (!exists) await symlink(path.relative(path.dirname(targetPath), path.join(packageRoot, source)), targetPath).catch(() => undefined);
   }
 }

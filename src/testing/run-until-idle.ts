@@ -42,7 +42,11 @@ export interface RunUntilIdleResult {
   failed: number;
 }
 
-export async function runUntilIdle(db: PrismaClientLike, handlers: readonly AnyJobDefinition[], options: RunUntilIdleOptions = {}): Promise<RunUntilIdleResult> {
+export async function runUntilIdle(
+  db: PrismaClientLike,
+  handlers: readonly AnyJobDefinition[],
+  options: RunUntilIdleOptions = {},
+): Promise<RunUntilIdleResult> {
   const { timeoutMs = 30_000 } = parseInput(runUntilIdleOptionsSchema, options, 'testing.invalid_options', 'options');
   const jobs: RunUntilIdleJob[] = [];
   const worker = createWorker({
@@ -58,7 +62,13 @@ export async function runUntilIdle(db: PrismaClientLike, handlers: readonly AnyJ
   });
   worker.on('job:success', ({ job }) => jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: 'succeeded' }));
   worker.on('job:failure', ({ job, code, status }) =>
-    jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: status === 'PENDING' ? 'retry_scheduled' : 'dead_lettered', errorCode: code }),
+    jobs.push({
+      jobId: job.jobId,
+      jobType: job.jobType,
+      attempt: job.attempt,
+      outcome: status === 'PENDING' ? 'retry_scheduled' : 'dead_lettered',
+      errorCode: code,
+    }),
   );
   worker.on('job:lease_lost', ({ job }) => jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: 'lease_lost' }));
   const idle = new Promise<void>((resolve) => worker.once('worker:idle', () => resolve()));

@@ -4,7 +4,7 @@
  * A failure names the offending field as a dotted path and nothing is written,
  * because parsing happens before any connection is used.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { formatJsonPath } from './storable.js';
@@ -34,7 +34,8 @@ function issuePath(issue: z.core.$ZodIssue): (string | number)[] {
  * is invalid, so the reason follows it once.
  */
 function reason(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys') return issue.keys.length === 1 ? 'is not a known field' : `has unknown fields ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  if (issue.code === 'unrecognized_keys')
+    return issue.keys.length === 1 ? 'is not a known field' : `has unknown fields ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
   const text = issueReason(issue.message);
   // "expected object, received undefined" -> "must be an object (received undefined)"
   const typed = issue.code === 'invalid_type' ? /^expected (\w+), received (.+)$/.exec(text) : null;
@@ -49,7 +50,10 @@ function reason(issue: z.core.$ZodIssue): string {
  * definition's schema (zod's among them), which other libraries word their own way.
  */
 export function issueReason(message: string): string {
-  const text = message.replace(/^Invalid (input|option)(: |$)/, '').replace(/^expected one of /, 'must be one of ').trim();
+  const text = message
+    .replace(/^Invalid (input|option)(: |$)/, '')
+    .replace(/^expected one of /, 'must be one of ')
+    .trim();
   return text === '' ? 'is invalid' : text;
 }
 

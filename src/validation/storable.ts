@@ -46,6 +46,7 @@ export function textProblem(text: string): string | undefined {
  * the pattern sees code units, which is what a lone surrogate is.
  * (`String.prototype.isWellFormed` would do, but is not in the ES2023 lib.)
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what PostgreSQL refuses in text and jsonb; finding it is this check's purpose.
 const SUSPECT_UNIT = /[\u0000\uD800-\uDFFF]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');

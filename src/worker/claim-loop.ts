@@ -148,7 +148,13 @@ export class ClaimLoop {
     const probe = this.sizer.open(this.buffer.length, freeSlots);
     let got = 0;
     try {
-      const jobs = await claimJobs(settings.db, { workerId: settings.workerId, jobTypes: settings.jobTypes, limit, leaseSeconds: settings.leaseSeconds, markRunning: true });
+      const jobs = await claimJobs(settings.db, {
+        workerId: settings.workerId,
+        jobTypes: settings.jobTypes,
+        limit,
+        leaseSeconds: settings.leaseSeconds,
+        markRunning: true,
+      });
       got = jobs.length;
       this.claimFailures = 0;
       this.hooks.claimed(jobs.length);

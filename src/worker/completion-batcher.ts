@@ -49,7 +49,6 @@ export class CompletionBatcher {
     private readonly maxFlushes = DEFAULT_MAX_FLUSHES,
   ) {}
 
-
   /** Queues one success; resolves once it is committed (or refused). Never rejects. */
   complete(lease: LeaseIdentity, output: JsonValue | undefined): Promise<CompletionResult> {
     return new Promise((resolve) => {
@@ -117,8 +116,13 @@ export class CompletionBatcher {
     if (batch.length === 0) return;
     try {
       const leases = batch.map((item) => item.item.lease);
-      const outcomes = await retryUntilLeasesExpire(leases)(() => continueJobs(this.db, batch.map((item) => item.item)));
-      batch.forEach((item, index) => item.resolve(outcomes[index] ?? { jobId: item.item.lease.jobId, outcome: 'lease_owner_mismatch' }));
+      const outcomes = await retryUntilLeasesExpire(leases)(() =>
+        continueJobs(
+          this.db,
+          batch.map((item) => item.item),
+        ),
+      );
+      for (const [index, item] of batch.entries()) item.resolve(outcomes[index] ?? { jobId: item.item.lease.jobId, outcome: 'lease_owner_mismatch' });
     } catch (error) {
       for (const item of batch) item.resolve({ jobId: item.item.lease.jobId, outcome: 'error', error });
     }
@@ -128,8 +132,16 @@ export class CompletionBatcher {
     if (batch.length === 0) return;
     try {
       const leases = batch.map((item) => item.lease);
-      const outcomes = await confirmCompletions(this.db, leases, await completeJobsSettled(this.db, batch.map((item) => ({ lease: item.lease, output: item.output })), retryUntilLeasesExpire(leases)));
-      batch.forEach((item, index) => item.resolve(outcomes[index] ?? { jobId: item.lease.jobId, outcome: 'lease_owner_mismatch' }));
+      const outcomes = await confirmCompletions(
+        this.db,
+        leases,
+        await completeJobsSettled(
+          this.db,
+          batch.map((item) => ({ lease: item.lease, output: item.output })),
+          retryUntilLeasesExpire(leases),
+        ),
+      );
+      for (const [index, item] of batch.entries()) item.resolve(outcomes[index] ?? { jobId: item.lease.jobId, outcome: 'lease_owner_mismatch' });
     } catch (error) {
       for (const item of batch) item.resolve({ jobId: item.lease.jobId, outcome: 'error', error });
     }

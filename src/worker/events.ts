@@ -32,7 +32,19 @@ export function jobInfo(job: JobInfo): JobInfo {
 }
 
 /** Where the worker met an error it handled (logged, retried or left to the lease). */
-export type WorkerOperation = 'claim' | 'heartbeat' | 'complete' | 'fail' | 'release' | 'reap' | 'listen' | 'schedule' | 'purge' | 'sync_definitions' | 'promote_intents' | 'registry';
+export type WorkerOperation =
+  | 'claim'
+  | 'heartbeat'
+  | 'complete'
+  | 'fail'
+  | 'release'
+  | 'reap'
+  | 'listen'
+  | 'schedule'
+  | 'purge'
+  | 'sync_definitions'
+  | 'promote_intents'
+  | 'registry';
 
 export interface WorkerStats {
   /**

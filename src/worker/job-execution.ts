@@ -76,7 +76,14 @@ import {
 import { withLogFields, type WorkerLogger } from '../job/logger.js';
 import { confirmCompletions, leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
-import { AttemptRollback, commitAttemptOutcome, runAttemptTransaction, transactionalFailure, untilAborted, type AttemptCommitted } from './transactional-attempt.js';
+import {
+  AttemptRollback,
+  commitAttemptOutcome,
+  runAttemptTransaction,
+  transactionalFailure,
+  untilAborted,
+  type AttemptCommitted,
+} from './transactional-attempt.js';
 import type { StepInputs } from '../job/step-inputs.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
@@ -323,7 +330,12 @@ export class JobExecution {
       this.deps.events.emit('job:success', { job: this.info, output: committed.output, durationMs: Date.now() - this.startedAt });
     } else {
       this.logger.debug('job continued (transactional)', { runNumber: committed.runNumber, nextRunAt: committed.nextRunAt });
-      this.deps.events.emit('job:continued', { job: this.info, runNumber: committed.runNumber, nextRunAt: committed.nextRunAt, durationMs: Date.now() - this.startedAt });
+      this.deps.events.emit('job:continued', {
+        job: this.info,
+        runNumber: committed.runNumber,
+        nextRunAt: committed.nextRunAt,
+        durationMs: Date.now() - this.startedAt,
+      });
     }
     this.markRecorded();
   }
@@ -482,7 +494,10 @@ export class JobExecution {
       if (value === undefined) continue;
       const storable = toStorableJson(value);
       if (!storable.ok) {
-        const problem = toStorableText(`Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`, MAX_ERROR_MESSAGE_LENGTH);
+        const problem = toStorableText(
+          `Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`,
+          MAX_ERROR_MESSAGE_LENGTH,
+        );
         await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, continuation);
         return;
       }
@@ -493,7 +508,12 @@ export class JobExecution {
     const result = await completion;
     if (result.outcome === 'continued') {
       this.logger.debug('job continued', { runNumber: result.runNumber, nextRunAt: result.nextRunAt });
-      this.deps.events.emit('job:continued', { job: this.info, runNumber: result.runNumber, nextRunAt: result.nextRunAt, durationMs: Date.now() - this.startedAt });
+      this.deps.events.emit('job:continued', {
+        job: this.info,
+        runNumber: result.runNumber,
+        nextRunAt: result.nextRunAt,
+        durationMs: Date.now() - this.startedAt,
+      });
     } else if (result.outcome === 'not_enabled') {
       await this.recordFailure(
         {
@@ -517,9 +537,12 @@ export class JobExecution {
     try {
       const { code, message, stack, retryable, retryNotBefore } = failure;
       const recorded = stack === undefined ? { code, message } : { code, message, stack };
-      const result = await retryLeaseWrite(() => failJob(this.deps.db, { ...this.job, error: recorded, retryable, retryNotBefore, backoff: this.definition.backoff }), {
-        deadline: () => leaseDeadline(this.job),
-      });
+      const result = await retryLeaseWrite(
+        () => failJob(this.deps.db, { ...this.job, error: recorded, retryable, retryNotBefore, backoff: this.definition.backoff }),
+        {
+          deadline: () => leaseDeadline(this.job),
+        },
+      );
       this.deps.stats.failed += 1;
       const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
       if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);
@@ -551,5 +574,9 @@ function payloadFailure(issues: ReadonlyArray<StandardSchemaV1.Issue>): FailureR
   const issue = issues[0];
   const field = formatJsonPath(['payload', ...(issue ? issuePath(issue) : []).map(String)]);
   // The schema's messages are the host's text: recorded sanitised, never refused.
-  return { code: JOB_PAYLOAD_INVALID, message: toStorableText(`Invalid ${field}: ${issueReason(issue?.message ?? '')}`, MAX_ERROR_MESSAGE_LENGTH), retryable: false };
+  return {
+    code: JOB_PAYLOAD_INVALID,
+    message: toStorableText(`Invalid ${field}: ${issueReason(issue?.message ?? '')}`, MAX_ERROR_MESSAGE_LENGTH),
+    retryable: false,
+  };
 }

@@ -194,9 +194,7 @@ const workerOptionsSchema = z
     // postgres:// URLs: a malformed one is refused here, not retried as a connection failure.
     connectionString: connectionString.optional(),
     listenConnectionString: connectionString.optional(),
-    handlers: z
-      .array(z.custom<AnyJobDefinition>(isJobDefinition, { error: 'must be made by defineJob()' }))
-      .min(1, 'must register at least one handler'),
+    handlers: z.array(z.custom<AnyJobDefinition>(isJobDefinition, { error: 'must be made by defineJob()' })).min(1, 'must register at least one handler'),
     concurrency: positiveInt.max(MAX_CONCURRENCY).default(DEFAULT_CONCURRENCY),
     batchSize: positiveInt.max(MAX_CLAIM_BATCH).optional(),
     leaseSeconds: leaseSeconds.default(DEFAULT_LEASE_SECONDS),
@@ -275,7 +273,9 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     connectionString: o.connectionString,
     // A `pgbouncer=true` string goes through a transaction pooler: a LISTEN there would stay on a pooled
     // backend (other clients' session) and hear nothing, so such a worker polls unless told where to LISTEN.
-    listenConnectionString: o.listen ? (o.listenConnectionString ?? (o.connectionString && !poolerConnectionString(o.connectionString).pooled ? o.connectionString : undefined)) : undefined,
+    listenConnectionString: o.listen
+      ? (o.listenConnectionString ?? (o.connectionString && !poolerConnectionString(o.connectionString).pooled ? o.connectionString : undefined))
+      : undefined,
     registry: buildHandlerRegistry(o.handlers, WORKER_INVALID_OPTIONS),
     concurrency: o.concurrency,
     batchSize: o.batchSize,
@@ -293,7 +293,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     heartbeatIntervalMs: Math.max(10, Math.floor(o.leaseSeconds * 1000 * o.heartbeatFraction)),
     listen: o.listen,
     completionBatchMs: o.completionBatchMs,
-    completionBatchSize: o.completionBatchSize ?? Math.min(Math.max(o.batchSize ?? adaptiveClaimCeiling(o.concurrency), DEFAULT_COMPLETION_BATCH_SIZE), MAX_CLAIM_BATCH),
+    completionBatchSize:
+      o.completionBatchSize ?? Math.min(Math.max(o.batchSize ?? adaptiveClaimCeiling(o.concurrency), DEFAULT_COMPLETION_BATCH_SIZE), MAX_CLAIM_BATCH),
     telemetry: o.telemetry,
   };
 }

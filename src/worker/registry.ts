@@ -49,7 +49,10 @@ export interface WorkerRegistryOptions extends WorkerRegistration {
 /** Upserts the worker's row (live for `ttlMs`) and deletes rows expired for over an hour. One statement. */
 export async function heartbeatWorkerRegistration(db: Db, registration: WorkerRegistration & { inFlight: number; ttlMs: number }): Promise<void> {
   const host = hostname().slice(0, 255);
-  await withStatement(db, 'worker registry heartbeat', async (tx) => tx.$executeRaw`
+  await withStatement(
+    db,
+    'worker registry heartbeat',
+    async (tx) => tx.$executeRaw`
     WITH expired AS (
       DELETE FROM runledger.workers w
        WHERE w.expires_at < now() - ${REGISTRY_KEEP_EXPIRED_MS}::float8 * interval '1 millisecond'
@@ -60,7 +63,8 @@ export async function heartbeatWorkerRegistration(db: Db, registration: WorkerRe
             ${registration.inFlight}::int, now(), now(), now() + ${registration.ttlMs}::float8 * interval '1 millisecond')
     ON CONFLICT (id) DO UPDATE
        SET host = EXCLUDED.host, pid = EXCLUDED.pid, job_types = EXCLUDED.job_types, concurrency = EXCLUDED.concurrency,
-           in_flight = EXCLUDED.in_flight, last_seen_at = EXCLUDED.last_seen_at, expires_at = EXCLUDED.expires_at`);
+           in_flight = EXCLUDED.in_flight, last_seen_at = EXCLUDED.last_seen_at, expires_at = EXCLUDED.expires_at`,
+  );
 }
 
 /** Deletes the worker's row: it stopped. */

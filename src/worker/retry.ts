@@ -127,7 +127,8 @@ export async function confirmCompletions(db: Db, leases: readonly LeaseIdentity[
   const succeeded = new Map(rows.map((row) => [`${row.id.toLowerCase()}|${row.run_number}|${row.attempt}`, row.finished_at]));
   return outcomes.map((outcome, index) => {
     const lease = leases[index];
-    const finishedAt = lease && outcome.outcome === 'lease_owner_mismatch' ? succeeded.get(`${lease.jobId.toLowerCase()}|${lease.runNumber}|${lease.attempt}`) : undefined;
+    const finishedAt =
+      lease && outcome.outcome === 'lease_owner_mismatch' ? succeeded.get(`${lease.jobId.toLowerCase()}|${lease.runNumber}|${lease.attempt}`) : undefined;
     return finishedAt ? ({ jobId: outcome.jobId, outcome: 'succeeded', finishedAt } satisfies CompleteJobOutcome) : outcome;
   });
 }

@@ -49,7 +49,11 @@ export class SchedulerLoop extends PeriodicLoop {
         enqueued += result.jobs.filter((job) => job.disposition === 'inserted').length;
         for (const failed of result.failed) {
           // The others of the batch went ahead; this schedule's error is on its row (lastError) until a slot succeeds.
-          logger.warn('a schedule could not materialise its due slots; they were skipped', { schedule: failed.scheduleKey, code: failed.code, slots: failed.slots.length });
+          logger.warn('a schedule could not materialise its due slots; they were skipped', {
+            schedule: failed.scheduleKey,
+            code: failed.code,
+            slots: failed.slots.length,
+          });
         }
         if (result.schedules < limit) break;
       }

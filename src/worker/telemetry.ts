@@ -77,7 +77,11 @@ export class WorkerTelemetry implements JobTelemetry {
       this.end(job, outcome, 'runledger.job.failed', {
         code,
         message,
-        eventAttributes: { 'error.type': code, 'runledger.job.retryable': retryable, ...(nextRunAt ? { 'runledger.job.next_run_at': nextRunAt.toISOString() } : {}) },
+        eventAttributes: {
+          'error.type': code,
+          'runledger.job.retryable': retryable,
+          ...(nextRunAt ? { 'runledger.job.next_run_at': nextRunAt.toISOString() } : {}),
+        },
       });
     });
     events.on('job:lease_lost', ({ job, during }) =>
@@ -115,11 +119,7 @@ export class WorkerTelemetry implements JobTelemetry {
     }
     const carrier = job.traceContext === null ? null : traceCarrierOf(job.traceContext);
     const parent = carrier ? this.api.propagation.extract(this.api.ROOT_CONTEXT, carrier) : this.api.ROOT_CONTEXT;
-    const span = this.tracer.startSpan(
-      `process ${job.jobType}`,
-      { kind: this.api.SpanKind.CONSUMER, attributes: spanAttributes },
-      parent,
-    );
+    const span = this.tracer.startSpan(`process ${job.jobType}`, { kind: this.api.SpanKind.CONSUMER, attributes: spanAttributes }, parent);
     span.addEvent('runledger.job.started', { 'runledger.job.queue_wait_ms': job.queueWaitMs });
     const context = this.api.trace.setSpan(parent, span);
     const previous = this.openById.get(job.jobId);
@@ -146,12 +146,7 @@ export class WorkerTelemetry implements JobTelemetry {
     return attributes;
   }
 
-  private end(
-    info: JobInfo,
-    outcome: Outcome,
-    eventName: string,
-    failure?: { code: string; message: string; eventAttributes?: Attributes },
-  ): void {
+  private end(info: JobInfo, outcome: Outcome, eventName: string, failure?: { code: string; message: string; eventAttributes?: Attributes }): void {
     const entry = this.open.get(info);
     if (!entry) return;
     this.open.delete(info);

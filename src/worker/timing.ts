@@ -35,10 +35,13 @@ export class Wakeup {
       return Promise.resolve('signal');
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiter = undefined;
-        resolve('timeout');
-      }, Math.min(timeoutMs, MAX_TIMER_MS));
+      const timer = setTimeout(
+        () => {
+          this.waiter = undefined;
+          resolve('timeout');
+        },
+        Math.min(timeoutMs, MAX_TIMER_MS),
+      );
       this.waiter = () => {
         clearTimeout(timer);
         resolve('signal');

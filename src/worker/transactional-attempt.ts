@@ -120,7 +120,10 @@ export async function commitAttemptOutcome(tx: Db, job: ClaimedJob, output: unkn
       if (value === undefined) continue;
       const storable = toStorableJson(value);
       if (!storable.ok) {
-        const problem = toStorableText(`Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`, MAX_ERROR_MESSAGE_LENGTH);
+        const problem = toStorableText(
+          `Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`,
+          MAX_ERROR_MESSAGE_LENGTH,
+        );
         throw new AttemptRollback({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, output);
       }
       fields[name] = (storable.value ?? null) as JsonValue | null;
@@ -180,7 +183,11 @@ export function transactionalFailure(error: unknown, timeoutSeconds: number, dea
   const expired = isExpiredTransaction(error);
   if (expired || databaseErrorInfo(error).sqlState === '57014' || Date.now() >= deadline) {
     const why = expired ? 'its transaction expired' : 'its transaction was canceled at the deadline';
-    return { code: JOB_TIMEOUT, message: `The job did not finish within its timeout of ${timeoutSeconds} s: ${why}; its writes were rolled back.`, retryable: true };
+    return {
+      code: JOB_TIMEOUT,
+      message: `The job did not finish within its timeout of ${timeoutSeconds} s: ${why}; its writes were rolled back.`,
+      retryable: true,
+    };
   }
   return describeFailure(error);
 }

@@ -235,7 +235,10 @@ class RunledgerWorker implements Worker {
       launch: (job, claimedAt) => this.launch(job, claimedAt),
       release: (job, claimedAt, reason) => this.releaseUnstarted(job, claimedAt, reason),
       expired: (count, now) => {
-        options.logger.warn('buffered jobs waited too long for a handler slot; releasing their leases unrun', { count, maxWaitMs: options.heartbeatIntervalMs });
+        options.logger.warn('buffered jobs waited too long for a handler slot; releasing their leases unrun', {
+          count,
+          maxWaitMs: options.heartbeatIntervalMs,
+        });
         this.claims.pausePrefetch(now + options.heartbeatIntervalMs);
       },
       observe: (buffered, freeSlots) => this.sizer.observe(buffered, freeSlots),

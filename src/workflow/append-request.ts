@@ -20,10 +20,8 @@ import type { ErrorCode } from '../errors/codes.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
-import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
+import { jsonValue, nonBlank, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
 import type { Scope } from '../db/scope.js';
-import { backoffPolicySchema } from '../job/retry-policy.js';
-import { stageLabel } from '../queue/inputs.js';
 import {
   MAX_WORKFLOW_STEPS,
   WORKFLOW_INVALID_INPUT,
@@ -58,8 +56,14 @@ export const appendWorkflowStepsSchema = z.strictObject({
   mutationKey: requestKey,
   /** Key of an external step that must still be open (WAITING_FOR_EXTERNAL) for the append to be accepted. */
   window: nonBlank(200).optional(),
-  steps: z.array(z.discriminatedUnion('kind', [appendJobStepSchema, appendExternalStepSchema])).min(1, 'an append needs at least one step').max(MAX_WORKFLOW_STEPS),
-  edges: z.array(appendEdgeSchema).max(MAX_WORKFLOW_STEPS * 10).default([]),
+  steps: z
+    .array(z.discriminatedUnion('kind', [appendJobStepSchema, appendExternalStepSchema]))
+    .min(1, 'an append needs at least one step')
+    .max(MAX_WORKFLOW_STEPS),
+  edges: z
+    .array(appendEdgeSchema)
+    .max(MAX_WORKFLOW_STEPS * 10)
+    .default([]),
 });
 
 export interface AppendWorkflowStepsInput {
@@ -118,7 +122,12 @@ export function validateAppend(input: unknown): ValidatedAppend {
     rawSteps.forEach((step, index) => {
       if (step && typeof step === 'object' && (step as { kind?: unknown }).kind === 'external') {
         const setting = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds'].find((key) => key in step);
-        if (setting) fail('workflow.external_step_job_settings', `steps.${index}.${setting}`, `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`);
+        if (setting)
+          fail(
+            'workflow.external_step_job_settings',
+            `steps.${index}.${setting}`,
+            `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`,
+          );
       }
     });
   }
@@ -129,17 +138,22 @@ export function validateAppend(input: unknown): ValidatedAppend {
     if (step.key.trim().length === 0) fail('workflow.blank_step_key', `steps.${index}.key`, `Step ${index} has a blank key.`);
     if (step.key.length > 200) fail(WORKFLOW_INVALID_INPUT, `steps.${index}.key`, `Step key "${step.key.slice(0, 20)}..." is longer than 200 characters.`);
     const previous = indexByKey.get(step.key);
-    if (previous !== undefined) fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
+    if (previous !== undefined)
+      fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
     indexByKey.set(step.key, index);
   });
 
   const dependsOn: ValidatedDependency[][] = parsed.steps.map(() => []);
   const edgeIndex = new Map<string, number>();
   parsed.edges.forEach((edge, index) => {
-    if (edge.prerequisite === edge.dependent) fail('workflow.self_dependency', `edges.${index}.prerequisite`, `Step "${edge.dependent}" depends on itself.`, { stepKey: edge.dependent });
+    if (edge.prerequisite === edge.dependent)
+      fail('workflow.self_dependency', `edges.${index}.prerequisite`, `Step "${edge.dependent}" depends on itself.`, { stepKey: edge.dependent });
     const id = edgeId(edge.dependent, edge.prerequisite);
     if (edgeIndex.has(id)) {
-      fail('workflow.duplicate_dependency', `edges.${index}`, `Step "${edge.dependent}" depends on "${edge.prerequisite}" more than once.`, { stepKey: edge.dependent, prerequisite: edge.prerequisite });
+      fail('workflow.duplicate_dependency', `edges.${index}`, `Step "${edge.dependent}" depends on "${edge.prerequisite}" more than once.`, {
+        stepKey: edge.dependent,
+        prerequisite: edge.prerequisite,
+      });
     }
     edgeIndex.set(id, index);
     const dependent = indexByKey.get(edge.dependent);

@@ -51,7 +51,13 @@ import { MAX_WORKFLOW_STEPS, type ValidatedStep } from './run-definition.js';
 import { lockRunAppend, releaseConflict, tryLockRunReleaseShared } from '../coordination/locking.js';
 import { DEPENDENCY_UNSATISFIED } from '../coordination/dependency-release.js';
 import { recomputeWorkflowRunStatuses } from '../coordination/run-status.js';
-import { isTerminalRunStatus, isTerminalStepStatus, type WorkflowRunStatus, type WorkflowStepExecutionKind, type WorkflowStepStatus } from '../model/workflow-rows.js';
+import {
+  isTerminalRunStatus,
+  isTerminalStepStatus,
+  type WorkflowRunStatus,
+  type WorkflowStepExecutionKind,
+  type WorkflowStepStatus,
+} from '../model/workflow-rows.js';
 import { inScope } from '../db/fragments.js';
 
 export type { AppendWorkflowStepsInput } from './append-request.js';
@@ -158,7 +164,10 @@ export async function appendWorkflowSteps(db: Db, input: AppendWorkflowStepsInpu
       outcome: 'appended',
       workflowRunId: runId,
       runStatus: statuses.get(runId) ?? run.status,
-      steps: inRequestOrder(append, planned.map((p) => ({ stepKey: p.step.key, stepId: p.id, status: p.status, jobId: p.jobId }))),
+      steps: inRequestOrder(
+        append,
+        planned.map((p) => ({ stepKey: p.step.key, stepId: p.id, status: p.status, jobId: p.jobId })),
+      ),
     };
   });
 }
@@ -167,10 +176,14 @@ function checkWindow(append: ValidatedAppend, byKey: ReadonlyMap<string, LockedS
   if (append.window === null) return;
   const window = byKey.get(append.window);
   if (!window) {
-    throw new ValidationError('workflow.append_window_missing', 'window', `The run has no step "${append.window}" to serve as an append window.`, { details: { stepKey: append.window } });
+    throw new ValidationError('workflow.append_window_missing', 'window', `The run has no step "${append.window}" to serve as an append window.`, {
+      details: { stepKey: append.window },
+    });
   }
   if (window.execution_kind !== 'EXTERNAL') {
-    throw new ValidationError('workflow.append_window_not_external', 'window', `Step "${append.window}" is a job step; an append window is an external step.`, { details: { stepKey: append.window } });
+    throw new ValidationError('workflow.append_window_not_external', 'window', `Step "${append.window}" is a job step; an append window is an external step.`, {
+      details: { stepKey: append.window },
+    });
   }
   if (window.status !== 'WAITING_FOR_EXTERNAL') {
     throw new ConflictError('workflow.append_window_closed', `The append window "${append.window}" is closed (${window.status}).`, {
@@ -183,31 +196,53 @@ function checkWindow(append: ValidatedAppend, byKey: ReadonlyMap<string, LockedS
 function checkAgainstRun(append: ValidatedAppend, byKey: ReadonlyMap<string, LockedStep>): void {
   const newKeys = new Set(append.steps.map((step) => step.key));
   if (byKey.size + append.steps.length > MAX_WORKFLOW_STEPS) {
-    throw new ValidationError('workflow.step_limit_exceeded', 'steps', `A workflow run has at most ${MAX_WORKFLOW_STEPS} steps; it has ${byKey.size} and the append adds ${append.steps.length}.`, {
-      details: { existing: byKey.size, appended: append.steps.length, max: MAX_WORKFLOW_STEPS },
-    });
+    throw new ValidationError(
+      'workflow.step_limit_exceeded',
+      'steps',
+      `A workflow run has at most ${MAX_WORKFLOW_STEPS} steps; it has ${byKey.size} and the append adds ${append.steps.length}.`,
+      {
+        details: { existing: byKey.size, appended: append.steps.length, max: MAX_WORKFLOW_STEPS },
+      },
+    );
   }
   for (const step of append.steps) {
     if (byKey.has(step.key)) {
       const index = append.inputOrder.indexOf(step.key);
-      throw new ValidationError('workflow.duplicate_step_key', `steps.${index}.key`, `The run already has a step "${step.key}".`, { details: { stepKey: step.key } });
+      throw new ValidationError('workflow.duplicate_step_key', `steps.${index}.key`, `The run already has a step "${step.key}".`, {
+        details: { stepKey: step.key },
+      });
     }
   }
   append.edges.forEach((edge, index) => {
     if (!newKeys.has(edge.dependent)) {
       if (byKey.has(edge.dependent)) {
-        throw new ValidationError('workflow.append_existing_dependent', `edges.${index}.dependent`, `Existing step "${edge.dependent}" cannot depend on an appended step.`, {
-          details: { stepKey: edge.dependent },
-        });
+        throw new ValidationError(
+          'workflow.append_existing_dependent',
+          `edges.${index}.dependent`,
+          `Existing step "${edge.dependent}" cannot depend on an appended step.`,
+          {
+            details: { stepKey: edge.dependent },
+          },
+        );
       }
-      throw new ValidationError('workflow.append_unknown_dependent', `edges.${index}.dependent`, `Edge ${index} names "${edge.dependent}", which is not one of the appended steps.`, {
-        details: { stepKey: edge.dependent },
-      });
+      throw new ValidationError(
+        'workflow.append_unknown_dependent',
+        `edges.${index}.dependent`,
+        `Edge ${index} names "${edge.dependent}", which is not one of the appended steps.`,
+        {
+          details: { stepKey: edge.dependent },
+        },
+      );
     }
     if (!newKeys.has(edge.prerequisite) && !byKey.has(edge.prerequisite)) {
-      throw new ValidationError('workflow.unknown_prerequisite', `edges.${index}.prerequisite`, `Step "${edge.dependent}" depends on unknown step "${edge.prerequisite}".`, {
-        details: { stepKey: edge.dependent, prerequisite: edge.prerequisite },
-      });
+      throw new ValidationError(
+        'workflow.unknown_prerequisite',
+        `edges.${index}.prerequisite`,
+        `Step "${edge.dependent}" depends on unknown step "${edge.prerequisite}".`,
+        {
+          details: { stepKey: edge.dependent, prerequisite: edge.prerequisite },
+        },
+      );
     }
   });
 }
@@ -232,8 +267,7 @@ function planSteps(append: ValidatedAppend, byKey: ReadonlyMap<string, LockedSte
       if (!isTerminalStepStatus(prerequisite)) pending += 1;
       else if (dependency.mode === 'ON_SUCCESS' && prerequisite !== 'SUCCEEDED') unsatisfied += 1;
     }
-    const status: WorkflowStepStatus =
-      pending > 0 ? 'BLOCKED' : unsatisfied > 0 ? 'CANCELED' : step.kind === 'job' ? 'ENQUEUED' : 'WAITING_FOR_EXTERNAL';
+    const status: WorkflowStepStatus = pending > 0 ? 'BLOCKED' : unsatisfied > 0 ? 'CANCELED' : step.kind === 'job' ? 'ENQUEUED' : 'WAITING_FOR_EXTERNAL';
     planned.set(step.key, { step, id: newId(), status, jobId: status === 'ENQUEUED' ? newId() : null, pending, unsatisfied });
   }
   return [...planned.values()];
@@ -277,7 +311,8 @@ async function writeAppend(
   await insertJobsTx(tx, jobs, { at });
 
   const col = <T>(pick: (p: PlannedStep) => T): T[] => planned.map(pick);
-  const job = <T>(pick: (step: Extract<ValidatedStep, { kind: 'job' }>) => T): (T | null)[] => planned.map((p) => (p.step.kind === 'job' ? pick(p.step) : null));
+  const job = <T>(pick: (step: Extract<ValidatedStep, { kind: 'job' }>) => T): (T | null)[] =>
+    planned.map((p) => (p.step.kind === 'job' ? pick(p.step) : null));
   // The organization is copied from the run row, whatever type its column has.
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
@@ -307,7 +342,10 @@ async function writeAppend(
                 pending, unsatisfied, stage, allow_continuation)
      WHERE wr.id = ${runId}::uuid`;
 
-  const idOf = new Map<string, string>([...[...byKey.values()].map((step): [string, string] => [step.step_key, step.id]), ...planned.map((p): [string, string] => [p.step.key, p.id])]);
+  const idOf = new Map<string, string>([
+    ...[...byKey.values()].map((step): [string, string] => [step.step_key, step.id]),
+    ...planned.map((p): [string, string] => [p.step.key, p.id]),
+  ]);
   const edges = planned.flatMap((p) => p.step.dependsOn.map((d) => ({ prerequisite: idOf.get(d.step)!, dependent: p.id, mode: d.mode })));
   await tx.$executeRaw`
     WITH mutation AS (

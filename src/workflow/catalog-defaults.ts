@@ -16,7 +16,10 @@ function inheritsAny(step: ValidatedStep): step is JobStep {
 }
 
 /** The steps with inherited settings taken from `defaults` (job type -> catalog defaults). */
-export function applyCatalogDefaults<S extends ValidatedStep>(steps: readonly S[], defaults: ReadonlyMap<string, { priority: number; maxAttempts: number; timeoutSeconds: number }>): S[] {
+export function applyCatalogDefaults<S extends ValidatedStep>(
+  steps: readonly S[],
+  defaults: ReadonlyMap<string, { priority: number; maxAttempts: number; timeoutSeconds: number }>,
+): S[] {
   return steps.map((step) => {
     if (!inheritsAny(step)) return step;
     const found = defaults.get(step.jobType);
@@ -43,6 +46,9 @@ export function applyCatalogJson<S extends ValidatedStep>(steps: readonly S[], c
 
 /** Appended steps (`{ step }` holders) with their inherited settings from `catalog`. */
 export function withCatalogDefaultsForSteps<P extends { step: ValidatedStep }>(planned: readonly P[], catalog: CatalogJson): P[] {
-  const steps = applyCatalogJson(planned.map((p) => p.step), catalog);
+  const steps = applyCatalogJson(
+    planned.map((p) => p.step),
+    catalog,
+  );
   return planned.map((p, index) => ({ ...p, step: steps[index]! }));
 }

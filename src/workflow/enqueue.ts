@@ -166,9 +166,7 @@ export async function persistRuns(
   const insertedIds = new Set(inserted.map((row) => row.id));
   const catalog = inserted[0]?.catalog ?? {};
   // The steps' stored settings take the catalog's defaults; the idempotency snapshot (`canonical`) stays the request as given.
-  const fresh = planned
-    .filter((p) => insertedIds.has(p.runId))
-    .map((p) => ({ ...p, run: { ...p.run, steps: applyCatalogJson(p.run.steps, catalog) } }));
+  const fresh = planned.filter((p) => insertedIds.has(p.runId)).map((p) => ({ ...p, run: { ...p.run, steps: applyCatalogJson(p.run.steps, catalog) } }));
   const skipped = planned.filter((p) => !insertedIds.has(p.runId));
 
   // Statement 2 (only when keys were taken): same request -> the existing run, else a conflict.
@@ -185,7 +183,9 @@ export async function persistRuns(
   if (fresh.length > 0) await insertStepsAndEdges(tx, fresh);
   return planned.map((p): EnqueueWorkflowRunResult => {
     const found = existing.get(p);
-    return found ? { workflowRunId: found.id, status: found.status, disposition: 'existing' } : { workflowRunId: p.runId, status: p.status, disposition: 'inserted' };
+    return found
+      ? { workflowRunId: found.id, status: found.status, disposition: 'existing' }
+      : { workflowRunId: p.runId, status: p.status, disposition: 'inserted' };
   });
 }
 
@@ -193,7 +193,7 @@ export async function persistRuns(
 async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promise<void> {
   const jobs: InsertJobRow[] = [];
   const jobIdByStep = new Map<string, string>();
-  for (const { run, runId, stepIds, carried } of fresh) {
+  for (const { run, stepIds, carried } of fresh) {
     run.steps.forEach((step, index) => {
       if (step.kind !== 'job' || carried.has(step.key) || pendingOf(step, carried) > 0) return;
       const stepId = stepIds[index]!;
@@ -222,7 +222,15 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
   await insertJobsTx(tx, jobs);
 
   const steps = fresh.flatMap(({ run, runId, stepIds, carried }) =>
-    run.steps.map((step, index) => ({ step, run, runId, id: stepIds[index]!, carried: carried.has(step.key), output: carried.get(step.key) ?? null, pending: pendingOf(step, carried) })),
+    run.steps.map((step, index) => ({
+      step,
+      run,
+      runId,
+      id: stepIds[index]!,
+      carried: carried.has(step.key),
+      output: carried.get(step.key) ?? null,
+      pending: pendingOf(step, carried),
+    })),
   );
   const col = <T>(pick: (entry: (typeof steps)[number]) => T): T[] => steps.map(pick);
   await tx.$executeRaw`
@@ -263,7 +271,9 @@ async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promis
 
   const edges = fresh.flatMap(({ run, runId, stepIds }) => {
     const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
-    return run.steps.flatMap((step) => step.dependsOn.map((d) => ({ runId, prerequisite: idByKey.get(d.step)!, dependent: idByKey.get(step.key)!, mode: d.mode })));
+    return run.steps.flatMap((step) =>
+      step.dependsOn.map((d) => ({ runId, prerequisite: idByKey.get(d.step)!, dependent: idByKey.get(step.key)!, mode: d.mode })),
+    );
   });
   if (edges.length > 0) {
     await tx.$executeRaw`
@@ -355,8 +365,14 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
       .map((step) => {
         // A null resource key, backoff or stage, and a continuation not allowed, are left out, so snapshots stored before they existed still compare equal.
         // `inherits` is left out: the snapshot is the request as given, whatever the catalog says at the time.
-        const { resourceKey, backoff, stage, allowContinuation, inherits: _inherits, ...rest } =
-          step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
+        const {
+          resourceKey,
+          backoff,
+          stage,
+          allowContinuation,
+          inherits: _inherits,
+          ...rest
+        } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
         return {
           ...rest,
           ...(allowContinuation ? { allowContinuation } : {}),

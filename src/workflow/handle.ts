@@ -20,7 +20,7 @@ import type { TypedWorkflowRunInput } from './builder.js';
 import type { WorkflowRunInput } from './run-definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';
 import { findWorkflowRun, type WorkflowRunWithLineage } from './reads.js';
-import { isTerminalRunStatus, type WorkflowRun, type WorkflowRunStatus } from '../model/workflow-rows.js';
+import { isTerminalRunStatus, type WorkflowRunStatus } from '../model/workflow-rows.js';
 import type { WorkflowRunListener } from './run-listener.js';
 
 export const DEFAULT_RESULT_TIMEOUT_MS = 30_000;
@@ -31,9 +31,12 @@ const handleOptionsSchema = z.object({
   pollIntervalMs: timerMs.min(1, 'must be at least 1').optional(),
   // Duck-typed like the signal below; checked when the handle is made, not at its first getResult (a raw TypeError before).
   listener: z
-    .custom<WorkflowRunListener>((v) => typeof (v as WorkflowRunListener | null)?.wake === 'function' && ['undefined', 'boolean'].includes(typeof (v as WorkflowRunListener).listening), {
-      error: 'must be a WorkflowRunListener (createWorkflowRunListener)',
-    })
+    .custom<WorkflowRunListener>(
+      (v) => typeof (v as WorkflowRunListener | null)?.wake === 'function' && ['undefined', 'boolean'].includes(typeof (v as WorkflowRunListener).listening),
+      {
+        error: 'must be a WorkflowRunListener (createWorkflowRunListener)',
+      },
+    )
     .optional(),
 });
 const getResultOptionsSchema = z.object({
@@ -95,7 +98,8 @@ export function workflowRunHandle<Result = unknown>(
 ): WorkflowRunHandle<Result> {
   ensureRootClient(db, 'db');
   if (options === null || typeof options !== 'object') throw new ValidationError(INVALID, 'options', 'Expected an options object.');
-  const pollIntervalMs = parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs, listener: options.listener }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  const pollIntervalMs =
+    parseInput(handleOptionsSchema, { pollIntervalMs: options.pollIntervalMs, listener: options.listener }, INVALID).pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const getRun = async (): Promise<WorkflowRunWithLineage> => {
     const run = await findWorkflowRun(db, { scope, workflowRunId });
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId } });
@@ -112,11 +116,19 @@ export function workflowRunHandle<Result = unknown>(
       for (;;) {
         // Register for the wake-up before reading, so a notification sent
         // between the read and the wait is not missed.
-        const wait = startWait(workflowRunId, options.listener, options.listener && options.listener.listening !== false ? Math.max(pollIntervalMs, 5_000) : pollIntervalMs, deadline, resultOptions.signal);
+        const wait = startWait(
+          workflowRunId,
+          options.listener,
+          options.listener && options.listener.listening !== false ? Math.max(pollIntervalMs, 5_000) : pollIntervalMs,
+          deadline,
+          resultOptions.signal,
+        );
         try {
           const run = await getRun();
           if (run.resultStepKey === null) {
-            throw new ValidationError('workflow.result_not_declared', 'resultStepKey', 'This workflow run declares no result step.', { details: { workflowRunId } });
+            throw new ValidationError('workflow.result_not_declared', 'resultStepKey', 'This workflow run declares no result step.', {
+              details: { workflowRunId },
+            });
           }
           if (run.status === 'SUCCEEDED') {
             // Output null and no output are both stored as SQL NULL: either way there is no result to return.
@@ -200,7 +212,11 @@ export function enqueueWorkflowRunHandle<Result = unknown>(
   input: TypedWorkflowRunInput<Result>,
   options?: EnqueueWorkflowRunHandleOptions,
 ): Promise<EnqueuedWorkflowRunHandle<Result>>;
-export async function enqueueWorkflowRunHandle(db: Db, input: WorkflowRunInput, options: EnqueueWorkflowRunHandleOptions = {}): Promise<EnqueuedWorkflowRunHandle> {
+export async function enqueueWorkflowRunHandle(
+  db: Db,
+  input: WorkflowRunInput,
+  options: EnqueueWorkflowRunHandleOptions = {},
+): Promise<EnqueuedWorkflowRunHandle> {
   if (options === null || typeof options !== 'object') throw new ValidationError(INVALID, 'options', 'Expected an options object.');
   const { readWith, scope: givenScope, ...handleOptions } = options;
   // Checked before the enqueue, so a handle that could not outlive `tx`, or bad options, are refused with nothing written.

@@ -77,8 +77,11 @@ export type WorkflowRunWithLineage = WorkflowRun & WorkflowRunLineage;
 export async function findWorkflowRun(db: Db, input: WorkflowRunRef): Promise<WorkflowRunWithLineage | null> {
   const ref = parseInput(runRefSchema, input, INVALID);
   const s = scopeParams(ref.scope);
-  const rows = await withTransaction(db, 'read workflow run', async ({ tx }) =>
-    tx.$queryRaw<(WorkflowRunRow & LineageColumns)[]>`
+  const rows = await withTransaction(
+    db,
+    'read workflow run',
+    async ({ tx }) =>
+      tx.$queryRaw<(WorkflowRunRow & LineageColumns)[]>`
       SELECT wr.*,
              (SELECT jsonb_build_object('source_run_id', r.source_run_id, 'recovery_run_id', r.recovery_run_id, 'request_key', r.request_key,
                                         'reason', r.reason, 'mode', r.mode, 'created_at', r.created_at, 'recovery_status', wr.status)
@@ -113,8 +116,11 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
   const parsed = parseInput(listSchema, input, INVALID);
   const s = scopeParams(parsed.scope);
   const [afterMicros, afterId] = parsed.cursor ? parsed.cursor.split(/:(.*)/s) : [null, null];
-  const rows = await withTransaction(db, 'list workflow runs', async ({ tx }) =>
-    tx.$queryRaw<(WorkflowRunRow & { cursor_micros: string })[]>`
+  const rows = await withTransaction(
+    db,
+    'list workflow runs',
+    async ({ tx }) =>
+      tx.$queryRaw<(WorkflowRunRow & { cursor_micros: string })[]>`
       SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_micros
         FROM runledger.workflow_runs
        WHERE ${inScope(s, 'organization_id')}
@@ -136,8 +142,11 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
 export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Promise<number> {
   const parsed = parseInput(filterSchema, filter, INVALID, 'filter');
   const s = scopeParams(parsed.scope);
-  const rows = await withTransaction(db, 'count workflow runs', async ({ tx }) =>
-    tx.$queryRaw<{ n: number }[]>`
+  const rows = await withTransaction(
+    db,
+    'count workflow runs',
+    async ({ tx }) =>
+      tx.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.workflow_runs
        WHERE ${inScope(s, 'organization_id')}
          AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
@@ -154,8 +163,11 @@ export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Prom
 export async function listWorkflowSteps(db: Db, input: ListWorkflowStepsInput): Promise<Page<WorkflowStep>> {
   const ref = parseInput(listStepsSchema, input, INVALID);
   const s = scopeParams(ref.scope);
-  const rows = await withTransaction(db, 'list workflow steps', async ({ tx }) =>
-    tx.$queryRaw<(WorkflowStepRow | { [K in keyof WorkflowStepRow]: null })[]>`
+  const rows = await withTransaction(
+    db,
+    'list workflow steps',
+    async ({ tx }) =>
+      tx.$queryRaw<(WorkflowStepRow | { [K in keyof WorkflowStepRow]: null })[]>`
       SELECT ws.* FROM runledger.workflow_runs wr
         LEFT JOIN LATERAL (
           -- The view reads a step's RUNNING and start from its job (migration 20261223000000_step_running_derived).
@@ -181,8 +193,11 @@ export async function listWorkflowStepDependencies(db: Db, input: ListWorkflowSt
   const ref = parseInput(listDependenciesSchema, input, INVALID);
   const s = scopeParams(ref.scope);
   const [afterPrerequisite, afterDependent] = ref.cursor ? ref.cursor.split(':') : [null, null];
-  const rows = await withTransaction(db, 'list workflow step dependencies', async ({ tx }) =>
-    tx.$queryRaw<(WorkflowStepDependencyRow | { [K in keyof WorkflowStepDependencyRow]: null })[]>`
+  const rows = await withTransaction(
+    db,
+    'list workflow step dependencies',
+    async ({ tx }) =>
+      tx.$queryRaw<(WorkflowStepDependencyRow | { [K in keyof WorkflowStepDependencyRow]: null })[]>`
       SELECT d.workflow_run_id, d.prerequisite_step_id, d.prerequisite_step_key,
              d.dependent_step_id, d.dependent_step_key, d.release_mode
         FROM runledger.workflow_runs wr

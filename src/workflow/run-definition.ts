@@ -13,11 +13,10 @@ import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
 import { stageLabel } from '../queue/inputs.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
-import { int32, jsonInput, jsonObject, jsonValue, nonBlank, positiveInt, requestKey, storableText, organizationId, uuid, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonInput, jsonObject, nonBlank, positiveInt, requestKey, storableText, organizationId, type JsonValue } from '../validation/primitives.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;
-
 
 const dependencySchema = z.strictObject({
   // A step key's name, at most 200 characters like the keys themselves: a longer one can match none.
@@ -63,7 +62,10 @@ export const workflowRunInputSchema = z.strictObject({
   organizationId: organizationId.nullish(),
   metadata: jsonObject.optional(),
   idempotencyKey: requestKey.optional(),
-  steps: z.array(z.discriminatedUnion('kind', [jobStepSchema, externalStepSchema])).min(1, 'a workflow needs at least one step').max(MAX_WORKFLOW_STEPS),
+  steps: z
+    .array(z.discriminatedUnion('kind', [jobStepSchema, externalStepSchema]))
+    .min(1, 'a workflow needs at least one step')
+    .max(MAX_WORKFLOW_STEPS),
 });
 
 export type WorkflowRunInput = z.input<typeof workflowRunInputSchema>;
@@ -128,7 +130,11 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
       if (step && typeof step === 'object' && (step as { kind?: unknown }).kind === 'external') {
         const setting = JOB_SETTING_KEYS.find((key) => key in step);
         if (setting) {
-          fail('workflow.external_step_job_settings', `steps.${index}.${setting}`, `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`);
+          fail(
+            'workflow.external_step_job_settings',
+            `steps.${index}.${setting}`,
+            `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`,
+          );
         }
       }
     });
@@ -140,7 +146,8 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
     if (step.key.trim().length === 0) fail('workflow.blank_step_key', `steps.${index}.key`, `Step ${index} has a blank key.`);
     if (step.key.length > 200) fail(WORKFLOW_INVALID_INPUT, `steps.${index}.key`, `Step key "${step.key.slice(0, 20)}..." is longer than 200 characters.`);
     const previous = indexByKey.get(step.key);
-    if (previous !== undefined) fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
+    if (previous !== undefined)
+      fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
     indexByKey.set(step.key, index);
   });
 
@@ -150,10 +157,16 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
       const field = `steps.${index}.dependsOn.${d}.step`;
       if (dependency.step === step.key) fail('workflow.self_dependency', field, `Step "${step.key}" depends on itself.`, { stepKey: step.key });
       if (!indexByKey.has(dependency.step)) {
-        fail('workflow.unknown_prerequisite', field, `Step "${step.key}" depends on unknown step "${dependency.step}".`, { stepKey: step.key, prerequisite: dependency.step });
+        fail('workflow.unknown_prerequisite', field, `Step "${step.key}" depends on unknown step "${dependency.step}".`, {
+          stepKey: step.key,
+          prerequisite: dependency.step,
+        });
       }
       if (seen.has(dependency.step)) {
-        fail('workflow.duplicate_dependency', field, `Step "${step.key}" depends on "${dependency.step}" more than once.`, { stepKey: step.key, prerequisite: dependency.step });
+        fail('workflow.duplicate_dependency', field, `Step "${step.key}" depends on "${dependency.step}" more than once.`, {
+          stepKey: step.key,
+          prerequisite: dependency.step,
+        });
       }
       seen.add(dependency.step);
     });
@@ -183,7 +196,19 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
 /** A parsed step with its job settings resolved to their defaults (run validation and appends alike). */
 export function resolveStep(
   step:
-    | { key: string; kind: 'job'; jobType: string; payload: JsonValue; priority?: number | undefined; maxAttempts?: number | undefined; timeoutSeconds?: number | undefined; resource?: string | undefined; backoff?: Parameters<typeof resolveBackoff>[0] | undefined; stage?: string | undefined; allowContinuation?: boolean | undefined }
+    | {
+        key: string;
+        kind: 'job';
+        jobType: string;
+        payload: JsonValue;
+        priority?: number | undefined;
+        maxAttempts?: number | undefined;
+        timeoutSeconds?: number | undefined;
+        resource?: string | undefined;
+        backoff?: Parameters<typeof resolveBackoff>[0] | undefined;
+        stage?: string | undefined;
+        allowContinuation?: boolean | undefined;
+      }
     | { key: string; kind: 'external' },
   dependsOn: ValidatedDependency[],
 ): ValidatedStep {

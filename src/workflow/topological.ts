@@ -12,7 +12,7 @@ export function topologicalOrder(keys: readonly string[], prerequisitesOf: (inde
   const prerequisites = keys.map((_, index) => prerequisitesOf(index).map((key) => indexByKey.get(key)!));
   const remaining = prerequisites.map((list) => list.length);
   const dependents: number[][] = keys.map(() => []);
-  prerequisites.forEach((list, index) => list.forEach((p) => dependents[p]!.push(index)));
+  for (const [index, list] of prerequisites.entries()) for (const p of list) dependents[p]!.push(index);
   const ready = keys.flatMap((_, index) => (remaining[index] === 0 ? [index] : []));
   const order: number[] = [];
   for (let head = 0; head < ready.length; head += 1) {

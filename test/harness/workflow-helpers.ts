@@ -1,16 +1,7 @@
 /** Helpers for workflow tests: drive jobs through the real queue, observe notifications. */
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import {
-  claimJobs,
-  completeJob,
-  failJob,
-  noOrganizationScope,
-  listWorkflowSteps,
-  type ClaimedJob,
-  type Db,
-  type WorkflowStep,
-} from '../../src/index.js';
+import { claimJobs, completeJob, failJob, noOrganizationScope, listWorkflowSteps, type ClaimedJob, type Db, type WorkflowStep } from '../../src/index.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL } from '../../src/model/constants.js';
 import { newId } from '../../src/db/ids.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';

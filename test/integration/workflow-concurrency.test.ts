@@ -323,9 +323,7 @@ describe('workflow concurrency', () => {
   it('refuses a workflow job completion inside a SERIALIZABLE caller transaction', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('iso').job('a', 'iso.a', {}).build());
     const [job] = await claimAll(db.prisma);
-    const error = await db.prisma
-      .$transaction((tx) => completeJob(tx, { ...job!, output: 1 }), { isolationLevel: 'Serializable' })
-      .catch((e: unknown) => e);
+    const error = await db.prisma.$transaction((tx) => completeJob(tx, { ...job!, output: 1 }), { isolationLevel: 'Serializable' }).catch((e: unknown) => e);
     expect(isRunledgerError(error, 'workflow.terminal_completion_unsupported_isolation')).toBe(true);
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job!.jobId })).status).toBe('LEASED');
     expect((await stepsByKey(db.prisma, workflowRunId)).a!.status).toBe('RUNNING');
