@@ -87,14 +87,16 @@ describe('worker buffer', () => {
       db.prisma,
       Array.from({ length: 6 }, (_, n) => ({ jobType: 'buffer.stop', payload: { n } })),
     );
-    // Polling only, so the one claim of 5 is all this worker takes (the buffer stays over half full).
+    // Polling only, so the one claim of 5 is all this worker takes (the buffer stays over half full). The poll
+    // interval is longer than the test: a poll that fired while the first claim was in flight (a loaded machine)
+    // sent a second claim of 1 that could win the race, and the first handler started with nothing buffered.
     const worker = createWorker({
       db: db.prisma,
       handlers: [handler],
       concurrency: 1,
       batchSize: 5,
       listen: false,
-      pollIntervalMs: 50,
+      pollIntervalMs: 60_000,
       reaper: false,
       logger: silentLogger,
     });
