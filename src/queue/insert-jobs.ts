@@ -182,17 +182,13 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
  * every writer of keyed jobs (enqueue, schedules). `resource` and `backoff` only when set, so requests stored
  * before they existed still compare equal.
  */
-export function canonicalJobRequest(r: {
-  jobType: string;
-  organizationId: string | null;
-  payload: JsonValue;
-  priority: number;
-  maxAttempts: number;
-  timeoutSeconds: number;
-  resourceKey: string | null;
-  backoff: { baseDelayMs: number; maxDelayMs: number } | null;
-  stage?: string | null;
-}): JsonValue {
+export function canonicalJobRequest(
+  r: Pick<InsertJobRow, 'jobType' | 'organizationId' | 'payload' | 'priority' | 'maxAttempts' | 'timeoutSeconds'> & {
+    resourceKey: string | null;
+    backoff: { baseDelayMs: number; maxDelayMs: number } | null;
+    stage?: string | null;
+  },
+): JsonValue {
   return {
     jobType: r.jobType,
     organizationId: r.organizationId,

@@ -85,6 +85,7 @@ import {
   type AttemptCommitted,
 } from './transactional-attempt.js';
 import type { StepInputs } from '../job/step-inputs.js';
+import { continuationFields } from '../job/continuation-fields.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 /** Longest wait for the read that tells a cancel from another attempt after a refused fence. */
@@ -488,22 +489,12 @@ export class JobExecution {
 
   /** A continuation goes through the completion batch like a success (its own statement there, continue.ts). */
   private async recordContinuation(continuation: Continuation): Promise<void> {
-    const fields: { checkpoint?: JsonValue | null; progress?: JsonValue | null } = {};
-    for (const name of ['checkpoint', 'progress'] as const) {
-      const value = continuation[name];
-      if (value === undefined) continue;
-      const storable = toStorableJson(value);
-      if (!storable.ok) {
-        const problem = toStorableText(
-          `Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`,
-          MAX_ERROR_MESSAGE_LENGTH,
-        );
-        await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, continuation);
-        return;
-      }
-      fields[name] = (storable.value ?? null) as JsonValue | null;
+    const converted = continuationFields(continuation);
+    if (!converted.ok) {
+      await this.recordFailure(converted.failure, continuation);
+      return;
     }
-    const completion = this.deps.batcher.continue({ lease: this.job, delayMs: continuation.delayMs, ...fields });
+    const completion = this.deps.batcher.continue({ lease: this.job, delayMs: continuation.delayMs, ...converted.fields });
     this.markSuccessQueued();
     const result = await completion;
     if (result.outcome === 'continued') {

@@ -51,8 +51,9 @@ import { continueJobs } from '../queue/continue.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/inputs.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { formatJsonPath, toStorableText } from '../validation/storable.js';
+import { toStorableText } from '../validation/storable.js';
 import { isContinuation } from '../job/continuation.js';
+import { continuationFields } from '../job/continuation-fields.js';
 import { JOB_OUTPUT_INVALID, JOB_TIMEOUT, describeFailure, outputProblem, type FailureRecord } from '../job/errors.js';
 
 /** Added to the job's remaining time for the server-side backstops (idle, transaction timeouts) and Prisma's own timer. */
@@ -114,21 +115,9 @@ const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation
  */
 export async function commitAttemptOutcome(tx: Db, job: ClaimedJob, output: unknown): Promise<AttemptCommitted> {
   if (isContinuation(output)) {
-    const fields: { checkpoint?: JsonValue | null; progress?: JsonValue | null } = {};
-    for (const name of ['checkpoint', 'progress'] as const) {
-      const value = output[name];
-      if (value === undefined) continue;
-      const storable = toStorableJson(value);
-      if (!storable.ok) {
-        const problem = toStorableText(
-          `Invalid ${formatJsonPath([name, ...storable.problem.path])}: must be storable JSON: ${storable.problem.reason}`,
-          MAX_ERROR_MESSAGE_LENGTH,
-        );
-        throw new AttemptRollback({ code: JOB_OUTPUT_INVALID, message: problem, retryable: false }, output);
-      }
-      fields[name] = (storable.value ?? null) as JsonValue | null;
-    }
-    const [result] = await continueJobs(tx, [{ lease: job, delayMs: output.delayMs, ...fields }]);
+    const converted = continuationFields(output);
+    if (!converted.ok) throw new AttemptRollback(converted.failure, output);
+    const [result] = await continueJobs(tx, [{ lease: job, delayMs: output.delayMs, ...converted.fields }]);
     if (result?.outcome === 'continued') return { kind: 'continued', runNumber: result.runNumber, nextRunAt: result.nextRunAt };
     if (result?.outcome === 'not_enabled') {
       const message = 'The handler returned a continuation, but its workflow step was not enqueued with allowContinuation.';
