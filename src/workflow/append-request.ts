@@ -27,7 +27,9 @@ import {
   WORKFLOW_INVALID_INPUT,
   type ValidatedDependency,
   type ValidatedStep,
+  indexStepKeys,
   jobStepSettingsFields,
+  refuseExternalStepJobSettings,
   resolveStep,
 } from './run-definition.js';
 
@@ -117,31 +119,10 @@ function fail(code: ErrorCode, field: string, message: string, details: Record<s
 export const edgeId = (dependent: string, prerequisite: string): string => JSON.stringify([dependent, prerequisite]);
 
 export function validateAppend(input: unknown): ValidatedAppend {
-  const rawSteps = (input as { steps?: unknown } | null)?.steps;
-  if (Array.isArray(rawSteps)) {
-    rawSteps.forEach((step, index) => {
-      if (step && typeof step === 'object' && (step as { kind?: unknown }).kind === 'external') {
-        const setting = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds'].find((key) => key in step);
-        if (setting)
-          fail(
-            'workflow.external_step_job_settings',
-            `steps.${index}.${setting}`,
-            `External step "${String((step as { key?: unknown }).key)}" cannot have job settings (${setting}).`,
-          );
-      }
-    });
-  }
+  refuseExternalStepJobSettings(input);
   const parsed = parseInput(appendWorkflowStepsSchema, input, WORKFLOW_INVALID_INPUT);
 
-  const indexByKey = new Map<string, number>();
-  parsed.steps.forEach((step, index) => {
-    if (step.key.trim().length === 0) fail('workflow.blank_step_key', `steps.${index}.key`, `Step ${index} has a blank key.`);
-    if (step.key.length > 200) fail(WORKFLOW_INVALID_INPUT, `steps.${index}.key`, `Step key "${step.key.slice(0, 20)}..." is longer than 200 characters.`);
-    const previous = indexByKey.get(step.key);
-    if (previous !== undefined)
-      fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
-    indexByKey.set(step.key, index);
-  });
+  const indexByKey = indexStepKeys(parsed.steps);
 
   const dependsOn: ValidatedDependency[][] = parsed.steps.map(() => []);
   const edgeIndex = new Map<string, number>();

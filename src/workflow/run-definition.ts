@@ -122,8 +122,11 @@ function fail(code: ErrorCode, field: string, message: string, details: Record<s
   throw new ValidationError(code, field, message, { details });
 }
 
-export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
-  // A clearer error than zod's "unrecognized key" for the common mistake.
+/**
+ * Before the schema: an external step given job settings gets this clearer
+ * error than zod's "unrecognized key" (the common mistake). For runs and appends.
+ */
+export function refuseExternalStepJobSettings(input: unknown): void {
   const rawSteps = (input as { steps?: unknown } | null)?.steps;
   if (Array.isArray(rawSteps)) {
     rawSteps.forEach((step, index) => {
@@ -139,10 +142,12 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
       }
     });
   }
-  const parsed = parseInput(workflowRunInputSchema, input, WORKFLOW_INVALID_INPUT);
+}
 
+/** Every step key is non-blank, at most 200 characters and used once; returns each key's index. For runs and appends. */
+export function indexStepKeys(steps: readonly { key: string }[]): Map<string, number> {
   const indexByKey = new Map<string, number>();
-  parsed.steps.forEach((step, index) => {
+  steps.forEach((step, index) => {
     if (step.key.trim().length === 0) fail('workflow.blank_step_key', `steps.${index}.key`, `Step ${index} has a blank key.`);
     if (step.key.length > 200) fail(WORKFLOW_INVALID_INPUT, `steps.${index}.key`, `Step key "${step.key.slice(0, 20)}..." is longer than 200 characters.`);
     const previous = indexByKey.get(step.key);
@@ -150,6 +155,14 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
       fail('workflow.duplicate_step_key', `steps.${index}.key`, `Step key "${step.key}" is used by steps ${previous} and ${index}.`, { stepKey: step.key });
     indexByKey.set(step.key, index);
   });
+  return indexByKey;
+}
+
+export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
+  refuseExternalStepJobSettings(input);
+  const parsed = parseInput(workflowRunInputSchema, input, WORKFLOW_INVALID_INPUT);
+
+  const indexByKey = indexStepKeys(parsed.steps);
 
   parsed.steps.forEach((step, index) => {
     const seen = new Set<string>();
