@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Command } from 'commander';
 import { createDashboard, type DashboardHandler } from '../dashboard/create-dashboard.js';
 import { UsageError, type CliContext } from './context.js';
-import { integerOption } from './options.js';
+import { connectionUrlOption, integerOption } from './options.js';
 import { poolerConnectionString } from '../client/connect.js';
 
 export interface DashboardCommandOptions {
@@ -18,6 +18,8 @@ export interface DashboardCommandOptions {
   host: string;
   readOnly: boolean;
   basePath: string;
+  /** A direct connection string for the live feed's LISTEN (behind a transaction pooler). */
+  listenUrl?: string;
 }
 
 export interface RunningDashboard {
@@ -31,8 +33,13 @@ export async function startDashboardServer(context: CliContext, options: Dashboa
   const scope = context.scope;
   const handler = createDashboard({
     db: context.db(),
-    // Through a transaction pooler (`pgbouncer=true`) a LISTEN would stay on a pooled backend: no live feed then.
-    ...(poolerConnectionString(context.connectionString()).pooled ? {} : { listenConnectionString: context.connectionString() }),
+    // Through a transaction pooler (`pgbouncer=true`) a LISTEN would stay on a pooled backend: no live feed then,
+    // unless --listen-url names a direct connection.
+    ...(options.listenUrl !== undefined
+      ? { listenConnectionString: options.listenUrl }
+      : poolerConnectionString(context.connectionString()).pooled
+        ? {}
+        : { listenConnectionString: context.connectionString() }),
     authorize: () => scope,
     readOnly: options.readOnly,
     basePath: options.basePath,
@@ -83,6 +90,11 @@ export function registerDashboardCommand(program: Command, context: CliContext):
     .option('--host <address>', 'address to bind (the dashboard has no login of its own: keep it local)', '127.0.0.1')
     .option('--read-only', 'hide and refuse every action', false)
     .option('--base-path <path>', "serve under this path, e.g. '/runledger'", '')
+    .option(
+      '--listen-url <url>',
+      "direct connection string for the live updates' LISTEN (behind a transaction pooler, whose URL is marked pgbouncer=true: without it the page polls)",
+      connectionUrlOption,
+    )
     .action(async (options: DashboardCommandOptions) => {
       const running = await startDashboardServer(context, options);
       process.stderr.write(`runledger dashboard on ${running.url} (scope: ${context.scope.kind}${options.readOnly ? ', read-only' : ''}); Ctrl-C stops it\n`);

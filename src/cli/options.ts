@@ -5,6 +5,7 @@
  * range and is otherwise a usage error (exit code 2) naming the option.
  */
 import { InvalidArgumentError } from 'commander';
+import { connectionStringProblem } from '../validation/connection-string.js';
 
 /** Plain decimal digits, no sign, no spaces, no leading zeros (could be read as octal elsewhere). */
 const DECIMAL_INTEGER = /^(0|[1-9][0-9]*)$/;
@@ -25,4 +26,14 @@ export function integerOption(range: IntegerRange): (value: string) => number {
     }
     return n;
   };
+}
+
+/**
+ * An argParser for a connection string option (`--listen-url`): a malformed one is a usage error naming
+ * the option, rather than a LISTEN connection retried for ever.
+ */
+export function connectionUrlOption(value: string): string {
+  const problem = connectionStringProblem(value);
+  if (problem) throw new InvalidArgumentError(`The connection string ${problem}.`);
+  return value;
 }

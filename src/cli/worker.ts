@@ -7,7 +7,7 @@ import type { LogFields, WorkerLogger } from '../job/logger.js';
 import { createWorker, type Worker } from '../worker/worker.js';
 import type { WorkerStats } from '../worker/events.js';
 import { UsageError, type CliContext } from './context.js';
-import { integerOption } from './options.js';
+import { connectionUrlOption, integerOption } from './options.js';
 import { reapAllExpiredLeases } from './reap.js';
 
 /** The module's `handlers` export, or its default export: an array of defineJob(...) definitions. */
@@ -47,6 +47,11 @@ export function registerWorkerCommand(program: Command, context: CliContext): vo
       10_000,
     )
     .option('--until-idle', 'reap expired leases, run until nothing runnable is left, then exit (cron-style runs, scripts)', false)
+    .option(
+      '--listen-url <url>',
+      "direct connection string for the worker's LISTEN (behind a transaction pooler, which cannot hold one: the database URL is used otherwise, unless it is marked pgbouncer=true, when the worker polls)",
+      connectionUrlOption,
+    )
     .action(async (options: WorkerCommandOptions) => {
       const handlers = await loadHandlers(options.handlers);
       const interruption = onInterrupt(options.drainMs);
@@ -67,6 +72,7 @@ interface WorkerCommandOptions {
   leaseSeconds: number;
   drainMs: number;
   untilIdle: boolean;
+  listenUrl?: string;
 }
 
 interface WorkerRun {
@@ -123,6 +129,7 @@ async function runWorker(
     handlers,
     concurrency: options.concurrency,
     leaseSeconds: options.leaseSeconds,
+    ...(options.listenUrl === undefined ? {} : { listenConnectionString: options.listenUrl }),
     logger: stderrLogger,
   });
   const stopped = new Promise<void>((resolve) => worker.once('worker:stopped', () => resolve()));

@@ -5,7 +5,7 @@
  * for the chart). A job or run outside the
  * scope answers 404 exactly like a missing one.
  *
- *   GET api/overview                      counts by status and type, oldest due job, last hour, getQueueMetrics, throughput per minute
+ *   GET api/overview                      counts by status and type (live in full, finished over 24 h), oldest due job, last hour, getQueueMetrics, throughput per minute
  *   GET api/jobs?type&status&org&withoutOrg&from&to&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts; withoutOrg: 1 or true; from/to: time-window.ts)
  *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage, failed attempts' stacks (stacks.ts)
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)

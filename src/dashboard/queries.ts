@@ -5,21 +5,38 @@
  * src/db/scope.ts), take no locks, and are one statement each, so the
  * overview's numbers come from one snapshot.
  */
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { scopeParams, type Scope } from '../db/scope.js';
+import { asTemplate } from '../db/sql-template.js';
 import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../model/job-rows.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import { inScope } from '../db/fragments.js';
+import { inScope, inScopeByKind } from '../db/fragments.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
 export const MAX_LISTED_REPLAYS = 100;
 
+/**
+ * How far back the overview counts finished jobs and runs: a whole-history
+ * count costs a scan of the history (~20 s at 10M jobs); a window costs the
+ * rows finished in it.
+ */
+export const OVERVIEW_FINISHED_WINDOW_MS = 86_400_000;
+
 export interface DashboardOverview {
-  /** Jobs per (type, status); a pair with no job is absent. */
+  /**
+   * Jobs per (type, status): every PENDING and LEASED job, and the jobs that
+   * finished (SUCCEEDED, DEAD_LETTERED, CANCELED) since `finishedSince`. A
+   * pair with no job is absent.
+   */
   jobs: { jobType: string; status: JobStatus; count: number }[];
-  /** Runs per (type, status). */
+  /** Runs per (type, status): every live run (RUNNING, WAITING_FOR_EXTERNAL), and the runs that finished since `finishedSince`. */
   runs: { workflowType: string; status: WorkflowRunStatus; count: number }[];
+  /** The finished counts' window: OVERVIEW_FINISHED_WINDOW_MS, ending at `generatedAt`. */
+  finishedWindowMs: number;
+  /** Start of that window (ISO). */
+  finishedSince: string;
   /** Seconds the longest-waiting runnable job (PENDING, due) has been due; null when none waits. */
   oldestReadySeconds: number | null;
   /** Jobs whose current run ended within the last hour, by how it ended. */
@@ -34,43 +51,96 @@ interface OverviewRow {
   succeeded: number;
   dead_lettered: number;
   canceled: number;
+  finished_since: Date;
   generated_at: Date;
 }
 
+const jq = sqltag`jq`;
+const wr = sqltag`wr`;
+
 /**
- * Counts by status and type, the oldest due job's wait, and the last hour's
- * outcomes within `scope`. Whole-table aggregates: on a very large queue this
- * costs a scan per refresh, which is why the page refreshes on notification
- * (debounced) and otherwise every few seconds.
+ * The overview's one statement, for the plan test to EXPLAIN
+ * (test/integration/dashboard-overview-plans.test.ts). Its cost is the
+ * backlog and the window, never the history:
+ *   - PENDING jobs by type through job_queue_claim_by_type_idx, which covers
+ *     what the count reads (type, due time, organization; migration
+ *     20261227000000): an index-only scan once the table is vacuumed;
+ *   - LEASED jobs through job_queue_lease_expiry_idx (a lease has an expiry:
+ *     job_queue_lease_columns);
+ *   - finished jobs through job_queue_finished_status_idx, one branch per
+ *     status (an equality and a range each: with `status IN (...)`
+ *     PostgreSQL before 18 reads the whole index or the table);
+ *   - live runs through workflow_runs_status_idx, finished ones through
+ *     workflow_runs_finished_idx in the window.
+ * The scope predicate is written for the scope's kind (inScopeByKind, src/db/fragments.ts), so a
+ * generic plan keeps those indexes too.
+ */
+export function overviewQuery(scope: Scope): Sql {
+  const since = sqltag`(now() - ${OVERVIEW_FINISHED_WINDOW_MS}::float8 * interval '1 millisecond')`;
+  const hourAgo = sqltag`(now() - interval '1 hour')`;
+  const jobsIn = inScopeByKind(scope, sqltag`${jq}.organization_id`);
+  const runsIn = inScopeByKind(scope, sqltag`${wr}.organization_id`);
+  const finished = (status: string, from: Sql) => sqltag`
+    SELECT jq.job_type FROM runledger.job_queue jq
+     WHERE jq.status = ${status}::runledger.job_status AND jq.finished_at >= ${from} AND ${jobsIn}`;
+  const finishedByType = (status: string) => sqltag`
+    SELECT f.job_type, ${status}::text AS status, count(*)::int AS n FROM (${finished(status, since)}) f GROUP BY 1`;
+  return sqltag`
+    WITH pending AS (
+      SELECT jq.job_type, count(*)::int AS n, min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now()) AS oldest_due
+        FROM runledger.job_queue jq
+       WHERE jq.status = 'PENDING' AND ${jobsIn}
+       GROUP BY 1
+    ), jobs AS (
+      SELECT p.job_type, 'PENDING'::text AS status, p.n FROM pending p
+      UNION ALL
+      SELECT jq.job_type, 'LEASED', count(*)::int
+        FROM runledger.job_queue jq
+       WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${jobsIn}
+       GROUP BY 1
+      UNION ALL ${finishedByType('SUCCEEDED')}
+      UNION ALL ${finishedByType('DEAD_LETTERED')}
+      UNION ALL ${finishedByType('CANCELED')}
+    ), runs AS (
+      SELECT wr.workflow_type, wr.status::text AS status, count(*)::int AS n
+        FROM runledger.workflow_runs wr
+       WHERE wr.status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') AND ${runsIn}
+       GROUP BY 1, 2
+      UNION ALL
+      SELECT wr.workflow_type, wr.status::text, count(*)::int
+        FROM runledger.workflow_runs wr
+       WHERE wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED') AND wr.finished_at >= ${since} AND ${runsIn}
+       GROUP BY 1, 2
+    )
+    SELECT
+      (SELECT coalesce(json_agg(json_build_object('jobType', job_type, 'status', status, 'count', n) ORDER BY job_type, status), '[]'::json) FROM jobs) AS jobs,
+      (SELECT coalesce(json_agg(json_build_object('workflowType', workflow_type, 'status', status, 'count', n) ORDER BY workflow_type, status), '[]'::json) FROM runs) AS runs,
+      (SELECT extract(epoch FROM now() - min(p.oldest_due))::float8 FROM pending p) AS oldest_ready_seconds,
+      (SELECT count(*)::int FROM (${finished('SUCCEEDED', hourAgo)}) f) AS succeeded,
+      (SELECT count(*)::int FROM (${finished('DEAD_LETTERED', hourAgo)}) f) AS dead_lettered,
+      (SELECT count(*)::int FROM (${finished('CANCELED', hourAgo)}) f) AS canceled,
+      ${since} AS finished_since,
+      now() AS generated_at`;
+}
+
+/**
+ * Counts by status and type (live jobs and runs all, finished ones over the
+ * last OVERVIEW_FINISHED_WINDOW_MS), the oldest due job's wait, and the last
+ * hour's outcomes within `scope`, from one snapshot.
  */
 export async function readOverview(db: Db, scope: Scope): Promise<DashboardOverview> {
-  const s = scopeParams(scope);
+  const query = overviewQuery(scope);
   return withStatement(
     db,
     'dashboard overview',
     async (tx) => {
-      const rows = await tx.$queryRaw<OverviewRow[]>`
-      WITH jobs AS (
-        SELECT job_type, status, next_run_at, finished_at FROM runledger.job_queue
-         WHERE ${inScope(s, 'organization_id')}
-      ), runs AS (
-        SELECT workflow_type, status FROM runledger.workflow_runs
-         WHERE ${inScope(s, 'organization_id')}
-      )
-      SELECT
-        (SELECT coalesce(json_agg(json_build_object('jobType', job_type, 'status', status, 'count', n) ORDER BY job_type, status), '[]'::json)
-           FROM (SELECT job_type, status::text AS status, count(*)::int AS n FROM jobs GROUP BY 1, 2) g) AS jobs,
-        (SELECT coalesce(json_agg(json_build_object('workflowType', workflow_type, 'status', status, 'count', n) ORDER BY workflow_type, status), '[]'::json)
-           FROM (SELECT workflow_type, status::text AS status, count(*)::int AS n FROM runs GROUP BY 1, 2) g) AS runs,
-        (SELECT extract(epoch FROM now() - min(next_run_at))::float8 FROM jobs WHERE status = 'PENDING' AND next_run_at <= now()) AS oldest_ready_seconds,
-        (SELECT count(*)::int FROM jobs WHERE status = 'SUCCEEDED' AND finished_at >= now() - interval '1 hour') AS succeeded,
-        (SELECT count(*)::int FROM jobs WHERE status = 'DEAD_LETTERED' AND finished_at >= now() - interval '1 hour') AS dead_lettered,
-        (SELECT count(*)::int FROM jobs WHERE status = 'CANCELED' AND finished_at >= now() - interval '1 hour') AS canceled,
-        now() AS generated_at`;
+      const rows = await tx.$queryRaw<OverviewRow[]>(...asTemplate(query));
       const row = rows[0]!;
       return {
         jobs: row.jobs,
         runs: row.runs,
+        finishedWindowMs: OVERVIEW_FINISHED_WINDOW_MS,
+        finishedSince: row.finished_since.toISOString(),
         oldestReadySeconds: row.oldest_ready_seconds === null ? null : Math.max(0, Number(row.oldest_ready_seconds)),
         lastHour: { succeeded: row.succeeded, deadLettered: row.dead_lettered, canceled: row.canceled },
         generatedAt: row.generated_at.toISOString(),

@@ -38,7 +38,7 @@
  * prerequisites a claimed job's handler reads are read without locks from the
  * statement's snapshot (see the final SELECT).
  */
-import { join, sqltag } from '@prisma/client/runtime/client';
+import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { asTemplate } from '../db/sql-template.js';
 import { isTransactionClient } from '../client/types.js';
@@ -84,11 +84,17 @@ interface ClaimedRow {
 export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJob[]> {
   const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
   // Statement shapes whose generic plan (a prepared statement's, see preparedStatementName) costs what a
-  // custom one does while the backlog is small, so PostgreSQL reuses it instead of planning the whole CTE
-  // on every claim (planning cost about as much as running it): typed and untyped claims each have only
-  // their own branch (a dead branch behind a one-time filter on a parameter is costed as if it ran), the
-  // types are one VALUES row each (an unnest of an array parameter is estimated at 10 rows, whatever its
-  // length), so a worker's claims share one statement per distinct number of types.
+  // custom one does, so PostgreSQL reuses it instead of planning the whole CTE on every claim (planning cost
+  // about as much as running it): typed and untyped claims each have only their own branch (a dead branch
+  // behind a one-time filter on a parameter is costed as if it ran), the types are one VALUES row each (an
+  // unnest of an array parameter is estimated at 10 rows, whatever its length), so a worker's claims share
+  // one statement per distinct number of types and limit bucket.
+  // The locking scans' LIMIT is a literal (limitBucket: the next power of two, at most 2x the limit) under an
+  // outer `LIMIT limit`: a generic plan costs a parameter LIMIT as a tenth of the rows it estimates for the
+  // scan, which grows with the backlog (at 10M finished + 1M pending of other types it was costed 47x the
+  // custom plan, so every claim was re-planned: bench/README.md). Rows are locked as the outer LIMIT pulls
+  // them, so a scan the outer LIMIT reads directly locks `limit` rows, not the bucket.
+  const bucket = limitBucket(limit);
   const candidates =
     jobTypes === undefined
       ? sqltag`
@@ -96,17 +102,20 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
         -- matches that index's predicate, which only this shape states, so a typed claim (whose planner
         -- cannot know how types and priorities correlate) never picks that index: see the migrations
         -- (20261201000000_job_step_link, 20261206000001_claim_idx_predicate).
-        SELECT jq.id
-          FROM runledger.job_queue jq
-         WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
-           AND ${RESOURCE_FREE_HEAD}
-         ORDER BY jq.priority DESC, jq.next_run_at, jq.id
-         LIMIT ${limit}::int
-           FOR UPDATE SKIP LOCKED`
+        SELECT b.id FROM (
+          SELECT jq.id
+            FROM runledger.job_queue jq
+           WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
+             AND ${RESOURCE_FREE_HEAD}
+           ORDER BY jq.priority DESC, jq.next_run_at, jq.id
+           LIMIT ${bucket}
+             FOR UPDATE SKIP LOCKED
+        ) b
+        LIMIT ${limit}::int`
       : sqltag`
-        -- One ordered scan of job_queue_claim_by_type_idx per requested type, each locking at most
-        -- \`limit\` rows, merged. Rows a type's scan locked beyond the merged \`limit\` are unlocked when
-        -- the statement commits.
+        -- One ordered scan of job_queue_claim_by_type_idx per requested type, merged. With one type the
+        -- outer LIMIT reads the scan in order and locks \`limit\` rows; with several, each type's scan locks
+        -- up to the bucket, and rows beyond the merged \`limit\` are unlocked when the statement commits.
         SELECT c.id
           FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
          CROSS JOIN LATERAL (
@@ -115,10 +124,10 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
             WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
               AND ${RESOURCE_FREE_HEAD}
             ORDER BY jq.priority DESC, jq.next_run_at, jq.id
-            LIMIT ${limit}::int
+            LIMIT ${bucket}
               FOR UPDATE SKIP LOCKED
          ) c
-         ORDER BY c.priority DESC, c.next_run_at, c.id
+         ${jobTypes.length === 1 ? sqltag`` : sqltag`ORDER BY c.priority DESC, c.next_run_at, c.id`}
          LIMIT ${limit}::int`;
   const claim = (): Promise<ClaimedJob[]> =>
     withStatement(db, 'claim jobs', async (client) => {
@@ -205,6 +214,31 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       }
     }
   }
+}
+
+/**
+ * The claim scans' LIMIT, written as a literal (see claimJobs): the smallest power of two at or above
+ * `limit`, so a worker whose claim size varies with its free slots shares a few statements, not one per
+ * size. Static text from this table, never from input.
+ */
+const LIMIT_BUCKETS: readonly (readonly [number, Sql])[] = [
+  [1, sqltag`1`],
+  [2, sqltag`2`],
+  [4, sqltag`4`],
+  [8, sqltag`8`],
+  [16, sqltag`16`],
+  [32, sqltag`32`],
+  [64, sqltag`64`],
+  [128, sqltag`128`],
+  [256, sqltag`256`],
+  [512, sqltag`512`],
+  [1024, sqltag`1024`],
+];
+
+export function limitBucket(limit: number): Sql {
+  const found = LIMIT_BUCKETS.find(([size]) => size >= limit);
+  if (!found) throw new RangeError(`claim limit ${limit} is above the largest bucket`);
+  return found[1];
 }
 
 /** Attempts of a root-client claim that lost a resource race to a concurrent one (rare: see the header). */

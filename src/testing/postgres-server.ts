@@ -119,7 +119,8 @@ async function startEmbedded(settings: Record<string, string>, log: (line: strin
   };
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 now (the OS picks it; the caller binds it next). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.once('error', reject);

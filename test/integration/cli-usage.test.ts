@@ -58,6 +58,8 @@ describe('runledger CLI usage', () => {
       [['no-such-command'], 'cli.unknown_command', 'no-such-command'],
       [['runs'], 'cli.missing_command', 'argv'],
       [['steps', 'complete', '00000000-0000-0000-0000-000000000000', 'e', '--output', '{nope'], 'cli.invalid_argument', '--output'],
+      [['worker', '--handlers', 'handlers.js', '--listen-url', 'not a url'], 'cli.invalid_argument', '--listen-url'],
+      [['dashboard', '--listen-url', 'http://example.com/db'], 'cli.invalid_argument', '--listen-url'],
     ];
     for (const [args, code, field] of cases) {
       // --json after the command works as well as before it.

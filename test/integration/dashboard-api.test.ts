@@ -84,6 +84,46 @@ describe('dashboard API: reads', () => {
     expect(scoped.body.runs).toEqual([{ workflowType: 'dash.review', status: orgARuns[0]!.status, count: 1 }]);
   });
 
+  it('counts live jobs and runs in full and finished ones over the last 24 h only, and says so', async () => {
+    // Finished two days ago: outside the window. Live since two days: counted.
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, status, attempt, created_at, next_run_at, started_at, finished_at)
+      VALUES ('00000000-0000-7000-8000-0000000000d1', 'dash.old', 'org-a', '{}', 'SUCCEEDED', 1, now() - interval '3 days', now() - interval '3 days',
+              now() - interval '3 days', now() - interval '2 days'),
+             ('00000000-0000-7000-8000-0000000000d2', 'dash.old', 'org-a', '{}', 'SUCCEEDED', 1, now() - interval '3 days', now() - interval '3 days',
+              now() - interval '3 days', now() - interval '23 hours')`;
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, created_at, next_run_at)
+      VALUES ('00000000-0000-7000-8000-0000000000d3', 'dash.old', 'org-a', '{}', now() - interval '2 days', now() - interval '2 days')`;
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.workflow_runs (id, workflow_type, organization_id, status, created_at, finished_at)
+      VALUES ('00000000-0000-7000-8000-0000000000e1', 'dash.oldrun', 'org-a', 'SUCCEEDED', now() - interval '3 days', now() - interval '2 days'),
+             ('00000000-0000-7000-8000-0000000000e2', 'dash.oldrun', 'org-a', 'RUNNING', now() - interval '3 days', NULL)`;
+    try {
+      for (const header of ['admin', 'org:org-a']) {
+        const overview = await call(base, 'GET', '/api/overview', { scope: header });
+        expect(overview.status).toBe(200);
+        expect(overview.body.finishedWindowMs).toBe(86_400_000);
+        expect(Date.parse(overview.body.generatedAt) - Date.parse(overview.body.finishedSince)).toBe(86_400_000);
+        expect(overview.body.jobs.filter((row: { jobType: string }) => row.jobType === 'dash.old')).toEqual([
+          { jobType: 'dash.old', status: 'PENDING', count: 1 },
+          { jobType: 'dash.old', status: 'SUCCEEDED', count: 1 },
+        ]);
+        expect(overview.body.runs.filter((row: { workflowType: string }) => row.workflowType === 'dash.oldrun')).toEqual([
+          { workflowType: 'dash.oldrun', status: 'RUNNING', count: 1 },
+        ]);
+        // Live, so due for two days: the oldest ready job.
+        expect(overview.body.oldestReadySeconds).toBeGreaterThanOrEqual(2 * 86_400 - 60);
+      }
+      const other = await call(base, 'GET', '/api/overview', { scope: 'org:org-b' });
+      expect(JSON.stringify(other.body.jobs)).not.toContain('dash.old');
+      expect(JSON.stringify(other.body.runs)).not.toContain('dash.oldrun');
+    } finally {
+      await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type = 'dash.old'`;
+      await db.prisma.$executeRaw`DELETE FROM runledger.workflow_runs WHERE workflow_type = 'dash.oldrun'`;
+    }
+  });
+
   it("returns a job's attempts, with its stage and progress, only in a scope that holds the job", async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'dash.attempted', payload: {}, organizationId: 'org-b', maxAttempts: 3, stage: 'queued' });
     const [first] = await claimJobs(db.prisma, { workerId: 'w-1', limit: 1, leaseSeconds: 60, jobTypes: ['dash.attempted'] });

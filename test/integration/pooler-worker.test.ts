@@ -109,8 +109,8 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
     expect(await listenerSessions()).toBe(0);
   });
 
-  it('serves the CLI dashboard without a live feed when its URL has pgbouncer=true, with one on the direct URL', async () => {
-    const live = async (connectionString: string) => {
+  it('serves the CLI dashboard without a live feed when its URL has pgbouncer=true, with one on the direct URL or --listen-url', async () => {
+    const live = async (connectionString: string, listenUrl?: string) => {
       const context = {
         json: false,
         scope: adminScope(),
@@ -119,7 +119,7 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
         connectionString: () => connectionString,
         connectTimeoutMs: () => 10_000,
       };
-      const running = await startDashboardServer(context, { port: 0, host: '127.0.0.1', readOnly: true, basePath: '' });
+      const running = await startDashboardServer(context, { port: 0, host: '127.0.0.1', readOnly: true, basePath: '', ...(listenUrl ? { listenUrl } : {}) });
       try {
         return ((await (await fetch(`${running.url}api/session`)).json()) as { live: boolean }).live;
       } finally {
@@ -128,5 +128,6 @@ describe.skipIf(!available)('the worker behind a transaction-mode PgBouncer', ()
     };
     expect(await live(pooled())).toBe(false);
     expect(await live(db.url)).toBe(true);
+    expect(await live(pooled(), db.url)).toBe(true);
   });
 });

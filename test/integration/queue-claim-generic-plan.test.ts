@@ -4,8 +4,9 @@
  * names prepared statements (runledger's own, or a host's with
  * `preparedStatementName`), PostgreSQL switches a statement to a generic plan
  * after five custom ones when the generic plan is costed no higher: the claim's
- * statement shapes must allow that. Read from `pg_prepared_statements` on the
- * claiming connection; no timings.
+ * statement shapes must allow that, also behind a large backlog of other
+ * types (the LIMIT a generic plan costs is a literal: see limitBucket). Read
+ * from `pg_prepared_statements` on the claiming connection; no timings.
  */
 import { describe, expect, it } from 'vitest';
 import { claimJobs, enqueueJobs } from '../../src/index.js';
@@ -36,5 +37,34 @@ describe('claim statement plans', () => {
     // an autovacuum ANALYZE in between invalidates the plan and may cost it anew).
     expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(12);
     expect(plans[0]!.generic_plans).toBeGreaterThan(0);
+  });
+
+  it.each([
+    { label: 'typed', jobTypes: ['generic.big'] as string[] | undefined },
+    { label: 'untyped', jobTypes: undefined },
+  ])('a $label claim keeps its generic plan behind a backlog of 200k jobs', async ({ jobTypes }) => {
+    // The claimed type's own backlog (due) and other types' (not yet due, or the untyped claim would take them).
+    // Before the literal LIMIT both claims were re-planned every time here (12 custom plans): a generic plan
+    // costed its LIMIT parameter as a tenth of the rows it estimated for the scan.
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.job_queue (id, job_type, payload, next_run_at)
+      SELECT gen_random_uuid(), CASE WHEN g % 6 = 0 THEN 'generic.big' ELSE 'generic.other.' || (g % 5) END, '{}',
+             CASE WHEN g % 6 = 0 THEN now() - interval '1 minute' ELSE now() + interval '1 day' END
+        FROM generate_series(1, 240000) g`;
+    await db.prisma.$executeRawUnsafe('ANALYZE runledger.job_queue');
+    try {
+      const client = db.newClient({ max: 1 });
+      for (let i = 0; i < 12; i += 1) {
+        const jobs = await claimJobs(client, { workerId: 'w', ...(jobTypes ? { jobTypes } : {}), limit: 7, leaseSeconds: 60 });
+        expect(jobs.map((job) => job.jobType)).toEqual(Array(7).fill('generic.big'));
+      }
+      const plans = await client.$queryRaw<PlanCounts[]>`
+        SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH candidates AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
+      expect(plans).toHaveLength(1);
+      expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(12);
+      expect(plans[0]!.generic_plans).toBeGreaterThan(0);
+    } finally {
+      await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type LIKE 'generic.%'`;
+    }
   });
 });

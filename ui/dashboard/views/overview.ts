@@ -7,6 +7,9 @@ import { throughputChart, type Throughput } from './throughput-chart.js';
 interface Overview {
   jobs: { jobType: string; status: string; count: number }[];
   runs: { workflowType: string; status: string; count: number }[];
+  /** Finished jobs and runs are counted over this window (live ones all); it starts at finishedSince. */
+  finishedWindowMs: number;
+  finishedSince: string;
   oldestReadySeconds: number | null;
   lastHour: { succeeded: number; deadLettered: number; canceled: number };
   generatedAt: string;
@@ -30,16 +33,29 @@ function card(testId: string, value: string | number, caption: string): HTMLElem
 
 const JOB_STATUSES = ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'];
 
-/** The counts are by stored status; a LEASED job is one a worker holds, nearly always running. */
-function columnLabel(status: string): string {
-  return status === 'LEASED' ? 'leased / running' : label(status);
-}
 const RUN_STATUSES = ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'];
+/** Counted over the overview's finished window only (the API's finishedWindowMs), not all history. */
+const FINISHED_STATUSES = new Set(['SUCCEEDED', 'DEAD_LETTERED', 'CANCELED', 'COMPLETED_WITH_ERRORS']);
+
+/** "24 h", "90 min": the finished window as the column headers show it. */
+function windowLabel(ms: number): string {
+  return ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${Math.round(ms / 60_000)} min`;
+}
+
+/**
+ * The counts are by stored status; a LEASED job is one a worker holds, nearly always running. Finished columns
+ * name their window.
+ */
+function columnLabel(status: string, window: string): string {
+  const base = status === 'LEASED' ? 'leased / running' : label(status);
+  return FINISHED_STATUSES.has(status) ? `${base} (last ${window})` : base;
+}
 
 function matrix(
   caption: string,
   rows: { type: string; status: string; count: number }[],
   statuses: string[],
+  window: string,
   link: (type: string, status?: string) => string,
 ): HTMLElement {
   const types = [...new Set(rows.map((row) => row.type))].sort();
@@ -60,7 +76,7 @@ function matrix(
         'tr',
         {},
         h('th', { scope: 'col' }, 'type'),
-        statuses.map((status) => h('th', { scope: 'col', class: 'num' }, columnLabel(status))),
+        statuses.map((status) => h('th', { scope: 'col', class: 'num' }, columnLabel(status, window))),
       ),
     ),
     h(
@@ -93,6 +109,7 @@ export function overviewView(_context: Context): View {
     root,
     async refresh() {
       const data = await get<Overview>('overview');
+      const window = windowLabel(data.finishedWindowMs);
       const m = data.metrics;
       const finished = m.jobs.finishedRecently.succeeded + m.jobs.finishedRecently.deadLettered + m.jobs.finishedRecently.canceled;
       const pending = data.jobs.filter((row) => row.status === 'PENDING').reduce((sum, row) => sum + row.count, 0);
@@ -129,21 +146,23 @@ export function overviewView(_context: Context): View {
       replace(
         tables,
         matrix(
-          'Jobs by type and status',
+          `Jobs by type and status (finished: last ${window})`,
           data.jobs.map((row) => ({ type: row.jobType, status: row.status, count: row.count })),
           JOB_STATUSES,
+          window,
           (type, status) => `#/jobs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
         ),
         matrix(
-          'Workflow runs by type and status',
+          `Workflow runs by type and status (finished: last ${window})`,
           data.runs.map((row) => ({ type: row.workflowType, status: row.status, count: row.count })),
           RUN_STATUSES,
+          window,
           (type, status) => `#/runs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
         ),
         h(
           'p',
           { class: 'muted' },
-          `As of ${when(data.generatedAt)}. Wait is due to first start and run time first start to finish, over jobs finished in the last hour.`,
+          `As of ${when(data.generatedAt)}. Pending, leased, running and waiting are counted in full; finished jobs and runs since ${when(data.finishedSince)} only. Wait is due to first start and run time first start to finish, over jobs finished in the last hour.`,
         ),
       );
     },

@@ -1,0 +1,61 @@
+/**
+ * listJobs' statement for one job type filtered to finished statuses only
+ * (the dashboard's "SUCCEEDED of type X", the CLI's `jobs --type X --status
+ * DEAD_LETTERED`). The general list walks the primary key newest first and
+ * filters: with a large backlog newer than every finished job that read the
+ * whole backlog before the first match (256 ms at 10M finished + 1M pending).
+ * This shape reads job_queue_finished_type_idx ((job_type, status, id) over
+ * finished rows, migration 20261227000001) backwards, one branch per
+ * requested status merged by id, so a page reads the page's rows (plus those
+ * another organization holds, under an organization scope).
+ *
+ * Each status is written as a literal (from the fixed table below, never from
+ * input) so that even a generic plan proves the index's predicate; the
+ * cursor's `id <` test is present only when there is a cursor, so it is an
+ * index condition rather than a filter.
+ */
+import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
+import { scopeParams, type Scope } from '../db/scope.js';
+import { JOB_ROW_COLUMNS, type JobStatus } from '../model/job-rows.js';
+import { inScope } from '../db/fragments.js';
+
+export type FinishedJobStatus = Extract<JobStatus, 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED'>;
+
+const FINISHED_STATUS_SQL: Record<FinishedJobStatus, Sql> = {
+  SUCCEEDED: sqltag`'SUCCEEDED'::runledger.job_status`,
+  DEAD_LETTERED: sqltag`'DEAD_LETTERED'::runledger.job_status`,
+  CANCELED: sqltag`'CANCELED'::runledger.job_status`,
+};
+
+/** The requested statuses when this statement serves them (every one finished), deduplicated; else null. */
+export function finishedStatusesOnly(statuses: readonly string[] | null): FinishedJobStatus[] | null {
+  if (statuses === null || statuses.length === 0) return null;
+  if (!statuses.every((status): status is FinishedJobStatus => Object.hasOwn(FINISHED_STATUS_SQL, status))) return null;
+  return [...new Set(statuses as FinishedJobStatus[])];
+}
+
+export interface FinishedByTypeFilter {
+  scope: Scope;
+  jobType: string;
+  statuses: FinishedJobStatus[];
+  cursor: string | null;
+  /** Rows to return (the page plus one, to tell whether another exists). */
+  rows: number;
+}
+
+export function finishedByTypeListQuery({ scope, jobType, statuses, cursor, rows }: FinishedByTypeFilter): Sql {
+  const s = scopeParams(scope);
+  const before = cursor === null ? sqltag`` : sqltag`AND jq.id < ${cursor}::uuid`;
+  const branch = (status: FinishedJobStatus) => sqltag`
+    (SELECT ${JOB_ROW_COLUMNS}
+       FROM runledger.job_queue jq
+      WHERE jq.job_type = ${jobType}::text AND jq.status = ${FINISHED_STATUS_SQL[status]} ${before}
+        AND ${inScope(s, 'jq.organization_id')}
+      ORDER BY jq.id DESC
+      LIMIT ${rows}::int)`;
+  if (statuses.length === 1) return branch(statuses[0]!);
+  return sqltag`
+    SELECT f.* FROM (${join(statuses.map(branch), ' UNION ALL ')}) f
+     ORDER BY f.id DESC
+     LIMIT ${rows}::int`;
+}
