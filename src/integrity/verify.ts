@@ -110,11 +110,7 @@ export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = 
         // Only these runs: their jobs are checked here, not by the job scan below.
         const jobIds = await jobIdsOfRuns(tx, runIds);
         report.checked.jobs += jobIds.length;
-        if (jobIds.length > 0) {
-          add(await checkJobs(tx, jobIds));
-          add(await checkReplayLineage(tx, jobIds));
-          add(await checkEnqueueIntents(tx, jobIds));
-        }
+        if (jobIds.length > 0) add(await checkJobSet(tx, jobIds));
       }
       return runIds.length < input.pageSize;
     });
@@ -128,9 +124,7 @@ export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = 
       if (jobIds.length === 0) return true;
       afterJob = jobIds[jobIds.length - 1]!;
       report.checked.jobs += jobIds.length;
-      add(await checkJobs(tx, jobIds));
-      add(await checkReplayLineage(tx, jobIds));
-      add(await checkEnqueueIntents(tx, jobIds));
+      add(await checkJobSet(tx, jobIds));
       return jobIds.length < input.pageSize;
     });
     if (done) break;
@@ -186,4 +180,9 @@ async function inSnapshot<R>(db: Db, fn: (tx: Tx) => Promise<R>): Promise<R> {
   } catch (error) {
     throw isDatabaseError(error) ? normalizeDatabaseError(error, OPERATION) : error;
   }
+}
+
+/** Every check of a set of jobs: the job rows, their replay lineage, their enqueue intents. */
+async function checkJobSet(tx: Tx, jobIds: string[]): Promise<ViolationRow[]> {
+  return [...(await checkJobs(tx, jobIds)), ...(await checkReplayLineage(tx, jobIds)), ...(await checkEnqueueIntents(tx, jobIds))];
 }

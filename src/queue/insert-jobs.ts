@@ -210,34 +210,16 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const key = input.idempotencyKey ?? null;
   const resourceKey = input.resource ?? null;
   const backoff = input.backoff === undefined ? null : resolveBackoff(input.backoff);
+  const settings = { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, stage: input.stage ?? null };
   return {
     id: newId(),
-    jobType: input.jobType,
-    organizationId,
-    payload: input.payload,
-    priority,
-    maxAttempts,
-    timeoutSeconds,
+    ...settings,
     nextRunAt: input.runAt ?? null,
     delayMs: input.delayMs ?? null,
     idempotencyKey: key,
-    enqueueRequest:
-      key === null
-        ? null
-        : canonicalJobRequest({
-            jobType: input.jobType,
-            organizationId,
-            payload: input.payload,
-            priority,
-            maxAttempts,
-            timeoutSeconds,
-            resourceKey,
-            backoff,
-            stage: input.stage ?? null,
-          }),
+    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey, backoff }),
     eventPayload: null,
     resourceKey,
     backoff,
-    stage: input.stage ?? null,
   };
 }
