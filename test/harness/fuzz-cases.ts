@@ -487,5 +487,6 @@ export const NOT_FUZZED: Record<string, string> = {
   preparedStatementName: "the Prisma adapter's statement-name hook, called by the adapter with its own query objects, never with application input",
   completeJobSuccess: 'a deprecated alias: the very function of completeJob, fuzzed under that name (public-api.test.ts checks the identity)',
   completeJobsSuccess: 'a deprecated alias: the very function of completeJobs, fuzzed under that name (public-api.test.ts checks the identity)',
-  enqueueOrGetActiveWorkflow: 'a deprecated alias: the very function of enqueueOrGetActiveWorkflowRun, fuzzed under that name (public-api.test.ts checks the identity)',
+  enqueueOrGetActiveWorkflow:
+    'a deprecated alias: the very function of enqueueOrGetActiveWorkflowRun, fuzzed under that name (public-api.test.ts checks the identity)',
 };
