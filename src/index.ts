@@ -140,7 +140,7 @@ export {
   type GetResultOptions,
 } from './workflow/handle.js';
 export { createWorkflowRunListener, type WorkflowRunListener, type WorkflowRunListenerOptions } from './workflow/run-listener.js';
-export type { StepPrerequisite, StepPrerequisites } from './job/step-inputs.js';
+export type { StepPrerequisite, StepPrerequisites } from './job/contract.js';
 
 // ---------------------------------------------------------------------------
 // Replay and recovery

@@ -11,8 +11,6 @@ import type { WorkerLogger } from './logger.js';
 import type { JobContext, StepInputs, StepPrerequisites } from './contract.js';
 import { NO_PREREQUISITES } from './step-inputs.js';
 
-export type { JobContext, TransactionalJobContext } from './contract.js';
-
 /** The per-run idempotency key (see `JobContext.idempotencyKey`). */
 export function jobIdempotencyKey(job: Pick<ClaimedJob, 'jobId' | 'runNumber'>): string {
   return `runledger:${job.jobId}:${job.runNumber}`;

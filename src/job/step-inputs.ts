@@ -14,8 +14,6 @@ import type { ClaimedJob } from './claimed-job.js';
 import type { AnyJobDefinition, StepInputs, StepPrerequisite, StepPrerequisites } from './contract.js';
 import { TerminalError } from './errors.js';
 
-export type { StepInputs, StepPrerequisite, StepPrerequisites } from './contract.js';
-
 /** The step inputs of a claimed job, as its claim statement read them; undefined for a direct job. */
 export function stepInputsOf(job: Pick<ClaimedJob, 'step'>): StepInputs | undefined {
   if (!job.step) return undefined;

@@ -1,4 +1,5 @@
 /** Workflow recovery: the public surface (docs/guide/replay-recovery.md). */
 export { recoverWorkflowRun, type RecoverWorkflowRunResult } from './recover.js';
-export { listWorkflowRecoveries, type WorkflowRecovery, type WorkflowRunLineage } from './lineage.js';
+export { listWorkflowRecoveries } from './lineage.js';
+export type { WorkflowRecovery, WorkflowRunLineage } from '../workflow/run-lineage.js';
 export type { ListWorkflowRecoveriesInput, RecoverWorkflowRunInput, WorkflowRecoveryMode } from './inputs.js';

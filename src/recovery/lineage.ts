@@ -15,9 +15,6 @@ import { listWorkflowRecoveriesInputSchema, type ListWorkflowRecoveriesInput } f
 import { toWorkflowRecovery, type RecoveryRow, type WorkflowRecovery } from '../workflow/run-lineage.js';
 import { inScope } from '../db/fragments.js';
 
-export type { LineageColumns, WorkflowRecovery, WorkflowRunLineage } from '../workflow/run-lineage.js';
-export { toWorkflowRunLineage } from '../workflow/run-lineage.js';
-
 /**
  * Recoveries of the run `runId` (as their source), oldest first, a page at a
  * time (keyset on created_at, recovery run id). One statement: the run row

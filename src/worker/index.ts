@@ -14,7 +14,7 @@ export {
   type JobParsedPayload,
   type JobOutput,
 } from '../job/define-job.js';
-export type { JobContext, TransactionalJobContext } from '../job/context.js';
+export type { JobContext, TransactionalJobContext } from '../job/contract.js';
 export { continueNow, continueAfter, type Continuation, type ContinuationOptions } from '../job/continuation.js';
 export {
   RetryableError,

@@ -84,7 +84,7 @@ import {
   untilAborted,
   type AttemptCommitted,
 } from './transactional-attempt.js';
-import type { StepInputs } from '../job/step-inputs.js';
+import type { StepInputs } from '../job/contract.js';
 import { continuationFields } from '../job/continuation-fields.js';
 
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
