@@ -74,9 +74,17 @@ interface Timed {
   ms: number;
 }
 
-function scans(node: PlanNode): PlanNode[] {
-  return [...(node['Relation Name'] ? [node] : []), ...(node.Plans ?? []).flatMap(scans)];
+/**
+ * The scans of a plan: nodes naming a table, and each Bitmap Index Scan under the relation of the Bitmap Heap Scan above
+ * it (PostgreSQL names no relation on the index node; 18 reads the backlog's last pages by bitmap where 15 reads the
+ * index only). Row counts come from the table nodes alone (`tableScans`): a bitmap's entries are its heap scan's rows.
+ */
+function scans(node: PlanNode, relation?: string): PlanNode[] {
+  const own = node['Relation Name'] ? [node] : node['Node Type'] === 'Bitmap Index Scan' ? [{ ...node, 'Relation Name': relation }] : [];
+  return [...own, ...(node.Plans ?? []).flatMap((child) => scans(child, node['Relation Name'] ?? relation))];
 }
+
+const tableScans = (nodes: PlanNode[]) => nodes.filter((n) => n['Node Type'] !== 'Bitmap Index Scan');
 
 async function explain(query: Sql, generic: boolean): Promise<Timed> {
   return db.prisma.$transaction(async (tx) => {
@@ -126,18 +134,18 @@ describe('overview and lists on 1M finished jobs and a 50k backlog', () => {
           jobs.filter((n) => n['Node Type'] === 'Seq Scan' || n['Node Type'] === 'Parallel Seq Scan').map((n) => n['Node Type']),
           mode,
         ).toEqual([]);
-        expect(rowsRead(jobs), mode).toBeLessThanOrEqual(BACKLOG + 1_000);
+        expect(rowsRead(tableScans(jobs)), mode).toBeLessThanOrEqual(BACKLOG + 1_000);
         expect(
           nodes.filter((n) => n['Relation Name'] === 'workflow_runs' && n['Node Type'].includes('Seq Scan')),
           mode,
         ).toEqual([]);
-        expect(rowsRead(nodes.filter((n) => n['Relation Name'] === 'workflow_runs')), mode).toBeLessThanOrEqual(1_000);
+        expect(rowsRead(tableScans(nodes.filter((n) => n['Relation Name'] === 'workflow_runs'))), mode).toBeLessThanOrEqual(1_000);
         if (scope.kind !== 'organization') {
           // An organization's count may start from its own rows (job_queue_org_created_idx) when it has few. Index-only
           // where vacuum has marked the pages all-visible (PostgreSQL 15 here); PostgreSQL 18 may read the heap instead.
           expect(
             jobs.some((n) => PENDING_INDEXES.includes(n['Index Name'] ?? '')),
-            mode,
+            `${mode}: ${JSON.stringify(jobs.map((n) => [n['Node Type'], n['Index Name']]))}`,
           ).toBe(true);
         }
         expect(ms, `${mode}: ${ms} ms`).toBeLessThan(BUDGET_MS);
@@ -152,7 +160,8 @@ describe('overview and lists on 1M finished jobs and a 50k backlog', () => {
         // An organization with few rows may be counted from its own (job_queue_org_created_idx); any other reads the
         // backlog from a PENDING-only index (index-only where the pages are all-visible: PostgreSQL 15 here, with 0 heap
         // fetches; PostgreSQL 18 with autovacuum on has chosen the claim index and the heap).
-        if (scopeName !== 'small organization') expect(pending.length, mode).toBe(1);
+        if (scopeName !== 'small organization')
+          expect(pending.length, `${mode}: ${JSON.stringify(nodes.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name']]))}`).toBe(1);
         expect(
           pending.map((n) => n['Node Type'].replace('Parallel ', '').replace('Index Only Scan', 'Index Scan').replace('Bitmap Index Scan', 'Index Scan')),
           mode,
@@ -161,7 +170,7 @@ describe('overview and lists on 1M finished jobs and a 50k backlog', () => {
           nodes.filter((n) => n['Node Type'].includes('Seq Scan')),
           mode,
         ).toEqual([]);
-        expect(rowsRead(nodes.filter((n) => n['Relation Name'] === 'job_queue')), mode).toBeLessThanOrEqual(BACKLOG + 1_000);
+        expect(rowsRead(tableScans(nodes.filter((n) => n['Relation Name'] === 'job_queue'))), mode).toBeLessThanOrEqual(BACKLOG + 1_000);
         expect(ms, `${mode}: ${ms} ms`).toBeLessThan(BUDGET_MS);
       }
     });
