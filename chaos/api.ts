@@ -29,6 +29,7 @@ import {
   type WorkerLogger,
   type WorkflowBuilder,
 } from '../src/index.js';
+import type pg from 'pg';
 import { createPrismaClient, type RunledgerPrismaClient } from '../src/client/connect.js';
 
 export { defineJob, workflow, RetryableError, TerminalError, isRunledgerError, WORKFLOW_RUN_TERMINAL_CHANNEL };
@@ -43,9 +44,20 @@ export async function migrateDatabase(url: string): Promise<void> {
   await migrate({ connectionString: url });
 }
 
-export function startWorker(options: { db: Client; listenUrl: string; handlers: AnyJobDefinition[]; workerId: string; logger: WorkerLogger }): Worker {
+/**
+ * A chaos worker. `pool`: its own statements go through this pg Pool (db: a pg Pool, src/client/pool-db.ts)
+ * instead of the Prisma client, so the chaos run proves both paths under the same faults.
+ */
+export function startWorker(options: {
+  db: Client;
+  pool?: { pool: pg.Pool; preparedStatements: boolean };
+  listenUrl: string;
+  handlers: AnyJobDefinition[];
+  workerId: string;
+  logger: WorkerLogger;
+}): Worker {
   return createWorker({
-    db: options.db,
+    ...(options.pool ? { db: options.pool.pool, preparedStatements: options.pool.preparedStatements } : { db: options.db }),
     listenConnectionString: options.listenUrl,
     handlers: options.handlers,
     workerId: options.workerId,

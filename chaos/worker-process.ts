@@ -8,6 +8,7 @@
  * (the database itself, for LISTEN), CHAOS_WORKER_ID. SIGTERM drains and exits 0.
  */
 import pg from 'pg';
+import { poolerConnectionString } from '../src/client/connect.js';
 import { connect, enqueueDirect, enqueueRun, startWorker, type WorkerLogger } from './api.js';
 import { chaosHandlers } from './handlers.js';
 import { summarizeError, type ChildMessage } from './messages.js';
@@ -31,7 +32,18 @@ const pool = new pg.Pool({ connectionString: url, max: 3 });
 pool.on('error', () => undefined); // an idle client killed by pg_terminate_backend; the next query reconnects
 // chaos.tx attempts hold a connection each for their handler's duration: their own pool, as the README advises.
 const host = connect(url, 8);
-const worker = startWorker({ db, listenUrl, handlers: chaosHandlers(pool, workerId, host), workerId, logger });
+// Every other worker sends its own statements through a pg Pool (createWorker's `db: pool`), the rest through Prisma.
+const direct = poolerConnectionString(url);
+const workerPool = /[13579]$/.test(workerId) ? new pg.Pool({ connectionString: direct.connectionString, max: 6 }) : undefined;
+workerPool?.on('error', () => undefined);
+const worker = startWorker({
+  db,
+  ...(workerPool ? { pool: { pool: workerPool, preparedStatements: !direct.pooled } } : {}),
+  listenUrl,
+  handlers: chaosHandlers(pool, workerId, host),
+  workerId,
+  logger,
+});
 
 async function attempt(kind: string, fn: () => Promise<string>): Promise<void> {
   try {
@@ -61,6 +73,7 @@ process.on('SIGTERM', () => {
     await worker.stop({ drainMs: 5_000 }).catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
     await host.$disconnect().catch(() => undefined);
+    await workerPool?.end().catch(() => undefined);
     await pool.end().catch(() => undefined);
     process.exit(0);
   })();

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { PoolDb } from './pool-db.js';
 
 export type RunledgerPrismaClient = PrismaClient;
 
@@ -62,6 +63,23 @@ export function poolerConnectionString(connectionString: string): { connectionSt
 }
 
 export function createPrismaClient(given: string, options: PrismaClientOptions = {}): PrismaClient {
+  const { pool, named } = createPool(given, options);
+  return new PrismaClient({
+    adapter: new PrismaPg(pool, { ...(named ? { statementNameGenerator: preparedStatementName } : {}), disposeExternalPool: true }),
+  });
+}
+
+/**
+ * runledger's own client over a pg Pool without Prisma's query layer (src/client/pool-db.ts): what a worker
+ * given a connection string uses. `$disconnect()` ends the pool.
+ */
+export function createPoolDb(given: string, options: PrismaClientOptions = {}): PoolDb {
+  const { pool, named } = createPool(given, options);
+  return new PoolDb(pool, { preparedStatements: named, ownsPool: true });
+}
+
+/** The pool both clients above run on, and whether its statements may be named (not behind `pgbouncer=true`). */
+function createPool(given: string, options: PrismaClientOptions): { pool: pg.Pool; named: boolean } {
   const { connectionString, pooled } = poolerConnectionString(given);
   const named = (options.preparedStatements ?? true) && !pooled;
   const pool = new pg.Pool({
@@ -75,9 +93,7 @@ export function createPrismaClient(given: string, options: PrismaClientOptions =
   // process crashed (found by the chaos run: pg_terminate_backend during an outage). The failure still
   // reaches whoever uses the connection next, as a query error (database.unavailable).
   pool.on('connect', (client) => void client.on('error', ignoreConnectionError));
-  return new PrismaClient({
-    adapter: new PrismaPg(pool, { ...(named ? { statementNameGenerator: preparedStatementName } : {}), disposeExternalPool: true }),
-  });
+  return { pool, named };
 }
 
 function ignoreConnectionError(): void {

@@ -118,7 +118,8 @@ import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import type { PrismaClientLike } from '../client/types.js';
 import { ConflictError } from '../errors/runledger-error.js';
-import { createPrismaClient, type RunledgerPrismaClient } from '../client/connect.js';
+import { createPoolDb } from '../client/connect.js';
+import type { PoolDb } from '../client/pool-db.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
 import { loadOpenTelemetry } from '../telemetry/otel-api.js';
 import { WorkerTelemetry } from './telemetry.js';
@@ -195,7 +196,7 @@ class RunledgerWorker implements Worker {
   readonly workerId: string;
   private currentState: WorkerState = 'created';
   private readonly db: PrismaClientLike;
-  private readonly ownedClient: RunledgerPrismaClient | undefined;
+  private readonly ownedClient: PoolDb | undefined;
   private readonly events: WorkerEventEmitter;
   private telemetry: WorkerTelemetry | undefined;
   private readonly batcher: CompletionBatcher;
@@ -224,7 +225,7 @@ class RunledgerWorker implements Worker {
       this.db = options.db;
     } else {
       // resolveWorkerOptions guarantees one of db and connectionString.
-      this.ownedClient = createPrismaClient(options.connectionString!);
+      this.ownedClient = createPoolDb(options.connectionString!);
       this.db = this.ownedClient;
     }
     this.batcher = new CompletionBatcher(this.db, options.completionBatchMs, options.completionBatchSize);

@@ -1,0 +1,241 @@
+/**
+ * A runledger client over a `pg` Pool, without Prisma's query layer: the
+ * worker's own statements (claims, completions, heartbeats, failures, the
+ * maintenance loops) go straight to pg. Prisma's raw-query path re-encodes
+ * every parameter and result row on the way through its query engine; on a
+ * drained job that cost about a third of the worker's Node CPU
+ * (bench/README.md, "Where a drained job's time goes").
+ *
+ * It speaks the part of the Prisma client runledger uses (`$queryRaw`,
+ * `$executeRaw` as tagged templates with nested `sqltag` fragments,
+ * `$transaction(fn, { isolationLevel, maxWait, timeout })`), with Prisma's
+ * result types for every column type runledger reads: int8 as BigInt,
+ * timestamps as Dates (a `timestamp` without zone read as UTC, as Prisma
+ * reads it), json/jsonb parsed, arrays as arrays. Statements are named (one
+ * server-side plan per connection, like `preparedStatementName`) unless the
+ * pool sits behind a transaction-mode pooler without prepared statements.
+ *
+ * A transaction client lacks `$connect`, so `isTransactionClient` tells the
+ * two apart as it does Prisma's. After its transaction ended, or once its
+ * `timeout` has passed, a transaction client refuses statements with
+ * Prisma's "Transaction already closed" (P2028), which
+ * `normalizeDatabaseError` turns into `database.transaction_closed`.
+ */
+import { createHash } from 'node:crypto';
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
+import pg from 'pg';
+import type { PrismaClientLike, PrismaTransactionLike, TransactionOptions } from './types.js';
+
+/** Prisma's defaults for an interactive transaction. */
+const DEFAULT_MAX_WAIT_MS = 2_000;
+const DEFAULT_TIMEOUT_MS = 5_000;
+
+const ISOLATION_SQL: Record<NonNullable<TransactionOptions['isolationLevel']>, string> = {
+  ReadUncommitted: 'BEGIN ISOLATION LEVEL READ UNCOMMITTED',
+  ReadCommitted: 'BEGIN ISOLATION LEVEL READ COMMITTED',
+  RepeatableRead: 'BEGIN ISOLATION LEVEL REPEATABLE READ',
+  Serializable: 'BEGIN ISOLATION LEVEL SERIALIZABLE',
+};
+
+// Result parsing: Prisma's types where pg's defaults differ (pg reads int8 as a string and a zone-less timestamp
+// or a date in the process's local time zone).
+const INT8 = 20;
+const INT8_ARRAY = 1016;
+const TIMESTAMP = 1114;
+const TIMESTAMP_ARRAY = 1115;
+const DATE = 1082;
+
+const parseUtcTimestamp = (text: string): Date => new Date(`${text.replace(' ', 'T')}Z`);
+const parseUtcDate = (text: string): Date => new Date(`${text}T00:00:00Z`);
+
+function typeParsers(): pg.CustomTypesConfig {
+  const { types } = pg;
+  const arrayOf = (oid: number, parse: (text: string) => unknown) => {
+    const parseArray = types.getTypeParser(oid) as (text: string) => string[] | null;
+    return (text: string) => parseArray(text)?.map((item) => (item === null ? null : parse(item))) ?? null;
+  };
+  const own: Record<number, (text: string) => unknown> = {
+    [INT8]: BigInt,
+    // pg's array parser for text[] (1009) splits the literal; each element is then parsed as above.
+    [INT8_ARRAY]: arrayOf(1009, BigInt),
+    [TIMESTAMP]: parseUtcTimestamp,
+    [TIMESTAMP_ARRAY]: arrayOf(1009, parseUtcTimestamp),
+    [DATE]: parseUtcDate,
+  };
+  return {
+    getTypeParser: ((oid: number, format?: string) =>
+      (format ?? 'text') === 'text' && own[oid] ? own[oid] : types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+  };
+}
+
+/** A Date parameter as an ISO instant: unambiguous whatever the session's TimeZone. */
+function toParameter(value: unknown): unknown {
+  return value instanceof Date ? value.toISOString() : value;
+}
+
+/** Prisma's code for a transaction that has ended (or timed out), so `normalizeDatabaseError` treats it alike. */
+function transactionClosedError(why: string): Error {
+  return Object.assign(new Error(`Transaction already closed: ${why}`), { code: 'P2028' });
+}
+
+export interface PoolDbOptions {
+  /** Name each distinct statement so PostgreSQL reuses its plan (default true); false behind PgBouncer < 1.21. */
+  preparedStatements?: boolean;
+  /** End the pool on `$disconnect()` (true when runledger created it). */
+  ownsPool?: boolean;
+}
+
+/** Statement naming and result parsing shared by the root client and its transactions. */
+class Statements {
+  private readonly names = new Map<string, string>();
+  readonly types: pg.CustomTypesConfig;
+
+  constructor(private readonly named: boolean) {
+    this.types = typeParsers();
+  }
+
+  config(query: Sql): pg.QueryConfig {
+    const text = query.text;
+    const values = query.values.map(toParameter);
+    if (!this.named) return { text, values, types: this.types };
+    let name = this.names.get(text);
+    if (name === undefined) {
+      name = `rlp_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+      this.names.set(text, name);
+    }
+    return { name, text, values, types: this.types };
+  }
+}
+
+type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
+
+abstract class RawQueries {
+  constructor(protected readonly statements: Statements) {}
+
+  protected abstract run(config: pg.QueryConfig): Promise<pg.QueryResult>;
+
+  async $queryRaw<T = unknown>(strings: TemplateStringsArray, ...values: unknown[]): Promise<T> {
+    return (await this.run(this.statements.config(sqltag(strings, ...values)))).rows as T;
+  }
+
+  async $executeRaw(strings: TemplateStringsArray, ...values: unknown[]): Promise<number> {
+    return (await this.run(this.statements.config(sqltag(strings, ...values)))).rowCount ?? 0;
+  }
+}
+
+/** One interactive transaction's client: joins it, never commits or rolls back. */
+class PoolTransaction extends RawQueries implements PrismaTransactionLike {
+  closedBecause: string | undefined;
+
+  constructor(
+    statements: Statements,
+    private readonly client: Queryable,
+  ) {
+    super(statements);
+  }
+
+  protected run(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    if (this.closedBecause !== undefined) return Promise.reject(transactionClosedError(this.closedBecause));
+    return this.client.query(config);
+  }
+}
+
+export class PoolDb extends RawQueries implements PrismaClientLike {
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly options: PoolDbOptions = {},
+  ) {
+    super(new Statements(options.preparedStatements ?? true));
+    // As Prisma's adapter does: an idle pooled connection the server terminates makes the pool emit 'error',
+    // which with no listener would crash the process. pg-pool drops that connection; the next statement
+    // connects anew, and a statement that meets a dead connection fails as database.unavailable.
+    pool.on('error', ignoreConnectionError);
+  }
+
+  protected run(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    return this.pool.query(config);
+  }
+
+  async $connect(): Promise<void> {
+    (await this.pool.connect()).release();
+  }
+
+  async $disconnect(): Promise<void> {
+    this.pool.removeListener('error', ignoreConnectionError);
+    if (this.options.ownsPool) await this.pool.end();
+  }
+
+  /**
+   * Prisma's interactive transaction: a connection within `maxWait` ms, BEGIN (at `isolationLevel`), `fn`,
+   * COMMIT; ROLLBACK when `fn` throws. Past `timeout` ms the transaction client refuses statements and the
+   * transaction is rolled back when `fn` returns.
+   */
+  async $transaction<R>(fn: (tx: PrismaTransactionLike) => Promise<R>, options: TransactionOptions = {}): Promise<R> {
+    const client = await this.connectWithin(options.maxWait ?? DEFAULT_MAX_WAIT_MS);
+    const timeoutMs = options.timeout ?? DEFAULT_TIMEOUT_MS;
+    // Checked out, the connection is outside pg-pool's idle listener: a termination between two statements
+    // emits 'error' on it (the next statement then fails and the transaction rolls back).
+    client.on('error', ignoreConnectionError);
+    const tx = new PoolTransaction(this.statements, client);
+    const timer = setTimeout(() => {
+      tx.closedBecause ??= `the transaction ran past its timeout of ${timeoutMs} ms`;
+    }, timeoutMs);
+    let broken: Error | undefined;
+    try {
+      await client.query(options.isolationLevel ? ISOLATION_SQL[options.isolationLevel] : 'BEGIN');
+      const result = await fn(tx);
+      if (tx.closedBecause !== undefined) throw transactionClosedError(tx.closedBecause);
+      tx.closedBecause = 'the transaction has committed';
+      const commit = await client.query('COMMIT');
+      // COMMIT of a transaction a failed statement aborted answers ROLLBACK instead of raising: nothing was written.
+      if (commit.command === 'ROLLBACK') throw transactionClosedError('a statement failed inside it, so COMMIT rolled it back');
+      return result;
+    } catch (error) {
+      tx.closedBecause ??= 'the transaction has rolled back';
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      client.removeListener('error', ignoreConnectionError);
+      // A connection whose ROLLBACK failed is in an unknown state: the pool discards it.
+      client.release(broken);
+    }
+  }
+
+  /** A pooled connection within `ms`, or pg's own wait-timeout error (a connection fault: `database.unavailable`). */
+  private async connectWithin(ms: number): Promise<pg.PoolClient> {
+    const connecting = this.pool.connect();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timeout exceeded when trying to connect')), ms);
+    });
+    try {
+      return await Promise.race([connecting, timedOut]);
+    } catch (error) {
+      // The connection may still come: give it straight back.
+      connecting.then((late) => late.release()).catch(() => undefined);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function ignoreConnectionError(): void {
+  // Reported through the statement that meets the broken connection.
+}
+
+/** True for a `pg` Pool (something with `connect`, `query` and `end`, and no Prisma `$queryRaw`). */
+export function isPgPool(value: unknown): value is pg.Pool {
+  const candidate = value as Partial<Record<'connect' | 'query' | 'end' | '$queryRaw', unknown>> | null;
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.connect === 'function' &&
+    typeof candidate.query === 'function' &&
+    typeof candidate.end === 'function' &&
+    candidate.$queryRaw === undefined
+  );
+}
