@@ -46,6 +46,7 @@ async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
     runledgerLoopSystem({ claimBatch: config.claimBatch }),
     runledgerWorkerSystem(),
     runledgerWorkerSystem({ batchSize: TUNED_WORKER_BATCH_SIZE }),
+    runledgerWorkerSystem({ pool: true }),
     runledgerTransactionalSystem(),
   ];
   if (['pgboss', 'pgboss_fetch'].some(wanted)) {

@@ -14,6 +14,8 @@ const { preparedStatementName } = runledger;
 
 export interface CountingPrisma {
   prisma: PrismaClient;
+  /** The pool under `prisma` (createWorker's `db: pool` variant sends through it, counted alike). */
+  pool: pg.Pool;
   /** Statements sent so far on every connection of the pool. */
   statements(): number;
 }
@@ -33,6 +35,7 @@ export function createCountingPrisma(url: string, max: number): CountingPrisma &
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName }) });
   return {
     prisma,
+    pool,
     statements: () => statements,
     async close() {
       await prisma.$disconnect();

@@ -19,16 +19,22 @@ const { createWorker, defineJob, enqueueJob, silentLogger } = runledger;
 
 type Handler = (payload: unknown, jobId: string) => void;
 
+/** How a variant's worker reaches the database: its Prisma client, or the pg Pool under it (`db: pool`). */
+interface WorkerShape {
+  batchSize?: number;
+  pool?: boolean;
+}
+
 function newWorker(
-  { prisma }: CountingPrisma,
+  { prisma, pool }: CountingPrisma,
   url: string,
   concurrency: number,
-  batchSize: number | undefined,
+  { batchSize, pool: viaPool }: WorkerShape,
   jobTypes: readonly string[],
   handler: Handler = () => undefined,
 ): Worker {
   return createWorker({
-    db: prisma,
+    db: viaPool ? pool : prisma,
     listenConnectionString: url,
     handlers: jobTypes.map((type) => defineJob(type, z.unknown(), async (payload, ctx) => handler(payload, ctx.jobId))),
     concurrency,
@@ -42,7 +48,7 @@ function newWorker(
 async function timedWorker(
   url: string,
   concurrency: number,
-  batchSize: number | undefined,
+  shape: WorkerShape,
   jobTypes: readonly string[],
   target: number,
   finalType: string | null,
@@ -51,7 +57,7 @@ async function timedWorker(
   // Pool: the worker's claims and completion flushes plus headroom; the LISTEN connection is separate.
   return withCountingPrisma(url, concurrency + 4, async (client) => {
     const countdown = new Countdown(target, what);
-    const worker = newWorker(client, url, concurrency, batchSize, jobTypes);
+    const worker = newWorker(client, url, concurrency, shape, jobTypes);
     // 'job:success' is emitted once the success is committed.
     worker.on('job:success', ({ job }) => {
       if (finalType === null || job.jobType === finalType) countdown.hit();
@@ -80,7 +86,13 @@ const payloadN = (payload: unknown): number => Number((payload as { n?: unknown 
  * claims, heartbeats and completions); otherwise through the client itself,
  * autocommitted, the success batched as usual.
  */
-async function timedHostWrite(url: string, jobs: number, concurrency: number, batchSize: number | undefined, transactional: boolean): Promise<Timed> {
+async function timedHostWrite(
+  url: string,
+  jobs: number,
+  concurrency: number,
+  { batchSize, pool: viaPool }: WorkerShape,
+  transactional: boolean,
+): Promise<Timed> {
   return withCountingPrisma(url, concurrency * (transactional ? 2 : 1) + 4, async (client) => {
     const { prisma } = client;
     // HOST_ROWS_TABLE, spelled out: a tagged statement cannot interpolate an identifier.
@@ -89,7 +101,7 @@ async function timedHostWrite(url: string, jobs: number, concurrency: number, ba
       ? defineJob(BENCH_JOB_TYPE, z.unknown(), async (payload, ctx) => void (await insert(ctx.tx, payloadN(payload))), { transaction: prisma })
       : defineJob(BENCH_JOB_TYPE, z.unknown(), async (payload) => void (await insert(prisma, payloadN(payload))));
     const worker = createWorker({
-      db: prisma,
+      db: viaPool ? client.pool : prisma,
       listenConnectionString: url,
       handlers: [handler],
       concurrency,
@@ -128,7 +140,7 @@ export function runledgerTransactionalSystem(): BenchSystem {
     },
     install: loop.install,
     seedNoop: seedNoopJobs,
-    hostWrite: (url, { jobs, concurrency }) => timedHostWrite(url, jobs, concurrency, undefined, true),
+    hostWrite: (url, { jobs, concurrency }) => timedHostWrite(url, jobs, concurrency, {}, true),
   };
 }
 
@@ -140,15 +152,22 @@ export const TUNED_WORKER_BATCH_SIZE = 250;
  * buffer, the tuned variant beside the peers' tuned ones (pg-boss's
  * batchSize, graphile-worker's localQueue).
  */
-export function runledgerWorkerSystem(options: { batchSize?: number } = {}): BenchSystem {
+export function runledgerWorkerSystem(shape: WorkerShape = {}): BenchSystem {
   const loop = runledgerLoopSystem({ claimBatch: 1 });
-  const { batchSize } = options;
+  const { batchSize } = shape;
   return {
-    key: batchSize === undefined ? 'runledger_worker' : 'runledger_worker_batched',
-    label: batchSize === undefined ? 'runledger createWorker' : `runledger createWorker (batchSize ${batchSize})`,
+    key: shape.pool ? 'runledger_worker_pool' : batchSize === undefined ? 'runledger_worker' : 'runledger_worker_batched',
+    label: shape.pool
+      ? 'runledger createWorker (db: pg Pool)'
+      : batchSize === undefined
+        ? 'runledger createWorker'
+        : `runledger createWorker (batchSize ${batchSize})`,
     peer: false,
 
     describe() {
+      if (shape.pool) {
+        return "createWorker({ db: pool, concurrency }) with its defaults: the pg Pool under the Prisma client, so the worker's statements skip Prisma's query layer (src/client/pool-db.ts), reaper off";
+      }
       return batchSize === undefined
         ? 'createWorker({ concurrency }) with its defaults (adaptive claim size, completion batching), LISTEN + poll, reaper off'
         : `createWorker({ concurrency, batchSize: ${batchSize} }): claims of up to ${batchSize} jobs held in its buffer (as graphile-worker's localQueue), otherwise the defaults, reaper off`;
@@ -157,21 +176,21 @@ export function runledgerWorkerSystem(options: { batchSize?: number } = {}): Ben
     install: loop.install,
 
     seedNoop: seedNoopJobs,
-    drain: (url, { jobs, concurrency }) => timedWorker(url, concurrency, batchSize, [BENCH_JOB_TYPE], jobs, null, 'createWorker drain'),
+    drain: (url, { jobs, concurrency }) => timedWorker(url, concurrency, shape, [BENCH_JOB_TYPE], jobs, null, 'createWorker drain'),
 
     seedChains: seedChainRuns,
-    chains: (url, { chains, concurrency }) => timedWorker(url, concurrency, batchSize, CHAIN_STEPS, chains, CHAIN_STEPS[2], 'createWorker chains'),
+    chains: (url, { chains, concurrency }) => timedWorker(url, concurrency, shape, CHAIN_STEPS, chains, CHAIN_STEPS[2], 'createWorker chains'),
 
     seedFanOut: seedFanOutRuns,
-    fanOut: (url, { runs, concurrency }) => timedWorker(url, concurrency, batchSize, [FAN_ROOT, FAN_CHILD, FAN_IN], runs, FAN_IN, 'createWorker fan-out'),
+    fanOut: (url, { runs, concurrency }) => timedWorker(url, concurrency, shape, [FAN_ROOT, FAN_CHILD, FAN_IN], runs, FAN_IN, 'createWorker fan-out'),
 
-    hostWrite: (url, { jobs, concurrency }) => timedHostWrite(url, jobs, concurrency, batchSize, false),
+    hostWrite: (url, { jobs, concurrency }) => timedHostWrite(url, jobs, concurrency, shape, false),
 
     async latency(url, jobs, concurrency): Promise<LatencySample[]> {
       return withCountingPrisma(url, concurrency + 4, async (client) => {
         const probe = new LatencyProbe();
         const seqByJob = new Map<string, number>();
-        const worker = newWorker(client, url, concurrency, batchSize, [BENCH_JOB_TYPE], (payload, jobId) => {
+        const worker = newWorker(client, url, concurrency, shape, [BENCH_JOB_TYPE], (payload, jobId) => {
           const seq = seqOf(payload);
           seqByJob.set(jobId, seq);
           probe.picked(seq);
