@@ -227,15 +227,19 @@ function ignoreConnectionError(): void {
   // Reported through the statement that meets the broken connection.
 }
 
-/** True for a `pg` Pool (something with `connect`, `query` and `end`, and no Prisma `$queryRaw`). */
+/**
+ * True for a `pg` Pool: `connect`, `query` and `end`, and the pool's counters (a single `pg.Client` has the
+ * methods but no counters, and cannot serve concurrent statements), and no Prisma `$queryRaw`.
+ */
 export function isPgPool(value: unknown): value is pg.Pool {
-  const candidate = value as Partial<Record<'connect' | 'query' | 'end' | '$queryRaw', unknown>> | null;
+  const candidate = value as Partial<Record<'connect' | 'query' | 'end' | 'totalCount' | '$queryRaw', unknown>> | null;
   return (
     typeof candidate === 'object' &&
     candidate !== null &&
     typeof candidate.connect === 'function' &&
     typeof candidate.query === 'function' &&
     typeof candidate.end === 'function' &&
+    typeof candidate.totalCount === 'number' &&
     candidate.$queryRaw === undefined
   );
 }

@@ -265,6 +265,13 @@ describe('createWorker with db: a pg Pool', () => {
     await workerPool.end();
   });
 
+  it('refuses a single pg Client as db (it cannot serve concurrent statements), naming the field', () => {
+    const single = new pg.Client({ connectionString: db.url });
+    expect(() => createWorker({ db: single as unknown as pg.Pool, handlers: [defineJob('pool.x', z.object({}), async () => null)] })).toThrow(
+      expect.objectContaining({ code: 'worker.invalid_options', field: 'db' }),
+    );
+  });
+
   it('refuses preparedStatements without a pool, naming the field', () => {
     expect(() => createWorker({ db: db.prisma, preparedStatements: false, handlers: [defineJob('pool.x', z.object({}), async () => null)] })).toThrow(
       expect.objectContaining({ code: 'worker.invalid_options', field: 'preparedStatements' }),
