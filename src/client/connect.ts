@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { PoolDb } from './pool-db.js';
+import { ignoreConnectionError, PoolDb } from './pool-db.js';
 
 export type RunledgerPrismaClient = PrismaClient;
 
@@ -94,8 +94,4 @@ function createPool(given: string, options: PrismaClientOptions): { pool: pg.Poo
   // reaches whoever uses the connection next, as a query error (database.unavailable).
   pool.on('connect', (client) => void client.on('error', ignoreConnectionError));
   return { pool, named };
-}
-
-function ignoreConnectionError(): void {
-  // Reported through the query that meets the broken connection.
 }

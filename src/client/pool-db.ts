@@ -223,7 +223,8 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
   }
 }
 
-function ignoreConnectionError(): void {
+/** The 'error' listener of a connection or pool: the failure is reported through the statement that meets it. */
+export function ignoreConnectionError(): void {
   // Reported through the statement that meets the broken connection.
 }
 
