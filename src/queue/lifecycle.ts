@@ -118,5 +118,5 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
   });
 }
 
-export { completeJob, completeJobs, completeJobsSettled, type SettledCompleteOutcome, type StepRunner } from './complete.js';
+export { completeJob, completeJobs, completeJobsSettled, completeTrustedSettled, type SettledCompleteOutcome, type StepRunner } from './complete.js';
 export { failJob } from './fail.js';

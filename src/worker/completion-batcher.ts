@@ -16,13 +16,13 @@
  * unaffected), or `error` (it failed even after retrying transient failures
  * until the leases would expire, see retry.ts, and alone in its own
  * transaction; the reaper then retries the job). A batch of direct jobs is one statement; one with
- * workflow-managed jobs one transaction (`completeJobsSettled`), which
+ * workflow-managed jobs one transaction (`completeTrustedSettled`), which
  * on failure is retried item by item so that one run's trouble never fails
  * the others' work; a success already committed is never reported as an
  * error or, on a retry, as a lost lease.
  */
 import type { Db } from '../client/types.js';
-import { completeJobsSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
+import { completeTrustedSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
 import { continueJobs, type ContinueJobItem, type ContinueJobOutcome } from '../queue/continue.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { confirmCompletions, retryUntilLeasesExpire } from './retry.js';
@@ -135,7 +135,8 @@ export class CompletionBatcher {
       const outcomes = await confirmCompletions(
         this.db,
         leases,
-        await completeJobsSettled(
+        // The leases are the claim's and the outputs passed toStorableJson: no second validation.
+        await completeTrustedSettled(
           this.db,
           batch.map((item) => ({ lease: item.lease, output: item.output })),
           retryUntilLeasesExpire(leases),
