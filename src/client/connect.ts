@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { ignoreConnectionError, PoolDb } from './pool-db.js';
+import { listenForLife, PoolDb } from './pool-db.js';
 
 export type RunledgerPrismaClient = PrismaClient;
 
@@ -92,6 +92,6 @@ function createPool(given: string, options: PrismaClientOptions): { pool: pg.Poo
   // the same read as the end of the handshake, so pg emitted 'error' with no listener in between and the
   // process crashed (found by the chaos run: pg_terminate_backend during an outage). The failure still
   // reaches whoever uses the connection next, as a query error (database.unavailable).
-  pool.on('connect', (client) => void client.on('error', ignoreConnectionError));
+  pool.on('connect', listenForLife);
   return { pool, named };
 }

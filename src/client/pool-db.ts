@@ -150,6 +150,12 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
     // which with no listener would crash the process. pg-pool drops that connection; the next statement
     // connects anew, and a statement that meets a dead connection fails as database.unavailable.
     pool.on('error', ignoreConnectionError);
+    // And every connection it makes from now on keeps a listener for life, as createPool's do (connect.ts): a
+    // backend terminated as it finishes connecting sends its FATAL in the same read as the end of the
+    // handshake, after pg-pool has dropped its idle listener and before the code awaiting `pool.connect()`
+    // resumes to add its own. Without it the 10-minute chaos run lost 3 of 37 pool-backed worker processes
+    // to an unhandled 'error' (57P01) during termination rounds.
+    pool.on('connect', listenForLife);
   }
 
   protected run(config: pg.QueryConfig): Promise<pg.QueryResult> {
@@ -162,6 +168,7 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
 
   async $disconnect(): Promise<void> {
     this.pool.removeListener('error', ignoreConnectionError);
+    this.pool.removeListener('connect', listenForLife);
     if (this.options.ownsPool) await this.pool.end();
   }
 
@@ -226,6 +233,11 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
 /** The 'error' listener of a connection or pool: the failure is reported through the statement that meets it. */
 export function ignoreConnectionError(): void {
   // Reported through the statement that meets the broken connection.
+}
+
+/** A pool's 'connect' listener: the new connection keeps `ignoreConnectionError` for as long as it lives. */
+export function listenForLife(client: pg.PoolClient): void {
+  client.on('error', ignoreConnectionError);
 }
 
 /**

@@ -209,6 +209,39 @@ describe('PoolDb when the server terminates its connections', () => {
   });
 });
 
+describe('PoolDb when a connection fails as it finishes connecting', () => {
+  /**
+   * What pg does when a backend is terminated as its handshake ends and the FATAL arrives in the same read:
+   * the pool hands the connection out (dropping its idle listener), then, before the code awaiting
+   * `pool.connect()` resumes, the connection emits 'error'. With no listener that throws out of pg's socket
+   * handler and ends the process (the 10-minute chaos run lost pool-backed workers to it).
+   */
+  class FatalAfterHandshake extends pg.Client {
+    override connect(): Promise<pg.Client>;
+    override connect(callback: (error: Error) => void): void;
+    override connect(callback?: (error: Error) => void): Promise<pg.Client> | undefined {
+      if (!callback) return super.connect();
+      super.connect((error: Error) => {
+        callback(error);
+        if (!error) this.emit('error', Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
+      });
+      return undefined;
+    }
+  }
+
+  it('keeps a listener on every new connection, so the error reaches no one and crashes nothing', async () => {
+    const bare = new pg.Pool({ connectionString: db.url, max: 1, Client: FatalAfterHandshake });
+    const client = new PoolDb(bare);
+    expect(bare.listenerCount('connect')).toBe(1);
+    // The transaction awaits pool.connect(): the gap in which the error is emitted.
+    const n = await client.$transaction(async (tx) => (await tx.$queryRaw<{ n: number }[]>`SELECT 1 AS n`)[0]!.n);
+    expect(n).toBe(1);
+    await client.$disconnect();
+    expect(bare.listenerCount('connect')).toBe(0);
+    await bare.end();
+  });
+});
+
 describe('createWorker with db: a pg Pool', () => {
   it('runs direct jobs, a workflow chain and a failure through the pool, and leaves the pool open', async () => {
     const workerPool = new pg.Pool({ connectionString: db.viaPooler ? db.poolerUrl : db.url, max: 6 });
