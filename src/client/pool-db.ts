@@ -154,9 +154,12 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
     // backend terminated as it finishes connecting sends its FATAL in the same read as the end of the
     // handshake, after pg-pool has dropped its idle listener and before the code awaiting `pool.connect()`
     // resumes to add its own. Without it the 10-minute chaos run lost 3 of 37 pool-backed worker processes
-    // to an unhandled 'error' (57P01) during termination rounds.
-    pool.on('connect', listenForLife);
+    // to an unhandled 'error' (57P01) during termination rounds. A pool from createPool has it already.
+    this.addedConnectListener = !pool.listeners('connect').includes(listenForLife);
+    if (this.addedConnectListener) pool.on('connect', listenForLife);
   }
+
+  private readonly addedConnectListener: boolean;
 
   protected run(config: pg.QueryConfig): Promise<pg.QueryResult> {
     return this.pool.query(config);
@@ -168,7 +171,7 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
 
   async $disconnect(): Promise<void> {
     this.pool.removeListener('error', ignoreConnectionError);
-    this.pool.removeListener('connect', listenForLife);
+    if (this.addedConnectListener) this.pool.removeListener('connect', listenForLife);
     if (this.options.ownsPool) await this.pool.end();
   }
 
