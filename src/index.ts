@@ -24,6 +24,7 @@ export { ERROR_CODES, JOB_OUTCOME_CODES, type ErrorCode, type JobOutcomeCode } f
 
 export type { Db, Tx, PrismaClientLike, PrismaTransactionLike } from './client/types.js';
 export { preparedStatementName } from './client/connect.js';
+export { poolDb, type PoolDbOptions } from './client/from-pool.js';
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrate.js';
 export type { JsonValue } from './validation/primitives.js';
 export type { Jsonified } from './validation/jsonified.js';

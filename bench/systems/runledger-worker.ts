@@ -12,7 +12,7 @@ import { runledger } from '../runledger-package.js';
 import { Countdown } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
 import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
-import { runledgerLoopSystem, seedChainRuns, seedFanOutRuns, seedNoopJobs } from './runledger.js';
+import { runledgerLoopSystem, seedChainRuns, seedFanOutRuns, seedNoopJobs, timedEnqueueBulk, timedEnqueueSingle, viaPool, viaPrisma } from './runledger.js';
 import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
 const { createWorker, defineJob, enqueueJob, silentLogger } = runledger;
@@ -166,7 +166,7 @@ export function runledgerWorkerSystem(shape: WorkerShape = {}): BenchSystem {
 
     describe() {
       if (shape.pool) {
-        return "createWorker({ db: pool, concurrency }) with its defaults: the pg Pool under the Prisma client, so the worker's statements skip Prisma's query layer (src/client/pool-db.ts), reaper off";
+        return "createWorker({ db: pool, concurrency }) with its defaults: the pg Pool under the Prisma client, so the worker's statements skip Prisma's query layer (src/client/pool-db.ts), reaper off; its enqueues (the enqueue workloads and pickup latency's) go through poolDb(pool)";
       }
       return batchSize === undefined
         ? 'createWorker({ concurrency }) with its defaults (adaptive claim size, completion batching), LISTEN + poll, reaper off'
@@ -174,6 +174,14 @@ export function runledgerWorkerSystem(shape: WorkerShape = {}): BenchSystem {
     },
 
     install: loop.install,
+
+    // The enqueue workloads once more, without Prisma's query layer (the other variants enqueue as the hand loop does).
+    ...(shape.pool
+      ? {
+          enqueueBulk: (url: string, batches: number, batchSize: number) => timedEnqueueBulk(url, batches, batchSize, viaPool),
+          enqueueSingle: (url: string, jobs: number, inFlight: number) => timedEnqueueSingle(url, jobs, inFlight, viaPool),
+        }
+      : {}),
 
     seedNoop: seedNoopJobs,
     drain: (url, { jobs, concurrency }) => timedWorker(url, concurrency, shape, [BENCH_JOB_TYPE], jobs, null, 'createWorker drain'),
@@ -189,6 +197,7 @@ export function runledgerWorkerSystem(shape: WorkerShape = {}): BenchSystem {
     async latency(url, jobs, concurrency): Promise<LatencySample[]> {
       return withCountingPrisma(url, concurrency + 4, async (client) => {
         const probe = new LatencyProbe();
+        const enqueueDb = (shape.pool ? viaPool : viaPrisma)(client);
         const seqByJob = new Map<string, number>();
         const worker = newWorker(client, url, concurrency, shape, [BENCH_JOB_TYPE], (payload, jobId) => {
           const seq = seqOf(payload);
@@ -202,7 +211,7 @@ export function runledgerWorkerSystem(shape: WorkerShape = {}): BenchSystem {
         await worker.start();
         try {
           return await probe.run(jobs, async (seq) => {
-            await enqueueJob(client.prisma, { jobType: BENCH_JOB_TYPE, payload: { seq } });
+            await enqueueJob(enqueueDb, { jobType: BENCH_JOB_TYPE, payload: { seq } });
           });
         } finally {
           await worker.stop({ drainMs: 5_000 });

@@ -5,11 +5,12 @@
  * completeJobs for the whole batch. A loop that finds nothing waits for
  * a NOTIFY on JOB_AVAILABLE_CHANNEL (workflow steps are released by other
  * loops' completions) or a short poll. Enqueue workloads are measured here
- * only (the createWorker variant enqueues through the same functions).
+ * here through the Prisma client, and by the `db: pg Pool` worker variant
+ * through `poolDb(pool)` (the same functions, another client).
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import type { ClaimedJob } from '../../src/index.js';
+import type { ClaimedJob, Db } from '../../src/index.js';
 import { runledger } from '../runledger-package.js';
 import { Countdown, runInFlight } from '../done.js';
 import { LatencyProbe, seqOf } from '../latency.js';
@@ -18,7 +19,41 @@ import { withCountingPrisma, type CountingPrisma } from './runledger-client.js';
 import { batchEnqueueApi, chainRun, enqueueRuns, fanOutRun } from './runledger-workflows.js';
 import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSystem, type LatencySample, type Timed } from './types.js';
 
-const { JOB_AVAILABLE_CHANNEL, claimJobs, completeJobs, enqueueJob, enqueueJobs, migrate } = runledger;
+const { JOB_AVAILABLE_CHANNEL, claimJobs, completeJobs, enqueueJob, enqueueJobs, migrate, poolDb } = runledger;
+
+/** Which client an enqueue goes through: the Prisma client, or `poolDb` over the pg Pool under it. */
+export type EnqueueVia = (client: CountingPrisma) => Db;
+export const viaPrisma: EnqueueVia = ({ prisma }) => prisma;
+export const viaPool: EnqueueVia = ({ pool }) => poolDb(pool);
+
+/** `batches` enqueueJobs calls of `batchSize` jobs, one after another. */
+export function timedEnqueueBulk(url: string, batches: number, batchSize: number, via: EnqueueVia): Promise<Timed> {
+  return withCountingPrisma(url, 2, async (client) => {
+    const db = via(client);
+    const before = client.statements();
+    const started = performance.now();
+    for (let b = 0; b < batches; b += 1) {
+      await enqueueJobs(
+        db,
+        Array.from({ length: batchSize }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: b * batchSize + i } })),
+      );
+    }
+    return { wallMs: performance.now() - started, harnessCommits: 1, statements: client.statements() - before };
+  });
+}
+
+/** `jobs` enqueueJob calls, `inFlight` at a time. */
+export function timedEnqueueSingle(url: string, jobs: number, inFlight: number, via: EnqueueVia): Promise<Timed> {
+  return withCountingPrisma(url, inFlight + 1, async (client) => {
+    const db = via(client);
+    const before = client.statements();
+    const started = performance.now();
+    await runInFlight(jobs, inFlight, async (n) => {
+      await enqueueJob(db, { jobType: BENCH_JOB_TYPE, payload: { n } });
+    });
+    return { wallMs: performance.now() - started, harnessCommits: 1, statements: client.statements() - before };
+  });
+}
 
 const LEASE_SECONDS = 60;
 /** Idle wait of a loop that found nothing: a NOTIFY ends it sooner, so this is only the fallback poll (createWorker's default). */
@@ -151,30 +186,8 @@ export function runledgerLoopSystem(options: LoopOptions): BenchSystem {
       await migrate({ connectionString: url });
     },
 
-    async enqueueBulk(url, batches, batchSize): Promise<Timed> {
-      return withCountingPrisma(url, 2, async ({ prisma, statements }) => {
-        const before = statements();
-        const started = performance.now();
-        for (let b = 0; b < batches; b += 1) {
-          await enqueueJobs(
-            prisma,
-            Array.from({ length: batchSize }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: b * batchSize + i } })),
-          );
-        }
-        return { wallMs: performance.now() - started, harnessCommits: 1, statements: statements() - before };
-      });
-    },
-
-    async enqueueSingle(url, jobs, inFlight): Promise<Timed> {
-      return withCountingPrisma(url, inFlight + 1, async ({ prisma, statements }) => {
-        const before = statements();
-        const started = performance.now();
-        await runInFlight(jobs, inFlight, async (n) => {
-          await enqueueJob(prisma, { jobType: BENCH_JOB_TYPE, payload: { n } });
-        });
-        return { wallMs: performance.now() - started, harnessCommits: 1, statements: statements() - before };
-      });
-    },
+    enqueueBulk: (url, batches, batchSize) => timedEnqueueBulk(url, batches, batchSize, viaPrisma),
+    enqueueSingle: (url, jobs, inFlight) => timedEnqueueSingle(url, jobs, inFlight, viaPrisma),
 
     seedNoop: seedNoopJobs,
     drain: (url, { jobs, concurrency }) => timedLoops(url, concurrency, claimBatch, [BENCH_JOB_TYPE], jobs, null, 'runledger drain'),

@@ -29,7 +29,9 @@ export function enqueueBulkWorkload(config: BenchConfig): Workload {
     size: `${batches} calls of ${size} jobs`,
     unit: 'jobs',
     units: batches * size,
-    notes: ['one variant per system: the enqueue path does not depend on the worker configuration'],
+    notes: [
+      'one variant per system and client: the enqueue path does not depend on the worker configuration; runledger through its Prisma client (hand loop) and through poolDb(pool) (the db: pg Pool variant)',
+    ],
     supports: (s) => typeof s.enqueueBulk === 'function',
     run: (s, url) => s.enqueueBulk!(url, batches, size),
   });
@@ -43,7 +45,9 @@ export function enqueueSingleWorkload(config: BenchConfig): Workload {
     size: `${jobs} jobs`,
     unit: 'jobs',
     units: jobs,
-    notes: ['runledger enqueueJob (notifies), pg-boss send to a queue with notify off (its default and faster enqueue), graphile-worker addJob (notifies)'],
+    notes: [
+      'runledger enqueueJob (notifies) through its Prisma client (hand loop) and through poolDb(pool) (the db: pg Pool variant), pg-boss send to a queue with notify off (its default and faster enqueue), graphile-worker addJob (notifies)',
+    ],
     supports: (s) => typeof s.enqueueSingle === 'function',
     run: (s, url) => s.enqueueSingle!(url, jobs, inFlight),
   });

@@ -78,7 +78,7 @@ function transactionClosedError(why: string): Error {
   return Object.assign(new Error(`Transaction already closed: ${why}`), { code: 'P2028' });
 }
 
-export interface PoolDbOptions {
+export interface PoolDbSettings {
   /** Name each distinct statement so PostgreSQL reuses its plan (default true); false behind PgBouncer < 1.21. */
   preparedStatements?: boolean;
   /** End the pool on `$disconnect()` (true when runledger created it). */
@@ -143,7 +143,7 @@ class PoolTransaction extends RawQueries implements PrismaTransactionLike {
 export class PoolDb extends RawQueries implements PrismaClientLike {
   constructor(
     readonly pool: pg.Pool,
-    private readonly options: PoolDbOptions = {},
+    private readonly options: PoolDbSettings = {},
   ) {
     super(new Statements(options.preparedStatements ?? true));
     // As Prisma's adapter does: an idle pooled connection the server terminates makes the pool emit 'error',
@@ -169,7 +169,15 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
     (await this.pool.connect()).release();
   }
 
+  /** True once `$disconnect()` has run: the pool's listeners are gone (poolDb() then makes a new client). */
+  get disconnected(): boolean {
+    return this.wasDisconnected;
+  }
+
+  private wasDisconnected = false;
+
   async $disconnect(): Promise<void> {
+    this.wasDisconnected = true;
     this.pool.removeListener('error', ignoreConnectionError);
     if (this.addedConnectListener) this.pool.removeListener('connect', listenForLife);
     if (this.options.ownsPool) await this.pool.end();

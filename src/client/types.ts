@@ -70,5 +70,13 @@ export function assertDb(db: unknown, field = 'db'): asserts db is Db {
     return;
   }
   const given = db === null ? 'null' : Array.isArray(db) ? 'an array' : typeof db === 'object' ? 'an object without $queryRaw/$executeRaw' : typeof db;
-  throw new ValidationError(CLIENT_INVALID, field, `Invalid ${field}: must be a Prisma client or interactive-transaction client (got ${given}).`);
+  // A pg Pool (its methods and counters) is one call away from a client: say which.
+  const pool = typeof db === 'object' && db !== null && typeof (db as { totalCount?: unknown }).totalCount === 'number';
+  throw new ValidationError(
+    CLIENT_INVALID,
+    field,
+    pool
+      ? `Invalid ${field}: a pg Pool; pass poolDb(pool) to run on it without Prisma.`
+      : `Invalid ${field}: must be a Prisma client, an interactive-transaction client or poolDb(pool) (got ${given}).`,
+  );
 }

@@ -10,6 +10,7 @@
  * a mutated call reaches past validation into the real paths) and must build
  * a fresh argument list each time: the fuzzer mutates it in place.
  */
+import pg from 'pg';
 import { z } from 'zod';
 import * as runledger from '../../src/index.js';
 import type { ClaimedJob, Db, JobDefinition, PrismaClientLike } from '../../src/index.js';
@@ -459,6 +460,12 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
       },
     ],
     call: async (_db, args) => (any(runledger.createDashboardFetchHandler)(...args) as runledger.DashboardFetchHandler).close(),
+  },
+  // Wraps a pool that never connects (nothing to end): a hostile pool or option is client.invalid (a working client: pool-db-public.test.ts).
+  poolDb: {
+    pure: true,
+    args: (f) => [new pg.Pool({ connectionString: f.url, max: 1 }), { preparedStatements: false }],
+    call: (_db, args) => any(runledger.poolDb)(...args),
   },
   // Migrates the test database (already migrated: nothing is applied); a hostile option is migrate.invalid_options, an unreachable server migrate.connection_failed.
   migrate: { args: (f) => [{ connectionString: f.url, log: () => undefined }], call: (_db, args) => any(runledger.migrate)(...args) },

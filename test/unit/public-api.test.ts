@@ -21,6 +21,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // Set-up: migrations, the adapter's statement names, channels a host may LISTEN on.
   'migrate',
   'preparedStatementName',
+  'poolDb',
   'WORKFLOW_RUN_TERMINAL_CHANNEL',
   'WORKFLOW_STEP_CHANGED_CHANNEL',
   'JOB_AVAILABLE_CHANNEL',
