@@ -5,7 +5,7 @@
  * completeJobs for the whole batch. A loop that finds nothing waits for
  * a NOTIFY on JOB_AVAILABLE_CHANNEL (workflow steps are released by other
  * loops' completions) or a short poll. Enqueue workloads are measured here
- * here through the Prisma client, and by the `db: pg Pool` worker variant
+ * through the Prisma client, and by the `db: pg Pool` worker variant
  * through `poolDb(pool)` (the same functions, another client).
  */
 import { performance } from 'node:perf_hooks';
