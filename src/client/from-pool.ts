@@ -13,8 +13,8 @@
  */
 import type pg from 'pg';
 import { ValidationError } from '../errors/runledger-error.js';
-import { CLIENT_INVALID, type PrismaClientLike } from './types.js';
-import { isPgPool, PoolDb } from './pool-db.js';
+import { CLIENT_INVALID, isPgPool, type PrismaClientLike } from './types.js';
+import { PoolDb } from './pool-db.js';
 
 export interface PoolDbOptions {
   /**

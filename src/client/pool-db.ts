@@ -170,14 +170,10 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
   }
 
   /** True once `$disconnect()` has run: the pool's listeners are gone (poolDb() then makes a new client). */
-  get disconnected(): boolean {
-    return this.wasDisconnected;
-  }
-
-  private wasDisconnected = false;
+  disconnected = false;
 
   async $disconnect(): Promise<void> {
-    this.wasDisconnected = true;
+    this.disconnected = true;
     this.pool.removeListener('error', ignoreConnectionError);
     if (this.addedConnectListener) this.pool.removeListener('connect', listenForLife);
     if (this.options.ownsPool) await this.pool.end();
@@ -249,21 +245,4 @@ export function ignoreConnectionError(): void {
 /** A pool's 'connect' listener: the new connection keeps `ignoreConnectionError` for as long as it lives. */
 export function listenForLife(client: pg.PoolClient): void {
   client.on('error', ignoreConnectionError);
-}
-
-/**
- * True for a `pg` Pool: `connect`, `query` and `end`, and the pool's counters (a single `pg.Client` has the
- * methods but no counters, and cannot serve concurrent statements), and no Prisma `$queryRaw`.
- */
-export function isPgPool(value: unknown): value is pg.Pool {
-  const candidate = value as Partial<Record<'connect' | 'query' | 'end' | 'totalCount' | '$queryRaw', unknown>> | null;
-  return (
-    typeof candidate === 'object' &&
-    candidate !== null &&
-    typeof candidate.connect === 'function' &&
-    typeof candidate.query === 'function' &&
-    typeof candidate.end === 'function' &&
-    typeof candidate.totalCount === 'number' &&
-    candidate.$queryRaw === undefined
-  );
 }

@@ -5,6 +5,7 @@
  * without runledger importing their types (test/types proves it against a
  * client generated from another schema).
  */
+import type pg from 'pg';
 import { ValidationError } from '../errors/runledger-error.js';
 
 /** What a tagged `$queryRaw`/`$executeRaw` accepts: the template and its values. */
@@ -70,13 +71,29 @@ export function assertDb(db: unknown, field = 'db'): asserts db is Db {
     return;
   }
   const given = db === null ? 'null' : Array.isArray(db) ? 'an array' : typeof db === 'object' ? 'an object without $queryRaw/$executeRaw' : typeof db;
-  // A pg Pool (its methods and counters) is one call away from a client: say which.
-  const pool = typeof db === 'object' && db !== null && typeof (db as { totalCount?: unknown }).totalCount === 'number';
+  // A pg Pool is one call away from a client: say which.
   throw new ValidationError(
     CLIENT_INVALID,
     field,
-    pool
+    isPgPool(db)
       ? `Invalid ${field}: a pg Pool; pass poolDb(pool) to run on it without Prisma.`
       : `Invalid ${field}: must be a Prisma client, an interactive-transaction client or poolDb(pool) (got ${given}).`,
+  );
+}
+
+/**
+ * True for a `pg` Pool: `connect`, `query` and `end`, and the pool's counters (a single `pg.Client` has the
+ * methods but no counters, and cannot serve concurrent statements), and no Prisma `$queryRaw`.
+ */
+export function isPgPool(value: unknown): value is pg.Pool {
+  const candidate = value as Partial<Record<'connect' | 'query' | 'end' | 'totalCount' | '$queryRaw', unknown>> | null;
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.connect === 'function' &&
+    typeof candidate.query === 'function' &&
+    typeof candidate.end === 'function' &&
+    typeof candidate.totalCount === 'number' &&
+    candidate.$queryRaw === undefined
   );
 }

@@ -174,23 +174,28 @@ function batchEntry(r: InsertJobRow, eventId: string | null, ord: number): Recor
     timeout_seconds: r.timeoutSeconds,
     ord,
   };
-  const optional: [string, unknown][] = [
-    ['organization_id', r.organizationId],
-    ['next_run_at', r.nextRunAt],
-    ['delay_ms', r.delayMs],
-    ['idempotency_key', r.idempotencyKey],
-    ['enqueue_request', r.enqueueRequest],
-    ['event_payload', r.eventPayload],
-    ['event_id', eventId],
-    ['workflow_step_id', r.workflowStepId],
-    ['resource_key', r.resourceKey],
-    ['backoff_base_ms', r.backoff?.baseDelayMs],
-    ['backoff_max_ms', r.backoff?.maxDelayMs],
-    ['stage', r.stage],
-  ];
-  for (const [key, value] of optional) if (value !== null && value !== undefined) entry[key] = value;
+  for (const [key, read] of OPTIONAL_FIELDS) {
+    const value = read(r);
+    if (value !== null && value !== undefined) entry[key] = value;
+  }
+  if (eventId !== null) entry.event_id = eventId;
   return entry;
 }
+
+/** The batch fields a row may leave null, with where each comes from (one table, not a list built per row). */
+const OPTIONAL_FIELDS: readonly (readonly [string, (r: InsertJobRow) => unknown])[] = [
+  ['organization_id', (r) => r.organizationId],
+  ['next_run_at', (r) => r.nextRunAt],
+  ['delay_ms', (r) => r.delayMs],
+  ['idempotency_key', (r) => r.idempotencyKey],
+  ['enqueue_request', (r) => r.enqueueRequest],
+  ['event_payload', (r) => r.eventPayload],
+  ['workflow_step_id', (r) => r.workflowStepId],
+  ['resource_key', (r) => r.resourceKey],
+  ['backoff_base_ms', (r) => r.backoff?.baseDelayMs],
+  ['backoff_max_ms', (r) => r.backoff?.maxDelayMs],
+  ['stage', (r) => r.stage],
+];
 
 /**
  * The request an idempotency key is bound to (stored as `enqueue_request`, compared as jsonb): one shape for

@@ -7,8 +7,8 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import type pg from 'pg';
 import { poolerConnectionString } from '../client/connect.js';
-import { isPgPool, PoolDb } from '../client/pool-db.js';
-import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
+import { poolDb } from '../client/from-pool.js';
+import { isPgPool, isTransactionClient, type PrismaClientLike } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { DEFAULT_LEASE_SECONDS } from '../job/defaults.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/inputs.js';
@@ -282,7 +282,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   if (o.preparedStatements !== undefined && !isPgPool(o.db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'preparedStatements', 'Invalid preparedStatements: applies only when db is a pg Pool');
   }
-  const db = isPgPool(o.db) ? new PoolDb(o.db, { preparedStatements: o.preparedStatements ?? true }) : o.db;
+  // poolDb's one client per pool: a worker per call on a long-lived pool adds no listener of its own.
+  const db = isPgPool(o.db) ? poolDb(o.db, { preparedStatements: o.preparedStatements ?? true }) : o.db;
   if (db && isTransactionClient(db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'db', 'Invalid db: must be a root Prisma client, not a transaction client');
   }
