@@ -17,6 +17,7 @@
 import type { Tx } from '../client/types.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
+import { TERMINAL_RUN, runQuiescent } from '../db/fragments.js';
 
 /**
  * Recomputes the statuses of several runs: two statements whatever their
@@ -148,22 +149,20 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
     ),
     -- A run that ends releases its active key (active-keys.ts) unless one of its canceled jobs still has a
     -- live lease (the quiescence marker): then the key stays claimed until the reaper's sweep or the next
-    -- enqueue of that key finds the lease run out. Same predicate as releaseActiveKeysOfRuns.
+    -- enqueue of that key finds the lease run out (runQuiescent, as releaseActiveKeysOfRuns).
     released_keys AS (
       UPDATE runledger.workflow_active_keys k
          SET released_at = clock_timestamp()
         FROM updated u
        WHERE k.workflow_run_id = u.id AND k.released_at IS NULL
-         AND u.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-         AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
-                          WHERE ws.workflow_run_id = u.id AND jq.status = 'CANCELED' AND jq.lease_expires_at > clock_timestamp())
+         AND ${runQuiescent('u')}
     ),
     notified AS (
       SELECT count(pg_notify(${WORKFLOW_RUN_TERMINAL_CHANNEL}, json_build_object('workflow_run_id', u.id::text, 'status', u.status::text)::text)) AS n
         FROM updated u
         JOIN runs ON runs.id = u.id
-       WHERE u.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-         AND runs.previous NOT IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+       WHERE u.status IN ${TERMINAL_RUN}
+         AND runs.previous NOT IN ${TERMINAL_RUN}
     ),
     steps_notified AS (
       SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, runs.id::text)) AS n FROM runs

@@ -12,7 +12,7 @@ import { scopeParams, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../model/job-rows.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import { inScope, inScopeByKind } from '../db/fragments.js';
+import { TERMINAL_RUN, inScope, inScopeByKind } from '../db/fragments.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
 export const MAX_LISTED_REPLAYS = 100;
@@ -109,7 +109,7 @@ export function overviewQuery(scope: Scope): Sql {
       UNION ALL
       SELECT wr.workflow_type, wr.status::text, count(*)::int
         FROM runledger.workflow_runs wr
-       WHERE wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED') AND wr.finished_at >= ${since} AND ${runsIn}
+       WHERE wr.status IN ${TERMINAL_RUN} AND wr.finished_at >= ${since} AND ${runsIn}
        GROUP BY 1, 2
     )
     SELECT

@@ -11,13 +11,18 @@
  *   per-organization index under a generic plan (the dashboard, bulk
  *   requeue).
  * - The lease fence: a lifecycle write of a leased job names the lease it
- *   holds (job id, run, attempt, owner), and the write itself re-checks that
- *   the job is still LEASED and its lease not expired at the time of the
- *   write (src/queue/lifecycle.ts explains the lease clock).
+ *   holds (job id, run, attempt, owner: one lease's values, or a batch's input
+ *   rows), and the write itself re-checks that the job is still LEASED and
+ *   its lease not expired at the time of the write (src/queue/lifecycle.ts
+ *   explains the lease clock).
  * - Clearing the lease when an attempt ends or is given back.
+ * - The terminal run statuses, and "a run is over and quiescent": no canceled
+ *   job of it still holds a live lease (its handler may still be running), the
+ *   rule that frees a run's active key and lets a run be recovered.
  */
 import { empty, raw, sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { JobLease } from '../model/job-rows.js';
+import { TERMINAL_RUN_STATUSES } from '../model/workflow-rows.js';
 import { assertScopeHasOrganization, scopeParams, type Scope } from './scope.js';
 
 /** What `scopeParams` makes of a scope: all rows, or the rows of one organization (null: of none). */
@@ -51,15 +56,33 @@ export function inScopeByKind(scope: Scope, column: string | Sql): Sql {
 /** What names a lease: its job, run, attempt and owner. */
 export type LeaseName = Pick<JobLease, 'jobId' | 'runNumber' | 'attempt' | 'workerId'>;
 
-/** The job row `jq` is the one this lease names (id, run, attempt, owner): the lock CTE's match. */
-export function leaseIdentity(l: LeaseName): Sql {
+/** A batch's leases: the alias of input rows with columns `job_id, run_number, attempt, worker_id`. */
+export interface LeaseRows {
+  rows: string;
+}
+
+/** The job row `jq` is the one the lease names (id, run, attempt, owner): the lock CTE's match. */
+export function leaseIdentity(l: LeaseName | LeaseRows): Sql {
+  if ('rows' in l) {
+    const i = raw(l.rows);
+    return sqltag`jq.id = ${i}.job_id AND jq.run_number = ${i}.run_number AND jq.attempt = ${i}.attempt AND jq.lease_owner = ${i}.worker_id`;
+  }
   return sqltag`jq.id = ${l.jobId}::uuid AND jq.run_number = ${l.runNumber}::int AND jq.attempt = ${l.attempt}::int
            AND jq.lease_owner = ${l.workerId}`;
 }
 
+/**
+ * The job row `jq` is still LEASED and its lease not expired at `at` (the write's clock). The status is
+ * compared as text so no partial index on `status = 'LEASED'` matches: a batch probes each lease by primary
+ * key, never by a bitmap of job_queue_lease_expiry_idx, whose dead entries it would read too.
+ */
+export function leaseLive(at: Sql): Sql {
+  return sqltag`jq.status::text = 'LEASED' AND jq.lease_expires_at > ${at}`;
+}
+
 /** The lease fence of a write: the lease's job row, still LEASED, its lease not expired at `at` (the write's clock). */
-export function leaseFence(l: LeaseName, at: Sql): Sql {
-  return sqltag`${leaseIdentity(l)} AND jq.status = 'LEASED' AND jq.lease_expires_at > ${at}`;
+export function leaseFence(l: LeaseName | LeaseRows, at: Sql): Sql {
+  return sqltag`${leaseIdentity(l)} AND ${leaseLive(at)}`;
 }
 
 /**
@@ -81,3 +104,22 @@ export function lockedLeaseAndClock(l: LeaseName, columns: Sql = empty): Sql {
 
 /** SET items that give up the lease (an attempt ended or was given back). */
 export const CLEAR_LEASE = sqltag`lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL`;
+
+/** `status IN TERMINAL_RUN`: a run's statuses once it is over (SUCCEEDED, COMPLETED_WITH_ERRORS, CANCELED). */
+export const TERMINAL_RUN = raw(`(${TERMINAL_RUN_STATUSES.map((status) => `'${status}'`).join(', ')})`);
+
+/**
+ * The canceled jobs of the run `runId` that still hold a live lease (their handlers may still be running),
+ * as a FROM clause with its WHERE: `SELECT 1 FROM ${quiescingJobs(...)}`.
+ */
+export function quiescingJobs(runId: Sql): Sql {
+  return sqltag`runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
+       WHERE ws.workflow_run_id = ${runId} AND jq.status = 'CANCELED' AND jq.lease_expires_at > clock_timestamp()`;
+}
+
+/** The run row `run` (an alias) is over and quiescent: terminal, and no canceled job of it still leased. */
+export function runQuiescent(run: string): Sql {
+  const r = raw(run);
+  return sqltag`${r}.status IN ${TERMINAL_RUN}
+         AND NOT EXISTS (SELECT 1 FROM ${quiescingJobs(sqltag`${r}.id`)})`;
+}

@@ -24,6 +24,7 @@
  */
 import type { Tx } from '../client/types.js';
 import type { ViolationRow } from './violations.js';
+import { TERMINAL_RUN } from '../db/fragments.js';
 
 /** Four of the worker's default reaper intervals (15 s): a sweep has certainly been missed by then. */
 export const ACTIVE_KEY_RELEASE_GRACE_MS = 60_000;
@@ -33,7 +34,7 @@ export async function checkCoordination(tx: Tx, runIds: readonly string[]): Prom
     WITH claims AS MATERIALIZED (
       SELECT k.workflow_run_id, k.scope, k.active_key, k.released_at, r.status, r.finished_at,
              CASE WHEN r.organization_id IS NULL THEN 'global' ELSE 'organization:' || r.organization_id::text END AS expected_scope,
-             r.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED') AS terminal,
+             r.status IN ${TERMINAL_RUN} AS terminal,
              leases.live_until
         FROM unnest(${runIds}::uuid[]) AS page(id)
         JOIN runledger.workflow_active_keys k ON k.workflow_run_id = page.id

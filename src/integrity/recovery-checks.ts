@@ -17,6 +17,7 @@
 import type { Tx } from '../client/types.js';
 import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
 import type { ViolationRow } from './violations.js';
+import { TERMINAL_RUN } from '../db/fragments.js';
 
 export async function checkRecoveries(tx: Tx, runIds: readonly string[]): Promise<ViolationRow[]> {
   return tx.$queryRaw<ViolationRow[]>`
@@ -55,7 +56,7 @@ export async function checkRecoveries(tx: Tx, runIds: readonly string[]): Promis
                               'sameOrganization', src_org IS NOT DISTINCT FROM rec_org) AS found
       FROM lineage
      WHERE src_id IS NULL OR rec_id IS NULL
-        OR src_status NOT IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+        OR src_status NOT IN ${TERMINAL_RUN}
         OR src_type IS DISTINCT FROM rec_type OR src_org IS DISTINCT FROM rec_org
     UNION ALL
     SELECT 'recovery.carried_step', workflow_run_id, id, step_key, job_id,

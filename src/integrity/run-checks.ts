@@ -22,6 +22,7 @@ import { WORKFLOW_RUN_CANCELED } from '../workflow/cancel.js';
 import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
 import { DEPENDENCY_UNSATISFIED } from '../coordination/dependency-release.js';
 import type { ViolationRow } from './violations.js';
+import { TERMINAL_RUN } from '../db/fragments.js';
 
 const TERMINAL_STEP = ['SUCCEEDED', 'FAILED', 'CANCELED'];
 
@@ -188,10 +189,10 @@ export async function checkRuns(tx: Tx, runIds: readonly string[]): Promise<Viol
         OR ((status <> 'SUCCEEDED' OR NOT has_result_step) AND result IS NOT NULL)
     UNION ALL
     SELECT 'run.finished_at', id, NULL, NULL, NULL,
-           jsonb_build_object('finishedAt', CASE WHEN status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED') THEN 'set' ELSE 'null' END),
+           jsonb_build_object('finishedAt', CASE WHEN status IN ${TERMINAL_RUN} THEN 'set' ELSE 'null' END),
            jsonb_build_object('status', status, 'finishedAt', CASE WHEN has_finished_at THEN 'set' ELSE 'null' END)
       FROM calc
-     WHERE has_finished_at <> (status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'))
+     WHERE has_finished_at <> (status IN ${TERMINAL_RUN})
     UNION ALL
     SELECT 'run.finished_before_step', id, NULL, NULL, NULL,
            jsonb_build_object('finishedAt', 'no earlier than its last step'),

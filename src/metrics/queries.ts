@@ -27,7 +27,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Scope } from '../db/scope.js';
 import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './inputs.js';
-import { inScope } from '../db/fragments.js';
+import { TERMINAL_RUN, inScope } from '../db/fragments.js';
 
 export interface MetricsQueryContext {
   now: Date;
@@ -222,7 +222,7 @@ export function workflowRunCounts({ now, scope }: MetricsQueryContext): Sql {
     UNION ALL
     SELECT wr.status::text, count(*)::int
       FROM runledger.workflow_runs wr
-     WHERE wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+     WHERE wr.status IN ${TERMINAL_RUN}
        AND wr.finished_at > ${windowStart(now, RECENT_WINDOW_MS)}::timestamptz AND wr.finished_at <= ${now}::timestamptz
        AND ${inScope(scope, 'wr.organization_id')}
      GROUP BY 1`;

@@ -26,7 +26,7 @@ import {
   type CompleteJobsItem,
   type ParsedJobLease,
 } from './inputs.js';
-import { CLEAR_LEASE } from '../db/fragments.js';
+import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../db/fragments.js';
 
 /**
  * Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`.
@@ -249,9 +249,8 @@ async function completeStatement(client: Tx, items: readonly ParsedCompleteItem[
     locked AS MATERIALIZED (
       SELECT jq.id, i.worker_id, i.output
         FROM input i
-        JOIN runledger.job_queue jq ON jq.id = i.job_id
-       WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
-         AND jq.status::text = 'LEASED' AND jq.lease_expires_at > clock_timestamp()
+        JOIN runledger.job_queue jq ON ${leaseIdentity({ rows: 'i' })}
+       WHERE ${leaseLive(sqltag`clock_timestamp()`)}
          AND (jq.workflow_step_id IS NULL OR NOT ${directOnly}::boolean) IS TRUE
        ORDER BY jq.id
          FOR UPDATE OF jq
@@ -268,7 +267,7 @@ async function completeStatement(client: Tx, items: readonly ParsedCompleteItem[
              attempt_closed_seq = CASE WHEN jq.attempt_seq IS NOT NULL THEN nextval('runledger.job_events_seq_seq') END
         FROM locked k
        -- The rows are locked with their lease matched; what can have changed since is the clock.
-       WHERE jq.id = k.id AND jq.status::text = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock)
+       WHERE jq.id = k.id AND ${leaseLive(sqltag`(SELECT at FROM clock)`)}
       RETURNING jq.id, jq.run_number, jq.attempt, k.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at
     ),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.

@@ -40,7 +40,7 @@ import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './inputs.js';
 import { jsonParam } from '../model/job-rows.js';
-import { CLEAR_LEASE } from '../db/fragments.js';
+import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../db/fragments.js';
 
 export const CONTINUED_STEP_REASON = 'job.continued';
 
@@ -130,8 +130,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
              i.attempt AS slice_attempt, i.delay_ms, i.set_checkpoint, i.checkpoint AS new_checkpoint,
              i.set_progress, i.progress AS new_progress, i.event_id, i.worker_id
         FROM input i
-        JOIN runledger.job_queue jq ON jq.id = i.job_id
-       WHERE jq.run_number = i.run_number AND jq.attempt = i.attempt AND jq.lease_owner = i.worker_id
+        JOIN runledger.job_queue jq ON ${leaseIdentity({ rows: 'i' })}
        ORDER BY jq.id
          FOR UPDATE OF jq
     ),
@@ -148,7 +147,7 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
         FROM locked k, clock c
        -- Locked with the lease matched; what can have changed since is the clock.
        WHERE jq.id = k.id AND k.allowed
-         AND jq.status::text = 'LEASED' AND jq.lease_expires_at > c.at
+         AND ${leaseLive(sqltag`c.at`)}
       RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
                 k.slice_attempt, k.delay_ms, k.event_id, k.worker_id
     ),
@@ -188,5 +187,5 @@ async function continueStatement(client: Tx, items: readonly ContinueJobItem[], 
     SELECT l.id, NULL, NULL, true FROM locked l
      WHERE NOT l.allowed
        AND EXISTS (SELECT 1 FROM runledger.job_queue jq JOIN input i ON i.job_id = jq.id
-                    WHERE jq.id = l.id AND jq.status = 'LEASED' AND jq.lease_expires_at > (SELECT at FROM clock))`;
+                    WHERE jq.id = l.id AND ${leaseLive(sqltag`(SELECT at FROM clock)`)})`;
 }

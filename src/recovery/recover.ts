@@ -61,7 +61,8 @@ import {
   type RecoverWorkflowRunInput,
   type WorkflowRecoveryMode,
 } from './inputs.js';
-import { inScope } from '../db/fragments.js';
+import { sqltag } from '@prisma/client/runtime/client';
+import { inScope, quiescingJobs } from '../db/fragments.js';
 
 export interface RecoverWorkflowRunResult {
   /** `inserted` by this call; `existing`: an earlier call with this request key and the same request made it. */
@@ -126,8 +127,7 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
     if (!isTerminalRunStatus(source.status)) throw sourceNotTerminal(sourceRunId, source.status);
     const [quiescing] = await tx.$queryRaw<{ until: Date | null }[]>`
       SELECT max(jq.lease_expires_at) AS until
-        FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
-       WHERE ws.workflow_run_id = ${sourceRunId}::uuid AND jq.status = 'CANCELED' AND jq.lease_expires_at > clock_timestamp()`;
+        FROM ${quiescingJobs(sqltag`${sourceRunId}::uuid`)}`;
     if (quiescing?.until) throw sourceNotQuiesced(sourceRunId, quiescing.until);
     if (source.enqueue_request === null) throw snapshotMissing(sourceRunId);
 

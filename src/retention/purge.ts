@@ -51,6 +51,7 @@ import {
   purgeFinishedInputSchema,
   type PurgeFinishedInput,
 } from './inputs.js';
+import { TERMINAL_RUN } from '../db/fragments.js';
 
 export interface PurgeFinishedResult {
   /** Direct jobs deleted (or, with dryRun, that would be). */
@@ -201,7 +202,7 @@ const JOB_LINEAGE: LineageSource = {
 const RUN_LINEAGE: LineageSource = {
   candidates: (s) => sqltag`
       SELECT id, finished_at FROM runledger.workflow_runs
-       WHERE status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED') AND status::text = ANY(${s.runStatuses}::text[])`,
+       WHERE status IN ${TERMINAL_RUN} AND status::text = ANY(${s.runStatuses}::text[])`,
   links: sqltag`(SELECT source_run_id AS source, recovery_run_id AS target FROM runledger.workflow_recoveries) r`,
 };
 
@@ -316,7 +317,7 @@ async function purgeRunBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
   const runs = await tx.$queryRaw<{ id: string }[]>`
     SELECT id FROM runledger.workflow_runs
      WHERE id = ANY(${eligible}::uuid[])
-       AND status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
+       AND status IN ${TERMINAL_RUN}
        AND status::text = ANY(${s.runStatuses}::text[])
        AND finished_at < ${s.cutoff}::timestamptz
      ORDER BY id

@@ -42,6 +42,7 @@ import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type WorkflowRunInput } fr
 import { persistRuns } from './enqueue.js';
 import { lockActiveKey } from '../coordination/locking.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
+import { runQuiescent } from '../db/fragments.js';
 
 export type EnqueueActiveWorkflowInput = WorkflowRunInput & {
   /** Non-blank, at most 512 bytes of UTF-8; claimed in the run's scope (its organization, else global). */
@@ -117,10 +118,7 @@ export async function enqueueOrGetActiveWorkflowRun(db: Db, input: EnqueueActive
 export async function freeActiveKeyTx(tx: Tx, scope: string, activeKey: string): Promise<{ workflowRunId: string; status: WorkflowRunStatus } | null> {
   const holders = await tx.$queryRaw<{ workflow_run_id: string; status: WorkflowRunStatus; quiescent: boolean }[]>`
     SELECT k.workflow_run_id, wr.status,
-           wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-           AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
-                            WHERE ws.workflow_run_id = wr.id AND jq.status = 'CANCELED'
-                              AND jq.lease_expires_at > clock_timestamp()) AS quiescent
+           ${runQuiescent('wr')} AS quiescent
       FROM runledger.workflow_active_keys k
       JOIN runledger.workflow_runs wr ON wr.id = k.workflow_run_id
      WHERE k.scope = ${scope} AND k.active_key = ${activeKey} AND k.released_at IS NULL
@@ -191,9 +189,7 @@ export async function releaseActiveKeysOfRuns(tx: Tx, workflowRunIds: readonly s
        SET released_at = clock_timestamp()
       FROM runledger.workflow_runs wr
      WHERE k.workflow_run_id = ANY(${[...workflowRunIds]}::uuid[]) AND wr.id = k.workflow_run_id AND k.released_at IS NULL
-       AND wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-       AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
-                        WHERE ws.workflow_run_id = wr.id AND jq.status = 'CANCELED' AND jq.lease_expires_at > clock_timestamp())`;
+       AND ${runQuiescent('wr')}`;
 }
 
 const sweepSchema = z.strictObject({ limit: positiveInt.max(10_000).default(500) });
@@ -216,9 +212,7 @@ export async function releaseQuiescedActiveKeysTx(tx: Tx, limit: number): Promis
         FROM runledger.workflow_active_keys k
         JOIN runledger.workflow_runs wr ON wr.id = k.workflow_run_id
        WHERE k.released_at IS NULL
-         AND wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')
-         AND NOT EXISTS (SELECT 1 FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
-                          WHERE ws.workflow_run_id = wr.id AND jq.status = 'CANCELED' AND jq.lease_expires_at > clock_timestamp())
+         AND ${runQuiescent('wr')}
        ORDER BY k.claimed_at, k.workflow_run_id
        LIMIT ${limit}::int
          FOR UPDATE OF k SKIP LOCKED
