@@ -140,7 +140,7 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
     -- Each frontier step's edges by one probe of the edge primary key (LATERAL, OFFSET 0 so it is not flattened
     -- into a join): under unnest's 10-row estimate and a table's statistics the planner otherwise hashed the
     -- frontier and read the whole edge table, and (in locked, below) the whole step table, per level
-    -- (auto_explain, PostgreSQL 15: two sequential scans of 12,000 and 18,000 rows, 18 ms, for 50 chain steps).
+    -- (docs/operate/performance.md, "Plans the hot statements keep").
     edges AS MATERIALIZED (
       SELECT e.prerequisite_step_id, e.dependent_step_id, e.workflow_run_id AS edge_run_id, f.run_id,
              (e.release_mode = 'ON_SUCCESS' AND f.status <> 'SUCCEEDED') AS unsatisfied

@@ -109,8 +109,8 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
        WHERE r.id = ANY(${locked.map((row) => row.id)}::uuid[])
     ),
     -- Each run's steps through the (run, ...) index, one aggregate per run (LATERAL): as a join under unnest's
-    -- estimates the planner hashed the runs and read the whole step table on every recompute (auto_explain,
-    -- PostgreSQL 15: 30,000 rows, 11 ms, for 50 chain runs), a cost that grew with the history.
+    -- estimates the planner hashed the runs and read the whole step table on every recompute, a cost that grew
+    -- with the history (docs/operate/performance.md, "Plans the hot statements keep").
     counts AS (
       SELECT runs.id, c.active, c.waiting, c.errored, c.last_step_finished_at
         FROM runs

@@ -1,6 +1,6 @@
 /**
- * A job step's RUNNING is read from its job, never written (issue 26, the lean
- * ledger; migration 20261223000000_step_running_derived).
+ * A job step's RUNNING is read from its job, never written (the lean ledger;
+ * migration 20261223000000_step_running_derived).
  *
  * Stored: a job step's `status` stays ENQUEUED from its release until it ends.
  * A claim or `markJobRunning` writes no step row (one row write and one row

@@ -6,8 +6,8 @@
  * index would cost every run enqueue, so like the key search (search.ts) it
  * reads a bounded window, the newest METADATA_WINDOW runs in scope, and says
  * so in its answer. Half the key search's window: reading a jsonb field costs
- * more per row than a key's substring (10,000 rows took up to 70 ms on the
- * plan test's 100k runs under load, 5,000 stay under 50 ms). Pinned by test/integration/dashboard-insights-plans.test.ts.
+ * more per row than a key's substring (docs/operate/performance.md). Pinned
+ * by test/integration/dashboard-insights-plans.test.ts.
  */
 import { empty, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';

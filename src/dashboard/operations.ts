@@ -1,5 +1,5 @@
 /**
- * The operator's pages and actions beyond one job or run (issue 25): bulk
+ * The operator's pages and actions beyond one job or run: bulk
  * requeue of dead letters, recovery of a finished run, the worker registry,
  * the queues per job type, schedules and job definitions. Each is one
  * library operation or fleet.ts read, in the request's scope; core.ts routes

@@ -18,7 +18,7 @@
  *   unsatisfied = settled ON_SUCCESS edges whose prerequisite did not succeed
  */
 import type { Tx } from '../client/types.js';
-import { WORKFLOW_RUN_CANCELED } from '../workflow/cancel.js';
+import { WORKFLOW_RUN_CANCELED } from '../queue/statements/cancel-run-jobs.js';
 import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
 import { DEPENDENCY_UNSATISFIED } from '../coordination/dependency-release.js';
 import type { ViolationRow } from './violations.js';

@@ -15,7 +15,6 @@
  * step rows is the global order, shared with the lifecycle and the workflow
  * engine.
  */
-import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { withTransaction } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
@@ -23,10 +22,11 @@ import { scopeParams } from '../db/scope.js';
 import { ConflictError, InternalError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, processWorkflowJobTerminals } from '../coordination/job-hooks.js';
-import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows.js';
 import { JOB_INVALID_INPUT, cancelJobInputSchema, type CancelJobInput } from './inputs.js';
 import { inScope } from '../db/fragments.js';
+import { asTemplate } from '../db/sql-template.js';
+import { cancelJobStatement, type CanceledJobRow } from './statements/cancel-job.js';
 
 /** status_reason given to a canceled job's workflow step when no reason is passed. */
 const DEFAULT_CANCEL_REASON = 'job.canceled';
@@ -68,38 +68,7 @@ export async function cancelJob(db: Db, input: CancelJobInput): Promise<Job> {
     if (workflowStepId !== null) {
       await ensureReadCommittedForWorkflowJobs(context, [jobId], 'workflow.terminal_completion_unsupported_isolation', 'Workflow job cancellation');
     }
-    const rows = await tx.$queryRaw<(JobRow & { workflow_managed: boolean; ended_attempt_started_at: string | null })[]>`
-      -- The cancellation time is read now that the row is locked (the statement above), not this transaction's
-      -- now(): the lock wait, or a caller's transaction begun earlier, can put now() before the job's creation
-      -- (a workflow release) or its claim, which committed first. Time follows cause.
-      WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS at),
-      -- The row as locked above (this statement's snapshot), before the update: its attempt, if leased.
-      before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq WHERE jq.id = ${jobId}::uuid),
-      canceled AS (
-        UPDATE runledger.job_queue jq
-           SET status = 'CANCELED', lease_owner = NULL, heartbeat_at = NULL,
-               finished_at = c.at, updated_at = c.at, ${CLEAR_ATTEMPT}
-          FROM clock c
-         WHERE jq.id = ${jobId}::uuid AND jq.status IN ('PENDING', 'LEASED')
-        RETURNING ${JOB_ROW_COLUMNS},
-                  jq.workflow_step_id IS NOT NULL AS workflow_managed
-      ),
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
-        SELECT ${eventId}::uuid, id, 'CANCELED'::runledger.job_event_type, run_number, attempt,
-               jsonb_build_object('previousStatus', ${current.status}::text, 'reason', ${reason ?? null}::text), finished_at
-          FROM canceled
-      ),
-      -- A leased job's attempt ends with the cancellation (its handler may still run until the lease expires), and
-      -- moves into job_attempts (src/queue/attempt-row.ts).
-      ended AS (SELECT b.* FROM before b WHERE b.id IN (SELECT id FROM canceled)),
-      attempts AS (${archiveAttempts(sqltag`ended`, {
-        finishedAt: sqltag`(SELECT at FROM clock)`,
-        outcome: sqltag`'CANCELED'`,
-        errorMessage: sqltag`${reason ?? null}::text`,
-      })})
-      -- The ended attempt's start, as text (microseconds kept), for the step's started_at (step-state.ts).
-      SELECT c.*, (SELECT e.attempt_started_at::text FROM ended e) AS ended_attempt_started_at FROM canceled c`;
+    const rows = await tx.$queryRaw<CanceledJobRow[]>(...asTemplate(cancelJobStatement(jobId, current.status, reason ?? null, eventId)));
     const row = rows[0];
     if (!row) {
       throw new InternalError('job.internal_state', 'The job changed while it was locked.', {

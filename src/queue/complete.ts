@@ -8,14 +8,12 @@
  * lifecycle.ts; the lock protocol: src/coordination/locking.ts.
  */
 import type { z } from 'zod';
-import { sqltag } from '@prisma/client/runtime/client';
 import { canAutocommit, withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
 import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
-import { stepStartedAt } from '../coordination/step-state.js';
-import { RELEASE_LOCK_WAIT_MS, boundedReleaseLocksShared, releaseConflict } from '../coordination/locking.js';
+import { RELEASE_LOCK_WAIT_MS, releaseConflict } from '../coordination/locking.js';
 import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
 import {
   JOB_INVALID_INPUT,
@@ -26,7 +24,8 @@ import {
   type CompleteJobsItem,
   type ParsedJobLease,
 } from './inputs.js';
-import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../db/fragments.js';
+import { asTemplate } from '../db/sql-template.js';
+import { completeJobsStatement, type CompletedRow } from './statements/complete-jobs.js';
 
 /**
  * Completes one job; a stale or foreign lease is `job.lease_owner_mismatch`.
@@ -96,27 +95,14 @@ export async function completeJobsSettled(db: Db, items: readonly CompleteJobsIt
  * `completeJobsSettled` for the worker's completion batcher, whose items are
  * already valid: each lease is one the worker's claim returned, and each output
  * has been through `toStorableJson` (job-execution.ts), the check the schema
- * would repeat. Skipping the second walk of every output saved ~5% of a
- * draining worker's Node time (CPU profile, issue 26). Not exported publicly:
- * callers with input from elsewhere go through `completeJobsSettled`.
+ * would repeat, so the second walk of every output is skipped. Not exported
+ * publicly: callers with input from elsewhere go through `completeJobsSettled`.
  */
 export async function completeTrustedSettled(db: Db, items: readonly ParsedCompleteItem[], run: StepRunner): Promise<SettledCompleteOutcome[]> {
   return completeParsed(db, items, run, true);
 }
 
 export type ParsedCompleteItem = z.output<typeof completeJobsInputSchema>[number];
-
-interface CompletedRow {
-  id: string;
-  run_number: number;
-  attempt: number;
-  worker_id: string;
-  finished_at: Date;
-  workflow_step_id: string | null;
-  /** Set when the job's step became terminal in this statement. */
-  step_run_id: string | null;
-  has_dependents: boolean | null;
-}
 
 function leaseKey(jobId: string, runNumber: number, attempt: number, workerId: string): string {
   return `${jobId.toLowerCase()}|${runNumber}|${attempt}|${workerId}`;
@@ -217,87 +203,6 @@ async function completeStatementLockingReleases(tx: Tx, items: readonly ParsedCo
   }
 }
 
-/**
- * The completion statement for a set of leases: job rows (locked in id
- * order, rung 1; each keeps its attempt, closed: src/queue/attempt-row.ts), and the steps of workflow-managed
- * ones (locked in id order, rung 2a) moved to SUCCEEDED with the output, all
- * in one statement, which then takes the release locks (rung 3) of the runs
- * whose new terminal steps have dependents. A step already terminal (a
- * cancellation got there first) is left as it is. `directOnly` leaves workflow-managed jobs untouched (not
- * even locked): the autocommit path, whose result needs no release.
- *
- * The fence compares with `clock_timestamp()` read once the rows are locked,
- * the moment of the write, not the statement's start: a write that waited for
- * a row past the lease's expiry is refused.
- */
 async function completeStatement(client: Tx, items: readonly ParsedCompleteItem[], directOnly: boolean): Promise<CompletedRow[]> {
-  const batch = JSON.stringify(
-    items.map(({ lease: l, output }) => ({ job_id: l.jobId, run_number: l.runNumber, attempt: l.attempt, worker_id: l.workerId, output: output ?? null })),
-  );
-  return client.$queryRaw<CompletedRow[]>`
-    -- One jsonb parameter for the batch (as enqueue's insertJobsTx: cheaper to send than an array per column).
-    -- A JSON null output reads as SQL NULL, as it is stored.
-    WITH input AS (
-      SELECT * FROM jsonb_to_recordset(${batch}::jsonb) AS i(job_id uuid, run_number int, attempt int, worker_id text, output jsonb)
-    ),
-    -- Rung 1: the batch's job rows, in id order, so two overlapping batches cannot deadlock. Driven by the
-    -- input, one primary-key probe per lease (the planner sees one small input and no other index it could
-    -- use): the status and direct-only tests are written so no partial index matches them. A bitmap of
-    -- job_queue_lease_expiry_idx ANDed with the primary key read every entry of that index, dead ones
-    -- included (120,000 of them, 19 ms per batch of 250, before a vacuum), and a join that rescanned the
-    -- input for every job row cost 62,500 comparisons per batch (auto_explain, PostgreSQL 15).
-    locked AS MATERIALIZED (
-      SELECT jq.id, i.worker_id, i.output
-        FROM input i
-        JOIN runledger.job_queue jq ON ${leaseIdentity({ rows: 'i' })}
-       WHERE ${leaseLive(sqltag`clock_timestamp()`)}
-         AND (jq.workflow_step_id IS NULL OR NOT ${directOnly}::boolean) IS TRUE
-       ORDER BY jq.id
-         FOR UPDATE OF jq
-    ),
-    -- Read once every lock above is held: a row another transaction only locked is not re-checked after the
-    -- wait, so the fence below compares with the time of the write (see markJobRunning).
-    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
-    done AS (
-      UPDATE runledger.job_queue jq
-         SET status = 'SUCCEEDED', ${CLEAR_LEASE},
-             output = k.output, finished_at = now(), updated_at = now(),
-             -- The attempt stays on the job row, closed: its number is the trail's SUCCEEDED event
-             -- (src/queue/attempt-row.ts). No attempt or event row is written.
-             attempt_closed_seq = CASE WHEN jq.attempt_seq IS NOT NULL THEN nextval('runledger.job_events_seq_seq') END
-        FROM locked k
-       -- The rows are locked with their lease matched; what can have changed since is the clock.
-       WHERE jq.id = k.id AND ${leaseLive(sqltag`(SELECT at FROM clock)`)}
-      RETURNING jq.id, jq.run_number, jq.attempt, k.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at
-    ),
-    -- Rung 2a: the steps of the workflow-managed jobs, in id order.
-    steps_locked AS MATERIALIZED (
-      SELECT ws.id FROM runledger.workflow_steps ws
-       WHERE ws.id IN (SELECT workflow_step_id FROM done WHERE workflow_step_id IS NOT NULL)
-       ORDER BY ws.id
-         FOR UPDATE
-    ),
-    steps AS (
-      UPDATE runledger.workflow_steps ws
-         SET status = 'SUCCEEDED', finished_at = COALESCE(ws.finished_at, now()),
-             status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
-             started_at = ${stepStartedAt(sqltag`d.attempt_started_at`)},
-             output = d.output, updated_at = now()
-        FROM done d
-       WHERE ws.id = d.workflow_step_id AND ws.id IN (SELECT id FROM steps_locked)
-         AND ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
-      RETURNING ws.id, ws.workflow_run_id,
-                EXISTS (SELECT 1 FROM runledger.workflow_step_dependencies e WHERE e.prerequisite_step_id = ws.id) AS has_dependents
-    ),
-    -- Rung 3 in the same statement: the release locks (shared) of the runs whose new terminal steps have
-    -- dependents, in run id order, after every job and step lock above (\`prev\` reads \`steps\` whole), with
-    -- a bounded wait (see src/coordination/locking.ts); the caller's lock_timeout is read first and restored
-    -- last (\`restored\` is the outer side of the final join, so it always runs).
-    ${boundedReleaseLocksShared(sqltag`SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1`, sqltag`, (SELECT count(*) FROM steps) AS n`)}
-    SELECT x.* FROM restored LEFT JOIN (
-      SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id,
-             s.has_dependents
-        FROM done d LEFT JOIN steps s ON s.id = d.workflow_step_id
-    ) x ON true
-     WHERE x.id IS NOT NULL`;
+  return client.$queryRaw<CompletedRow[]>(...asTemplate(completeJobsStatement(items, directOnly)));
 }

@@ -27,22 +27,17 @@
  * released). The execution resource is released by the status change itself
  * (src/queue/claim.ts: the LEASED row is the reservation).
  */
-import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newIds } from '../db/ids.js';
 import type { JsonValue } from '../validation/primitives.js';
-import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
-import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { continueJobInputSchema, JOB_INVALID_INPUT, type ContinueJobInput } from './inputs.js';
 import { jsonParam } from '../model/job-rows.js';
-import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../db/fragments.js';
-
-export const CONTINUED_STEP_REASON = 'job.continued';
+import { asTemplate } from '../db/sql-template.js';
+import { continueJobsStatement, type ContinueColumns, type ContinuedRow } from './statements/continue-jobs.js';
 
 export interface ContinueJobItem {
   lease: LeaseIdentity;
@@ -58,13 +53,6 @@ export type ContinueJobOutcome =
   | { jobId: string; outcome: 'continued'; runNumber: number; nextRunAt: Date }
   | { jobId: string; outcome: 'not_enabled' }
   | { jobId: string; outcome: 'lease_owner_mismatch' };
-
-interface ContinuedRow {
-  id: string;
-  run_number: number | null;
-  next_run_at: Date | null;
-  not_enabled: boolean;
-}
 
 /** Continues a batch of leases in one statement (autocommit on a root client); outcomes in input order. */
 export async function continueJobs(db: Db, items: readonly ContinueJobItem[]): Promise<ContinueJobOutcome[]> {
@@ -110,82 +98,17 @@ export async function continueJob(db: Db, input: ContinueJobInput): Promise<{ jo
 
 async function continueStatement(client: Tx, items: readonly ContinueJobItem[], eventIds: readonly string[]): Promise<ContinuedRow[]> {
   const leases = items.map((item) => item.lease);
-  return client.$queryRaw<ContinuedRow[]>`
-    WITH input AS (
-      SELECT *
-        FROM unnest(${leases.map((l) => l.jobId)}::uuid[], ${leases.map((l) => l.runNumber)}::int[],
-                    ${leases.map((l) => l.attempt)}::int[], ${leases.map((l) => l.workerId)}::text[],
-                    ${items.map((i) => i.delayMs)}::bigint[],
-                    ${items.map((i) => i.checkpoint !== undefined)}::boolean[], ${items.map((i) => jsonParam(i.checkpoint))}::jsonb[],
-                    ${items.map((i) => i.progress !== undefined)}::boolean[], ${items.map((i) => jsonParam(i.progress))}::jsonb[],
-                    ${eventIds as string[]}::uuid[])
-             AS i(job_id, run_number, attempt, worker_id, delay_ms, set_checkpoint, checkpoint, set_progress, progress, event_id)
-    ),
-    -- Rung 1: the batch's job rows in id order, one primary-key probe per lease, carrying the lease's input
-    -- (as the completion statement, complete.ts, and for the same reason: no join rescans a CTE per row).
-    locked AS MATERIALIZED (
-      SELECT jq.id, jq.workflow_step_id, ${ATTEMPT_COLUMNS},
-             jq.workflow_step_id IS NULL
-               OR COALESCE((SELECT ws.allow_continuation FROM runledger.workflow_steps ws WHERE ws.id = jq.workflow_step_id), false) AS allowed,
-             i.attempt AS slice_attempt, i.delay_ms, i.set_checkpoint, i.checkpoint AS new_checkpoint,
-             i.set_progress, i.progress AS new_progress, i.event_id, i.worker_id
-        FROM input i
-        JOIN runledger.job_queue jq ON ${leaseIdentity({ rows: 'i' })}
-       ORDER BY jq.id
-         FOR UPDATE OF jq
-    ),
-    -- Read once the locks are held (the lease clock, lifecycle.ts).
-    clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
-    continued AS (
-      UPDATE runledger.job_queue jq
-         SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0,
-             next_run_at = c.at + k.delay_ms * interval '1 millisecond',
-             checkpoint = CASE WHEN k.set_checkpoint THEN k.new_checkpoint ELSE jq.checkpoint END,
-             progress = CASE WHEN k.set_progress THEN k.new_progress ELSE jq.progress END,
-             ${CLEAR_LEASE},
-             last_error_code = NULL, last_error_message = NULL, updated_at = c.at, ${CLEAR_ATTEMPT}
-        FROM locked k, clock c
-       -- Locked with the lease matched; what can have changed since is the clock.
-       WHERE jq.id = k.id AND k.allowed
-         AND ${leaseLive(sqltag`c.at`)}
-      RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
-                k.slice_attempt, k.delay_ms, k.event_id, k.worker_id
-    ),
-    events AS (
-      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-      SELECT event_id, id, 'REQUEUED'::runledger.job_event_type, run_number, 0,
-             jsonb_build_object('kind', 'HANDLER_CONTINUATION', 'previousRunNumber', run_number - 1,
-                                'previousAttempt', slice_attempt, 'workerId', worker_id, 'delayMs', delay_ms,
-                                'nextRunAt', next_run_at, 'checkpoint', checkpoint, 'progress', progress)
-        FROM continued
-       ORDER BY id
-    ),
-    -- The slice's attempt moves into job_attempts (src/queue/attempt-row.ts), as run_number - 1.
-    ended AS (SELECT c.run_number - 1 AS run_number, c.slice_attempt AS attempt, c.next_run_at, k.*
-                FROM continued c JOIN locked k ON k.id = c.id),
-    attempts AS (${archiveAttempts(sqltag`ended`, {
-      finishedAt: sqltag`(SELECT at FROM clock)`,
-      outcome: sqltag`'CONTINUED'`,
-      nextRunAt: sqltag`o.next_run_at`,
-      requestedNextRunAt: sqltag`o.next_run_at`,
-    })}),
-    -- Rung 2a: the steps stay live, waiting for the next slice.
-    steps AS (
-      UPDATE runledger.workflow_steps ws
-         SET status = 'ENQUEUED', status_reason = ${CONTINUED_STEP_REASON}, last_error_code = NULL, last_error_message = NULL,
-             started_at = ${stepStartedAt(sqltag`(SELECT k.attempt_started_at FROM locked k WHERE k.id = ws.job_id)`)},
-             output = NULL, updated_at = now()
-       WHERE ws.id = ANY(ARRAY(SELECT workflow_step_id FROM continued WHERE workflow_step_id IS NOT NULL))
-         AND ws.status IN ${LIVE_JOB_STEP}
-    ),
-    notified AS (
-      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n
-        FROM (SELECT DISTINCT job_type FROM continued WHERE delay_ms = 0) t
-    )
-    SELECT c.id, c.run_number, c.next_run_at, false AS not_enabled FROM continued c CROSS JOIN notified
-    UNION ALL
-    SELECT l.id, NULL, NULL, true FROM locked l
-     WHERE NOT l.allowed
-       AND EXISTS (SELECT 1 FROM runledger.job_queue jq JOIN input i ON i.job_id = jq.id
-                    WHERE jq.id = l.id AND ${leaseLive(sqltag`(SELECT at FROM clock)`)})`;
+  const columns: ContinueColumns = {
+    jobIds: leases.map((l) => l.jobId),
+    runNumbers: leases.map((l) => l.runNumber),
+    attempts: leases.map((l) => l.attempt),
+    workerIds: leases.map((l) => l.workerId),
+    delayMs: items.map((i) => i.delayMs),
+    setCheckpoint: items.map((i) => i.checkpoint !== undefined),
+    checkpoints: items.map((i) => jsonParam(i.checkpoint)),
+    setProgress: items.map((i) => i.progress !== undefined),
+    progress: items.map((i) => jsonParam(i.progress)),
+    eventIds: [...eventIds],
+  };
+  return client.$queryRaw<ContinuedRow[]>(...asTemplate(continueJobsStatement(columns)));
 }

@@ -9,6 +9,8 @@ import type { Tx } from '../client/types.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { jsonParam, type JobStatus } from '../model/job-rows.js';
 import type { EnqueueJobResult, InsertJobRow } from './insert-jobs.js';
+import { asTemplate } from '../db/sql-template.js';
+import { deleteJobsStatement } from './statements/delete-jobs.js';
 
 interface ExistingRow {
   ord: number;
@@ -59,5 +61,5 @@ export async function resolveExisting(tx: Tx, skipped: readonly { row: InsertJob
 
 /** Removes jobs inserted earlier in this same, still uncommitted transaction (their events cascade). */
 export async function deleteUncommittedJobs(tx: Tx, jobIds: string[]): Promise<void> {
-  await tx.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ANY(${jobIds}::uuid[])`;
+  await tx.$executeRaw(...asTemplate(deleteJobsStatement(jobIds)));
 }

@@ -30,14 +30,14 @@
  * Lock order: the job rows (in id order), then their step rows; the full
  * protocol is at the top of src/coordination/locking.ts.
  */
-import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { parseInput } from '../validation/parse.js';
-import { jsonParam, type JobLease } from '../model/job-rows.js';
+import type { JobLease } from '../model/job-rows.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type HeartbeatJobInput } from './inputs.js';
-import { leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
+import { asTemplate } from '../db/sql-template.js';
+import { heartbeatJobStatement, markJobRunningStatement } from './statements/lease-writes.js';
 
 export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseIdentity } from './lease.js';
 
@@ -67,24 +67,7 @@ export async function markJobRunning(db: Db, lease: LeaseIdentity): Promise<void
   // One statement on the job row only: a workflow step reads as RUNNING while its job is LEASED
   // (src/coordination/step-state.ts), so no step row is written here.
   await withStatement(db, 'mark job running', async (client) => {
-    const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>`
-      WITH ${lockedLeaseAndClock(l)},
-      running AS (
-        UPDATE runledger.job_queue jq
-           SET started_at = COALESCE(jq.started_at, c.at), heartbeat_at = c.at, updated_at = c.at,
-               -- The trail's RUNNING event, once per lease: a released attempt is claimed again under the same
-               -- attempt number but opens a new attempt, whose running columns are NULL (the reaper reads
-               -- "started" from them too). See src/queue/attempt-row.ts.
-               attempt_running_seq = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
-                                          THEN nextval('runledger.job_events_seq_seq') ELSE jq.attempt_running_seq END,
-               attempt_running_at = CASE WHEN jq.attempt_running_seq IS NULL AND jq.attempt_seq IS NOT NULL
-                                         THEN c.at ELSE jq.attempt_running_at END
-          FROM clock c
-         WHERE ${leaseFence(l, sqltag`c.at`)}
-        RETURNING jq.id, jq.run_number, jq.attempt, jq.workflow_step_id,
-                  jq.workflow_step_id IS NOT NULL AS workflow_managed
-      )
-      SELECT workflow_managed FROM running`;
+    const rows = await client.$queryRaw<{ workflow_managed: boolean }[]>(...asTemplate(markJobRunningStatement(l)));
     if (!rows[0]) throw leaseMismatch(l, 'mark job running');
   });
 }
@@ -99,19 +82,7 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
   const l = { jobId: o.jobId, runNumber: o.runNumber, attempt: o.attempt, workerId: o.workerId };
   const save = o.save ?? {};
   return withStatement(db, 'heartbeat job', async (client) => {
-    const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>`
-      WITH ${lockedLeaseAndClock(l)}
-      UPDATE runledger.job_queue jq
-         SET lease_expires_at = c.at + COALESCE(make_interval(secs => ${o.leaseSeconds ?? null}::int),
-                                                jq.lease_expires_at - jq.heartbeat_at,
-                                                make_interval(secs => jq.timeout_seconds)),
-             heartbeat_at = c.at,
-             progress = CASE WHEN ${save.progress !== undefined}::boolean THEN ${jsonParam(save.progress)}::jsonb ELSE jq.progress END,
-             checkpoint = CASE WHEN ${save.checkpoint !== undefined}::boolean THEN ${jsonParam(save.checkpoint)}::jsonb ELSE jq.checkpoint END,
-             updated_at = c.at
-        FROM clock c
-       WHERE ${leaseFence(l, sqltag`c.at`)}
-      RETURNING jq.lease_expires_at`;
+    const rows = await client.$queryRaw<{ lease_expires_at: Date }[]>(...asTemplate(heartbeatJobStatement(l, o.leaseSeconds ?? null, save)));
     const row = rows[0];
     if (!row) throw leaseMismatch(l, 'heartbeat job');
     return { ...l, leaseExpiresAt: row.lease_expires_at };

@@ -8,14 +8,12 @@
  * (heartbeats do). A stage set to the one the job already has appends no
  * event.
  */
-import { sqltag } from '@prisma/client/runtime/client';
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
-import { jsonParam } from '../model/job-rows.js';
 import {
   JOB_INVALID_INPUT,
   recordJobProgressInputSchema,
@@ -24,7 +22,8 @@ import {
   type RecordJobProgressInput,
   type SetJobStageInput,
 } from './inputs.js';
-import { leaseFence, lockedLeaseAndClock } from '../db/fragments.js';
+import { asTemplate } from '../db/sql-template.js';
+import { writeStageOrProgressStatement } from './statements/stage-or-progress.js';
 
 /** Numeric progress as stored (`{ processed, total }`) and returned. */
 export interface JobProgress {
@@ -74,28 +73,7 @@ async function writeFenced(db: Db, l: LeaseIdentity, change: Change): Promise<vo
   const progress: JsonValue | null = isStage ? null : { processed: change.progress.processed, total: change.progress.total };
   const eventId = newId();
   await withStatement(db, isStage ? 'set job stage' : 'record job progress', async (client) => {
-    const rows = await client.$queryRaw<{ id: string }[]>`
-      WITH ${lockedLeaseAndClock(l, sqltag`, jq.stage AS previous_stage`)},
-      written AS (
-        UPDATE runledger.job_queue jq
-           SET stage = CASE WHEN ${isStage}::boolean THEN ${stage}::text ELSE jq.stage END,
-               progress = CASE WHEN ${isStage}::boolean THEN jq.progress ELSE ${jsonParam(progress)}::jsonb END,
-               updated_at = c.at
-          FROM clock c
-         WHERE ${leaseFence(l, sqltag`c.at`)}
-        RETURNING jq.id, jq.run_number, jq.attempt
-      ),
-      events AS (
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-        SELECT ${eventId}::uuid, w.id,
-               CASE WHEN ${isStage}::boolean THEN 'STAGE_CHANGED' ELSE 'PROGRESS' END::runledger.job_event_type,
-               w.run_number, w.attempt,
-               CASE WHEN ${isStage}::boolean THEN jsonb_build_object('stage', ${stage}::text, 'previousStage', l.previous_stage)
-                    ELSE ${jsonParam(progress)}::jsonb END
-          FROM written w JOIN locked l ON l.id = w.id
-         WHERE NOT ${isStage}::boolean OR l.previous_stage IS DISTINCT FROM ${stage}::text
-      )
-      SELECT id FROM written`;
+    const rows = await client.$queryRaw<{ id: string }[]>(...asTemplate(writeStageOrProgressStatement(l, isStage, stage, progress, eventId)));
     if (!rows[0]) throw leaseMismatch(l, isStage ? 'set job stage' : 'record job progress');
   });
 }

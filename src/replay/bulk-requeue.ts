@@ -32,7 +32,6 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { z } from 'zod';
 import { withStatement, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { scopeSchema, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
@@ -40,7 +39,7 @@ import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
 import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './inputs.js';
 import { inScopeByKind } from '../db/fragments.js';
-import { requeueAssignments } from './requeue.js';
+import { requeueDeadLettersStatement, type PickedDeadLetter as Picked } from '../queue/statements/requeue-jobs.js';
 
 /** The most jobs one bulk requeue may start again. */
 export const MAX_BULK_REQUEUE = 1_000;
@@ -154,13 +153,6 @@ export async function countDeadLetteredJobs(db: Db, input: CountDeadLetteredJobs
   return { count: Math.min(n, max), more: n > max };
 }
 
-interface Picked {
-  id: string;
-  run_number: number;
-  last_error_code: string | null;
-  last_error_message: string | null;
-}
-
 /**
  * Requeues up to `limit` dead-lettered direct jobs matching `filter`, as one audited operation (module comment).
  * Joins the caller's interactive transaction or opens its own.
@@ -188,34 +180,18 @@ export async function requeueDeadLetteredJobs(db: Db, input: RequeueDeadLettered
 async function requeuePickedTx(tx: Tx, picked: Picked[], request: z.output<typeof requeueDeadLetteredJobsInputSchema>, operationId: string): Promise<string[]> {
   const reset = request.statePolicy === 'reset_progress_and_checkpoint';
   const filter = JSON.stringify(request.filter);
-  const rows = await tx.$queryRaw<{ id: string }[]>`
-    WITH input AS (
-      SELECT * FROM unnest(${picked.map((p) => p.id)}::uuid[], ${picked.map((p) => p.run_number)}::int[],
-                           ${picked.map((p) => p.last_error_code)}::text[], ${picked.map((p) => p.last_error_message)}::text[],
-                           ${picked.map(() => newId())}::uuid[], ${picked.map((_, i) => i)}::int[])
-             AS t(id, run_number, error_code, error_message, event_id, ord)
+  const rows = await tx.$queryRaw<{ id: string }[]>(
+    ...asTemplate(
+      requeueDeadLettersStatement(
+        picked,
+        picked.map(() => newId()),
+        request.statePolicy,
+        reset,
+        operationId,
+        request.reason,
+        filter,
+      ),
     ),
-    requeued AS (
-      UPDATE runledger.job_queue jq
-         SET ${requeueAssignments(reset)}
-        FROM input i
-       WHERE jq.id = i.id AND jq.status = 'DEAD_LETTERED' AND jq.run_number = i.run_number
-      RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt
-    ),
-    events AS (
-      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-      SELECT i.event_id, r.id, 'REQUEUED'::runledger.job_event_type, r.run_number, r.attempt,
-             jsonb_build_object('previousRunNumber', i.run_number, 'previousStatus', 'DEAD_LETTERED',
-                                'statePolicy', ${request.statePolicy}::text,
-                                'previousErrorCode', i.error_code, 'previousErrorMessage', i.error_message,
-                                'operationId', ${operationId}::text, 'reason', ${request.reason}::text,
-                                'filter', ${filter}::jsonb)
-        FROM requeued r JOIN input i ON i.id = r.id
-       ORDER BY i.ord
-    ),
-    notified AS (
-      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM requeued) t
-    )
-    SELECT r.id FROM requeued r JOIN input i ON i.id = r.id CROSS JOIN notified ORDER BY i.ord`;
+  );
   return rows.map((row) => row.id);
 }

@@ -58,6 +58,8 @@ import { unstableRow, workflowRequeueNotSupported } from './errors.js';
 import { findRecordedReplayTx, insertReplayLineageTx } from './replay-lineage.js';
 import { JOB_INVALID_INPUT, compareAndReplaySucceededJobInputSchema, type CompareAndReplaySucceededJobInput, type ParsedReplayRequest } from './inputs.js';
 import { inScope } from '../db/fragments.js';
+import { asTemplate } from '../db/sql-template.js';
+import { deleteJobStatement } from '../queue/statements/delete-jobs.js';
 
 const OPERATION = 'compare and replay succeeded job';
 
@@ -207,7 +209,7 @@ async function insertReplayTx(tx: Tx, request: ParsedReplayRequest, source: Repl
     return replayed(request, { jobId: replayJobId, status: 'PENDING', runNumber: 1, disposition: 'inserted' });
   }
   // Another writer committed this key without the source lock (see the header): drop ours, answer with theirs.
-  await tx.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${replayJobId}::uuid`;
+  await tx.$executeRaw(...asTemplate(deleteJobStatement(replayJobId)));
   const winner = await findRecordedReplayTx(tx, request);
   if (!winner) throw unstableRow(request.sourceJobId, OPERATION);
   return replayed(request, winner);

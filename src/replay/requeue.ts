@@ -35,10 +35,8 @@
  * when the row became eligible between statements; stronger levels see one
  * snapshot, where that cannot happen.
  */
-import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
-import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newId } from '../db/ids.js';
 import { scopeParams } from '../db/scope.js';
 import { InternalError } from '../errors/runledger-error.js';
@@ -46,7 +44,9 @@ import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
 import { JOB_INVALID_INPUT, compareAndRequeueJobInputSchema, type CompareAndRequeueJobInput, type ParsedRequeueRequest } from './inputs.js';
-import { CLEAR_LEASE, inScope } from '../db/fragments.js';
+import { inScope } from '../db/fragments.js';
+import { asTemplate } from '../db/sql-template.js';
+import { requeueJobStatement } from '../queue/statements/requeue-jobs.js';
 
 const OPERATION = 'compare and requeue job';
 
@@ -128,29 +128,7 @@ async function readJobTx(tx: Tx, request: ParsedRequeueRequest): Promise<(JobRow
 
 async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previous: JobRow, eventId: string): Promise<Job> {
   const reset = request.statePolicy === 'reset_progress_and_checkpoint';
-  const rows = await tx.$queryRaw<JobRow[]>`
-    WITH requeued AS (
-      UPDATE runledger.job_queue jq
-         SET ${requeueAssignments(reset)}
-       WHERE jq.id = ${previous.id}::uuid
-         AND jq.status = ${previous.status}::runledger.job_status
-         AND jq.run_number = ${previous.run_number}::int
-      RETURNING ${JOB_ROW_COLUMNS}
-    ),
-    events AS (
-      INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
-      SELECT ${eventId}::uuid, id, 'REQUEUED'::runledger.job_event_type, run_number, attempt,
-             jsonb_build_object('previousRunNumber', ${previous.run_number}::int,
-                                'previousStatus', ${previous.status}::text,
-                                'statePolicy', ${request.statePolicy}::text,
-                                'previousErrorCode', ${previous.last_error_code}::text,
-                                'previousErrorMessage', ${previous.last_error_message}::text)
-        FROM requeued
-    ),
-    notified AS (
-      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, job_type))::int AS n FROM requeued
-    )
-    SELECT requeued.* FROM requeued CROSS JOIN notified`;
+  const rows = await tx.$queryRaw<JobRow[]>(...asTemplate(requeueJobStatement(previous, request.statePolicy, reset, eventId)));
   const row = rows[0];
   if (!row) {
     throw new InternalError('job.internal_state', 'The job changed while it was locked.', {
@@ -158,19 +136,4 @@ async function requeueLockedJobTx(tx: Tx, request: ParsedRequeueRequest, previou
     });
   }
   return toJob(row);
-}
-
-/**
- * The SET list of a requeue (one job here, a batch in bulk-requeue.ts): the
- * next run starts PENDING now, at attempt 0, with no lease, outcome or error;
- * progress and checkpoint are kept unless the request resets them.
- */
-export function requeueAssignments(reset: boolean): Sql {
-  return sqltag`status = 'PENDING', run_number = jq.run_number + 1, attempt = 0, next_run_at = now(),
-             ${CLEAR_LEASE},
-             started_at = NULL, finished_at = NULL, output = NULL,
-             last_error_code = NULL, last_error_message = NULL,
-             progress = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.progress END,
-             checkpoint = CASE WHEN ${reset}::boolean THEN NULL ELSE jq.checkpoint END,
-             updated_at = now()`;
 }

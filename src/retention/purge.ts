@@ -52,6 +52,7 @@ import {
   type PurgeFinishedInput,
 } from './inputs.js';
 import { TERMINAL_RUN } from '../db/fragments.js';
+import { deleteJobsStatement } from '../queue/statements/delete-jobs.js';
 
 export interface PurgeFinishedResult {
   /** Direct jobs deleted (or, with dryRun, that would be). */
@@ -180,7 +181,7 @@ async function purgeJobBatch(tx: Tx, s: Settings, cursor: Cursor | null): Promis
     DELETE FROM runledger.job_replays WHERE source_job_id = ANY(${ids}::uuid[]) OR replay_job_id = ANY(${ids}::uuid[])`;
   await tx.$executeRaw`
     DELETE FROM runledger.job_enqueue_intents WHERE job_id = ANY(${ids}::uuid[]) AND state <> 'PENDING'`;
-  const deleted = await tx.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ANY(${ids}::uuid[])`;
+  const deleted = await tx.$executeRaw(...asTemplate(deleteJobsStatement(ids)));
   return { deleted, next };
 }
 

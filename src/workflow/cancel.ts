@@ -9,7 +9,6 @@
  * that is already CANCELED; a run that already finished otherwise is a
  * conflict.
  */
-import { sqltag } from '@prisma/client/runtime/client';
 import { z } from 'zod';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
@@ -18,14 +17,13 @@ import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, uuid } from '../validation/primitives.js';
-import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../queue/attempt-row.js';
+import { asTemplate } from '../db/sql-template.js';
+import { WORKFLOW_RUN_CANCELED, cancelRunJobsStatement } from '../queue/statements/cancel-run-jobs.js';
 import { releaseActiveKeysOfRuns } from './active-keys.js';
 import { lockRunJobRows, lockRunReleaseExclusive, lockRunStepRows } from '../coordination/locking.js';
 import { notifyWorkflowRunTerminal } from '../coordination/run-status.js';
 import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
 import { inScope } from '../db/fragments.js';
-
-export const WORKFLOW_RUN_CANCELED = 'workflow.run_canceled';
 
 const cancelWorkflowRunSchema = z.strictObject({
   workflowRunId: uuid,
@@ -93,35 +91,7 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
       RETURNING job_id`;
     const jobIds = steps.flatMap((step) => (step.job_id ? [step.job_id] : []));
     if (jobIds.length > 0) {
-      await tx.$executeRaw`
-        -- The rows as locked above (this statement's snapshot), before the update: the leased ones' attempts.
-        WITH before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq WHERE jq.id = ANY(${jobIds}::uuid[])),
-        canceled AS (
-          UPDATE runledger.job_queue
-             SET status = 'CANCELED', ${CLEAR_ATTEMPT},
-                 lease_owner = NULL,
-                 heartbeat_at = NULL,
-                 lease_expires_at = CASE WHEN status = 'LEASED' THEN lease_expires_at END,
-                 finished_at = ${at}::timestamptz,
-                 last_error_code = ${WORKFLOW_RUN_CANCELED},
-                 last_error_message = ${reason},
-                 updated_at = ${at}::timestamptz
-           WHERE id = ANY(${jobIds}::uuid[]) AND status IN ('PENDING', 'LEASED')
-          RETURNING id, run_number, attempt
-        ),
-        numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.id) AS n FROM canceled c),
-        -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts), moved into job_attempts.
-        ended AS (SELECT b.* FROM before b WHERE b.id IN (SELECT id FROM canceled)),
-        attempts AS (${archiveAttempts(sqltag`ended`, {
-          finishedAt: sqltag`${at}::timestamptz`,
-          outcome: sqltag`'CANCELED'`,
-          errorCode: sqltag`${WORKFLOW_RUN_CANCELED}::text`,
-          errorMessage: sqltag`${reason}::text`,
-        })})
-        INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
-        SELECT (${newIds(jobIds.length)}::uuid[])[n], id, 'CANCELED', run_number, attempt,
-               json_build_object('reason', ${reason}::text, 'workflowRunId', ${runId}::text)::jsonb, ${at}::timestamptz
-          FROM numbered`;
+      await tx.$executeRaw(...asTemplate(cancelRunJobsStatement(jobIds, newIds(jobIds.length), runId, reason, at)));
     }
 
     const updated = await tx.$queryRaw<WorkflowRunRow[]>`

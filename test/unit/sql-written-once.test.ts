@@ -1,7 +1,8 @@
 /**
- * SQL facts written once (ARCHITECTURE.md, "SQL"). A second spelling of the lease fence,
- * the quiescence predicate or the terminal run statuses fails here with the
- * file that holds it.
+ * SQL facts written once, and one place for the statements that write
+ * job_queue (ARCHITECTURE.md, "SQL"). A second spelling of the lease fence,
+ * the quiescence predicate or the terminal run statuses, or a job_queue write
+ * outside src/queue/statements/, fails here with the file that holds it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -39,6 +40,14 @@ describe('SQL written once', () => {
     expect(spelledIn(/IN\s*\(\s*'SUCCEEDED',\s*'COMPLETED_WITH_ERRORS',\s*'CANCELED'\s*\)/, [])).toEqual([]);
   });
 
+  it('writes job_queue only from src/queue/statements/ (and the release cascade, which sits below the queue)', () => {
+    const writers = files
+      .filter(({ text }) => /(UPDATE|INSERT INTO|DELETE FROM)\s+runledger\.job_queue\b/.test(text))
+      .map(({ file }) => file)
+      .filter((file) => !file.startsWith('src/queue/statements/'));
+    expect(writers).toEqual(['src/coordination/dependency-release.ts']);
+  });
+
   it('finds a spelling it is looking for', () => {
     // The patterns above match the text they guard against (so an empty list means absent, not mistyped).
     expect(/jq\.lease_owner\s*=/.test('AND jq.lease_owner = i.worker_id')).toBe(true);
@@ -47,5 +56,6 @@ describe('SQL written once', () => {
     expect(/IN\s*\(\s*'SUCCEEDED',\s*'COMPLETED_WITH_ERRORS',\s*'CANCELED'\s*\)/.test("wr.status IN ('SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED')")).toBe(
       true,
     );
+    expect(spelledIn(/UPDATE\s+runledger\.job_queue\b/, []).length).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,161 @@
+/**
+ * The claim (src/queue/claim.ts runs it and states its invariants): one statement leases a batch of
+ * runnable jobs to one worker and returns what its handlers need.
+ */
+import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
+
+export interface ClaimParams {
+  workerId: string;
+  jobTypes?: string[] | undefined;
+  limit: number;
+  leaseSeconds: number;
+  markRunning: boolean;
+}
+
+export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning }: ClaimParams): Sql {
+  // Statement shapes whose generic plan (a prepared statement's, see preparedStatementName) costs what a
+  // custom one does, so PostgreSQL reuses it instead of planning the whole CTE on every claim (planning cost
+  // about as much as running it): typed and untyped claims each have only their own branch (a dead branch
+  // behind a one-time filter on a parameter is costed as if it ran), the types are one VALUES row each (an
+  // unnest of an array parameter is estimated at 10 rows, whatever its length), so a worker's claims share
+  // one statement per distinct number of types and limit bucket.
+  // The locking scans' LIMIT is a literal (limitBucket: the next power of two, at most 2x the limit) under an
+  // outer `LIMIT limit`: a generic plan costs a parameter LIMIT as a tenth of the rows it estimates for the
+  // scan, which grows with the backlog, so every claim would be re-planned (docs/operate/performance.md).
+  // Rows are locked as the outer LIMIT pulls them, so a scan the outer LIMIT reads directly locks `limit`
+  // rows, not the bucket.
+  const bucket = limitBucket(limit);
+  const candidates =
+    jobTypes === undefined
+      ? sqltag`
+        -- No type filter: one ordered scan of job_queue_claim_idx. Its always-true \`priority >= -2147483648\`
+        -- matches that index's predicate, which only this shape states, so a typed claim (whose planner
+        -- cannot know how types and priorities correlate) never picks that index: see the migrations
+        -- (20261201000000_job_step_link, 20261206000001_claim_idx_predicate).
+        SELECT b.id FROM (
+          SELECT jq.id
+            FROM runledger.job_queue jq
+           WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
+             AND ${RESOURCE_FREE_HEAD}
+           ORDER BY jq.priority DESC, jq.next_run_at, jq.id
+           LIMIT ${bucket}
+             FOR UPDATE SKIP LOCKED
+        ) b
+        LIMIT ${limit}::int`
+      : sqltag`
+        -- One ordered scan of job_queue_claim_by_type_idx per requested type, merged. With one type the
+        -- outer LIMIT reads the scan in order and locks \`limit\` rows; with several, each type's scan locks
+        -- up to the bucket, and rows beyond the merged \`limit\` are unlocked when the statement commits.
+        SELECT c.id
+          FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
+         CROSS JOIN LATERAL (
+           SELECT jq.id, jq.priority, jq.next_run_at
+             FROM runledger.job_queue jq
+            WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
+              AND ${RESOURCE_FREE_HEAD}
+            ORDER BY jq.priority DESC, jq.next_run_at, jq.id
+            LIMIT ${bucket}
+              FOR UPDATE SKIP LOCKED
+         ) c
+         ${jobTypes.length === 1 ? sqltag`` : sqltag`ORDER BY c.priority DESC, c.next_run_at, c.id`}
+         LIMIT ${limit}::int`;
+  return sqltag`
+      -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
+      -- other types' backlog.
+      WITH candidates AS (${candidates}),
+      -- Each claimed job's attempt number in its trail (job_events' sequence): its LEASED event's place, and
+      -- with markRunning its RUNNING event's (right after).
+      -- One row of two aligned arrays, read per claimed row by array_position (a linear scan in C): a lookup in
+      -- a CTE of one row per job rescanned it for every claimed row.
+      numbers AS MATERIALIZED (
+        SELECT array_agg(x.id) AS ids, array_agg(x.seq) AS seqs
+          FROM (SELECT id, nextval('runledger.job_events_seq_seq') AS seq FROM candidates) x
+      ),
+      claimed AS (
+        UPDATE runledger.job_queue jq
+           SET status = 'LEASED',
+               attempt = jq.attempt + 1,
+               lease_owner = ${workerId},
+               lease_expires_at = now() + make_interval(secs => ${leaseSeconds}::int),
+               heartbeat_at = now(),
+               started_at = CASE WHEN ${markRunning}::boolean THEN COALESCE(jq.started_at, now()) ELSE jq.started_at END,
+               updated_at = now(),
+               -- The open attempt, on the job row (src/queue/attempt-row.ts): no attempt or event row is written.
+               attempt_seq = (SELECT n.seqs[array_position(n.ids, jq.id)] FROM numbers n),
+               attempt_worker_id = ${workerId},
+               attempt_started_at = now(),
+               attempt_leased_until = now() + make_interval(secs => ${leaseSeconds}::int),
+               attempt_running_seq = CASE WHEN ${markRunning}::boolean THEN (SELECT n.seqs[array_position(n.ids, jq.id)] FROM numbers n) END,
+               attempt_running_at = CASE WHEN ${markRunning}::boolean THEN now() END,
+               attempt_closed_seq = NULL
+         -- By primary key through an InitPlan: the same plan, custom or generic, whatever
+         -- the candidates' row estimate (a join could turn into a hash join over the whole table).
+         WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
+        RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
+                  jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
+                  jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
+                  jq.trace_context, jq.stage
+      ),
+      numbered AS (
+        SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
+      )
+      -- A workflow job's step and its prerequisites' outcomes, for the handler context. The statement's snapshot
+      -- holds them final: a job becomes PENDING in the transaction that made its prerequisites terminal, and
+      -- terminal steps do not change.
+      -- A direct job pays one probe of the primary key with NULL.
+      SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
+             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.stage,
+             s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
+             COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
+             (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms
+        FROM numbered c
+        LEFT JOIN LATERAL (
+          SELECT ws.workflow_run_id, ws.step_key,
+                 COALESCE((
+                   SELECT jsonb_agg(jsonb_build_object(
+                            'key', p.step_key, 'status', p.status, 'releaseMode', d.release_mode, 'jobType', p.job_type,
+                            'output', CASE WHEN p.status = 'SUCCEEDED' THEN p.output END) ORDER BY p.step_key)
+                     FROM runledger.workflow_step_dependencies d
+                     JOIN runledger.workflow_steps p ON p.id = d.prerequisite_step_id
+                    WHERE d.dependent_step_id = ws.id), '[]'::jsonb) AS prerequisites,
+                 (SELECT wr.trace_context FROM runledger.workflow_runs wr WHERE wr.id = ws.workflow_run_id) AS run_trace_context
+            FROM runledger.workflow_steps ws
+           WHERE ws.id = c.workflow_step_id
+        ) s ON true
+       ORDER BY c.n`;
+}
+
+/**
+ * The claim scans' LIMIT, written as a literal (see claimJobs): the smallest power of two at or above
+ * `limit`, so a worker whose claim size varies with its free slots shares a few statements, not one per
+ * size. Static text from this table, never from input.
+ */
+const LIMIT_BUCKETS: readonly (readonly [number, Sql])[] = [
+  [1, sqltag`1`],
+  [2, sqltag`2`],
+  [4, sqltag`4`],
+  [8, sqltag`8`],
+  [16, sqltag`16`],
+  [32, sqltag`32`],
+  [64, sqltag`64`],
+  [128, sqltag`128`],
+  [256, sqltag`256`],
+  [512, sqltag`512`],
+  [1024, sqltag`1024`],
+];
+
+export function limitBucket(limit: number): Sql {
+  const found = LIMIT_BUCKETS.find(([size]) => size >= limit);
+  if (!found) throw new RangeError(`claim limit ${limit} is above the largest bucket`);
+  return found[1];
+}
+
+/**
+ * The execution-resource condition of a candidate (see the header): no key, or the key free and this job its
+ * head, tested by `runledger.resource_claimable` (migration 20261206000001_claim_plans: one index probe per
+ * test, only for jobs with a key; the `IS NULL` arm short-circuits the rest). A function rather than inline
+ * subqueries so the planner costs it as one cheap test and keeps the ordered index scan. A claim reads past
+ * the blocked jobs ahead of the first runnable ones, so a deep backlog of one key ahead of other work costs
+ * each claim in proportion to that backlog (docs/operate/performance.md says so).
+ */
+const RESOURCE_FREE_HEAD = sqltag`(jq.resource_key IS NULL OR runledger.resource_claimable(jq.resource_key, jq.id))`;
