@@ -154,6 +154,13 @@ describe('requeueDeadLetteredJobs', () => {
       [{ reason: '   ' }, 'reason'],
       [{ filter: { jobType: 'bulk.invalid', errorCode: '' } }, 'filter.errorCode'],
       [{ statePolicy: 'keep' }, 'statePolicy'],
+      // A blank or unknown filter field, or a time as text, never reads as no filter.
+      [{ filter: { jobType: ' \t ' } }, 'filter.jobType'],
+      [{ filter: { jobType: 'bulk.invalid', after: new Date() } }, 'filter.after'],
+      [{ filter: { jobType: 'bulk.invalid', finishedAfter: '1' } }, 'filter.finishedAfter'],
+      // A scope kind with a field it does not take: admin with an organization is neither, not every tenant.
+      [{ scope: { kind: 'admin', organizationId: 'acme' } }, 'scope.organizationId'],
+      [{ scope: { kind: 'no_organization', organizationId: 'acme' } }, 'scope.organizationId'],
     ];
     for (const [change, field] of attempts) {
       const input = { scope: adminScope(), filter: { jobType: 'bulk.invalid' }, limit: 10, reason: 'r', ...change };
