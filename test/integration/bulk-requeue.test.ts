@@ -188,4 +188,43 @@ describe('runledger jobs requeue-dead-letters', () => {
     expect(body).toMatchObject({ jobIds: ids.slice(0, 2), more: true });
     expect(await statusOf(ids)).toEqual(['PENDING', 'PENDING', 'DEAD_LETTERED']);
   });
+
+  it('refuses an empty or blank filter option and a time not in ISO 8601, naming the option, and requeues nothing', async () => {
+    const ids = await deadLetters('bulk.cli.blank', 2, 'cli.failed');
+    const refusals: [string[], string][] = [
+      [['--type', ''], '--type'],
+      [['--type', '   '], '--type'],
+      [['--error-code', ''], '--error-code'],
+      [['--error-code', '\t'], '--error-code'],
+      [['--after', '1'], '--after'],
+      [['--after', ''], '--after'],
+      [['--before', '2026-02-30'], '--before'],
+      [['--before', '2026-12-01T09:30'], '--before'],
+      [['--reason', ' '], '--reason'],
+    ];
+    for (const [option, field] of refusals) {
+      const args = ['--limit', '10', '--reason', 'unset variable', ...option];
+      const result = await runCli(db.url, '--json', 'jobs', 'requeue-dead-letters', ...args);
+      expect([result.code, JSON.parse(result.stderr)], args.join(' ')).toEqual([
+        2,
+        expect.objectContaining({ code: 'cli.invalid_argument', details: { field } }),
+      ]);
+      // Human output names the option too.
+      expect((await runCli(db.url, 'jobs', 'requeue-dead-letters', ...args)).stderr).toContain(`'${field} <`);
+    }
+    expect(await statusOf(ids)).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED']);
+    const dated = await runCli(
+      db.url,
+      'jobs',
+      'requeue-dead-letters',
+      '--type',
+      'bulk.cli.blank',
+      '--after',
+      '2000-01-01',
+      '--before',
+      '9999-01-01T00:00:00Z',
+      '--dry-run',
+    );
+    expect([dated.code, dated.stdout.trim()]).toEqual([0, '2 dead-lettered job(s) match.']);
+  });
 });
