@@ -7,34 +7,26 @@
 import type { Command } from 'commander';
 import { countDeadLetteredJobs, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
 import { UsageError, type CliContext } from './context.js';
-import { integerOption } from './options.js';
+import { integerOption, isoTimeOption, textOption } from './options.js';
 
 interface Options {
   type?: string;
   errorCode?: string;
-  after?: string;
-  before?: string;
+  after?: Date;
+  before?: Date;
   limit?: number;
   reason?: string;
   resetState: boolean;
   dryRun: boolean;
 }
 
-function time(value: string | undefined, field: string): Date | undefined {
-  if (value === undefined) return undefined;
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw new UsageError(`--${field} must be an ISO 8601 time.`, { field });
-  return date;
-}
-
+/** Every option given is a condition (the parsers refused blank ones); only an option left out is no condition. */
 function filterOf(options: Options): DeadLetterFilter {
-  const after = time(options.after, 'after');
-  const before = time(options.before, 'before');
   return {
-    ...(options.type ? { jobType: options.type } : {}),
-    ...(options.errorCode ? { errorCode: options.errorCode } : {}),
-    ...(after ? { finishedAfter: after } : {}),
-    ...(before ? { finishedBefore: before } : {}),
+    ...(options.type === undefined ? {} : { jobType: options.type }),
+    ...(options.errorCode === undefined ? {} : { errorCode: options.errorCode }),
+    ...(options.after === undefined ? {} : { finishedAfter: options.after }),
+    ...(options.before === undefined ? {} : { finishedBefore: options.before }),
   };
 }
 
@@ -42,12 +34,12 @@ export function registerDeadLetterCommands(jobs: Command, context: CliContext): 
   jobs
     .command('requeue-dead-letters')
     .description(`start a new run of every DEAD_LETTERED direct job matching the filter, up to --limit (at most ${MAX_BULK_REQUEUE}), as one audited operation`)
-    .option('--type <jobType>', 'only this job type')
-    .option('--error-code <code>', 'only jobs whose last error has this code')
-    .option('--after <time>', 'only jobs dead-lettered at or after this ISO time')
-    .option('--before <time>', 'only jobs dead-lettered before this ISO time')
+    .option('--type <jobType>', 'only this job type', textOption)
+    .option('--error-code <code>', 'only jobs whose last error has this code', textOption)
+    .option('--after <time>', 'only jobs dead-lettered at or after this ISO 8601 time', isoTimeOption)
+    .option('--before <time>', 'only jobs dead-lettered before this ISO 8601 time', isoTimeOption)
     .option('--limit <n>', `requeue at most this many (1 to ${MAX_BULK_REQUEUE})`, integerOption({ min: 1, max: MAX_BULK_REQUEUE }))
-    .option('--reason <reason>', 'recorded on every requeued job')
+    .option('--reason <reason>', 'recorded on every requeued job', textOption)
     .option('--reset-state', 'clear progress and checkpoint (default: keep them)', false)
     .option('--dry-run', 'only count the matching dead letters', false)
     .action(async (options: Options) => {

@@ -10,7 +10,7 @@ import { listJobDefinitions, setJobDefinitionEnabled, syncJobDefinitions, type J
 import { MAX_LIST_LIMIT } from '../queue/inputs.js';
 import { UsageError, type CliContext } from './context.js';
 import { table } from './format.js';
-import { integerOption } from './options.js';
+import { integerOption, textOption } from './options.js';
 import { loadHandlers } from './worker.js';
 
 function refuseScope(context: CliContext): void {
@@ -44,7 +44,7 @@ export function registerDefinitionCommands(program: Command, context: CliContext
   definitions
     .command('sync')
     .description('write the definitions a module exports to the catalog (new types enabled; enabled/disabled kept)')
-    .requiredOption('--handlers <module>', 'module exporting `handlers`: an array of defineJob(...) definitions (as for `runledger worker`)')
+    .requiredOption('--handlers <module>', 'module exporting `handlers`: an array of defineJob(...) definitions (as for `runledger worker`)', textOption)
     .action(async (options: { handlers: string }) => {
       refuseScope(context);
       const handlers = await loadHandlers(options.handlers);
@@ -55,12 +55,12 @@ export function registerDefinitionCommands(program: Command, context: CliContext
     .command('list')
     .description('list the catalog in job-type order')
     .option('--limit <n>', `definitions per page (1-${MAX_LIST_LIMIT}, default 50)`, integerOption({ min: 1, max: MAX_LIST_LIMIT }))
-    .option('--cursor <jobType>', "the previous page's nextCursor (its last job type)")
+    .option('--cursor <jobType>', "the previous page's nextCursor (its last job type)", textOption)
     .action(async (options: { limit?: number; cursor?: string }) => {
       refuseScope(context);
       const page = await listJobDefinitions(context.db(), {
-        ...(options.limit ? { limit: options.limit } : {}),
-        ...(options.cursor ? { cursor: options.cursor } : {}),
+        ...(options.limit === undefined ? {} : { limit: options.limit }),
+        ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
       });
       const more = page.nextCursor ? `\nMore: --cursor ${page.nextCursor}` : '';
       context.print(`${formatDefinitions(page.items)}${more}`, page);

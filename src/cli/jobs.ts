@@ -9,7 +9,7 @@ import { compareAndRequeueJob } from '../replay/requeue.js';
 import { UsageError, type CliContext } from './context.js';
 import { registerDeadLetterCommands } from './dead-letters.js';
 import { formatJobList, formatProgress, table } from './format.js';
-import { integerOption } from './options.js';
+import { integerOption, textOption } from './options.js';
 import { allItems } from './pages.js';
 
 const runNumber = integerOption({ min: 1 });
@@ -19,26 +19,26 @@ export function registerJobCommands(program: Command, context: CliContext): void
   jobs
     .command('list')
     .description('list jobs, newest first (--org / --without-org for one organization or none)')
-    .option('--type <jobType>', 'only this job type')
+    .option('--type <jobType>', 'only this job type', textOption)
     .option('--status <status...>', 'only these statuses (PENDING, LEASED, SUCCEEDED, DEAD_LETTERED, CANCELED; LEASED includes RUNNING)')
     .option('--limit <n>', 'page size (1 to 500)', integerOption({ min: 1, max: 500 }), 20)
-    .option('--cursor <cursor>', 'the cursor printed after the previous page')
+    .option('--cursor <cursor>', 'the cursor printed after the previous page', textOption)
     .action(async (options: { type?: string; status?: JobStatus[]; limit: number; cursor?: string }) => {
       const page = await listJobs(context.db(), {
         scope: context.scope,
         limit: options.limit,
-        ...(options.type ? { jobType: options.type } : {}),
-        ...(options.status ? { status: options.status } : {}),
-        ...(options.cursor ? { cursor: options.cursor } : {}),
+        ...(options.type === undefined ? {} : { jobType: options.type }),
+        ...(options.status === undefined ? {} : { status: options.status }),
+        ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
       });
       context.print(`${formatJobList(page.items)}${page.nextCursor ? `\n\nmore: --cursor ${page.nextCursor}` : ''}`, page);
     });
   jobs
     .command('cancel <jobId>')
     .description('cancel a PENDING or LEASED job (a running handler keeps its lease until it expires)')
-    .option('--reason <reason>', 'recorded on the job')
+    .option('--reason <reason>', 'recorded on the job', textOption)
     .action(async (jobId: string, options: { reason?: string }) => {
-      const job = await cancelJob(context.db(), { jobId, scope: context.scope, ...(options.reason ? { reason: options.reason } : {}) });
+      const job = await cancelJob(context.db(), { jobId, scope: context.scope, ...(options.reason === undefined ? {} : { reason: options.reason }) });
       context.print(`Job ${job.id} is ${job.status}.`, job);
     });
   jobs
@@ -79,8 +79,8 @@ export function registerJobCommands(program: Command, context: CliContext): void
   jobs
     .command('replay <jobId>')
     .description('run a SUCCEEDED job again as a new job (idempotent per --key)')
-    .requiredOption('--key <replayRequestKey>', 'identity of this replay action: retrying with the same key returns the same replay')
-    .requiredOption('--reason <reason>', 'why it is replayed (recorded in the lineage)')
+    .requiredOption('--key <replayRequestKey>', 'identity of this replay action: retrying with the same key returns the same replay', textOption)
+    .requiredOption('--reason <reason>', 'why it is replayed (recorded in the lineage)', textOption)
     .option('--run <n>', 'the run you expect to replay (default: the current run)', runNumber)
     .action(async (jobId: string, options: { key: string; reason: string; run?: number }) => {
       const db = context.db();

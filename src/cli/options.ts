@@ -6,6 +6,7 @@
  */
 import { InvalidArgumentError } from 'commander';
 import { connectionStringProblem } from '../validation/connection-string.js';
+import { ISO_TIME_RULE, parseIsoTime } from '../validation/iso-time.js';
 
 /** Plain decimal digits, no sign, no spaces, no leading zeros (could be read as octal elsewhere). */
 const DECIMAL_INTEGER = /^(0|[1-9][0-9]*)$/;
@@ -36,4 +37,20 @@ export function connectionUrlOption(value: string): string {
   const problem = connectionStringProblem(value);
   if (problem) throw new InvalidArgumentError(`The connection string ${problem}.`);
   return value;
+}
+
+/**
+ * An argParser for a text option: `--type "$TYPE"` with $TYPE unset is an empty option, and dropping it would
+ * widen the command to every type, so empty and whitespace-only values are refused, naming the option.
+ */
+export function textOption(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('It is empty or blank; leave the option out for no filter.');
+  return value;
+}
+
+/** An argParser for a time option: ISO 8601 only (src/validation/iso-time.ts), never whatever `Date` makes of it. */
+export function isoTimeOption(value: string): Date {
+  const at = parseIsoTime(value);
+  if (at === undefined) throw new InvalidArgumentError(`It ${ISO_TIME_RULE}.`);
+  return at;
 }

@@ -45,8 +45,8 @@ export function registerPurgeCommand(program: Command, context: CliContext): voi
       const result = await purgeFinished(context.db(), {
         olderThan,
         dryRun: options.dryRun,
-        ...(options.statuses ? { statuses: options.statuses } : {}),
-        ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+        ...(options.statuses === undefined ? {} : { statuses: options.statuses }),
+        ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
       });
       const verb = result.dryRun ? 'Would delete' : 'Deleted';
       context.print(

@@ -9,7 +9,7 @@ import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 import type { JsonValue } from '../validation/primitives.js';
 import { formatRunDag, formatRunList } from './format.js';
 import { UsageError, type CliContext } from './context.js';
-import { integerOption } from './options.js';
+import { integerOption, textOption } from './options.js';
 import { allItems } from './pages.js';
 
 export function registerRunCommands(program: Command, context: CliContext): void {
@@ -17,17 +17,17 @@ export function registerRunCommands(program: Command, context: CliContext): void
   runs
     .command('list')
     .description('list workflow runs, newest first')
-    .option('--type <workflowType>', 'only this workflow type')
+    .option('--type <workflowType>', 'only this workflow type', textOption)
     .option('--status <status...>', 'only these statuses (RUNNING, WAITING_FOR_EXTERNAL, SUCCEEDED, COMPLETED_WITH_ERRORS, CANCELED)')
     .option('--limit <n>', 'page size (1 to 500)', integerOption({ min: 1, max: 500 }), 20)
-    .option('--cursor <cursor>', 'the cursor printed after the previous page')
+    .option('--cursor <cursor>', 'the cursor printed after the previous page', textOption)
     .action(async (options: { type?: string; status?: WorkflowRunStatus[]; limit: number; cursor?: string }) => {
       const page = await listWorkflowRuns(context.db(), {
         scope: context.scope,
         limit: options.limit,
-        ...(options.type ? { workflowType: options.type } : {}),
-        ...(options.status ? { status: options.status } : {}),
-        ...(options.cursor ? { cursor: options.cursor } : {}),
+        ...(options.type === undefined ? {} : { workflowType: options.type }),
+        ...(options.status === undefined ? {} : { status: options.status }),
+        ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
       });
       context.print(`${formatRunList(page.items)}${page.nextCursor ? `\n\nmore: --cursor ${page.nextCursor}` : ''}`, page);
     });
@@ -54,8 +54,8 @@ export function registerRunCommands(program: Command, context: CliContext): void
   runs
     .command('recover <workflowRunId>')
     .description('run a finished run again as a new run, linked to it (idempotent per --request-key)')
-    .requiredOption('--request-key <key>', 'identity of this recovery: retrying with the same key returns the same recovery')
-    .requiredOption('--reason <reason>', 'why it is recovered (recorded in the lineage)')
+    .requiredOption('--request-key <key>', 'identity of this recovery: retrying with the same key returns the same recovery', textOption)
+    .requiredOption('--reason <reason>', 'why it is recovered (recorded in the lineage)', textOption)
     .option('--failed-only', 'carry the succeeded steps over with their outputs; run only the rest', false)
     .action(async (workflowRunId: string, options: { requestKey: string; reason: string; failedOnly: boolean }) => {
       const result = await recoverWorkflowRun(context.db(), {
@@ -71,9 +71,13 @@ export function registerRunCommands(program: Command, context: CliContext): void
   runs
     .command('cancel <workflowRunId>')
     .description('cancel a run: every unfinished step and its job')
-    .option('--reason <reason>', 'recorded on the run and its steps')
+    .option('--reason <reason>', 'recorded on the run and its steps', textOption)
     .action(async (workflowRunId: string, options: { reason?: string }) => {
-      const run = await cancelWorkflowRun(context.db(), { workflowRunId, scope: context.scope, ...(options.reason ? { reason: options.reason } : {}) });
+      const run = await cancelWorkflowRun(context.db(), {
+        workflowRunId,
+        scope: context.scope,
+        ...(options.reason === undefined ? {} : { reason: options.reason }),
+      });
       context.print(`Run ${run.id} is ${run.status}.`, run);
     });
 
@@ -85,9 +89,9 @@ export function registerRunCommands(program: Command, context: CliContext): void
     .option('--output <json>', 'the step output (success only), as JSON')
     .option('--failed', 'complete it as FAILED', false)
     .option('--canceled', 'complete it as CANCELED', false)
-    .option('--reason <statusReason>')
-    .option('--error-code <code>')
-    .option('--error-message <message>')
+    .option('--reason <statusReason>', 'recorded on the step', textOption)
+    .option('--error-code <code>', 'the error code recorded on the step', textOption)
+    .option('--error-message <message>', 'the error message recorded on the step', textOption)
     .action(
       async (
         workflowRunId: string,

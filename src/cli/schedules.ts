@@ -11,7 +11,7 @@ import type { Schedule } from '../schedules/rows.js';
 import { MAX_SCHEDULE_LIST_LIMIT } from '../schedules/inputs.js';
 import { UsageError, type CliContext } from './context.js';
 import { table } from './format.js';
-import { integerOption } from './options.js';
+import { integerOption, textOption } from './options.js';
 
 function refuseScope(context: CliContext): void {
   const scope = context.scope;
@@ -51,12 +51,12 @@ export function registerScheduleCommands(program: Command, context: CliContext):
     .command('list')
     .description('list schedules in key order')
     .option('--limit <n>', `schedules per page (1-${MAX_SCHEDULE_LIST_LIMIT}, default 50)`, integerOption({ min: 1, max: MAX_SCHEDULE_LIST_LIMIT }))
-    .option('--cursor <key>', "the previous page's nextCursor (its last key)")
+    .option('--cursor <key>', "the previous page's nextCursor (its last key)", textOption)
     .action(async (options: { limit?: number; cursor?: string }) => {
       refuseScope(context);
       const page = await listSchedules(context.db(), {
-        ...(options.limit ? { limit: options.limit } : {}),
-        ...(options.cursor ? { cursor: options.cursor } : {}),
+        ...(options.limit === undefined ? {} : { limit: options.limit }),
+        ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
       });
       const more = page.nextCursor ? `\nMore: --cursor ${page.nextCursor}` : '';
       context.print(`${formatSchedules(page.items)}${more}`, page);

@@ -2,7 +2,8 @@
  * The dashboard's actions: each one library operation, called in the
  * request's scope with the body's fields, so a tenant's embed can only act on
  * its own rows (another organization's job or run is `*.not_found`) and every
- * refusal is the library's own coded error. The compare-and-* outcomes that
+ * refusal of a value is the library's own coded error (a field the route does
+ * not take is `dashboard.invalid_input`, naming it). The compare-and-* outcomes that
  * the library returns as a `kind` become errors here, because an operator's
  * click on a stale page must be told why nothing happened:
  * `dashboard.job_changed` (409, with the status and run now stored) and
@@ -23,12 +24,19 @@ import { compareAndReplaySucceededJob } from '../replay/replay.js';
 import { compareAndRequeueJob } from '../replay/requeue.js';
 import { cancelWorkflowRun } from '../workflow/cancel.js';
 import { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from '../workflow/external.js';
+import { onlyFields } from './http.js';
 
 type Body = Record<string, unknown>;
 
 /** Absent and null fields are left out, so the library's own defaults and validation apply. */
 function present(body: Body, ...names: string[]): Record<string, unknown> {
   return Object.fromEntries(names.filter((name) => body[name] !== undefined && body[name] !== null).map((name) => [name, body[name]]));
+}
+
+/** The fields a route takes (present), any other refused, naming it. */
+function fields(body: Body, ...names: string[]): Record<string, unknown> {
+  onlyFields(body, names);
+  return present(body, ...names);
 }
 
 function jobNotFound(jobId: string): NotFoundError {
@@ -42,10 +50,11 @@ function jobChanged(job: Job): ConflictError {
 }
 
 export async function cancelRunAction(db: Db, scope: Scope, workflowRunId: string, body: Body) {
-  return { run: await cancelWorkflowRun(db, { scope, workflowRunId, ...present(body, 'reason') }) };
+  return { run: await cancelWorkflowRun(db, { scope, workflowRunId, ...fields(body, 'reason') }) };
 }
 
 export async function completeStepAction(db: Db, scope: Scope, workflowRunId: string, stepKey: string, body: Body) {
+  onlyFields(body, ['status', 'output', 'reason', 'errorCode', 'errorMessage']);
   const outcome = body.output === undefined ? { status: body.status } : { status: body.status, output: body.output };
   const input = {
     scope,
@@ -59,14 +68,14 @@ export async function completeStepAction(db: Db, scope: Scope, workflowRunId: st
 }
 
 export async function cancelJobAction(db: Db, scope: Scope, jobId: string, body: Body) {
-  return { job: await cancelJob(db, { scope, jobId, ...present(body, 'reason') }) };
+  return { job: await cancelJob(db, { scope, jobId, ...fields(body, 'reason') }) };
 }
 
 export async function replayJobAction(db: Db, scope: Scope, jobId: string, body: Body) {
   const result = await compareAndReplaySucceededJob(db, {
     scope,
     sourceJobId: jobId,
-    ...present(body, 'expectedRunNumber', 'reason', 'replayRequestKey'),
+    ...fields(body, 'expectedRunNumber', 'reason', 'replayRequestKey'),
   } as Parameters<typeof compareAndReplaySucceededJob>[1]);
   if (result.kind === 'not_found') throw jobNotFound(jobId);
   if (result.kind === 'expectation_mismatch') throw jobChanged(result.actual);
@@ -78,7 +87,7 @@ export async function requeueJobAction(db: Db, scope: Scope, jobId: string, body
     scope,
     jobId,
     statePolicy: 'preserve_progress_and_checkpoint',
-    ...present(body, 'expectedStatus', 'expectedRunNumber', 'statePolicy'),
+    ...fields(body, 'expectedStatus', 'expectedRunNumber', 'statePolicy'),
   } as Parameters<typeof compareAndRequeueJob>[1]);
   switch (result.kind) {
     case 'requeued':

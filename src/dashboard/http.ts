@@ -8,6 +8,8 @@
 import { isDatabaseError, normalizeDatabaseError } from '../errors/database-error.js';
 import { InternalError, isRunledgerError, ValidationError, type RunledgerError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
+import { z } from 'zod';
+import { parseInput } from '../validation/parse.js';
 import type { BodyAnswer, DashboardRequest } from './exchange.js';
 
 /** Action bodies are small JSON documents (a step's output at most). */
@@ -73,4 +75,28 @@ export async function readJsonBody(request: DashboardRequest): Promise<Record<st
     throw new ValidationError('dashboard.invalid_input', 'body', 'The body must be a JSON object.');
   }
   return parsed as Record<string, unknown>;
+}
+
+/**
+ * A route's body or query parsed strictly, as `dashboard.invalid_input` naming the field: a field the route
+ * does not read is refused, never ignored (the library's `finishedAfter`, where the route reads `after`,
+ * would otherwise leave the action unfiltered).
+ */
+export function routeInput<S extends z.ZodType>(schema: S, input: Record<string, unknown>): z.output<S> {
+  return parseInput(schema, input, 'dashboard.invalid_input', 'body');
+}
+
+/** Refuses any field but `names`, whose values the library judges. */
+export function onlyFields(input: Record<string, unknown>, names: readonly string[]): void {
+  routeInput(z.strictObject(Object.fromEntries(names.map((name) => [name, z.unknown().optional()]))), input);
+}
+
+/** A query string as an object for routeInput; a parameter given twice is refused (which one would apply?). */
+export function queryFields(query: URLSearchParams): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [name, value] of query) {
+    if (Object.hasOwn(fields, name)) throw new ValidationError('dashboard.invalid_input', name, `Invalid ${name}: is given more than once`);
+    fields[name] = value;
+  }
+  return fields;
 }

@@ -14,21 +14,28 @@
  *   GET  api/schedules?cursor       (admin only)       POST api/schedules/:key/pause, /resume
  *   GET  api/definitions?cursor     (admin only)       POST api/definitions/:type/enabled { enabled }
  *
+ * Every body and the preview's query are parsed strictly: a blank filter
+ * field, a time not in ISO 8601, or a field the route does not take is
+ * refused (400, naming it) before anything is read or written.
+ *
  * Schedules, job definitions and workers belong to no organization (a
  * schedule may enqueue for any, a definition and a worker serve all), so only
  * an admin scope reads or changes them: another scope gets 403
  * `dashboard.forbidden`, the same whether the row exists or not.
  */
+import { z } from 'zod';
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { listJobDefinitions, setJobDefinitionEnabled } from '../queue/catalog.js';
 import { recoverWorkflowRun } from '../recovery/recover.js';
-import { countDeadLetteredJobs, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
+import { countDeadLetteredJobs, deadLetterFilterSchema, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
 import type { RequeueStatePolicy } from '../replay/inputs.js';
 import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.js';
 import type { WorkflowRecoveryMode } from '../recovery/inputs.js';
+import { isoTime } from '../validation/iso-time.js';
 import { readQueues, readWorkers } from './fleet.js';
+import { onlyFields, queryFields, routeInput } from './http.js';
 
 type Body = Record<string, unknown>;
 type Read = (db: Db, scope: Scope, match: string[], query: URLSearchParams) => Promise<unknown>;
@@ -54,51 +61,49 @@ function decoded(segment: string, field: string): string {
   }
 }
 
-/** An ISO time from a query string or body, or absent; anything else names its field. */
-function time(value: unknown, field: string): Date | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const date = typeof value === 'string' ? new Date(value) : undefined;
-  if (!date || Number.isNaN(date.getTime())) throw invalid(field, `${field} must be an ISO 8601 time.`);
-  return date;
-}
+/**
+ * The dead-letter filter under the dashboard's names: each field the library's own rule (a blank type is refused,
+ * never read as every type), times in ISO 8601 only; a field the route does not take is refused too.
+ */
+const deadLetterQuery = z.strictObject({
+  type: deadLetterFilterSchema.shape.jobType,
+  errorCode: deadLetterFilterSchema.shape.errorCode,
+  after: isoTime.optional(),
+  before: isoTime.optional(),
+});
+/** The library judges limit, reason and statePolicy itself (`job.invalid_input`, under the same names). */
+const requeueBody = deadLetterQuery.extend({ limit: z.unknown().optional(), reason: z.unknown().optional(), statePolicy: z.unknown().optional() });
 
-/** Text for the library's own validation to judge; a non-string is refused here, naming the field. */
-function text(value: unknown, field: string): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw invalid(field, `${field} must be text.`);
-  return value;
-}
-
-function deadLetterFilter(get: (name: string) => unknown): DeadLetterFilter {
-  const filter: DeadLetterFilter = {};
-  const jobType = text(get('type'), 'type');
-  const errorCode = text(get('errorCode'), 'errorCode');
-  const after = time(get('after'), 'after');
-  const before = time(get('before'), 'before');
-  if (jobType !== undefined) filter.jobType = jobType;
-  if (errorCode !== undefined) filter.errorCode = errorCode;
-  if (after !== undefined) filter.finishedAfter = after;
-  if (before !== undefined) filter.finishedBefore = before;
-  return filter;
+function deadLetterFilter(fields: z.output<typeof deadLetterQuery>): DeadLetterFilter {
+  return {
+    ...(fields.type === undefined ? {} : { jobType: fields.type }),
+    ...(fields.errorCode === undefined ? {} : { errorCode: fields.errorCode }),
+    ...(fields.after === undefined ? {} : { finishedAfter: fields.after }),
+    ...(fields.before === undefined ? {} : { finishedBefore: fields.before }),
+  };
 }
 
 async function deadLetterPreview(db: Db, scope: Scope, query: URLSearchParams) {
-  const count = await countDeadLetteredJobs(db, { scope, filter: deadLetterFilter((name) => query.get(name) ?? undefined) });
+  const filter = deadLetterFilter(routeInput(deadLetterQuery, queryFields(query)));
+  const count = await countDeadLetteredJobs(db, { scope, filter });
   return { ...count, cap: MAX_BULK_REQUEUE };
 }
 
 async function requeueDeadLetters(db: Db, scope: Scope, body: Body) {
+  const fields = routeInput(requeueBody, body);
   const result = await requeueDeadLetteredJobs(db, {
     scope,
-    filter: deadLetterFilter((name) => body[name]),
-    limit: body.limit as number,
-    reason: body.reason as string,
-    ...(body.statePolicy === undefined ? {} : { statePolicy: body.statePolicy as RequeueStatePolicy }),
+    filter: deadLetterFilter(fields),
+    limit: fields.limit as number,
+    reason: fields.reason as string,
+    ...(fields.statePolicy === undefined ? {} : { statePolicy: fields.statePolicy as RequeueStatePolicy }),
   });
   return { requeue: { ...result, count: result.jobIds.length } };
 }
 
 async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
+  // `failedOnly: true` (not a field) must not leave mode at its default, full: every step run again.
+  onlyFields(body, ['mode', 'reason', 'requestKey']);
   const recovery = await recoverWorkflowRun(db, {
     scope,
     sourceRunId: runId,
@@ -145,8 +150,9 @@ export const OPERATION_ACTIONS: [RegExp, Act][] = [
   [new RegExp(`^runs/${ID}/recover$`), (db, scope, m, body) => recoverRun(db, scope, m[1]!, body)],
   [
     new RegExp(`^schedules/${SEGMENT}/(pause|resume)$`),
-    async (db, scope, m) => {
+    async (db, scope, m, body) => {
       adminOnly(scope);
+      onlyFields(body, []);
       const key = decoded(m[1]!, 'key');
       return { schedule: m[2] === 'pause' ? await pauseSchedule(db, { key }) : await resumeSchedule(db, { key }) };
     },
@@ -155,6 +161,7 @@ export const OPERATION_ACTIONS: [RegExp, Act][] = [
     new RegExp(`^definitions/${SEGMENT}/enabled$`),
     async (db, scope, m, body) => {
       adminOnly(scope);
+      onlyFields(body, ['enabled']);
       return { definition: await setJobDefinitionEnabled(db, { jobType: decoded(m[1]!, 'jobType'), enabled: body.enabled as boolean }) };
     },
   ],

@@ -10,19 +10,19 @@
  */
 import { ValidationError } from '../errors/runledger-error.js';
 import type { Page } from '../queue/inputs.js';
+import { ISO_TIME_EXAMPLE, parseIsoTime } from '../validation/iso-time.js';
 
 export interface TimeWindow {
   from: Date | null;
   to: Date | null;
 }
 
-const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
-
 function parseTime(name: 'from' | 'to', value: string | null): Date | null {
   if (value === null || value === '') return null;
-  const at = ISO.test(value) ? new Date(value) : null;
-  if (!at || Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 9999) {
-    throw new ValidationError('dashboard.invalid_input', name, `${name} is a date and time in ISO 8601, such as 2026-12-01T09:30:00Z.`);
+  const at = parseIsoTime(value);
+  // Not before 1970: `to` becomes a UUIDv7 cursor, whose millisecond count cannot be negative.
+  if (!at || at.getUTCFullYear() < 1970) {
+    throw new ValidationError('dashboard.invalid_input', name, `${name} is a date and time in ISO 8601 (1970 or later), such as ${ISO_TIME_EXAMPLE}.`);
   }
   return at;
 }

@@ -12,10 +12,14 @@ import { organizationId } from '../validation/primitives.js';
 
 export type Scope = { kind: 'no_organization' } | { kind: 'organization'; organizationId: string } | { kind: 'admin' };
 
+/**
+ * Strict: `{ kind: 'admin', organizationId }` (a host meaning one tenant) must not read as every tenant, nor
+ * `{ kind: 'no_organization', organizationId }` as rows without one; a field the kind does not take is refused.
+ */
 export const scopeSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('no_organization') }),
-  z.object({ kind: z.literal('organization'), organizationId }),
-  z.object({ kind: z.literal('admin') }),
+  z.strictObject({ kind: z.literal('no_organization') }),
+  z.strictObject({ kind: z.literal('organization'), organizationId }),
+  z.strictObject({ kind: z.literal('admin') }),
 ]);
 
 const NO_ORGANIZATION: Scope = Object.freeze({ kind: 'no_organization' });

@@ -154,6 +154,13 @@ describe('requeueDeadLetteredJobs', () => {
       [{ reason: '   ' }, 'reason'],
       [{ filter: { jobType: 'bulk.invalid', errorCode: '' } }, 'filter.errorCode'],
       [{ statePolicy: 'keep' }, 'statePolicy'],
+      // A blank or unknown filter field, or a time as text, never reads as no filter.
+      [{ filter: { jobType: ' \t ' } }, 'filter.jobType'],
+      [{ filter: { jobType: 'bulk.invalid', after: new Date() } }, 'filter.after'],
+      [{ filter: { jobType: 'bulk.invalid', finishedAfter: '1' } }, 'filter.finishedAfter'],
+      // A scope kind with a field it does not take: admin with an organization is neither, not every tenant.
+      [{ scope: { kind: 'admin', organizationId: 'acme' } }, 'scope.organizationId'],
+      [{ scope: { kind: 'no_organization', organizationId: 'acme' } }, 'scope.organizationId'],
     ];
     for (const [change, field] of attempts) {
       const input = { scope: adminScope(), filter: { jobType: 'bulk.invalid' }, limit: 10, reason: 'r', ...change };
@@ -180,5 +187,44 @@ describe('runledger jobs requeue-dead-letters', () => {
     const body = JSON.parse(done.stdout) as { operationId: string; jobIds: string[]; more: boolean };
     expect(body).toMatchObject({ jobIds: ids.slice(0, 2), more: true });
     expect(await statusOf(ids)).toEqual(['PENDING', 'PENDING', 'DEAD_LETTERED']);
+  });
+
+  it('refuses an empty or blank filter option and a time not in ISO 8601, naming the option, and requeues nothing', async () => {
+    const ids = await deadLetters('bulk.cli.blank', 2, 'cli.failed');
+    const refusals: [string[], string][] = [
+      [['--type', ''], '--type'],
+      [['--type', '   '], '--type'],
+      [['--error-code', ''], '--error-code'],
+      [['--error-code', '\t'], '--error-code'],
+      [['--after', '1'], '--after'],
+      [['--after', ''], '--after'],
+      [['--before', '2026-02-30'], '--before'],
+      [['--before', '2026-12-01T09:30'], '--before'],
+      [['--reason', ' '], '--reason'],
+    ];
+    for (const [option, field] of refusals) {
+      const args = ['--limit', '10', '--reason', 'unset variable', ...option];
+      const result = await runCli(db.url, '--json', 'jobs', 'requeue-dead-letters', ...args);
+      expect([result.code, JSON.parse(result.stderr)], args.join(' ')).toEqual([
+        2,
+        expect.objectContaining({ code: 'cli.invalid_argument', details: { field } }),
+      ]);
+      // Human output names the option too.
+      expect((await runCli(db.url, 'jobs', 'requeue-dead-letters', ...args)).stderr).toContain(`'${field} <`);
+    }
+    expect(await statusOf(ids)).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED']);
+    const dated = await runCli(
+      db.url,
+      'jobs',
+      'requeue-dead-letters',
+      '--type',
+      'bulk.cli.blank',
+      '--after',
+      '2000-01-01',
+      '--before',
+      '9999-01-01T00:00:00Z',
+      '--dry-run',
+    );
+    expect([dated.code, dated.stdout.trim()]).toEqual([0, '2 dead-lettered job(s) match.']);
   });
 });

@@ -87,6 +87,25 @@ describe('runledger jobs cancel', () => {
     expect((await cli('jobs', 'cancel', newId())).code).toBe(3);
   });
 
+  it('refuses an empty or blank text option of a command that changes rows, and changes nothing', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'cli.jobs.blank', payload: {} });
+    const attempts: [string[], string][] = [
+      [['jobs', 'cancel', jobId, '--reason', ''], '--reason'],
+      [['jobs', 'cancel', jobId, '--reason', '  '], '--reason'],
+      [['runs', 'cancel', newId(), '--reason', ''], '--reason'],
+      [['runs', 'recover', newId(), '--request-key', ' ', '--reason', 'r'], '--request-key'],
+      [['jobs', 'list', '--type', ''], '--type'],
+    ];
+    for (const [args, field] of attempts) {
+      const result = await cli('--json', ...args);
+      expect([result.code, JSON.parse(result.stderr)], args.join(' ')).toEqual([
+        2,
+        expect.objectContaining({ code: 'cli.invalid_argument', details: { field } }),
+      ]);
+    }
+    expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'PENDING' });
+  });
+
   it('cancels only within the given organization', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'cli.jobs.cancel.org', payload: {}, organizationId: '1001' });
     expect((await cli('--org', '1002', 'jobs', 'cancel', jobId)).code).toBe(3);

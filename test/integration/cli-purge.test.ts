@@ -45,6 +45,10 @@ describe('runledger purge', () => {
       ['purge', '--older-than', '30'],
       ['purge', '--older-than', '-1d'],
       ['purge', '--older-than', '1d', '--statuses', 'PENDING'],
+      // An unset variable: never read as the default (every status) or no age.
+      ['purge', '--older-than', '1d', '--statuses', ''],
+      ['purge', '--older-than', '1d', '--statuses', 'SUCCEEDED,'],
+      ['purge', '--older-than', ''],
       ['--without-org', 'purge', '--older-than', '1m'],
     ]) {
       expect((await cli(...args)).code).toBe(2);

@@ -82,6 +82,76 @@ describe('bulk requeue over HTTP', () => {
   });
 });
 
+describe('blank and unknown fields over HTTP', () => {
+  it('refuses a blank or unknown filter field and a time not in ISO 8601, naming the field, and requeues nothing', async () => {
+    const ids = [await deadLetter('ops.strict', null), await deadLetter('ops.strict', null)];
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const refusals: [Record<string, unknown>, string][] = [
+      [{ type: '' }, 'type'],
+      [{ type: '  ' }, 'type'],
+      [{ type: null }, 'type'],
+      [{ type: 'ops.strict', errorCode: '' }, 'errorCode'],
+      // The library's name for `after`: refused, not ignored (it would requeue that type's dead letters of all times).
+      [{ type: 'ops.strict', finishedAfter: later }, 'finishedAfter'],
+      [{ type: 'ops.strict', jobType: 'ops.other' }, 'jobType'],
+      [{ type: 'ops.strict', after: '1' }, 'after'],
+      [{ type: 'ops.strict', after: '' }, 'after'],
+      [{ type: 'ops.strict', before: '2026-02-30' }, 'before'],
+      [{ type: 'ops.strict', before: '2026-12-01T09:30' }, 'before'],
+    ];
+    for (const [filter, field] of refusals) {
+      const answer = await call(served.url, 'POST', '/api/dead-letters/requeue', { body: { ...filter, limit: 10, reason: 'unset' }, session: admin });
+      expect([answer.status, answer.body.error], JSON.stringify(filter)).toEqual([
+        400,
+        expect.objectContaining({ code: 'dashboard.invalid_input', details: expect.objectContaining({ field }) }),
+      ]);
+    }
+    for (const [query, field] of [
+      ['type=', 'type'],
+      ['type=ops.strict&finishedAfter=2026-01-01', 'finishedAfter'],
+      ['type=ops.strict&type=ops.other', 'type'],
+      ['after=1', 'after'],
+    ]) {
+      const preview = await call(served.url, 'GET', `/api/dead-letters/count?${query}`);
+      expect([preview.status, preview.body.error], query).toEqual([
+        400,
+        expect.objectContaining({ code: 'dashboard.invalid_input', details: expect.objectContaining({ field }) }),
+      ]);
+    }
+    expect(await Promise.all(ids.map(status))).toEqual(['DEAD_LETTERED', 'DEAD_LETTERED']);
+    const counted = await call(served.url, 'GET', `/api/dead-letters/count?type=ops.strict&after=2000-01-01&before=${encodeURIComponent(later)}`);
+    expect(counted.body).toMatchObject({ count: 2 });
+  });
+
+  it('refuses a field an action route does not take, and changes nothing', async () => {
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('ops.strict.flow').job('a', 'ops.strict.step', {}).build());
+    await runRunnableJobs(db.prisma, () => ({ ok: false }));
+    // `failedOnly` is the CLI's word: ignored, the recovery would run every step again (mode's default, full).
+    const recover = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      body: { failedOnly: true, reason: 'retry', requestKey: 'strict-k1' },
+      session: admin,
+    });
+    expect([recover.status, recover.body.error]).toEqual([
+      400,
+      expect.objectContaining({ code: 'dashboard.invalid_input', details: expect.objectContaining({ field: 'failedOnly' }) }),
+    ]);
+    const [recoveries] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM runledger.workflow_runs WHERE workflow_type = 'ops.strict.flow'`;
+    expect(recoveries!.n).toBe(1);
+
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'ops.strict.cancel', payload: {} });
+    const cancel = await call(served.url, 'POST', `/api/jobs/${jobId}/cancel`, { body: { reason: 'x', why: 'y' }, session: admin });
+    expect([cancel.status, cancel.body.error.details.field]).toEqual([400, 'why']);
+    expect(await status(jobId)).toBe('PENDING');
+
+    await upsertSchedule(db.prisma, { key: 'ops.strict.schedule', cron: '0 3 * * *', jobType: 'ops.strict.cancel', payload: {}, enabled: true });
+    const pause = await call(served.url, 'POST', '/api/schedules/ops.strict.schedule/pause', { body: { all: true }, session: admin });
+    expect([pause.status, pause.body.error.details.field]).toEqual([400, 'all']);
+    expect((await call(served.url, 'GET', '/api/schedules')).body.items).toContainEqual(expect.objectContaining({ key: 'ops.strict.schedule', enabled: true }));
+    await db.prisma.$executeRaw`DELETE FROM runledger.job_schedules WHERE schedule_key = 'ops.strict.schedule'`;
+  });
+});
+
 describe('run recovery over HTTP', () => {
   it('recovers a failed run as a new run, failed steps only, once per request key, and not in another organization', async () => {
     const { workflowRunId } = await enqueueWorkflowRun(

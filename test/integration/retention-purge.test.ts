@@ -183,6 +183,10 @@ describe('purgeFinished on direct jobs', () => {
       [{ olderThan: CUTOFF, batchSize: 0 }, 'batchSize'],
       [{ olderThan: new Date(Number.NaN) }, 'olderThan'],
       [{ olderThan: CUTOFF, statuses: ['PENDING'] }, 'statuses.0'],
+      // No filter is not all of them, an unknown field is not ignored, a time is a Date.
+      [{ olderThan: CUTOFF, statuses: [] }, 'statuses'],
+      [{ olderThan: CUTOFF, olderThen: CUTOFF }, 'olderThen'],
+      [{ olderThan: '2026-01-01' }, 'olderThan'],
     ] as const) {
       const error = await purgeFinished(db.prisma, input as never).catch((e: unknown) => e);
       expect(isRunledgerError(error, 'retention.invalid_input')).toBe(true);

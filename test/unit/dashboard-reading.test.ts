@@ -26,6 +26,12 @@ describe('time window', () => {
     for (const [query, field] of [
       ['from=yesterday', 'from'],
       ['to=2026-13-45', 'to'],
+      // What `new Date` would take: a lone number (2001), a day past the month's end (rolled over), no zone (server-local).
+      ['from=1', 'from'],
+      ['to=2026-02-30', 'to'],
+      ['from=2026-12-01T09:30', 'from'],
+      ['from=2026-12-01T09:30:00z', 'from'],
+      ['from=1969-12-31T23:59:59Z', 'from'],
       ['from=2026-12-02&to=2026-12-01', 'from'],
       ['to=1%00', 'to'],
     ]) {
