@@ -27,7 +27,7 @@ import { recoverWorkflowRun } from '../recovery/recover.js';
 import { countDeadLetteredJobs, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
 import type { RequeueStatePolicy } from '../replay/inputs.js';
 import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.js';
-import type { WorkflowRecoveryMode } from '../recovery/inputs.js';
+import type { WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { readQueues, readWorkers } from './fleet.js';
 
 type Body = Record<string, unknown>;

@@ -32,7 +32,7 @@ import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 import { newIds } from '../db/ids.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';

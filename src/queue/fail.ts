@@ -8,7 +8,8 @@ import { canAutocommit, withStatement, withTransaction } from '../client/transac
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
+import { ensureReadCommittedForWorkflowJobs } from '../coordination/job-hooks.js';
+import { settleTerminalSteps } from '../coordination/terminal.js';
 import { LIVE_JOB_STEP, stepStartedAt } from '../coordination/step-state.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from './attempt-row.js';
 import { leaseMismatch, type FailJobResult } from './lease.js';

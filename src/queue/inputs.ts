@@ -30,15 +30,12 @@ export const stageLabel = storableText
   .refine((s) => s.trim().length > 0, 'must not be blank')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_STAGE_BYTES, `must be at most ${MAX_STAGE_BYTES} bytes (UTF-8)`);
 
-export { DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_SECONDS } from '../job/defaults.js';
-
 /** Upper bounds that keep one statement's arrays (and its locks) bounded. */
 export const MAX_ENQUEUE_BATCH = 10_000;
 export const MAX_CLAIM_BATCH = 1_000;
 export const MAX_REAP_BATCH = 10_000;
 export const MAX_LIST_LIMIT = 500;
 
-export { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../job/defaults.js';
 import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../job/defaults.js';
 
 const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED']);

@@ -13,8 +13,6 @@ import { nonBlank, requestKey, uuid } from '../validation/primitives.js';
 /** Recovery reasons are audit text, bounded like replay reasons. */
 export const MAX_RECOVERY_REASON_LENGTH = 1_000;
 
-export { RECOVERY_MODES, fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
-
 export const recoverWorkflowRunInputSchema = z.strictObject({
   sourceRunId: uuid,
   scope: scopeSchema,

@@ -45,7 +45,8 @@ import { InternalError } from '../errors/runledger-error.js';
 import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
-import { JOB_INVALID_INPUT, compareAndRequeueJobInputSchema, type CompareAndRequeueJobInput, type ParsedRequeueRequest } from './inputs.js';
+import { compareAndRequeueJobInputSchema, type CompareAndRequeueJobInput, type ParsedRequeueRequest } from './inputs.js';
+import { JOB_INVALID_INPUT } from '../queue/inputs.js';
 import { CLEAR_LEASE, inScope } from '../db/fragments.js';
 
 const OPERATION = 'compare and requeue job';

@@ -6,11 +6,7 @@
  */
 import { z } from 'zod';
 import type { JsonValue } from '../model/json.js';
-import { findJsonProblem, MAX_JSON_DEPTH, textProblem } from './storable.js';
-
-export { MAX_JSON_DEPTH };
-
-export type { JsonValue };
+import { findJsonProblem, textProblem } from './storable.js';
 
 /**
  * Why `value` cannot be stored as jsonb, with the path inside it
