@@ -18,6 +18,7 @@ import {
   requestKey,
   storableText,
   uuid,
+  UUID_REGEX,
   organizationId,
   timestamp,
 } from '../validation/primitives.js';
@@ -248,7 +249,6 @@ export function bigintPageFields(cursorPattern: RegExp, list: string) {
       .optional(),
   };
 }
-const UUID_CURSOR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One page of a list: `nextCursor` is null on the last page. */
 export interface Page<T> {
@@ -260,7 +260,7 @@ export const listJobsInputSchema = z.strictObject({
   scope: scopeSchema,
   status: z.union([jobStatus, z.array(jobStatus).min(1)]).optional(),
   jobType: nonBlank(200).optional(),
-  ...pageFields(UUID_CURSOR, 'listJobs'),
+  ...pageFields(UUID_REGEX, 'listJobs'),
 });
 export type ListJobsInput = z.input<typeof listJobsInputSchema>;
 
