@@ -18,6 +18,8 @@ export default defineConfig({
     // A focused or skipped test hides a result: fail the run instead.
     allowOnly: false,
     passWithNoTests: false,
+    // A test that ran no assertion cannot fail: fail it instead.
+    expect: { requireAssertions: true },
     // Two projects, so `npx vitest run --project unit` needs no database: only the integration project has the
     // global setup that starts PostgreSQL (test/harness/global-setup.ts). `npm test` runs both.
     projects: [

@@ -26,7 +26,7 @@ export type { Db, Tx, PrismaClientLike, PrismaTransactionLike } from './client/t
 export { preparedStatementName } from './client/connect.js';
 export { poolDb, type PoolDbOptions } from './client/from-pool.js';
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrate.js';
-export type { JsonValue } from './validation/primitives.js';
+export type { JsonValue } from './model/json.js';
 export type { Jsonified } from './validation/jsonified.js';
 export type { StandardSchemaV1 } from './validation/standard-schema.js';
 /** Channels runledger NOTIFYs on, for a host that LISTENs itself (payloads: docs/guide/workflows.md). */
@@ -37,19 +37,15 @@ export type { Page } from './queue/inputs.js';
 // ---------------------------------------------------------------------------
 // Queue
 // ---------------------------------------------------------------------------
-export { enqueueJob, enqueueJobs, type EnqueueJobResult } from './queue/enqueue.js';
+export { enqueueJob, enqueueJobs } from './queue/enqueue.js';
+export type { EnqueueJobResult } from './queue/insert-jobs.js';
 export type { EnqueueJobSettings } from './queue/inputs.js';
-export { claimJobs, type ClaimedJob, type ClaimedStep, type ClaimedPrerequisite } from './queue/claim.js';
-export {
-  markJobRunning,
-  heartbeatJob,
-  completeJob,
-  completeJobs,
-  failJob,
-  type LeaseIdentity,
-  type CompleteJobOutcome,
-  type FailJobResult,
-} from './queue/lifecycle.js';
+export { claimJobs } from './queue/claim.js';
+export type { ClaimedJob, ClaimedStep, ClaimedPrerequisite } from './job/claimed-job.js';
+export { markJobRunning, heartbeatJob } from './queue/lifecycle.js';
+export { completeJob, completeJobs } from './queue/complete.js';
+export { failJob } from './queue/fail.js';
+export type { LeaseIdentity, CompleteJobOutcome, FailJobResult } from './queue/lease.js';
 export { releaseJob } from './queue/release-lease.js';
 export { completeJobSuccess, completeJobsSuccess, enqueueOrGetActiveWorkflow } from './deprecated.js';
 export { setJobStage, recordJobProgress, type JobProgress } from './queue/stage.js';
@@ -76,7 +72,8 @@ export {
 export { promoteEnqueueIntents, type PromoteEnqueueIntentsInput, type PromoteEnqueueIntentsResult, type PromotedIntent } from './queue/intent-promote.js';
 export { getEnqueueIntentStats, type EnqueueIntentStats } from './queue/intent-stats.js';
 export { listJobAttempts, type JobAttempt, type JobAttemptOutcome, type RetryDelaySource, type ListJobAttemptsInput } from './queue/attempts.js';
-export type { RetryPolicy, BackoffPolicy } from './job/retry-policy.js';
+export type { RetryPolicy } from './job/retry-policy.js';
+export type { BackoffPolicy } from './job/defaults.js';
 export { DEFAULT_BACKOFF } from './job/defaults.js';
 export type { Job, JobEvent, JobEventType, JobLease, JobState, JobStatus } from './model/job-rows.js';
 export type {
@@ -108,7 +105,8 @@ export {
   type EnqueueActiveWorkflowInput,
   type ActiveWorkflowOutcome,
 } from './workflow/active-keys.js';
-export { appendWorkflowSteps, type AppendWorkflowStepsInput, type AppendWorkflowStepsResult, type AppendedStep } from './workflow/append.js';
+export { appendWorkflowSteps, type AppendWorkflowStepsResult, type AppendedStep } from './workflow/append.js';
+export type { AppendWorkflowStepsInput } from './workflow/append-request.js';
 export {
   getWorkflowRun,
   findWorkflowRun,

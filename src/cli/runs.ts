@@ -6,7 +6,7 @@ import { recoverWorkflowRun } from '../recovery/recover.js';
 import { readRunCoordination } from '../workflow/coordination-reads.js';
 import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps, type WorkflowRunWithLineage } from '../workflow/reads.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { formatRunDag, formatRunList } from './format.js';
 import { UsageError, type CliContext } from './context.js';
 import { integerOption, textOption } from './options.js';

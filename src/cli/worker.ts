@@ -2,7 +2,8 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
-import { isJobDefinition, type AnyJobDefinition } from '../job/define-job.js';
+import { isJobDefinition } from '../job/define-job.js';
+import type { AnyJobDefinition } from '../job/contract.js';
 import type { LogFields, WorkerLogger } from '../job/logger.js';
 import { createWorker, type Worker } from '../worker/worker.js';
 import type { WorkerStats } from '../worker/events.js';

@@ -24,8 +24,6 @@ import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { LIVE_JOB_STEP, stepStartedAt } from './step-state.js';
 
-export { processWorkflowJobTerminals, settleTerminalSteps, type WorkflowJobTerminalTransition } from './terminal.js';
-
 /**
  * A retry was scheduled: the steps go back to ENQUEUED, keeping started_at as
  * the first time they began (the ended attempt's start when none is stored

@@ -15,7 +15,7 @@
  */
 import { sqltag } from '@prisma/client/runtime/client';
 import type { Tx } from '../client/types.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { lockRunsReleaseShared, type ReleaseLocksHeld } from './locking.js';
 import { internalState, releaseDependents, type TerminalStep } from './dependency-release.js';
 import { recomputeAfterTerminal, recomputeWorkflowRunStatuses } from './run-status.js';

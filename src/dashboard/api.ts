@@ -26,7 +26,6 @@ import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWor
 import type { WorkflowRun, WorkflowRunStatus, WorkflowStep, WorkflowStepDependency } from '../model/workflow-rows.js';
 import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.js';
 import { MAX_SEARCH_LENGTH, parseSearch, searchJobs, searchReport, searchRuns, type SearchReport } from './search.js';
-import { MAX_ORGANIZATION_ID_LENGTH } from '../validation/primitives.js';
 import { textProblem } from '../validation/storable.js';
 import { readThroughput } from './throughput.js';
 import { readAttemptStacks } from './stacks.js';
@@ -34,7 +33,7 @@ import { readRunAttempts, readRunSummaries, type RunStepSummary } from './run-in
 import { filterRunsByMetadata, parseMetadataFilter, type MetadataReport } from './metadata-filter.js';
 import { jobCursorBefore, parseTimeWindow, runCursorBefore, withinWindow } from './time-window.js';
 import { parseInput } from '../validation/parse.js';
-import { organizationId } from '../validation/primitives.js';
+import { MAX_ORGANIZATION_ID_LENGTH, organizationId, UUID_REGEX } from '../validation/primitives.js';
 
 /** A run page draws at most this many steps and edges (10 pages of the library's largest). */
 export const MAX_DRAWN_STEPS = 5_000;
@@ -43,8 +42,6 @@ const PAGE = 500;
 export const EVENTS_PAGE = 50;
 
 const orgFilter = z.object({ org: organizationId });
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The scope a list filter by organization leaves: admin may narrow to any
@@ -176,7 +173,7 @@ export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Pr
   const id = optionalText(query, 'id');
   if (id !== undefined) {
     // A search by id: exact, and only within the scope, like every read.
-    if (!UUID.test(id)) return { items: [], nextCursor: null };
+    if (!UUID_REGEX.test(id)) return { items: [], nextCursor: null };
     const job = await findJob(db, { scope: narrowed, jobId: id.toLowerCase() });
     return { items: job ? [job] : [], nextCursor: null };
   }

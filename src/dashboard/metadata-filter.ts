@@ -15,6 +15,7 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
+import { UUID_REGEX } from '../validation/primitives.js';
 import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
 import { inScopeByKind } from '../db/fragments.js';
 
@@ -22,7 +23,6 @@ import { inScopeByKind } from '../db/fragments.js';
 export const METADATA_WINDOW = 5_000;
 const MAX_LIMIT = 500;
 const DEFAULT_LIMIT = 50;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface MetadataFilter {
   scope: Scope;
@@ -53,7 +53,7 @@ export function parseMetadataFilter(raw: string): { key: string; value: string }
 export function runMetadataQuery(filter: MetadataFilter): Sql {
   const limit = filter.limit ?? DEFAULT_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ValidationError('dashboard.invalid_input', 'limit', `limit is 1 to ${MAX_LIMIT}.`);
-  if (filter.cursor !== undefined && !UUID.test(filter.cursor))
+  if (filter.cursor !== undefined && !UUID_REGEX.test(filter.cursor))
     throw new ValidationError('dashboard.invalid_input', 'cursor', 'The cursor is not one this list returned.');
   const w = sqltag`w`;
   // Newest first as the key search reads them: admin (and rows without an organization) through the primary key

@@ -32,7 +32,7 @@ import { recoverWorkflowRun } from '../recovery/recover.js';
 import { countDeadLetteredJobs, deadLetterFilterSchema, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
 import type { RequeueStatePolicy } from '../replay/inputs.js';
 import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.js';
-import type { WorkflowRecoveryMode } from '../recovery/inputs.js';
+import type { WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { isoTime } from '../validation/iso-time.js';
 import { readQueues, readWorkers } from './fleet.js';
 import { onlyFields, queryFields, routeInput } from './http.js';

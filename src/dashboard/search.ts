@@ -27,6 +27,7 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
+import { UUID_REGEX } from '../validation/primitives.js';
 import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../model/job-rows.js';
 import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
 import { inScopeByKind } from '../db/fragments.js';
@@ -38,7 +39,6 @@ export const MAX_SEARCH_LENGTH = 512;
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 500;
 const MIN_PREFIX_DIGITS = 4;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type SearchTerm = { kind: 'id_prefix'; prefix: string; lower: string; upper: string } | { kind: 'key_substring'; text: string };
 
@@ -106,7 +106,7 @@ function pageSize(limit: number | undefined): number {
 
 function cursorId(cursor: string | undefined): string | null {
   if (cursor === undefined) return null;
-  if (!UUID.test(cursor)) throw new ValidationError('dashboard.invalid_input', 'cursor', 'The cursor is not one this search returned.');
+  if (!UUID_REGEX.test(cursor)) throw new ValidationError('dashboard.invalid_input', 'cursor', 'The cursor is not one this search returned.');
   return cursor.toLowerCase();
 }
 

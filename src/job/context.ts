@@ -6,7 +6,7 @@
  * changes nothing.
  */
 import type { ClaimedJob } from './claimed-job.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import type { WorkerLogger } from './logger.js';
 import type { JobContext, StepInputs, StepPrerequisites } from './contract.js';
 import { NO_PREREQUISITES } from './step-inputs.js';

@@ -8,7 +8,7 @@
  * (`job.workflow_handler_continuation_not_enabled`).
  */
 import { ValidationError } from '../errors/runledger-error.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 
 const CONTINUATION = Symbol.for('runledger.Continuation');
 

@@ -19,18 +19,6 @@ import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 
-export type {
-  JobHandler,
-  JobSettings,
-  TransactionClientOf,
-  TransactionalJobSettings,
-  JobDefinition,
-  AnyJobDefinition,
-  JobPayload,
-  JobParsedPayload,
-  JobOutput,
-} from './contract.js';
-
 const BRAND = Symbol.for('runledger.JobDefinition');
 
 const definitionSchema = z.strictObject({

@@ -15,7 +15,7 @@ import { ValidationError } from '../errors/runledger-error.js';
 import { issuePath, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import { issueReason } from '../validation/parse.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
-import type { AnyJobDefinition } from './define-job.js';
+import type { AnyJobDefinition } from './contract.js';
 
 /** The schema's messages are the host's text: made printable and bounded before they are put in an error. */
 const MAX_MESSAGE = 1_000;

@@ -13,8 +13,6 @@ import { z } from 'zod';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './defaults.js';
 import { positiveInt } from '../validation/primitives.js';
 
-export type { BackoffPolicy };
-
 /** A job type's retry policy: how many attempts, and how long between them. */
 export interface RetryPolicy {
   /** Attempts per run, the first included. Default 5. */

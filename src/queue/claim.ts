@@ -46,11 +46,9 @@ import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import type { ClaimedJob, ClaimedPrerequisite } from '../job/claimed-job.js';
 import { JOB_INVALID_INPUT, claimJobsInputSchema, type ClaimJobsInput } from './inputs.js';
-
-export type { ClaimedJob, ClaimedPrerequisite, ClaimedStep } from '../job/claimed-job.js';
 
 interface ClaimedRow {
   id: string;

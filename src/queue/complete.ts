@@ -12,7 +12,8 @@ import { canAutocommit, withStatement, withTransaction } from '../client/transac
 import type { Db, Tx } from '../client/types.js';
 import { databaseErrorInfo } from '../errors/database-error.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
+import { ensureReadCommittedForWorkflowJobs } from '../coordination/job-hooks.js';
+import { settleTerminalSteps } from '../coordination/terminal.js';
 import { RELEASE_LOCK_WAIT_MS, releaseConflict } from '../coordination/locking.js';
 import { leaseMismatch, type CompleteJobOutcome } from './lease.js';
 import {

@@ -30,7 +30,7 @@
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newIds } from '../db/ids.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';

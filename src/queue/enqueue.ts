@@ -3,7 +3,8 @@ import { ensureReadCommitted, withStatement, withTransaction } from '../client/t
 import { InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { checkDefinitionPayload } from '../job/payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
+import { isJobDefinition } from '../job/define-job.js';
+import type { AnyJobDefinition, JobPayload } from '../job/contract.js';
 import {
   JOB_INVALID_INPUT,
   enqueueJobInputSchema,
@@ -17,8 +18,6 @@ import {
 
 import { insertJobsTx, toInsertRow, type EnqueueJobResult, type InsertJobsOptions } from './insert-jobs.js';
 import { deleteUncommittedJobs, resolveExisting } from './enqueue-idempotency.js';
-
-export type { EnqueueJobResult } from './insert-jobs.js';
 
 /**
  * Enqueues one job. With `idempotencyKey`, the same request again returns the

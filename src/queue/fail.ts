@@ -7,7 +7,8 @@ import { canAutocommit, withStatement, withTransaction } from '../client/transac
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
-import { ensureReadCommittedForWorkflowJobs, settleTerminalSteps } from '../coordination/job-hooks.js';
+import { ensureReadCommittedForWorkflowJobs } from '../coordination/job-hooks.js';
+import { settleTerminalSteps } from '../coordination/terminal.js';
 import { leaseMismatch, type FailJobResult } from './lease.js';
 import { resolveBackoff, retryDelayMs } from '../job/retry-policy.js';
 import { JOB_INVALID_INPUT, failJobInputSchema, type FailJobInput, type ParsedJobLease } from './inputs.js';

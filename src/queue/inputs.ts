@@ -18,6 +18,7 @@ import {
   requestKey,
   storableText,
   uuid,
+  UUID_REGEX,
   organizationId,
   timestamp,
 } from '../validation/primitives.js';
@@ -30,15 +31,12 @@ export const stageLabel = storableText
   .refine((s) => s.trim().length > 0, 'must not be blank')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_STAGE_BYTES, `must be at most ${MAX_STAGE_BYTES} bytes (UTF-8)`);
 
-export { DEFAULT_PRIORITY, DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT_SECONDS } from '../job/defaults.js';
-
 /** Upper bounds that keep one statement's arrays (and its locks) bounded. */
 export const MAX_ENQUEUE_BATCH = 10_000;
 export const MAX_CLAIM_BATCH = 1_000;
 export const MAX_REAP_BATCH = 10_000;
 export const MAX_LIST_LIMIT = 500;
 
-export { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../job/defaults.js';
 import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../job/defaults.js';
 
 const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED']);
@@ -251,7 +249,6 @@ export function bigintPageFields(cursorPattern: RegExp, list: string) {
       .optional(),
   };
 }
-const UUID_CURSOR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One page of a list: `nextCursor` is null on the last page. */
 export interface Page<T> {
@@ -263,7 +260,7 @@ export const listJobsInputSchema = z.strictObject({
   scope: scopeSchema,
   status: z.union([jobStatus, z.array(jobStatus).min(1)]).optional(),
   jobType: nonBlank(200).optional(),
-  ...pageFields(UUID_CURSOR, 'listJobs'),
+  ...pageFields(UUID_REGEX, 'listJobs'),
 });
 export type ListJobsInput = z.input<typeof listJobsInputSchema>;
 

@@ -10,11 +10,12 @@ import { captureTraceContext } from '../telemetry/trace-context.js';
 import type { Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { ConflictError } from '../errors/runledger-error.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import type { BackoffPolicy } from '../job/defaults.js';
 import { resolveBackoff } from '../job/retry-policy.js';
 import { jsonParam, type JobStatus } from '../model/job-rows.js';
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type ParsedEnqueueJobInput } from './inputs.js';
+import type { ParsedEnqueueJobInput } from './inputs.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../job/defaults.js';
 import { asTemplate } from '../db/sql-template.js';
 import { insertJobsStatement, type InsertedRow } from './statements/insert-jobs.js';
 

@@ -20,7 +20,8 @@ import { nonBlank, positiveInt } from '../validation/primitives.js';
 import { truncateText } from '../validation/storable.js';
 import { insertJobsTx } from './insert-jobs.js';
 import { jsonParam } from '../model/job-rows.js';
-import { JOB_INVALID_INPUT, MAX_ERROR_MESSAGE_LENGTH } from './inputs.js';
+import { JOB_INVALID_INPUT } from './inputs.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../job/defaults.js';
 
 import { toJobRow, type IntentRow } from './intent-row.js';
 

@@ -19,10 +19,12 @@ import { newId } from '../db/ids.js';
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, InternalError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, jsonInput, timestamp, nonBlank, organizationId, positiveInt, requestKey, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonInput, timestamp, nonBlank, organizationId, positiveInt, requestKey } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { definedJobInput } from './enqueue.js';
 import { checkDefinitionPayload } from '../job/payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
+import { isJobDefinition } from '../job/define-job.js';
+import type { AnyJobDefinition, JobPayload } from '../job/contract.js';
 import { backoffPolicySchema } from '../job/retry-policy.js';
 import { JOB_INVALID_INPUT } from './inputs.js';
 

@@ -18,7 +18,7 @@
  * idempotency index). Recording locks no row, but waits for a concurrent
  * recorder of the same key (the unique index). No catalog row is locked.
  */
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { toInsertRow, type InsertJobRow } from './insert-jobs.js';
 
 /** An intent row as the record and promote statements select it. */

@@ -39,8 +39,6 @@ import { JOB_INVALID_INPUT, heartbeatJobInputSchema, jobLeaseSchema, type Heartb
 import { asTemplate } from '../db/sql-template.js';
 import { heartbeatJobStatement, markJobRunningStatement } from './statements/lease-writes.js';
 
-export { leaseMismatch, type CompleteJobOutcome, type FailJobResult, type LeaseIdentity } from './lease.js';
-
 /*
  * The lease clock. `now()` is the time the statement (or transaction) started;
  * a fenced write that waited on the job row's lock (a cancellation, a batch,
@@ -88,6 +86,3 @@ export async function heartbeatJob(db: Db, input: HeartbeatJobInput): Promise<Jo
     return { ...l, leaseExpiresAt: row.lease_expires_at };
   });
 }
-
-export { completeJob, completeJobs, completeJobsSettled, completeTrustedSettled, type SettledCompleteOutcome, type StepRunner } from './complete.js';
-export { failJob } from './fail.js';

@@ -12,7 +12,7 @@ import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { newId } from '../db/ids.js';
 import { parseInput } from '../validation/parse.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { leaseMismatch, type LeaseIdentity } from './lease.js';
 import {
   JOB_INVALID_INPUT,

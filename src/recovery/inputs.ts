@@ -8,12 +8,10 @@ import { z } from 'zod';
 import { scopeSchema, type Scope } from '../db/scope.js';
 import { bigintPageFields } from '../queue/inputs.js';
 import { RECOVERY_MODES, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
-import { nonBlank, requestKey, uuid } from '../validation/primitives.js';
+import { nonBlank, requestKey, UUID_PATTERN, uuid } from '../validation/primitives.js';
 
 /** Recovery reasons are audit text, bounded like replay reasons. */
 export const MAX_RECOVERY_REASON_LENGTH = 1_000;
-
-export { RECOVERY_MODES, fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
 
 export const recoverWorkflowRunInputSchema = z.strictObject({
   sourceRunId: uuid,
@@ -37,10 +35,9 @@ export interface RecoverWorkflowRunInput {
 }
 export type ParsedRecoveryRequest = z.output<typeof recoverWorkflowRunInputSchema>;
 
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 export const listWorkflowRecoveriesInputSchema = z
   .strictObject({ runId: uuid, scope: scopeSchema })
-  .extend(bigintPageFields(new RegExp(`^[0-9]{1,19}:${UUID}$`, 'i'), 'listWorkflowRecoveries'));
+  .extend(bigintPageFields(new RegExp(`^[0-9]{1,19}:${UUID_PATTERN}$`, 'i'), 'listWorkflowRecoveries'));
 
 export interface ListWorkflowRecoveriesInput {
   /** The source run whose recoveries are listed. */

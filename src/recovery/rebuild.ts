@@ -17,7 +17,7 @@
  */
 import type { Tx } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { validateWorkflowRun, type ValidatedWorkflowRun } from '../workflow/run-definition.js';
 import type { WorkflowStepStatus } from '../model/workflow-rows.js';
 import { snapshotUnsafe } from './errors.js';

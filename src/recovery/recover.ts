@@ -44,7 +44,7 @@ import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { scopeParams } from '../db/scope.js';
 import { parseInput } from '../validation/parse.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { activeKeyScope, claimActiveKeyTx, freeActiveKeyTx } from '../workflow/active-keys.js';
 import { WORKFLOW_INVALID_INPUT } from '../workflow/run-definition.js';
 import { RECOVERY_CARRIED, persistRuns } from '../workflow/enqueue.js';
@@ -52,15 +52,8 @@ import { lockActiveKey } from '../coordination/locking.js';
 import { isTerminalRunStatus, type WorkflowRunStatus } from '../model/workflow-rows.js';
 import { activeKeyHeld, nothingToRerun, requestConflict, runNotFound, snapshotMissing, sourceNotQuiesced, sourceNotTerminal } from './errors.js';
 import { carriedSteps, rebuildRun, verifySourceRows } from './rebuild.js';
-import {
-  fromDbMode,
-  recoverWorkflowRunInputSchema,
-  recoveryRequestHash,
-  toDbMode,
-  type ParsedRecoveryRequest,
-  type RecoverWorkflowRunInput,
-  type WorkflowRecoveryMode,
-} from './inputs.js';
+import { recoverWorkflowRunInputSchema, recoveryRequestHash, type ParsedRecoveryRequest, type RecoverWorkflowRunInput } from './inputs.js';
+import { fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { sqltag } from '@prisma/client/runtime/client';
 import { inScope, quiescingJobs } from '../db/fragments.js';
 

@@ -37,7 +37,8 @@ import { scopeSchema, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, positiveInt, timestamp } from '../validation/primitives.js';
-import { JOB_INVALID_INPUT, REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './inputs.js';
+import { REQUEUE_STATE_POLICIES, type RequeueStatePolicy } from './inputs.js';
+import { JOB_INVALID_INPUT } from '../queue/inputs.js';
 import { inScopeByKind } from '../db/fragments.js';
 import { requeueDeadLettersStatement, type PickedDeadLetter as Picked } from '../queue/statements/requeue-jobs.js';
 

@@ -5,10 +5,7 @@
  */
 import { z } from 'zod';
 import { scopeSchema } from '../db/scope.js';
-import { JOB_INVALID_INPUT } from '../queue/inputs.js';
 import { nonBlank, positiveInt, requestKey, uuid } from '../validation/primitives.js';
-
-export { JOB_INVALID_INPUT };
 
 /** Replay reasons are audit text, bounded like cancellation reasons. */
 export const MAX_REPLAY_REASON_LENGTH = 1_000;

@@ -56,7 +56,8 @@ import { toJob, type Job, type JobRow, JOB_ROW_COLUMNS } from '../model/job-rows
 import { parseInput } from '../validation/parse.js';
 import { unstableRow, workflowRequeueNotSupported } from './errors.js';
 import { findRecordedReplayTx, insertReplayLineageTx } from './replay-lineage.js';
-import { JOB_INVALID_INPUT, compareAndReplaySucceededJobInputSchema, type CompareAndReplaySucceededJobInput, type ParsedReplayRequest } from './inputs.js';
+import { compareAndReplaySucceededJobInputSchema, type CompareAndReplaySucceededJobInput, type ParsedReplayRequest } from './inputs.js';
+import { JOB_INVALID_INPUT } from '../queue/inputs.js';
 import { inScope } from '../db/fragments.js';
 import { asTemplate } from '../db/sql-template.js';
 import { deleteJobStatement } from '../queue/statements/delete-jobs.js';

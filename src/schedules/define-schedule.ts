@@ -6,7 +6,8 @@
  */
 import { ValidationError } from '../errors/runledger-error.js';
 import { checkDefinitionPayloadSync } from '../job/payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobPayload } from '../job/define-job.js';
+import { isJobDefinition } from '../job/define-job.js';
+import type { AnyJobDefinition, JobPayload } from '../job/contract.js';
 import { SCHEDULE_INVALID_INPUT, type UpsertScheduleInput } from './inputs.js';
 
 type ScheduleSettings = Omit<UpsertScheduleInput, 'jobType' | 'payload' | 'workflow'>;

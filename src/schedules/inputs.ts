@@ -5,7 +5,8 @@
  * refuses or one that never matches, `timezone` for an unknown IANA zone.
  */
 import { z } from 'zod';
-import { enqueueJobInputSchema, DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../queue/inputs.js';
+import { enqueueJobInputSchema } from '../queue/inputs.js';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../job/defaults.js';
 import { int32, jsonValue, nonBlank, positiveInt, requestKey, storableText, timestamp } from '../validation/primitives.js';
 import { cronProblem, timezoneProblem } from './cron.js';
 import type { WorkflowRunInput } from '../workflow/run-definition.js';
@@ -20,7 +21,6 @@ export const DEFAULT_CATCH_UP_MAX_SLOTS = 1;
 export const MAX_CATCH_UP_SLOTS = 1_000;
 export const MAX_SCHEDULE_BATCH = 1_000;
 export const MAX_SCHEDULE_LIST_LIMIT = 500;
-export { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS };
 
 /**
  * Schedule keys: what an operator types (`runledger schedules pause nightly-report`). At most 200 bytes, so

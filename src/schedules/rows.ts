@@ -1,5 +1,5 @@
 /** Row and domain types of `runledger.job_schedules`, and the one mapper between them. */
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import type { WorkflowRunInput } from '../workflow/run-definition.js';
 
 /** A workflow schedule's target: the run input each slot enqueues (organization and idempotency key come from the schedule and the slot). */

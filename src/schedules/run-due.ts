@@ -53,7 +53,7 @@ import { isRunledgerError } from '../errors/runledger-error.js';
 import { canonicalJobRequest, insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import type { ValidatedWorkflowRun } from '../workflow/run-definition.js';
 import { persistRuns } from '../workflow/enqueue.js';
 import { dueSlots } from './cron.js';

@@ -5,7 +5,7 @@
  * the job row (or the workflow run row, whose step jobs share it), and
  * extracted by the worker as the parent of the job's span.
  */
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { loadOpenTelemetry } from './otel-api.js';
 
 /** A propagator's carrier: header-like string fields, nothing else is stored. */

@@ -11,7 +11,7 @@ import type { PrismaClientLike } from '../client/types.js';
 import { RunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { timerMs } from '../validation/primitives.js';
-import type { AnyJobDefinition } from '../job/define-job.js';
+import type { AnyJobDefinition } from '../job/contract.js';
 import { silentLogger, type WorkerLogger } from '../job/logger.js';
 import { createWorker } from '../worker/worker.js';
 

@@ -6,11 +6,7 @@
  */
 import { z } from 'zod';
 import type { JsonValue } from '../model/json.js';
-import { findJsonProblem, MAX_JSON_DEPTH, textProblem } from './storable.js';
-
-export { MAX_JSON_DEPTH };
-
-export type { JsonValue };
+import { findJsonProblem, textProblem } from './storable.js';
 
 /**
  * Why `value` cannot be stored as jsonb, with the path inside it
@@ -67,7 +63,12 @@ export const timestamp = z
     'must be a valid date in years 1 to 9999 (UTC)',
   );
 
-export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
+/** A UUID in text, either case: the one pattern ids and the id parts of cursors are checked with. */
+export const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+/** Exactly one UUID. */
+export const UUID_REGEX = new RegExp(`^${UUID_PATTERN}$`, 'i');
+
+export const uuid = z.string().regex(UUID_REGEX, 'must be a UUID');
 
 /** The longest organization id runledger stores (characters); the column's CHECK says the same. */
 export const MAX_ORGANIZATION_ID_LENGTH = 255;

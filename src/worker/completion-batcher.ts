@@ -22,9 +22,10 @@
  * error or, on a retry, as a lost lease.
  */
 import type { Db } from '../client/types.js';
-import { completeTrustedSettled, type LeaseIdentity, type SettledCompleteOutcome } from '../queue/lifecycle.js';
+import { completeTrustedSettled, type SettledCompleteOutcome } from '../queue/complete.js';
+import type { LeaseIdentity } from '../queue/lease.js';
 import { continueJobs, type ContinueJobItem, type ContinueJobOutcome } from '../queue/continue.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { confirmCompletions, retryUntilLeasesExpire } from './retry.js';
 
 export type CompletionResult = SettledCompleteOutcome;

@@ -2,18 +2,18 @@
 export { createWorker, runWorker, type Worker, type WorkerState, type StopOptions } from './worker.js';
 export type { WorkerOptions } from './options.js';
 export type { WorkerTelemetryOptions } from './telemetry-options.js';
-export {
-  defineJob,
-  type JobDefinition,
-  type AnyJobDefinition,
-  type JobHandler,
-  type JobSettings,
-  type TransactionalJobSettings,
-  type TransactionClientOf,
-  type JobPayload,
-  type JobParsedPayload,
-  type JobOutput,
-} from '../job/define-job.js';
+export { defineJob } from '../job/define-job.js';
+export type {
+  JobDefinition,
+  AnyJobDefinition,
+  JobHandler,
+  JobSettings,
+  TransactionalJobSettings,
+  TransactionClientOf,
+  JobPayload,
+  JobParsedPayload,
+  JobOutput,
+} from '../job/contract.js';
 export type { JobContext, TransactionalJobContext } from '../job/contract.js';
 export { continueNow, continueAfter, type Continuation, type ContinuationOptions } from '../job/continuation.js';
 export {

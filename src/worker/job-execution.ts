@@ -42,18 +42,19 @@
  */
 import type { Db } from '../client/types.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
-import type { ClaimedJob } from '../queue/claim.js';
-import { failJob, heartbeatJob } from '../queue/lifecycle.js';
+import type { ClaimedJob } from '../job/claimed-job.js';
+import { heartbeatJob } from '../queue/lifecycle.js';
+import { failJob } from '../queue/fail.js';
 import { releaseJob } from '../queue/release-lease.js';
 import { leaseLostToCancel } from '../queue/lease.js';
-import { MAX_ERROR_MESSAGE_LENGTH } from '../queue/inputs.js';
-import type { JsonValue } from '../validation/primitives.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from '../job/defaults.js';
+import type { JsonValue } from '../model/json.js';
 import { issuePath, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import { issueReason } from '../validation/parse.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
 import type { CompletionBatcher } from './completion-batcher.js';
-import type { AnyJobDefinition } from '../job/define-job.js';
+import type { AnyJobDefinition } from '../job/contract.js';
 import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
 import { createJobContext, type ContextWrites, type SaveFields } from '../job/context.js';
 import { LazyAbortController } from './lazy-abort.js';

@@ -18,7 +18,8 @@
  */
 import type { Db } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
-import type { CompleteJobOutcome, LeaseIdentity, SettledCompleteOutcome } from '../queue/lifecycle.js';
+import type { CompleteJobOutcome, LeaseIdentity } from '../queue/lease.js';
+import type { SettledCompleteOutcome } from '../queue/complete.js';
 import { isTransientFailure, sleep } from './timing.js';
 
 /** First retry delay; doubled per failure up to LEASE_RETRY_MAX_MS, jittered. */

@@ -20,7 +20,8 @@ import type { ErrorCode } from '../errors/codes.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
-import { jsonValue, nonBlank, requestKey, storableText, uuid, type JsonValue } from '../validation/primitives.js';
+import { jsonValue, nonBlank, requestKey, storableText, uuid } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import type { Scope } from '../db/scope.js';
 import {
   MAX_WORKFLOW_STEPS,

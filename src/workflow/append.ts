@@ -60,8 +60,6 @@ import {
 } from '../model/workflow-rows.js';
 import { inScope } from '../db/fragments.js';
 
-export type { AppendWorkflowStepsInput } from './append-request.js';
-
 const DEPENDENCY_UNSATISFIED_MESSAGE = 'Step dependency requirements were not satisfied.';
 
 export interface AppendedStep {

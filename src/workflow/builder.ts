@@ -15,9 +15,10 @@
  *   .build();
  */
 import { ValidationError } from '../errors/runledger-error.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { checkDefinitionPayloadSync } from '../job/payload.js';
-import { isJobDefinition, type AnyJobDefinition, type JobOutput, type JobPayload } from '../job/define-job.js';
+import { isJobDefinition } from '../job/define-job.js';
+import type { AnyJobDefinition, JobOutput, JobPayload } from '../job/contract.js';
 import type { WorkflowDependencyInput, WorkflowRunInput, WorkflowStepInput } from './run-definition.js';
 
 export interface JobStepSettings {

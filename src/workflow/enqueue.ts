@@ -30,7 +30,7 @@ import { newId } from '../db/ids.js';
 import { ConflictError, ValidationError } from '../errors/runledger-error.js';
 import { insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { jsonParam } from '../model/job-rows.js';
-import type { JsonValue } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './run-definition.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 import { applyCatalogJson, inheritedJobTypes, type CatalogJson } from './catalog-defaults.js';

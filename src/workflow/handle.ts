@@ -15,7 +15,8 @@ import { isTransactionClient, type Db, type PrismaClientLike, type PrismaTransac
 import { scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.js';
+import { MAX_TIMER_MS, timerMs } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 import type { TypedWorkflowRunInput } from './builder.js';
 import type { WorkflowRunInput } from './run-definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';

@@ -10,7 +10,7 @@ import type { Db } from '../client/types.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { NotFoundError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
-import { nonBlank, uuid } from '../validation/primitives.js';
+import { nonBlank, UUID_PATTERN, uuid } from '../validation/primitives.js';
 import { pageFields, type Page } from '../queue/inputs.js';
 import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from './run-lineage.js';
 import {
@@ -29,7 +29,6 @@ import { inScope } from '../db/fragments.js';
 
 const INVALID = 'workflow.invalid_input';
 const runStatus = z.enum(['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED']);
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 const filterSchema = z.strictObject({
   scope: scopeSchema,
@@ -37,10 +36,10 @@ const filterSchema = z.strictObject({
   workflowType: nonBlank(200).optional(),
   status: z.union([runStatus, z.array(runStatus).min(1)]).optional(),
 });
-const listSchema = filterSchema.extend(pageFields(new RegExp(`^[0-9]{1,19}:${UUID}$`, 'i'), 'listWorkflowRuns'));
+const listSchema = filterSchema.extend(pageFields(new RegExp(`^[0-9]{1,19}:${UUID_PATTERN}$`, 'i'), 'listWorkflowRuns'));
 const runRefSchema = z.strictObject({ scope: scopeSchema, workflowRunId: uuid });
-const listStepsSchema = runRefSchema.extend(pageFields(new RegExp(`^${UUID}$`, 'i'), 'listWorkflowSteps'));
-const listDependenciesSchema = runRefSchema.extend(pageFields(new RegExp(`^${UUID}:${UUID}$`, 'i'), 'listWorkflowStepDependencies'));
+const listStepsSchema = runRefSchema.extend(pageFields(new RegExp(`^${UUID_PATTERN}$`, 'i'), 'listWorkflowSteps'));
+const listDependenciesSchema = runRefSchema.extend(pageFields(new RegExp(`^${UUID_PATTERN}:${UUID_PATTERN}$`, 'i'), 'listWorkflowStepDependencies'));
 
 export interface WorkflowRunFilter {
   scope: Scope;

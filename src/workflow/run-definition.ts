@@ -13,7 +13,8 @@ import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
 import { stageLabel } from '../queue/inputs.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
-import { int32, jsonInput, jsonObject, nonBlank, positiveInt, requestKey, storableText, organizationId, type JsonValue } from '../validation/primitives.js';
+import { int32, jsonInput, jsonObject, nonBlank, positiveInt, requestKey, storableText, organizationId } from '../validation/primitives.js';
+import type { JsonValue } from '../model/json.js';
 
 export const WORKFLOW_INVALID_INPUT = 'workflow.invalid_input';
 export const MAX_WORKFLOW_STEPS = 10_000;

@@ -1,7 +1,8 @@
 /**
  * Debian's Chromium (package `chromium`, installed by .ci/run when missing)
  * driven by playwright-core, which downloads nothing. Without Chromium a test
- * file says why and skips itself, visibly.
+ * file says why and skips itself, visibly, except in CI (required-tools.ts),
+ * where the file fails.
  */
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import type { DashboardOptions } from '../../src/index.js';
 import { buildDashboardAssets } from '../../scripts/build-dashboard.js';
 import { SCOPE_HEADER, serveDashboard, type ServedDashboard } from './dashboard.js';
 import type { TestDatabase } from './database.js';
+import { toolRequired } from './required-tools.js';
 
 /** CHROMIUM_PATH, else `chromium` on the PATH (Debian installs /usr/bin/chromium). */
 function findChromium(): string {
@@ -22,11 +24,16 @@ function findChromium(): string {
 
 export const CHROMIUM = findChromium();
 
-/** True when Chromium is there; otherwise prints, once per file, why `what` is skipped. */
+/**
+ * True when Chromium is there. Otherwise, in CI, throws (the file fails: a green run must have run it);
+ * elsewhere prints, once per file, why `what` is skipped.
+ */
 export function chromiumAvailable(what: string): boolean {
-  const found = existsSync(CHROMIUM);
-  if (!found) console.warn(`${what} SKIPPED: no Chromium at ${CHROMIUM} (install Debian's \`chromium\` package, or set CHROMIUM_PATH)`);
-  return found;
+  if (existsSync(CHROMIUM)) return true;
+  const why = `no Chromium at ${CHROMIUM} (install Debian's \`chromium\` package, or set CHROMIUM_PATH)`;
+  if (toolRequired('RUNLEDGER_REQUIRE_BROWSER')) throw new Error(`${what} cannot run in CI: ${why}`);
+  console.warn(`${what} SKIPPED: ${why}`);
+  return false;
 }
 
 export async function launchChromium(): Promise<Browser> {

@@ -3,14 +3,16 @@
  * PostgreSQL server per test run (URL, else container, else embedded) and
  * one migrated template database; each test file clones its own database from
  * the template (see database.ts). In front of the server, a PgBouncer in
- * transaction mode when the machine has one (src/testing/pgbouncer.ts): the
- * pooler's own tests use it, and the pooler project (vitest.pooler.config.ts,
- * global-setup-pooler.ts) sends every test file's Prisma clients through it.
+ * transaction mode when the machine has one (src/testing/pgbouncer.ts; CI
+ * must have one, see required-tools.ts): the pooler's own tests use it, and
+ * the pooler project (vitest.pooler.config.ts, global-setup-pooler.ts) sends
+ * every test file's Prisma clients through it.
  */
 import type { TestProject } from 'vitest/node';
 import { findPgBouncer, PGBOUNCER_MISSING, startPgBouncer, type PgBouncer } from '../../src/testing/pgbouncer.js';
 import { startPostgresServer } from '../../src/testing/postgres-server.js';
 import { createMigratedTemplate, dropDatabase } from '../../src/testing/test-database.js';
+import { toolRequired } from './required-tools.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -50,6 +52,7 @@ export async function setupHarness(project: TestProject, options: { viaPooler: b
     }
     if (missing) {
       if (options.viaPooler) throw new Error(`the pooler project needs PgBouncer: ${missing}`);
+      if (toolRequired('RUNLEDGER_REQUIRE_PGBOUNCER')) throw new Error(`the pooler tests cannot run in CI: ${missing}`);
       log(`no PgBouncer: the pooler tests skip (${missing.split('\n')[0]})`);
     }
     project.provide('runledgerServerUrl', server.url);

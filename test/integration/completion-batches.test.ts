@@ -23,7 +23,7 @@ import {
 } from '../../src/index.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { countingClient } from '../harness/counting-client.js';
-import { completeJobsSettled } from '../../src/queue/lifecycle.js';
+import { completeJobsSettled } from '../../src/queue/complete.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier, stepsByKey } from '../harness/workflow-helpers.js';
 

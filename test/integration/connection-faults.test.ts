@@ -113,7 +113,8 @@ describe('a database that is not accepting connections (SQLSTATE 55000)', () => 
   it('is database.unavailable from every kind of public function, on a new client and on one whose sessions were terminated', async () => {
     const fresh = db.newClient({ max: 2 });
     const warm = db.newClient({ max: 2 });
-    await getJob(warm, { scope: noOrganizationScope(), jobId: newId() }).catch(() => undefined); // a pooled session, and the isolation checks, before
+    // A pooled session, and the isolation checks, before the outage: the lookup must reach the database and miss.
+    await expect(getJob(warm, { scope: noOrganizationScope(), jobId: newId() })).rejects.toMatchObject({ code: 'job.not_found' });
     const outage = await refuseConnections(db.name, { terminate: true });
     try {
       for (const [label, call] of Object.entries(CALLS)) {
@@ -168,7 +169,8 @@ describe('a connection lost under a statement', () => {
   ): Promise<RunledgerError> {
     const proxy = await startFaultProxy(db.url);
     const client = createPrismaClient(proxy.url, { max: 1 });
-    await getJob(client, { scope: noOrganizationScope(), jobId: newId() }).catch(() => undefined); // warm: the isolation check and the pooled connection
+    // Warm the isolation check and the pooled connection: the lookup must reach the database and miss.
+    await expect(getJob(client, { scope: noOrganizationScope(), jobId: newId() })).rejects.toMatchObject({ code: 'job.not_found' });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let holding!: () => void;

@@ -19,7 +19,7 @@ import {
   workflow,
   type ClaimedJob,
 } from '../../src/index.js';
-import { completeJobsSettled } from '../../src/queue/lifecycle.js';
+import { completeJobsSettled } from '../../src/queue/complete.js';
 import { CompletionBatcher } from '../../src/worker/completion-batcher.js';
 import type { TerminalStep } from '../../src/coordination/dependency-release.js';
 import { useTestDatabase } from '../harness/database.js';

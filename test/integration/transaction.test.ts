@@ -149,12 +149,13 @@ describe('a transaction client used after its transaction ended', () => {
       'rolled back',
       async () => {
         let leaked: unknown;
-        await host
-          .$transaction(async (tx) => {
+        const rollback = new Error('roll back');
+        await expect(
+          host.$transaction(async (tx) => {
             leaked = tx;
-            throw new Error('roll back');
-          })
-          .catch(() => undefined);
+            throw rollback;
+          }),
+        ).rejects.toBe(rollback);
         return leaked as Tx;
       },
     ],

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { enqueueJob, noOrganizationScope, TerminalError } from '../../src/index.js';
 import { jobDetail } from '../../src/dashboard/api.js';
-import { MAX_ERROR_STACK_LENGTH } from '../../src/queue/inputs.js';
+import { MAX_ERROR_STACK_LENGTH } from '../../src/job/defaults.js';
 import { defineJob } from '../../src/worker/index.js';
 import { heartbeatWorkerRegistration } from '../../src/worker/registry.js';
 import { useTestDatabase } from '../harness/database.js';

@@ -32,8 +32,11 @@ beforeAll(() => {
 
 const sync = (jobType: string) => workflow('customer.sync').job('pull', jobType, { n: 1 }).build();
 
-async function claimsOf(activeKey: string): Promise<{ workflow_run_id: string; scope: string; released: boolean }[]> {
-  return db.prisma.$queryRaw`
+async function claimsOf(
+  activeKey: string,
+  reader: Pick<PrismaClient, '$queryRaw'> = db.prisma,
+): Promise<{ workflow_run_id: string; scope: string; released: boolean }[]> {
+  return reader.$queryRaw`
     SELECT workflow_run_id, scope, released_at IS NOT NULL AS released FROM runledger.workflow_active_keys
      WHERE active_key = ${activeKey} ORDER BY claimed_at, workflow_run_id`;
 }
@@ -114,12 +117,16 @@ describe('enqueueOrGetActiveWorkflowRun', () => {
       .$transaction(async (tx) => enqueueOrGetActiveWorkflowRun(tx, { ...sync('ak.iso'), activeKey: 'sync:iso' }), { isolationLevel: 'RepeatableRead' })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'workflow.active_key_unsupported_isolation' });
-    await db.prisma
-      .$transaction(async (tx) => {
-        expect((await enqueueOrGetActiveWorkflowRun(tx, { ...sync('ak.iso'), activeKey: 'sync:iso' })).outcome).toBe('inserted');
-        throw new Error('host rolls back');
-      })
-      .catch(() => undefined);
+    const rollback = new Error('host rolls back');
+    // Only the host's own rollback may end the transaction: a refusal or a failed expectation inside must fail the test.
+    await expect(
+      db.prisma.$transaction(async (tx) => {
+        const claimed = await enqueueOrGetActiveWorkflowRun(tx, { ...sync('ak.iso'), activeKey: 'sync:iso' });
+        expect(claimed.outcome).toBe('inserted');
+        expect(await claimsOf('sync:iso', tx)).toEqual([{ workflow_run_id: claimed.workflowRunId, scope: 'global', released: false }]);
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
     expect(await claimsOf('sync:iso')).toEqual([]);
     expect((await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.iso'), activeKey: 'sync:iso' })).outcome).toBe('inserted');
   });

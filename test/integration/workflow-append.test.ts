@@ -21,6 +21,7 @@ import {
 import { newId } from '../../src/db/ids.js';
 import { RELEASE_LOCK_NAMESPACE } from '../../src/coordination/locking.js';
 import { countingClient } from '../harness/counting-client.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { listenForRunTerminal, stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -32,15 +33,13 @@ async function claimOne(jobType: string) {
   return job!;
 }
 
-async function stepCount(workflowRunId: string): Promise<number> {
-  const [row] = await db.prisma.$queryRaw<
-    { n: number }[]
-  >`SELECT count(*)::int AS n FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid`;
+async function stepCount(workflowRunId: string, reader: Pick<PrismaClient, '$queryRaw'> = db.prisma): Promise<number> {
+  const [row] = await reader.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid`;
   return row!.n;
 }
 
-async function mutationCount(workflowRunId: string): Promise<number> {
-  const [row] = await db.prisma.$queryRaw<
+async function mutationCount(workflowRunId: string, reader: Pick<PrismaClient, '$queryRaw'> = db.prisma): Promise<number> {
+  const [row] = await reader.$queryRaw<
     { n: number }[]
   >`SELECT count(*)::int AS n FROM runledger.workflow_mutations WHERE workflow_run_id = ${workflowRunId}::uuid`;
   return row!.n;
@@ -352,13 +351,16 @@ describe('appendWorkflowSteps', () => {
       mutationKey: 'm',
       steps: [{ kind: 'job', key: 'n', jobType: 'ap.join.n', payload: {} }],
     };
-    await db.prisma
-      .$transaction(async (tx) => {
-        await appendWorkflowSteps(tx, request);
-        throw new Error('host rolls back');
-      })
-      .catch(() => undefined);
-    expect(await stepCount(workflowRunId)).toBe(1);
+    const rollback = new Error('host rolls back');
+    // Only the host's own rollback may end the transaction: a refusal inside must fail the test, not pass as "nothing written".
+    await expect(
+      db.prisma.$transaction(async (tx) => {
+        expect(await appendWorkflowSteps(tx, request)).toMatchObject({ outcome: 'appended' });
+        expect([await stepCount(workflowRunId, tx), await mutationCount(workflowRunId, tx)]).toEqual([2, 1]);
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect([await stepCount(workflowRunId), await mutationCount(workflowRunId)]).toEqual([1, 0]);
     await expect(appendWorkflowSteps(db.prisma, request)).resolves.toMatchObject({ outcome: 'appended' });
   });
 

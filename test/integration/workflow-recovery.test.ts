@@ -31,6 +31,7 @@ import {
   type RecoverWorkflowRunInput,
   type RecoverWorkflowRunResult,
 } from '../../src/index.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier, stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -78,8 +79,8 @@ async function failedDiamond(tag: string, organizationId?: string) {
   return workflowRunId;
 }
 
-async function counts() {
-  const [row] = await db.prisma.$queryRaw<{ runs: number; recoveries: number; jobs: number }[]>`
+async function counts(reader: Pick<PrismaClient, '$queryRaw'> = db.prisma) {
+  const [row] = await reader.$queryRaw<{ runs: number; recoveries: number; jobs: number }[]>`
     SELECT (SELECT count(*)::int FROM runledger.workflow_runs) AS runs, (SELECT count(*)::int FROM runledger.workflow_recoveries) AS recoveries,
            (SELECT count(*)::int FROM runledger.job_queue) AS jobs`;
   return row!;
@@ -410,13 +411,16 @@ describe('recoverWorkflowRun', () => {
   it('joins the caller transaction: a rollback leaves nothing', async () => {
     const source = await failedDiamond('joined');
     const before = await counts();
-    await db.prisma
-      .$transaction(async (tx) => {
+    const rollback = new Error('host rolls back');
+    // Only the host's own rollback may end the transaction: a refusal or a failed expectation inside must fail the test.
+    await expect(
+      db.prisma.$transaction(async (tx) => {
         const recovery = await recoverWorkflowRun(tx, { sourceRunId: source, scope, requestKey: 'k', reason: 'r' });
         expect((await getWorkflowRun(tx, { scope, workflowRunId: recovery.recoveryRunId })).recoveredFrom?.sourceRunId).toBe(source);
-        throw new Error('roll back');
-      })
-      .catch(() => undefined);
+        expect(await counts(tx)).toMatchObject({ runs: before.runs + 1, recoveries: before.recoveries + 1 });
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
     expect(await counts()).toEqual(before);
   });
 

@@ -6,7 +6,7 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { boundedReleaseLocksShared } from '../../coordination/locking.js';
 import { stepStartedAt } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../../db/fragments.js';
-import type { JsonValue } from '../../validation/primitives.js';
+import type { JsonValue } from '../../model/json.js';
 
 /** A lease to complete and its output. */
 export interface CompleteItem {

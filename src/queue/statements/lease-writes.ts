@@ -5,7 +5,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { leaseFence, lockedLeaseAndClock, type LeaseName } from '../../db/fragments.js';
 import { jsonParam } from '../../model/job-rows.js';
-import type { JsonValue } from '../../validation/primitives.js';
+import type { JsonValue } from '../../model/json.js';
 
 /** Records that the handler started: the lease's RUNNING, once per attempt (src/queue/lifecycle.ts). */
 export function markJobRunningStatement(l: LeaseName): Sql {

@@ -4,7 +4,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { leaseFence, lockedLeaseAndClock, type LeaseName } from '../../db/fragments.js';
 import { jsonParam } from '../../model/job-rows.js';
-import type { JsonValue } from '../../validation/primitives.js';
+import type { JsonValue } from '../../model/json.js';
 
 /** Sets the stage (`isStage`) or the progress of a held lease, with its event (an unchanged stage writes none). */
 export function writeStageOrProgressStatement(l: LeaseName, isStage: boolean, stage: string | null, progress: JsonValue | null, eventId: string): Sql {
