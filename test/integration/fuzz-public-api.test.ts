@@ -149,8 +149,11 @@ describe('fuzzed public API', () => {
 
   for (const [name, fuzzCase] of Object.entries(FUZZ_CASES)) {
     it(`${name}: hostile input yields a documented outcome or a coded refusal that changes nothing`, async () => {
+      // Counted so that a row whose every input is accepted (a pure function's) still asserts its runs all ended.
+      let settled = 0;
       await fc.assert(
         fc.asyncProperty(mutation, fc.nat(2), async (m, txPick) => {
+          settled += 1;
           const args = applyMutation(fuzzCase.args(fixtures), m);
           const context = `${name} with ${describeMutation(m)}`;
           if (fuzzCase.pure) {
@@ -196,6 +199,7 @@ describe('fuzzed public API', () => {
         }),
         { numRuns: RUNS_PER_EXPORT, ...(seed === undefined ? {} : { seed }), endOnFailure: true },
       );
+      expect(settled, `${name}: runs that reached an outcome`).toBe(RUNS_PER_EXPORT);
     });
   }
 });
