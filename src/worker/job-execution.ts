@@ -79,10 +79,13 @@ import { MAX_TIMER_MS } from './timing.js';
 import {
   AttemptRollback,
   commitAttemptOutcome,
+  handlerThrew,
   runAttemptTransaction,
   transactionalFailure,
+  unspentAttemptReason,
   untilAborted,
   type AttemptCommitted,
+  type AttemptPhase,
 } from './transactional-attempt.js';
 import type { StepInputs } from '../job/contract.js';
 import { continuationFields } from '../job/continuation-fields.js';
@@ -102,6 +105,8 @@ export interface JobExecutionDeps {
   telemetry?: JobTelemetry;
   /** Counters the execution increments (the worker's `stats()` reads them). */
   stats: Omit<WorkerStats, 'inFlight'>;
+  /** A transactional attempt was released for a database fault: the worker backs its claims off. */
+  databaseFault?: () => void;
 }
 
 type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown' | 'released unstarted';
@@ -194,7 +199,7 @@ export class JobExecution {
     try {
       await retryLeaseWrite(() => releaseJob(this.deps.db, { ...this.job, reason }), { deadline: () => leaseDeadline(this.job) });
       this.deps.stats.released += 1;
-      this.logger.info('lease released unrun', { reason });
+      this.logger.info('lease released; the attempt is not used up', { reason });
       this.deps.events.emit('job:released', { job: this.info, reason });
     } catch (error) {
       if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
@@ -293,8 +298,7 @@ export class JobExecution {
       this.markSettled();
       return;
     }
-    let handlerStarted = false;
-    let decided = false;
+    let phase: AttemptPhase = 'opening';
     /** What the transaction reached before COMMIT: reported if the COMMIT's lost answer turns out to have been a commit. */
     let reached: AttemptCommitted | undefined;
     const attempt = runAttemptTransaction(this.definition.transaction!, deadline.getTime(), async (tx) => {
@@ -302,13 +306,13 @@ export class JobExecution {
       if (signal.aborted) throw signal.reason;
       const ctx = createJobContext(this.job, this.controller, this.logger, this.contextWrites(), stepInputs, deadline, tx);
       const call = () => this.definition.handler(payload, ctx);
-      handlerStarted = true;
+      phase = 'handler';
       const running = Promise.resolve().then(() => (this.span ? this.span.run(call) : call()));
       void running.then(this.markSettled, this.markSettled);
-      const output = await untilAborted(running, signal);
+      const output = await untilAborted(running, signal).catch((error: unknown) => handlerThrew(tx as Db, error, signal));
       // Taken synchronously with the return: a timeout or lost lease after this point finds the outcome taken.
       if (!this.take('handler')) throw signal.reason;
-      decided = true;
+      phase = 'commit';
       reached = await commitAttemptOutcome(tx as Db, this.job, output);
       return reached;
     });
@@ -320,8 +324,8 @@ export class JobExecution {
     try {
       committed = await attempt;
     } catch (error) {
-      if (!handlerStarted) this.markSettled();
-      await this.recordRolledBack(error, decided, reached, deadline.getTime());
+      if (phase === 'opening') this.markSettled();
+      await this.recordRolledBack(error, phase, reached, deadline.getTime());
       return;
     }
     this.markSuccessQueued();
@@ -345,8 +349,8 @@ export class JobExecution {
    * The attempt's transaction ended without COMMIT (or its COMMIT's answer was
    * lost). Records what happened, now that its writes are rolled back.
    */
-  private async recordRolledBack(error: unknown, decided: boolean, reached: AttemptCommitted | undefined, deadline: number): Promise<void> {
-    if (!decided && !this.take('handler')) {
+  private async recordRolledBack(error: unknown, phase: AttemptPhase, reached: AttemptCommitted | undefined, deadline: number): Promise<void> {
+    if (phase !== 'commit' && !this.take('handler')) {
       // A timeout, lost lease or shutdown took the outcome and aborted the transaction: it records.
       this.logger.debug('transactional attempt rolled back after its outcome was decided', { outcome: this.outcome });
       return;
@@ -370,6 +374,14 @@ export class JobExecution {
         this.markRecorded();
         return;
       }
+    }
+    const unspent = unspentAttemptReason(error, phase, deadline);
+    if (unspent !== undefined) {
+      // A database fault, not the handler's: the attempt is given back (its writes were rolled back) and re-runs.
+      this.logger.warn('transactional attempt ended by a database fault; releasing it without using up the attempt', { phase, reason: unspent, error });
+      this.deps.databaseFault?.();
+      await this.recordRelease(unspent);
+      return;
     }
     await this.recordFailure(transactionalFailure(error, this.job.timeoutSeconds, deadline), error);
   }

@@ -397,6 +397,7 @@ class RunledgerWorker implements Worker {
         batcher: this.batcher,
         telemetry: this.telemetry,
         stats: this.counters,
+        databaseFault: () => this.claims.databaseFault(),
       },
       claimedAt,
     );
