@@ -114,6 +114,8 @@ export const ERROR_CODES = [
   'worker.invalid_options',
   'worker.stopped',
   'worker.invalid_continuation',
+  // start(): a transactional job type's client is on another database (or server) than the worker's db.
+  'worker.transaction_database_mismatch',
   // Workflows.
   'workflow.invalid_input',
   'workflow.blank_step_key',

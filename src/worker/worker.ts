@@ -136,6 +136,7 @@ import { ClaimSizer } from './claim-size.js';
 import { ClaimLoop } from './claim-loop.js';
 import { JobBuffer } from './job-buffer.js';
 import { maintenanceLoops, stopMaintenanceLoops, type MaintenanceLoop } from './maintenance.js';
+import { checkWorkerDatabase } from './start-check.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -149,7 +150,12 @@ export const DEFAULT_DRAIN_MS = 10_000;
 export interface Worker {
   readonly workerId: string;
   readonly state: WorkerState;
-  /** Connects the listener, starts the reaper and the claim loop; resolves when the worker is running. Idempotent. */
+  /**
+   * Checks the database once (see start-check.ts), connects the listener, starts the reaper and the claim
+   * loop; resolves when the worker is running. Rejects at once, having opened nothing, when the worker could
+   * never work: `client.pool_ended`, `database.unavailable`, `database.read_only`, `migrate.required`,
+   * `worker.transaction_database_mismatch`. Idempotent.
+   */
   start(): Promise<void>;
   /** Graceful shutdown (see the module comment). Idempotent: every call returns the same promise. */
   stop(options?: StopOptions): Promise<void>;
@@ -318,6 +324,17 @@ class RunledgerWorker implements Worker {
     }
     this.currentState = 'starting';
     const { logger, listenConnectionString, listen, pollIntervalMs } = this.options;
+    try {
+      // Before anything is opened: a database the worker could never work on is refused with the reason.
+      await checkWorkerDatabase(this.db, this.options.registry.values());
+    } catch (error) {
+      if (!this.stopController.signal.aborted) {
+        this.currentState = 'stopped';
+        await this.closeConnections();
+      }
+      throw error;
+    }
+    if (this.stopController.signal.aborted) return; // stop() was called while the check ran
     if (this.options.telemetry) {
       const api = await loadOpenTelemetry();
       if (api) this.telemetry = new WorkerTelemetry(api, this.options.telemetry, this.events);
@@ -433,13 +450,15 @@ class RunledgerWorker implements Worker {
       this.events.emit('worker:stopped', { workerId: this.workerId, stats: this.stats() });
       return;
     }
+    if (this.currentState === 'stopped') return; // start() refused the database and closed what it had opened
     // Claiming stops now, synchronously; a start() in progress sees it and starts no loop.
     this.currentState = 'stopping';
     this.stopController.abort();
     // Buffered jobs go back at once (pump releases everything once stopped), before running handlers are drained.
     this.buffer.pump();
     this.wakeup.signal();
-    await this.startPromise;
+    // A start() that failed has reported why to its caller; stopping goes on.
+    await this.startPromise?.catch(() => undefined);
     logger.info('worker stopping', { workerId: this.workerId, inFlight: this.active.size, drainMs });
     await this.loop;
     await stopMaintenanceLoops(this.loops, 'claims-stopped');
