@@ -2,7 +2,7 @@
  * The worker's claim loop: one async loop that decides when to claim and how
  * many, sends claims (at most MAX_CLAIMS_IN_FLIGHT at once) and puts what
  * they bring into the job buffer. Its states, wake-ups and the claim limit
- * are described in worker.ts's module comment. All of its state is touched
+ * are described in docs/concepts/worker-loop.md. All of its state is touched
  * only on the event loop thread, so the flag checks and the wait that
  * follows them cannot interleave with a wake-up.
  */
