@@ -70,14 +70,8 @@ export class OutcomeRecorder {
     const completion = this.deps.batcher.complete(this.job, output);
     this.markSuccessQueued();
     const result = await completion;
-    if (result.outcome === 'succeeded') {
-      this.reportSucceeded(output, '');
-    } else if (result.outcome === 'lease_owner_mismatch') {
-      await this.reportLeaseLost('complete');
-    } else {
-      this.logger.error('recording the success failed; the lease will expire and the job run again', { error: result.error });
-      this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
-    }
+    if (result.outcome === 'succeeded') this.reportSucceeded(output, '');
+    else await this.reportNotCompleted(result, 'success');
     this.markRecorded();
   }
 
@@ -103,11 +97,8 @@ export class OutcomeRecorder {
         continuation,
       );
       return;
-    } else if (result.outcome === 'lease_owner_mismatch') {
-      await this.reportLeaseLost('complete');
     } else {
-      this.logger.error('recording the continuation failed; the lease will expire and the job run again', { error: result.error });
-      this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
+      await this.reportNotCompleted(result, 'continuation');
     }
     this.markRecorded();
   }
@@ -193,6 +184,16 @@ export class OutcomeRecorder {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** A queued success or continuation the batch did not commit: the fence refused it, or the database did. */
+  private async reportNotCompleted(result: { outcome: 'lease_owner_mismatch' } | { outcome: 'error'; error: unknown }, what: string): Promise<void> {
+    if (result.outcome === 'lease_owner_mismatch') {
+      await this.reportLeaseLost('complete');
+      return;
+    }
+    this.logger.error(`recording the ${what} failed; the lease will expire and the job run again`, { error: result.error });
+    this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
   }
 
   private reportSucceeded(output: JsonValue | undefined, how: string): void {
