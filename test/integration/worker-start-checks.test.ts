@@ -61,6 +61,16 @@ describe("the worker's start()", () => {
     await refusesToStart(worker({ db: pool }), 'client.pool_ended');
   });
 
+  it('refuses a database it cannot reach as database.unavailable, and closes the client it opened', async () => {
+    const proxy = await startFaultProxy(db.url);
+    closers.push(() => proxy.close());
+    await proxy.cut();
+    await refusesToStart(
+      createWorker({ connectionString: proxy.url, handlers: [noop], logger: silentLogger, reaper: false, listen: false }),
+      'database.unavailable',
+    );
+  });
+
   it('refuses a database never migrated as migrate.required', async () => {
     const url = await empty.create();
     const client = createPrismaClient(url, { max: 1 });
