@@ -59,6 +59,7 @@ export default defineConfig({
             { text: 'Guarantees', link: '/concepts/guarantees' },
             { text: 'The ledger', link: '/concepts/ledger' },
             { text: 'The lock protocol', link: '/concepts/lock-protocol' },
+            { text: 'Inside the worker', link: '/concepts/worker-loop' },
             { text: 'Failures and hostile input', link: '/concepts/failures' },
             { text: 'Deliberate differences from the original', link: '/concepts/differences' },
           ],

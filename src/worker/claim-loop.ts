@@ -2,7 +2,7 @@
  * The worker's claim loop: one async loop that decides when to claim and how
  * many, sends claims (at most MAX_CLAIMS_IN_FLIGHT at once) and puts what
  * they bring into the job buffer. Its states, wake-ups and the claim limit
- * are described in worker.ts's module comment. All of its state is touched
+ * are described in docs/concepts/worker-loop.md. All of its state is touched
  * only on the event loop thread, so the flag checks and the wait that
  * follows them cannot interleave with a wake-up.
  */
@@ -53,6 +53,9 @@ export class ClaimLoop {
   private claimReserved = 0;
   private claimFailures = 0;
   private backoffUntil = 0;
+  /** Transactional attempts released for a database fault in a row (each within a backoff cap of the last), and when the last was. */
+  private faultStreak = 0;
+  private lastFaultAt = 0;
   /** Until then (a buffered job expired), claims are sized to the free handler slots only. */
   private prefetchPausedUntil = 0;
   /** Something suggests runnable jobs exist: a notification, the poll timer, a full last batch. Set at first: claim at once. */
@@ -82,6 +85,23 @@ export class ClaimLoop {
   /** The database answers again (LISTEN is back): claim now, not after the backoff. */
   resetBackoff(): void {
     this.backoffUntil = 0;
+  }
+
+  /**
+   * A claimed job could not run for a database fault (its transactional
+   * client's database is down while the worker's answers): claims back off
+   * as after a failed claim, so the released job is not claimed and released
+   * again in a tight loop.
+   */
+  databaseFault(): void {
+    const now = Date.now();
+    this.faultStreak = now - this.lastFaultAt > this.backoffCapMs() * 2 ? 1 : this.faultStreak + 1;
+    this.lastFaultAt = now;
+    this.backoffUntil = Math.max(this.backoffUntil, now + backoffMs(this.faultStreak, CLAIM_BACKOFF_BASE_MS, this.backoffCapMs()));
+  }
+
+  private backoffCapMs(): number {
+    return Math.min(30_000, Math.max(1_000, this.settings.pollIntervalMs));
   }
 
   /** Claim for free handler slots only (no prefetch) until `until`. */
@@ -167,8 +187,7 @@ export class ClaimLoop {
     } catch (error) {
       this.claimFailures += 1;
       this.wantClaim = true;
-      const backoffCapMs = Math.min(30_000, Math.max(1_000, settings.pollIntervalMs));
-      this.backoffUntil = Date.now() + backoffMs(this.claimFailures, CLAIM_BACKOFF_BASE_MS, backoffCapMs);
+      this.backoffUntil = Date.now() + backoffMs(this.claimFailures, CLAIM_BACKOFF_BASE_MS, this.backoffCapMs());
       settings.logger.warn('claiming jobs failed; backing off', { error, failures: this.claimFailures });
       this.events.emit('worker:error', { error, operation: 'claim' });
     } finally {

@@ -23,7 +23,7 @@
  * Prefetch (read by the claim loop before every claim):
  *   leaseBound = concurrency x floor(W / d), W = LEASE_BUDGET_SHARE x heartbeatIntervalMs:
  *     a buffered job must start within heartbeatIntervalMs of its claim (else
- *     the worker releases it unrun: worker.ts), and the bound plans for half
+ *     the worker releases it unrun: job-buffer.ts), and the bound plans for half
  *     of that, leaving the rest for handlers slower than d. Jobs leave the
  *     buffer at about concurrency / d per ms on average, but the running
  *     handlers may all have started together (one claim's jobs do), so the

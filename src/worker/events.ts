@@ -85,7 +85,11 @@ export interface WorkerEvents {
     nextRunAt: Date | null;
     durationMs: number;
   };
-  /** The lease was given back (`reason`: `job.worker_shutdown`, or `job.buffer_expired` for a buffered job that waited too long): the job is PENDING again, its attempt not used up. */
+  /**
+   * The lease was given back (`reason`: `job.worker_shutdown`, `job.buffer_expired` for a buffered job that
+   * waited too long, `database.unavailable` for a transactional attempt ended by a database fault): the job is
+   * PENDING again, its attempt not used up.
+   */
   'job:released': { job: JobInfo; reason: string };
   /**
    * The lease fence refused this worker; nothing was recorded. `canceled`: the job was canceled

@@ -12,7 +12,7 @@
  * PENDING again at once with its attempt not used up) instead of started, by
  * `pump` or by a timer set for the oldest buffered job, whichever comes
  * first. Once the worker is stopping, `pump` releases every buffered job
- * (`job.worker_shutdown`). See worker.ts for how the prefetch plans around it.
+ * (`job.worker_shutdown`). See docs/concepts/worker-loop.md for how the prefetch plans around it.
  */
 import type { ClaimedJob } from '../job/claimed-job.js';
 import { JOB_BUFFER_EXPIRED, JOB_WORKER_SHUTDOWN } from '../job/errors.js';

@@ -8,8 +8,9 @@
  *   RUNNING --payload/output invalid------> FAILURE   (failJob, terminal)
  *   RUNNING --timeoutSeconds elapse-------> TIMEOUT   (abort signal; failJob job.timeout, retryable)
  *   RUNNING --heartbeat/save fenced out---> LEASE LOST (abort signal; nothing recorded)
- *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; failJob job.worker_shutdown, retryable)
+ *   RUNNING --stop() past drain deadline--> SHUTDOWN  (abort signal; releaseJob job.worker_shutdown, attempt not used up)
  *   (never started) --releaseUnstarted--> RELEASED (releaseJob: a buffered job given back unrun)
+ *   (transactional) --database fault------> RELEASED (releaseJob database.unavailable: transactional-attempt.ts)
  *
  * A transactional job type runs the handler and records SUCCESS or
  * CONTINUED inside one transaction of the host's client (see
@@ -22,12 +23,11 @@
  *   first; the others find it taken and do nothing. So a handler that returns
  *   after its timeout fired records nothing, and a timed-out job is never
  *   also completed.
- * - Heartbeats (every `heartbeatIntervalMs`, one at a time) stop when the
- *   outcome is taken: after that the lease is recorded, released or gone.
- *   The first one is due `heartbeatIntervalMs` after the claim (`claimedAt`),
- *   not after the start, so time a job waited in the worker's buffer is not
- *   added to its lease's exposure. The timeout clock and `durationMs` start
- *   at `start()`.
+ * - Heartbeats (lease-keeper.ts) stop when the outcome is taken: after that
+ *   the lease is recorded, released or gone. The first one is due
+ *   `heartbeatIntervalMs` after the claim (`claimedAt`), not after the start.
+ *   The timeout clock and `durationMs` start at `start()`.
+ * - The outcome, once taken, is written by outcome-recorder.ts.
  * - `recorded` resolves once the outcome is committed (or known lost);
  *   `settled` once the handler has returned or thrown; `slotFree` once the
  *   handler has settled and the outcome is either recorded or a success
@@ -41,29 +41,20 @@
  *   counted outcome or a `worker:error` event.
  */
 import type { Db } from '../client/types.js';
-import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
-import { heartbeatJob } from '../queue/lifecycle.js';
-import { failJob } from '../queue/fail.js';
-import { releaseJob } from '../queue/release-lease.js';
-import { leaseLostToCancel } from '../queue/lease.js';
 import { MAX_ERROR_MESSAGE_LENGTH } from '../job/defaults.js';
 import type { JsonValue } from '../model/json.js';
 import { issuePath, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import { issueReason } from '../validation/parse.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import { formatJsonPath, toStorableText } from '../validation/storable.js';
-import type { CompletionBatcher } from './completion-batcher.js';
 import type { AnyJobDefinition } from '../job/contract.js';
-import { jobInfo, type JobInfo, type WorkerEventEmitter, type WorkerEvents, type WorkerStats } from './events.js';
-import { createJobContext, type ContextWrites, type SaveFields } from '../job/context.js';
+import { jobInfo, type JobInfo } from './events.js';
+import { createJobContext } from '../job/context.js';
 import { LazyAbortController } from './lazy-abort.js';
-import { recordJobProgress, setJobStage } from '../queue/stage.js';
-import { isContinuation, type Continuation } from '../job/continuation.js';
+import { isContinuation } from '../job/continuation.js';
 import { stepInputsOf } from '../job/step-inputs.js';
 import type { JobSpan, JobTelemetry } from './telemetry-options.js';
-
-const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation_not_enabled';
 import {
   JOB_OUTPUT_INVALID,
   JOB_PAYLOAD_INVALID,
@@ -75,34 +66,30 @@ import {
   type FailureRecord,
 } from '../job/errors.js';
 import { withLogFields, type WorkerLogger } from '../job/logger.js';
-import { confirmCompletions, leaseDeadline, leaseGranted, retryLeaseWrite } from './retry.js';
+import { confirmCompletions, leaseGranted } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
 import {
   AttemptRollback,
   commitAttemptOutcome,
+  handlerThrew,
   runAttemptTransaction,
   transactionalFailure,
+  unspentAttemptReason,
   untilAborted,
   type AttemptCommitted,
+  type AttemptPhase,
 } from './transactional-attempt.js';
 import type { StepInputs } from '../job/contract.js';
-import { continuationFields } from '../job/continuation-fields.js';
+import { LeaseKeeper, type LeaseKeeperDeps } from './lease-keeper.js';
+import { OutcomeRecorder, type OutcomeRecorderDeps } from './outcome-recorder.js';
 
-const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
-/** Longest wait for the read that tells a cancel from another attempt after a refused fence. */
-const LOST_LEASE_READ_MS = 2_000;
-
-export interface JobExecutionDeps {
-  db: Db;
-  leaseSeconds: number;
-  heartbeatIntervalMs: number;
+/** What the lease keeper and the outcome recorder need, and what the execution itself reports to. */
+export interface JobExecutionDeps extends LeaseKeeperDeps, OutcomeRecorderDeps {
   logger: WorkerLogger;
-  events: WorkerEventEmitter;
-  batcher: CompletionBatcher;
   /** The worker's OpenTelemetry spans and metrics (src/telemetry/); undefined: none. */
   telemetry?: JobTelemetry;
-  /** Counters the execution increments (the worker's `stats()` reads them). */
-  stats: Omit<WorkerStats, 'inFlight'>;
+  /** A transactional attempt was released for a database fault: the worker backs its claims off. */
+  databaseFault?: () => void;
 }
 
 type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown' | 'released unstarted';
@@ -121,14 +108,13 @@ export class JobExecution {
 
   private readonly controller = new LazyAbortController();
   private readonly logger: WorkerLogger;
+  private readonly lease: LeaseKeeper;
+  private readonly outcomes: OutcomeRecorder;
   private startedAt = Date.now();
   private span: JobSpan | undefined;
   private outcome: Outcome | undefined;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
-  private markRecorded!: () => void;
   private markSettled!: () => void;
-  private markSuccessQueued!: () => void;
   /** A transactional attempt's transaction has ended (committed or rolled back); resolved when there is none. */
   private transactionEnded: Promise<void> = Promise.resolve();
 
@@ -142,10 +128,11 @@ export class JobExecution {
     this.info = jobInfo(job);
     leaseGranted(job, claimedAt, deps.leaseSeconds);
     this.logger = withLogFields(deps.logger, { jobId: job.jobId, jobType: job.jobType, attempt: job.attempt });
-    this.recorded = new Promise((resolve) => (this.markRecorded = resolve));
+    this.lease = new LeaseKeeper(job, deps, this.logger, { decided: () => this.outcome !== undefined, lost: (during) => this.loseLease(during) });
+    this.outcomes = new OutcomeRecorder(job, this.info, definition.backoff, deps, this.logger, () => Date.now() - this.startedAt);
+    this.recorded = this.outcomes.recorded;
     this.settled = new Promise((resolve) => (this.markSettled = resolve));
-    const successQueued = new Promise<void>((resolve) => (this.markSuccessQueued = resolve));
-    this.slotFree = Promise.all([this.settled, Promise.race([this.recorded, successQueued])]).then(() => undefined);
+    this.slotFree = Promise.all([this.settled, Promise.race([this.recorded, this.outcomes.successQueued])]).then(() => undefined);
   }
 
   /** True until an outcome is taken: the job still holds a live lease this worker may release. */
@@ -160,7 +147,7 @@ export class JobExecution {
     this.deps.events.emit('job:start', { job: this.info });
     const timeoutMs = Math.min(this.job.timeoutSeconds * 1000, MAX_TIMER_MS);
     this.timeoutTimer = setTimeout(() => this.onTimeout(), timeoutMs);
-    this.scheduleHeartbeat(Math.max(0, this.deps.heartbeatIntervalMs - (this.startedAt - this.claimedAt)));
+    this.lease.schedule(Math.max(0, this.deps.heartbeatIntervalMs - (this.startedAt - this.claimedAt)));
     void this.run();
   }
 
@@ -172,7 +159,7 @@ export class JobExecution {
   async releaseUnstarted(reason: string): Promise<void> {
     if (this.take('released unstarted')) {
       this.markSettled();
-      await this.recordRelease(reason);
+      await this.outcomes.release(reason);
     }
     await this.recorded;
   }
@@ -186,26 +173,9 @@ export class JobExecution {
     if (this.take('shutdown')) {
       this.controller.abort(new JobAbortedError('shutdown', 'The worker shut down before the job finished.'));
       await this.afterRollback();
-      await this.recordRelease(JOB_WORKER_SHUTDOWN);
+      await this.outcomes.release(JOB_WORKER_SHUTDOWN);
     }
     await this.recorded;
-  }
-
-  private async recordRelease(reason: string): Promise<void> {
-    try {
-      await retryLeaseWrite(() => releaseJob(this.deps.db, { ...this.job, reason }), { deadline: () => leaseDeadline(this.job) });
-      this.deps.stats.released += 1;
-      this.logger.info('lease released unrun', { reason });
-      this.deps.events.emit('job:released', { job: this.info, reason });
-    } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
-        await this.reportLeaseLost('release');
-      } else {
-        this.logger.error('releasing the lease failed; it will expire and the job run again', { error });
-        this.deps.events.emit('worker:error', { error, operation: 'release', jobId: this.job.jobId });
-      }
-    }
-    this.markRecorded();
   }
 
   private async run(): Promise<void> {
@@ -214,7 +184,7 @@ export class JobExecution {
       const parsed = await this.definition.schema['~standard'].validate(this.job.payload);
       if (parsed.issues) {
         this.markSettled();
-        if (this.take('handler')) await this.recordFailure(payloadFailure(parsed.issues), parsed.issues);
+        if (this.take('handler')) await this.outcomes.failure(payloadFailure(parsed.issues), parsed.issues);
         return;
       }
       // The claim statement read the step's inputs (src/job/step-inputs.ts): no round trip here.
@@ -224,7 +194,7 @@ export class JobExecution {
         await this.runTransactional(parsed.value, stepInputs, deadline);
         return;
       }
-      const ctx = createJobContext(this.job, this.controller, this.logger, this.contextWrites(), stepInputs, deadline);
+      const ctx = createJobContext(this.job, this.controller, this.logger, this.lease.contextWrites(), stepInputs, deadline);
       const handler = () => this.definition.handler(parsed.value, ctx);
       // Inside the execution's span (when traced), so spans the handler opens are its children.
       result = { ok: true, output: await (this.span ? this.span.run(handler) : handler()) };
@@ -237,11 +207,11 @@ export class JobExecution {
       return;
     }
     if (!result.ok) {
-      await this.recordFailure(describeFailure(result.error), result.error);
+      await this.outcomes.failure(describeFailure(result.error), result.error);
       return;
     }
     if (isContinuation(result.output)) {
-      await this.recordContinuation(result.output);
+      await this.outcomes.continuation(result.output);
       return;
     }
     // The handler's side effects have happened: an output that is not plain JSON (Dates, toJSON, undefined
@@ -249,10 +219,10 @@ export class JobExecution {
     const storable = toStorableJson(result.output);
     if (!storable.ok) {
       const problem = outputProblem(storable.problem);
-      await this.recordFailure({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, result.output);
+      await this.outcomes.failure({ code: JOB_OUTPUT_INVALID, message: toStorableText(problem, MAX_ERROR_MESSAGE_LENGTH), retryable: false }, result.output);
       return;
     }
-    await this.recordSuccess(storable.value as JsonValue | undefined);
+    await this.outcomes.success(storable.value as JsonValue | undefined);
   }
 
   /** Takes the outcome if nobody has; stops the timers when it does. */
@@ -260,7 +230,7 @@ export class JobExecution {
     if (this.outcome !== undefined) return false;
     this.outcome = outcome;
     clearTimeout(this.timeoutTimer);
-    clearTimeout(this.heartbeatTimer);
+    this.lease.stop();
     return true;
   }
 
@@ -269,7 +239,7 @@ export class JobExecution {
     const reason = new JobAbortedError('timeout', `The job did not finish within its timeout of ${this.job.timeoutSeconds} s.`);
     this.controller.abort(reason);
     // A transactional attempt's writes are rolled back first (the abort ends its transaction), then the timeout recorded.
-    void this.afterRollback().then(() => this.recordFailure({ code: JOB_TIMEOUT, message: reason.message, retryable: true }, reason));
+    void this.afterRollback().then(() => this.outcomes.failure({ code: JOB_TIMEOUT, message: reason.message, retryable: true }, reason));
   }
 
   /** Resolves once a transactional attempt's transaction has ended, or after ROLLBACK_WAIT_MS. */
@@ -294,22 +264,21 @@ export class JobExecution {
       this.markSettled();
       return;
     }
-    let handlerStarted = false;
-    let decided = false;
+    let phase: AttemptPhase = 'opening';
     /** What the transaction reached before COMMIT: reported if the COMMIT's lost answer turns out to have been a commit. */
     let reached: AttemptCommitted | undefined;
     const attempt = runAttemptTransaction(this.definition.transaction!, deadline.getTime(), async (tx) => {
       // Decided while the transaction waited for a connection: the handler never runs.
       if (signal.aborted) throw signal.reason;
-      const ctx = createJobContext(this.job, this.controller, this.logger, this.contextWrites(), stepInputs, deadline, tx);
+      const ctx = createJobContext(this.job, this.controller, this.logger, this.lease.contextWrites(), stepInputs, deadline, tx);
       const call = () => this.definition.handler(payload, ctx);
-      handlerStarted = true;
+      phase = 'handler';
       const running = Promise.resolve().then(() => (this.span ? this.span.run(call) : call()));
       void running.then(this.markSettled, this.markSettled);
-      const output = await untilAborted(running, signal);
+      const output = await untilAborted(running, signal).catch((error: unknown) => handlerThrew(tx as Db, error, signal));
       // Taken synchronously with the return: a timeout or lost lease after this point finds the outcome taken.
       if (!this.take('handler')) throw signal.reason;
-      decided = true;
+      phase = 'commit';
       reached = await commitAttemptOutcome(tx as Db, this.job, output);
       return reached;
     });
@@ -321,43 +290,29 @@ export class JobExecution {
     try {
       committed = await attempt;
     } catch (error) {
-      if (!handlerStarted) this.markSettled();
-      await this.recordRolledBack(error, decided, reached, deadline.getTime());
+      if (phase === 'opening') this.markSettled();
+      await this.recordRolledBack(error, phase, reached, deadline.getTime());
       return;
     }
-    this.markSuccessQueued();
-    if (committed.kind === 'succeeded') {
-      this.deps.stats.succeeded += 1;
-      this.logger.debug('job succeeded (transactional)');
-      this.deps.events.emit('job:success', { job: this.info, output: committed.output, durationMs: Date.now() - this.startedAt });
-    } else {
-      this.logger.debug('job continued (transactional)', { runNumber: committed.runNumber, nextRunAt: committed.nextRunAt });
-      this.deps.events.emit('job:continued', {
-        job: this.info,
-        runNumber: committed.runNumber,
-        nextRunAt: committed.nextRunAt,
-        durationMs: Date.now() - this.startedAt,
-      });
-    }
-    this.markRecorded();
+    this.outcomes.committed(committed);
   }
 
   /**
    * The attempt's transaction ended without COMMIT (or its COMMIT's answer was
    * lost). Records what happened, now that its writes are rolled back.
    */
-  private async recordRolledBack(error: unknown, decided: boolean, reached: AttemptCommitted | undefined, deadline: number): Promise<void> {
-    if (!decided && !this.take('handler')) {
+  private async recordRolledBack(error: unknown, phase: AttemptPhase, reached: AttemptCommitted | undefined, deadline: number): Promise<void> {
+    if (phase !== 'commit' && !this.take('handler')) {
       // A timeout, lost lease or shutdown took the outcome and aborted the transaction: it records.
       this.logger.debug('transactional attempt rolled back after its outcome was decided', { outcome: this.outcome });
       return;
     }
     if (error instanceof AttemptRollback) {
       if (error.failure === 'lease lost') {
-        await this.reportLeaseLost('complete');
-        this.markRecorded();
+        await this.outcomes.reportLeaseLost('complete');
+        this.outcomes.done();
       } else {
-        await this.recordFailure(error.failure, error.detail);
+        await this.outcomes.failure(error.failure, error.detail);
       }
       return;
     }
@@ -365,199 +320,31 @@ export class JobExecution {
       // Failed after the completion statement: a lost COMMIT answer may hide a commit.
       const [confirmed] = await confirmCompletions(this.deps.db, [this.job], [{ jobId: this.job.jobId, outcome: 'lease_owner_mismatch' }]);
       if (confirmed?.outcome === 'succeeded') {
-        this.markSuccessQueued();
-        this.deps.stats.succeeded += 1;
-        this.deps.events.emit('job:success', { job: this.info, output: reached.output, durationMs: Date.now() - this.startedAt });
-        this.markRecorded();
+        this.outcomes.committed(reached);
         return;
       }
     }
-    await this.recordFailure(transactionalFailure(error, this.job.timeoutSeconds, deadline), error);
-  }
-
-  private scheduleHeartbeat(delayMs = this.deps.heartbeatIntervalMs): void {
-    this.heartbeatTimer = setTimeout(() => void this.heartbeat(), delayMs);
-  }
-
-  private async heartbeat(): Promise<void> {
-    if (this.outcome !== undefined) return;
-    try {
-      // Retried until the lease would expire, and no longer once an outcome is taken (deadline 0).
-      await retryLeaseWrite(() => this.extendLease(), { deadline: () => (this.outcome === undefined ? leaseDeadline(this.job) : 0) });
-    } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) {
-        await this.loseLease('heartbeat');
-        return;
-      }
-      // The lease is still good until it expires; the next heartbeat may get through.
-      this.logger.warn('heartbeat failed', { error });
-      this.deps.events.emit('worker:error', { error, operation: 'heartbeat', jobId: this.job.jobId });
+    const unspent = unspentAttemptReason(error, phase, deadline);
+    if (unspent !== undefined) {
+      // A database fault, not the handler's: the attempt is given back (its writes were rolled back) and re-runs.
+      this.logger.warn('transactional attempt ended by a database fault; releasing it without using up the attempt', { phase, reason: unspent, error });
+      this.deps.databaseFault?.();
+      await this.outcomes.release(unspent);
+      return;
     }
-    if (this.outcome === undefined) this.scheduleHeartbeat();
+    await this.outcomes.failure(transactionalFailure(error, this.job.timeoutSeconds, deadline), error);
   }
 
-  private contextWrites(): ContextWrites {
-    return {
-      save: (fields) => this.save(fields),
-      setStage: async (stage) => {
-        await this.fenced(() => setJobStage(this.deps.db, { ...this.job, stage }));
-      },
-      progress: async (processed, total) => {
-        const progress = await this.fenced(() => recordJobProgress(this.deps.db, { ...this.job, processed, ...(total === undefined ? {} : { total }) }));
-        return { processed: progress.processed, total: progress.total };
-      },
-    };
-  }
-
-  /** A handler's lease-fenced write: a refused fence means the lease is lost (the handler is aborted). */
-  private async fenced<T>(write: () => Promise<T>): Promise<T> {
-    try {
-      return await write();
-    } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) await this.loseLease('save');
-      throw error;
-    }
-  }
-
-  /** ctx.saveProgress / ctx.saveCheckpoint: a heartbeat carrying the field, fenced like every heartbeat. */
-  private async save(fields: SaveFields): Promise<void> {
-    try {
-      await this.extendLease(fields);
-    } catch (error) {
-      if (isRunledgerError(error, LEASE_OWNER_MISMATCH)) await this.loseLease('save');
-      throw error;
-    }
-  }
-
-  /** One heartbeat; on success the lease is known to last `leaseSeconds` from when it was sent. */
-  private async extendLease(fields?: SaveFields): Promise<void> {
-    const sentAt = Date.now();
-    await heartbeatJob(this.deps.db, { ...this.job, leaseSeconds: this.deps.leaseSeconds, ...(fields ? { save: fields } : {}) });
-    leaseGranted(this.job, sentAt, this.deps.leaseSeconds);
-  }
-
+  /** A heartbeat or a handler's fenced write was refused: the lease is lost, the handler aborted, nothing recorded. */
   private async loseLease(during: 'heartbeat' | 'save'): Promise<void> {
     if (!this.take('lease lost')) return;
     // One read first (this path is rare), so the handler's signal says why: canceled, or lost to another attempt.
-    const canceled = await this.lostToCancel();
+    const canceled = await this.outcomes.lostToCancel();
     this.controller.abort(
       canceled ? new JobAbortedError('canceled', 'The job was canceled.') : new JobAbortedError('lease lost', 'The job is no longer leased to this worker.'),
     );
-    await this.reportLeaseLost(during, canceled);
-    this.markRecorded();
-  }
-
-  private async reportLeaseLost(during: WorkerEvents['job:lease_lost']['during'], canceled?: boolean): Promise<void> {
-    const wasCanceled = canceled ?? (await this.lostToCancel());
-    this.deps.stats.leaseLost += 1;
-    if (wasCanceled) this.logger.info('the job was canceled while it ran; its handler was aborted, nothing recorded', { during });
-    else this.logger.warn('lease lost: another attempt owns the job; nothing recorded', { during });
-    this.deps.events.emit('job:lease_lost', { job: this.info, during, canceled: wasCanceled });
-  }
-
-  /**
-   * A fence refused: canceled (the row says CANCELED for this run), or taken by another attempt.
-   * Unknown (the read failed, or took over LOST_LEASE_READ_MS: the handler's abort waits on it) reads as the latter.
-   */
-  private async lostToCancel(): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), LOST_LEASE_READ_MS);
-    });
-    try {
-      return await Promise.race([leaseLostToCancel(this.deps.db, this.job).catch(() => false), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  private async recordSuccess(output: JsonValue | undefined): Promise<void> {
-    const completion = this.deps.batcher.complete(this.job, output);
-    this.markSuccessQueued();
-    const result = await completion;
-    if (result.outcome === 'succeeded') {
-      this.deps.stats.succeeded += 1;
-      this.logger.debug('job succeeded');
-      this.deps.events.emit('job:success', { job: this.info, output, durationMs: Date.now() - this.startedAt });
-    } else if (result.outcome === 'lease_owner_mismatch') {
-      await this.reportLeaseLost('complete');
-    } else {
-      this.logger.error('recording the success failed; the lease will expire and the job run again', { error: result.error });
-      this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
-    }
-    this.markRecorded();
-  }
-
-  /** A continuation goes through the completion batch like a success (its own statement there, continue.ts). */
-  private async recordContinuation(continuation: Continuation): Promise<void> {
-    const converted = continuationFields(continuation);
-    if (!converted.ok) {
-      await this.recordFailure(converted.failure, continuation);
-      return;
-    }
-    const completion = this.deps.batcher.continue({ lease: this.job, delayMs: continuation.delayMs, ...converted.fields });
-    this.markSuccessQueued();
-    const result = await completion;
-    if (result.outcome === 'continued') {
-      this.logger.debug('job continued', { runNumber: result.runNumber, nextRunAt: result.nextRunAt });
-      this.deps.events.emit('job:continued', {
-        job: this.info,
-        runNumber: result.runNumber,
-        nextRunAt: result.nextRunAt,
-        durationMs: Date.now() - this.startedAt,
-      });
-    } else if (result.outcome === 'not_enabled') {
-      await this.recordFailure(
-        {
-          code: JOB_WORKFLOW_CONTINUATION_NOT_ENABLED,
-          message: 'The handler returned a continuation, but its workflow step was not enqueued with allowContinuation.',
-          retryable: false,
-        },
-        continuation,
-      );
-      return;
-    } else if (result.outcome === 'lease_owner_mismatch') {
-      await this.reportLeaseLost('complete');
-    } else {
-      this.logger.error('recording the continuation failed; the lease will expire and the job run again', { error: result.error });
-      this.deps.events.emit('worker:error', { error: result.error, operation: 'complete', jobId: this.job.jobId });
-    }
-    this.markRecorded();
-  }
-
-  private async recordFailure(failure: FailureRecord, error: unknown): Promise<void> {
-    try {
-      const { code, message, stack, retryable, retryNotBefore } = failure;
-      const recorded = stack === undefined ? { code, message } : { code, message, stack };
-      const result = await retryLeaseWrite(
-        () => failJob(this.deps.db, { ...this.job, error: recorded, retryable, retryNotBefore, backoff: this.definition.backoff }),
-        {
-          deadline: () => leaseDeadline(this.job),
-        },
-      );
-      this.deps.stats.failed += 1;
-      const fields = { code: failure.code, message: failure.message, status: result.status, nextRunAt: result.nextRunAt };
-      if (result.status === 'DEAD_LETTERED') this.logger.error('job dead-lettered', fields);
-      else this.logger.warn('job failed; retry scheduled', fields);
-      this.deps.events.emit('job:failure', {
-        job: this.info,
-        code: failure.code,
-        message: failure.message,
-        error,
-        retryable: failure.retryable,
-        status: result.status,
-        nextRunAt: result.nextRunAt,
-        durationMs: Date.now() - this.startedAt,
-      });
-    } catch (failError) {
-      if (isRunledgerError(failError, LEASE_OWNER_MISMATCH)) {
-        await this.reportLeaseLost('fail');
-      } else {
-        this.logger.error('recording the failure failed; the lease will expire and the job run again', { error: failError });
-        this.deps.events.emit('worker:error', { error: failError, operation: 'fail', jobId: this.job.jobId });
-      }
-    }
-    this.markRecorded();
+    await this.outcomes.reportLeaseLost(during, canceled);
+    this.outcomes.done();
   }
 }
 

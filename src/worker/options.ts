@@ -64,7 +64,7 @@ export interface WorkerOptions {
   concurrency?: number;
   /**
    * Most jobs one claim leases, and most claimed jobs waiting in the
-   * worker's local buffer for a handler slot (see worker.ts), fixed. Not
+   * worker's local buffer for a handler slot (see docs/concepts/worker-loop.md), fixed. Not
    * given (the default): adaptive (claim-size.ts), starting at
    * 2 x `concurrency`, growing toward 250 while handlers drain the buffer
    * faster than claims fill it, shrinking toward `concurrency` when

@@ -40,10 +40,18 @@
  * A COMMIT whose answer was lost (the connection died while it was sent)
  * may have committed: the worker reads the job before it records a failure
  * (confirmCompletions), and the fenced failure write refuses in any case.
+ *
+ * A database fault does not use up the attempt (unspentAttemptReason): an
+ * attempt whose transaction could not open (the handler never ran), or whose
+ * transaction's connection was lost under the handler or at the commit, is
+ * released (`database.unavailable`, its attempt given back) and re-runs on
+ * clean data. Only the transaction's own connection counts: a handler's
+ * call to another service failing with a socket error is the handler's
+ * failure, told apart by one probe of the transaction.
  */
 import { readCommittedIsolation } from '../client/transaction.js';
 import type { Db, PrismaClientLike } from '../client/types.js';
-import { databaseErrorInfo } from '../errors/database-error.js';
+import { databaseErrorInfo, isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
 import { completeJob } from '../queue/complete.js';
@@ -141,6 +149,50 @@ export async function commitAttemptOutcome(tx: Db, job: ClaimedJob, output: unkn
   return { kind: 'succeeded', output: stored };
 }
 
+/** The handler threw while its transaction's connection was gone: the error is the database's, not the handler's. */
+export class TransactionLost extends Error {
+  constructor(readonly handlerError: unknown) {
+    super('the transactional attempt lost its connection', { cause: handlerError });
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * What to rethrow from the attempt's transaction when the handler threw
+ * `error`. A throw shaped like a connection fault is checked with one probe of
+ * `tx`: a probe that fails other than as an aborted transaction (25P02, the
+ * handler's own failed statement) means the transaction's connection is gone,
+ * and the throw is a TransactionLost; otherwise it is the handler's (a socket
+ * error from a payment API, say) and spends the attempt like any other.
+ */
+export async function handlerThrew(tx: { $queryRaw: PrismaClientLike['$queryRaw'] }, error: unknown, signal: AbortSignal): Promise<never> {
+  if (signal.aborted || !isConnectionFault(error)) throw error;
+  try {
+    await tx.$queryRaw`SELECT 1`;
+  } catch (probeError) {
+    if (databaseErrorInfo(probeError).sqlState !== '25P02') throw new TransactionLost(error);
+  }
+  throw error;
+}
+
+/** How far a transactional attempt got before its transaction ended without COMMIT. */
+export type AttemptPhase = 'opening' | 'handler' | 'commit';
+
+/**
+ * The reason a rolled-back attempt is released with its attempt not used up,
+ * or undefined when it is recorded as a failure (transactionalFailure): the
+ * transaction could not open (the handler never ran: the database error's
+ * code, `database.unavailable` for a connection fault), or its connection was
+ * lost under the handler (TransactionLost) or at the commit, before the
+ * job's deadline (after it, the attempt timed out, whichever bound noticed).
+ */
+export function unspentAttemptReason(error: unknown, phase: AttemptPhase, deadline: number): string | undefined {
+  if (phase === 'opening') return isConnectionFault(error) ? 'database.unavailable' : normalizeDatabaseError(error, 'open a transactional attempt').code;
+  if (timedOut(error, deadline)) return undefined;
+  if (error instanceof TransactionLost || (phase === 'commit' && isConnectionFault(error))) return 'database.unavailable';
+  return undefined;
+}
+
 /** Resolves or rejects with `work`, or rejects with the signal's reason as soon as it aborts (the transaction then rolls back). */
 export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
@@ -169,16 +221,19 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<
  * classified like a direct handler's throw.
  */
 export function transactionalFailure(error: unknown, timeoutSeconds: number, deadline: number): FailureRecord {
-  const expired = isExpiredTransaction(error);
-  if (expired || databaseErrorInfo(error).sqlState === '57014' || Date.now() >= deadline) {
-    const why = expired ? 'its transaction expired' : 'its transaction was canceled at the deadline';
+  if (timedOut(error, deadline)) {
+    const why = isExpiredTransaction(error) ? 'its transaction expired' : 'its transaction was canceled at the deadline';
     return {
       code: JOB_TIMEOUT,
       message: `The job did not finish within its timeout of ${timeoutSeconds} s: ${why}; its writes were rolled back.`,
       retryable: true,
     };
   }
-  return describeFailure(error);
+  return describeFailure(error instanceof TransactionLost ? error.handlerError : error);
+}
+
+function timedOut(error: unknown, deadline: number): boolean {
+  return isExpiredTransaction(error) || databaseErrorInfo(error).sqlState === '57014' || Date.now() >= deadline;
 }
 
 function isExpiredTransaction(error: unknown): boolean {

@@ -1,118 +1,7 @@
 /**
- * The worker: claims jobs of its registered types, runs their handlers with
- * at most `concurrency` in flight, and records each outcome under its lease.
- *
- * This file is the facade: the lifecycle below, handler and lease slots, and
- * the executions (job-execution.ts). Its parts: the claim loop (claim-loop.ts),
- * the local job buffer (job-buffer.ts), and the maintenance loops, started
- * from one list (maintenance.ts: reaper, intent promoter, scheduler, retention,
- * registry).
- *
- * Lifecycle (`worker.state`):
- *
- *   created --start()--> starting --listener tried, reaper up--> running
- *   running --stop()--> stopping --drained or deadline, leases released,
- *                                  completions flushed, connections closed--> stopped
- *   starting --stop()--> stopping          (start() resolves without starting the loop)
- *   created --stop()--> stopped            (nothing was opened; start() now refuses)
- *
- * The claim loop, while running (one async loop; all of its state is touched
- * only on the event loop thread, so the flag checks below and the wait that
- * follows them cannot interleave with a wake-up):
- *
- *   IDLE --wantClaim && limit > 0 && buffer at most half the prefetch && < 2 claims in flight
- *        && not backing off--> CLAIMING       (wantClaim starts set: the first claim is at once)
- *   A claim is sent without awaiting it (at most MAX_CLAIMS_IN_FLIGHT = 2 at
- *   once, so the next batch is on its way while one is being claimed); the
- *   jobs a claim in flight may bring count as buffered when the next sizes itself.
- *   CLAIMING --got n == limit--> wantClaim set: claim again while slots and buffer have room
- *   CLAIMING --got n <  limit--> wantClaim cleared (the queue has nothing more for us now)
- *   CLAIMING --error--> BACKOFF (exponential, capped; no claim until it passes) --> CLAIMING
- *   Either way the claimed jobs go into the buffer and `pump` starts them.
- *   IDLE waits for one of:
- *     NOTIFY for a registered type    -> wantClaim
- *     the poll timer (pollIntervalMs) -> wantClaim
- *     reaper returned jobs to PENDING -> wantClaim
- *     a workflow or resource job's outcome recorded -> wantClaim (its
- *                                       commit may have released dependents,
- *                                       or freed its resource key, which a
- *                                       claim overlapping it could not see)
- *     a slot freed                    -> claims only if wantClaim is still set
- *                                       (a wake-up that came while all slots were busy)
- *   After a wake-up other than the timer, while any job is in flight, the loop
- *   yields one macrotask, so the jobs of one completion batch all free their
- *   slots before the next claim sizes itself (one claim of N, not N claims of
- *   one). With no job in flight no slot can free meanwhile, so it does not
- *   yield: a NOTIFY on an idle worker sends the claim in the same turn.
- *     stop()                          -> leaves the loop (after the claims in flight return)
- *   limit = min(S, free handler slots + prefetch - buffered, free lease slots),
- *   S and prefetch from the claim sizer (claim-size.ts): S = prefetch =
- *   `batchSize` when the user gives it; otherwise S adapts (it grows while
- *   handlers empty the buffer before a full claim lands, shrinks while the
- *   buffer holds more than a round trip needs) and the prefetch is S capped
- *   by what the lease covers at the measured handler times (0 until one
- *   handler has finished). Every claim's send and return, and every slot
- *   that frees, is reported to the sizer; a change is a `worker:claim_size`
- *   event and `worker.claimSize`.
- *   - the local buffer (like graphile-worker's `localQueue`): claimed jobs
- *     go into a FIFO buffer and start as handler slots free (`pump`), so a
- *     slot that frees takes the next job at once instead of waiting for a
- *     claim round trip. The buffer holds at most `prefetch` jobs beyond the
- *     free slots; the loop refills it only once it is at most half full, so
- *     claims stay large.
- *   - handler slots (`concurrency`): a job holds one from `start()` (it
- *     leaves the buffer) until its handler has settled and its outcome is
- *     recorded or its success queued on the completion batcher
- *     (job-execution.ts `slotFree`). So at most `concurrency` handlers run at
- *     once, however many jobs are buffered, and the next claim overlaps the
- *     commit of the previous batch's successes instead of waiting for it.
- *   - lease slots (`2 x concurrency + S + 2 x completionBatchSize`:
- *     two completion batches may commit at once): a job holds one from
- *     claim until its outcome is recorded and its handler has settled (or,
- *     for a buffered job, until its release is recorded); this bounds the
- *     leases the worker holds (buffered jobs, running jobs and successes
- *     waiting for their commit) and is what `stats().inFlight` counts.
- *
- * Buffered jobs and their leases. A buffered job's lease runs from its
- * claim, and nothing heartbeats it until it starts. The adaptive prefetch
- * plans for every buffered job to start within half of the wait allowed
- * below; the release is the backstop for handlers slower than measured (and
- * the only guard with a fixed `batchSize`). Choice: a job may wait
- * in the buffer at most `heartbeatIntervalMs` (leaseSeconds x
- * heartbeatFraction, default 1/3 of the lease) since its claim was sent;
- * one older than that is released unrun (`releaseJob`, reason
- * `job.buffer_expired`, counted in `released`, PENDING again at once with
- * its attempt not used up) instead of started, by `pump` or by a timer set
- * for the oldest buffered job, whichever comes first, and the worker then
- * claims only for free handler slots (no prefetch) for one such interval, so
- * long handlers do not make it claim and release the same jobs over and
- * over. A started job's first heartbeat is due `heartbeatIntervalMs` after
- * its claim (not after its start), so a buffered job's lease is renewed on
- * the same schedule as a job started at once. The timeout clock
- * (`timeoutSeconds`) and `durationMs` start when the handler starts. The
- * claim writes the RUNNING event and `started_at` (`markRunning`), so for a
- * buffered job they precede the handler's start by its wait in the buffer
- * (milliseconds when slots keep up; at most `heartbeatIntervalMs`).
- *
- * Why polling stays the correctness path and LISTEN is only an accelerator:
- * a NOTIFY reaches only sessions listening when the enqueue commits (one sent
- * while the LISTEN connection is down or reconnecting is lost); nothing is
- * sent when a delayed job (`runAt`, a retry's backoff) becomes due, nor when
- * the reaper returns a job to PENDING in another process, nor for rows
- * written by other means. Every wait is therefore bounded by
- * `pollIntervalMs`, and the claim statement, not the notification, decides
- * what runs. A lost notification costs at most one poll interval of latency.
- *
- * Shutdown (`stop({ drainMs })`): claiming stops at once; buffered jobs are
- * released at once (`job.worker_shutdown`, counted in `released`; so are the
- * jobs of a claim that returns after stop() was called), before running handlers are
- * drained; running handlers
- * get `drainMs` to finish; then every job whose outcome is still open has its
- * signal aborted ('shutdown') and its lease released as a retryable failure
- * (`job.worker_shutdown`) rather than left to expire; pending successes are
- * flushed; the LISTEN client and an owned Prisma client are closed. A lease is
- * left behind only when the database refused every attempt to release it; the
- * reaper of another worker then returns the job after the lease expires.
+ * The worker facade: lifecycle, handler and lease slots, and executions. Its
+ * states, claim loop, buffer, slots and shutdown are described in
+ * docs/concepts/worker-loop.md (the site's "Inside the worker").
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
@@ -136,6 +25,7 @@ import { ClaimSizer } from './claim-size.js';
 import { ClaimLoop } from './claim-loop.js';
 import { JobBuffer } from './job-buffer.js';
 import { maintenanceLoops, stopMaintenanceLoops, type MaintenanceLoop } from './maintenance.js';
+import { checkWorkerDatabase } from './start-check.js';
 
 export type WorkerState = 'created' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -149,9 +39,14 @@ export const DEFAULT_DRAIN_MS = 10_000;
 export interface Worker {
   readonly workerId: string;
   readonly state: WorkerState;
-  /** Connects the listener, starts the reaper and the claim loop; resolves when the worker is running. Idempotent. */
+  /**
+   * Checks the database once (see start-check.ts), connects the listener, starts the reaper and the claim
+   * loop; resolves when the worker is running. Rejects at once, having opened nothing, when the worker could
+   * never work: `client.pool_ended`, `database.unavailable`, `database.read_only`, `migrate.required`,
+   * `worker.transaction_database_mismatch`. Idempotent.
+   */
   start(): Promise<void>;
-  /** Graceful shutdown (see the module comment). Idempotent: every call returns the same promise. */
+  /** Graceful shutdown (docs/concepts/worker-loop.md, "Shutdown"). Idempotent: every call returns the same promise. */
   stop(options?: StopOptions): Promise<void>;
   stats(): WorkerStats;
   /**
@@ -318,6 +213,17 @@ class RunledgerWorker implements Worker {
     }
     this.currentState = 'starting';
     const { logger, listenConnectionString, listen, pollIntervalMs } = this.options;
+    try {
+      // Before anything is opened: a database the worker could never work on is refused with the reason.
+      await checkWorkerDatabase(this.db, this.options.registry.values());
+    } catch (error) {
+      if (!this.stopController.signal.aborted) {
+        this.currentState = 'stopped';
+        await this.closeConnections();
+      }
+      throw error;
+    }
+    if (this.stopController.signal.aborted) return; // stop() was called while the check ran
     if (this.options.telemetry) {
       const api = await loadOpenTelemetry();
       if (api) this.telemetry = new WorkerTelemetry(api, this.options.telemetry, this.events);
@@ -397,6 +303,7 @@ class RunledgerWorker implements Worker {
         batcher: this.batcher,
         telemetry: this.telemetry,
         stats: this.counters,
+        databaseFault: () => this.claims.databaseFault(),
       },
       claimedAt,
     );
@@ -432,13 +339,15 @@ class RunledgerWorker implements Worker {
       this.events.emit('worker:stopped', { workerId: this.workerId, stats: this.stats() });
       return;
     }
+    if (this.currentState === 'stopped') return; // start() refused the database and closed what it had opened
     // Claiming stops now, synchronously; a start() in progress sees it and starts no loop.
     this.currentState = 'stopping';
     this.stopController.abort();
     // Buffered jobs go back at once (pump releases everything once stopped), before running handlers are drained.
     this.buffer.pump();
     this.wakeup.signal();
-    await this.startPromise;
+    // A start() that failed has reported why to its caller; stopping goes on.
+    await this.startPromise?.catch(() => undefined);
     logger.info('worker stopping', { workerId: this.workerId, inFlight: this.active.size, drainMs });
     await this.loop;
     await stopMaintenanceLoops(this.loops, 'claims-stopped');
