@@ -56,6 +56,13 @@ export const ERROR_CODES = [
   // Jobs.
   'job.invalid_input',
   'job.not_found',
+  // A job handle's getResult (src/queue/job-handle.ts).
+  'job.handle_requires_root_client',
+  'job.result_dead_lettered',
+  'job.result_canceled',
+  'job.result_type_mismatch',
+  'job.result_wait_timeout',
+  'job.result_wait_aborted',
   'job.not_cancelable',
   'job.lease_owner_mismatch',
   // continueJob on a workflow job whose step did not opt in (allowContinuation); the job stays LEASED.
