@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'cli.conflicting_option',
   'cli.conflicting_options',
   'cli.missing_database_url',
+  // `worker --handlers x.ts` where Node cannot load TypeScript and tsx is not installed.
+  'cli.typescript_handlers',
   'cli.requeue_status',
   'cli.scope_not_supported',
   'cli.blank_organization',
