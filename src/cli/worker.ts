@@ -1,4 +1,5 @@
 /** `runledger worker --handlers <module>`: runs a worker for the job definitions a module exports. */
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -43,7 +44,7 @@ async function importModule(file: string): Promise<Record<string, unknown>> {
   } catch (error) {
     if ((error as { code?: unknown }).code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !/\.[cm]?tsx?$/.test(file)) throw error;
   }
-  const tsx = resolveFromProject('tsx/esm/api');
+  const tsx = tsxApiInProject();
   if (tsx === undefined) {
     throw new UsageError(
       `Cannot load ${path.basename(file)}: Node does not run TypeScript by itself. Install tsx in your project (npm install --save-dev tsx), run with NODE_OPTIONS='--import tsx', or point --handlers at compiled JavaScript.`,
@@ -54,10 +55,20 @@ async function importModule(file: string): Promise<Record<string, unknown>> {
   return tsImport(pathToFileURL(file).href, pathToFileURL(path.join(process.cwd(), 'noop.js')).href);
 }
 
-/** `specifier` as the project in the working directory resolves it, or undefined when it is not installed there. */
-function resolveFromProject(specifier: string): string | undefined {
+/**
+ * The ES module entry of `tsx/esm/api` as the project in the working directory
+ * has it, or undefined when tsx is not installed there. Read from tsx's exports
+ * map: require.resolve would give its CommonJS entry, whose loader registration
+ * fails when imported from an ES module.
+ */
+function tsxApiInProject(): string | undefined {
   try {
-    return createRequire(path.join(process.cwd(), 'noop.js')).resolve(specifier);
+    const manifest = createRequire(path.join(process.cwd(), 'noop.js')).resolve('tsx/package.json');
+    const entry = (JSON.parse(readFileSync(manifest, 'utf8')) as { exports?: Record<string, { import?: string | { default?: string } }> }).exports?.[
+      './esm/api'
+    ]?.import;
+    const relative = typeof entry === 'string' ? entry : entry?.default;
+    return relative === undefined ? undefined : path.join(path.dirname(manifest), relative);
   } catch {
     return undefined;
   }
