@@ -15,6 +15,7 @@ import { isJobDefinition, type AnyJobDefinition, type JobOutput } from '../job/d
 import type { Job } from '../model/job-rows.js';
 import { parseInput } from '../validation/parse.js';
 import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.js';
+import { abortSignalSchema } from '../validation/abort-signal.js';
 import { JOB_INVALID_INPUT, jobRefSchema, type JobRef } from './inputs.js';
 import { getJob } from './reads.js';
 
@@ -25,12 +26,7 @@ const DEFAULT_MAX_POLL_MS = 500;
 const handleOptionsSchema = z.strictObject({ pollIntervalMs: timerMs.min(1, 'must be at least 1').optional() });
 const getResultOptionsSchema = z.strictObject({
   timeoutMs: timerMs.optional(),
-  // Duck-typed: a signal from another realm or a polyfill is still a signal.
-  signal: z
-    .custom<AbortSignal>((v) => typeof (v as AbortSignal | null)?.addEventListener === 'function' && typeof (v as AbortSignal).aborted === 'boolean', {
-      error: 'must be an AbortSignal',
-    })
-    .optional(),
+  signal: abortSignalSchema.optional(),
 });
 
 export interface JobHandleOptions {

@@ -16,6 +16,7 @@ import { scopeSchema, type Scope } from '../db/scope.js';
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { MAX_TIMER_MS, timerMs, type JsonValue } from '../validation/primitives.js';
+import { abortSignalSchema } from '../validation/abort-signal.js';
 import type { TypedWorkflowRunInput } from './builder.js';
 import type { WorkflowRunInput } from './run-definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';
@@ -41,12 +42,7 @@ const handleOptionsSchema = z.object({
 });
 const getResultOptionsSchema = z.object({
   timeoutMs: timerMs.optional(),
-  // Duck-typed: a signal from another realm or a polyfill is still a signal.
-  signal: z
-    .custom<AbortSignal>((v) => typeof (v as AbortSignal | null)?.addEventListener === 'function' && typeof (v as AbortSignal).aborted === 'boolean', {
-      error: 'must be an AbortSignal',
-    })
-    .optional(),
+  signal: abortSignalSchema.optional(),
 });
 const INVALID = 'workflow.invalid_input';
 
