@@ -38,10 +38,14 @@ export function timeline(steps: readonly WorkflowStep[], runCreatedAt: Date, wid
     const ran = column(step.startedAt ?? step.releasedAt ?? runCreatedAt);
     const to = Math.max(column(step.finishedAt ?? new Date(end)), ran + 1);
     const bar = ' '.repeat(from) + '░'.repeat(Math.max(0, ran - from)) + '█'.repeat(Math.max(1, to - ran));
-    const seconds = step.finishedAt ? `${((step.finishedAt.getTime() - start) / 1000).toFixed(2)}s` : '';
-    return `  ${step.stepKey.padEnd(16)} |${bar.padEnd(width + 1)}| ${MARK[step.status]} ${seconds}`;
+    // Two numbers, named: how long the step ran, and when it finished counted from the run's start.
+    const ranFor = step.finishedAt && step.startedAt ? `ran ${seconds(step.finishedAt.getTime() - step.startedAt.getTime())}, ` : '';
+    const finished = step.finishedAt ? `finished at +${seconds(step.finishedAt.getTime() - start)}` : '';
+    return `  ${step.stepKey.padEnd(16)} |${bar.padEnd(width + 1)}| ${MARK[step.status]} ${ranFor}${finished}`;
   });
 }
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)}s`;
 
 /**
  * A `runledger` CLI command as it runs where the demo runs: in a clone of this

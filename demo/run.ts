@@ -24,6 +24,7 @@ import {
   enqueueJob,
   enqueueOrGetActiveWorkflowRun,
   getJob,
+  jobHandle,
   noOrganizationScope,
   listWorkflowSteps,
   migrate,
@@ -135,14 +136,15 @@ async function main(): Promise<void> {
       `\nRun ${finished.status} in ${((finished.finishedAt!.getTime() - finished.createdAt.getTime()) / 1000).toFixed(2)}s. Result (the publish step's output):`,
     );
     say(`  ${JSON.stringify(result)}`);
-    say('\nTimeline (░ waiting in the queue, █ running):');
+    say("\nTimeline from the run's start (░ waiting in the queue, █ running):");
     for (const line of timeline(steps, finished.createdAt)) say(line);
 
     // A direct job, then an idempotent replay of it (e.g. after a mail outage).
     say('\nA direct job, replayed idempotently:');
     const notify = await enqueueJob(prisma, { jobType: 'report.notify_subscribers', payload: { url: result.url, audience: 1250 } });
-    const notified = await waitForJob(prisma, notify.jobId, 'SUCCEEDED');
-    say(`  ${elapsed(t0)}  notify job ${notify.jobId} ${notified.status}, output ${JSON.stringify(notified.output)}`);
+    // A job handle waits for one job's outcome (polling; a failure or cancellation is a coded error).
+    const notified = await jobHandle(prisma, { jobId: notify.jobId, scope: noOrganizationScope() }).getResult({ timeoutMs: 15_000 });
+    say(`  ${elapsed(t0)}  notify job ${notify.jobId} SUCCEEDED, output ${JSON.stringify(notified)}`);
     const replayRequest = {
       scope: noOrganizationScope(),
       sourceJobId: notify.jobId,
@@ -156,9 +158,9 @@ async function main(): Promise<void> {
     say(
       `  ${elapsed(t0)}  replay → job ${first.replay.jobId} (${first.replay.disposition}); same request again → ${again.replay.jobId} (${again.replay.disposition})`,
     );
-    const replayed = await waitForJob(prisma, first.replay.jobId, 'SUCCEEDED');
+    await jobHandle(prisma, { jobId: first.replay.jobId, scope: noOrganizationScope() }).getResult({ timeoutMs: 15_000 });
     const source = await getJob(prisma, { scope: noOrganizationScope(), jobId: notify.jobId });
-    say(`  ${elapsed(t0)}  replay ${replayed.status}; the source is untouched (${source.status}, run ${source.runNumber})`);
+    say(`  ${elapsed(t0)}  replay SUCCEEDED; the source is untouched (${source.status}, run ${source.runNumber})`);
     if (server.kind === 'url') {
       say(`\nInspect it with the CLI (DATABASE_URL is already set): ${shellLine(cliCommand('runs', 'show', run.workflowRunId))}`);
       say('  (in an app that installed the package, the same command is `npx runledger runs show <runId>`)');
@@ -188,16 +190,6 @@ async function serveDashboard(prisma: ReturnType<typeof createPrismaClient>, url
   await dashboard.close();
   httpServer.closeAllConnections();
   await new Promise<void>((resolve) => httpServer.close(() => resolve()));
-}
-
-async function waitForJob(prisma: ReturnType<typeof createPrismaClient>, jobId: string, status: string) {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const job = await getJob(prisma, { scope: noOrganizationScope(), jobId });
-    if (job.status === status) return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} is ${job.status}, expected ${status}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 main().then(

@@ -54,6 +54,7 @@ export type { SetJobStageInput, RecordJobProgressInput, ContinueJobInput } from 
 export { cancelJob } from './queue/cancel.js';
 export { reapExpiredLeases, type ReapResult } from './queue/reap.js';
 export { getJob, findJob, listJobs, listJobEvents } from './queue/reads.js';
+export { jobHandle, type JobHandle, type JobHandleOptions, type GetJobResultOptions } from './queue/job-handle.js';
 export {
   syncJobDefinitions,
   listJobDefinitions,

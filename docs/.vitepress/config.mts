@@ -1,6 +1,22 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type DefaultTheme } from 'vitepress';
+import { sections } from './sidebar.mts';
+
+/**
+ * The repository, from the root package.json's `repository` (a string or
+ * `{ url }`): the nav links to it when there is one. There is none yet, so the
+ * repository paths these pages cite (`src/queue/claim.ts`, `examples/...`) are
+ * plain text, relative to the repository's root (docs/index.md says so).
+ */
+function repositoryUrl(): string | undefined {
+  const manifest = JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as {
+    repository?: string | { url?: string };
+  };
+  const url = typeof manifest.repository === 'string' ? manifest.repository : manifest.repository?.url;
+  return url?.replace(/^git\+/, '').replace(/\.git$/, '');
+}
+const repository = repositoryUrl();
 
 /**
  * The API reference's sidebar, written by TypeDoc (`npm run reference`, which
@@ -29,59 +45,12 @@ export default defineConfig({
       { text: 'Concepts', link: '/concepts/guarantees' },
       { text: 'Operate', link: '/operate/cli' },
       { text: 'Reference', link: '/reference/' },
+      ...(repository ? [{ text: 'Source', link: repository }] : []),
     ],
     search: { provider: 'local' },
     outline: [2, 3],
     sidebar: {
-      '/guide/': [
-        {
-          text: 'Guide',
-          items: [
-            { text: 'Install', link: '/guide/install' },
-            { text: 'Quick start', link: '/guide/quick-start' },
-            { text: 'Jobs', link: '/guide/jobs' },
-            { text: 'Transactions and transactional handlers', link: '/guide/transactions' },
-            { text: 'The job definitions catalog', link: '/guide/job-catalog' },
-            { text: 'Enqueue intents', link: '/guide/enqueue-intents' },
-            { text: 'Long jobs', link: '/guide/long-jobs' },
-            { text: 'Workflows', link: '/guide/workflows' },
-            { text: 'Cron schedules', link: '/guide/schedules' },
-            { text: 'Replay and recovery', link: '/guide/replay-recovery' },
-            { text: 'Typed API and conventions', link: '/guide/typed-api' },
-            { text: 'Testing your application', link: '/guide/testing' },
-          ],
-        },
-      ],
-      '/concepts/': [
-        {
-          text: 'Concepts',
-          items: [
-            { text: 'Guarantees', link: '/concepts/guarantees' },
-            { text: 'The ledger', link: '/concepts/ledger' },
-            { text: 'The lock protocol', link: '/concepts/lock-protocol' },
-            { text: 'Inside the worker', link: '/concepts/worker-loop' },
-            { text: 'Failures and hostile input', link: '/concepts/failures' },
-            { text: 'Deliberate differences from the original', link: '/concepts/differences' },
-          ],
-        },
-      ],
-      '/operate/': [
-        {
-          text: 'Operate',
-          items: [
-            { text: 'Operator CLI', link: '/operate/cli' },
-            { text: 'Web dashboard', link: '/operate/dashboard' },
-            { text: 'Queue metrics', link: '/operate/metrics' },
-            { text: 'OpenTelemetry', link: '/operate/telemetry' },
-            { text: 'Retention', link: '/operate/retention' },
-            { text: 'Checking integrity (doctor)', link: '/operate/integrity' },
-            { text: 'Chaos run', link: '/operate/chaos' },
-            { text: 'Behind PgBouncer', link: '/operate/pooling' },
-            { text: 'Performance and tuning', link: '/operate/performance' },
-            { text: 'Scaling past one primary', link: '/operate/scaling' },
-          ],
-        },
-      ],
+      ...Object.fromEntries(sections.map((section) => [section.base, [{ text: section.text, items: section.items }]])),
       '/reference/': [{ text: 'Reference', items: [{ text: 'Overview', link: '/reference/' }, ...referenceSidebar()] }],
     },
   },

@@ -50,9 +50,16 @@ export function registerJobCommands(program: Command, context: CliContext): void
       const job = await getJob(db, ref);
       const events = await allItems((paging) => listJobEvents(db, { ...ref, ...paging }));
       const attempts = await allItems((paging) => listJobAttempts(db, { ...ref, ...paging }));
-      const human = [
+      const header = [
         `Job ${job.id}  ${job.jobType}  ${job.state}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}${job.stage ? `  stage ${job.stage}` : ''}${formatProgress(job.progress)}`,
+        `  organization: ${job.organizationId ?? '(none)'}  next run: ${job.nextRunAt.toISOString()}`,
         job.lastErrorCode ? `  last error: ${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '',
+        jsonLine('payload', job.payload),
+        job.checkpoint === null ? '' : jsonLine('checkpoint', job.checkpoint),
+        job.output === null ? '' : jsonLine('output', job.output),
+      ].filter((line) => line !== '');
+      const human = [
+        ...header,
         '',
         table([['AT', 'EVENT', 'RUN', 'ATTEMPT'], ...events.map((e) => [e.createdAt.toISOString(), e.eventType, String(e.runNumber), String(e.attempt)])]),
         '',
@@ -71,9 +78,7 @@ export function registerJobCommands(program: Command, context: CliContext): void
                 a.nextRunAt ? `${a.nextRunAt.toISOString()}${a.retryDelaySource ? ` (${a.retryDelaySource})` : ''}` : '-',
               ]),
             ]),
-      ]
-        .filter((line, index) => line !== '' || index === 2 || index === 4)
-        .join('\n');
+      ].join('\n');
       context.print(human, { job, events, attempts });
     });
   jobs
@@ -135,4 +140,14 @@ export function registerJobCommands(program: Command, context: CliContext): void
       if (result.kind !== 'requeued') process.exitCode = result.kind === 'not_found' ? 3 : 4;
     });
   registerDeadLetterCommands(jobs, context);
+}
+
+/** Longer values are cut here in the text output; --json prints them whole. */
+const JSON_LINE_MAX = 2_000;
+
+/** `  payload: {...}` on one line, cut at JSON_LINE_MAX characters. */
+function jsonLine(label: string, value: unknown): string {
+  const text = JSON.stringify(value);
+  const cut = text.length > JSON_LINE_MAX ? `${text.slice(0, JSON_LINE_MAX)}… (${text.length - JSON_LINE_MAX} more characters: --json shows all)` : text;
+  return `  ${label}: ${cut}`;
 }

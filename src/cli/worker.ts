@@ -1,10 +1,13 @@
 /** `runledger worker --handlers <module>`: runs a worker for the job definitions a module exports. */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { isJobDefinition } from '../job/define-job.js';
 import type { AnyJobDefinition } from '../job/contract.js';
 import type { LogFields, WorkerLogger } from '../job/logger.js';
+import { findNextDueAt } from '../queue/due-later.js';
 import { createWorker, type Worker } from '../worker/worker.js';
 import type { WorkerStats } from '../worker/events.js';
 import { UsageError, type CliContext } from './context.js';
@@ -15,15 +18,61 @@ import { reapAllExpiredLeases } from './reap.js';
 export async function loadHandlers(modulePath: string): Promise<AnyJobDefinition[]> {
   let loaded: Record<string, unknown>;
   try {
-    loaded = (await import(pathToFileURL(path.resolve(modulePath)).href)) as Record<string, unknown>;
+    loaded = await importModule(path.resolve(modulePath));
   } catch (error) {
-    throw new UsageError(`Cannot load handlers module ${modulePath}: ${(error as Error).message}`);
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`Cannot load handlers module ${modulePath}: ${(error as Error).message}`, { field: '--handlers' });
   }
   const candidate = loaded.handlers ?? loaded.default;
   if (!Array.isArray(candidate) || candidate.length === 0 || !candidate.every(isJobDefinition)) {
-    throw new UsageError(`${modulePath} must export \`handlers\` (or a default export): a non-empty array of defineJob(...) definitions.`);
+    throw new UsageError(`${modulePath} must export \`handlers\` (or a default export): a non-empty array of defineJob(...) definitions.`, {
+      field: '--handlers',
+    });
   }
   return candidate;
+}
+
+/**
+ * Imports the module as Node can; a TypeScript file Node cannot load
+ * (Node 20 and 22 before type stripping: ERR_UNKNOWN_FILE_EXTENSION) goes
+ * through tsx's `tsImport` when the project has tsx installed, else a coded
+ * error says how to run it. Plain import first, so a process already under a
+ * loader (`--import tsx`, vitest) loads the module once, in its own graph.
+ */
+async function importModule(file: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !/\.[cm]?tsx?$/.test(file)) throw error;
+  }
+  const tsx = tsxApiInProject();
+  if (tsx === undefined) {
+    throw new UsageError(
+      `Cannot load ${path.basename(file)}: Node does not run TypeScript by itself. Install tsx in your project (npm install --save-dev tsx), run with NODE_OPTIONS='--import tsx', or point --handlers at compiled JavaScript.`,
+      { code: 'cli.typescript_handlers', field: '--handlers' },
+    );
+  }
+  const { tsImport } = (await import(pathToFileURL(tsx).href)) as { tsImport(specifier: string, parentURL: string): Promise<Record<string, unknown>> };
+  return tsImport(pathToFileURL(file).href, pathToFileURL(path.join(process.cwd(), 'noop.js')).href);
+}
+
+/**
+ * The ES module entry of `tsx/esm/api` as the project in the working directory
+ * has it, or undefined when tsx is not installed there. Read from tsx's exports
+ * map: require.resolve would give its CommonJS entry, whose loader registration
+ * fails when imported from an ES module.
+ */
+function tsxApiInProject(): string | undefined {
+  try {
+    const manifest = createRequire(path.join(process.cwd(), 'noop.js')).resolve('tsx/package.json');
+    const entry = (JSON.parse(readFileSync(manifest, 'utf8')) as { exports?: Record<string, { import?: string | { default?: string } }> }).exports?.[
+      './esm/api'
+    ]?.import;
+    const relative = typeof entry === 'string' ? entry : entry?.default;
+    return relative === undefined ? undefined : path.join(path.dirname(manifest), relative);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Worker logs go to stderr, one line each, so stdout stays the command's output (and valid JSON with --json). */
@@ -37,7 +86,7 @@ export function registerWorkerCommand(program: Command, context: CliContext): vo
     .description('run a worker for the job definitions exported by a module')
     .requiredOption(
       '--handlers <module>',
-      'module exporting `handlers`: an array of defineJob(...) definitions (compiled JS, or TS under a loader such as tsx)',
+      'module exporting `handlers`: an array of defineJob(...) definitions (JavaScript; TypeScript through tsx when the project has it installed)',
     )
     .option('--concurrency <n>', 'handlers running at once', integerOption({ min: 1 }), 10)
     .option('--lease-seconds <n>', 'lease length; heartbeats renew it', integerOption({ min: 1 }), 60)
@@ -49,11 +98,19 @@ export function registerWorkerCommand(program: Command, context: CliContext): vo
     )
     .option('--until-idle', 'reap expired leases, run until nothing runnable is left, then exit (cron-style runs, scripts)', false)
     .option(
+      '--wait-due <ms>',
+      'with --until-idle: also wait for jobs of these types falling due within this many ms of the start (retries waiting out their backoff, delayed jobs), and run them',
+      integerOption({ min: 0, max: 2_147_483_647 }),
+      0,
+    )
+    .option(
       '--listen-url <url>',
       "direct connection string for the worker's LISTEN (behind a transaction pooler, which cannot hold one: the database URL is used otherwise, unless it is marked pgbouncer=true, when the worker polls)",
       connectionUrlOption,
     )
     .action(async (options: WorkerCommandOptions) => {
+      if (options.waitDue > 0 && !options.untilIdle)
+        throw new UsageError('--wait-due applies to --until-idle.', { code: 'cli.conflicting_options', field: '--wait-due' });
       const handlers = await loadHandlers(options.handlers);
       const interruption = onInterrupt(options.drainMs);
       try {
@@ -73,6 +130,7 @@ interface WorkerCommandOptions {
   leaseSeconds: number;
   drainMs: number;
   untilIdle: boolean;
+  waitDue: number;
   listenUrl?: string;
 }
 
@@ -88,6 +146,8 @@ interface Interruption {
   readonly interrupted: boolean;
   /** The worker a signal stops. */
   current: Worker | undefined;
+  /** Resolves after `ms`, or at once on a signal. */
+  pause(ms: number): Promise<void>;
   dispose(): void;
 }
 
@@ -98,11 +158,23 @@ interface Interruption {
  */
 function onInterrupt(drainMs: number): Interruption {
   let interrupted = false;
+  const pauses = new Set<() => void>();
   const state: Interruption = {
     get interrupted() {
       return interrupted;
     },
     current: undefined,
+    pause(ms) {
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          pauses.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        pauses.add(done);
+      });
+    },
     dispose() {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
@@ -111,6 +183,7 @@ function onInterrupt(drainMs: number): Interruption {
   function onSignal() {
     interrupted = true;
     void state.current?.stop({ drainMs });
+    for (const done of [...pauses]) done();
   }
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
@@ -155,6 +228,8 @@ async function runWorker(
  * (or dependents released by a job it dead-lettered) may be ours, and a fresh
  * worker claims at once and reports idle again whether or not they were
  * (the worker reports idle once per idle period, after a claim that found jobs).
+ * With --wait-due, idle with nothing to reap is not done either while a job of
+ * these types falls due before the bound: it sleeps until then and goes round.
  */
 async function runUntilIdle(context: CliContext, handlers: AnyJobDefinition[], options: WorkerCommandOptions, interruption: Interruption): Promise<WorkerRun> {
   const stats: WorkerStats = { inFlight: 0, claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
@@ -168,12 +243,19 @@ async function runUntilIdle(context: CliContext, handlers: AnyJobDefinition[], o
     }
     return totals.retried.length + totals.deadLettered.length;
   };
+  const waitUntil = Date.now() + options.waitDue;
+  const jobTypes = handlers.map((handler) => handler.jobType);
   await reap();
   for (;;) {
     const run = await runWorker(context, handlers, options, interruption, true);
     for (const key of Object.keys(stats) as (keyof WorkerStats)[]) stats[key] += run.stats[key];
     if (interruption.interrupted) return { workerId: run.workerId, stats, reaped };
-    const found = await reap();
-    if (found === 0 || interruption.interrupted) return { workerId: run.workerId, stats, reaped };
+    if ((await reap()) > 0) continue;
+    const withinMs = waitUntil - Date.now();
+    const dueAt = withinMs > 0 ? await findNextDueAt(context.db(), { jobTypes, withinMs }) : null;
+    if (dueAt === null || interruption.interrupted) return { workerId: run.workerId, stats, reaped };
+    stderrLogger.info('waiting for a job due later', { dueAt: dueAt.toISOString() });
+    await interruption.pause(Math.max(0, dueAt.getTime() - Date.now()));
+    if (interruption.interrupted) return { workerId: run.workerId, stats, reaped };
   }
 }

@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'cli.conflicting_option',
   'cli.conflicting_options',
   'cli.missing_database_url',
+  // `worker --handlers x.ts` where Node cannot load TypeScript and tsx is not installed.
+  'cli.typescript_handlers',
   'cli.requeue_status',
   'cli.scope_not_supported',
   'cli.blank_organization',
@@ -61,6 +63,13 @@ export const ERROR_CODES = [
   // Jobs.
   'job.invalid_input',
   'job.not_found',
+  // A job handle's getResult (src/queue/job-handle.ts).
+  'job.handle_requires_root_client',
+  'job.result_dead_lettered',
+  'job.result_canceled',
+  'job.result_type_mismatch',
+  'job.result_wait_timeout',
+  'job.result_wait_aborted',
   'job.not_cancelable',
   'job.lease_owner_mismatch',
   // continueJob on a workflow job whose step did not opt in (allowContinuation); the job stays LEASED.

@@ -83,8 +83,15 @@ export type AnyJobDefinition = JobDefinition<any, any, any>;
 export type JobPayload<D extends AnyJobDefinition> = D extends JobDefinition<any, any, infer Input> ? Input : never;
 /** What the handler of `D` receives: the schema's output type. */
 export type JobParsedPayload<D extends AnyJobDefinition> = D extends JobDefinition<infer Payload, any, any> ? Payload : never;
-/** What `D`'s job stores as its output (null: the handler returned nothing). */
-export type JobOutput<D extends AnyJobDefinition> = D extends JobDefinition<any, infer Output, any> ? Jsonified<Exclude<Output, Continuation>> | null : never;
+/**
+ * What `D`'s job stores as its output: what the handler returns, as JSON reads
+ * it back. Null only where the handler may return nothing (`void`, `undefined`,
+ * `null`), so a handler that always returns an object gives an object type
+ * whose fields read without a null check.
+ */
+export type JobOutput<D extends AnyJobDefinition> = D extends JobDefinition<any, infer Output, any> ? StoredOutput<Exclude<Output, Continuation>> : never;
+/** Returning nothing is stored as SQL NULL (`Jsonified` drops `undefined`, so it is added back as `null`). */
+type StoredOutput<O> = Jsonified<O> | (undefined extends O ? null : never);
 
 /**
  * `ctx`, the second argument of every handler: who this attempt is, the

@@ -3,8 +3,12 @@
  * the real worker (same claim, payload validation, timeouts, outcomes), until
  * nothing runnable remains, then stops. A host application's test can thereby
  * drive a workflow to completion deterministically: released dependents are
- * picked up in the same call; retries scheduled in the future are not
- * runnable now and are left for a later call.
+ * picked up in the same call. Jobs due later (a retry waiting out its
+ * backoff, a delayed job) are left for a later call, unless
+ * `includeDelayed` says to run them now: then, each time the worker goes
+ * idle, the test's clock jumps to the next moment one falls due (their due
+ * time is moved up to now: src/queue/due-later.ts) and the worker runs again,
+ * so a test sees a job through its retries without sleeping.
  */
 import { z } from 'zod';
 import type { PrismaClientLike } from '../client/types.js';
@@ -13,10 +17,14 @@ import { parseInput } from '../validation/parse.js';
 import { timerMs } from '../validation/primitives.js';
 import type { AnyJobDefinition } from '../job/contract.js';
 import { silentLogger, type WorkerLogger } from '../job/logger.js';
+import { bringDueLaterForward } from '../queue/due-later.js';
 import { createWorker } from '../worker/worker.js';
 
 /** `timeoutMs` feeds a Node timer: NaN or more than 2^31-1 ms would fire it at once. The rest is checked by createWorker. */
-const runUntilIdleOptionsSchema = z.object({ timeoutMs: timerMs.optional() });
+const runUntilIdleOptionsSchema = z.object({
+  timeoutMs: timerMs.optional(),
+  includeDelayed: z.union([z.boolean(), z.strictObject({ withinMs: z.number().int('must be an integer').min(0, 'must be at least 0') })]).optional(),
+});
 
 export interface RunUntilIdleOptions {
   /** Handlers run one at a time by default, so the order is the claim order (priority, then due time). */
@@ -25,6 +33,12 @@ export interface RunUntilIdleOptions {
   timeoutMs?: number;
   workerId?: string;
   logger?: WorkerLogger;
+  /**
+   * Also run jobs due later (retries waiting out their backoff, delayed jobs),
+   * without waiting for them: `true`, however far off; `{ withinMs }`, those
+   * falling due within that much test-clock time from the call. Default false.
+   */
+  includeDelayed?: boolean | { withinMs: number };
 }
 
 export interface RunUntilIdleJob {
@@ -47,8 +61,35 @@ export async function runUntilIdle(
   handlers: readonly AnyJobDefinition[],
   options: RunUntilIdleOptions = {},
 ): Promise<RunUntilIdleResult> {
-  const { timeoutMs = 30_000 } = parseInput(runUntilIdleOptionsSchema, options, 'testing.invalid_options', 'options');
+  const { timeoutMs = 30_000, includeDelayed = false } = parseInput(runUntilIdleOptionsSchema, options, 'testing.invalid_options', 'options');
   const jobs: RunUntilIdleJob[] = [];
+  const deadline = Date.now() + timeoutMs;
+  const jobTypes = handlers.map((handler) => handler.jobType);
+  // How much further the test's clock may still jump: null, no bound.
+  let horizonMs = includeDelayed === false ? 0 : includeDelayed === true ? null : includeDelayed.withinMs;
+  for (;;) {
+    await runRound(db, handlers, options, jobs, deadline, timeoutMs);
+    if (horizonMs === 0) break;
+    const { moved, advancedMs } = await bringDueLaterForward(db, { jobTypes, withinMs: horizonMs });
+    if (moved === 0) break;
+    if (horizonMs !== null) horizonMs = Math.max(0, horizonMs - Math.ceil(advancedMs));
+  }
+  return {
+    jobs,
+    succeeded: jobs.filter((job) => job.outcome === 'succeeded').length,
+    failed: jobs.filter((job) => job.outcome === 'retry_scheduled' || job.outcome === 'dead_lettered').length,
+  };
+}
+
+/** One worker, from its start until it first reports idle; its attempts are appended to `jobs`. */
+async function runRound(
+  db: PrismaClientLike,
+  handlers: readonly AnyJobDefinition[],
+  options: RunUntilIdleOptions,
+  jobs: RunUntilIdleJob[],
+  deadline: number,
+  timeoutMs: number,
+): Promise<void> {
   const worker = createWorker({
     db,
     handlers,
@@ -73,7 +114,7 @@ export async function runUntilIdle(
   worker.on('job:lease_lost', ({ job }) => jobs.push({ jobId: job.jobId, jobType: job.jobType, attempt: job.attempt, outcome: 'lease_lost' }));
   const idle = new Promise<void>((resolve) => worker.once('worker:idle', () => resolve()));
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, deadline - Date.now()))));
   try {
     await worker.start();
     if ((await Promise.race([idle, timedOut])) === 'timeout') {
@@ -85,9 +126,4 @@ export async function runUntilIdle(
     clearTimeout(timer);
     await worker.stop({ drainMs: 0 });
   }
-  return {
-    jobs,
-    succeeded: jobs.filter((job) => job.outcome === 'succeeded').length,
-    failed: jobs.filter((job) => job.outcome === 'retry_scheduled' || job.outcome === 'dead_lettered').length,
-  };
 }

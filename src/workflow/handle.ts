@@ -17,6 +17,7 @@ import { ConflictError, NotFoundError, UnavailableError, ValidationError } from 
 import { parseInput } from '../validation/parse.js';
 import { MAX_TIMER_MS, timerMs } from '../validation/primitives.js';
 import type { JsonValue } from '../model/json.js';
+import { abortSignalSchema } from '../validation/abort-signal.js';
 import type { TypedWorkflowRunInput } from './builder.js';
 import type { WorkflowRunInput } from './run-definition.js';
 import { enqueueWorkflowRun, type EnqueueWorkflowRunResult } from './enqueue.js';
@@ -42,12 +43,7 @@ const handleOptionsSchema = z.object({
 });
 const getResultOptionsSchema = z.object({
   timeoutMs: timerMs.optional(),
-  // Duck-typed: a signal from another realm or a polyfill is still a signal.
-  signal: z
-    .custom<AbortSignal>((v) => typeof (v as AbortSignal | null)?.addEventListener === 'function' && typeof (v as AbortSignal).aborted === 'boolean', {
-      error: 'must be an AbortSignal',
-    })
-    .optional(),
+  signal: abortSignalSchema.optional(),
 });
 const INVALID = 'workflow.invalid_input';
 

@@ -73,8 +73,18 @@ export function payloadAndOutputTypes() {
   });
   expectTypeOf<JobPayload<typeof parsed>>().toEqualTypeOf<{ n: unknown; tag?: string | undefined }>();
   // The stored output is what JSON.stringify writes: the Date becomes a string, functions and undefined go.
-  expectTypeOf<JobOutput<typeof parsed>>().toEqualTypeOf<{ at: string; n: number; note?: string } | null>();
-  expectTypeOf<JobOutput<typeof capture>>().toEqualTypeOf<string | null>();
+  expectTypeOf<JobOutput<typeof parsed>>().toEqualTypeOf<{ at: string; n: number; note?: string }>();
+  expectTypeOf<JobOutput<typeof capture>>().toEqualTypeOf<string>();
+  // A field of a handler's output reads without a null check (it did not compile while JobOutput added `| null`).
+  const stored = { at: '', n: 1 } as JobOutput<typeof parsed>;
+  expectTypeOf(stored.at).toEqualTypeOf<string>();
+  // Null only where the handler may return nothing: that is stored as SQL NULL.
+  const nothing = defineJob('t.nothing', z.object({}), async () => undefined);
+  const maybe = defineJob('t.maybe', z.object({}), async (): Promise<{ id: string } | undefined> => undefined);
+  const voided = defineJob('t.void', z.object({}), async (): Promise<void> => {});
+  expectTypeOf<JobOutput<typeof nothing>>().toEqualTypeOf<null>();
+  expectTypeOf<JobOutput<typeof maybe>>().toEqualTypeOf<{ id: string } | null>();
+  expectTypeOf<JobOutput<typeof voided>>().toEqualTypeOf<null>();
 }
 
 export function jsonifiedRules() {
@@ -115,7 +125,7 @@ export function otherSchemaLibraries() {
   const fromValibot = defineJob('s.valibot', v.object({ id: v.string(), count: v.number() }), (p) => p.count);
   expectTypeOf<JobPayload<typeof fromZod3>>().toEqualTypeOf<{ id: string }>();
   expectTypeOf<JobPayload<typeof fromValibot>>().toEqualTypeOf<{ id: string; count: number }>();
-  expectTypeOf<JobOutput<typeof fromValibot>>().toEqualTypeOf<number | null>();
+  expectTypeOf<JobOutput<typeof fromValibot>>().toEqualTypeOf<number>();
   // @ts-expect-error valibot says count is a number
   void enqueueJob(prisma, fromValibot, { id: 'a', count: '1' });
   // @ts-expect-error not a schema
@@ -179,7 +189,7 @@ export function transactionalHandlers(host: HostPrismaClient) {
     },
     { transaction: host, timeoutSeconds: 30 },
   );
-  expectTypeOf<JobOutput<typeof markPaid>>().toEqualTypeOf<{ paid: string } | null>();
+  expectTypeOf<JobOutput<typeof markPaid>>().toEqualTypeOf<{ paid: string }>();
   expectTypeOf<JobPayload<typeof markPaid>>().toEqualTypeOf<{ orderId: string }>();
   // A direct handler's ctx has no transaction.
   defineJob('h.direct', z.object({}), async (_payload, ctx) => {

@@ -45,6 +45,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'cancelJob',
   'reapExpiredLeases',
   'getJob',
+  'jobHandle',
   'findJob',
   'listJobs',
   'listJobEvents',
@@ -155,7 +156,7 @@ describe('public API', () => {
 
   it('takes (db, input) for every operation on the database', () => {
     // The documented exceptions: enqueueJob/enqueueJobs/enqueueWorkflowRunHandle take per-call options after the
-    // request, workflowRunHandle(db, scope, id, options?) builds a handle (docs/guide/typed-api.md, "API conventions").
+    // request, workflowRunHandle(db, scope, id, options?) and jobHandle(db, definition?, ref, options?) build handles (docs/guide/typed-api.md, "API conventions").
     const operations = [
       'claimJobs',
       'markJobRunning',

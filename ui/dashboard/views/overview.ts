@@ -118,7 +118,7 @@ export function overviewView(_context: Context): View {
         h(
           'div',
           { class: 'cards' },
-          card('pending-total', pending, 'jobs pending'),
+          card('pending-total', pending, `${jobs(pending)} pending`),
           card('runnable-total', m.jobs.runnable, 'runnable now'),
           card('leased-total', m.jobs.leased, 'running (leased)'),
           card('oldest-runnable', m.oldestRunnableAgeMs === null ? 'none waiting' : millis(m.oldestRunnableAgeMs), 'oldest runnable job has waited'),
@@ -131,8 +131,16 @@ export function overviewView(_context: Context): View {
           card('succeeded-hour', m.jobs.finishedRecently.succeeded, 'succeeded'),
           card('dead-lettered-hour', m.jobs.finishedRecently.deadLettered, 'dead-lettered'),
           card('canceled-hour', m.jobs.finishedRecently.canceled, 'canceled'),
-          card('wait-p50-p95', `${millis(m.waitTimeMs.p50)} / ${millis(m.waitTimeMs.p95)}`, `wait p50 / p95 (${m.waitTimeMs.samples} jobs)`),
-          card('run-p50-p95', `${millis(m.runTimeMs.p50)} / ${millis(m.runTimeMs.p95)}`, `run time p50 / p95 (${m.runTimeMs.samples} jobs)`),
+          card(
+            'wait-p50-p95',
+            `${millis(m.waitTimeMs.p50)} / ${millis(m.waitTimeMs.p95)}`,
+            `wait p50 / p95 (${m.waitTimeMs.samples} ${jobs(m.waitTimeMs.samples)})`,
+          ),
+          card(
+            'run-p50-p95',
+            `${millis(m.runTimeMs.p50)} / ${millis(m.runTimeMs.p95)}`,
+            `run time p50 / p95 (${m.runTimeMs.samples} ${jobs(m.runTimeMs.samples)})`,
+          ),
         ),
         h(
           'div',
@@ -168,3 +176,6 @@ export function overviewView(_context: Context): View {
     },
   };
 }
+
+/** "1 job", not "1 jobs". */
+const jobs = (n: number) => (n === 1 ? 'job' : 'jobs');
