@@ -29,6 +29,9 @@ export const ERROR_CODES = [
   // The Prisma client handed in.
   'client.invalid',
   'client.invalid_options',
+  // A poolDb client (or the pg Pool under a Prisma adapter) whose pool was ended: it can never run again
+  // (category validation, field db).
+  'client.pool_ended',
   // The web dashboard (src/dashboard/): HTTP status by category, except forbidden, read_only, csrf_rejected (403),
   // method_not_allowed (405) and payload_too_large (413).
   'dashboard.invalid_options',
@@ -53,6 +56,8 @@ export const ERROR_CODES = [
   'database.not_found',
   // A transaction client used after it committed or rolled back (category validation, field db).
   'database.transaction_closed',
+  // 25006: a write on a read-only session (a replica URL, default_transaction_read_only; category unavailable).
+  'database.read_only',
   // Jobs.
   'job.invalid_input',
   'job.not_found',

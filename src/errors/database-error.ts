@@ -16,7 +16,12 @@
  * category `unavailable`, exit code 5 in the CLI), `migrate.required`
  * (runledger's own tables or schema are missing: run migrate()), and
  * `database.transaction_closed` (a transaction client used after it
- * committed or rolled back: a programming error, category `validation`).
+ * committed or rolled back: a programming error, category `validation`),
+ * `client.pool_ended` (the pg Pool under the client was ended: category
+ * `validation` like the closed transaction, since no retry on that pool can
+ * succeed) and `database.read_only` (25006: the session cannot write, a
+ * replica URL or `default_transaction_read_only`; category `unavailable`,
+ * since a demoted primary becomes writable again after a failover).
  */
 import { RUNLEDGER_SCHEMA } from '../model/constants.js';
 import { ConflictError, InternalError, RunledgerError, UnavailableError, ValidationError } from './runledger-error.js';
@@ -78,6 +83,12 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
       { internalMessage: `${operation}: ${describe(error)}`, cause: error },
     );
   }
+  if (isEndedPool(error)) {
+    return new ValidationError('client.pool_ended', 'db', 'The pg Pool under db has been ended (pool.end()); pass a client over a pool that is still open.', {
+      internalMessage: `${operation}: ${describe(error)}`,
+      cause: error,
+    });
+  }
   // Before the SQLSTATE rules: a connection that died inside a statement can
   // carry the statement's own code too, and the cure is the same (retry later).
   const fault = connectionFault(error);
@@ -101,6 +112,13 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
       cause: error,
       details: { sqlState },
     });
+  }
+  if (sqlState === '25006') {
+    return new UnavailableError(
+      'database.read_only',
+      'The database session is read-only (a replica, or default_transaction_read_only = on): point runledger at the primary.',
+      { internalMessage, cause: error, details: { sqlState } },
+    );
   }
   if (sqlState !== undefined && isMissingOwnObject(sqlState, message)) {
     return new InternalError('migrate.required', "runledger's tables are missing from this database: run migrate() (or `runledger migrate`) first.", {
@@ -126,7 +144,7 @@ export function normalizeDatabaseError(error: unknown, operation: string): Runle
 /** True for errors raised by PostgreSQL, the pg driver or Prisma (as opposed to a caller's own errors). */
 export function isDatabaseError(error: unknown): boolean {
   if (error instanceof RunledgerError) return false;
-  if (databaseErrorInfo(error).sqlState !== undefined || connectionFault(error) !== undefined) return true;
+  if (databaseErrorInfo(error).sqlState !== undefined || connectionFault(error) !== undefined || isEndedPool(error)) return true;
   const name = (error as { name?: unknown } | null)?.name;
   return typeof name === 'string' && (name.startsWith('PrismaClient') || name === 'DriverAdapterError' || name === 'DatabaseError');
 }
@@ -215,6 +233,17 @@ function isClosedTransaction(error: unknown): boolean {
     if (record.code === 'P1018') return true;
     if (record.code === 'P2028' && typeof record.message === 'string' && /Transaction already closed|Transaction not found/.test(record.message)) return true;
     current = record.cause;
+  }
+  return false;
+}
+
+/** pg-pool's plain Error for `connect()`/`query()` after `end()`, however deep a wrapper holds it. */
+function isEndedPool(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== null && typeof current === 'object'; depth += 1) {
+    const record = current as Record<string, unknown>;
+    if (typeof record.message === 'string' && record.message.includes('Cannot use a pool after calling end on the pool')) return true;
+    current = record.cause ?? (record.meta as Record<string, unknown> | undefined)?.driverAdapterError;
   }
   return false;
 }
