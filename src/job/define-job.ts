@@ -15,7 +15,7 @@ import type {
   TransactionalJobContext,
   TransactionalJobSettings,
 } from './contract.js';
-import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
+import { isPrismaClient, isTransactionClient, type PrismaClientLike } from '../client/types.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 
@@ -39,16 +39,7 @@ const definitionSchema = z.strictObject({
     retry: retryPolicySchema.optional(),
     timeoutSeconds: positiveInt.optional(),
     priority: int32.optional(),
-    transaction: z
-      .custom<PrismaClientLike>(
-        (value) =>
-          typeof value === 'object' &&
-          value !== null &&
-          typeof (value as { $transaction?: unknown }).$transaction === 'function' &&
-          typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function',
-        { error: 'must be a Prisma client' },
-      )
-      .optional(),
+    transaction: z.custom<PrismaClientLike>((value) => isPrismaClient(value), { error: 'must be a Prisma client' }).optional(),
   }),
 });
 
