@@ -28,7 +28,7 @@ import { withStatement } from '../client/transaction.js';
 import { NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank, type JsonValue } from '../validation/primitives.js';
-import { isJobDefinition, type AnyJobDefinition } from '../job/define-job.js';
+import { isJobDefinition, storedDefinitionSchema, type AnyJobDefinition } from '../job/define-job.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
 import { jsonParam } from '../model/job-rows.js';
 import { JOB_INVALID_INPUT, pageFields, type Page } from './inputs.js';
@@ -122,6 +122,7 @@ export async function syncJobDefinitions(db: Db, definitions: readonly AnyJobDef
     byType.set(definition.jobType, definition);
   });
   if (byType.size === 0) return { inserted: [], updated: [], unchanged: [] };
+  parseInput(z.object({ definitions: z.array(storedDefinitionSchema) }), { definitions: Array.from(definitions) }, JOB_INVALID_INPUT);
   // Code-point order, the lock order of every sync (the statement inserts in input order).
   const rows = [...byType.values()].sort((a, b) => (a.jobType < b.jobType ? -1 : a.jobType > b.jobType ? 1 : 0));
   const schemas = rows.map(payloadJsonSchema);
