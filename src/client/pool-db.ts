@@ -77,16 +77,11 @@ class Statements {
 }
 
 /**
- * The session settings runledger's values depend on: DateStyle ISO, the form its timestamp parsers read
- * (pg-values.ts), and TimeZone UTC, in which its SQL renders timestamps into JSON (event details) and does
- * calendar arithmetic, whatever the server, database, role or connection string gave the session. Sent once
- * per connection, before its first statement from runledger (in BEGIN's round trip in a transaction), and
- * again after the server reports that something changed either. A session SET rather than SET LOCAL per
- * transaction: runledger's single statements autocommit outside any transaction, and both are parameters a
- * transaction-mode PgBouncer keeps per client and re-applies on whichever server connection it links (a SET
- * of another parameter would not follow the client there). The pool's other users see them too; the Prisma
- * client needs the same two (it misreads timestamptz in any other TimeZone and cannot read a non-ISO
- * DateStyle). runledger reads no interval (Prisma cannot), so IntervalStyle is left alone.
+ * The session settings runledger's values depend on: DateStyle ISO (what pg-values.ts parses) and TimeZone
+ * UTC (how its SQL renders timestamps into JSON and does calendar arithmetic). A session SET, once per
+ * connection and again after the server reports a change, not SET LOCAL: single statements autocommit
+ * outside any transaction, and a transaction-mode PgBouncer keeps these two per client and re-applies them
+ * on whichever backend it links (docs/operate/performance.md, "poolDb").
  */
 const PIN_SESSION = "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'";
 
@@ -109,6 +104,17 @@ function needsPin(client: pg.PoolClient): boolean {
 /** After PIN_SESSION ran (also where no ParameterStatus arrives: pg-native, a pooler that absorbs them). */
 function markPinned(client: pg.PoolClient): void {
   pinnedSession.set(client, Object.assign(pinnedSession.get(client) ?? {}, { dateStyle: true, timeZone: true }));
+}
+
+/**
+ * A 'connect' listener for a pool runledger creates itself (connect.ts): the pin is queued before the
+ * connection's first statement, so the Prisma client runledger builds on it (CLI) reads ISO timestamps in UTC
+ * too. A failure here reaches the statement after it, on the same broken connection.
+ */
+export function pinSessionOnConnect(client: pg.PoolClient): void {
+  needsPin(client);
+  client.query(PIN_SESSION).catch(() => undefined);
+  markPinned(client);
 }
 
 /** Sends `sql` on `client`, the session pin first when it needs one (one simple-protocol round trip for both). */

@@ -3,7 +3,8 @@
  * client reads while the process has hostile global pg type parsers
  * (`pg.types.setTypeParser`) and its sessions run in `DateStyle = SQL, DMY`
  * and another TimeZone; a worker on such a pool completes its job (it used
- * to report the lease lost), and the dashboard's overview answers.
+ * to report the lease lost), the dashboard's overview answers, and so does
+ * runledger's own Prisma client on a connection string (the CLI's).
  *
  * The Prisma reference reads run with pg's parsers as they were and on the
  * harness's ordinary sessions: Prisma's adapter itself reads timestamps as
@@ -24,6 +25,7 @@ import {
   poolDb,
   type PrismaClientLike,
 } from '../../src/index.js';
+import { createPrismaClient } from '../../src/client/connect.js';
 import { createWorker, defineJob, silentLogger, type Worker } from '../../src/worker/index.js';
 import { callDashboard, serveDashboard } from '../harness/dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -178,6 +180,19 @@ describe('poolDb under hostile global parsers and session settings', () => {
     expect(errors).toEqual([]);
     expect(workers[0]!.stats()).toMatchObject({ succeeded: 1, leaseLost: 0 });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', output: { ok: true } });
+  });
+
+  it("reads Dates through runledger's own Prisma client (the CLI's) on a connection string with hostile options", async () => {
+    const url = new URL(db.url);
+    url.searchParams.set('options', HOSTILE_SESSION);
+    const own = createPrismaClient(url.toString(), { max: 2 });
+    try {
+      const { jobId } = await enqueueJob(db.prisma, { jobType: 'hostile.cli', payload: {} });
+      const ref = { scope: noOrganizationScope(), jobId };
+      expect(await getJob(own, ref)).toEqual(await getJob(db.prisma, ref));
+    } finally {
+      await own.$disconnect();
+    }
   });
 
   it("answers the dashboard's overview", async () => {
