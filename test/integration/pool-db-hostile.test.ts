@@ -29,6 +29,7 @@ import { createPrismaClient } from '../../src/client/connect.js';
 import { createWorker, defineJob, silentLogger, type Worker } from '../../src/worker/index.js';
 import { callDashboard, serveDashboard } from '../harness/dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
+import { firstJobOutcome } from '../harness/first-job-outcome.js';
 
 const db = useTestDatabase();
 const HOSTILE_SESSION = '-c DateStyle=SQL,DMY -c TimeZone=America/New_York -c IntervalStyle=sql_standard';
@@ -152,33 +153,24 @@ describe('poolDb under hostile global parsers and session settings', () => {
   });
 
   it('a worker on the pool completes its job instead of reporting the lease lost', async () => {
-    const errors: unknown[] = [];
-    const done = new Promise<void>((resolve) => {
-      const worker = createWorker({
-        db: hostilePool,
-        handlers: [defineJob('hostile.work', z.object({}), async () => ({ ok: true }))],
-        concurrency: 1,
-        logger: silentLogger,
-        reaper: false,
-        listen: false,
-        pollIntervalMs: 20,
-      });
-      workers.push(worker);
-      worker.on('job:success', () => resolve());
-      worker.on('job:lease_lost', () => resolve());
-      worker.on('job:failure', () => resolve());
-      worker.on('worker:error', ({ error }) => {
-        errors.push(error);
-        resolve();
-      });
+    const worker = createWorker({
+      db: hostilePool,
+      handlers: [defineJob('hostile.work', z.object({}), async () => ({ ok: true }))],
+      concurrency: 1,
+      logger: silentLogger,
+      reaper: false,
+      listen: false,
+      pollIntervalMs: 20,
     });
+    workers.push(worker);
+    const { done, errors } = firstJobOutcome(worker);
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'hostile.work', payload: {} });
     await hostile(async () => {
-      await workers[0]!.start();
+      await worker.start();
       await done;
     });
     expect(errors).toEqual([]);
-    expect(workers[0]!.stats()).toMatchObject({ succeeded: 1, leaseLost: 0 });
+    expect(worker.stats()).toMatchObject({ succeeded: 1, leaseLost: 0 });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).toMatchObject({ status: 'SUCCEEDED', output: { ok: true } });
   });
 

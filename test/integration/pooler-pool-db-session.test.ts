@@ -16,6 +16,7 @@ import { startPgBouncer, type PgBouncer } from '../../src/testing/pgbouncer.js';
 import { databaseUrl } from '../../src/testing/test-database.js';
 import { createWorker, defineJob, silentLogger } from '../../src/worker/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { firstJobOutcome } from '../harness/first-job-outcome.js';
 import { poolerAvailable } from '../harness/pooler.js';
 
 const db = useTestDatabase();
@@ -79,16 +80,7 @@ describe.skipIf(!available)('poolDb behind a transaction-mode PgBouncer with hos
       listen: false,
       pollIntervalMs: 20,
     });
-    const errors: unknown[] = [];
-    const done = new Promise<void>((resolve) => {
-      worker.on('job:success', () => resolve());
-      worker.on('job:lease_lost', () => resolve());
-      worker.on('job:failure', () => resolve());
-      worker.on('worker:error', ({ error }) => {
-        errors.push(error);
-        resolve();
-      });
-    });
+    const { done, errors } = firstJobOutcome(worker);
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'pooler.pin_work', payload: {} });
     await worker.start();
     await done;
