@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { listenForLife, PoolDb } from './pool-db.js';
+import { listenForLife, PoolDb, pinSessionOnConnect } from './pool-db.js';
 
 export type RunledgerPrismaClient = PrismaClient;
 
@@ -93,5 +93,7 @@ function createPool(given: string, options: PrismaClientOptions): { pool: pg.Poo
   // process crashed (found by the chaos run: pg_terminate_backend during an outage). The failure still
   // reaches whoever uses the connection next, as a query error (database.unavailable).
   pool.on('connect', listenForLife);
+  // A runledger-owned pool: its sessions are pinned from the start, for the Prisma client built on it as well.
+  pool.on('connect', pinSessionOnConnect);
   return { pool, named };
 }

@@ -9,9 +9,9 @@
  * It speaks the part of the Prisma client runledger uses (`$queryRaw`,
  * `$executeRaw` as tagged templates with nested `sqltag` fragments,
  * `$transaction(fn, { isolationLevel, maxWait, timeout })`), with Prisma's
- * result types for every column type runledger reads: int8 as BigInt,
- * timestamps as Dates (a `timestamp` without zone read as UTC, as Prisma
- * reads it), json/jsonb parsed, arrays as arrays. Statements are named (one
+ * result types for every column type runledger reads, through its own
+ * parsers whatever the host set globally (pg-values.ts), on sessions pinned
+ * to the DateStyle and TimeZone runledger's values depend on (PIN_SESSION). Statements are named (one
  * server-side plan per connection, like `preparedStatementName`) unless the
  * pool sits behind a transaction-mode pooler without prepared statements.
  *
@@ -23,7 +23,10 @@
  */
 import { createHash } from 'node:crypto';
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
-import pg from 'pg';
+import type pg from 'pg';
+import { ValidationError } from '../errors/runledger-error.js';
+import { RUNLEDGER_TYPES } from './pg-values.js';
+import { timerOption } from './transaction.js';
 import type { PrismaClientLike, PrismaTransactionLike, TransactionOptions } from './types.js';
 
 /** Prisma's defaults for an interactive transaction. */
@@ -36,37 +39,6 @@ const ISOLATION_SQL: Record<NonNullable<TransactionOptions['isolationLevel']>, s
   RepeatableRead: 'BEGIN ISOLATION LEVEL REPEATABLE READ',
   Serializable: 'BEGIN ISOLATION LEVEL SERIALIZABLE',
 };
-
-// Result parsing: Prisma's types where pg's defaults differ (pg reads int8 as a string and a zone-less timestamp
-// or a date in the process's local time zone).
-const INT8 = 20;
-const INT8_ARRAY = 1016;
-const TIMESTAMP = 1114;
-const TIMESTAMP_ARRAY = 1115;
-const DATE = 1082;
-
-const parseUtcTimestamp = (text: string): Date => new Date(`${text.replace(' ', 'T')}Z`);
-const parseUtcDate = (text: string): Date => new Date(`${text}T00:00:00Z`);
-
-function typeParsers(): pg.CustomTypesConfig {
-  const { types } = pg;
-  const arrayOf = (oid: number, parse: (text: string) => unknown) => {
-    const parseArray = types.getTypeParser(oid) as (text: string) => string[] | null;
-    return (text: string) => parseArray(text)?.map((item) => (item === null ? null : parse(item))) ?? null;
-  };
-  const own: Record<number, (text: string) => unknown> = {
-    [INT8]: BigInt,
-    // pg's array parser for text[] (1009) splits the literal; each element is then parsed as above.
-    [INT8_ARRAY]: arrayOf(1009, BigInt),
-    [TIMESTAMP]: parseUtcTimestamp,
-    [TIMESTAMP_ARRAY]: arrayOf(1009, parseUtcTimestamp),
-    [DATE]: parseUtcDate,
-  };
-  return {
-    getTypeParser: ((oid: number, format?: string) =>
-      (format ?? 'text') === 'text' && own[oid] ? own[oid] : types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
-  };
-}
 
 /** A Date parameter as an ISO instant: unambiguous whatever the session's TimeZone. */
 function toParameter(value: unknown): unknown {
@@ -88,23 +60,69 @@ export interface PoolDbSettings {
 /** Statement naming and result parsing shared by the root client and its transactions. */
 class Statements {
   private readonly names = new Map<string, string>();
-  readonly types: pg.CustomTypesConfig;
 
-  constructor(private readonly named: boolean) {
-    this.types = typeParsers();
-  }
+  constructor(private readonly named: boolean) {}
 
   config(query: Sql): pg.QueryConfig {
     const text = query.text;
     const values = query.values.map(toParameter);
-    if (!this.named) return { text, values, types: this.types };
+    if (!this.named) return { text, values, types: RUNLEDGER_TYPES };
     let name = this.names.get(text);
     if (name === undefined) {
       name = `rlp_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
       this.names.set(text, name);
     }
-    return { name, text, values, types: this.types };
+    return { name, text, values, types: RUNLEDGER_TYPES };
   }
+}
+
+/**
+ * The session settings runledger's values depend on: DateStyle ISO (what pg-values.ts parses) and TimeZone
+ * UTC (how its SQL renders timestamps into JSON and does calendar arithmetic). A session SET, once per
+ * connection and again after the server reports a change, not SET LOCAL: single statements autocommit
+ * outside any transaction, and a transaction-mode PgBouncer keeps these two per client and re-applies them
+ * on whichever backend it links (docs/operate/performance.md, "poolDb").
+ */
+const PIN_SESSION = "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'";
+
+/** Per connection: whether its session is known to be as PIN_SESSION leaves it (absent: never seen). */
+const pinnedSession = new WeakMap<pg.PoolClient, { dateStyle: boolean; timeZone: boolean }>();
+
+function needsPin(client: pg.PoolClient): boolean {
+  const known = pinnedSession.get(client);
+  if (known !== undefined) return !(known.dateStyle && known.timeZone);
+  const state = { dateStyle: false, timeZone: false };
+  pinnedSession.set(client, state);
+  // The server reports every change of either (a host's SET, RESET, DISCARD ALL) as a ParameterStatus.
+  (client as { connection?: NodeJS.EventEmitter }).connection?.on('parameterStatus', (message: { parameterName: string; parameterValue: string }) => {
+    if (message.parameterName === 'DateStyle') state.dateStyle = message.parameterValue.startsWith('ISO');
+    if (message.parameterName === 'TimeZone') state.timeZone = message.parameterValue === 'UTC';
+  });
+  return true;
+}
+
+/** After PIN_SESSION ran (also where no ParameterStatus arrives: pg-native, a pooler that absorbs them). */
+function markPinned(client: pg.PoolClient): void {
+  pinnedSession.set(client, Object.assign(pinnedSession.get(client) ?? {}, { dateStyle: true, timeZone: true }));
+}
+
+/**
+ * A 'connect' listener for a pool runledger creates itself (connect.ts): the pin is queued before the
+ * connection's first statement, so the Prisma client runledger builds on it (CLI) reads ISO timestamps in UTC
+ * too. A failure here reaches the statement after it, on the same broken connection.
+ */
+export function pinSessionOnConnect(client: pg.PoolClient): void {
+  needsPin(client);
+  client.query(PIN_SESSION).catch(() => undefined);
+  markPinned(client);
+}
+
+/** Sends `sql` on `client`, the session pin first when it needs one (one simple-protocol round trip for both). */
+async function pinnedSimpleQuery(client: pg.PoolClient, sql: string): Promise<pg.QueryResult> {
+  if (!needsPin(client)) return client.query(sql);
+  const results = (await client.query(`${PIN_SESSION}; ${sql}`)) as unknown as pg.QueryResult[];
+  markPinned(client);
+  return results[results.length - 1]!;
 }
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
@@ -161,8 +179,25 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
 
   private readonly addedConnectListener: boolean;
 
-  protected run(config: pg.QueryConfig): Promise<pg.QueryResult> {
-    return this.pool.query(config);
+  /** One autocommit statement on a pooled connection, pinned first if it needs it (see PIN_SESSION). */
+  protected async run(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    const client = await this.pool.connect();
+    client.on('error', ignoreConnectionError);
+    let failed: Error | undefined;
+    try {
+      if (needsPin(client)) {
+        await client.query(PIN_SESSION);
+        markPinned(client);
+      }
+      return await client.query(config);
+    } catch (error) {
+      failed = error as Error;
+      throw error;
+    } finally {
+      client.removeListener('error', ignoreConnectionError);
+      // As pool.query() does: a connection that met an error is not reused.
+      client.release(failed);
+    }
   }
 
   async $connect(): Promise<void> {
@@ -185,8 +220,8 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
    * transaction is rolled back when `fn` returns.
    */
   async $transaction<R>(fn: (tx: PrismaTransactionLike) => Promise<R>, options: TransactionOptions = {}): Promise<R> {
-    const client = await this.connectWithin(options.maxWait ?? DEFAULT_MAX_WAIT_MS);
-    const timeoutMs = options.timeout ?? DEFAULT_TIMEOUT_MS;
+    const { begin, maxWaitMs, timeoutMs } = transactionSettings(options);
+    const client = await this.connectWithin(maxWaitMs);
     // Checked out, the connection is outside pg-pool's idle listener: a termination between two statements
     // emits 'error' on it (the next statement then fails and the transaction rolls back).
     client.on('error', ignoreConnectionError);
@@ -196,7 +231,7 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
     }, timeoutMs);
     let broken: Error | undefined;
     try {
-      await client.query(options.isolationLevel ? ISOLATION_SQL[options.isolationLevel] : 'BEGIN');
+      await pinnedSimpleQuery(client, begin);
       const result = await fn(tx);
       if (tx.closedBecause !== undefined) throw transactionClosedError(tx.closedBecause);
       tx.closedBecause = 'the transaction has committed';
@@ -235,6 +270,29 @@ export class PoolDb extends RawQueries implements PrismaClientLike {
       clearTimeout(timer);
     }
   }
+}
+
+/**
+ * BEGIN and the two waits of `$transaction`'s options, or a coded error naming the bad one (a TypeError or a
+ * timer that fires at once otherwise), before any connection is taken.
+ */
+function transactionSettings(options: TransactionOptions): { begin: string; maxWaitMs: number; timeoutMs: number } {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError('client.invalid_options', 'options', 'Invalid options: must be an object.');
+  }
+  const { isolationLevel, maxWait, timeout } = options;
+  if (isolationLevel !== undefined && !Object.hasOwn(ISOLATION_SQL, isolationLevel)) {
+    throw new ValidationError(
+      'client.invalid_options',
+      'options.isolationLevel',
+      `Invalid options.isolationLevel: must be one of ${Object.keys(ISOLATION_SQL).join(', ')}.`,
+    );
+  }
+  return {
+    begin: isolationLevel === undefined ? 'BEGIN' : ISOLATION_SQL[isolationLevel],
+    maxWaitMs: timerOption(maxWait, 'options.maxWait', DEFAULT_MAX_WAIT_MS),
+    timeoutMs: timerOption(timeout, 'options.timeout', DEFAULT_TIMEOUT_MS),
+  };
 }
 
 /** The 'error' listener of a connection or pool: the failure is reported through the statement that meets it. */

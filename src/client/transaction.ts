@@ -63,10 +63,10 @@ export async function withTransaction<R>(
   }
 }
 
-/** Prisma arms Node timers with these: NaN, 0 or more than 2^31-1 ms would fire them at once. */
-function timerOption(value: number | undefined, field: string, fallback: number): number {
+/** Prisma arms Node timers with these (so does poolDb): NaN, 0 or more than 2^31-1 ms would fire them at once. */
+export function timerOption(value: unknown, field: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (Number.isInteger(value) && value >= 1 && value <= MAX_TIMER_MS) return value;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_TIMER_MS) return value;
   throw new ValidationError('client.invalid_options', field, `Invalid ${field}: must be an integer number of milliseconds from 1 to ${MAX_TIMER_MS}.`);
 }
 

@@ -5,7 +5,8 @@
  * without runledger importing their types (test/types proves it against a
  * client generated from another schema).
  */
-import type pg from 'pg';
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
 import { ValidationError } from '../errors/runledger-error.js';
 
 /** What a tagged `$queryRaw`/`$executeRaw` accepts: the template and its values. */
@@ -55,21 +56,32 @@ export function isTransactionClient(db: Db): db is PrismaTransactionLike {
 export const CLIENT_INVALID = 'client.invalid';
 
 /**
+ * The one test of "is this a client runledger can run on": a Prisma client, an
+ * interactive-transaction client, an `$extends` of either, or poolDb(pool), by
+ * the tagged `$queryRaw`/`$executeRaw` pair runledger calls. One that claims
+ * to be a root client (`$connect`, see isTransactionClient) must also open
+ * transactions (`$transaction`). Only the shape can be checked: the host's
+ * generated client is its own class.
+ */
+export function isPrismaClient(value: unknown): value is Db {
+  const client = value as Partial<Record<'$queryRaw' | '$executeRaw' | '$connect' | '$transaction', unknown>> | null | undefined;
+  return (
+    (typeof client === 'object' || typeof client === 'function') &&
+    client !== null &&
+    typeof client.$queryRaw === 'function' &&
+    typeof client.$executeRaw === 'function' &&
+    (typeof client.$connect !== 'function' || typeof client.$transaction === 'function')
+  );
+}
+
+/**
  * Refuses anything that is not a Prisma client or transaction client with a
  * coded error instead of the TypeError its first use would throw. Every
  * operation reaches it before any SQL: `withTransaction`, `withStatement` and
  * `canAutocommit` all ask `isTransactionClient` first.
  */
 export function assertDb(db: unknown, field = 'db'): asserts db is Db {
-  const client = db as Partial<Record<'$queryRaw' | '$executeRaw', unknown>> | null | undefined;
-  if (
-    (typeof client === 'object' || typeof client === 'function') &&
-    client !== null &&
-    typeof client.$queryRaw === 'function' &&
-    typeof client.$executeRaw === 'function'
-  ) {
-    return;
-  }
+  if (isPrismaClient(db)) return;
   const given = db === null ? 'null' : Array.isArray(db) ? 'an array' : typeof db === 'object' ? 'an object without $queryRaw/$executeRaw' : typeof db;
   // A pg Pool is one call away from a client: say which.
   throw new ValidationError(
@@ -81,19 +93,32 @@ export function assertDb(db: unknown, field = 'db'): asserts db is Db {
   );
 }
 
+/** pg-pool's Pool, which pg's `Pool` (a `BoundPool`) extends: a pool built from 'pg-pool' directly is one too. */
+const PG_POOL_BASE: unknown = Object.getPrototypeOf(pg.Pool.prototype)?.constructor;
+
 /**
- * True for a `pg` Pool: `connect`, `query` and `end`, and the pool's counters (a single `pg.Client` has the
- * methods but no counters, and cannot serve concurrent statements), and no Prisma `$queryRaw`.
+ * True for a `pg` Pool: an instance of runledger's copy of pg's Pool, or a pool from a second copy of pg (a
+ * host that pins its own pg version beside runledger's, which npm installs twice), recognised by pg-pool's
+ * class name on its prototype chain and the queues every pg-pool instance carries. An object that merely has
+ * `connect`/`query`/`end` is not one: it would get past here and fail at its first statement.
  */
 export function isPgPool(value: unknown): value is pg.Pool {
-  const candidate = value as Partial<Record<'connect' | 'query' | 'end' | 'totalCount' | '$queryRaw', unknown>> | null;
-  return (
-    typeof candidate === 'object' &&
-    candidate !== null &&
-    typeof candidate.connect === 'function' &&
-    typeof candidate.query === 'function' &&
-    typeof candidate.end === 'function' &&
-    typeof candidate.totalCount === 'number' &&
-    candidate.$queryRaw === undefined
-  );
+  if (value instanceof pg.Pool || (typeof PG_POOL_BASE === 'function' && value instanceof PG_POOL_BASE)) return true;
+  if (!(value instanceof EventEmitter)) return false;
+  let proto: unknown = Object.getPrototypeOf(value);
+  while (proto !== null && proto !== EventEmitter.prototype) {
+    const candidate = proto as { constructor?: { name?: unknown }; connect?: unknown; query?: unknown; end?: unknown };
+    if (candidate.constructor?.name === 'Pool' && [candidate.connect, candidate.query, candidate.end].every((f) => typeof f === 'function')) {
+      const pool = value as unknown as Record<string, unknown>;
+      return (
+        Array.isArray(pool._clients) &&
+        Array.isArray(pool._idle) &&
+        Array.isArray(pool._pendingQueue) &&
+        typeof pool.options === 'object' &&
+        typeof pool.Client === 'function'
+      );
+    }
+    proto = Object.getPrototypeOf(proto);
+  }
+  return false;
 }

@@ -18,7 +18,7 @@
  * which gets a small HTML page (error-page.ts).
  */
 import { connectionStringProblem } from '../validation/connection-string.js';
-import type { Db } from '../client/types.js';
+import { isPrismaClient, type Db } from '../client/types.js';
 import { scopeSchema, type Scope } from '../db/scope.js';
 import { InternalError, NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { cancelJobAction, cancelRunAction, completeStepAction, replayJobAction, requeueJobAction } from './actions.js';
@@ -76,8 +76,8 @@ function invalidOption(field: string, message: string): ValidationError {
 
 function validateOptions<R>(options: DashboardCoreOptions<R>, factory: string): { basePath: string } {
   if (!options || typeof options !== 'object') throw invalidOption('options', `${factory} takes an options object.`);
-  if (!options.db || typeof (options.db as { $queryRaw?: unknown }).$queryRaw !== 'function') throw invalidOption('db', 'db must be a Prisma client.');
-  if (options.readDb !== undefined && typeof (options.readDb as { $queryRaw?: unknown } | null)?.$queryRaw !== 'function') {
+  if (!isPrismaClient(options.db)) throw invalidOption('db', 'db must be a Prisma client or poolDb(pool).');
+  if (options.readDb !== undefined && !isPrismaClient(options.readDb)) {
     throw invalidOption('readDb', 'readDb must be a Prisma client.');
   }
   if (typeof options.authorize !== 'function')

@@ -156,6 +156,8 @@ export const ERROR_CODES = [
   'workflow.result_missing',
   'workflow.result_unsuccessful_terminal',
   'workflow.result_wait_timeout',
+  // getResult's options.signal aborted the wait (category unavailable, like the timeout; the cause is the signal's reason).
+  'workflow.result_wait_aborted',
   // Active workflow keys and appended steps.
   'workflow.active_key_unsupported_isolation',
   'workflow.append_unsupported_isolation',

@@ -5,7 +5,7 @@ import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-
 import type { JsonInput } from '../validation/json-input.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, nonBlank, positiveInt } from '../validation/primitives.js';
+import { int32, MAX_TIMER_MS, nonBlank, positiveInt } from '../validation/primitives.js';
 import type {
   AnyJobDefinition,
   JobDefinition,
@@ -15,7 +15,7 @@ import type {
   TransactionalJobContext,
   TransactionalJobSettings,
 } from './contract.js';
-import { isTransactionClient, type PrismaClientLike } from '../client/types.js';
+import { isPrismaClient, isTransactionClient, type PrismaClientLike } from '../client/types.js';
 
 export const WORKER_INVALID_JOB_DEFINITION = 'worker.invalid_job_definition';
 
@@ -27,16 +27,7 @@ const definitionSchema = z.strictObject({
     retry: retryPolicySchema.optional(),
     timeoutSeconds: positiveInt.optional(),
     priority: int32.optional(),
-    transaction: z
-      .custom<PrismaClientLike>(
-        (value) =>
-          typeof value === 'object' &&
-          value !== null &&
-          typeof (value as { $transaction?: unknown }).$transaction === 'function' &&
-          typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function',
-        { error: 'must be a Prisma client' },
-      )
-      .optional(),
+    transaction: z.custom<PrismaClientLike>((value) => isPrismaClient(value), { error: 'must be a Prisma client' }).optional(),
   }),
 });
 
@@ -120,6 +111,22 @@ export function defineJob<S extends StandardSchemaV1, O>(
     [BRAND]: true,
   });
 }
+
+/**
+ * The fields of a definition as defineJob leaves them, for what writes them to the catalog
+ * (syncJobDefinitions): the brand is a global symbol, so a spread or a hand-made object carries it too, and a
+ * bad field there would otherwise reach the database as a constraint violation instead of a coded error.
+ */
+export const storedDefinitionSchema = z.object({
+  jobType: nonBlank(200),
+  schema: z.custom<StandardSchemaV1>((value) => isStandardSchema(value), { error: 'must be a Standard Schema (zod, valibot, ...)' }),
+  maxAttempts: positiveInt.optional(),
+  timeoutSeconds: positiveInt.optional(),
+  priority: int32.optional(),
+  backoff: z
+    .object({ baseDelayMs: positiveInt.max(MAX_TIMER_MS), maxDelayMs: positiveInt.max(MAX_TIMER_MS) })
+    .refine((b) => b.baseDelayMs <= b.maxDelayMs, { path: ['maxDelayMs'], message: 'must be at least baseDelayMs' }),
+});
 
 export function isJobDefinition(value: unknown): value is AnyJobDefinition {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;

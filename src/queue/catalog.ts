@@ -29,7 +29,7 @@ import { NotFoundError, ValidationError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
 import { nonBlank } from '../validation/primitives.js';
 import type { JsonValue } from '../model/json.js';
-import { isJobDefinition } from '../job/define-job.js';
+import { isJobDefinition, storedDefinitionSchema } from '../job/define-job.js';
 import type { AnyJobDefinition } from '../job/contract.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
 import { jsonParam } from '../model/job-rows.js';
@@ -124,6 +124,7 @@ export async function syncJobDefinitions(db: Db, definitions: readonly AnyJobDef
     byType.set(definition.jobType, definition);
   });
   if (byType.size === 0) return { inserted: [], updated: [], unchanged: [] };
+  parseInput(z.object({ definitions: z.array(storedDefinitionSchema) }), { definitions: Array.from(definitions) }, JOB_INVALID_INPUT);
   // Code-point order, the lock order of every sync (the statement inserts in input order).
   const rows = [...byType.values()].sort((a, b) => (a.jobType < b.jobType ? -1 : a.jobType > b.jobType ? 1 : 0));
   const schemas = rows.map(payloadJsonSchema);

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type pg from 'pg';
 import { poolerConnectionString } from '../client/connect.js';
 import { poolDb } from '../client/from-pool.js';
-import { isPgPool, isTransactionClient, type PrismaClientLike } from '../client/types.js';
+import { isPgPool, isPrismaClient, isTransactionClient, type PrismaClientLike } from '../client/types.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { DEFAULT_LEASE_SECONDS } from '../job/defaults.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/inputs.js';
@@ -192,15 +192,9 @@ export const DEFAULT_COMPLETION_BATCH_SIZE = 100;
 export { DEFAULT_BATCH_SIZE_PER_HANDLER_SLOT };
 const MAX_CONCURRENCY = 1_000;
 
-const rootClientShape = z.custom<PrismaClientLike | pg.Pool>(
-  (value) =>
-    isPgPool(value) ||
-    (typeof value === 'object' &&
-      value !== null &&
-      typeof (value as { $queryRaw?: unknown }).$queryRaw === 'function' &&
-      typeof (value as { $transaction?: unknown }).$transaction === 'function'),
-  { error: 'must be a Prisma client or a pg Pool' },
-);
+const rootClientShape = z.custom<PrismaClientLike | pg.Pool>((value) => isPgPool(value) || isPrismaClient(value), {
+  error: 'must be a Prisma client or a pg Pool',
+});
 
 const workerOptionsSchema = z
   .strictObject({

@@ -78,7 +78,8 @@ export interface WorkflowRunHandle<Result = unknown> {
    * `workflow.result_missing` when the result step succeeded without output
    * (a handler that returned nothing or `null`: there is no result to give),
    * `workflow.result_unsuccessful_terminal` when it ended otherwise,
-   * `workflow.result_wait_timeout` when it is still running at the deadline.
+   * `workflow.result_wait_timeout` when it is still running at the deadline,
+   * `workflow.result_wait_aborted` when `options.signal` aborted the wait first.
    */
   getResult<T extends Result = DefaultResult<Result> & Result>(options?: GetResultOptions): Promise<T>;
 }
@@ -141,7 +142,14 @@ export function workflowRunHandle<Result = unknown>(
               details: { workflowRunId, status: run.status },
             });
           }
-          if (Date.now() >= deadline || resultOptions.signal?.aborted) {
+          // The caller's own abort is not a timeout: it names the signal, and carries its reason as the cause.
+          if (resultOptions.signal?.aborted) {
+            throw new UnavailableError('workflow.result_wait_aborted', 'The wait for the workflow run to finish was aborted by options.signal.', {
+              details: { workflowRunId, status: run.status },
+              cause: resultOptions.signal.reason,
+            });
+          }
+          if (Date.now() >= deadline) {
             throw new UnavailableError('workflow.result_wait_timeout', `The workflow run did not finish within ${timeoutMs} ms.`, {
               details: { workflowRunId, status: run.status },
             });

@@ -2,13 +2,20 @@
  * Causes a caller can act on reach them as coded errors, on the Prisma client
  * and on poolDb alike: an ended pool is `client.pool_ended`, a read-only
  * session (a replica URL, `default_transaction_read_only`) is
- * `database.read_only`, and nothing is written.
+ * `database.read_only`, and nothing is written. poolDb's own input is
+ * refused by name: `$transaction` options, and anything that is not a pg
+ * Pool however pool-shaped.
  */
+import { EventEmitter } from 'node:events';
+import { createRequire } from 'node:module';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
+import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { enqueueJob, enqueueWorkflowRun, getJob, isRunledgerError, noOrganizationScope, poolDb, workflow, type PrismaClientLike } from '../../src/index.js';
+import { createDashboard } from '../../src/dashboard/index.js';
+import { createWorker, defineJob } from '../../src/worker/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -81,5 +88,72 @@ describe('a read-only session', () => {
       await end();
     }
     expect(await countJobs('faults.read_only')).toBe(0);
+  });
+});
+
+describe("poolDb's $transaction options", () => {
+  it.each([
+    ['options.isolationLevel', { isolationLevel: 'Chaos' }],
+    ['options.isolationLevel', { isolationLevel: 'toString' }],
+    ['options.maxWait', { maxWait: -1 }],
+    ['options.maxWait', { maxWait: 0.5 }],
+    ['options.timeout', { timeout: -1 }],
+    ['options.timeout', { timeout: Number.NaN }],
+    ['options', null],
+  ])('refuses %s in %o before taking a connection', async (field, options) => {
+    const pool = db.newPool({ max: 1 });
+    const client = poolDb(pool);
+    let ran = false;
+    const error = await caught(
+      client.$transaction(async () => {
+        ran = true;
+      }, options as never),
+    );
+    expect(isRunledgerError(error, 'client.invalid_options'), String(error)).toBe(true);
+    expect(error).toMatchObject({ category: 'validation', field });
+    expect(ran).toBe(false);
+    expect(pool.totalCount).toBe(0);
+  });
+});
+
+describe('the pg Pool check', () => {
+  /** Has every method and counter a pool shows, and is not one. */
+  class PoolShaped extends EventEmitter {
+    totalCount = 0;
+    idleCount = 0;
+    waitingCount = 0;
+    options = {};
+    connect = async () => ({ query: async () => ({ rows: [] }), release() {} });
+    query = async () => ({ rows: [], rowCount: 0 });
+    end = async () => undefined;
+  }
+
+  it('refuses a pool-shaped object on every surface that takes a pool, naming the field', () => {
+    const fake = new PoolShaped() as unknown as pg.Pool;
+    expect(() => poolDb(fake)).toThrow(expect.objectContaining({ code: 'client.invalid', field: 'pool' }));
+    expect(() => createWorker({ db: fake, handlers: [defineJob('faults.x', z.object({}), async () => null)] })).toThrow(
+      expect.objectContaining({ code: 'worker.invalid_options', field: 'db' }),
+    );
+    expect(() => createDashboard({ db: fake as never, authorize: () => null })).toThrow(
+      expect.objectContaining({ code: 'dashboard.invalid_options', field: 'db' }),
+    );
+  });
+
+  it('accepts a pool from a second copy of pg, as a host pinning its own pg version has', async () => {
+    const require = createRequire(import.meta.url);
+    const path = require.resolve('pg-pool', { paths: [require.resolve('pg')] });
+    const cached = require.cache[path];
+    delete require.cache[path];
+    const SecondPool = require(path) as new (options: pg.PoolConfig & { Client: typeof pg.Client }) => pg.Pool;
+    if (cached) require.cache[path] = cached;
+    const second = new SecondPool({ connectionString: db.url, max: 1, Client: pg.Client });
+    expect(second).not.toBeInstanceOf(pg.Pool);
+    const client = poolDb(second);
+    try {
+      expect(await client.$queryRaw<{ n: number }[]>`SELECT 1::int AS n`).toEqual([{ n: 1 }]);
+    } finally {
+      await (client as unknown as { $disconnect(): Promise<void> }).$disconnect();
+      await second.end();
+    }
   });
 });

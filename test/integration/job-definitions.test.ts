@@ -91,6 +91,23 @@ describe('job definitions catalog', () => {
     expect(await rowCount('cat.dup')).toBe(0);
   });
 
+  it.each([
+    ['definitions.1.priority', { priority: 1e12 }],
+    ['definitions.1.maxAttempts', { maxAttempts: 0 }],
+    ['definitions.1.timeoutSeconds', { timeoutSeconds: 'soon' }],
+    ['definitions.1.jobType', { jobType: '' }],
+    ['definitions.1.backoff.maxDelayMs', { backoff: { baseDelayMs: 10, maxDelayMs: 5 } }],
+    ['definitions.1.backoff', { backoff: undefined }],
+    ['definitions.1.schema', { schema: {} }],
+  ])('refuses a forged definition (a spread of a real one) by its bad field, %s, before any write', async (field, forged) => {
+    const good = defineJob('cat.forged_good', z.object({}), noop);
+    const real = defineJob('cat.forged', z.object({}), noop);
+    const error = await syncJobDefinitions(db.prisma, [good, { ...real, ...forged } as never]).catch((caught: unknown) => caught);
+    expect(isRunledgerError(error, 'job.invalid_input'), String(error)).toBe(true);
+    expect(error).toMatchObject({ category: 'validation', field });
+    expect(await rowCount('cat.forged_good')).toBe(0);
+  });
+
   it('reports enabling an unknown type as job.definition_not_found', async () => {
     await expect(setJobDefinitionEnabled(db.prisma, { jobType: 'cat.unknown', enabled: true })).rejects.toMatchObject({
       code: 'job.definition_not_found',

@@ -47,8 +47,23 @@ describe('getResult', () => {
     const controller = new AbortController();
     const waiting = errorOf(handle.getResult({ timeoutMs: 2 ** 31 - 1, signal: controller.signal }));
     controller.abort();
-    expect(isRunledgerError(await waiting, 'workflow.result_wait_timeout')).toBe(true);
+    expect(isRunledgerError(await waiting, 'workflow.result_wait_aborted')).toBe(true);
     expect(isRunledgerError(await errorOf(handle.getResult({ timeoutMs: 0 })), 'workflow.result_wait_timeout')).toBe(true);
+  });
+
+  it('reports an abort by its signal as an abort, not as a timeout it never reached', async () => {
+    const handle = await enqueueWorkflowRunHandle(db.prisma, workflow('result.abort').external('e').resultStep('e').build());
+    const reason = new Error('the caller gave up');
+    const started = Date.now();
+    const error = await errorOf(handle.getResult({ timeoutMs: 10_000, signal: AbortSignal.timeout(200) }));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(error).toMatchObject({ code: 'workflow.result_wait_aborted', category: 'unavailable', details: { workflowRunId: handle.workflowRunId } });
+    expect((error as Error).message).toMatch(/aborted/);
+    expect((error as Error).message).not.toMatch(/within|10000/);
+    // The signal's reason is the cause, as a caller who aborted with their own reason expects.
+    const controller = new AbortController();
+    controller.abort(reason);
+    expect(await errorOf(handle.getResult({ signal: controller.signal }))).toMatchObject({ code: 'workflow.result_wait_aborted', cause: reason });
   });
 
   it('refuses a handle poll interval a timer cannot wait', () => {
