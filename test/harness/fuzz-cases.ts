@@ -269,6 +269,17 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     call: async (_db, [s, id, options, resultOptions], f) =>
       (any(runledger.workflowRunHandle)(f.root, s, id, options) as runledger.WorkflowRunHandle).getResult(resultOptions as runledger.GetResultOptions),
   },
+  // A finished job answers at once (its output, or a coded error for a dead letter): the handle's input and options are fuzzed.
+  jobHandle: {
+    args: (f) => [{ scope: scope(), jobId: f.succeededJobId }, { timeoutMs: 100 }],
+    call: async (_db, [ref, resultOptions], f) =>
+      (any(runledger.jobHandle)(f.root, ref) as runledger.JobHandle).getResult(resultOptions as runledger.GetJobResultOptions),
+  },
+  'jobHandle#definition': {
+    args: (f) => [f.definition, { scope: scope(), jobId: f.deadJobId }, { timeoutMs: 100 }],
+    call: async (_db, [definition, ref, resultOptions], f) =>
+      (any(runledger.jobHandle)(f.root, definition, ref) as runledger.JobHandle).getResult(resultOptions as runledger.GetJobResultOptions),
+  },
   enqueueWorkflowRunHandle: {
     args: () => [runledger.workflow('fuzz.handle').external('e').build(), { pollIntervalMs: 10 }],
     call: (db, args, f) => settle(any(runledger.enqueueWorkflowRunHandle)(db, args[0], db === f.root ? args[1] : { ...(args[1] as object), readWith: f.root })),
