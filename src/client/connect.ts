@@ -82,18 +82,19 @@ export function createPoolDb(given: string, options: PrismaClientOptions = {}): 
 function createPool(given: string, options: PrismaClientOptions): { pool: pg.Pool; named: boolean } {
   const { connectionString, pooled } = poolerConnectionString(given);
   const named = (options.preparedStatements ?? true) && !pooled;
-  const pool = new pg.Pool({
+  const config: pg.PoolConfig = {
     connectionString,
     max: options.max ?? 10,
     ...(options.connectTimeoutMs ? { connectionTimeoutMillis: options.connectTimeoutMs } : {}),
-  });
+    // A runledger-owned pool: its sessions are pinned before first use, for the Prisma client built on it as well.
+    onConnect: pinSessionOnConnect,
+  };
+  const pool = new pg.Pool(config);
   // Every connection keeps an 'error' listener for life. The adapter listens on a connection only after its
   // `await pool.connect()` resumes; a backend terminated just as it finished connecting sends its FATAL in
   // the same read as the end of the handshake, so pg emitted 'error' with no listener in between and the
   // process crashed (found by the chaos run: pg_terminate_backend during an outage). The failure still
   // reaches whoever uses the connection next, as a query error (database.unavailable).
   pool.on('connect', listenForLife);
-  // A runledger-owned pool: its sessions are pinned from the start, for the Prisma client built on it as well.
-  pool.on('connect', pinSessionOnConnect);
   return { pool, named };
 }

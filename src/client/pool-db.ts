@@ -86,9 +86,9 @@ class Statements {
 const PIN_SESSION = "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'";
 
 /** Per connection: whether its session is known to be as PIN_SESSION leaves it (absent: never seen). */
-const pinnedSession = new WeakMap<pg.PoolClient, { dateStyle: boolean; timeZone: boolean }>();
+const pinnedSession = new WeakMap<pg.ClientBase, { dateStyle: boolean; timeZone: boolean }>();
 
-function needsPin(client: pg.PoolClient): boolean {
+function needsPin(client: pg.ClientBase): boolean {
   const known = pinnedSession.get(client);
   if (known !== undefined) return !(known.dateStyle && known.timeZone);
   const state = { dateStyle: false, timeZone: false };
@@ -102,18 +102,18 @@ function needsPin(client: pg.PoolClient): boolean {
 }
 
 /** After PIN_SESSION ran (also where no ParameterStatus arrives: pg-native, a pooler that absorbs them). */
-function markPinned(client: pg.PoolClient): void {
+function markPinned(client: pg.ClientBase): void {
   pinnedSession.set(client, Object.assign(pinnedSession.get(client) ?? {}, { dateStyle: true, timeZone: true }));
 }
 
 /**
- * A 'connect' listener for a pool runledger creates itself (connect.ts): the pin is queued before the
- * connection's first statement, so the Prisma client runledger builds on it (CLI) reads ISO timestamps in UTC
- * too. A failure here reaches the statement after it, on the same broken connection.
+ * pg-pool's `onConnect` hook for a pool runledger creates itself (connect.ts): the pin runs before the pool
+ * hands the connection out, so the Prisma client runledger builds on it (CLI) reads ISO timestamps in UTC too;
+ * a failed pin fails that connect. (A 'connect' listener could only queue the SET beside the first statement.)
  */
-export function pinSessionOnConnect(client: pg.PoolClient): void {
+export async function pinSessionOnConnect(client: pg.ClientBase): Promise<void> {
   needsPin(client);
-  client.query(PIN_SESSION).catch(() => undefined);
+  await client.query(PIN_SESSION);
   markPinned(client);
 }
 
