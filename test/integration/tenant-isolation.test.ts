@@ -49,6 +49,7 @@ import {
   verifyIntegrity,
   workflow,
   workflowRunHandle,
+  jobHandle,
   type QueueMetrics,
   type Scope,
 } from '../../src/index.js';
@@ -229,6 +230,13 @@ const OPERATIONS: ScopedOperation[] = [
     call: (scope) => workflowRunHandle(db.prisma, scope, a.runId).getStatus(),
     outside: { code: 'workflow.run_not_found' },
     admin: (status) => expect(status).toBe('WAITING_FOR_EXTERNAL'),
+  },
+  {
+    name: 'jobHandle',
+    // The handle checks its input when it is made (a throw), not at its first read.
+    call: async (scope) => jobHandle(db.prisma, { scope, jobId: a.succeededJobId }).getResult({ timeoutMs: 1_000 }),
+    outside: { code: 'job.not_found' },
+    admin: (output) => expect(output).toBe('ok'),
   },
   {
     name: 'verifyIntegrity',
