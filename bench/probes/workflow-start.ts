@@ -3,12 +3,16 @@
 // interleaved job / run so drift hits both), and ten concurrent callers' rate (rounds interleaved likewise).
 // The figures that matter are the ratios (run / job): the machine's load moves both sides.
 import pg from 'pg';
-import { createCountingPrisma } from '../systems/runledger-client.js';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { preparedStatementName } from '../../src/client/connect.js';
+import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { countStatements } from '../../test/harness/counting-client.js';
 import { migrate, enqueueJob, enqueueWorkflowRun, poolDb, workflow } from '../../src/index.js';
 import type { Db } from '../../src/client/types.js';
 
 // Usage: npx tsx bench/probes/workflow-start.ts   (env: PROBE_SERVER_URL, CALLS sequential pairs (default 400),
-// ROUNDS concurrent rounds (default 4), PER_ROUND calls per round (default 500), CALLERS (default 10))
+// ROUNDS concurrent rounds (default 4), PER_ROUND calls per round (default 500), CALLERS (default 10),
+// DROP_REDUNDANT_FKS=1 the what-if below)
 const base = process.env.PROBE_SERVER_URL ?? 'postgresql://postgres@127.0.0.1:5432/';
 const database = `wfstart_probe_${process.pid}`;
 const admin = new pg.Client({ connectionString: `${base}postgres` });
@@ -22,7 +26,18 @@ const CALLERS = Number(process.env.CALLERS ?? 10);
 
 try {
   await migrate({ connectionString: url });
-  const { prisma, pool, statements, close } = createCountingPrisma(url, CALLERS);
+  if (process.env.DROP_REDUNDANT_FKS) {
+    // What-if: the two foreign keys another one implies (an edge's run through its steps' composite keys; a
+    // step's job through the deferred job <-> step link). Not a change runledger makes: a measured lever.
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query(`ALTER TABLE runledger.workflow_step_dependencies DROP CONSTRAINT workflow_step_dependencies_workflow_run_id_fkey;
+                   ALTER TABLE runledger.workflow_steps DROP CONSTRAINT workflow_steps_job_id_fkey`);
+    await c.end();
+  }
+  const pool = new pg.Pool({ connectionString: url, max: CALLERS });
+  const statements = countStatements(pool);
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName }) });
   const clients: [string, Db][] = [
     ['poolDb', poolDb(pool) as Db],
     ['Prisma', prisma as unknown as Db],
@@ -77,7 +92,8 @@ try {
     const [rj, rc] = [p(rates.job, 0.5), p(rates.chain, 0.5)];
     console.log(`${name} ${CALLERS} callers: ${rj.toFixed(0)} jobs/s, ${rc.toFixed(0)} runs/s, ratio ${(rc / rj).toFixed(2)}`);
   }
-  await close();
+  await prisma.$disconnect();
+  await pool.end();
 } finally {
   await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   await admin.end();

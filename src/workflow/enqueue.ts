@@ -37,7 +37,8 @@ import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../model/json.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './run-definition.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
+import { asTemplate } from '../db/sql-template.js';
+import { startWorkflowRunsStatement } from '../queue/statements/start-workflow-runs.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -134,6 +135,11 @@ function pendingOf(step: ValidatedWorkflowRun['steps'][number], carried: Carried
   return carried.size === 0 ? step.dependsOn.length : step.dependsOn.filter((d) => !carried.has(d.step)).length;
 }
 
+/**
+ * Writes the validated runs (statement 1) and resolves taken keys (statement 2, only then). `tx` is a
+ * transaction, or a root client when the write autocommits (enqueueWorkflowRuns: then nothing can need
+ * undoing). `owned` false: the caller may catch a conflict and commit, so this batch's runs are deleted first.
+ */
 export async function persistRuns(
   tx: Tx,
   runs: readonly ValidatedWorkflowRun[],
@@ -178,16 +184,7 @@ export async function persistRuns(
   });
 }
 
-/**
- * Statement 1, the whole enqueue: every run (a key that exists already, or twice in this batch, is skipped),
- * and for the runs inserted their steps, their edges and their root jobs, then the wake-up NOTIFY of the
- * root jobs' types, like src/queue/statements/insert-jobs.ts's. Three jsonb parameters (runs, steps, edges):
- * PostgreSQL parses each in C, where an array per column costs the client (and Prisma) one serialization
- * each. Steps and edges of a skipped run are dropped by the join on the runs inserted. Steps that leave a
- * setting to the catalog take its job type's default here (src/workflow/catalog-defaults.ts), on the step
- * and on its root job. Foreign keys: the plain ones are checked at the end of the statement, the job <-> step
- * link at commit (both see every row the statement wrote).
- */
+/** Statement 1, the whole enqueue (src/queue/statements/start-workflow-runs.ts): its three jsonb batches. */
 async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], traceContext: string | null): Promise<{ id: string }[]> {
   const runs: Record<string, unknown>[] = [];
   const steps: Record<string, unknown>[] = [];
@@ -246,74 +243,9 @@ async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], trace
       for (const d of step.dependsOn) edges.push({ run_id: runId, prerequisite: idByKey.get(d.step)!, dependent: id, mode: d.mode });
     });
   });
-  return tx.$queryRaw<{ id: string }[]>`
-    WITH run_input AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(runs)}::jsonb)
-             AS r(id uuid, workflow_type text, organization_id text, status text, metadata jsonb, idempotency_key text,
-                  enqueue_request jsonb, result_step_key text, ord int)
-    ),
-    runs AS (
-      INSERT INTO runledger.workflow_runs
-             (id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key, trace_context)
-      SELECT id, workflow_type, organization_id, status::runledger.workflow_run_status, metadata, idempotency_key, enqueue_request,
-             result_step_key, ${traceContext}::jsonb
-        FROM run_input
-       ORDER BY ord
-      ON CONFLICT (workflow_type, COALESCE(organization_id, ''), idempotency_key)
-         WHERE idempotency_key IS NOT NULL
-      DO NOTHING
-      RETURNING id
-    ),
-    steps AS (
-      SELECT s.id, s.run_id, s.organization_id, s.step_key, s.kind, s.job_type, s.payload -> 'v' AS payload,
-             CASE WHEN d.job_type IS NOT NULL AND s.inherits ? 'priority' THEN d.default_priority ELSE s.priority END AS priority,
-             CASE WHEN d.job_type IS NOT NULL AND s.inherits ? 'maxAttempts' THEN d.default_max_attempts ELSE s.max_attempts END AS max_attempts,
-             CASE WHEN d.job_type IS NOT NULL AND s.inherits ? 'timeoutSeconds' THEN d.default_timeout_seconds ELSE s.timeout_seconds END
-               AS timeout_seconds,
-             s.resource_key, s.backoff_base_ms, s.backoff_max_ms, s.stage, COALESCE(s.allow_continuation, false) AS allow_continuation,
-             s.job_id, s.deps, s.pending, COALESCE(s.carried, false) AS carried, s.output, s.ord
-        FROM jsonb_to_recordset(${JSON.stringify(steps)}::jsonb)
-             AS s(id uuid, run_id uuid, organization_id text, step_key text, kind text, job_type text, payload jsonb, priority int,
-                  max_attempts int, timeout_seconds int, resource_key text, backoff_base_ms int, backoff_max_ms int, stage text,
-                  allow_continuation boolean, job_id uuid, deps int, pending int, carried boolean, output jsonb, inherits jsonb, ord int)
-        JOIN runs ON runs.id = s.run_id
-        LEFT JOIN runledger.job_definitions d ON s.inherits IS NOT NULL AND d.job_type = s.job_type
-    ),
-    jobs AS (
-      INSERT INTO runledger.job_queue
-             (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at, workflow_step_id,
-              resource_key, backoff_base_ms, backoff_max_ms, stage, created_at, updated_at)
-      SELECT job_id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, now(), id,
-             resource_key, backoff_base_ms, backoff_max_ms, stage, now(), now()
-        FROM steps
-       WHERE job_id IS NOT NULL
-       ORDER BY ord
-      RETURNING job_type
-    ),
-    step_rows AS (
-      INSERT INTO runledger.workflow_steps
-             (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-              timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at,
-              dependency_count_total, dependency_count_pending, output, finished_at, status_reason)
-      SELECT id, run_id, step_key, kind::runledger.workflow_step_execution_kind, job_type, organization_id, payload, priority,
-             max_attempts, timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation,
-             CASE WHEN carried THEN 'SUCCEEDED' WHEN pending > 0 THEN 'BLOCKED' WHEN kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL'
-                  ELSE 'ENQUEUED' END::runledger.workflow_step_status,
-             job_id, CASE WHEN pending = 0 THEN now() END, deps, pending,
-             CASE WHEN carried THEN output END, CASE WHEN carried THEN now() END, CASE WHEN carried THEN ${RECOVERY_CARRIED} END
-        FROM steps
-       ORDER BY ord
-    ),
-    edge_rows AS (
-      INSERT INTO runledger.workflow_step_dependencies (prerequisite_step_id, dependent_step_id, workflow_run_id, release_mode)
-      SELECT e.prerequisite, e.dependent, e.run_id, e.mode::runledger.workflow_dependency_release_mode
-        FROM jsonb_to_recordset(${JSON.stringify(edges)}::jsonb) AS e(prerequisite uuid, dependent uuid, run_id uuid, mode text)
-        JOIN runs ON runs.id = e.run_id
-    ),
-    notified AS (
-      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM jobs) t
-    )
-    SELECT runs.id FROM runs CROSS JOIN notified`;
+  return tx.$queryRaw<{ id: string }[]>(
+    ...asTemplate(startWorkflowRunsStatement(JSON.stringify(runs), JSON.stringify(steps), JSON.stringify(edges), traceContext, RECOVERY_CARRIED)),
+  );
 }
 
 /** `entry` without its null and undefined fields: jsonb_to_recordset reads a missing key as SQL NULL. */

@@ -32,7 +32,7 @@ export function countingPoolDb(db: TestDatabase): { client: Db; count(): number 
 }
 
 /** Counts every statement the pool's connections send, from now on. */
-function countStatements(pool: pg.Pool): () => number {
+export function countStatements(pool: pg.Pool): () => number {
   let sent = 0;
   pool.on('connect', (connection) => {
     const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
