@@ -2,9 +2,10 @@
  * The shared job insert: one statement writes a batch of job rows (and the
  * ENQUEUED events that say more than the row), checks the definitions catalog
  * and sends the wake-up NOTIFY. Every writer of jobs goes through it: enqueue,
- * workflow enqueue and append, schedules, intent promotion, replay. Rows whose
- * idempotency key is already held are skipped here; what that means for the
- * caller (existing or conflict) is enqueue-idempotency.ts's.
+ * workflow append, schedules, intent promotion, replay (a workflow start
+ * writes its root jobs in its own one statement, start-workflow-runs.ts).
+ * Rows whose idempotency key is already held are skipped here; what that
+ * means for the caller (existing or conflict) is enqueue-idempotency.ts's.
  */
 import { captureTraceContext } from '../telemetry/trace-context.js';
 import type { Tx } from '../client/types.js';

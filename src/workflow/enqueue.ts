@@ -1,7 +1,12 @@
 /**
- * Enqueueing a workflow run: the run row, all steps and all edges in batched
- * statements, and the roots released in the same transaction (job roots get
- * their job, ENQUEUED; external roots become WAITING_FOR_EXTERNAL).
+ * Enqueueing a workflow run: the run row, all steps, all edges and the roots
+ * released (job roots get their job, ENQUEUED; external roots become
+ * WAITING_FOR_EXTERNAL) in one statement, whatever the number of runs; a
+ * second only when an idempotency key was taken. Validation and the DAG check
+ * are TypeScript (run-definition.ts), done before any statement. A single run
+ * (or a batch without keys) on a root client autocommits that one statement:
+ * starting a run costs the round trips of enqueueing a job. No lock is shared
+ * between runs: the only waits are a concurrent insert of the same key.
  *
  * Step ids are issued in topological order, so a dependent's id is always
  * greater than its prerequisites' ids.
@@ -24,16 +29,16 @@
  * (`workflow.enqueue_idempotency_unsupported_isolation`) before any write.
  */
 import { captureTraceContext } from '../telemetry/trace-context.js';
-import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
-import type { Db, Tx } from '../client/types.js';
+import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
+import { isTransactionClient, type Db, type Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
 import { ConflictError, ValidationError } from '../errors/runledger-error.js';
-import { insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../model/json.js';
 import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun, type WorkflowRunInput } from './run-definition.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import { applyCatalogJson, inheritedJobTypes, type CatalogJson } from './catalog-defaults.js';
+import { asTemplate } from '../db/sql-template.js';
+import { startWorkflowRunsStatement } from '../queue/statements/start-workflow-runs.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -54,13 +59,13 @@ export async function enqueueWorkflowRun(db: Db, input: WorkflowRunInput): Promi
   return result!;
 }
 
-/** Most runs one `enqueueWorkflowRuns` call takes (its statements carry every step and edge as arrays). */
+/** Most runs one `enqueueWorkflowRuns` call takes (its statement carries every step and edge as jsonb). */
 export const MAX_WORKFLOW_RUN_BATCH = 1_000;
 
 /**
- * Validates and persists several runs in a constant number of statements,
- * whatever their number: the runs, the root jobs, the steps and the edges,
- * one statement each (plus one when some idempotency keys already exist).
+ * Validates and persists several runs in one statement, whatever their
+ * number: the runs, the root jobs, the steps and the edges (plus one
+ * statement when some idempotency keys already exist).
  * Results are in input order. All or nothing: an invalid run (its field named
  * `<index>.<field>`) or an idempotency conflict leaves nothing of the batch
  * (an owned transaction rolls back; in a joined one the batch's own runs are
@@ -87,8 +92,18 @@ export async function enqueueWorkflowRuns(db: Db, inputs: readonly WorkflowRunIn
     }
   });
   if (runs.length === 0) return [];
-  return withTransaction(db, runs.length === 1 ? 'enqueue workflow run' : 'enqueue workflow runs', async (context) => {
-    if (runs.some((run) => run.idempotencyKey !== null)) {
+  const operation = runs.length === 1 ? 'enqueue workflow run' : 'enqueue workflow runs';
+  const keyed = runs.some((run) => run.idempotencyKey !== null);
+  if (!isTransactionClient(db) && (runs.length === 1 || !keyed)) {
+    // One statement writes it all (persistRuns), so on a root client it autocommits: one round trip, no
+    // BEGIN / COMMIT. Safe where nothing can need undoing: one run (a taken key inserts nothing; the read of
+    // the existing run that follows needs no transaction) or no keys at all (nothing is skipped). A keyed
+    // insert needs READ COMMITTED (module comment): withStatement opens an owned transaction where the
+    // session's default is stronger.
+    return withStatement(db, operation, (client) => persistRuns(client, runs, true), { readCommitted: keyed });
+  }
+  return withTransaction(db, operation, async (context) => {
+    if (keyed) {
       await ensureReadCommitted(context, 'workflow.enqueue_idempotency_unsupported_isolation', 'Workflow enqueue with an idempotency key');
     }
     return persistRuns(context.tx, runs, context.owned);
@@ -120,6 +135,11 @@ function pendingOf(step: ValidatedWorkflowRun['steps'][number], carried: Carried
   return carried.size === 0 ? step.dependsOn.length : step.dependsOn.filter((d) => !carried.has(d.step)).length;
 }
 
+/**
+ * Writes the validated runs (statement 1) and resolves taken keys (statement 2, only then). `tx` is a
+ * transaction, or a root client when the write autocommits (enqueueWorkflowRuns: then nothing can need
+ * undoing). `owned` false: the caller may catch a conflict and commit, so this batch's runs are deleted first.
+ */
 export async function persistRuns(
   tx: Tx,
   runs: readonly ValidatedWorkflowRun[],
@@ -141,32 +161,9 @@ export async function persistRuns(
 
   // The caller's trace, continued by the spans of every step's job (src/telemetry/).
   const traceContext = jsonParam(await captureTraceContext());
-  // Statement 1: every run; a key that exists already (or twice in this batch) is skipped. It also reads the catalog
-  // defaults of the job types whose steps leave settings out (an uncorrelated subquery: evaluated once).
-  const inherited = [...new Set(runs.flatMap((run) => inheritedJobTypes(run.steps)))];
-  const inserted = await tx.$queryRaw<{ id: string; catalog: CatalogJson }[]>`
-    INSERT INTO runledger.workflow_runs
-           (id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key,
-            trace_context)
-    SELECT r.id, r.workflow_type, r.organization_id, r.status::runledger.workflow_run_status, r.metadata, r.idempotency_key,
-           r.enqueue_request, r.result_step_key, ${traceContext}::jsonb
-      FROM unnest(${planned.map((p) => p.runId)}::uuid[], ${planned.map((p) => p.run.workflowType)}::text[],
-                  ${planned.map((p) => p.run.organizationId)}::text[], ${planned.map((p) => p.status)}::text[],
-                  ${planned.map((p) => jsonParam(p.run.metadata))}::jsonb[], ${planned.map((p) => p.run.idempotencyKey)}::text[],
-                  ${planned.map((p) => jsonParam(p.canonical))}::jsonb[], ${planned.map((p) => p.run.resultStepKey)}::text[])
-           WITH ORDINALITY AS r(id, workflow_type, organization_id, status, metadata, idempotency_key, enqueue_request, result_step_key, ord)
-     ORDER BY r.ord
-    ON CONFLICT (workflow_type, COALESCE(organization_id, ''), idempotency_key)
-       WHERE idempotency_key IS NOT NULL
-    DO NOTHING
-    RETURNING id,
-              (SELECT COALESCE(jsonb_object_agg(d.job_type, jsonb_build_array(d.default_priority, d.default_max_attempts,
-                                                                              d.default_timeout_seconds)), '{}'::jsonb)
-                 FROM runledger.job_definitions d WHERE d.job_type = ANY(${inherited}::text[])) AS catalog`;
+  const inserted = await insertRunsStatement(tx, planned, traceContext);
   const insertedIds = new Set(inserted.map((row) => row.id));
-  const catalog = inserted[0]?.catalog ?? {};
-  // The steps' stored settings take the catalog's defaults; the idempotency snapshot (`canonical`) stays the request as given.
-  const fresh = planned.filter((p) => insertedIds.has(p.runId)).map((p) => ({ ...p, run: { ...p.run, steps: applyCatalogJson(p.run.steps, catalog) } }));
+  const fresh = planned.filter((p) => insertedIds.has(p.runId));
   const skipped = planned.filter((p) => !insertedIds.has(p.runId));
 
   // Statement 2 (only when keys were taken): same request -> the existing run, else a conflict.
@@ -179,8 +176,6 @@ export async function persistRuns(
     }
     throw idempotencyConflict(conflict, existing.get(conflict));
   }
-
-  if (fresh.length > 0) await insertStepsAndEdges(tx, fresh);
   return planned.map((p): EnqueueWorkflowRunResult => {
     const found = existing.get(p);
     return found
@@ -189,100 +184,74 @@ export async function persistRuns(
   });
 }
 
-/** Statements 3-5: the root jobs, every step, every edge of the new runs. */
-async function insertStepsAndEdges(tx: Tx, fresh: readonly PlannedRun[]): Promise<void> {
-  const jobs: InsertJobRow[] = [];
-  const jobIdByStep = new Map<string, string>();
-  for (const { run, stepIds, carried } of fresh) {
-    run.steps.forEach((step, index) => {
-      if (step.kind !== 'job' || carried.has(step.key) || pendingOf(step, carried) > 0) return;
-      const stepId = stepIds[index]!;
-      const jobId = newId();
-      jobIdByStep.set(stepId, jobId);
-      jobs.push({
-        id: jobId,
-        jobType: step.jobType,
-        organizationId: run.organizationId,
-        payload: step.payload,
-        priority: step.priority,
-        maxAttempts: step.maxAttempts,
-        timeoutSeconds: step.timeoutSeconds,
-        nextRunAt: null,
-        idempotencyKey: null,
-        enqueueRequest: null,
-        // The ENQUEUED event's {workflowRunId, stepId, stepKey} is derived from the step (the job_trail view).
-        eventPayload: null,
-        workflowStepId: stepId,
-        resourceKey: step.resourceKey,
-        backoff: step.backoff,
-        stage: step.stage,
-      });
-    });
-  }
-  await insertJobsTx(tx, jobs);
-
-  const steps = fresh.flatMap(({ run, runId, stepIds, carried }) =>
-    run.steps.map((step, index) => ({
-      step,
-      run,
-      runId,
-      id: stepIds[index]!,
-      carried: carried.has(step.key),
-      output: carried.get(step.key) ?? null,
-      pending: pendingOf(step, carried),
-    })),
-  );
-  const col = <T>(pick: (entry: (typeof steps)[number]) => T): T[] => steps.map(pick);
-  await tx.$executeRaw`
-    INSERT INTO runledger.workflow_steps
-           (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-            timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at,
-            dependency_count_total, dependency_count_pending, output, finished_at, status_reason)
-    SELECT s.id, s.run_id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, s.organization_id,
-           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.backoff_base_ms, s.backoff_max_ms,
-           s.stage, s.allow_continuation,
-           CASE WHEN s.carried THEN 'SUCCEEDED' WHEN s.pending > 0 THEN 'BLOCKED' WHEN s.kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL'
-                ELSE 'ENQUEUED' END::runledger.workflow_step_status,
-           s.job_id, CASE WHEN s.pending = 0 THEN now() END, s.deps, s.pending,
-           CASE WHEN s.carried THEN s.output END, CASE WHEN s.carried THEN now() END, CASE WHEN s.carried THEN ${RECOVERY_CARRIED} END
-      FROM unnest(
-             ${col((e) => e.id)}::uuid[],
-             ${col((e) => e.runId)}::uuid[],
-             ${col((e) => e.run.organizationId)}::text[],
-             ${col((e) => e.step.key)}::text[],
-             ${col((e) => (e.step.kind === 'job' ? 'JOB' : 'EXTERNAL'))}::text[],
-             ${col((e) => (e.step.kind === 'job' ? e.step.jobType : null))}::text[],
-             ${col((e) => (e.step.kind === 'job' ? JSON.stringify(e.step.payload) : null))}::jsonb[],
-             ${col((e) => (e.step.kind === 'job' ? e.step.priority : null))}::int[],
-             ${col((e) => (e.step.kind === 'job' ? e.step.maxAttempts : null))}::int[],
-             ${col((e) => (e.step.kind === 'job' ? e.step.timeoutSeconds : null))}::int[],
-             ${col((e) => (e.step.kind === 'job' ? e.step.resourceKey : null))}::text[],
-             ${col((e) => (e.step.kind === 'job' ? (e.step.backoff?.baseDelayMs ?? null) : null))}::int[],
-             ${col((e) => (e.step.kind === 'job' ? (e.step.backoff?.maxDelayMs ?? null) : null))}::int[],
-             ${col((e) => jobIdByStep.get(e.id) ?? null)}::uuid[],
-             ${col((e) => e.step.dependsOn.length)}::int[],
-             ${col((e) => e.pending)}::int[],
-             ${col((e) => e.carried)}::boolean[],
-             ${col((e) => (e.carried ? jsonParam(e.output) : null))}::jsonb[],
-             ${col((e) => (e.step.kind === 'job' ? e.step.stage : null))}::text[],
-             ${col((e) => e.step.kind === 'job' && e.step.allowContinuation)}::boolean[]
-           ) AS s(id, run_id, organization_id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds,
-                  resource_key, backoff_base_ms, backoff_max_ms, job_id, deps, pending, carried, output, stage, allow_continuation)`;
-
-  const edges = fresh.flatMap(({ run, runId, stepIds }) => {
-    const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
-    return run.steps.flatMap((step) =>
-      step.dependsOn.map((d) => ({ runId, prerequisite: idByKey.get(d.step)!, dependent: idByKey.get(step.key)!, mode: d.mode })),
+/** Statement 1, the whole enqueue (src/queue/statements/start-workflow-runs.ts): its three jsonb batches. */
+async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], traceContext: string | null): Promise<{ id: string }[]> {
+  const runs: Record<string, unknown>[] = [];
+  const steps: Record<string, unknown>[] = [];
+  const edges: Record<string, unknown>[] = [];
+  planned.forEach(({ run, runId, stepIds, status, canonical, carried }, ord) => {
+    runs.push(
+      compact({
+        id: runId,
+        workflow_type: run.workflowType,
+        organization_id: run.organizationId,
+        status,
+        metadata: run.metadata,
+        idempotency_key: run.idempotencyKey,
+        enqueue_request: canonical,
+        result_step_key: run.resultStepKey,
+        ord,
+      }),
     );
+    const idByKey = new Map(run.steps.map((step, index) => [step.key, stepIds[index]!]));
+    run.steps.forEach((step, index) => {
+      const id = stepIds[index]!;
+      const pending = pendingOf(step, carried);
+      const isCarried = carried.has(step.key);
+      const job = step.kind === 'job';
+      steps.push(
+        compact({
+          id,
+          run_id: runId,
+          organization_id: run.organizationId,
+          step_key: step.key,
+          kind: job ? 'JOB' : 'EXTERNAL',
+          ord: steps.length,
+          deps: step.dependsOn.length,
+          pending,
+          // A carried output of null is stored as SQL NULL (an external step's, say), as the source has it.
+          ...(isCarried ? { carried: true, output: carried.get(step.key) ?? null } : {}),
+          ...(job
+            ? {
+                job_type: step.jobType,
+                payload: { v: step.payload },
+                priority: step.priority,
+                max_attempts: step.maxAttempts,
+                timeout_seconds: step.timeoutSeconds,
+                resource_key: step.resourceKey,
+                backoff_base_ms: step.backoff?.baseDelayMs,
+                backoff_max_ms: step.backoff?.maxDelayMs,
+                stage: step.stage,
+                allow_continuation: step.allowContinuation,
+                // A root job step gets its job now (ENQUEUED); the job_trail view derives its ENQUEUED event.
+                job_id: !isCarried && pending === 0 ? newId() : null,
+                inherits: step.inherits !== undefined && step.inherits.length > 0 ? step.inherits : null,
+              }
+            : {}),
+        }),
+      );
+      for (const d of step.dependsOn) edges.push({ run_id: runId, prerequisite: idByKey.get(d.step)!, dependent: id, mode: d.mode });
+    });
   });
-  if (edges.length > 0) {
-    await tx.$executeRaw`
-      INSERT INTO runledger.workflow_step_dependencies (prerequisite_step_id, dependent_step_id, workflow_run_id, release_mode)
-      SELECT e.prerequisite, e.dependent, e.run_id, e.mode::runledger.workflow_dependency_release_mode
-        FROM unnest(${edges.map((e) => e.prerequisite)}::uuid[], ${edges.map((e) => e.dependent)}::uuid[],
-                    ${edges.map((e) => e.runId)}::uuid[], ${edges.map((e) => e.mode)}::text[])
-             AS e(prerequisite, dependent, run_id, mode)`;
-  }
+  return tx.$queryRaw<{ id: string }[]>(
+    ...asTemplate(startWorkflowRunsStatement(JSON.stringify(runs), JSON.stringify(steps), JSON.stringify(edges), traceContext, RECOVERY_CARRIED)),
+  );
+}
+
+/** `entry` without its null and undefined fields: jsonb_to_recordset reads a missing key as SQL NULL. */
+function compact(entry: Record<string, unknown>): Record<string, unknown> {
+  for (const key of Object.keys(entry)) if (entry[key] === null || entry[key] === undefined) delete entry[key];
+  return entry;
 }
 
 /**

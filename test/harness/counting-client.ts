@@ -6,6 +6,9 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { preparedStatementName } from '../../src/client/connect.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
+import type pg from 'pg';
+import { poolDb } from '../../src/client/from-pool.js';
+import type { Db } from '../../src/client/types.js';
 import type { TestDatabase } from './database.js';
 
 export interface CountingClient {
@@ -17,6 +20,19 @@ export interface CountingClient {
 
 export function countingClient(db: TestDatabase): CountingClient {
   const pool = db.newPool({ max: 1 });
+  const count = countStatements(pool);
+  const client = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName }) });
+  return { client, count, close: () => client.$disconnect() };
+}
+
+/** The same count on a `poolDb` client (one connection); the pool closes with the test database. */
+export function countingPoolDb(db: TestDatabase): { client: Db; count(): number } {
+  const pool = db.newPool({ max: 1 });
+  return { client: poolDb(pool) as Db, count: countStatements(pool) };
+}
+
+/** Counts every statement the pool's connections send, from now on. */
+export function countStatements(pool: pg.Pool): () => number {
   let sent = 0;
   pool.on('connect', (connection) => {
     const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
@@ -25,6 +41,5 @@ export function countingClient(db: TestDatabase): CountingClient {
       return query(...args);
     };
   });
-  const client = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName }) });
-  return { client, count: () => sent, close: () => client.$disconnect() };
+  return () => sent;
 }

@@ -1,6 +1,7 @@
 /**
  * The shared job insert (src/queue/insert-jobs.ts builds its batch; every writer of new jobs goes through
- * it but the release cascade's, src/coordination/dependency-release.ts).
+ * it but the release cascade's, src/coordination/dependency-release.ts, and a workflow start's root jobs,
+ * start-workflow-runs.ts, written by the statement that writes their steps).
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
