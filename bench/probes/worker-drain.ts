@@ -1,7 +1,8 @@
 // Probe: createWorker draining PROBE_JOBS (40,000) no-op jobs, its statements through the Prisma client or,
 // with PROBE_POOL=1, through the pg Pool under it (`db: pool`); prints jobs/s and the worker's Node CPU per job.
 // PROBE_PROFILE=1 writes a CPU profile of the drain alone to /tmp/worker-drain.cpuprofile. Measures dist/
-// (`npm run build` first), as the bench does.
+// (`npm run build` first), as the bench does. Also prints the share of job_queue's updates that were HOT
+// (pg_stat_user_tables, read once the worker's backends have exited and so flushed their counters).
 // Usage: PROBE_URL=<a migrated database> [PROBE_POOL=1] [PROBE_CONCURRENCY=10] npx tsx bench/probes/worker-drain.ts
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -26,6 +27,17 @@ for (let i = 0; i < jobs; i += 1000) {
     Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({ jobType: 'probe.drain', payload: { n: i + k } })),
   );
 }
+// A fresh session's view of the counters; the enqueue above wrote inserts only, so no update is unflushed.
+async function updates(): Promise<{ upd: number; hot: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query<{ upd: string; hot: string }>(
+    `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relid = 'runledger.job_queue'::regclass`,
+  );
+  await client.end();
+  return { upd: Number(rows[0]!.upd), hot: Number(rows[0]!.hot) };
+}
+const before = await updates();
 const session = new Session();
 session.connect();
 if (process.env.PROBE_PROFILE === '1') {
@@ -64,3 +76,8 @@ console.log(
 await worker.stop({ drainMs: 1_000 });
 await prisma.$disconnect();
 await pool.end().catch(() => undefined);
+await new Promise((resolve) => setTimeout(resolve, 1_500));
+const after = await updates();
+const upd = after.upd - before.upd;
+const hot = after.hot - before.hot;
+console.log(`job_queue: ${upd} updates, ${hot} HOT (${((100 * hot) / Math.max(upd, 1)).toFixed(1)}%; ${((100 * hot) / jobs).toFixed(1)}% of completions)`);
