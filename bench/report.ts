@@ -18,7 +18,17 @@ function table(headers: string[], rows: string[][]): string {
 function throughputTable(w: ThroughputResult): string {
   const unit = singular(w.unit);
   return table(
-    ['system', `${w.unit}/s (median)`, 'min-max', `commits/${unit}`, `statements/${unit}`, `rows written/${unit}`, `HOT updates/${unit}`, 'ratio to best peer'],
+    [
+      'system',
+      `${w.unit}/s (median)`,
+      'min-max',
+      `commits/${unit}`,
+      `statements/${unit}`,
+      `rows written/${unit}`,
+      `HOT updates/${unit}`,
+      `index entries/${unit}`,
+      'ratio to best peer',
+    ],
     w.rows.map((r) => [
       r.system === w.bestPeer ? `${r.label} (best peer)` : r.label,
       num(r.rate.median),
@@ -27,6 +37,7 @@ function throughputTable(w: ThroughputResult): string {
       r.statementsPerUnit ? num(r.statementsPerUnit.median, 3) : 'n/a',
       num(r.rowsWrittenPerUnit?.median, 2),
       num(r.hotUpdatesPerUnit?.median, 2),
+      r.indexEntriesPerUnit ? num(r.indexEntriesPerUnit.median, 2) : 'n/a',
       ratio(r.ratioToBestPeer),
     ]),
   );
@@ -136,7 +147,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     environmentLine(results),
     '',
-    "Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system's database (harness commits subtracted); statements are counted in runledger's client pool (BEGIN/COMMIT included); rows written are the `pg_stat_user_tables` delta of n_tup_ins + n_tup_upd + n_tup_del over the system's tables (HOT updates: n_tup_hot_upd, included in the updates).",
+    "Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system's database (harness commits subtracted); statements are counted in runledger's client pool (BEGIN/COMMIT included); rows written are the `pg_stat_user_tables` delta of n_tup_ins + n_tup_upd + n_tup_del over the system's tables (HOT updates: n_tup_hot_upd, included in the updates); index entries are the btree entries the WAL records for the indexes of the system's database (pg_walinspect, bench/wal.ts).",
     '',
     '## Headline',
     '',

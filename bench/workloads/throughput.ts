@@ -9,6 +9,7 @@
 import { resetServerStatements, serverStatementCount } from '../pgss.js';
 import { spread } from '../stats.js';
 import { countersAfter, countersBefore, readTuples, rowsWritten, sumTuples, tupleDelta } from '../tuples.js';
+import { indexEntriesSince, walStart } from '../wal.js';
 import type { BenchSystem, Timed } from '../systems/types.js';
 import type { BenchContext, RepMeasure, ThroughputResult, ThroughputRow, Workload } from './types.js';
 
@@ -32,9 +33,12 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
     const quietMs = context.config.quick ? 300 : 500;
     // Profiling aid (BENCH_DEBUG_PGSS=1 with a server preloading pg_stat_statements): what the server spent its time on.
     const profiling = process.env.BENCH_DEBUG_PGSS ? await resetServerStatements(url) : false;
+    // Outside the settled commit counts on both sides (bench/wal.ts).
+    const wal = await walStart(url);
     const before = await countersBefore(context.admin, url, database, quietMs);
     const timed = await spec.run(system, url);
     const after = await countersAfter(context.admin, url, database, quietMs);
+    const indexEntries = await indexEntriesSince(url, wal);
     if (profiling) await serverStatementCount(url);
     const commits = after.commits - before.commits - timed.harnessCommits;
     const statements = timed.statements ?? null;
@@ -55,6 +59,7 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
       rowsWritten: written,
       rowsWrittenPerUnit: written / spec.units,
       hotUpdatesPerUnit: tuples.hotUpdated / spec.units,
+      indexEntriesPerUnit: indexEntries === null ? null : indexEntries / spec.units,
       seedRowsWritten: seedWritten,
       rowsWrittenWithSeedPerUnit: (written + seedWritten) / spec.units,
     };
@@ -72,7 +77,7 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
           context.log(`${spec.key}: ${system.label}, run ${rep + 1}/${context.config.repeats}`);
           const measure = await measureRep(context, system, spec);
           context.log(
-            `  ${measure.rate.toFixed(0)} ${spec.unit}/s, ${measure.commitsPerUnit.toFixed(3)} commits/${singular(spec.unit)}, ${measure.rowsWrittenPerUnit.toFixed(2)} rows written/${singular(spec.unit)} (${measure.hotUpdatesPerUnit.toFixed(2)} HOT updates)`,
+            `  ${measure.rate.toFixed(0)} ${spec.unit}/s, ${measure.commitsPerUnit.toFixed(3)} commits/${singular(spec.unit)}, ${measure.rowsWrittenPerUnit.toFixed(2)} rows written/${singular(spec.unit)} (${measure.hotUpdatesPerUnit.toFixed(2)} HOT updates), ${measure.indexEntriesPerUnit?.toFixed(2) ?? 'n/a'} index entries`,
           );
           reps.push(measure);
         }
@@ -87,6 +92,7 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
           statementsPerUnit: statements.length === reps.length ? spread(statements) : null,
           rowsWrittenPerUnit: spread(reps.map((r) => r.rowsWrittenPerUnit)),
           hotUpdatesPerUnit: spread(reps.map((r) => r.hotUpdatesPerUnit)),
+          indexEntriesPerUnit: reps.every((r) => r.indexEntriesPerUnit !== null) ? spread(reps.map((r) => r.indexEntriesPerUnit as number)) : null,
           rowsWrittenWithSeedPerUnit: spread(reps.map((r) => r.rowsWrittenWithSeedPerUnit)),
           ratioToBestPeer: null,
         });

@@ -43,6 +43,8 @@ export interface RepMeasure {
   rowsWrittenPerUnit: number;
   /** HOT updates (a subset of the updates: no index entry written). */
   hotUpdatesPerUnit: number;
+  /** Btree entries written to the database's indexes, from the WAL (bench/wal.ts); null where it could not be read. */
+  indexEntriesPerUnit: number | null;
   /** Rows the untimed seeding wrote (runledger: the workflow runs, steps, dependencies, first jobs; the peers: their first jobs). */
   seedRowsWritten: number;
   /** (rowsWritten + seedRowsWritten) / units: what one counter delta over the whole workload would say. */
@@ -61,6 +63,8 @@ export interface ThroughputRow {
   rowsWrittenPerUnit?: Spread;
   /** HOT updates per unit (included in rowsWrittenPerUnit). */
   hotUpdatesPerUnit?: Spread;
+  /** Index entries per unit (bench/wal.ts); absent in results written before the bench counted them, null where unread. */
+  indexEntriesPerUnit?: Spread | null;
   /** Rows written per unit, the untimed seeding's included. */
   rowsWrittenWithSeedPerUnit?: Spread;
   /** Median rate / the best peer variant's median rate: > 1 means faster than the best peer. Null for peers. */
