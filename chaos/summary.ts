@@ -21,7 +21,7 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
   line(`jobs: ${fmt(findings.jobs)}`);
   const e = findings.executions;
   line(
-    `executions: ${e.total} (first ${e.first}, retries ${e.retries}, requeues ${e.requeues}, replays ${e.replays}); duplicates explained ${e.retries + e.requeues + e.replays}, unexplained ${e.unexplained}`,
+    `executions: ${e.total} (first ${e.first}, retries ${e.retries}, requeues ${e.requeues}, replays ${e.replays}, re-runs of an attempt released by a database fault ${e.rerunsAfterRelease}); duplicates explained ${e.retries + e.requeues + e.replays + e.rerunsAfterRelease}, unexplained ${e.unexplained}`,
   );
   const n = findings.notifications;
   line(`terminal notifications: ${n.received} for ${n.runs} runs; missed and looked up ${n.missedLookedUp} (in listener gaps ${n.missedInListenerGaps})`);

@@ -75,6 +75,7 @@ import {
   runAttemptTransaction,
   transactionalFailure,
   unspentAttemptReason,
+  releasedAttemptError,
   untilAborted,
   type AttemptCommitted,
   type AttemptPhase,
@@ -327,7 +328,11 @@ export class JobExecution {
     const unspent = unspentAttemptReason(error, phase, deadline);
     if (unspent !== undefined) {
       // A database fault, not the handler's: the attempt is given back (its writes were rolled back) and re-runs.
-      this.logger.warn('transactional attempt ended by a database fault; releasing it without using up the attempt', { phase, reason: unspent, error });
+      this.logger.warn('transactional attempt ended by a database fault; releasing it without using up the attempt', {
+        phase,
+        reason: unspent,
+        error: releasedAttemptError(error),
+      });
       this.deps.databaseFault?.();
       await this.outcomes.release(unspent);
       return;

@@ -52,7 +52,7 @@
 import { readCommittedIsolation } from '../client/transaction.js';
 import type { Db, PrismaClientLike } from '../client/types.js';
 import { databaseErrorInfo, isConnectionFault, normalizeDatabaseError } from '../errors/database-error.js';
-import { isRunledgerError } from '../errors/runledger-error.js';
+import { isRunledgerError, type RunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
 import { completeJob } from '../queue/complete.js';
 import { continueJobs } from '../queue/continue.js';
@@ -191,6 +191,11 @@ export function unspentAttemptReason(error: unknown, phase: AttemptPhase, deadli
   if (timedOut(error, deadline)) return undefined;
   if (error instanceof TransactionLost || (phase === 'commit' && isConnectionFault(error))) return 'database.unavailable';
   return undefined;
+}
+
+/** The database's error behind a released attempt, coded (`database.unavailable`) for the worker's log. */
+export function releasedAttemptError(error: unknown): RunledgerError {
+  return normalizeDatabaseError(error instanceof TransactionLost ? error.handlerError : error, 'run a transactional attempt');
 }
 
 /** Resolves or rejects with `work`, or rejects with the signal's reason as soon as it aborts (the transaction then rolls back). */
