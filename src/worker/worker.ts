@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import type { PrismaClientLike } from '../client/types.js';
-import { ConflictError } from '../errors/runledger-error.js';
+import { ConflictError, isRunledgerError } from '../errors/runledger-error.js';
 import { createPoolDb } from '../client/connect.js';
 import type { PoolDb } from '../client/pool-db.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
@@ -218,6 +218,12 @@ class RunledgerWorker implements Worker {
       await checkWorkerDatabase(this.db, this.options.registry.values());
     } catch (error) {
       if (!this.stopController.signal.aborted) {
+        if (isRunledgerError(error, 'database.unavailable')) {
+          // Unreachable now (an outage, a restart): start() may be called again on this worker; stop() closes.
+          this.currentState = 'created';
+          this.startPromise = undefined;
+          throw error;
+        }
         this.currentState = 'stopped';
         await this.closeConnections();
       }

@@ -61,14 +61,19 @@ describe("the worker's start()", () => {
     await refusesToStart(worker({ db: pool }), 'client.pool_ended');
   });
 
-  it('refuses a database it cannot reach as database.unavailable, and closes the client it opened', async () => {
+  it('refuses a database it cannot reach as database.unavailable, and starts on a later call once it answers', async () => {
     const proxy = await startFaultProxy(db.url);
     closers.push(() => proxy.close());
     await proxy.cut();
-    await refusesToStart(
-      createWorker({ connectionString: proxy.url, handlers: [noop], logger: silentLogger, reaper: false, listen: false }),
-      'database.unavailable',
-    );
+    const subject = createWorker({ connectionString: proxy.url, handlers: [noop], logger: silentLogger, reaper: false, listen: false });
+    await expect(subject.start()).rejects.toMatchObject({ code: 'database.unavailable' });
+    // A transient refusal leaves the worker startable (an outage at deploy time must not need a new worker).
+    expect(subject.state).toBe('created');
+    await proxy.restore();
+    await subject.start();
+    expect(subject.state).toBe('running');
+    await subject.stop();
+    expect(subject.state).toBe('stopped');
   });
 
   it('refuses a database never migrated as migrate.required', async () => {
