@@ -69,7 +69,7 @@ export function pendingByTypeQuery(scope: Scope): Sql {
     SELECT jq.job_type, count(*)::int AS pending, (count(*) FILTER (WHERE jq.next_run_at <= now()))::int AS runnable,
            round(EXTRACT(EPOCH FROM now() - min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now())) * 1000)::float8 AS oldest_wait_ms
       FROM runledger.job_queue jq
-     WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}
+     WHERE jq.claimable AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1`;
 }
 

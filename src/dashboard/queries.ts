@@ -89,7 +89,7 @@ export function overviewQuery(scope: Scope): Sql {
     WITH pending AS (
       SELECT jq.job_type, count(*)::int AS n, min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now()) AS oldest_due
         FROM runledger.job_queue jq
-       WHERE jq.status = 'PENDING' AND ${jobsIn}
+       WHERE jq.claimable AND ${jobsIn}
        GROUP BY 1
     ), jobs AS (
       SELECT p.job_type, 'PENDING'::text AS status, p.n FROM pending p

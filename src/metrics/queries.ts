@@ -61,7 +61,7 @@ export function liveJobCounts({ now, scope }: MetricsQueryContext): Sql {
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL AS workflow, 'PENDING' AS status,
            count(*)::int AS count, (count(*) FILTER (WHERE jq.next_run_at <= ${now}::timestamptz))::int AS runnable
       FROM runledger.job_queue jq
-     WHERE jq.status = 'PENDING' AND ${inScope(scope, 'jq.organization_id')}
+     WHERE jq.claimable AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2
     UNION ALL
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL, 'LEASED', count(*)::int, 0
@@ -105,7 +105,7 @@ export interface OldestRunnableRow {
  * probe, and the first due entry of each priority is one more.
  */
 export function oldestRunnable({ now, scope }: MetricsQueryContext): Sql {
-  const pending = sqltag`jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}`;
+  const pending = sqltag`jq.claimable AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}`;
   return sqltag`
     WITH RECURSIVE priorities AS (
       (SELECT jq.priority FROM runledger.job_queue jq WHERE ${pending} ORDER BY jq.priority DESC LIMIT 1)

@@ -35,7 +35,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         SELECT b.id FROM (
           SELECT jq.id
             FROM runledger.job_queue jq
-           WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
+           WHERE jq.claimable AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
              AND ${RESOURCE_FREE_HEAD}
            ORDER BY jq.priority DESC, jq.next_run_at, jq.id
            LIMIT ${bucket}
@@ -51,7 +51,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
          CROSS JOIN LATERAL (
            SELECT jq.id, jq.priority, jq.next_run_at
              FROM runledger.job_queue jq
-            WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
+            WHERE jq.claimable AND jq.job_type = t.job_type AND jq.next_run_at <= now()
               AND ${RESOURCE_FREE_HEAD}
             ORDER BY jq.priority DESC, jq.next_run_at, jq.id
             LIMIT ${bucket}
