@@ -98,6 +98,18 @@
  * always. So an append that holds the shared lock and waits for step rows
  * waits only for transactions that finish without it.
  *
+ * Finished-job counters (rung 6, job_counts rows; src/queue/statements/finished-counts.ts). Every statement
+ * that finishes jobs (completion, failure to dead letter, cancel of a job or of a run's jobs, the reaper) adds
+ * to its counters in one upsert, in key order (minute, type, organization, status, kind), as an unreferenced
+ * CTE, which PostgreSQL runs after the statement's main query: so within a statement they are the last lock,
+ * and two statements share at most a prefix of the same ordered list, which cannot close a cycle. A counter
+ * row is held to commit; the worker's completion transaction goes on to rungs 2b-4 holding it. A cycle
+ * through counters therefore needs two transactions of the same shard (backend pid modulo 16), one holding
+ * a counter and waiting for a run or step row, the other holding that row and running a second terminal
+ * statement on the same counter: only a host transaction that finishes jobs twice could do it, and
+ * PostgreSQL's detector ends it (`database.transaction_conflict`, retried like any conflict). The shard
+ * keeps concurrent workers of one type and minute off one row (test/integration/finished-counts.test.ts).
+ *
  * Rungs 0 and 5. Rung 0 locks are taken first and by nothing that holds
  * another lock class, so no waiter on them holds anything a rung-0 holder
  * waits for. Claim rows (5) are taken last; their only blocking takers are

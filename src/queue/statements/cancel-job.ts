@@ -4,6 +4,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { JOB_ROW_COLUMNS, type JobRow } from '../../model/job-rows.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
+import { countFinished } from './finished-counts.js';
 
 export type CanceledJobRow = JobRow & { workflow_managed: boolean; ended_attempt_started_at: string | null };
 
@@ -23,8 +24,9 @@ export function cancelJobStatement(jobId: string, previousStatus: string, reason
           FROM clock c
          WHERE jq.id = ${jobId}::uuid AND jq.status IN ('PENDING', 'LEASED')
         RETURNING ${JOB_ROW_COLUMNS},
-                  jq.workflow_step_id IS NOT NULL AS workflow_managed
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.workflow_step_id
       ),
+      counted AS (${countFinished(sqltag`canceled`)}),
       events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
         SELECT ${eventId}::uuid, id, 'CANCELED'::runledger.job_event_type, run_number, attempt,

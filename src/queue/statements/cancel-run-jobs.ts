@@ -3,6 +3,7 @@
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
+import { countFinished } from './finished-counts.js';
 
 /** The error code a canceled run's steps and jobs record. */
 export const WORKFLOW_RUN_CANCELED = 'workflow.run_canceled';
@@ -23,8 +24,9 @@ export function cancelRunJobsStatement(jobIds: string[], eventIds: readonly stri
                  last_error_message = ${reason},
                  updated_at = ${at}::timestamptz
            WHERE id = ANY(${jobIds}::uuid[]) AND status IN ('PENDING', 'LEASED')
-          RETURNING id, run_number, attempt
+          RETURNING id, run_number, attempt, organization_id, job_type, status, finished_at, workflow_step_id
         ),
+        counted AS (${countFinished(sqltag`canceled`)}),
         numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.id) AS n FROM canceled c),
         -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts), moved into job_attempts.
         ended AS (SELECT b.* FROM before b WHERE b.id IN (SELECT id FROM canceled)),

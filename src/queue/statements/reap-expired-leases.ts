@@ -7,6 +7,7 @@ import { LIVE_JOB_STEP } from '../../coordination/step-state.js';
 import { CLEAR_LEASE } from '../../db/fragments.js';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
+import { countFinished } from './finished-counts.js';
 
 export const LEASE_EXPIRED_CODE = 'job.lease_expired';
 export const LEASE_EXPIRED_MESSAGE = 'The lease expired before the job finished.';
@@ -49,8 +50,9 @@ export function reapExpiredLeasesStatement(limit: number, eventIds: readonly str
                   e.lease_owner AS expired_owner, e.lease_expires_at AS expired_at,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed,
                   -- As text: the step stores it (src/coordination/step-state.ts) with its microseconds.
-                  e.attempt_started_at::text AS attempt_started_at
+                  e.attempt_started_at::text AS attempt_started_at, jq.organization_id, jq.workflow_step_id, jq.finished_at
       ),
+      counted AS (${countFinished(sqltag`reaped`)}),
       numbered AS (
         SELECT reaped.*, row_number() OVER (ORDER BY expired_at, id)::int AS n FROM reaped
       ),
