@@ -8,8 +8,8 @@
  *   - pending and runnable read the PENDING partial claim index
  *     (job_queue_claim_idx), leased ones job_queue_lease_expiry_idx: their
  *     size is the backlog, not the history;
- *   - the last hour's outcomes read job_queue_finished_status_idx in the
- *     window only;
+ *   - the last hour's outcomes sum job_counts (the finished-job counters) over
+ *     the window's minutes only;
  *   - the registry is a few rows per running worker.
  * Scope filters the jobs exactly as everywhere (src/db/scope.ts). Workers
  * serve every organization, so their rows are an admin's read only; a
@@ -21,6 +21,7 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { inScope } from '../db/fragments.js';
+import { finishedCountRows } from '../queue/finished-counts.js';
 
 /** The window of the throughput and failure rate. */
 export const QUEUE_WINDOW_MS = 3_600_000;
@@ -82,22 +83,15 @@ export function leasedByTypeQuery(scope: Scope): Sql {
      GROUP BY 1`;
 }
 
-/** Jobs that finished in the window, by type and outcome. */
+/** Jobs that finished in the window (its minutes, from the finished-job counters), by type and outcome. */
 export function finishedByTypeQuery(scope: Scope): Sql {
-  // One branch per status, each an equality and a range on job_queue_finished_status_idx (as getQueueMetrics'
-  // recentlyFinishedJobCounts): with `status IN (...)` the status test is implied by the index's predicate and
-  // dropped, and PostgreSQL before 18 (no skip scan) then reads the whole index or the table.
-  const finished = (status: string) => sqltag`
-    SELECT jq.job_type, jq.status
-      FROM runledger.job_queue jq
-     WHERE jq.status = ${status}::runledger.job_status
-       AND jq.finished_at >= now() - ${QUEUE_WINDOW_MS}::float8 * interval '1 millisecond' AND ${inScope(scope, 'jq.organization_id')}`;
+  const rows = finishedCountRows(scope, sqltag`now() - ${QUEUE_WINDOW_MS}::float8 * interval '1 millisecond'`, sqltag`now()`);
   return sqltag`
     SELECT f.job_type,
-           (count(*) FILTER (WHERE f.status = 'SUCCEEDED'))::int AS succeeded,
-           (count(*) FILTER (WHERE f.status = 'DEAD_LETTERED'))::int AS dead_lettered,
-           (count(*) FILTER (WHERE f.status = 'CANCELED'))::int AS canceled
-      FROM (${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')}) f
+           (coalesce(sum(f.count) FILTER (WHERE f.status = 'SUCCEEDED'), 0))::int AS succeeded,
+           (coalesce(sum(f.count) FILTER (WHERE f.status = 'DEAD_LETTERED'), 0))::int AS dead_lettered,
+           (coalesce(sum(f.count) FILTER (WHERE f.status = 'CANCELED'), 0))::int AS canceled
+      FROM (${rows}) f
      GROUP BY 1`;
 }
 

@@ -20,13 +20,14 @@ import {
 import { z } from 'zod';
 import { defineJob } from '../../src/worker/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { backdateJobs } from '../harness/finished-history.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
 const OLD = new Date('2020-01-01T00:00:00Z');
 const CUTOFF = new Date('2021-01-01T00:00:00Z');
 
-/** Runs one job of `jobType` to the given end and backdates its finish to OLD (unless `recent`). */
+/** Runs one job of `jobType` to the given end and backdates its finish (and id) to OLD (unless `recent`); returns its id. */
 async function finishedJob(jobType: string, end: 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED', recent = false): Promise<string> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {}, maxAttempts: 1 });
   if (end === 'CANCELED') {
@@ -36,12 +37,12 @@ async function finishedJob(jobType: string, end: 'SUCCEEDED' | 'DEAD_LETTERED' |
     if (end === 'SUCCEEDED') await completeJob(db.prisma, { ...lease!, output: 1 });
     else await failJob(db.prisma, { ...lease!, error: { code: 'x.failed', message: 'no' }, retryable: false });
   }
-  if (!recent) await backdateJobs([jobId]);
-  return jobId;
+  return recent ? jobId : (await backdate([jobId]))[0]!;
 }
 
-async function backdateJobs(ids: string[]): Promise<void> {
-  await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = ${OLD} WHERE id = ANY(${ids}::uuid[])`;
+/** Finished at OLD, with ids of then (purgeFinished reads jobs in id order, up to the cutoff's ids): the new ids. */
+async function backdate(ids: string[]): Promise<string[]> {
+  return backdateJobs(db.prisma, ids, OLD);
 }
 
 async function existing(ids: string[]): Promise<string[]> {
@@ -114,10 +115,10 @@ describe('purgeFinished on direct jobs', () => {
   });
 
   it('keeps a canceled job whose lease is still quiescing, and purges it once the lease has passed', async () => {
-    const { jobId } = await enqueueJob(db.prisma, { jobType: 'p.quiesce', payload: {} });
+    const { jobId: fresh } = await enqueueJob(db.prisma, { jobType: 'p.quiesce', payload: {} });
     await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.quiesce'], limit: 1, leaseSeconds: 600, markRunning: true });
-    await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
-    await backdateJobs([jobId]);
+    await cancelJob(db.prisma, { jobId: fresh, scope: noOrganizationScope() });
+    const jobId = (await backdate([fresh]))[0]!;
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(0);
     expect(await existing([jobId])).toEqual([jobId]);
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
@@ -128,19 +129,19 @@ describe('purgeFinished on direct jobs', () => {
   it('deletes a replay lineage whole or keeps it whole, even across batch boundaries', async () => {
     // Lineage 1: source -> replay -> replay of the replay, all finished long ago: deleted together.
     const source = await finishedJob('p.lin', 'SUCCEEDED');
-    const first = await replay(source, 'lin-1');
+    let first = await replay(source, 'lin-1');
     const [lease1] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
     await completeJob(db.prisma, { ...lease1!, output: 2 });
-    const second = await replay(first, 'lin-2');
+    let second = await replay(first, 'lin-2');
     const [lease2] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
     await completeJob(db.prisma, { ...lease2!, output: 3 });
-    await backdateJobs([first, second]);
+    [first, second] = (await backdate([first, second])) as [string, string];
     // Lineage 2: an old source whose replay is still pending: both kept.
     const keptSource = await finishedJob('p.lin2', 'SUCCEEDED');
     const keptReplay = await replay(keptSource, 'lin-3');
     // Lineage 3: an old source whose replay finished recently (after the cutoff): both kept.
     const recentSource = await finishedJob('p.lin3', 'SUCCEEDED');
-    const recentReplay = await replay(recentSource, 'lin-4');
+    let recentReplay = await replay(recentSource, 'lin-4');
     await runRunnableJobs(db.prisma);
 
     const result = await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 1 });
@@ -153,7 +154,7 @@ describe('purgeFinished on direct jobs', () => {
     expect(links!.n).toBe(2);
 
     // Once the replay is old too, the second lineage goes whole.
-    await backdateJobs([recentReplay]);
+    [recentReplay] = (await backdate([recentReplay])) as [string];
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 1 })).jobs).toBe(2);
     expect(await existing([recentSource, recentReplay])).toEqual([]);
   });
@@ -165,7 +166,7 @@ describe('purgeFinished on direct jobs', () => {
     await promoteEnqueueIntents(db.prisma, { jobTypes: ['p.intent', 'p.no_definition'], limit: 10 });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.intent'], limit: 1, leaseSeconds: 60, markRunning: true });
     await completeJob(db.prisma, { ...lease!, output: null });
-    await backdateJobs([lease!.jobId]);
+    const [purgedId] = await backdate([lease!.jobId]);
     const intents = () => db.prisma.$queryRaw<{ key: string; state: string }[]>`
       SELECT idempotency_key AS key, state::text FROM runledger.job_enqueue_intents ORDER BY idempotency_key`;
     expect(await intents()).toEqual([
@@ -174,7 +175,7 @@ describe('purgeFinished on direct jobs', () => {
     ]);
 
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(1);
-    expect(await existing([lease!.jobId])).toEqual([]);
+    expect(await existing([purgedId!])).toEqual([]);
     expect(await intents()).toEqual([{ key: 'waiting', state: 'PENDING' }]);
   });
 

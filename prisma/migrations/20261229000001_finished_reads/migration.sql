@@ -27,3 +27,38 @@ SELECT date_trunc('minute', jq."finished_at"), jq."job_type", COALESCE(jq."organ
   FROM "runledger"."job_queue" jq
  WHERE jq."status" IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED') AND jq."finished_at" >= now() - interval '24 hours'
  GROUP BY 1, 2, 3, 4, 5;
+
+-- No index over SUCCEEDED rows, and none that names status or finished_at: a completion (LEASED -> SUCCEEDED,
+-- finished_at set) then changes no column an index of job_queue names in this part of the schema (the lease
+-- index is the lease table's migration's to drop), so it can be a HOT update. Their readers moved:
+--   job_queue_finished_status_idx ((status, finished_at) over finished jobs): the metrics windows, the
+--     overview's and queues page's finished counts and the throughput chart read job_counts;
+--     getQueueMetrics' latest durations walk the primary key newest first (src/metrics/queries.ts);
+--   job_queue_finished_direct_idx ((finished_at, id) over direct finished jobs): purgeFinished walks the
+--     primary key in id order, bounded by the cutoff's UUIDv7 (src/retention/purge.ts);
+--   job_queue_finished_type_idx ((job_type, status, id) over finished jobs): the finished-by-type lists read
+--     the two indexes below.
+DROP INDEX "runledger"."job_queue_finished_status_idx";
+DROP INDEX "runledger"."job_queue_finished_direct_idx";
+DROP INDEX "runledger"."job_queue_finished_type_idx";
+
+-- Jobs ever claimed in their run, by type, newest first. Partial on `attempt`, which the claim sets and a
+-- completion leaves alone, so its entry is written once by the claim (a non-HOT update anyway: it leaves the
+-- claim index), never by the completion. Not `attempt_seq`: SUCCEEDED rows finished before migration
+-- 20261222000000_lean_ledger have none. It holds LEASED and retried rows too; the list reads the status on
+-- the row.
+CREATE INDEX "job_queue_claimed_type_idx" ON "runledger"."job_queue" ("job_type", "id") INCLUDE ("organization_id")
+    WHERE "attempt" > 0;
+-- Dead-lettered and canceled jobs by type, newest first (rare: written by those transitions only).
+CREATE INDEX "job_queue_rare_finished_type_idx" ON "runledger"."job_queue" ("job_type", "id") INCLUDE ("organization_id")
+    WHERE "rare_finished_at" IS NOT NULL;
+COMMENT ON INDEX "runledger"."job_queue_claimed_type_idx" IS
+  'Operator reads: the finished-by-type list of SUCCEEDED jobs (listJobs with one type and finished statuses; the dashboard''s and CLI''s jobs lists), newest first. Rows claimed at least once in their run (attempt > 0).';
+COMMENT ON INDEX "runledger"."job_queue_rare_finished_type_idx" IS
+  'Operator reads: the finished-by-type list of DEAD_LETTERED and CANCELED jobs (listJobs with one type and finished statuses), newest first. Those rows only.';
+
+-- Room on each page for a row's next version, so a completion's can be HOT (it must fit on the same page).
+-- A fillfactor applies to pages filled from now on: existing pages stay as full as they are until their rows
+-- are updated or purged (VACUUM FULL or pg_repack would apply it to them at once, with their own locks).
+-- The table's pages hold half as many new rows: the finished history takes up to twice the room.
+ALTER TABLE "runledger"."job_queue" SET (fillfactor = 50);
