@@ -6,12 +6,12 @@
  * whole backlog before the first match (256 ms at 10M finished + 1M pending).
  * This shape reads, backwards, one branch per requested status merged by id,
  * job_queue_claimed_type_idx ((job_type, id) over jobs claimed in their run:
- * SUCCEEDED ones, and the LEASED and retried ones read past) for SUCCEEDED and
- * job_queue_rare_finished_type_idx ((job_type, id) over DEAD_LETTERED and
- * CANCELED rows) for those (migration 20261229000001: no index names status,
- * so a completion can be a HOT update), then the page's rows by primary key:
- * a page reads about the page's entries and their rows (plus those another
- * status or organization holds).
+ * SUCCEEDED ones, and the LEASED and retried ones read past on the row) for
+ * SUCCEEDED, job_queue_dead_letter_type_idx and job_queue_canceled_type_idx
+ * (over the generated markers of those statuses, index-only) for the others
+ * (migration 20261229000001: no index names status, so a completion can be a
+ * HOT update), then the page's rows by primary key: a page reads about the
+ * page's entries (plus those another status or organization holds).
  *
  * Each status and its index's predicate are literals (from the fixed table
  * below, never from input) so that even a generic plan proves the index's
@@ -28,8 +28,8 @@ export type FinishedJobStatus = Extract<JobStatus, 'SUCCEEDED' | 'DEAD_LETTERED'
 /** Each finished status and the partial index predicate its rows are under. */
 const FINISHED_STATUS_SQL: Record<FinishedJobStatus, Sql> = {
   SUCCEEDED: sqltag`f.attempt > 0 AND f.status = 'SUCCEEDED'::runledger.job_status`,
-  DEAD_LETTERED: sqltag`f.rare_finished_at IS NOT NULL AND f.status = 'DEAD_LETTERED'::runledger.job_status`,
-  CANCELED: sqltag`f.rare_finished_at IS NOT NULL AND f.status = 'CANCELED'::runledger.job_status`,
+  DEAD_LETTERED: sqltag`f.dead_lettered_at IS NOT NULL`,
+  CANCELED: sqltag`f.canceled_at IS NOT NULL`,
 };
 
 /** The requested statuses when this statement serves them (every one finished), deduplicated; else null. */
@@ -51,7 +51,7 @@ export interface FinishedByTypeFilter {
 export function finishedByTypeListQuery({ scope, jobType, statuses, cursor, rows }: FinishedByTypeFilter): Sql {
   const s = scopeParams(scope);
   const before = cursor === null ? sqltag`` : sqltag`AND f.id < ${cursor}::uuid`;
-  // Ids only (the status is read on the row, the organization from the index). Selecting whole rows here let
+  // Ids only (the organization from the index; a SUCCEEDED entry's status from the row). Selecting whole rows here let
   // PostgreSQL 18 prefer the primary key walk, whose cost it estimates as if matching rows were spread evenly
   // (683 ms at 10M + 1M, where the backlog is newer than every finished row).
   const branch = (status: FinishedJobStatus) => sqltag`

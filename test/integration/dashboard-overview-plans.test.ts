@@ -9,8 +9,8 @@
  *     index-only, without a heap fetch once the table is vacuumed (they used
  *     to pick a sequential scan of the whole table at a 1M backlog);
  *   - listJobs of one type filtered to finished statuses reads
- *     job_queue_claimed_type_idx (SUCCEEDED) or
- *     job_queue_rare_finished_type_idx (DEAD_LETTERED, CANCELED) backwards,
+ *     job_queue_claimed_type_idx (SUCCEEDED), job_queue_dead_letter_type_idx
+ *     or job_queue_canceled_type_idx backwards,
  *     about a page of entries, then the page by primary key, where the
  *     primary key walk read the whole newer backlog first.
  * Every kind of scope, custom and generic plans, best of three under
@@ -180,11 +180,11 @@ describe('overview and lists on 1M finished jobs and a 50k backlog', () => {
     });
   }
 
-  // Each status's index: SUCCEEDED rows under the claimed jobs' index, the rare finished statuses under theirs.
+  // Each status's index: SUCCEEDED rows under the claimed jobs' index, the rare finished statuses under their markers'.
   const FINISHED_INDEX = {
     SUCCEEDED: 'job_queue_claimed_type_idx',
-    DEAD_LETTERED: 'job_queue_rare_finished_type_idx',
-    CANCELED: 'job_queue_rare_finished_type_idx',
+    DEAD_LETTERED: 'job_queue_dead_letter_type_idx',
+    CANCELED: 'job_queue_canceled_type_idx',
   };
   const FINISHED_LISTS: [string, Parameters<typeof finishedByTypeListQuery>[0]['statuses'], string | null, string][] = [
     ['SUCCEEDED of one type', ['SUCCEEDED'], null, 'hist.2'],

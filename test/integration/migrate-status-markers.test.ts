@@ -58,7 +58,7 @@ describe(`migration ${MIGRATION}`, () => {
       url,
       `SELECT status::text, claimable, leased_resource_key,
               quiescing_until IS NOT DISTINCT FROM lease_expires_at AND quiescing_until IS NOT NULL AS quiescing,
-              rare_finished_at IS NOT DISTINCT FROM finished_at AND rare_finished_at IS NOT NULL AS dead
+              dead_lettered_at IS NOT DISTINCT FROM finished_at AND dead_lettered_at IS NOT NULL AS dead
          FROM runledger.job_queue ORDER BY id`,
     );
     expect(marks.map((m) => [m.status, m.claimable, m.leased_resource_key, m.quiescing, m.dead])).toEqual([
@@ -69,7 +69,7 @@ describe(`migration ${MIGRATION}`, () => {
       ['LEASED', null, 'r1', false, false],
       ['PENDING', true, null, false, false],
       ['PENDING', true, null, false, false],
-      ['CANCELED', null, null, true, true],
+      ['CANCELED', null, null, true, false],
       ['PENDING', true, null, false, false],
     ]);
 

@@ -9,9 +9,9 @@
 --   claimable            true for a PENDING job: the two claim indexes and the resource head index;
 --   leased_resource_key  resource_key while LEASED: the one-lease-per-resource unique index;
 --   quiescing_until      lease_expires_at of a CANCELED job with a resource key: the quiescence probe;
---   rare_finished_at     finished_at of a DEAD_LETTERED or CANCELED job (the rare finished statuses): the bulk
---                        requeue's dead-letter index and the finished-by-type list of those statuses
---                        (migration 20261229000001_finished_reads).
+--   dead_lettered_at     finished_at of a DEAD_LETTERED job: the bulk requeue's dead-letter index;
+--   canceled_at          finished_at of a CANCELED job: the canceled jobs by type (migration
+--                        20261229000001_finished_reads, which adds no column so the table is rewritten once).
 -- The indexes keep their names; their readers (the claim, resource_claimable(), getQueueMetrics, the
 -- dashboard's PENDING counts, the bulk requeue of dead letters) state the markers so the planner matches
 -- them. bench/README.md ("A
@@ -27,8 +27,8 @@ ALTER TABLE "runledger"."job_queue"
     ADD COLUMN "leased_resource_key" text GENERATED ALWAYS AS (CASE WHEN "status" = 'LEASED' THEN "resource_key" END) STORED,
     ADD COLUMN "quiescing_until" timestamptz(6)
         GENERATED ALWAYS AS (CASE WHEN "status" = 'CANCELED' AND "resource_key" IS NOT NULL THEN "lease_expires_at" END) STORED,
-    ADD COLUMN "rare_finished_at" timestamptz(6)
-        GENERATED ALWAYS AS (CASE WHEN "status" IN ('DEAD_LETTERED', 'CANCELED') THEN "finished_at" END) STORED;
+    ADD COLUMN "dead_lettered_at" timestamptz(6) GENERATED ALWAYS AS (CASE WHEN "status" = 'DEAD_LETTERED' THEN "finished_at" END) STORED,
+    ADD COLUMN "canceled_at" timestamptz(6) GENERATED ALWAYS AS (CASE WHEN "status" = 'CANCELED' THEN "finished_at" END) STORED;
 
 DROP INDEX "runledger"."job_queue_claim_by_type_idx";
 CREATE INDEX "job_queue_claim_by_type_idx" ON "runledger"."job_queue" ("job_type", "priority" DESC, "next_run_at", "id")
@@ -50,11 +50,10 @@ CREATE UNIQUE INDEX "job_queue_resource_leased_uidx" ON "runledger"."job_queue" 
 DROP INDEX "runledger"."job_queue_resource_quiescing_idx";
 CREATE INDEX "job_queue_resource_quiescing_idx" ON "runledger"."job_queue" ("resource_key", "quiescing_until")
     WHERE "quiescing_until" IS NOT NULL;
--- Direct dead letters by organization and type, oldest first (src/replay/bulk-requeue.ts, which states
--- `status = 'DEAD_LETTERED'` beside the marker: direct canceled jobs, as rare, are in the index too).
+-- Direct dead letters by organization and type, oldest first (src/replay/bulk-requeue.ts).
 DROP INDEX "runledger"."job_queue_dead_letter_idx";
-CREATE INDEX "job_queue_dead_letter_idx" ON "runledger"."job_queue" ("organization_id", "job_type", "rare_finished_at", "id")
-    WHERE "rare_finished_at" IS NOT NULL AND "workflow_step_id" IS NULL;
+CREATE INDEX "job_queue_dead_letter_idx" ON "runledger"."job_queue" ("organization_id", "job_type", "dead_lettered_at", "id")
+    WHERE "dead_lettered_at" IS NOT NULL AND "workflow_step_id" IS NULL;
 
 -- The claim's execution-resource test (migration 20261206000001_claim_plans), each probe stated on its
 -- marker so it keeps its index: no LEASED job of the key, `p_id` the key's head, no CANCELED job of the key
@@ -78,10 +77,12 @@ COMMENT ON COLUMN "runledger"."job_queue"."leased_resource_key" IS
   'resource_key while the job is LEASED, NULL otherwise (generated): the one-lease-per-resource unique index (migration 20261228000000).';
 COMMENT ON COLUMN "runledger"."job_queue"."quiescing_until" IS
   'lease_expires_at of a CANCELED job with a resource key, NULL otherwise (generated): its key is held until then (migration 20261228000000).';
-COMMENT ON COLUMN "runledger"."job_queue"."rare_finished_at" IS
-  'finished_at of a DEAD_LETTERED or CANCELED job, NULL otherwise (generated): the dead-letter index and the rare finished statuses by type (migrations 20261228000000, 20261229000001).';
+COMMENT ON COLUMN "runledger"."job_queue"."dead_lettered_at" IS
+  'finished_at of a DEAD_LETTERED job, NULL otherwise (generated): the dead-letter indexes (migrations 20261228000000, 20261229000001).';
+COMMENT ON COLUMN "runledger"."job_queue"."canceled_at" IS
+  'finished_at of a CANCELED job, NULL otherwise (generated): the canceled jobs by type (migration 20261229000001).';
 COMMENT ON INDEX "runledger"."job_queue_dead_letter_idx" IS
-  'Operator reads: the bulk requeue of dead letters and its preview count (requeueDeadLetteredJobs, countDeadLetteredJobs, the dashboard''s dead-letters page), one organization and type, oldest first. Direct DEAD_LETTERED and CANCELED rows only.';
+  'Operator reads: the bulk requeue of dead letters and its preview count (requeueDeadLetteredJobs, countDeadLetteredJobs, the dashboard''s dead-letters page), one organization and type, oldest first. Direct DEAD_LETTERED rows only.';
 COMMENT ON INDEX "runledger"."job_queue_resource_leased_uidx" IS
   'At most one LEASED job per execution resource key (a concurrent claim''s race is refused here), and resource_claimable()''s key-held probe. Keyed LEASED rows only.';
 COMMENT ON INDEX "runledger"."job_queue_resource_quiescing_idx" IS

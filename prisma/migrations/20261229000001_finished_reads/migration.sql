@@ -49,13 +49,18 @@ DROP INDEX "runledger"."job_queue_finished_type_idx";
 -- the row.
 CREATE INDEX "job_queue_claimed_type_idx" ON "runledger"."job_queue" ("job_type", "id") INCLUDE ("organization_id")
     WHERE "attempt" > 0;
--- Dead-lettered and canceled jobs by type, newest first (rare: written by those transitions only).
-CREATE INDEX "job_queue_rare_finished_type_idx" ON "runledger"."job_queue" ("job_type", "id") INCLUDE ("organization_id")
-    WHERE "rare_finished_at" IS NOT NULL;
+-- Dead-lettered and canceled jobs by type, newest first, each under its generated marker (migration
+-- 20261228000000): written by those rare transitions only, and read index-only.
+CREATE INDEX "job_queue_dead_letter_type_idx" ON "runledger"."job_queue" ("job_type", "id") INCLUDE ("organization_id")
+    WHERE "dead_lettered_at" IS NOT NULL;
+CREATE INDEX "job_queue_canceled_type_idx" ON "runledger"."job_queue" ("job_type", "id") INCLUDE ("organization_id")
+    WHERE "canceled_at" IS NOT NULL;
 COMMENT ON INDEX "runledger"."job_queue_claimed_type_idx" IS
   'Operator reads: the finished-by-type list of SUCCEEDED jobs (listJobs with one type and finished statuses; the dashboard''s and CLI''s jobs lists), newest first. Rows claimed at least once in their run (attempt > 0).';
-COMMENT ON INDEX "runledger"."job_queue_rare_finished_type_idx" IS
-  'Operator reads: the finished-by-type list of DEAD_LETTERED and CANCELED jobs (listJobs with one type and finished statuses), newest first. Those rows only.';
+COMMENT ON INDEX "runledger"."job_queue_dead_letter_type_idx" IS
+  'Operator reads: the finished-by-type list of DEAD_LETTERED jobs (listJobs with one type and finished statuses), newest first. Dead letters only.';
+COMMENT ON INDEX "runledger"."job_queue_canceled_type_idx" IS
+  'Operator reads: the finished-by-type list of CANCELED jobs (listJobs with one type and finished statuses), newest first. Canceled jobs only.';
 
 -- Room on each page for a row's next version, so a completion's can be HOT (it must fit on the same page).
 -- A fillfactor applies to pages filled from now on: existing pages stay as full as they are until their rows
