@@ -30,3 +30,16 @@ export function finishedCountRows(scope: Scope, from: Sql, until: Sql): Sql {
      WHERE c.minute > ${from} - interval '1 minute' AND c.minute <= ${until}
        AND ${countsInScope(scope, sqltag`c.organization_id`)}`;
 }
+
+/**
+ * How long counter rows are kept: the longest window read (getQueueMetrics' dead letters, 24 h) and an hour.
+ * purgeFinished deletes older ones, never ones newer than its own cutoff.
+ */
+export const FINISHED_COUNTS_KEPT_MS = 25 * 3_600_000;
+
+/** Deletes counter rows older than FINISHED_COUNTS_KEPT_MS and than `cutoff` (old minutes: no writer adds to them). */
+export function pruneFinishedCountsStatement(cutoff: Date): Sql {
+  return sqltag`
+    DELETE FROM runledger.job_counts
+     WHERE minute < LEAST(${cutoff}::timestamptz, now() - ${FINISHED_COUNTS_KEPT_MS}::float8 * interval '1 millisecond')`;
+}

@@ -19,6 +19,8 @@
  *     and a replay never outlives its recorded source.
  *   - pending enqueue intents (settled ones, PROMOTED or CONFLICT, are
  *     deleted with the job they name);
+ *   - finished-job counters (job_counts) of the last FINISHED_COUNTS_KEPT_MS
+ *     or after the cutoff (older ones are deleted, outside any batch);
  *   - recovery lineage whole, the same way: runs joined by
  *     `workflow_recoveries` rows (a source, its recoveries, theirs) are
  *     deleted in one batch when every one of them is purgeable, with the
@@ -58,6 +60,7 @@ import {
 import { TERMINAL_RUN } from '../db/fragments.js';
 import { deleteJobsStatement } from '../queue/statements/delete-jobs.js';
 import { ID_CLOCK_MARGIN_MS, uuidv7Floor } from '../db/ids.js';
+import { pruneFinishedCountsStatement } from '../queue/finished-counts.js';
 
 export interface PurgeFinishedResult {
   /** Direct jobs deleted (or, with dryRun, that would be). */
@@ -127,6 +130,9 @@ export async function purgeFinished(db: Db, input: PurgeFinishedInput): Promise<
     if (batch.next === null) break;
     cursor = batch.next;
   }
+  // The finished-job counters of minutes no reader looks at any more (and before the cutoff), in one statement.
+  if (!settings.dryRun)
+    await withTransaction(db, 'purge finished counters', async ({ tx }) => tx.$executeRaw(...asTemplate(pruneFinishedCountsStatement(settings.cutoff))));
   return result;
 }
 

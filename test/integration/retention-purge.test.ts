@@ -96,6 +96,23 @@ describe('purgeFinished on direct jobs', () => {
     expect(await existing([recent, pending]).then((ids) => ids.length)).toBe(2);
   });
 
+  it('deletes finished-job counters older than the day they are read for and than the cutoff, not newer ones; not in a dry run', async () => {
+    const minutes = ['2020-06-01T00:00:00Z', new Date(Date.now() - 26 * 3_600_000).toISOString(), new Date(Date.now() - 3_600_000).toISOString()];
+    for (const minute of minutes)
+      await db.prisma.$executeRaw`
+        INSERT INTO runledger.job_counts (minute, job_type, organization_id, status, workflow, shard, count)
+        VALUES (date_trunc('minute', ${minute}::timestamptz), 'p.counted', '', 'SUCCEEDED', false, 0, 3)`;
+    const left = async () =>
+      (await db.prisma.$queryRaw<{ minute: Date }[]>`SELECT minute FROM runledger.job_counts WHERE job_type = 'p.counted' ORDER BY minute`).length;
+    await purgeFinished(db.prisma, { olderThan: new Date(), dryRun: true });
+    expect(await left()).toBe(3);
+    // A cutoff in 2021 keeps what came after it, however old.
+    await purgeFinished(db.prisma, { olderThan: CUTOFF });
+    expect(await left()).toBe(2);
+    await purgeFinished(db.prisma, { olderThan: new Date() });
+    expect(await left()).toBe(1);
+  });
+
   it('moves past rows that share a finish time with sub-millisecond digits (one batch statement finishes them together)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 6; i += 1) ids.push(await finishedJob('purge.same-instant', 'SUCCEEDED'));
