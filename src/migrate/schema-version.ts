@@ -7,4 +7,4 @@
  * ship that folder still checks; test/unit/schema-version.test.ts keeps it
  * equal to the newest folder.
  */
-export const REQUIRED_MIGRATION = '20261228000000_status_markers';
+export const REQUIRED_MIGRATION = '20261229000000_job_leases';

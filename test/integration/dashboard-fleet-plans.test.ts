@@ -53,6 +53,9 @@ beforeAll(async () => {
     INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, lease_owner, lease_expires_at, started_at)
     SELECT md5('leased' || g)::uuid, 'live.' || (g % 4), '{}', 'LEASED', 1, 'w', now() + interval '5 minutes', now()
       FROM generate_series(1, 200) g`;
+  // Their lease rows, as the claim writes them (migration 20261229000000_job_leases).
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.job_leases (expires_at, job_id) SELECT lease_expires_at, id FROM runledger.job_queue WHERE status = 'LEASED'`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, max_attempts, created_at, next_run_at, started_at, finished_at, last_error_code)
     VALUES (${STACKED_JOB}::uuid, 'stacked', '{}', 'DEAD_LETTERED', 30, 30, now(), now(), now(), now(), 'x.failed')`;
@@ -69,7 +72,7 @@ beforeAll(async () => {
     SELECT 'w-' || g, 'host-' || (g % 5), g, ARRAY['live.' || (g % 4), 'hist.' || (g % 5)], 8, g % 8, now() - interval '1 hour', now(),
            now() + CASE WHEN g % 10 = 0 THEN interval '-5 minutes' ELSE interval '45 seconds' END
       FROM generate_series(1, 40) g`;
-  for (const table of ['job_queue', 'job_attempts', 'workers']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
+  for (const table of ['job_queue', 'job_attempts', 'job_leases', 'workers']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
 }, 600_000);
 
 interface Timed {
@@ -159,9 +162,11 @@ describe('operator reads on 1M jobs', () => {
           const mode = generic ? 'generic' : 'custom';
           const jobs = nodes.filter((n) => n['Relation Name'] === 'job_queue');
           expect(jobs.length, mode).toBeGreaterThan(0);
-          expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== 'workers').map((n) => `${n['Relation Name']} (${mode})`)).toEqual(
-            [],
-          );
+          // The registry and the lease table (one row per live lease) are read whole by design.
+          const whole = ['workers', 'job_leases'];
+          expect(
+            nodes.filter((n) => n['Node Type'] === 'Seq Scan' && !whole.includes(n['Relation Name'] ?? '')).map((n) => `${n['Relation Name']} (${mode})`),
+          ).toEqual([]);
           expect(rowsRead(jobs), mode).toBeLessThanOrEqual(bound);
           expect(ms, `${mode}: ${ms} ms`).toBeLessThan(budgetMs);
         }
