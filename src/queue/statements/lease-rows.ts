@@ -9,15 +9,26 @@
  * holds that job's row lock; only the reaper's sweep of run-out canceled leases locks lease rows alone, with
  * SKIP LOCKED (never waits).
  *
- * `locked` names a CTE over the locked job rows that carries `LEASE_ROW_KEY` (the expiry as locked: a
- * heartbeat that committed while this statement waited for the row moved it, and the lock reads the row as
- * it is now, the statement's snapshot would not); `written` names the CTE of the job rows the statement
- * actually wrote (the fence held), with column `id`.
+ * `locked` names a CTE over the locked job rows that carries `LEASE_ROW_KEY` (the expiry as locked);
+ * `written` names the CTE of the job rows the statement actually wrote (the fence held), with column `id`.
  */
 import { raw, sqltag, type Sql } from '@prisma/client/runtime/client';
 
 /** The select item a lock CTE adds (`jq` the locked job row): the key of its lease row. */
 export const LEASE_ROW_KEY = sqltag`jq.lease_expires_at AS lease_row_expires_at`;
+
+/**
+ * The lease row `l` of the locked job `k`, by primary key. A heartbeat that committed while this statement
+ * waited for the job row moved both rows: the lock reads the job row as it is now (the new expiry), but the
+ * scan of job_leases finds only the version its snapshot sees (the old one), and then follows it to the new
+ * version, which must match too. So the row is matched at either expiry: the statement snapshot's (a primary
+ * key read of the job row) and the lock's.
+ */
+function leaseRowOf(k: string): Sql {
+  const j = raw(k);
+  return sqltag`l.job_id = ${j}.id
+           AND l.expires_at IN (${j}.lease_row_expires_at, (SELECT s.lease_expires_at FROM runledger.job_queue s WHERE s.id = ${j}.id))`;
+}
 
 /** The claim: one lease row per claimed job (`claimed` has `id`, `lease_expires_at`, `resource_key`). */
 export function insertLeaseRows(claimed: string): Sql {
@@ -31,7 +42,7 @@ export function insertLeaseRows(claimed: string): Sql {
 export function deleteLeaseRows(written: string, locked: string): Sql {
   return sqltag`DELETE FROM runledger.job_leases l
         USING ${raw(written)} w JOIN ${raw(locked)} k ON k.id = w.id
-        WHERE l.expires_at = k.lease_row_expires_at AND l.job_id = k.id`;
+        WHERE ${leaseRowOf('k')}`;
 }
 
 /** The heartbeat: the lease rows of the jobs `written` (with their new `lease_expires_at`) move to it. */
@@ -39,7 +50,7 @@ export function moveLeaseRows(written: string, locked: string): Sql {
   return sqltag`UPDATE runledger.job_leases l
            SET expires_at = w.lease_expires_at
           FROM ${raw(written)} w JOIN ${raw(locked)} k ON k.id = w.id
-         WHERE l.expires_at = k.lease_row_expires_at AND l.job_id = k.id`;
+         WHERE ${leaseRowOf('k')}`;
 }
 
 /**
@@ -50,7 +61,7 @@ export function cancelLeaseRows(written: string, locked: string): Sql {
   return sqltag`UPDATE runledger.job_leases l
            SET canceled = true
           FROM ${raw(written)} w JOIN ${raw(locked)} k ON k.id = w.id
-         WHERE l.expires_at = k.lease_row_expires_at AND l.job_id = k.id AND NOT l.canceled`;
+         WHERE ${leaseRowOf('k')} AND NOT l.canceled`;
 }
 
 /** The reaper's pick: live leases run out by now, oldest first (the primary key's order); `l` the lease row. */
