@@ -76,7 +76,8 @@ export function leaseIdentity(l: LeaseName | LeaseRows): Sql {
 /**
  * The job row `jq` is still LEASED and its lease not expired at `at` (the write's clock). The status is
  * compared as text so no partial index on `status = 'LEASED'` matches: a batch probes each lease by primary
- * key, never by a bitmap of job_queue_lease_expiry_idx, whose dead entries it would read too.
+ * key, never by a bitmap of a partial index on LEASED rows (job_queue_lease_expiry_idx, until migration
+ * 20261229000000 moved leases to job_leases), whose dead entries it would read too.
  */
 export function leaseLive(at: Sql): Sql {
   return sqltag`jq.status::text = 'LEASED' AND jq.lease_expires_at > ${at}`;
