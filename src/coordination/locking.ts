@@ -34,9 +34,20 @@
  *   - Claim / retry / release / continuation of a workflow job: job rows ->
  *     step rows (no release lock: they release nothing; a continued step
  *     stays live, src/queue/continue.ts).
+ *   - Lease rows (runledger.job_leases, src/queue/statements/lease-rows.ts) are
+ *     rung 1's appendix: a statement writes a job's lease row only after it
+ *     holds that job's row (rung 1), in the same statement (claim: insert;
+ *     completion, failure, continuation, release, reaper: delete; heartbeat:
+ *     move its expiry; cancellation: mark it canceled), never before. So a
+ *     wait for a lease row is a wait by a holder of its job row, which no other
+ *     holder of that lease row lacks: lease rows add no cycle. The one writer
+ *     that locks a lease row without its job row, the reaper's sweep of
+ *     run-out canceled leases (their jobs finished), takes them with SKIP
+ *     LOCKED and never waits.
  *   - Execution resources add no lock of their own: a claim locks job rows
  *     with SKIP LOCKED (never waits) and at most one job per key, and the
- *     key's reservation is the unique index over leased jobs' keys. Inserting
+ *     key's reservation is the unique index over live lease rows' keys
+ *     (job_leases_resource_uidx). Inserting
  *     into it waits only if another claim leased the same key in a statement
  *     whose snapshot missed ours, which the head rule makes rare; two such
  *     claims over two keys in opposite order would meet PostgreSQL's deadlock

@@ -6,7 +6,7 @@
  *
  * Cost on a large table (test/integration/dashboard-fleet-plans.test.ts):
  *   - pending and runnable read the PENDING partial claim index
- *     (job_queue_claim_idx), leased ones job_queue_lease_expiry_idx: their
+ *     (job_queue_claim_idx), leased ones the lease rows (job_leases): their
  *     size is the backlog, not the history;
  *   - the last hour's outcomes sum job_counts (the finished-job counters) over
  *     the window's minutes only;
@@ -20,7 +20,7 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
-import { inScope } from '../db/fragments.js';
+import { LEASED_JOBS, inScope } from '../db/fragments.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
 
 /** The window of the throughput and failure rate. */
@@ -74,12 +74,11 @@ export function pendingByTypeQuery(scope: Scope): Sql {
      GROUP BY 1`;
 }
 
-/** LEASED jobs by type, through the lease expiry index. */
+/** LEASED jobs by type, through their lease rows. */
 export function leasedByTypeQuery(scope: Scope): Sql {
   return sqltag`
     SELECT jq.job_type, count(*)::int AS leased
-      FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
+      FROM ${LEASED_JOBS} AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1`;
 }
 

@@ -12,7 +12,7 @@ import { scopeParams, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../model/job-rows.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import { TERMINAL_RUN, inScope, inScopeByKind } from '../db/fragments.js';
+import { LEASED_JOBS, TERMINAL_RUN, inScope, inScopeByKind } from '../db/fragments.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
@@ -66,8 +66,7 @@ const wr = sqltag`wr`;
  *   - PENDING jobs by type through job_queue_claim_by_type_idx, which covers
  *     what the count reads (type, due time, organization; migration
  *     20261227000000): an index-only scan once the table is vacuumed;
- *   - LEASED jobs through job_queue_lease_expiry_idx (a lease has an expiry:
- *     job_queue_lease_columns);
+ *   - LEASED jobs through their lease rows (job_leases, one per live lease);
  *   - finished jobs from job_counts (per-minute counters, migration
  *     20261229000001_finished_reads), the window's minutes only;
  *   - live runs through workflow_runs_status_idx, finished ones through
@@ -95,8 +94,7 @@ export function overviewQuery(scope: Scope): Sql {
       SELECT p.job_type, 'PENDING'::text AS status, p.n FROM pending p
       UNION ALL
       SELECT jq.job_type, 'LEASED', count(*)::int
-        FROM runledger.job_queue jq
-       WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${jobsIn}
+        FROM ${LEASED_JOBS} AND ${jobsIn}
        GROUP BY 1
       UNION ALL ${finishedByType}
     ), runs AS (

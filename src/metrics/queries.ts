@@ -6,10 +6,10 @@
  * (test/integration/metrics-plans.test.ts) EXPLAINs every entry.
  *
  * Cost on a large table: no section reads finished history beyond its window.
- *   - live counts read the PENDING and LEASED partial indexes
- *     (job_queue_claim_by_type_idx, index-only, and
- *     job_queue_lease_expiry_idx), whose size is the backlog, not the
- *     history; the oldest runnable job reads job_queue_claim_idx;
+ *   - live counts read the PENDING partial index (job_queue_claim_by_type_idx,
+ *     index-only) and the lease rows (job_leases, one per live lease), whose
+ *     size is the backlog, not the history; the oldest runnable job reads
+ *     job_queue_claim_idx;
  *   - the oldest runnable job walks the claim index once per distinct
  *     priority (a loose index scan), taking the first due entry of each;
  *   - recent finished counts and dead letters sum job_counts (per-minute
@@ -28,7 +28,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Scope } from '../db/scope.js';
 import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, MAX_DURATION_SCAN, RECENT_WINDOW_MS } from './inputs.js';
-import { TERMINAL_RUN, inScope } from '../db/fragments.js';
+import { LEASED_JOBS, TERMINAL_RUN, inScope } from '../db/fragments.js';
 import { ID_CLOCK_MARGIN_MS, uuidv7Floor } from '../db/ids.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
 
@@ -68,8 +68,7 @@ export function liveJobCounts({ now, scope }: MetricsQueryContext): Sql {
      GROUP BY 1, 2
     UNION ALL
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL, 'LEASED', count(*)::int, 0
-      FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
+      FROM ${LEASED_JOBS} AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2`;
 }
 

@@ -54,6 +54,9 @@ beforeAll(async () => {
     INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, lease_owner, lease_expires_at, started_at)
     SELECT md5('leased' || g)::uuid, 'live.' || (g % 4), '{}', 'LEASED', 1, 'w', now() + interval '5 minutes', now()
       FROM generate_series(1, 200) g`;
+  // Their lease rows, as the claim writes them (migration 20261229000000_job_leases).
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.job_leases (expires_at, job_id) SELECT lease_expires_at, id FROM runledger.job_queue WHERE status = 'LEASED'`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, max_attempts, created_at, next_run_at, started_at, finished_at, last_error_code)
     VALUES (${STACKED_JOB}::uuid, 'stacked', '{}', 'DEAD_LETTERED', 30, 30, now(), now(), now(), now(), 'x.failed')`;
@@ -72,7 +75,7 @@ beforeAll(async () => {
       FROM generate_series(1, 40) g`;
   // The finished-job counters the terminal statements would have added for these rows.
   await countFinishedHistory(db.prisma);
-  for (const table of ['job_queue', 'job_attempts', 'workers', 'job_counts']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
+  for (const table of ['job_queue', 'job_attempts', 'job_leases', 'workers', 'job_counts']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
 }, 600_000);
 
 interface Timed {
@@ -163,9 +166,11 @@ describe('operator reads on 1M jobs', () => {
           // Jobs, or for the finished counts the finished-job counters (job_counts).
           const jobs = nodes.filter((n) => n['Relation Name'] === 'job_queue' || n['Relation Name'] === 'job_counts');
           expect(jobs.length, mode).toBeGreaterThan(0);
-          expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== 'workers').map((n) => `${n['Relation Name']} (${mode})`)).toEqual(
-            [],
-          );
+          // The registry and the lease table (one row per live lease) are read whole by design.
+          const whole = ['workers', 'job_leases'];
+          expect(
+            nodes.filter((n) => n['Node Type'] === 'Seq Scan' && !whole.includes(n['Relation Name'] ?? '')).map((n) => `${n['Relation Name']} (${mode})`),
+          ).toEqual([]);
           expect(rowsRead(jobs), mode).toBeLessThanOrEqual(bound);
           expect(ms, `${mode}: ${ms} ms`).toBeLessThan(budgetMs);
         }

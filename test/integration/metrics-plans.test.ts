@@ -50,6 +50,9 @@ beforeAll(async () => {
     SELECT (lpad(to_hex(floor(extract(epoch FROM ${now}::timestamptz) * 1000)::bigint + g), 12, '0') || substr(md5('x' || g), 1, 20))::uuid,
            'live.0', '{}', 'LEASED', 1, 'w', ${now}::timestamptz + interval '1 minute', ${now}::timestamptz
       FROM generate_series(1, 10) g`;
+  // Their lease rows, as the claim writes them (migration 20261229000000_job_leases).
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.job_leases (expires_at, job_id) SELECT lease_expires_at, id FROM runledger.job_queue WHERE status = 'LEASED'`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.workflow_runs (id, workflow_type, organization_id, status, created_at, finished_at)
     SELECT gen_random_uuid(), 'wf', CASE WHEN g % 2 = 0 THEN 'org-a' END,
@@ -63,6 +66,7 @@ beforeAll(async () => {
   await db.prisma.$executeRaw`ANALYZE runledger.job_queue`;
   await db.prisma.$executeRaw`ANALYZE runledger.job_counts`;
   await db.prisma.$executeRaw`ANALYZE runledger.workflow_runs`;
+  await db.prisma.$executeRaw`ANALYZE runledger.job_leases`;
 }, 120_000);
 
 async function explain(section: keyof typeof METRICS_QUERIES, scope: Scope, generic: boolean): Promise<PlanNode[]> {

@@ -2,7 +2,9 @@
  * Migration 20261228000000_status_markers on a database with history: the generated markers read as the
  * statuses they stand for on the rows already there, trails and attempts read the same afterwards, and the
  * claims (untyped, typed, and the execution-resource rules through resource_claimable(): a key held by a
- * lease, a key held by a canceled job inside its lease) go on from there on the rebuilt indexes.
+ * lease, a key held by a canceled job inside its lease) go on from there on the rebuilt indexes. The migration
+ * after it (20261229000000_job_leases) is applied too: the lease markers and their indexes went on to job_leases
+ * (test/integration/migrate-job-leases.test.ts), so only the markers that stay are read here.
  */
 import { describe, expect, it } from 'vitest';
 import { adminScope, claimJobs, countDeadLetteredJobs, migrate } from '../../src/index.js';
@@ -54,23 +56,22 @@ describe(`migration ${MIGRATION}`, () => {
 
     expect(await queryOnce(url, TRAIL)).toEqual(before.trail);
     expect(await queryOnce(url, ATTEMPTS)).toEqual(before.attempts);
-    const marks = await queryOnce<{ status: string; claimable: boolean | null; leased_resource_key: string | null; quiescing: boolean; dead: boolean }>(
+    const marks = await queryOnce<{ status: string; claimable: boolean | null; dead: boolean }>(
       url,
-      `SELECT status::text, claimable, leased_resource_key,
-              quiescing_until IS NOT DISTINCT FROM lease_expires_at AND quiescing_until IS NOT NULL AS quiescing,
+      `SELECT status::text, claimable,
               dead_lettered_at IS NOT DISTINCT FROM finished_at AND dead_lettered_at IS NOT NULL AS dead
          FROM runledger.job_queue ORDER BY id`,
     );
-    expect(marks.map((m) => [m.status, m.claimable, m.leased_resource_key, m.quiescing, m.dead])).toEqual([
-      ['PENDING', true, null, false, false],
-      ['LEASED', null, null, false, false],
-      ['SUCCEEDED', null, null, false, false],
-      ['DEAD_LETTERED', null, null, false, true],
-      ['LEASED', null, 'r1', false, false],
-      ['PENDING', true, null, false, false],
-      ['PENDING', true, null, false, false],
-      ['CANCELED', null, null, true, false],
-      ['PENDING', true, null, false, false],
+    expect(marks.map((m) => [m.status, m.claimable, m.dead])).toEqual([
+      ['PENDING', true, false],
+      ['LEASED', null, false],
+      ['SUCCEEDED', null, false],
+      ['DEAD_LETTERED', null, true],
+      ['LEASED', null, false],
+      ['PENDING', true, false],
+      ['PENDING', true, false],
+      ['CANCELED', null, false],
+      ['PENDING', true, false],
     ]);
 
     const prisma = createPrismaClient(url, { max: 2 });
@@ -94,14 +95,10 @@ describe(`migration ${MIGRATION}`, () => {
         { id: KEY_FREE, claimable: null },
         { id: KEY_BEHIND_CANCEL, claimable: true },
       ]);
-      // A second claimer racing for a held key is refused by the rebuilt unique index, under its old name.
+      // A second claimer racing for a held key is refused by the lease table's unique index.
       await expect(
-        queryOnce(
-          url,
-          `UPDATE runledger.job_queue SET status = 'LEASED', attempt = 1, lease_owner = 'w-race', lease_expires_at = now() + interval '1 min' WHERE id = $1`,
-          [KEY_BLOCKED],
-        ),
-      ).rejects.toThrow(/job_queue_resource_leased_uidx/);
+        queryOnce(url, `INSERT INTO runledger.job_leases (expires_at, job_id, resource_key) VALUES (now() + interval '1 min', $1, 'r1')`, [KEY_BLOCKED]),
+      ).rejects.toThrow(/job_leases_resource_uidx/);
     } finally {
       await prisma.$disconnect();
     }

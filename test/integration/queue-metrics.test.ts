@@ -45,6 +45,12 @@ async function job(fields: {
             ${status === 'PENDING' ? 0 : 1}::int, ${at(fields.createdAgo ?? fields.dueAgo ?? 0)}::timestamptz,
             ${at(fields.dueAgo ?? fields.createdAgo ?? 0)}::timestamptz, ${at(fields.startedAgo)}::timestamptz, ${at(fields.finishedAgo)}::timestamptz,
             ${leased ? 'w' : null}::text, ${leased ? at(-60) : null}::timestamptz)`;
+  // A lease has its lease row, as the claim writes it (migration 20261229000000_job_leases).
+  if (leased)
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.job_leases (expires_at, job_id)
+      SELECT jq.lease_expires_at, jq.id FROM runledger.job_queue jq
+       WHERE jq.status = 'LEASED' AND NOT EXISTS (SELECT 1 FROM runledger.job_leases l WHERE l.job_id = jq.id)`;
 }
 
 beforeAll(async () => {

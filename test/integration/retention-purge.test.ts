@@ -22,6 +22,7 @@ import { defineJob } from '../../src/worker/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { backdateJobs } from '../harness/finished-history.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const OLD = new Date('2020-01-01T00:00:00Z');
@@ -138,7 +139,7 @@ describe('purgeFinished on direct jobs', () => {
     const jobId = (await backdate([fresh]))[0]!;
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(0);
     expect(await existing([jobId])).toEqual([jobId]);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(1);
     expect(await existing([jobId])).toEqual([]);
   });
@@ -245,9 +246,13 @@ describe('purgeFinished on workflow runs', () => {
     expect(orphans).toEqual({ steps: 0, edges: 0 });
 
     // Once the canceled job's lease has passed, the canceled run goes too.
-    await db.prisma.$executeRaw`
-      UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second'
+    const leased = await db.prisma.$queryRaw<{ id: string }[]>`
+      SELECT id FROM runledger.job_queue
        WHERE id IN (SELECT job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${quiescing}::uuid) AND lease_expires_at IS NOT NULL`;
+    await expireLeases(
+      db.prisma,
+      leased.map((row) => row.id),
+    );
     expect(await purgeFinished(db.prisma, { olderThan: CUTOFF })).toMatchObject({ workflowRuns: 1, workflowJobs: 1 });
   });
 

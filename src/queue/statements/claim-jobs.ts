@@ -3,6 +3,7 @@
  * runnable jobs to one worker and returns what its handlers need.
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
+import { insertLeaseRows } from './lease-rows.js';
 
 export interface ClaimParams {
   workerId: string;
@@ -96,6 +97,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
                   jq.trace_context, jq.stage
       ),
+      leased AS (${insertLeaseRows('claimed')}),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
       )
