@@ -19,6 +19,7 @@ import {
   type ClaimedJob,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { expireLeases } from '../harness/leases.js';
 import { raceInTransactions } from '../harness/workflow-helpers.js';
 
 const db = useTestDatabase();
@@ -70,7 +71,7 @@ describe('finished-job counters', () => {
     const [pendingCancel] = await db.prisma.$queryRaw<{ id: string }[]>`SELECT id::text FROM runledger.job_queue WHERE job_type = 'fc.cancel'`;
     await cancelJob(db.prisma, { scope: organizationScope('org-1'), jobId: pendingCancel!.id });
     const [reaped] = await claim(['fc.reaped']);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${reaped!.jobId}::uuid`;
+    await expireLeases(db.prisma, reaped!.jobId);
     expect((await reapExpiredLeases(db.prisma, { limit: 10 })).deadLettered).toEqual([reaped!.jobId]);
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('fc.wf').job('a', 'fc.step', {}).job('b', 'fc.step', {}).build());
     await cancelWorkflowRun(db.prisma, { workflowRunId, scope: noOrganizationScope() });

@@ -52,7 +52,7 @@ describe(`migration ${MIGRATION}`, () => {
     expect(before.attempts.length).toBeGreaterThan(1);
 
     expect((await migrate({ connectionString: url })).applied).toEqual(pending);
-    expect(pending).toEqual([MIGRATION]);
+    expect(pending[0]).toBe(MIGRATION);
 
     expect(await queryOnce(url, TRAIL)).toEqual(before.trail);
     expect(await queryOnce(url, ATTEMPTS)).toEqual(before.attempts);
@@ -70,7 +70,8 @@ describe(`migration ${MIGRATION}`, () => {
       `SELECT indexname FROM pg_indexes WHERE schemaname = 'runledger' AND tablename = 'job_queue'
           AND indexdef ~ '\\m(status|finished_at)\\M' ORDER BY 1`,
     );
-    expect(naming.map((r) => r.indexname)).toEqual(['job_queue_lease_expiry_idx']);
+    // The lease index (the last to name status) went to job_leases in 20261229000000_job_leases.
+    expect(naming.map((r) => r.indexname)).toEqual([]);
     const [options] = await queryOnce<{ reloptions: string[] }>(url, `SELECT reloptions FROM pg_class WHERE oid = 'runledger.job_queue'::regclass`);
     expect(options!.reloptions).toEqual(['fillfactor=50']);
 

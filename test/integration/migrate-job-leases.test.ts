@@ -65,7 +65,7 @@ describe(`migration ${MIGRATION}`, () => {
     expect(before.attempts.length).toBeGreaterThan(3);
 
     expect((await migrate({ connectionString: url })).applied).toEqual(pending);
-    expect(pending).toEqual([MIGRATION]);
+    expect(pending[0]).toBe(MIGRATION);
 
     expect(await queryOnce(url, TRAIL)).toEqual(before.trail);
     expect(await queryOnce(url, ATTEMPTS)).toEqual(before.attempts);
