@@ -159,6 +159,8 @@ export interface WorkerOptions {
 
 export interface ResolvedWorkerOptions {
   db: PrismaClientLike | undefined;
+  /** With `dbPath` 'adapter-pool': the host's Prisma client, connected at start (see worker.ts). */
+  adapterClient: PrismaClientLike | undefined;
   /** Which client runs the worker's own statements, for the start log: `adapter-pool` means the pool under the Prisma client's PrismaPg. */
   dbPath: 'pool' | 'adapter-pool' | 'prisma' | 'connection-string';
   connectionString: string | undefined;
@@ -303,6 +305,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   return {
     db,
     dbPath: isPgPool(o.db) ? 'pool' : underPrisma ? 'adapter-pool' : o.db ? 'prisma' : 'connection-string',
+    adapterClient: underPrisma ? (o.db as unknown as PrismaClientLike) : undefined,
     connectionString: o.connectionString,
     // A `pgbouncer=true` string goes through a transaction pooler: a LISTEN there would stay on a pooled
     // backend (other clients' session) and hear nothing, so such a worker polls unless told where to LISTEN.

@@ -215,6 +215,11 @@ class RunledgerWorker implements Worker {
     this.currentState = 'starting';
     const { logger, listenConnectionString, listen, pollIntervalMs } = this.options;
     try {
+      // On the pool under the host's PrismaPg adapter, Prisma itself may send nothing all the worker's life, and
+      // a Prisma client that never connected disposes nothing on $disconnect(): one built with
+      // `disposeExternalPool` would leave its pool open. Connected now, its $disconnect() ends what it always did.
+      // A failure here is left to the check below, which names the reason.
+      await this.options.adapterClient?.$connect().catch(() => undefined);
       // Before anything is opened: a database the worker could never work on is refused with the reason.
       await checkWorkerDatabase(this.db, this.options.registry.values());
     } catch (error) {

@@ -167,6 +167,23 @@ describe('createWorker({ db: prisma }) on PrismaPg(pool)', () => {
     expect(lines.some((line) => line.startsWith("worker statements: through the Prisma client's query layer"))).toBe(true);
   });
 
+  it('leaves a client built with disposeExternalPool ending its pool on $disconnect, though Prisma sent nothing itself', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 4 }); // ended by the client below, not by the harness
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator: preparedStatementName, disposeExternalPool: true }) });
+    const done = countdown(3);
+    const worker = createWorker({ db: prisma, handlers, concurrency: 2, logger: recordingLogger([]), reaper: false, listen: false, pollIntervalMs: 50 });
+    worker.on('job:success', done.arrive);
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 3 }, (_, n) => ({ jobType: 'adapter.noop', payload: { n } })),
+    );
+    await worker.start();
+    await done.promise;
+    await worker.stop();
+    await prisma.$disconnect();
+    expect(pool.ended).toBe(true);
+  });
+
   it('refuses a non-boolean adapterPool, naming the field', () => {
     expect(() => resolveWorkerOptions({ db: db.prisma, handlers, adapterPool: 'yes' as unknown as boolean })).toThrow(/adapterPool/);
   });
