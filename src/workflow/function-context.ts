@@ -17,6 +17,7 @@ import type { JsonValue } from '../model/json.js';
 import type { Jsonified } from '../validation/jsonified.js';
 import { toStorableJson } from '../validation/jsonified.js';
 import { parseInput } from '../validation/parse.js';
+import { textProblem } from '../validation/storable.js';
 import { MAX_TIMER_MS, MAX_TIMESTAMP, MIN_TIMESTAMP, nonBlank, positiveInt, timerMs } from '../validation/primitives.js';
 import { newId } from '../db/ids.js';
 import { recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
@@ -196,7 +197,8 @@ export class FunctionAttempt {
 
   private step(name: string, fn: unknown, settings: FunctionStepSettings | undefined, transactional: boolean): Promise<unknown> {
     // Validation and the call index are synchronous: the index is the order of the calls, not of their completion.
-    const parsed: StepCall = parseInput(stepCallSchema, { name, settings }, FUNCTION_INVALID_STEP);
+    // The common call (a plain valid name, no settings) skips zod: it runs once per step, on the hot path.
+    const parsed: StepCall = settings === undefined && plainName(name) ? { name } : parseInput(stepCallSchema, { name, settings }, FUNCTION_INVALID_STEP);
     if (typeof fn !== 'function') throw new ValidationError(FUNCTION_INVALID_STEP, 'fn', 'Invalid fn: must be a function');
     if (transactional && !this.deps.transaction) {
       throw new ValidationError(
@@ -349,6 +351,13 @@ export class FunctionAttempt {
       outer.removeEventListener('abort', onAbort);
     }
   }
+}
+
+/** The name rule of `nameSchema`, without zod: a string, non-blank, at most 200 characters, no `#`, no leading `$`. */
+function plainName(name: unknown): name is string {
+  return (
+    typeof name === 'string' && name.length <= 200 && name.trim().length > 0 && !name.includes('#') && !name.startsWith('$') && textProblem(name) === undefined
+  );
 }
 
 function nondeterministic(index: number, recorded: string, called: string | null, calledAt?: number): ConflictError {
