@@ -7,7 +7,8 @@ import type { JsonValue } from './json.js';
 
 export type WorkflowRunStatus = 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'COMPLETED_WITH_ERRORS' | 'CANCELED';
 export type WorkflowStepStatus = 'BLOCKED' | 'ENQUEUED' | 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'FAILED' | 'CANCELED';
-export type WorkflowStepExecutionKind = 'JOB' | 'EXTERNAL';
+/** FUNCTION: a durable function's finished step (src/workflow/function-*.ts), recorded by its body's attempt. */
+export type WorkflowStepExecutionKind = 'JOB' | 'EXTERNAL' | 'FUNCTION';
 export type WorkflowDependencyReleaseMode = 'ON_SUCCESS' | 'ON_TERMINAL';
 
 export const TERMINAL_RUN_STATUSES: readonly WorkflowRunStatus[] = ['SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'];

@@ -15,6 +15,9 @@ import { z } from 'zod';
 import * as runledger from '../../src/index.js';
 import type { ClaimedJob, Db, JobDefinition, PrismaClientLike } from '../../src/index.js';
 
+/** The durable function whose `run` the fuzzer calls (its runs are started, never run). */
+const FUZZ_FUNCTION = runledger.defineFunction('fuzz.function_run', z.object({ n: z.number() }), async (input) => input.n);
+
 export interface FuzzFixtures {
   /** The root client (for calls that need one, e.g. handles and workers). */
   root: PrismaClientLike;
@@ -448,6 +451,21 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
       { retry: { maxAttempts: 3, backoff: { baseDelayMs: 10, maxDelayMs: 20 } }, timeoutSeconds: 5 },
     ],
     call: (_db, args) => any(runledger.defineJob)(...args),
+  },
+  defineFunction: {
+    pure: true,
+    args: () => [
+      'fuzz.function',
+      z.object({ n: z.number() }),
+      async () => 'ok',
+      { version: 2, retry: { maxAttempts: 3, backoff: { baseDelayMs: 10, maxDelayMs: 20 } }, timeoutSeconds: 5, priority: 1 },
+    ],
+    call: (_db, args) => any(runledger.defineFunction)(...args),
+  },
+  // A function run's start: what `run(input, options)` builds, enqueued like any run (in the host's transaction too).
+  'defineFunction#run': {
+    args: () => [{ n: 1 }, { organizationId: null, idempotencyKey: 'fuzz-function-run', metadata: { source: 'fuzz' } }],
+    call: (db, args) => runledger.enqueueWorkflowRun(db, any(FUZZ_FUNCTION.run)(...args) as runledger.WorkflowRunInput),
   },
   // A handler's return values: the delay and the options' shape are checked here; checkpoint and progress when the worker stores them (worker-storable.test.ts).
   continueNow: { pure: true, args: () => [{ checkpoint: { page: 2 }, progress: { done: 1 } }], call: (_db, args) => any(runledger.continueNow)(...args) },

@@ -38,7 +38,8 @@ function stageText(step: DagStep): string {
 
 function nodeLabel(step: DagStep): string {
   const stage = [step.stage && `stage ${step.stage}`, step.progress != null && `progress ${progressText(step.progress)}`].filter(Boolean).join(', ');
-  return `step ${step.stepKey}, ${step.executionKind === 'EXTERNAL' ? 'external' : (step.jobType ?? 'job')}, ${label(step.status)}${stage ? `, ${stage}` : ''}`;
+  const kind = step.executionKind === 'EXTERNAL' ? 'external' : step.executionKind === 'FUNCTION' ? 'function step' : (step.jobType ?? 'job');
+  return `step ${step.stepKey}, ${kind}, ${label(step.status)}${stage ? `, ${stage}` : ''}`;
 }
 
 function nodeTitle(step: DagStep): string {
@@ -274,7 +275,9 @@ export class DagView {
       s('rect', { width, height: NODE_HEIGHT, rx: 6 }),
       s('text', { x: 10, y: 18, class: 'node-key' }, shorten(step.stepKey, Math.floor((width - 20) / CHAR_WIDTH))),
       s('text', { x: 10, y: 35, class: 'node-status' }),
-      step.executionKind === 'EXTERNAL' ? s('text', { x: width - 10, y: 35, class: 'node-kind', 'text-anchor': 'end' }, 'ext') : null,
+      step.executionKind === 'EXTERNAL' || step.executionKind === 'FUNCTION'
+        ? s('text', { x: width - 10, y: 35, class: 'node-kind', 'text-anchor': 'end' }, step.executionKind === 'EXTERNAL' ? 'ext' : 'fn')
+        : null,
       s('text', { x: 10, y: 51, class: 'node-stage' }),
       s('title', {}),
     );
