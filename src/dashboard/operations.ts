@@ -10,7 +10,7 @@
  *   POST api/dead-letters/requeue   { type?, errorCode?, after?, before?, limit, reason, statePolicy? }
  *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey }
  *   GET  api/queues                 per job type (readQueues), in the request's scope
- *   GET  api/workers                the registry (admin only)
+ *   GET  api/workers                the registry, each worker with the jobs it holds and its heartbeat's state (admin only)
  *   GET  api/schedules?cursor       (admin only)       POST api/schedules/:key/pause, /resume
  *   GET  api/definitions?cursor     (admin only)       POST api/definitions/:type/enabled { enabled }
  *
