@@ -22,6 +22,8 @@ import { chromiumAvailable, screenshot, useDashboardInChromium } from '../harnes
 import { useTestDatabase } from '../harness/database.js';
 
 const hasChromium = chromiumAvailable('dashboard attention browser tests');
+/** The page fits the 1440 px window: no horizontal scroll (browser-side, as a string: no DOM library here). */
+const NO_SIDEWAYS_SCROLL = 'document.documentElement.scrollWidth <= document.documentElement.clientWidth';
 const db = useTestDatabase();
 let planted: AttentionScenario;
 let foreignRun: string;
@@ -66,6 +68,7 @@ describe.skipIf(!hasChromium)('needs attention in Chromium', () => {
     expect(await failure.innerText()).toContain('upstream timed out after 40 s');
     const requeue = failure.getByRole('link', { name: 'Requeue 4 dead letters' });
     expect(await requeue.getAttribute('href')).toBe(`#/dead-letters?type=${FAILING_TYPE}&errorCode=${FAILING_CODE}`);
+    expect(await page.evaluate(NO_SIDEWAYS_SCROLL)).toBe(true);
     await screenshot(page, 'dashboard-attention.png', { fullPage: false });
 
     await requeue.click();
@@ -102,7 +105,7 @@ describe.skipIf(!hasChromium)('needs attention in Chromium', () => {
     await stale.waitFor();
     expect(await stale.getAttribute('data-state')).toBe('stale');
     expect(await stale.getAttribute('class')).toBe('flagged');
-    expect(await stale.locator('[data-col=last-seen]').innerText()).toMatch(/stale \(beats every 3\.3 min\)/);
+    expect(await stale.locator('[data-col=last-seen]').innerText()).toMatch(/stale: beats every 3\.3 min/);
     expect(await page.locator('[data-testid=stale-warning]').innerText()).toContain(STALE_WORKER);
     const media = page.locator(`tr[data-worker="${SATURATED_WORKER}"]`);
     expect(await media.getAttribute('data-state')).toBe('live');
@@ -111,6 +114,7 @@ describe.skipIf(!hasChromium)('needs attention in Chromium', () => {
     expect((await held.evaluateAll((links) => links.map((link) => link.getAttribute('href')))).sort()).toEqual(
       planted.heldJobIds.map((id) => `#/jobs/${id}`).sort(),
     );
+    expect(await page.evaluate(NO_SIDEWAYS_SCROLL)).toBe(true);
     await screenshot(page, 'dashboard-workers-held.png', { forReadme: false });
     await held.first().click();
     await page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/);

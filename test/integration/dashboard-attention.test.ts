@@ -32,6 +32,7 @@ import {
   STUCK_TYPE,
   type AttentionScenario,
 } from '../harness/attention-scenario.js';
+import { runCli } from '../harness/cli.js';
 import { callDashboard as call, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { useTestDatabase } from '../harness/database.js';
 
@@ -93,6 +94,15 @@ describe('a run waiting on a person (the library)', () => {
     const canceled = await cancelWorkflowRun(db.prisma, { scope, workflowRunId: other.workflowRunId, reason: 'test' });
     expect(canceled).toMatchObject({ status: 'CANCELED', waitingForExternal: false });
     expect(await getWorkflowRun(db.prisma, { scope, workflowRunId: other.workflowRunId })).toMatchObject({ waitingForExternal: false });
+  });
+
+  it('lists them from the CLI with runs list --waiting, in its scope', async () => {
+    const listed = await runCli(db.url, '--json', '--org', 'acme', 'runs', 'list', '--waiting', '--limit', '100');
+    expect(listed.code).toBe(0);
+    const page = JSON.parse(listed.stdout) as { items: { id: string; waitingForExternal: boolean }[] };
+    expect(page.items.map((run) => run.id).sort()).toEqual([...planted.runningWaiting, planted.statusWaiting].sort());
+    const all = JSON.parse((await runCli(db.url, '--json', '--org', 'acme', 'runs', 'list', '--limit', '100')).stdout) as typeof page;
+    expect(all.items.find((run) => run.id === planted.notWaiting)).toMatchObject({ waitingForExternal: false });
   });
 
   it('refuses a filter that is not a boolean, naming it', async () => {
