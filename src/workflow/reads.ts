@@ -4,7 +4,7 @@
  * pages by keyset, never by offset: runs by (created_at, id) descending, steps
  * by id, edges by (prerequisite, dependent).
  */
-import { sqltag, type Sql } from '@prisma/client/runtime/client';
+import { empty, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { z } from 'zod';
 import { withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
@@ -119,12 +119,17 @@ function statusList(status: WorkflowRunStatus | WorkflowRunStatus[] | undefined)
   return Array.isArray(status) ? status : [status];
 }
 
-/** The filter's predicates on the run row `workflow_runs` (a list's or a count's). */
+/**
+ * The filter's predicates on the run row `workflow_runs` (a list's or a count's). Waiting runs are live ones:
+ * with `waitingForExternal: true` the statement also names the live statuses, which workflow_runs_status_idx
+ * serves, so the read is the live runs, not every run newest first.
+ */
 function runFilter(filter: z.output<typeof filterSchema>): Sql {
   const waiting = filter.waitingForExternal ?? null;
   return sqltag`(${filter.workflowType ?? null}::text IS NULL OR workflow_type = ${filter.workflowType ?? null})
          AND (${statusList(filter.status)}::text[] IS NULL OR status::text = ANY(${statusList(filter.status)}::text[]))
-         AND (${waiting}::boolean IS NULL OR ${runWaitingForExternal('workflow_runs')} = ${waiting}::boolean)`;
+         AND (${waiting}::boolean IS NULL OR ${runWaitingForExternal('workflow_runs')} = ${waiting}::boolean)
+         ${waiting === true ? sqltag`AND status IN ('RUNNING', 'WAITING_FOR_EXTERNAL')` : empty}`;
 }
 
 /** Runs in `scope`, newest first, a page at a time (keyset on created_at, id). */

@@ -60,7 +60,7 @@ describe.skipIf(!hasChromium)('needs attention in Chromium', () => {
     expect(await runs.filter({ hasText: 'run running' }).count()).toBe(5);
 
     // The runs matrix no longer says nobody waits: the sub-state column counts all seven.
-    const total = page.locator('table.grid tr.total td[data-status="WAITING_ON_PERSON"]');
+    const total = page.locator('table.grid tr.total td[data-substate="WAITING_ON_PERSON"]');
     expect(await total.innerText()).toBe('7');
     expect(await page.locator('table.grid tr.total td[data-status="WAITING_FOR_EXTERNAL"]').innerText()).toBe('2');
 

@@ -69,7 +69,9 @@ function matrix(
     rows.filter((row) => (type === undefined || row.type === type) && row.status === status).reduce((sum, row) => sum + row.count, 0);
   const cell = (type: string | undefined, status: string) => {
     const n = count(type, status);
-    return h('td', { class: 'num', 'data-status': status, 'data-type': type ?? '*' }, n === 0 ? '0' : h('a', { href: link(type ?? '', status) }, n));
+    // A sub-state column is not a stored status: its cells are marked apart, so a count by status never reads them.
+    const column = status === WAITING_ON_PERSON ? { 'data-substate': status } : { 'data-status': status };
+    return h('td', { class: 'num', ...column, 'data-type': type ?? '*' }, n === 0 ? '0' : h('a', { href: link(type ?? '', status) }, n));
   };
   return h(
     'table',
