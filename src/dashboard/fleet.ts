@@ -74,6 +74,8 @@ export interface QueueEntry {
   liveWorkers: number;
   /** Runnable jobs and no live worker to run them. */
   unserved: boolean;
+  /** Every slot of the live workers handling the type is busy and its oldest runnable job has waited the saturation wait (attention.ts). */
+  saturated: boolean;
 }
 
 /** PENDING jobs by type: all, due, and how long the oldest due one has waited. `priority >= ...` is the claim index's predicate. */
@@ -142,18 +144,23 @@ interface WorkersRow {
   workers: number;
 }
 
-/** One entry per job type that has jobs live or recently finished in `scope`, a live worker, or a catalog row. */
-export async function readQueues(db: Db, scope: Scope): Promise<{ asOf: Date; windowMs: number; queues: QueueEntry[] }> {
+/**
+ * One entry per job type that has jobs live or recently finished in `scope`, a live worker, or a catalog row;
+ * `saturationWaitMs` is the dashboard's `attention.saturationWaitMs`.
+ */
+export async function readQueues(db: Db, scope: Scope, saturationWaitMs: number): Promise<{ asOf: Date; windowMs: number; queues: QueueEntry[] }> {
   // Plain reads, each its own autocommit statement: a page of counts, not a ledger, so one snapshot is not needed.
   const read = <R>(name: string, query: Sql) =>
     withStatement(db, `dashboard queues: ${name}`, async (tx) => tx.$queryRaw<R[]>(...asTemplate(query)), { readCommitted: false });
-  const [pending, leased, finished, workers, catalog] = await Promise.all([
+  const [pending, leased, finished, workers, catalog, slots] = await Promise.all([
     read<PendingRow>('pending', pendingByTypeQuery(scope)),
     read<LeasedRow>('leased', leasedByTypeQuery(scope)),
     read<FinishedRow>('finished', finishedByTypeQuery(scope)),
     read<WorkersRow>('workers', liveWorkersByTypeQuery),
     read<{ job_type: string }>('catalog', sqltag`SELECT job_type FROM runledger.job_definitions`),
+    read<{ job_type: string; slots: number; busy: number }>('slots', typeSlotsQuery),
   ]);
+  const fullTypes = new Set(slots.filter((row) => row.busy >= row.slots).map((row) => row.job_type));
   const types = new Set<string>([...pending, ...leased, ...finished, ...workers, ...catalog].map((row) => row.job_type));
   const byType = <R extends { job_type: string }>(rows: R[]) => new Map(rows.map((row) => [row.job_type, row]));
   const p = byType(pending);
@@ -181,6 +188,7 @@ export async function readQueues(db: Db, scope: Scope): Promise<{ asOf: Date; wi
       failureRate: succeeded + deadLettered === 0 ? null : deadLettered / (succeeded + deadLettered),
       liveWorkers,
       unserved: runnable > 0 && liveWorkers === 0,
+      saturated: runnable > 0 && fullTypes.has(jobType) && (pend?.oldest_wait_ms ?? 0) >= saturationWaitMs,
     };
   });
   return { asOf: new Date(), windowMs: QUEUE_WINDOW_MS, queues };

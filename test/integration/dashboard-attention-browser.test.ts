@@ -116,6 +116,10 @@ describe.skipIf(!hasChromium)('needs attention in Chromium', () => {
     );
     expect(await page.evaluate(NO_SIDEWAYS_SCROLL)).toBe(true);
     await screenshot(page, 'dashboard-workers-held.png', { forReadme: false });
+    await page.goto(`${page.url().split('#')[0]}#/queues`);
+    await page.locator('[data-testid=saturated-warning]').filter({ hasText: SATURATED_TYPE }).waitFor();
+    expect(await page.locator(`tr[data-type="${SATURATED_TYPE}"]`).getAttribute('class')).toBe('flagged');
+    await page.goBack();
     await held.first().click();
     await page.waitForURL(/#\/jobs\/[0-9a-f-]{36}$/);
     await page.locator('[data-testid=attempt-row]').first().waitFor();

@@ -186,6 +186,17 @@ describe('needs attention over HTTP', () => {
     expect([bad.status, bad.body.error.code, bad.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'waiting']);
   });
 
+  it('flags the saturated type on the queues page too, by the same threshold', async () => {
+    const queues = (await call(served.url, 'GET', '/api/queues')).body.queues as { jobType: string; saturated: boolean; unserved: boolean }[];
+    const flags = Object.fromEntries(queues.map((queue) => [queue.jobType, [queue.saturated, queue.unserved]]));
+    expect(flags[SATURATED_TYPE]).toEqual([true, false]);
+    expect(flags[STUCK_TYPE]).toEqual([false, true]);
+    expect(flags[FAILING_TYPE]).toEqual([false, false]);
+    const patient = await serveDashboard(db.prisma, { attention: { saturationWaitMs: 3_600_000 } });
+    const relaxed = (await call(patient.url, 'GET', '/api/queues')).body.queues as { jobType: string; saturated: boolean }[];
+    expect(relaxed.find((queue) => queue.jobType === SATURATED_TYPE)?.saturated).toBe(false);
+  });
+
   it('lists the jobs each worker holds and flags a stale heartbeat', async () => {
     const { workers, staleAfterIntervals } = (await call(served.url, 'GET', '/api/workers')).body;
     expect(staleAfterIntervals).toBe(2);

@@ -17,6 +17,8 @@ interface Queue {
   failureRate: number | null;
   liveWorkers: number;
   unserved: boolean;
+  /** Every slot of its live workers busy while its oldest runnable job has waited (src/dashboard/fleet.ts). */
+  saturated: boolean;
 }
 
 interface Worker {
@@ -95,8 +97,16 @@ export function queuesView(_context: Context): View {
     async refresh() {
       const { queues } = await get<{ queues: Queue[]; windowMs: number }>('queues');
       const unserved = queues.filter((queue) => queue.unserved);
+      const saturated = queues.filter((queue) => queue.saturated);
       replace(
         body,
+        saturated.length > 0
+          ? h(
+              'p',
+              { class: 'warning', role: 'note', 'data-testid': 'saturated-warning' },
+              `Every slot of the live workers handling ${saturated.map((queue) => queue.jobType).join(', ')} is busy while runnable jobs wait: add workers or concurrency.`,
+            )
+          : null,
         unserved.length > 0
           ? h(
               'p',
@@ -112,7 +122,7 @@ export function queuesView(_context: Context): View {
               queues.map((queue) =>
                 h(
                   'tr',
-                  { 'data-type': queue.jobType, class: queue.unserved ? 'flagged' : undefined },
+                  { 'data-type': queue.jobType, class: queue.unserved || queue.saturated ? 'flagged' : undefined },
                   h('td', {}, h('a', { href: `#/jobs?${new URLSearchParams({ type: queue.jobType }).toString()}` }, queue.jobType)),
                   h('td', { class: 'num', 'data-col': 'depth' }, queue.depth),
                   h('td', { class: 'num', 'data-col': 'runnable' }, queue.runnable),
