@@ -257,8 +257,14 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   },
   getWorkflowRun: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId }], call: dbCall('getWorkflowRun') },
   findWorkflowRun: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId }], call: dbCall('findWorkflowRun') },
-  listWorkflowRuns: { args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: ['RUNNING'], limit: 2 }], call: dbCall('listWorkflowRuns') },
-  countWorkflowRuns: { args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: 'RUNNING' }], call: dbCall('countWorkflowRuns') },
+  listWorkflowRuns: {
+    args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: ['RUNNING'], waitingForExternal: true, limit: 2 }],
+    call: dbCall('listWorkflowRuns'),
+  },
+  countWorkflowRuns: {
+    args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: 'RUNNING', waitingForExternal: false }],
+    call: dbCall('countWorkflowRuns'),
+  },
   listWorkflowSteps: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId, limit: 1 }], call: dbCall('listWorkflowSteps') },
   listWorkflowStepDependencies: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId, limit: 1 }], call: dbCall('listWorkflowStepDependencies') },
   workflowRunHandle: {
@@ -473,7 +479,15 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   // The handler is created and closed at once: its options are what is validated (requests: dashboard-*.test.ts).
   createDashboard: {
     pure: true,
-    args: (f) => [{ db: f.root, authorize: () => runledger.adminScope(), basePath: '/admin/jobs', readOnly: true }],
+    args: (f) => [
+      {
+        db: f.root,
+        authorize: () => runledger.adminScope(),
+        basePath: '/admin/jobs',
+        readOnly: true,
+        attention: { saturationWaitMs: 60_000, failureWindowMs: 900_000, failureRate: 0.2, failureMinCount: 2 },
+      },
+    ],
     call: async (_db, args) => (any(runledger.createDashboard)(...args) as runledger.DashboardHandler).close(),
   },
   // The same options, for the Fetch API handler (its requests: dashboard-fetch.test.ts, dashboard-mounts.test.ts).
