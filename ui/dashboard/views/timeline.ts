@@ -223,8 +223,8 @@ export class Timeline {
         'span',
         { class: 'tl-track tl-ticks', 'data-testid': 'tl-axis' },
         ticks(scale, v0, v1, 8)
-          // A tick's label runs to its right: none just before a gap, where the gap's label is.
-          .filter((tick) => !scale.gaps.some((gap) => tick.at > scale.x(gap.from) - 0.08 * (v1 - v0) && tick.at < scale.x(gap.to)))
+          // A tick's label runs to its right, a gap's over its edges: none just before or after a gap.
+          .filter((tick) => !scale.gaps.some((gap) => tick.at > scale.x(gap.from) - 0.08 * (v1 - v0) && tick.at < scale.x(gap.to) + 0.04 * (v1 - v0)))
           .map((tick) => {
             // A tick is a point: placed at its time, no width.
             const mark = h('span', { class: 'tl-tick', 'data-offset-ms': tick.offset }, tick.offset === 0 ? '0' : `+${span(tick.offset)}`);
