@@ -27,6 +27,7 @@ function throughputTable(w: ThroughputResult): string {
       `rows written/${unit}`,
       `HOT updates/${unit}`,
       `index entries/${unit}`,
+      `Node CPU us/${unit}`,
       'ratio to best peer',
     ],
     w.rows.map((r) => [
@@ -38,6 +39,7 @@ function throughputTable(w: ThroughputResult): string {
       num(r.rowsWrittenPerUnit?.median, 2),
       num(r.hotUpdatesPerUnit?.median, 2),
       r.indexEntriesPerUnit ? num(r.indexEntriesPerUnit.median, 2) : 'n/a',
+      num(r.nodeCpuUsPerUnit?.median, 1),
       ratio(r.ratioToBestPeer),
     ]),
   );
@@ -104,6 +106,8 @@ export function headlineTable(results: BenchResults): string {
         }),
         best ? `${best.label}: ${num(best.pickupP50.median, 2)} / ${num(best.pickupP95.median, 2)} ms` : '-',
       ]);
+    } else if (w.peerOnly) {
+      rows.push([w.title, ...ours.map(() => '-'), w.headlineSummary ?? '-']);
     } else {
       rows.push([w.title, ...ours.map((_s, i) => (i === 0 ? (w.notes.at(-1) ?? '') : '')), 'runledger only']);
     }
@@ -134,6 +138,25 @@ export function rowWritesTable(results: BenchResults): string {
   return table(headers, rows);
 }
 
+/**
+ * The bench process's Node CPU per unit of work, one line per throughput
+ * workload, one column per system: the medians of the throughput tables'
+ * "Node CPU" column side by side (the client's own cost; the server's is apart).
+ */
+export function nodeCpuTable(results: BenchResults): string {
+  const throughput = results.workloads.filter((w): w is ThroughputResult => w.kind === 'throughput');
+  const headers = ['workload', 'per', ...results.systems.map((s) => s.label)];
+  const rows = throughput.map((w) => [
+    w.title,
+    singular(w.unit),
+    ...results.systems.map((s) => {
+      const row = w.rows.find((r) => r.system === s.key);
+      return row ? num(row.nodeCpuUsPerUnit?.median, 1) : '-';
+    }),
+  ]);
+  return table(headers, rows);
+}
+
 export function environmentLine(results: BenchResults): string {
   const settings = Object.entries(results.server.settings)
     .map(([k, v]) => `${k}=${v}`)
@@ -147,7 +170,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     environmentLine(results),
     '',
-    "Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system's database (harness commits subtracted); statements are counted in runledger's client pool (BEGIN/COMMIT included); rows written are the `pg_stat_user_tables` delta of n_tup_ins + n_tup_upd + n_tup_del over the system's tables (HOT updates: n_tup_hot_upd, included in the updates); index entries are the btree entries the WAL records for the indexes of the system's database (pg_walinspect, bench/wal.ts).",
+    "Ratios compare each runledger variant with the best peer variant of the same workload: > 1 means runledger is faster (throughput) or starts handlers sooner (latency). Commits are the `pg_stat_database.xact_commit` delta of the system's database (harness commits subtracted); statements are counted in runledger's client pool (BEGIN/COMMIT included); rows written are the `pg_stat_user_tables` delta of n_tup_ins + n_tup_upd + n_tup_del over the system's tables (HOT updates: n_tup_hot_upd, included in the updates); index entries are the btree entries the WAL records for the indexes of the system's database (pg_walinspect, bench/wal.ts); Node CPU is the bench process's user + system CPU over the timed part (`process.cpuUsage`) per unit: the client side of the system measured, since runledger and both peers run inside it (the database server's CPU is not in it).",
     '',
     '## Headline',
     '',
@@ -158,6 +181,12 @@ export function renderMarkdown(results: BenchResults): string {
     "Tuples inserted + updated + deleted on the system's tables per job enqueued or drained, or per workflow step, in the timed part (medians; the peers' fan-out includes their fan-in counter row). In brackets: with the untimed seeding's rows (the drained jobs' enqueue; runledger's workflow runs, steps, dependencies and first jobs; the peers' first job of each chain or run), which is what one counter delta over the whole workload says.",
     '',
     rowWritesTable(results),
+    '',
+    '## Node CPU per unit of work',
+    '',
+    "Microseconds of user + system CPU of the bench process (`process.cpuUsage` around the timed part) per job enqueued or drained, or per workflow step (medians): the client's work, each system's workers, enqueuers and driver, since every system runs in-process; the database server is another process and is not in it. The bench's own harness (counting, countdowns) is in every system's figure alike.",
+    '',
+    nodeCpuTable(results),
     '',
     '## Systems',
     '',

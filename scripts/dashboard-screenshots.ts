@@ -9,6 +9,11 @@
  */
 import { spawnSync } from 'node:child_process';
 
-const files = ['test/integration/dashboard-browser.test.ts', 'test/integration/dashboard-views.test.ts'];
+const files = [
+  'test/integration/dashboard-browser.test.ts',
+  'test/integration/dashboard-views.test.ts',
+  'test/integration/dashboard-attention-browser.test.ts',
+  'test/integration/dashboard-timeline-browser.test.ts',
+];
 const result = spawnSync('npx', ['vitest', 'run', ...files], { stdio: 'inherit', env: { ...process.env, RUNLEDGER_UPDATE_SCREENSHOTS: '1' } });
 process.exit(result.status ?? 1);

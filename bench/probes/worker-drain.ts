@@ -1,6 +1,7 @@
 // Probe: createWorker draining PROBE_JOBS (40,000) no-op jobs, its statements through the Prisma client or,
 // with PROBE_POOL=1, through the pg Pool under it (`db: pool`); prints jobs/s and the worker's Node CPU per job.
-// PROBE_PROFILE=1 writes a CPU profile of the drain alone to /tmp/worker-drain.cpuprofile. Measures dist/
+// PROBE_PROFILE=1 writes a CPU profile of the drain alone to /tmp/worker-drain.cpuprofile; PROBE_HEAP=1 a sampling
+// heap profile (what the drain allocated, by function) to /tmp/worker-drain.heapprofile. Measures dist/
 // (`npm run build` first), as the bench does. Also prints the share of job_queue's updates that were HOT
 // (pg_stat_user_tables, read once the worker's backends have exited and so flushed their counters).
 // Usage: PROBE_URL=<a migrated database> [PROBE_POOL=1] [PROBE_CONCURRENCY=10] npx tsx bench/probes/worker-drain.ts
@@ -44,6 +45,11 @@ if (process.env.PROBE_PROFILE === '1') {
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
 }
+if (process.env.PROBE_HEAP === '1') {
+  await session.post('HeapProfiler.enable');
+  // Every 4 KiB allocated on average, objects collected since kept in the counts (allocation, not retention).
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+}
 let done = 0;
 let finish!: () => void;
 const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -68,6 +74,10 @@ const used = process.cpuUsage(cpu);
 if (process.env.PROBE_PROFILE === '1') {
   const { profile } = await session.post('Profiler.stop');
   writeFileSync('/tmp/worker-drain.cpuprofile', JSON.stringify(profile));
+}
+if (process.env.PROBE_HEAP === '1') {
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  writeFileSync('/tmp/worker-drain.heapprofile', JSON.stringify(profile));
 }
 console.log(
   `${process.env.PROBE_POOL === '1' ? 'db: pg Pool' : 'db: prisma'}, c${concurrency}: ${Math.round((jobs / wallMs) * 1000)} jobs/s, ` +

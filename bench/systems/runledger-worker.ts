@@ -17,15 +17,15 @@ import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSys
 
 const { createWorker, defineJob, enqueueJob, silentLogger } = runledger;
 
-type Handler = (payload: unknown, jobId: string) => void;
+export type Handler = (payload: unknown, jobId: string) => void;
 
 /** How a variant's worker reaches the database: its Prisma client, or the pg Pool under it (`db: pool`). */
-interface WorkerShape {
+export interface WorkerShape {
   batchSize?: number;
   pool?: boolean;
 }
 
-function newWorker(
+export function newWorker(
   { prisma, pool }: CountingPrisma,
   url: string,
   concurrency: number,
@@ -169,7 +169,7 @@ export function runledgerWorkerSystem(shape: WorkerShape = {}): BenchSystem {
         return "createWorker({ db: pool, concurrency }) with its defaults: the pg Pool under the Prisma client, so the worker's statements skip Prisma's query layer (src/client/pool-db.ts), reaper off; its enqueues (the enqueue workloads and pickup latency's) go through poolDb(pool)";
       }
       return batchSize === undefined
-        ? 'createWorker({ concurrency }) with its defaults (adaptive claim size, completion batching), LISTEN + poll, reaper off'
+        ? "createWorker({ db: prisma, concurrency }) with its defaults (adaptive claim size, completion batching; since issue 34 its own statements go through the pg Pool under the Prisma client's PrismaPg adapter, adapterPool), LISTEN + poll, reaper off; enqueues through the Prisma client"
         : `createWorker({ concurrency, batchSize: ${batchSize} }): claims of up to ${batchSize} jobs held in its buffer (as graphile-worker's localQueue), otherwise the defaults, reaper off`;
     },
 

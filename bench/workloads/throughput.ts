@@ -3,7 +3,7 @@
  * supports it, `repeats` times, clone a fresh database, seed (untimed, not
  * counted), read the settled commit and tuple counters, run the timed part,
  * read them again. Medians of the repetitions, min and max, commits,
- * statements and rows written per unit, and each runledger variant's ratio
+ * statements, rows written and this process's CPU per unit, and each runledger variant's ratio
  * to the best peer variant.
  */
 import { resetServerStatements, serverStatementCount } from '../pgss.js';
@@ -36,7 +36,10 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
     // Outside the settled commit counts on both sides (bench/wal.ts).
     const wal = await walStart(url);
     const before = await countersBefore(context.admin, url, database, quietMs);
+    // This process's CPU over the timed part: the system's own client work (runledger and both peers run in-process).
+    const cpu = process.cpuUsage();
     const timed = await spec.run(system, url);
+    const nodeCpu = process.cpuUsage(cpu);
     const after = await countersAfter(context.admin, url, database, quietMs);
     const indexEntries = await indexEntriesSince(url, wal);
     if (profiling) await serverStatementCount(url);
@@ -60,6 +63,7 @@ export async function measureRep(context: BenchContext, system: BenchSystem, spe
       rowsWrittenPerUnit: written / spec.units,
       hotUpdatesPerUnit: tuples.hotUpdated / spec.units,
       indexEntriesPerUnit: indexEntries === null ? null : indexEntries / spec.units,
+      nodeCpuUsPerUnit: nodeCpuPerUnit(nodeCpu, spec.units),
       seedRowsWritten: seedWritten,
       rowsWrittenWithSeedPerUnit: (written + seedWritten) / spec.units,
     };
@@ -77,7 +81,7 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
           context.log(`${spec.key}: ${system.label}, run ${rep + 1}/${context.config.repeats}`);
           const measure = await measureRep(context, system, spec);
           context.log(
-            `  ${measure.rate.toFixed(0)} ${spec.unit}/s, ${measure.commitsPerUnit.toFixed(3)} commits/${singular(spec.unit)}, ${measure.rowsWrittenPerUnit.toFixed(2)} rows written/${singular(spec.unit)} (${measure.hotUpdatesPerUnit.toFixed(2)} HOT updates), ${measure.indexEntriesPerUnit?.toFixed(2) ?? 'n/a'} index entries`,
+            `  ${measure.rate.toFixed(0)} ${spec.unit}/s, ${measure.commitsPerUnit.toFixed(3)} commits/${singular(spec.unit)}, ${measure.rowsWrittenPerUnit.toFixed(2)} rows written/${singular(spec.unit)} (${measure.hotUpdatesPerUnit.toFixed(2)} HOT updates), ${measure.indexEntriesPerUnit?.toFixed(2) ?? 'n/a'} index entries, ${measure.nodeCpuUsPerUnit.toFixed(1)} us Node CPU/${singular(spec.unit)}`,
           );
           reps.push(measure);
         }
@@ -94,6 +98,7 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
           hotUpdatesPerUnit: spread(reps.map((r) => r.hotUpdatesPerUnit)),
           indexEntriesPerUnit: reps.every((r) => r.indexEntriesPerUnit !== null) ? spread(reps.map((r) => r.indexEntriesPerUnit as number)) : null,
           rowsWrittenWithSeedPerUnit: spread(reps.map((r) => r.rowsWrittenWithSeedPerUnit)),
+          nodeCpuUsPerUnit: spread(reps.map((r) => r.nodeCpuUsPerUnit)),
           ratioToBestPeer: null,
         });
       }
@@ -112,6 +117,11 @@ export function throughputWorkload(spec: ThroughputSpec): Workload {
       };
     },
   };
+}
+
+/** User + system CPU microseconds of this process (a `process.cpuUsage(start)` delta) per unit of work. */
+export function nodeCpuPerUnit(delta: NodeJS.CpuUsage, units: number): number {
+  return (delta.user + delta.system) / units;
 }
 
 export function singular(unit: string): string {

@@ -45,6 +45,8 @@ export interface RepMeasure {
   hotUpdatesPerUnit: number;
   /** Btree entries written to the database's indexes, from the WAL (bench/wal.ts); null where it could not be read. */
   indexEntriesPerUnit: number | null;
+  /** This Node process's user + system CPU over the timed part, in microseconds per unit (the system's client side: every system runs in-process). */
+  nodeCpuUsPerUnit: number;
   /** Rows the untimed seeding wrote (runledger: the workflow runs, steps, dependencies, first jobs; the peers: their first jobs). */
   seedRowsWritten: number;
   /** (rowsWritten + seedRowsWritten) / units: what one counter delta over the whole workload would say. */
@@ -67,6 +69,8 @@ export interface ThroughputRow {
   indexEntriesPerUnit?: Spread | null;
   /** Rows written per unit, the untimed seeding's included. */
   rowsWrittenWithSeedPerUnit?: Spread;
+  /** Node CPU (user + system us) per unit; absent in results written before the bench measured it. */
+  nodeCpuUsPerUnit?: Spread;
   /** Median rate / the best peer variant's median rate: > 1 means faster than the best peer. Null for peers. */
   ratioToBestPeer: number | null;
 }
@@ -122,6 +126,9 @@ export interface TableResult extends WorkloadResultBase {
   rows: (string | number | null)[][];
   /** The measurements behind the table, for tools. */
   data: unknown;
+  /** No runledger system ran it (DBOS's sleep): the headline shows `headlineSummary` in the peer column. */
+  peerOnly?: boolean;
+  headlineSummary?: string;
 }
 
 export type WorkloadResult = ThroughputResult | LatencyResult | TableResult;

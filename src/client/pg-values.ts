@@ -32,9 +32,54 @@ function utc(yearText: string, bc: string | undefined, month: string, day: strin
   return date;
 }
 
+/** The digits of text[start, start + count) as a number; -1 when one is not a digit. */
+function digitsAt(text: string, start: number, count: number): number {
+  let value = 0;
+  for (let i = start; i < start + count; i += 1) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/**
+ * `YYYY-MM-DD HH:MM:SS[.fraction]+00` with a year from 1000, what a session pinned to UTC writes for every
+ * timestamptz runledger reads, without the regular expression and its captured strings: a claim reads
+ * several timestamps per job, and the general parser below was ~3% of a drain's Node CPU (node --cpu-prof,
+ * bench/probes/worker-drain.ts). Undefined for any other form, which the general parser reads.
+ */
+function parseUtcTimestamp(text: string): Date | undefined {
+  const n = text.length;
+  if (n < 22 || n > 29 || n === 23) return undefined;
+  if (text.charCodeAt(n - 3) !== 43 || text.charCodeAt(n - 2) !== 48 || text.charCodeAt(n - 1) !== 48) return undefined; // "+00"
+  if (text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(10) !== 32 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) {
+    return undefined;
+  }
+  const year = digitsAt(text, 0, 4);
+  const month = digitsAt(text, 5, 2);
+  const day = digitsAt(text, 8, 2);
+  const h = digitsAt(text, 11, 2);
+  const m = digitsAt(text, 14, 2);
+  const s = digitsAt(text, 17, 2);
+  if (year < 1000 || month < 0 || day < 0 || h < 0 || m < 0 || s < 0) return undefined;
+  let ms = 0;
+  if (n > 22) {
+    // ".f" to ".ffffff": milliseconds truncated, as the general parser does.
+    if (text.charCodeAt(19) !== 46) return undefined;
+    const fractionDigits = n - 23;
+    const fraction = digitsAt(text, 20, fractionDigits);
+    if (fraction < 0) return undefined;
+    ms = fractionDigits >= 3 ? Math.floor(fraction / 10 ** (fractionDigits - 3)) : fraction * 10 ** (3 - fractionDigits);
+  }
+  return new Date(Date.UTC(year, month - 1, day, h, m, s, ms));
+}
+
 export function parseTimestamp(text: string): Date {
   // No Date holds infinity: Prisma reads it as an Invalid Date too.
   if (text === 'infinity' || text === '-infinity') return new Date(Number.NaN);
+  const utcForm = parseUtcTimestamp(text);
+  if (utcForm !== undefined) return utcForm;
   const match = ISO_TIMESTAMP.exec(text);
   if (!match) throw new Error(`poolDb: unexpected timestamp text ${JSON.stringify(text)} (is DateStyle ISO?)`);
   const [, year, month, day, h, m, s, fraction, sign, oh, om, os, bc] = match;

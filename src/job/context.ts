@@ -7,7 +7,7 @@
  */
 import type { ClaimedJob } from './claimed-job.js';
 import type { JsonValue } from '../model/json.js';
-import type { WorkerLogger } from './logger.js';
+import { withLogFields, type BoundLogger, type WorkerLogger } from './logger.js';
 import type { JobContext, StepInputs, StepPrerequisites } from './contract.js';
 import { NO_PREREQUISITES } from './step-inputs.js';
 
@@ -28,7 +28,7 @@ export interface ContextWrites {
 export function createJobContext(
   job: ClaimedJob,
   abort: { readonly signal: AbortSignal },
-  logger: WorkerLogger,
+  logger: BoundLogger,
   writes: ContextWrites,
   step: StepInputs | undefined,
   deadline: Date,
@@ -56,11 +56,12 @@ class RunningJobContext implements JobContext {
   readonly stepKey: string | null;
   readonly prerequisites: StepPrerequisites;
   readonly #state: { progress: JsonValue | null; checkpoint: JsonValue | null; stage: string | null };
+  #logger: WorkerLogger | undefined;
 
   constructor(
     job: ClaimedJob,
     private readonly abort: { readonly signal: AbortSignal },
-    readonly logger: WorkerLogger,
+    private readonly jobLogger: BoundLogger,
     private readonly writes: ContextWrites,
     step: StepInputs | undefined,
     readonly deadline: Date,
@@ -84,6 +85,12 @@ class RunningJobContext implements JobContext {
 
   get idempotencyKey(): string {
     return jobIdempotencyKey(this);
+  }
+
+  /** The job's fields bound, its methods safe to call detached; made on first read (most handlers never log). */
+  get logger(): WorkerLogger {
+    this.#logger ??= withLogFields(this.jobLogger.logger, this.jobLogger.bound);
+    return this.#logger;
   }
 
   /** Made on first read (src/worker/lazy-abort.ts). */

@@ -133,7 +133,13 @@ export class WorkerEventEmitter {
     this.emitter.off(event, listener);
   }
 
+  /** True when `event` has a listener: the per-job events skip building a payload nobody reads. */
+  has(event: WorkerEventName): boolean {
+    return this.emitter.listenerCount(event) > 0;
+  }
+
   emit<E extends WorkerEventName>(event: E, payload: WorkerEvents[E]): void {
+    if (this.emitter.listenerCount(event) === 0) return;
     // rawListeners keeps `once` wrappers, which remove themselves when called.
     for (const listener of this.emitter.rawListeners(event)) {
       try {

@@ -29,10 +29,11 @@
  *   The timeout clock and `durationMs` start at `start()`.
  * - The outcome, once taken, is written by outcome-recorder.ts.
  * - `recorded` resolves once the outcome is committed (or known lost);
- *   `settled` once the handler has returned or thrown; `slotFree` once the
- *   handler has settled and the outcome is either recorded or a success
- *   queued on the completion batcher (which needs no more handler code, only
- *   a commit). The worker holds the job's handler slot until `slotFree`: a
+ *   `settled` once the handler has returned or thrown; the owner's `slotFree`
+ *   hook is called once the handler has settled and the outcome is either
+ *   recorded or a success queued on the completion batcher (which needs no
+ *   more handler code, only a commit), and `finished` once it is both settled
+ *   and recorded. The worker holds the job's handler slot until `slotFree`: a
  *   handler that ignores its aborted signal keeps its slot, so the worker
  *   never runs more handler code at once than `concurrency` allows. It holds
  *   the job's lease (counted against its lease cap, and waited for at
@@ -65,7 +66,7 @@ import {
   outputProblem,
   type FailureRecord,
 } from '../job/errors.js';
-import { withLogFields, type WorkerLogger } from '../job/logger.js';
+import { BoundLogger, type WorkerLogger } from '../job/logger.js';
 import { confirmCompletions, leaseGranted } from './retry.js';
 import { MAX_TIMER_MS } from './timing.js';
 import {
@@ -82,7 +83,20 @@ import {
 } from './transactional-attempt.js';
 import type { StepInputs } from '../job/contract.js';
 import { LeaseKeeper, type LeaseKeeperDeps } from './lease-keeper.js';
-import { OutcomeRecorder, type OutcomeRecorderDeps } from './outcome-recorder.js';
+import { isFunctionDefinition, runFunctionAttempt, type FunctionDefinition } from '../workflow/function-define.js';
+import { OutcomeRecorder, type OutcomeListener, type OutcomeRecorderDeps } from './outcome-recorder.js';
+import { Latch } from './latch.js';
+
+/**
+ * What an execution tells the worker that runs it, synchronously, once each: hooks on one object shared by all
+ * executions, where promise chains per job (Promise.all / race / then) cost ~15 allocations each.
+ */
+export interface ExecutionOwner {
+  /** A started job's handler slot is free (`slotFree` in the invariants above). */
+  slotFree(execution: JobExecution): void;
+  /** The job is both recorded and settled: it no longer holds a lease slot. */
+  finished(execution: JobExecution): void;
+}
 
 /** What the lease keeper and the outcome recorder need, and what the execution itself reports to. */
 export interface JobExecutionDeps extends LeaseKeeperDeps, OutcomeRecorderDeps {
@@ -91,6 +105,8 @@ export interface JobExecutionDeps extends LeaseKeeperDeps, OutcomeRecorderDeps {
   telemetry?: JobTelemetry;
   /** A transactional attempt was released for a database fault: the worker backs its claims off. */
   databaseFault?: () => void;
+  /** Told when the slot frees and when the job is finished. */
+  owner?: ExecutionOwner;
 }
 
 type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown' | 'released unstarted';
@@ -98,29 +114,27 @@ type Outcome = 'handler' | 'timeout' | 'lease lost' | 'shutdown' | 'released uns
 /** Longest wait for a transactional attempt's rollback before its timeout is recorded anyway. */
 const ROLLBACK_WAIT_MS = 5_000;
 
-export class JobExecution {
+export class JobExecution implements OutcomeListener {
   readonly info: JobInfo;
-  /** The outcome is committed, refused by the fence, or given up on. */
-  readonly recorded: Promise<void>;
-  /** The handler returned or threw (or never ran: invalid payload). */
-  readonly settled: Promise<void>;
-  /** Settled, and the outcome recorded or a success queued for the next completion batch: the handler slot is free. */
-  readonly slotFree: Promise<void>;
+  /** `performance.now()` at `start()`; NaN for a job never started (released from the buffer). */
+  startedAtPerf = Number.NaN;
 
   private readonly controller = new LazyAbortController();
-  private readonly logger: WorkerLogger;
+  private readonly logger: BoundLogger;
   private readonly lease: LeaseKeeper;
   private readonly outcomes: OutcomeRecorder;
   private startedAt = Date.now();
   private span: JobSpan | undefined;
   private outcome: Outcome | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
-  private markSettled!: () => void;
+  private readonly settledLatch = new Latch();
+  private slotFreed = false;
+  private finishedTold = false;
   /** A transactional attempt's transaction has ended (committed or rolled back); resolved when there is none. */
   private transactionEnded: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly job: ClaimedJob,
+    readonly job: ClaimedJob,
     private readonly definition: AnyJobDefinition,
     private readonly deps: JobExecutionDeps,
     /** When the claim was sent (`Date.now()`): the lease is at least this old. */
@@ -128,12 +142,53 @@ export class JobExecution {
   ) {
     this.info = jobInfo(job);
     leaseGranted(job, claimedAt, deps.leaseSeconds);
-    this.logger = withLogFields(deps.logger, { jobId: job.jobId, jobType: job.jobType, attempt: job.attempt });
+    this.logger = new BoundLogger(deps.logger, { jobId: job.jobId, jobType: job.jobType, attempt: job.attempt });
     this.lease = new LeaseKeeper(job, deps, this.logger, { decided: () => this.outcome !== undefined, lost: (during) => this.loseLease(during) });
-    this.outcomes = new OutcomeRecorder(job, this.info, definition.backoff, deps, this.logger, () => Date.now() - this.startedAt);
-    this.recorded = this.outcomes.recorded;
-    this.settled = new Promise((resolve) => (this.markSettled = resolve));
-    this.slotFree = Promise.all([this.settled, Promise.race([this.recorded, this.outcomes.successQueued])]).then(() => undefined);
+    this.outcomes = new OutcomeRecorder(job, this.info, definition.backoff, deps, this.logger, this);
+  }
+
+  /** The outcome is committed, refused by the fence, or given up on. */
+  get recorded(): Promise<void> {
+    return this.outcomes.recorded;
+  }
+
+  /** The handler returned or threw (or never ran: invalid payload). */
+  get settled(): Promise<void> {
+    return this.settledLatch.promise;
+  }
+
+  /** Milliseconds since the handler started (the events' `durationMs`). */
+  elapsed(): number {
+    return Date.now() - this.startedAt;
+  }
+
+  /** OutcomeListener: the outcome is recorded. */
+  outcomeRecorded(): void {
+    this.progressed();
+  }
+
+  /** OutcomeListener: a success is queued on the completion batch. */
+  successQueued(): void {
+    this.progressed();
+  }
+
+  private markSettled(): void {
+    if (this.settledLatch.open()) this.progressed();
+  }
+
+  /** Tells the owner what became true: settled and recorded-or-queued frees the slot; settled and recorded finishes. */
+  private progressed(): void {
+    if (!this.settledLatch.isOpen) return;
+    const owner = this.deps.owner;
+    const recorded = this.outcomes.recordedLatch.isOpen;
+    if (!this.slotFreed && !Number.isNaN(this.startedAtPerf) && (recorded || this.outcomes.successQueuedLatch.isOpen)) {
+      this.slotFreed = true;
+      owner?.slotFree(this);
+    }
+    if (recorded && !this.finishedTold) {
+      this.finishedTold = true;
+      owner?.finished(this);
+    }
   }
 
   /** True until an outcome is taken: the job still holds a live lease this worker may release. */
@@ -144,8 +199,9 @@ export class JobExecution {
   /** Starts the timers and the handler; returns at once. */
   start(): void {
     this.startedAt = Date.now();
+    this.startedAtPerf = performance.now();
     this.span = this.deps.telemetry?.begin(this.job, this.info);
-    this.deps.events.emit('job:start', { job: this.info });
+    if (this.deps.events.has('job:start')) this.deps.events.emit('job:start', { job: this.info });
     const timeoutMs = Math.min(this.job.timeoutSeconds * 1000, MAX_TIMER_MS);
     this.timeoutTimer = setTimeout(() => this.onTimeout(), timeoutMs);
     this.lease.schedule(Math.max(0, this.deps.heartbeatIntervalMs - (this.startedAt - this.claimedAt)));
@@ -182,7 +238,9 @@ export class JobExecution {
   private async run(): Promise<void> {
     let result: { ok: true; output: unknown } | { ok: false; error: unknown };
     try {
-      const parsed = await this.definition.schema['~standard'].validate(this.job.payload);
+      // A synchronous schema's result is used as is: no await, so no extra turn of the microtask queue per job.
+      const validated = this.definition.schema['~standard'].validate(this.job.payload);
+      const parsed = typeof (validated as { then?: unknown }).then === 'function' ? await validated : (validated as StandardSchemaV1.Result<unknown>);
       if (parsed.issues) {
         this.markSettled();
         if (this.take('handler')) await this.outcomes.failure(payloadFailure(parsed.issues), parsed.issues);
@@ -196,7 +254,10 @@ export class JobExecution {
         return;
       }
       const ctx = createJobContext(this.job, this.controller, this.logger, this.lease.contextWrites(), stepInputs, deadline);
-      const handler = () => this.definition.handler(parsed.value, ctx);
+      // A durable function's body needs the worker's database and this lease (src/workflow/function-define.ts).
+      const handler = isFunctionDefinition(this.definition)
+        ? () => runFunctionAttempt(this.definition as FunctionDefinition, parsed.value, ctx, this.deps.db, this.job)
+        : () => this.definition.handler(parsed.value, ctx);
       // Inside the execution's span (when traced), so spans the handler opens are its children.
       result = { ok: true, output: await (this.span ? this.span.run(handler) : handler()) };
     } catch (error) {
@@ -275,7 +336,8 @@ export class JobExecution {
       const call = () => this.definition.handler(payload, ctx);
       phase = 'handler';
       const running = Promise.resolve().then(() => (this.span ? this.span.run(call) : call()));
-      void running.then(this.markSettled, this.markSettled);
+      const settle = () => this.markSettled();
+      void running.then(settle, settle);
       const output = await untilAborted(running, signal).catch((error: unknown) => handlerThrew(tx as Db, error, signal));
       // Taken synchronously with the return: a timeout or lost lease after this point finds the outcome taken.
       if (!this.take('handler')) throw signal.reason;

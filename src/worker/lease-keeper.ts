@@ -14,6 +14,7 @@ import type { ClaimedJob } from '../job/claimed-job.js';
 import { heartbeatJob } from '../queue/lifecycle.js';
 import { recordJobProgress, setJobStage } from '../queue/stage.js';
 import type { ContextWrites, SaveFields } from '../job/context.js';
+import type { JsonValue } from '../model/json.js';
 import type { WorkerLogger } from '../job/logger.js';
 import type { WorkerEventEmitter } from './events.js';
 import { LEASE_OWNER_MISMATCH } from './outcome-recorder.js';
@@ -33,7 +34,7 @@ export interface LeaseKeeperHooks {
   lost(during: 'heartbeat' | 'save'): Promise<void>;
 }
 
-export class LeaseKeeper {
+export class LeaseKeeper implements ContextWrites {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -53,21 +54,26 @@ export class LeaseKeeper {
     clearTimeout(this.timer);
   }
 
-  /** What the handler's ctx writes through: every write fenced to this lease. */
+  /**
+   * What the handler's ctx writes through: every write fenced to this lease. The keeper itself, its methods
+   * on the prototype (the context calls them as `writes.save(...)`): not three closures made for every job.
+   */
   contextWrites(): ContextWrites {
-    return {
-      // ctx.saveProgress / ctx.saveCheckpoint: a heartbeat carrying the field, fenced like every heartbeat.
-      save: async (fields) => {
-        await this.fenced(() => this.extend(fields));
-      },
-      setStage: async (stage) => {
-        await this.fenced(() => setJobStage(this.deps.db, { ...this.job, stage }));
-      },
-      progress: async (processed, total) => {
-        const progress = await this.fenced(() => recordJobProgress(this.deps.db, { ...this.job, processed, ...(total === undefined ? {} : { total }) }));
-        return { processed: progress.processed, total: progress.total };
-      },
-    };
+    return this;
+  }
+
+  /** ctx.saveProgress / ctx.saveCheckpoint: a heartbeat carrying the field, fenced like every heartbeat. */
+  async save(fields: SaveFields): Promise<void> {
+    await this.fenced(() => this.extend(fields));
+  }
+
+  async setStage(stage: string): Promise<void> {
+    await this.fenced(() => setJobStage(this.deps.db, { ...this.job, stage }));
+  }
+
+  async progress(processed: number, total: number | undefined): Promise<JsonValue> {
+    const progress = await this.fenced(() => recordJobProgress(this.deps.db, { ...this.job, processed, ...(total === undefined ? {} : { total }) }));
+    return { processed: progress.processed, total: progress.total };
   }
 
   private async heartbeat(): Promise<void> {

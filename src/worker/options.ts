@@ -9,6 +9,7 @@ import type pg from 'pg';
 import { poolerConnectionString } from '../client/connect.js';
 import { poolDb } from '../client/from-pool.js';
 import { isPgPool, isPrismaClient, isTransactionClient, type PrismaClientLike } from '../client/types.js';
+import { prismaAdapterPool } from '../client/adapter-pool.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { DEFAULT_LEASE_SECONDS } from '../job/defaults.js';
 import { MAX_CLAIM_BATCH, MAX_REAP_BATCH } from '../queue/inputs.js';
@@ -16,7 +17,7 @@ import { MAX_SCHEDULE_BATCH } from '../schedules/inputs.js';
 import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
 import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/inputs.js';
 import { MAX_PROMOTE_BATCH } from '../queue/intent-promote.js';
-import { REGISTRY_INTERVAL_MS } from './registry.js';
+import { REGISTRY_INTERVAL_MS } from '../model/worker-registry.js';
 import { connectionString } from '../validation/connection-string.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';
@@ -38,6 +39,15 @@ export interface WorkerOptions {
    * `connectionString`.
    */
   db?: PrismaClientLike | pg.Pool;
+  /**
+   * With `db` a Prisma client built on `new PrismaPg(pool)`: send the worker's own statements (claims,
+   * completions, heartbeats, maintenance) through that pool, as `db: pool` does, instead of through Prisma's
+   * query layer (default true). Transactional job types still run in transactions of their `transaction`
+   * client. False keeps every statement on the Prisma client (its query extensions and logging see them).
+   * Where the pool cannot be reached (an adapter built on a URL or a config, another adapter), the worker
+   * stays on the Prisma client and says so once at start.
+   */
+  adapterPool?: boolean;
   /**
    * With `db` a pg Pool: name each statement so PostgreSQL reuses its plan
    * (default true). False behind a transaction-mode pooler without
@@ -149,6 +159,10 @@ export interface WorkerOptions {
 
 export interface ResolvedWorkerOptions {
   db: PrismaClientLike | undefined;
+  /** With `dbPath` 'adapter-pool': the host's Prisma client, connected at start (see worker.ts). */
+  adapterClient: PrismaClientLike | undefined;
+  /** Which client runs the worker's own statements, for the start log: `adapter-pool` means the pool under the Prisma client's PrismaPg. */
+  dbPath: 'pool' | 'adapter-pool' | 'prisma' | 'connection-string';
   connectionString: string | undefined;
   /** Where the listener connects; undefined: polling only. */
   listenConnectionString: string | undefined;
@@ -199,6 +213,7 @@ const rootClientShape = z.custom<PrismaClientLike | pg.Pool>((value) => isPgPool
 const workerOptionsSchema = z
   .strictObject({
     db: rootClientShape.optional(),
+    adapterPool: z.boolean().default(true),
     preparedStatements: z.boolean().optional(),
     // postgres:// URLs: a malformed one is refused here, not retried as a connection failure.
     connectionString: connectionString.optional(),
@@ -277,13 +292,20 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   if (o.preparedStatements !== undefined && !isPgPool(o.db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'preparedStatements', 'Invalid preparedStatements: applies only when db is a pg Pool');
   }
-  // poolDb's one client per pool: a worker per call on a long-lived pool adds no listener of its own.
-  const db = isPgPool(o.db) ? poolDb(o.db, { preparedStatements: o.preparedStatements ?? true }) : o.db;
-  if (db && isTransactionClient(db)) {
+  if (o.db && !isPgPool(o.db) && isTransactionClient(o.db)) {
     throw new ValidationError(WORKER_INVALID_OPTIONS, 'db', 'Invalid db: must be a root Prisma client, not a transaction client');
   }
+  // poolDb's one client per pool: a worker per call on a long-lived pool adds no listener of its own.
+  const underPrisma = o.db && !isPgPool(o.db) && o.adapterPool ? prismaAdapterPool(o.db) : undefined;
+  const db = isPgPool(o.db)
+    ? poolDb(o.db, { preparedStatements: o.preparedStatements ?? true })
+    : underPrisma
+      ? poolDb(underPrisma.pool, { preparedStatements: underPrisma.preparedStatements })
+      : o.db;
   return {
     db,
+    dbPath: isPgPool(o.db) ? 'pool' : underPrisma ? 'adapter-pool' : o.db ? 'prisma' : 'connection-string',
+    adapterClient: underPrisma ? (o.db as unknown as PrismaClientLike) : undefined,
     connectionString: o.connectionString,
     // A `pgbouncer=true` string goes through a transaction pooler: a LISTEN there would stay on a pooled
     // backend (other clients' session) and hear nothing, so such a worker polls unless told where to LISTEN.

@@ -26,6 +26,13 @@ import type { CompletionBatcher } from './completion-batcher.js';
 import type { JobInfo, WorkerEventEmitter, WorkerEvents, WorkerStats } from './events.js';
 import { leaseDeadline, retryLeaseWrite } from './retry.js';
 import type { AttemptCommitted } from './transactional-attempt.js';
+import { Latch } from './latch.js';
+
+/** Told (synchronously) when the outcome is recorded and when a success is queued: the job's execution. */
+export interface OutcomeListener {
+  outcomeRecorded(): void;
+  successQueued(): void;
+}
 
 export const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 const JOB_WORKFLOW_CONTINUATION_NOT_ENABLED = 'job.workflow_handler_continuation_not_enabled';
@@ -42,11 +49,9 @@ export interface OutcomeRecorderDeps {
 
 export class OutcomeRecorder {
   /** The outcome is committed, refused by the fence, or given up on. */
-  readonly recorded: Promise<void>;
+  readonly recordedLatch = new Latch();
   /** A success or continuation is queued on the completion batch (or committed by its transactional attempt). */
-  readonly successQueued: Promise<void>;
-  private markRecorded!: () => void;
-  private markSuccessQueued!: () => void;
+  readonly successQueuedLatch = new Latch();
 
   constructor(
     private readonly job: ClaimedJob,
@@ -54,11 +59,25 @@ export class OutcomeRecorder {
     private readonly backoff: Readonly<BackoffPolicy>,
     private readonly deps: OutcomeRecorderDeps,
     private readonly logger: WorkerLogger,
-    /** Milliseconds since the handler started (`durationMs` of the events). */
-    private readonly elapsed: () => number,
-  ) {
-    this.recorded = new Promise((resolve) => (this.markRecorded = resolve));
-    this.successQueued = new Promise((resolve) => (this.markSuccessQueued = resolve));
+    /** Told when `recorded` and `successQueued` happen; its `elapsed()` is the handler's milliseconds (`durationMs` of the events). */
+    private readonly listener: OutcomeListener & { elapsed(): number },
+  ) {}
+
+  /** Resolves once the outcome is committed, refused by the fence, or given up on. */
+  get recorded(): Promise<void> {
+    return this.recordedLatch.promise;
+  }
+
+  private markRecorded(): void {
+    if (this.recordedLatch.open()) this.listener.outcomeRecorded();
+  }
+
+  private markSuccessQueued(): void {
+    if (this.successQueuedLatch.open()) this.listener.successQueued();
+  }
+
+  private elapsed(): number {
+    return this.listener.elapsed();
   }
 
   /** Nothing more will be written for this job (its lease was lost and reported). */
@@ -199,7 +218,7 @@ export class OutcomeRecorder {
   private reportSucceeded(output: JsonValue | undefined, how: string): void {
     this.deps.stats.succeeded += 1;
     this.logger.debug(`job succeeded${how}`);
-    this.deps.events.emit('job:success', { job: this.info, output, durationMs: this.elapsed() });
+    if (this.deps.events.has('job:success')) this.deps.events.emit('job:success', { job: this.info, output, durationMs: this.elapsed() });
   }
 
   private reportContinued(runNumber: number, nextRunAt: Date, how: string): void {

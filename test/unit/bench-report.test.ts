@@ -7,9 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { END_MARKER, START_MARKER, renderSection, replaceSection } from '../../bench/readme-section.js';
-import { renderMarkdown, rowWritesTable } from '../../bench/report.js';
+import { nodeCpuTable, renderMarkdown, rowWritesTable } from '../../bench/report.js';
 import { spread } from '../../bench/stats.js';
 import { rowsWritten, sumTuples, tupleDelta } from '../../bench/tuples.js';
+import { nodeCpuPerUnit } from '../../bench/workloads/throughput.js';
 import type { BenchResults } from '../../bench/workloads/types.js';
 
 const readJson = (path: string): Record<string, unknown> =>
@@ -59,6 +60,7 @@ const results: BenchResults = {
           hotUpdatesPerUnit: { median: 1.5, min: 1, max: 2 },
           indexEntriesPerUnit: { median: 9.5, min: 9, max: 10 },
           rowsWrittenWithSeedPerUnit: { median: 17, min: 16.75, max: 17.75 },
+          nodeCpuUsPerUnit: { median: 42.25, min: 40, max: 50 },
           ratioToBestPeer: 3,
         },
         // Written before the bench counted rows: no rowsWrittenPerUnit / hotUpdatesPerUnit.
@@ -117,15 +119,30 @@ describe('rows written', () => {
   it('get a column in each throughput table and a summary table per system, n/a for results without them', () => {
     const markdown = renderMarkdown(results);
     expect(markdown).toContain(
-      '| system | steps/s (median) | min-max | commits/step | statements/step | rows written/step | HOT updates/step | index entries/step | ratio to best peer |',
+      '| system | steps/s (median) | min-max | commits/step | statements/step | rows written/step | HOT updates/step | index entries/step | Node CPU us/step | ratio to best peer |',
     );
-    // Index entries too (bench/wal.ts): the runledger row has them, the peer's result predates them.
-    expect(markdown).toContain('| runledger (hand loop) | 300 | 300-300 | 0.100 | n/a | 14.25 | 1.50 | 9.50 | 3.00x |');
-    expect(markdown).toContain('| peer (best peer) | 100 | 100-100 | 1.000 | n/a | n/a | n/a | n/a | - |');
+    // Index entries and Node CPU too: the runledger row has them, the peer's result predates them.
+    expect(markdown).toContain('| runledger (hand loop) | 300 | 300-300 | 0.100 | n/a | 14.25 | 1.50 | 9.50 | 42.3 | 3.00x |');
+    expect(markdown).toContain('| peer (best peer) | 100 | 100-100 | 1.000 | n/a | n/a | n/a | n/a | n/a | - |');
     expect(rowWritesTable(results)).toBe(
       ['| workload | per | runledger (hand loop) | peer |', '| --- | ---: | ---: | ---: |', '| chains | step | 14.25 (17.00) | n/a |'].join('\n'),
     );
     expect(markdown).toContain(rowWritesTable(results));
+  });
+});
+
+describe('Node CPU per unit', () => {
+  it('is user + system microseconds of a cpuUsage delta over the units of work', () => {
+    expect(nodeCpuPerUnit({ user: 300_000, system: 100_000 }, 10_000)).toBe(40);
+  });
+
+  it('gets a summary table per system, n/a for a result that predates it and - where a system did not run', () => {
+    const withAbsent: BenchResults = { ...results, systems: [...results.systems, { key: 'other', label: 'other', peer: true, description: '' }] };
+    expect(nodeCpuTable(withAbsent)).toBe(
+      ['| workload | per | runledger (hand loop) | peer | other |', '| --- | ---: | ---: | ---: | ---: |', '| chains | step | 42.3 | n/a | - |'].join('\n'),
+    );
+    expect(renderMarkdown(results)).toContain(`## Node CPU per unit of work`);
+    expect(renderMarkdown(results)).toContain(nodeCpuTable(results));
   });
 });
 
@@ -138,15 +155,19 @@ describe('benchmarked peers', () => {
     );
     expect(declared).not.toContain('pg-boss');
     expect(declared).not.toContain('graphile-worker');
-    expect(Object.keys(lock.packages as Record<string, unknown>).filter((path) => /node_modules\/(pg-boss|graphile-worker)$/.test(path))).toEqual([]);
+    expect(declared).not.toContain('@dbos-inc/dbos-sdk');
+    expect(
+      Object.keys(lock.packages as Record<string, unknown>).filter((path) => /node_modules\/(pg-boss|graphile-worker|@dbos-inc\/[^/]+)$/.test(path)),
+    ).toEqual([]);
   });
 
   it('are pinned in bench/peers with their own lockfile', () => {
     const peers = readJson('bench/peers/package.json');
     const lock = readJson('bench/peers/package-lock.json');
-    expect(Object.keys(peers.dependencies as Record<string, string>).sort()).toEqual(['graphile-worker', 'pg-boss']);
+    expect(peers.dependencies).toEqual({ '@dbos-inc/dbos-sdk': '5.3.0', 'graphile-worker': '0.18.0', 'pg-boss': '~12.38.0' });
     const packages = lock.packages as Record<string, { version?: string }>;
     expect(packages['node_modules/graphile-worker']?.version).toBe('0.18.0');
     expect(packages['node_modules/pg-boss']?.version).toMatch(/^12\.38\./);
+    expect(packages['node_modules/@dbos-inc/dbos-sdk']?.version).toBe('5.3.0');
   });
 });

@@ -13,6 +13,13 @@ describe('parseTimestamp', () => {
     ['2026-03-04 05:06:07.089', '2026-03-04T05:06:07.089Z'], // timestamp without zone: UTC
     ['0044-03-15 12:00:00+00 BC', '-000043-03-15T12:00:00.000Z'],
     ['0099-01-01 00:00:00+00', '0099-01-01T00:00:00.000Z'],
+    // The UTC session's own form (read without the regular expression), at every fraction length.
+    ['2026-03-04 05:06:07+00', '2026-03-04T05:06:07.000Z'],
+    ['2026-03-04 05:06:07.08+00', '2026-03-04T05:06:07.080Z'],
+    ['2026-12-31 23:59:59.999999+00', '2026-12-31T23:59:59.999Z'],
+    ['2024-02-29 00:00:00.000001+00', '2024-02-29T00:00:00.000Z'],
+    ['1000-01-01 00:00:00.1+00', '1000-01-01T00:00:00.100Z'],
+    ['2026-03-04 05:06:07.089+00:30', '2026-03-04T04:36:07.089Z'], // "+00" then more: the general form
   ])('reads %s', (text, iso) => {
     expect(parseTimestamp(text).toISOString()).toBe(iso);
   });
@@ -21,6 +28,10 @@ describe('parseTimestamp', () => {
     expect(Number.isNaN(parseTimestamp('infinity').getTime())).toBe(true);
     expect(() => parseTimestamp('04/03/2026 05:06:07.089 UTC')).toThrow(/DateStyle/);
     expect(() => parseTimestamp('Wed 04 Mar 05:06:07.089 2026 UTC')).toThrow(/DateStyle/);
+    // Shaped like the UTC form but not it: refused as before, never read as a wrong instant.
+    expect(() => parseTimestamp('2026-03-04 05:06:07.+00')).toThrow(/DateStyle/);
+    expect(() => parseTimestamp('2026-03-04T05:06:07.089+00')).toThrow(/DateStyle/);
+    expect(() => parseTimestamp('2026-0x-04 05:06:07.089+00')).toThrow(/DateStyle/);
     expect(parseDate('2026-03-04').toISOString()).toBe('2026-03-04T00:00:00.000Z');
     expect(() => parseDate('04.03.2026')).toThrow(/DateStyle/);
   });
