@@ -18,8 +18,9 @@
  * many live workers a type has.
  *
  * Cost: the backlog and the windows, never the history: pending jobs through
- * the claim index, leases through job_queue_lease_expiry_idx, finished ones
- * through job_queue_finished_status_idx in the window, live runs through
+ * the claim index, leases through their rows in job_leases, finished counts
+ * from job_counts and dead letters through job_queue_dead_lettered_at_idx
+ * in the window, live runs through
  * workflow_runs_status_idx and their steps through the run's step index
  * (test/integration/dashboard-attention.test.ts pins the plans).
  */

@@ -214,7 +214,7 @@ export const workersQuery = sqltag`
 
 /**
  * The LEASED jobs the given workers own (lease_owner is the worker id), per worker: the count and the first
- * MAX_LISTED_HELD by id. Through job_queue_lease_expiry_idx: the rows read are the leases held now, never the
+ * MAX_LISTED_HELD by id. Through the lease rows (job_leases): the rows read are the leases held now, never the
  * history. Unscoped: the workers page is an admin's.
  */
 export function heldJobsQuery(workerIds: string[]): Sql {
@@ -226,22 +226,19 @@ export function heldJobsQuery(workerIds: string[]): Sql {
                              ORDER BY h.id) FILTER (WHERE h.n <= ${MAX_LISTED_HELD}::int), '[]'::json) AS jobs
       FROM (SELECT jq.lease_owner, jq.id, jq.job_type, jq.organization_id, jq.attempt_started_at, jq.lease_expires_at,
                    row_number() OVER (PARTITION BY jq.lease_owner ORDER BY jq.id) AS n
-              FROM runledger.job_queue jq
-              JOIN unnest(${workerIds}::text[]) AS o(worker_id) ON o.worker_id = jq.lease_owner
-             WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL) h
+              FROM ${LEASED_JOBS} AND jq.lease_owner = ANY(${workerIds}::text[])) h
      GROUP BY 1`;
 }
 
 /**
  * Per job type: the live workers that handle it, their slots (concurrency) and how many of those slots are busy
  * (the leases each holds now, at most its concurrency). Fleet-wide, whatever the scope: a slot serves every
- * organization. Leases are read through job_queue_lease_expiry_idx (the backlog in flight); an expired lease the
+ * organization. Leases are read through their rows in job_leases (the backlog in flight); an expired lease the
  * reaper has not taken back still counts: its worker may still be running the job.
  */
 export const typeSlotsQuery = sqltag`
   WITH held AS (
-    SELECT jq.lease_owner, count(*)::int AS n FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL
+    SELECT jq.lease_owner, count(*)::int AS n FROM ${LEASED_JOBS}
      GROUP BY 1
   )
   SELECT t.job_type, count(*)::int AS workers, sum(w.concurrency)::int AS slots,

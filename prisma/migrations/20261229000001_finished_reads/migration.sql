@@ -55,6 +55,12 @@ CREATE INDEX "job_queue_dead_letter_type_idx" ON "runledger"."job_queue" ("job_t
     WHERE "dead_lettered_at" IS NOT NULL;
 CREATE INDEX "job_queue_canceled_type_idx" ON "runledger"."job_queue" ("job_type", "id") INCLUDE ("organization_id")
     WHERE "canceled_at" IS NOT NULL;
+-- Dead letters by their finish time across types and organizations (the dashboard's newest failures, a
+-- window of the last day): the finished-status index this migration drops served that read.
+CREATE INDEX "job_queue_dead_lettered_at_idx" ON "runledger"."job_queue" ("dead_lettered_at", "id")
+    WHERE "dead_lettered_at" IS NOT NULL;
+COMMENT ON INDEX "runledger"."job_queue_dead_lettered_at_idx" IS
+  'Operator reads: dead letters newest first by finish time over every type (the dashboard''s needs-attention failure groups of the last 24 h). Written only when a job dead-letters.';
 COMMENT ON INDEX "runledger"."job_queue_claimed_type_idx" IS
   'Operator reads: the finished-by-type list of SUCCEEDED jobs (listJobs with one type and finished statuses; the dashboard''s and CLI''s jobs lists), newest first. Rows claimed at least once in their run (attempt > 0).';
 COMMENT ON INDEX "runledger"."job_queue_dead_letter_type_idx" IS
