@@ -8,7 +8,7 @@
  *
  *   GET  api/dead-letters/count?type&errorCode&after&before   preview of a bulk requeue: { count, more, cap }
  *   POST api/dead-letters/requeue   { type?, errorCode?, after?, before?, limit, reason, statePolicy? }
- *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey }
+ *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey, again? }
  *   GET  api/queues                 per job type (readQueues), in the request's scope
  *   GET  api/workers                the registry (admin only)
  *   GET  api/schedules?cursor       (admin only)       POST api/schedules/:key/pause, /resume
@@ -103,7 +103,7 @@ async function requeueDeadLetters(db: Db, scope: Scope, body: Body) {
 
 async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
   // `failedOnly: true` (not a field) must not leave mode at its default, full: every step run again.
-  onlyFields(body, ['mode', 'reason', 'requestKey']);
+  onlyFields(body, ['mode', 'reason', 'requestKey', 'again']);
   const recovery = await recoverWorkflowRun(db, {
     scope,
     sourceRunId: runId,
@@ -112,6 +112,8 @@ async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
     ...(body.mode === undefined ? {} : { mode: body.mode as WorkflowRecoveryMode }),
   });
   return { recovery };
+    // The library refuses anything but a boolean (`workflow.invalid_input`, field again): "yes" never widens it.
+    ...(body.again === undefined ? {} : { again: body.again as boolean }),
 }
 
 function pageQuery(query: URLSearchParams): { cursor?: string } {

@@ -178,6 +178,7 @@ export const ERROR_CODES = [
   'workflow.recovery_request_conflict',
   'workflow.recovery_active_key_held',
   'workflow.recovery_nothing_to_rerun',
+  'workflow.recovery_already_recovered',
 ] as const;
 
 /** The `code` of every RunledgerError runledger throws. */

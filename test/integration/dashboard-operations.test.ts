@@ -192,6 +192,41 @@ describe('fleet, schedules and definitions over HTTP', () => {
     const tenantQueues = (await call(served.url, 'GET', '/api/queues', { scope: 'org:acme' })).body.queues as { jobType: string; runnable: number }[];
     expect(tenantQueues.find((queue) => queue.jobType === 'ops.orphan')?.runnable ?? 0).toBe(0);
 
+    // A second submit of the page's form (a new key) is refused, naming the recovery; `again` must be a boolean.
+    const second = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2' },
+      session: tenant,
+    });
+    expect([second.status, second.body.error.code, second.body.error.details.recoveryRunId]).toEqual([
+      409,
+      'workflow.recovery_already_recovered',
+      first.body.recovery.recoveryRunId,
+    ]);
+    const loose = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2', again: 'yes' },
+      session: tenant,
+    });
+    expect([loose.status, loose.body.error.code, loose.body.error.details.field]).toEqual([400, 'workflow.invalid_input', 'again']);
+    const extra = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2', recoverAgain: true },
+      session: tenant,
+    });
+    expect([extra.status, extra.body.error.code]).toEqual([400, 'dashboard.invalid_input']);
+    const explicit = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2', again: true },
+      session: tenant,
+    });
+    expect(explicit.body.recovery).toMatchObject({ outcome: 'inserted', sourceRunId: workflowRunId });
+    expect(explicit.body.recovery.recoveryRunId).not.toBe(first.body.recovery.recoveryRunId);
+    // The run read links both ways.
+    const sourceRead = await call(served.url, 'GET', `/api/runs/${workflowRunId}`, { scope: 'org:acme', session: tenant });
+    expect(sourceRead.body.run.recoveries).toMatchObject({ count: 2, latest: { recoveryRunId: explicit.body.recovery.recoveryRunId } });
+    const recoveryRead = await call(served.url, 'GET', `/api/runs/${explicit.body.recovery.recoveryRunId}`, { scope: 'org:acme', session: tenant });
+    expect(recoveryRead.body.run.recoveredFrom).toMatchObject({ sourceRunId: workflowRunId });
     const workers = (await call(served.url, 'GET', '/api/workers')).body.workers;
     expect(workers).toEqual([expect.objectContaining({ id: 'ops-worker', jobTypes: ['ops.served'], concurrency: 4, live: true })]);
     await db.prisma.$executeRaw`DELETE FROM runledger.workers`;
