@@ -7,6 +7,7 @@
  * and refused in read-only mode before it runs.
  *
  *   GET  api/dead-letters/count?type&errorCode&after&before   preview of a bulk requeue: { count, more, cap }
+ *   GET  api/dead-letters/groups    direct dead letters by type and error code, with live workers per type (no query fields)
  *   POST api/dead-letters/requeue   { type?, errorCode?, after?, before?, limit, reason, statePolicy? }
  *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey, again? }
  *   GET  api/queues                 per job type (readQueues), in the request's scope
@@ -34,6 +35,7 @@ import type { RequeueStatePolicy } from '../replay/inputs.js';
 import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.js';
 import type { WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { isoTime } from '../validation/iso-time.js';
+import { readDeadLetterGroups } from './dead-letter-groups.js';
 import { readQueues, readWorkers } from './fleet.js';
 import { onlyFields, queryFields, routeInput } from './http.js';
 
@@ -110,10 +112,10 @@ async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
     requestKey: body.requestKey as string,
     reason: body.reason as string,
     ...(body.mode === undefined ? {} : { mode: body.mode as WorkflowRecoveryMode }),
-  });
-  return { recovery };
     // The library refuses anything but a boolean (`workflow.invalid_input`, field again): "yes" never widens it.
     ...(body.again === undefined ? {} : { again: body.again as boolean }),
+  });
+  return { recovery };
 }
 
 function pageQuery(query: URLSearchParams): { cursor?: string } {
@@ -123,6 +125,13 @@ function pageQuery(query: URLSearchParams): { cursor?: string } {
 
 export const OPERATION_READS: [RegExp, Read][] = [
   [/^dead-letters\/count$/, (db, scope, _m, query) => deadLetterPreview(db, scope, query)],
+  [
+    /^dead-letters\/groups$/,
+    async (db, scope, _m, query) => {
+      onlyFields(queryFields(query), []);
+      return readDeadLetterGroups(db, scope);
+    },
+  ],
   [/^queues$/, (db, scope) => readQueues(db, scope)],
   [
     /^workers$/,

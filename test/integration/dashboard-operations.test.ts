@@ -47,6 +47,26 @@ beforeAll(async () => {
   tenant = await dashboardSession(served.url, 'org:acme');
 });
 
+describe('dead-letter groups over HTTP', () => {
+  it('groups by type and error code in the caller scope only, with live workers per type, and refuses any query field', async () => {
+    await deadLetter('ops.grouped', 'acme');
+    await deadLetter('ops.grouped', 'acme');
+    await deadLetter('ops.grouped', 'other');
+    type Groups = { groups: { jobType: string; errorCode: string; count: number; sampleMessage: string; unserved: boolean }[] };
+    const mine = (body: Groups) => body.groups.filter((group) => group.jobType === 'ops.grouped');
+    expect(mine((await call(served.url, 'GET', '/api/dead-letters/groups', { scope: 'org:acme' })).body as Groups)).toEqual([
+      expect.objectContaining({ jobType: 'ops.grouped', errorCode: 'ops.failed', count: 2, sampleMessage: 'failed', liveWorkers: 0, unserved: true }),
+    ]);
+    expect(mine((await call(served.url, 'GET', '/api/dead-letters/groups', { scope: 'org:other' })).body as Groups)).toEqual([
+      expect.objectContaining({ count: 1 }),
+    ]);
+    expect(mine((await call(served.url, 'GET', '/api/dead-letters/groups')).body as Groups)).toEqual([expect.objectContaining({ count: 3 })]);
+    const refused = await call(served.url, 'GET', '/api/dead-letters/groups?type=ops.grouped', { scope: 'org:acme' });
+    expect([refused.status, refused.body.error.code, refused.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'type']);
+    await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type = 'ops.grouped'`;
+  });
+});
+
 describe('bulk requeue over HTTP', () => {
   it('previews the count, requeues in the caller scope only, and refuses without CSRF or when read-only', async () => {
     const acme = [await deadLetter('ops.mail', 'acme'), await deadLetter('ops.mail', 'acme')];
@@ -172,26 +192,6 @@ describe('run recovery over HTTP', () => {
     expect(first.body.recovery).toMatchObject({ outcome: 'inserted', sourceRunId: workflowRunId, mode: 'failed_only', carriedStepKeys: ['a'] });
     const again = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { scope: 'org:acme', body, session: tenant });
     expect(again.body.recovery).toMatchObject({ outcome: 'existing', recoveryRunId: first.body.recovery.recoveryRunId });
-  });
-});
-
-describe('fleet, schedules and definitions over HTTP', () => {
-  it('flags a type with runnable jobs and no live worker, and counts live workers per type', async () => {
-    await enqueueJob(db.prisma, { jobType: 'ops.orphan', payload: {} });
-    await enqueueJob(db.prisma, { jobType: 'ops.served', payload: {} });
-    await heartbeatWorkerRegistration(db.prisma, { workerId: 'ops-worker', jobTypes: ['ops.served'], concurrency: 4, inFlight: 0, ttlMs: 60_000 });
-    const { queues } = (await call(served.url, 'GET', '/api/queues')).body as {
-      queues: { jobType: string; runnable: number; liveWorkers: number; unserved: boolean; oldestWaitMs: number | null }[];
-    };
-    const orphan = queues.find((queue) => queue.jobType === 'ops.orphan');
-    const servedType = queues.find((queue) => queue.jobType === 'ops.served');
-    expect(orphan).toMatchObject({ runnable: 1, liveWorkers: 0, unserved: true });
-    expect(orphan!.oldestWaitMs).toBeGreaterThanOrEqual(0);
-    expect(servedType).toMatchObject({ runnable: 1, liveWorkers: 1, unserved: false });
-    // A tenant sees its own counts (none here), never another's jobs.
-    const tenantQueues = (await call(served.url, 'GET', '/api/queues', { scope: 'org:acme' })).body.queues as { jobType: string; runnable: number }[];
-    expect(tenantQueues.find((queue) => queue.jobType === 'ops.orphan')?.runnable ?? 0).toBe(0);
-
     // A second submit of the page's form (a new key) is refused, naming the recovery; `again` must be a boolean.
     const second = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
       scope: 'org:acme',
@@ -227,6 +227,26 @@ describe('fleet, schedules and definitions over HTTP', () => {
     expect(sourceRead.body.run.recoveries).toMatchObject({ count: 2, latest: { recoveryRunId: explicit.body.recovery.recoveryRunId } });
     const recoveryRead = await call(served.url, 'GET', `/api/runs/${explicit.body.recovery.recoveryRunId}`, { scope: 'org:acme', session: tenant });
     expect(recoveryRead.body.run.recoveredFrom).toMatchObject({ sourceRunId: workflowRunId });
+  });
+});
+
+describe('fleet, schedules and definitions over HTTP', () => {
+  it('flags a type with runnable jobs and no live worker, and counts live workers per type', async () => {
+    await enqueueJob(db.prisma, { jobType: 'ops.orphan', payload: {} });
+    await enqueueJob(db.prisma, { jobType: 'ops.served', payload: {} });
+    await heartbeatWorkerRegistration(db.prisma, { workerId: 'ops-worker', jobTypes: ['ops.served'], concurrency: 4, inFlight: 0, ttlMs: 60_000 });
+    const { queues } = (await call(served.url, 'GET', '/api/queues')).body as {
+      queues: { jobType: string; runnable: number; liveWorkers: number; unserved: boolean; oldestWaitMs: number | null }[];
+    };
+    const orphan = queues.find((queue) => queue.jobType === 'ops.orphan');
+    const servedType = queues.find((queue) => queue.jobType === 'ops.served');
+    expect(orphan).toMatchObject({ runnable: 1, liveWorkers: 0, unserved: true });
+    expect(orphan!.oldestWaitMs).toBeGreaterThanOrEqual(0);
+    expect(servedType).toMatchObject({ runnable: 1, liveWorkers: 1, unserved: false });
+    // A tenant sees its own counts (none here), never another's jobs.
+    const tenantQueues = (await call(served.url, 'GET', '/api/queues', { scope: 'org:acme' })).body.queues as { jobType: string; runnable: number }[];
+    expect(tenantQueues.find((queue) => queue.jobType === 'ops.orphan')?.runnable ?? 0).toBe(0);
+
     const workers = (await call(served.url, 'GET', '/api/workers')).body.workers;
     expect(workers).toEqual([expect.objectContaining({ id: 'ops-worker', jobTypes: ['ops.served'], concurrency: 4, live: true })]);
     await db.prisma.$executeRaw`DELETE FROM runledger.workers`;
