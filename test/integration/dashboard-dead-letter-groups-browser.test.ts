@@ -85,7 +85,7 @@ describe.skipIf(!hasChromium)('dead letters grouped in Chromium', () => {
     const push = row('dl.push', 'smtp.down');
     await push.locator('summary').click();
     await push.locator('[data-testid=group-unserved-warning]').filter({ hasText: 'No live worker handles dl.push' }).waitFor();
-    await push.getByLabel('Reason (required, recorded on every job)').fill('push gateway back');
+    await push.getByLabel('Reason for this group (required, recorded on every job)').fill('push gateway back');
     await push.getByRole('button', { name: 'Requeue group…' }).click();
     await push
       .locator('.confirm')
@@ -98,7 +98,7 @@ describe.skipIf(!hasChromium)('dead letters grouped in Chromium', () => {
     await screenshot(page, 'dashboard-dead-letter-groups.png', { fullPage: false });
 
     // Requeue one group: only its 4 jobs move.
-    await mail.getByLabel('Reason (required, recorded on every job)').fill('rate limit raised');
+    await mail.getByLabel('Reason for this group (required, recorded on every job)').fill('rate limit raised');
     await mail.getByRole('button', { name: 'Requeue group…' }).click();
     const confirm = mail.locator('.confirm');
     await confirm.filter({ hasText: 'Requeue 4 dead-lettered dl.mail jobs (last error rate.limited) as new runs?' }).waitFor();

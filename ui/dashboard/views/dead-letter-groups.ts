@@ -77,7 +77,7 @@ export function deadLetterGroups(context: Context): { root: HTMLElement; refresh
       context,
       `requeue-group-${index}`,
       `Requeue the ${jobType} dead letters whose last error is ${errorCode}`,
-      [{ name: 'reason', label: 'Reason (required, recorded on every job)', required: true }],
+      [{ name: 'reason', label: 'Reason for this group (required, recorded on every job)', required: true }],
       'Requeue group…',
       (values) => post<RequeueAnswer>('dead-letters/requeue', { type: jobType, errorCode, limit: Math.min(row.group.count, cap), reason: values.reason }),
       {

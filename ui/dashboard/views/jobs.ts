@@ -45,12 +45,14 @@ function scheduledFor(job: Job): HTMLElement | string {
 
 /**
  * A succeeded job's last error is history (a retry that then succeeded): only a job that has not succeeded shows it,
- * its code and, beside it, the message cut to one line (whole on hover, and to a screen reader).
+ * its code and, beside it, the message cut to the column (whole on hover, and to a screen reader).
  */
 function lastError(job: Job): (HTMLElement | string)[] {
   if (job.status === 'SUCCEEDED' || job.lastErrorCode === null) return [];
   const message = job.lastErrorMessage ?? '';
-  return [h('code', {}, job.lastErrorCode), message ? h('span', { class: 'error-message', title: message }, message) : ''];
+  return [
+    h('span', { class: 'error-line' }, h('code', {}, job.lastErrorCode), message ? h('span', { class: 'error-message', title: message }, message) : null),
+  ];
 }
 
 export function markedKey(key: string | null, needle: string): HTMLElement | string {
