@@ -45,6 +45,18 @@ export interface BenchConfig {
   /** Dependents of the one prerequisite in the wide fan-out workload. */
   wideWidths: number[];
   claimLatency: ClaimLatencySizes;
+  /** function_chain3: three-step workflows started. */
+  functionWorkflows: number;
+  /** function_fanout: runs of 1 -> fanOutWidth -> 1. */
+  functionFanOutRuns: number;
+  /** function_sleep: sleeping workflows. */
+  functionSleepers: number;
+  /** function_sleep: first start call -> wake time; null: max(5 s, 15 ms per sleeper). */
+  functionSleepLeadMs: number | null;
+  /** DBOS queues' minPollingIntervalMs (and the children's result poll) in the fast-poll variant. */
+  functionQueuePollMs: number;
+  /** DBOS's systemDatabasePoolSize; null: its default (10). */
+  dbosPoolSize: number | null;
   /** Only these workloads (keys), when set. */
   workloads: string[] | null;
   /** Only these systems (keys), when set. */
@@ -122,6 +134,12 @@ export function readConfig(): BenchConfig {
       samples: intFromEnv('BENCH_CLAIM_SAMPLES', claimDefaults.samples),
       limit: intFromEnv('BENCH_CLAIM_LIMIT', claimDefaults.limit),
     },
+    functionWorkflows: intFromEnv('BENCH_FUNCTION_WORKFLOWS', pick(1_000, 200)),
+    functionFanOutRuns: intFromEnv('BENCH_FUNCTION_FANOUT_RUNS', pick(100, 20)),
+    functionSleepers: intFromEnv('BENCH_FUNCTION_SLEEPERS', pick(10_000, 500)),
+    functionSleepLeadMs: process.env.BENCH_FUNCTION_SLEEP_LEAD_MS ? intFromEnv('BENCH_FUNCTION_SLEEP_LEAD_MS', 1) : null,
+    functionQueuePollMs: intFromEnv('BENCH_FUNCTION_QUEUE_POLL_MS', 10),
+    dbosPoolSize: process.env.BENCH_DBOS_POOL_SIZE ? intFromEnv('BENCH_DBOS_POOL_SIZE', 1) : null,
     workloads: listFromEnv('BENCH_WORKLOADS'),
     systems: listFromEnv('BENCH_SYSTEMS'),
     synchronousCommit: process.env.BENCH_SYNCHRONOUS_COMMIT?.trim() || null,

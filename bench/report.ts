@@ -104,6 +104,8 @@ export function headlineTable(results: BenchResults): string {
         }),
         best ? `${best.label}: ${num(best.pickupP50.median, 2)} / ${num(best.pickupP95.median, 2)} ms` : '-',
       ]);
+    } else if (w.peerOnly) {
+      rows.push([w.title, ...ours.map(() => '-'), w.headlineSummary ?? '-']);
     } else {
       rows.push([w.title, ...ours.map((_s, i) => (i === 0 ? (w.notes.at(-1) ?? '') : '')), 'runledger only']);
     }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: runledger (its hand loop, createWorker with its defaults and with a tuned batchSize) side by side
- * with pg-boss 12 and graphile-worker 0.18 (bench/peers, installed on first
- * use), in one run, on one PostgreSQL server, on the server's default
+ * with pg-boss 12 and graphile-worker 0.18, and in the durable-function
+ * workloads DBOS Transact 5.3 (bench/peers, installed on first use), in one run, on one PostgreSQL server, on the server's default
  * settings (synchronous_commit on) unless BENCH_SYNCHRONOUS_COMMIT is set.
  *
  * Each system's schema is installed once into a template database; every
@@ -30,6 +30,7 @@ import { drainWorkload, enqueueBulkWorkload, enqueueSingleWorkload } from './wor
 import type { BenchContext, BenchResults, Workload, WorkloadResult } from './workloads/types.js';
 import { wideFanOutWorkload } from './workloads/wide-fanout.js';
 import { hostWriteWorkload } from './workloads/host-write.js';
+import { functionChain3Workload, functionFanOutWorkload, functionSleepWorkload } from './workloads/functions.js';
 import { chainsWorkload, fanOutWorkload } from './workloads/workflows.js';
 
 function log(line: string): void {
@@ -42,12 +43,15 @@ async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
   const wanted = (key: string) => config.systems === null || config.systems.includes(key);
   const { runledgerLoopSystem } = await import('./systems/runledger.js');
   const { runledgerWorkerSystem, runledgerTransactionalSystem, TUNED_WORKER_BATCH_SIZE } = await import('./systems/runledger-worker.js');
+  const { runledgerDagSystem } = await import('./systems/runledger-dag.js');
   const systems: BenchSystem[] = [
     runledgerLoopSystem({ claimBatch: config.claimBatch }),
     runledgerWorkerSystem(),
     runledgerWorkerSystem({ batchSize: TUNED_WORKER_BATCH_SIZE }),
     runledgerWorkerSystem({ pool: true }),
     runledgerTransactionalSystem(),
+    runledgerDagSystem('single'),
+    runledgerDagSystem('batch'),
   ];
   if (['pgboss', 'pgboss_fetch'].some(wanted)) {
     const { pgBossSystems } = await import('./systems/pg-boss.js');
@@ -57,7 +61,13 @@ async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
     const { graphileWorkerSystems } = await import('./systems/graphile-worker.js');
     systems.push(...graphileWorkerSystems({ localQueueSize: config.graphileLocalQueue }));
   }
-  return systems.filter((s) => wanted(s.key));
+  if (['dbos', 'dbos_default_poll', 'dbos_steps'].some(wanted)) {
+    const { dbosSystems } = await import('./systems/dbos.js');
+    systems.push(...dbosSystems({ concurrency: config.concurrency, pollMs: config.functionQueuePollMs, poolSize: config.dbosPoolSize }));
+  }
+  // DBOS's default 1 s poll adds ~25 minutes to a full bench: it runs only when named.
+  const optIn = new Set(['dbos_default_poll']);
+  return systems.filter((s) => (optIn.has(s.key) ? config.systems?.includes(s.key) === true : wanted(s.key)));
 }
 
 function workloads(config: BenchConfig): Workload[] {
@@ -73,6 +83,9 @@ function workloads(config: BenchConfig): Workload[] {
     claimLatencyWorkload(config.claimLatency, config.skipBigClaim),
     heldSnapshotWorkload(readHeldSnapshotSizes(config), ['1', 'true', 'yes'].includes(process.env.BENCH_SKIP_HELD_SNAPSHOT ?? '')),
     fleetWorkload(readFleetSizes(config)),
+    functionChain3Workload(config),
+    functionFanOutWorkload(config),
+    functionSleepWorkload(config),
   ];
   return all.filter((w) => config.workloads === null || config.workloads.some((k) => w.key === k || w.key.startsWith(`${k}_`)));
 }
@@ -103,6 +116,10 @@ async function warmUp(context: BenchContext, system: BenchSystem): Promise<void>
     });
   }
   if (system.latency) await context.withDatabase(system, (url) => system.latency!(url, 5, c));
+  if (system.functionChain3) await context.withDatabase(system, (url) => system.functionChain3!(url, { workflows: 5, concurrency: c }));
+  if (system.functionFanOut) await context.withDatabase(system, (url) => system.functionFanOut!(url, { runs: 2, width: 3, concurrency: c }));
+  if (system.functionSleep)
+    await context.withDatabase(system, (url) => system.functionSleep!(url, { sleepers: 5, leadMs: 300, probeSleepers: 0, concurrency: c }));
 }
 
 async function serverFacts(admin: pg.Client): Promise<{ version: string; settings: Record<string, string> }> {

@@ -17,6 +17,8 @@ import path from 'node:path';
 const files = [
   'test/integration/dashboard-browser.test.ts',
   'test/integration/dashboard-views.test.ts',
+  'test/integration/dashboard-attention-browser.test.ts',
+  'test/integration/dashboard-timeline-browser.test.ts',
   'test/integration/dashboard-dead-letter-groups-browser.test.ts',
 ];
 const started = Date.now();

@@ -107,6 +107,14 @@ export {
   type ActiveWorkflowOutcome,
 } from './workflow/active-keys.js';
 export { appendWorkflowSteps, type AppendWorkflowStepsResult, type AppendedStep } from './workflow/append.js';
+export {
+  defineFunction,
+  type FunctionDefinition,
+  type FunctionSettings,
+  type FunctionRunOptions,
+  type FunctionResult,
+} from './workflow/function-define.js';
+export type { FunctionContext, TransactionalFunctionContext, FunctionStepInfo, FunctionStepSettings, FunctionStepResult } from './workflow/function-context.js';
 export type { AppendWorkflowStepsInput } from './workflow/append-request.js';
 export {
   getWorkflowRun,

@@ -117,3 +117,46 @@ export interface GraphileWorkerModule {
   runMigrations(options: { connectionString: string; logger?: GraphileLogger }): Promise<void>;
   makeWorkerUtils(options: { connectionString: string; maxPoolSize?: number; logger?: GraphileLogger }): Promise<GraphileWorkerUtils>;
 }
+
+// ---------------------------------------------------------------------------
+// DBOS Transact 5.3 (@dbos-inc/dbos-sdk; dist/src/dbos.d.ts, wfqueue.d.ts)
+// ---------------------------------------------------------------------------
+export interface DbosConfig {
+  name: string;
+  systemDatabaseUrl?: string;
+  systemDatabasePoolSize?: number;
+  logLevel?: string;
+  runMigrations?: boolean;
+}
+
+export interface DbosQueueOptions {
+  /** Running workflows of the queue in one process. */
+  workerConcurrency?: number;
+  /** The dispatch loop's base poll interval (DBOS default 1000 ms). */
+  minPollingIntervalMs?: number;
+  onConflict?: 'update_if_latest_version' | 'always_update' | 'never_update';
+}
+
+export interface DbosWorkflowHandle<R> {
+  readonly workflowID: string;
+  getResult(options?: { pollingIntervalMs?: number }): Promise<R>;
+}
+
+export interface DbosStatic {
+  setConfig(config: DbosConfig): void;
+  migrate(systemDatabaseUrl: string): Promise<void>;
+  launch(): Promise<void>;
+  shutdown(options?: { workflowCompletionTimeoutMS?: number }): Promise<void>;
+  registerWorkflow<Args extends unknown[], R>(fn: (...args: Args) => Promise<R>, config: { name: string }): (...args: Args) => Promise<R>;
+  runStep<R>(fn: () => Promise<R>, config?: { name?: string }): Promise<R>;
+  startWorkflow<Args extends unknown[], R>(
+    target: (...args: Args) => Promise<R>,
+    params?: { queueName?: string },
+  ): (...args: Args) => Promise<DbosWorkflowHandle<R>>;
+  registerQueue(name: string, options?: DbosQueueOptions): Promise<unknown>;
+  sleep(durationMs: number): Promise<void>;
+}
+
+export interface DbosModule {
+  DBOS: DbosStatic;
+}

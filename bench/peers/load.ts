@@ -10,14 +10,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { GraphileWorkerModule, PgBossModule } from './api.js';
+import type { DbosModule, GraphileWorkerModule, PgBossModule } from './api.js';
 
 const PEERS_DIR = fileURLToPath(new URL('.', import.meta.url));
 const MANIFEST = fileURLToPath(new URL('./package.json', import.meta.url));
 
 let installed = false;
 
-/** `npm ci --prefix bench/peers` when bench/peers/node_modules is missing (the committed lockfile pins the versions). */
+/** `npm ci --prefix bench/peers` when bench/peers/node_modules is missing (the committed lockfile pins the versions: pg-boss, graphile-worker, DBOS Transact). */
 export function ensurePeersInstalled(log: (line: string) => void = console.log): void {
   if (installed || existsSync(new URL('./node_modules/', import.meta.url))) {
     installed = true;
@@ -45,4 +45,11 @@ export function peerVersion(name: string): string {
 }
 
 export const loadPgBoss = (): Promise<PgBossModule> => importPeer<PgBossModule>('pg-boss');
+/** DBOS is CommonJS: its exports are on the namespace when Node's lexer finds them, on `default` always. */
+export async function loadDbos(): Promise<DbosModule> {
+  const loaded = await importPeer<Partial<DbosModule> & { default?: DbosModule }>('@dbos-inc/dbos-sdk');
+  const DBOS = loaded.DBOS ?? loaded.default?.DBOS;
+  if (!DBOS) throw new Error('@dbos-inc/dbos-sdk exports no DBOS class');
+  return { DBOS };
+}
 export const loadGraphileWorker = (): Promise<GraphileWorkerModule> => importPeer<GraphileWorkerModule>('graphile-worker');

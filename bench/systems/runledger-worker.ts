@@ -17,15 +17,15 @@ import { BENCH_JOB_TYPE, CHAIN_STEPS, FAN_CHILD, FAN_IN, FAN_ROOT, type BenchSys
 
 const { createWorker, defineJob, enqueueJob, silentLogger } = runledger;
 
-type Handler = (payload: unknown, jobId: string) => void;
+export type Handler = (payload: unknown, jobId: string) => void;
 
 /** How a variant's worker reaches the database: its Prisma client, or the pg Pool under it (`db: pool`). */
-interface WorkerShape {
+export interface WorkerShape {
   batchSize?: number;
   pool?: boolean;
 }
 
-function newWorker(
+export function newWorker(
   { prisma, pool }: CountingPrisma,
   url: string,
   concurrency: number,

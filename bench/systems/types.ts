@@ -41,6 +41,41 @@ export interface FanOutInput {
   concurrency: number;
 }
 
+/** function_chain3: `workflows` three-step workflows started with `concurrency` running at once (bench/workloads/functions.ts). */
+export interface FunctionChainInput {
+  workflows: number;
+  concurrency: number;
+}
+
+/** function_fanout: `runs` of 1 -> width -> 1, `concurrency` runs at once. */
+export interface FunctionFanOutInput {
+  runs: number;
+  width: number;
+  concurrency: number;
+}
+
+/** function_sleep: `sleepers` workflows sleeping to one wake time, `leadMs` after the first start. */
+export interface FunctionSleepInput {
+  sleepers: number;
+  leadMs: number;
+  /** The slot probe: this many sleepers on a queue of `concurrency` (bench/workloads/functions.ts). */
+  probeSleepers: number;
+  concurrency: number;
+}
+
+export interface FunctionSleepMeasure {
+  /** First start call -> last start call returned (ms). */
+  startMs: number;
+  /** First start call -> the wake time (ms). */
+  leadMs: number;
+  /** Sleepers that began their sleep after the wake time (the lead was too short for them). */
+  startedAfterWake: number;
+  /** Resume time - wake time, one per sleeper that began its sleep before the wake time (ms). */
+  latenessMs: number[];
+  /** Queued sleepers of the probe, and how many of them began sleeping before the wake time. */
+  probe: { queued: number; concurrency: number; sleptBeforeWake: number };
+}
+
 export interface BenchSystem {
   /** Short key, also used in database names. */
   readonly key: string;
@@ -66,6 +101,16 @@ export interface BenchSystem {
   fanOut?(url: string, input: FanOutInput): Promise<Timed>;
 
   latency?(url: string, jobs: number, concurrency: number): Promise<LatencySample[]>;
+
+  /**
+   * Durable-function workloads (bench/workloads/functions.ts): the clock runs
+   * from the first start call to the last completion committed, starting
+   * included. A runledger system with key `runledger_function` implementing
+   * these is the slot the durable-function API fills (bench/README.md).
+   */
+  functionChain3?(url: string, input: FunctionChainInput): Promise<Timed>;
+  functionFanOut?(url: string, input: FunctionFanOutInput): Promise<Timed>;
+  functionSleep?(url: string, input: FunctionSleepInput): Promise<FunctionSleepMeasure>;
 
   /** Drains `seedNoop`'s jobs with a handler that inserts one row into HOST_ROWS_TABLE per job (bench/workloads/host-write.ts). */
   hostWrite?(url: string, input: DrainInput): Promise<Timed>;

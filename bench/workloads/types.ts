@@ -122,6 +122,9 @@ export interface TableResult extends WorkloadResultBase {
   rows: (string | number | null)[][];
   /** The measurements behind the table, for tools. */
   data: unknown;
+  /** No runledger system ran it (DBOS's sleep): the headline shows `headlineSummary` in the peer column. */
+  peerOnly?: boolean;
+  headlineSummary?: string;
 }
 
 export type WorkloadResult = ThroughputResult | LatencyResult | TableResult;

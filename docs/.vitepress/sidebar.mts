@@ -38,6 +38,7 @@ export const sections: Section[] = [
       { text: 'The ledger', link: '/concepts/ledger' },
       { text: 'The lock protocol', link: '/concepts/lock-protocol' },
       { text: 'Inside the worker', link: '/concepts/worker-loop' },
+      { text: 'Durable functions', link: '/concepts/durable-functions' },
       { text: 'Failures and hostile input', link: '/concepts/failures' },
       { text: 'Deliberate differences from the original', link: '/concepts/differences' },
     ],

@@ -19,14 +19,16 @@ export function registerRunCommands(program: Command, context: CliContext): void
     .description('list workflow runs, newest first')
     .option('--type <workflowType>', 'only this workflow type', textOption)
     .option('--status <status...>', 'only these statuses (RUNNING, WAITING_FOR_EXTERNAL, SUCCEEDED, COMPLETED_WITH_ERRORS, CANCELED)')
+    .option('--waiting', 'only runs waiting on a person: a step WAITING_FOR_EXTERNAL, whatever the run status')
     .option('--limit <n>', 'page size (1 to 500)', integerOption({ min: 1, max: 500 }), 20)
     .option('--cursor <cursor>', 'the cursor printed after the previous page', textOption)
-    .action(async (options: { type?: string; status?: WorkflowRunStatus[]; limit: number; cursor?: string }) => {
+    .action(async (options: { type?: string; status?: WorkflowRunStatus[]; waiting?: boolean; limit: number; cursor?: string }) => {
       const page = await listWorkflowRuns(context.db(), {
         scope: context.scope,
         limit: options.limit,
         ...(options.type === undefined ? {} : { workflowType: options.type }),
         ...(options.status === undefined ? {} : { status: options.status }),
+        ...(options.waiting ? { waitingForExternal: true } : {}),
         ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
       });
       context.print(`${formatRunList(page.items)}${page.nextCursor ? `\n\nmore: --cursor ${page.nextCursor}` : ''}`, page);

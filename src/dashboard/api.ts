@@ -5,12 +5,14 @@
  * for the chart). A job or run outside the
  * scope answers 404 exactly like a missing one.
  *
- *   GET api/overview                      counts by status and type (live in full, finished over 24 h), oldest due job, last hour, getQueueMetrics, throughput per minute
+ *   GET api/overview                      counts by status and type (live in full, finished over 24 h), oldest due job, last hour, getQueueMetrics, throughput per minute,
+ *                                         and what needs attention (attention.ts)
  *   GET api/jobs?type&status&org&withoutOrg&from&to&cursor&limit&id&key&q   (id: exact job id; key: exact idempotency key, with type; q: search.ts; withoutOrg: 1 or true; from/to: time-window.ts)
  *   GET api/jobs/:id                      job, attempts, events, workflow step, replay lineage, failed attempts' stacks (stacks.ts)
  *   GET api/jobs/:id/attempts?cursor&limit   the job's attempts after the first page (listJobAttempts)
  *   GET api/jobs/:id/events?cursor&limit     a page of the job's event log (listJobEvents)
- *   GET api/runs?type&status&org&withoutOrg&from&to&meta&cursor&limit&q   (meta: key=value, metadata-filter.ts)    (q: id prefix or key substring, search.ts); each run with its step counts (run-insights.ts)
+ *   GET api/runs?type&status&waiting&org&withoutOrg&from&to&meta&cursor&limit&q   (meta: key=value, metadata-filter.ts)    (q: id prefix or key substring, search.ts); each run with its step counts (run-insights.ts)
+ *                                         (waiting: 1 or true, runs waiting on a person: WorkflowRun.waitingForExternal, whatever their status)
  *   GET api/runs/:id                      run, steps, edges, the first attempts of its jobs (the timeline)
  */
 import { z } from 'zod';
@@ -28,6 +30,7 @@ import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.
 import { MAX_SEARCH_LENGTH, parseSearch, searchJobs, searchReport, searchRuns, type SearchReport } from './search.js';
 import { textProblem } from '../validation/storable.js';
 import { readThroughput } from './throughput.js';
+import { DEFAULT_ATTENTION, readAttention, type AttentionSettings } from './attention.js';
 import { readAttemptStacks } from './stacks.js';
 import { readRunAttempts, readRunSummaries, type RunStepSummary } from './run-insights.js';
 import { filterRunsByMetadata, parseMetadataFilter, type MetadataReport } from './metadata-filter.js';
@@ -99,7 +102,7 @@ function checkedText(name: string, value: string): string {
   return value;
 }
 
-/** `withoutOrg=1` or `withoutOrg=true` (or `0` / `false`, the same as leaving it out); any other value is refused, not read as false. */
+/** `withoutOrg=1` or `withoutOrg=true` (or `0` / `false`, the same as leaving it out; `waiting` alike); any other value is refused, not read as false. */
 function flag(query: URLSearchParams, name: string): boolean {
   const value = query.get(name);
   if (value === null) return false;
@@ -157,9 +160,14 @@ function searchFilter(scope: Scope, query: URLSearchParams, q: string, known: re
  * the library's queue metrics for the same scope: the last hour's throughput,
  * wait and run time percentiles, dead letters, and the intent backlog.
  */
-export async function overview(db: Db, scope: Scope) {
-  const [counts, metrics, throughput] = await Promise.all([readOverview(db, scope), getQueueMetrics(db, { scope }), readThroughput(db, scope)]);
-  return { ...counts, metrics, throughput };
+export async function overview(db: Db, scope: Scope, settings: AttentionSettings = DEFAULT_ATTENTION) {
+  const [counts, metrics, throughput, attention] = await Promise.all([
+    readOverview(db, scope),
+    getQueueMetrics(db, { scope }),
+    readThroughput(db, scope),
+    readAttention(db, scope, settings),
+  ]);
+  return { ...counts, metrics, throughput, attention };
 }
 
 export async function jobsPage(db: Db, scope: Scope, query: URLSearchParams): Promise<Page<Job> & { search?: SearchReport }> {
@@ -244,18 +252,21 @@ export async function runsPage(
   if (meta && q !== undefined) throw new ValidationError('dashboard.invalid_input', 'meta', 'Search or filter by metadata, not both.');
   // Checked before the scope is narrowed, as on the jobs list.
   const search = q === undefined ? undefined : searchFilter(scope, query, q, RUN_STATUSES);
+  // `waiting=1`: runs waiting on a person; `0` or absent: no filter (as withoutOrg), never "not waiting".
+  const waitingForExternal = flag(query, 'waiting') ? true : undefined;
   const window = parseTimeWindow(query);
   const narrowed = narrowScope(scope, query);
   if (!narrowed) return { items: [], nextCursor: null, ...(search ? { search: searchReport(search) } : {}) };
   const page: Page<WorkflowRun> & { search?: SearchReport | MetadataReport } =
     search !== undefined
-      ? await searchRuns(db, { ...search, scope: narrowed })
+      ? await searchRuns(db, { ...search, scope: narrowed, waitingForExternal })
       : meta !== undefined
         ? await filterRunsByMetadata(db, {
             scope: narrowed,
             ...meta,
             type: optionalText(query, 'type'),
             statuses: knownStatuses(query, RUN_STATUSES),
+            waitingForExternal,
             limit: optionalLimit(query),
             cursor: optionalText(query, 'cursor'),
           })
@@ -263,6 +274,7 @@ export async function runsPage(
             scope: narrowed,
             workflowType: optionalText(query, 'type'),
             status: statuses<WorkflowRunStatus>(query),
+            waitingForExternal,
             limit: optionalLimit(query),
             cursor: optionalText(query, 'cursor') ?? (window.to ? runCursorBefore(window.to) : undefined),
           });

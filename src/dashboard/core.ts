@@ -24,6 +24,7 @@ import { InternalError, NotFoundError, ValidationError } from '../errors/runledg
 import { cancelJobAction, cancelRunAction, completeStepAction, replayJobAction, requeueJobAction } from './actions.js';
 import { jobAttemptsPage, jobDetail, jobEventsPage, jobsPage, overview, runDetail, runsPage } from './api.js';
 import { AssetStore } from './assets.js';
+import { attentionSettings, type AttentionSettings, type DashboardAttentionOptions } from './attention.js';
 import { readCatalog } from './catalog.js';
 import { checkCsrf, sessionToken } from './csrf.js';
 import { errorPage, wantsHtml } from './error-page.js';
@@ -58,6 +59,8 @@ export interface DashboardCoreOptions<R> {
   readOnly?: boolean;
   /** The public path the dashboard is mounted at, e.g. '/admin/jobs'. Default '' (the root). */
   basePath?: string;
+  /** When the overview's "Needs attention" calls a queue saturated or failing (attention.ts: the defaults). */
+  attention?: DashboardAttentionOptions;
 }
 
 export interface DashboardCore<R> {
@@ -74,7 +77,7 @@ function invalidOption(field: string, message: string): ValidationError {
   return new ValidationError('dashboard.invalid_options', field, message);
 }
 
-function validateOptions<R>(options: DashboardCoreOptions<R>, factory: string): { basePath: string } {
+function validateOptions<R>(options: DashboardCoreOptions<R>, factory: string): { basePath: string; attention: AttentionSettings } {
   if (!options || typeof options !== 'object') throw invalidOption('options', `${factory} takes an options object.`);
   if (!isPrismaClient(options.db)) throw invalidOption('db', 'db must be a Prisma client or poolDb(pool).');
   if (options.readDb !== undefined && !isPrismaClient(options.readDb)) {
@@ -92,7 +95,7 @@ function validateOptions<R>(options: DashboardCoreOptions<R>, factory: string): 
     throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
   const basePath = (options.basePath ?? '').replace(/\/+$/, '');
   if (!BASE_PATH.test(basePath)) throw invalidOption('basePath', "basePath must be a URL path such as '/admin/jobs'.");
-  return { basePath };
+  return { basePath, attention: attentionSettings(options.attention) };
 }
 
 async function authorizeRequest<R>(options: DashboardCoreOptions<R>, native: R): Promise<Scope> {
@@ -140,8 +143,8 @@ function methodNotAllowed(allowed: string): ValidationError {
   return new ValidationError('dashboard.method_not_allowed', 'method', `Use ${allowed} for this route.`);
 }
 
-const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchParams) => Promise<unknown>][] = [
-  [/^overview$/, (db, scope) => overview(db, scope)],
+const READS: [RegExp, (db: Db, scope: Scope, match: string[], query: URLSearchParams, attention: AttentionSettings) => Promise<unknown>][] = [
+  [/^overview$/, (db, scope, _m, _query, attention) => overview(db, scope, attention)],
   [/^catalog$/, (db) => readCatalog(db)],
   [/^jobs$/, (db, scope, _m, query) => jobsPage(db, scope, query)],
   [new RegExp(`^jobs/${ID}$`), (db, scope, m) => jobDetail(db, scope, m[1]!)],
@@ -173,7 +176,7 @@ function relativePath(target: string, basePath: string): string | undefined {
 
 /** Validates `options` (throwing `dashboard.invalid_options` naming the field, `factory` naming the caller) and builds the dashboard. */
 export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory: string): DashboardCore<R> {
-  const { basePath } = validateOptions(options, factory);
+  const { basePath, attention } = validateOptions(options, factory);
   const readOnly = options.readOnly ?? false;
   const cookiePath = basePath === '' ? '/' : basePath;
   const assets = new AssetStore();
@@ -220,7 +223,7 @@ export function createDashboardCore<R>(options: DashboardCoreOptions<R>, factory
       const match = pattern.exec(path);
       if (!match) continue;
       if (!isRead) throw methodNotAllowed('GET');
-      return jsonAnswer(200, await read(readDb, scope, match, url.searchParams));
+      return jsonAnswer(200, await read(readDb, scope, match, url.searchParams, attention));
     }
     for (const [pattern, act] of ACTIONS) {
       const match = pattern.exec(path);

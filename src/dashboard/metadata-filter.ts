@@ -16,8 +16,8 @@ import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { UUID_REGEX } from '../validation/primitives.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
-import { inScopeByKind } from '../db/fragments.js';
+import { toWorkflowRun, type WaitingForExternalColumn, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
+import { inScopeByKind, runWaitingForExternal } from '../db/fragments.js';
 
 /** Runs (in scope, newest first) the metadata filter reads. */
 export const METADATA_WINDOW = 5_000;
@@ -30,6 +30,8 @@ export interface MetadataFilter {
   value: string;
   type?: string;
   statuses?: string[];
+  /** Waiting on a person or not (WorkflowRun.waitingForExternal). */
+  waitingForExternal?: boolean;
   cursor?: string;
   limit?: number;
 }
@@ -60,11 +62,12 @@ export function runMetadataQuery(filter: MetadataFilter): Sql {
   // (UUIDv7 ids sort by creation), an organization through its own index.
   const order = filter.scope.kind === 'organization' ? sqltag`w.created_at DESC, w.id DESC` : sqltag`w.id DESC`;
   return sqltag`
-    SELECT wr.*
+    SELECT wr.*, ${runWaitingForExternal('wr')} AS waiting_for_external
       FROM (SELECT w.id FROM (SELECT w.id, w.workflow_type, w.status, w.metadata FROM runledger.workflow_runs w WHERE ${inScopeByKind(filter.scope, sqltag`${w}.organization_id`)} ORDER BY ${order} LIMIT ${METADATA_WINDOW}::int) w
              WHERE w.metadata ->> ${filter.key}::text = ${filter.value}::text
                ${filter.type === undefined ? empty : sqltag`AND w.workflow_type = ${filter.type}::text`}
                ${filter.statuses === undefined ? empty : sqltag`AND w.status::text = ANY(${filter.statuses}::text[])`}
+               ${filter.waitingForExternal === undefined ? empty : sqltag`AND ${runWaitingForExternal(w)} = ${filter.waitingForExternal}::boolean`}
                ${filter.cursor === undefined ? empty : sqltag`AND w.id < ${filter.cursor.toLowerCase()}::uuid`}
              ORDER BY w.id DESC LIMIT ${limit + 1}::int) m
       CROSS JOIN LATERAL (SELECT * FROM runledger.workflow_runs wr WHERE wr.id = m.id) wr
@@ -75,9 +78,14 @@ export async function filterRunsByMetadata(
   db: Db,
   filter: MetadataFilter,
 ): Promise<{ items: WorkflowRun[]; nextCursor: string | null; search: MetadataReport }> {
-  const rows = await withStatement(db, 'dashboard run metadata filter', async (tx) => tx.$queryRaw<WorkflowRunRow[]>(...asTemplate(runMetadataQuery(filter))), {
-    readCommitted: false,
-  });
+  const rows = await withStatement(
+    db,
+    'dashboard run metadata filter',
+    async (tx) => tx.$queryRaw<(WorkflowRunRow & WaitingForExternalColumn)[]>(...asTemplate(runMetadataQuery(filter))),
+    {
+      readCommitted: false,
+    },
+  );
   const limit = filter.limit ?? DEFAULT_LIMIT;
   const page = rows.slice(0, limit);
   return {

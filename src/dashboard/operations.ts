@@ -11,7 +11,7 @@
  *   POST api/dead-letters/requeue   { type?, errorCode?, after?, before?, limit, reason, statePolicy? }
  *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey, again? }
  *   GET  api/queues                 per job type (readQueues), in the request's scope
- *   GET  api/workers                the registry (admin only)
+ *   GET  api/workers                the registry, each worker with the jobs it holds and its heartbeat's state (admin only)
  *   GET  api/schedules?cursor       (admin only)       POST api/schedules/:key/pause, /resume
  *   GET  api/definitions?cursor     (admin only)       POST api/definitions/:type/enabled { enabled }
  *
@@ -36,11 +36,12 @@ import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.
 import type { WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { isoTime } from '../validation/iso-time.js';
 import { readDeadLetterGroups } from './dead-letter-groups.js';
+import type { AttentionSettings } from './attention.js';
 import { readQueues, readWorkers } from './fleet.js';
 import { onlyFields, queryFields, routeInput } from './http.js';
 
 type Body = Record<string, unknown>;
-type Read = (db: Db, scope: Scope, match: string[], query: URLSearchParams) => Promise<unknown>;
+type Read = (db: Db, scope: Scope, match: string[], query: URLSearchParams, attention: AttentionSettings) => Promise<unknown>;
 type Act = (db: Db, scope: Scope, match: string[], body: Body) => Promise<unknown>;
 
 const ID = '([0-9A-Za-z-]{1,64})';
@@ -132,7 +133,7 @@ export const OPERATION_READS: [RegExp, Read][] = [
       return readDeadLetterGroups(db, scope);
     },
   ],
-  [/^queues$/, (db, scope) => readQueues(db, scope)],
+  [/^queues$/, (db, scope, _m, _query, attention) => readQueues(db, scope, attention.saturationWaitMs)],
   [
     /^workers$/,
     async (db, scope) => {

@@ -29,8 +29,8 @@ import { asTemplate } from '../db/sql-template.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { UUID_REGEX } from '../validation/primitives.js';
 import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow } from '../model/job-rows.js';
-import { toWorkflowRun, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
-import { inScopeByKind } from '../db/fragments.js';
+import { toWorkflowRun, type WaitingForExternalColumn, type WorkflowRun, type WorkflowRunRow } from '../model/workflow-rows.js';
+import { inScopeByKind, runWaitingForExternal } from '../db/fragments.js';
 
 /** Rows (in scope) a key substring search reads, newest first. On the plan test's 200k jobs: 2 to 20 ms (docs/operate/dashboard.md). */
 export const KEY_SEARCH_WINDOW = 10_000;
@@ -83,6 +83,8 @@ export interface SearchFilter {
   term: SearchTerm;
   type?: string;
   statuses?: string[];
+  /** Runs only: waiting on a person or not (WorkflowRun.waitingForExternal). */
+  waitingForExternal?: boolean;
   cursor?: string;
   limit?: number;
 }
@@ -139,7 +141,7 @@ const JOBS: Table = {
 const RUNS: Table = {
   relation: sqltag`runledger.workflow_runs`,
   alias: sqltag`wr`,
-  columns: sqltag`wr.*`,
+  columns: sqltag`wr.*, ${runWaitingForExternal(sqltag`wr`)} AS waiting_for_external`,
   typeColumn: sqltag`workflow_type`,
   // workflow_runs_org_created_idx (organization_id, created_at DESC, id DESC)
   scopedNewest: sqltag`w.created_at DESC, w.id DESC`,
@@ -150,6 +152,7 @@ function listFilters(alias: Sql, table: Table, filter: SearchFilter, after: stri
   return sqltag`
        ${filter.type === undefined ? empty : sqltag`AND ${alias}.${table.typeColumn} = ${filter.type}::text`}
        ${filter.statuses === undefined ? empty : sqltag`AND ${alias}.status::text = ANY(${filter.statuses}::text[])`}
+       ${filter.waitingForExternal === undefined || table !== RUNS ? empty : sqltag`AND ${runWaitingForExternal(alias)} = ${filter.waitingForExternal}::boolean`}
        ${after === null ? empty : sqltag`AND ${alias}.id < ${after}::uuid`}`;
 }
 
@@ -221,6 +224,11 @@ export async function searchJobs(db: Db, filter: SearchFilter): Promise<SearchPa
 /** Runs matching the search in `filter.scope`, newest first (keyset on id). */
 export async function searchRuns(db: Db, filter: SearchFilter): Promise<SearchPage<WorkflowRun>> {
   const query = runSearchQuery(filter);
-  const rows = await withStatement(db, 'dashboard run search', async (tx) => tx.$queryRaw<WorkflowRunRow[]>(...asTemplate(query)), { readCommitted: false });
+  const rows = await withStatement(
+    db,
+    'dashboard run search',
+    async (tx) => tx.$queryRaw<(WorkflowRunRow & WaitingForExternalColumn)[]>(...asTemplate(query)),
+    { readCommitted: false },
+  );
   return paged(rows, filter.limit, toWorkflowRun, filter);
 }

@@ -179,6 +179,13 @@ export const ERROR_CODES = [
   'workflow.recovery_active_key_held',
   'workflow.recovery_nothing_to_rerun',
   'workflow.recovery_already_recovered',
+  // Durable functions (src/workflow/function-*.ts): a bad definition, a bad step call (name, settings, sleep),
+  // a re-execution whose calls differ from the record (also recorded as the body's job's lastErrorCode), a
+  // step's try past its timeoutMs.
+  'workflow.invalid_function',
+  'workflow.invalid_function_step',
+  'workflow.function_nondeterministic',
+  'workflow.function_step_timeout',
 ] as const;
 
 /** The `code` of every RunledgerError runledger throws. */
@@ -210,6 +217,8 @@ export const JOB_OUTCOME_CODES = [
   'workflow.run_canceled',
   // A step a failed-only recovery carried over from its source as SUCCEEDED (its statusReason).
   'workflow.recovery_carried',
+  // A durable function's job run outside a workflow run (enqueued directly) or its handler called by hand.
+  'workflow.function_outside_run',
 ] as const;
 
 /** Codes runledger records on jobs and steps (never thrown). */

@@ -7,7 +7,8 @@ import type { JsonValue } from './json.js';
 
 export type WorkflowRunStatus = 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'COMPLETED_WITH_ERRORS' | 'CANCELED';
 export type WorkflowStepStatus = 'BLOCKED' | 'ENQUEUED' | 'RUNNING' | 'WAITING_FOR_EXTERNAL' | 'SUCCEEDED' | 'FAILED' | 'CANCELED';
-export type WorkflowStepExecutionKind = 'JOB' | 'EXTERNAL';
+/** FUNCTION: a durable function's finished step (src/workflow/function-*.ts), recorded by its body's attempt. */
+export type WorkflowStepExecutionKind = 'JOB' | 'EXTERNAL' | 'FUNCTION';
 export type WorkflowDependencyReleaseMode = 'ON_SUCCESS' | 'ON_TERMINAL';
 
 export const TERMINAL_RUN_STATUSES: readonly WorkflowRunStatus[] = ['SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'];
@@ -49,9 +50,23 @@ export interface WorkflowRun {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /**
+   * A person (or another system) must act: at least one step is
+   * WAITING_FOR_EXTERNAL. Always true when `status` is WAITING_FOR_EXTERNAL;
+   * also true for a RUNNING run whose only live work is an external step
+   * with blocked dependents (blocked steps count as active, so the run reads
+   * RUNNING). False once the run is over. Filter on it with
+   * `listWorkflowRuns({ waitingForExternal: true })`.
+   */
+  waitingForExternal: boolean;
 }
 
-export function toWorkflowRun(row: WorkflowRunRow): WorkflowRun {
+/** The computed column every read of a whole run selects beside the row (db/fragments.ts `runWaitingForExternal`). */
+export interface WaitingForExternalColumn {
+  waiting_for_external: boolean;
+}
+
+export function toWorkflowRun(row: WorkflowRunRow & WaitingForExternalColumn): WorkflowRun {
   return {
     id: row.id,
     workflowType: row.workflow_type,
@@ -65,6 +80,7 @@ export function toWorkflowRun(row: WorkflowRunRow): WorkflowRun {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     finishedAt: row.finished_at,
+    waitingForExternal: row.waiting_for_external,
   };
 }
 

@@ -82,6 +82,7 @@ import {
 } from './transactional-attempt.js';
 import type { StepInputs } from '../job/contract.js';
 import { LeaseKeeper, type LeaseKeeperDeps } from './lease-keeper.js';
+import { isFunctionDefinition, runFunctionAttempt, type FunctionDefinition } from '../workflow/function-define.js';
 import { OutcomeRecorder, type OutcomeRecorderDeps } from './outcome-recorder.js';
 
 /** What the lease keeper and the outcome recorder need, and what the execution itself reports to. */
@@ -196,7 +197,10 @@ export class JobExecution {
         return;
       }
       const ctx = createJobContext(this.job, this.controller, this.logger, this.lease.contextWrites(), stepInputs, deadline);
-      const handler = () => this.definition.handler(parsed.value, ctx);
+      // A durable function's body needs the worker's database and this lease (src/workflow/function-define.ts).
+      const handler = isFunctionDefinition(this.definition)
+        ? () => runFunctionAttempt(this.definition as FunctionDefinition, parsed.value, ctx, this.deps.db, this.job)
+        : () => this.definition.handler(parsed.value, ctx);
       // Inside the execution's span (when traced), so spans the handler opens are its children.
       result = { ok: true, output: await (this.span ? this.span.run(handler) : handler()) };
     } catch (error) {

@@ -16,7 +16,7 @@ import { MAX_SCHEDULE_BATCH } from '../schedules/inputs.js';
 import { declareSchedulesInputSchema, type DeclareSchedulesInput } from '../schedules/declare.js';
 import { DEFAULT_PURGE_BATCH, MAX_PURGE_BATCH } from '../retention/inputs.js';
 import { MAX_PROMOTE_BATCH } from '../queue/intent-promote.js';
-import { REGISTRY_INTERVAL_MS } from './registry.js';
+import { REGISTRY_INTERVAL_MS } from '../model/worker-registry.js';
 import { connectionString } from '../validation/connection-string.js';
 import { parseInput } from '../validation/parse.js';
 import { leaseSeconds, nonBlank, positiveInt } from '../validation/primitives.js';

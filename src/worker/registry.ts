@@ -10,7 +10,8 @@
  *
  * Expiry: a row is live until `expires_at`, its heartbeat plus
  * REGISTRY_TTL_INTERVALS intervals, so a crashed worker stops counting as
- * live within a few intervals. Rows expired for over an hour are deleted by
+ * live within a few intervals (src/model/worker-registry.ts: the timing, and
+ * when a row is stale). Rows expired for over an hour are deleted by
  * whichever worker heartbeats next, in the same statement, so the table holds
  * the fleet plus the last hour's departures and never grows.
  *
@@ -23,10 +24,9 @@ import { hostname } from 'node:os';
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import type { WorkerLogger } from '../job/logger.js';
+import { REGISTRY_INTERVAL_MS, REGISTRY_TTL_INTERVALS } from '../model/worker-registry.js';
 import { PeriodicLoop } from './periodic-loop.js';
 
-export const REGISTRY_INTERVAL_MS = 15_000;
-export const REGISTRY_TTL_INTERVALS = 3;
 /** How long an expired row stays visible (as departed) before a heartbeat deletes it. */
 export const REGISTRY_KEEP_EXPIRED_MS = 3_600_000;
 

@@ -51,7 +51,7 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
        WHERE id = ${runId}::uuid AND ${inScope(scope, 'organization_id')}`;
     const run = found[0];
     if (!run) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
-    if (run.status === 'CANCELED') return toWorkflowRun(run);
+    if (run.status === 'CANCELED') return canceledRun(run);
     if (run.status === 'SUCCEEDED' || run.status === 'COMPLETED_WITH_ERRORS') throw alreadyFinished(runId, run.status);
 
     await lockRunJobRows(tx, runId);
@@ -69,7 +69,7 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
         SELECT *, clock_timestamp()::text AS canceled_at FROM runledger.workflow_runs WHERE id = ${runId}::uuid`
     )[0];
     if (!current) throw new NotFoundError('workflow.run_not_found', 'No such workflow run.', { details: { workflowRunId: runId } });
-    if (current.status === 'CANCELED') return toWorkflowRun(current);
+    if (current.status === 'CANCELED') return canceledRun(current);
     if (current.status === 'SUCCEEDED' || current.status === 'COMPLETED_WITH_ERRORS') throw alreadyFinished(runId, current.status);
     const at = current.canceled_at;
 
@@ -103,8 +103,13 @@ export async function cancelWorkflowRun(db: Db, input: CancelWorkflowRunInput): 
     await notifyWorkflowRunTerminal(tx, runId, 'CANCELED');
     // Its active key, if it has one and no canceled lease is live (else the reaper's sweep releases it later).
     await releaseActiveKeysOfRuns(tx, [runId]);
-    return toWorkflowRun(updated[0]!);
+    return canceledRun(updated[0]!);
   });
+}
+
+/** A canceled run waits on nobody: cancellation ended every step. */
+function canceledRun(row: WorkflowRunRow): WorkflowRun {
+  return toWorkflowRun({ ...row, waiting_for_external: false });
 }
 
 function alreadyFinished(workflowRunId: string, status: string): ConflictError {

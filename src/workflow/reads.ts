@@ -4,6 +4,7 @@
  * pages by keyset, never by offset: runs by (created_at, id) descending, steps
  * by id, edges by (prerequisite, dependent).
  */
+import { empty, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { z } from 'zod';
 import { withTransaction } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
@@ -14,6 +15,7 @@ import { nonBlank, UUID_PATTERN, uuid } from '../validation/primitives.js';
 import { pageFields, type Page } from '../queue/inputs.js';
 import { toWorkflowRunLineage, type LineageColumns, type WorkflowRunLineage } from './run-lineage.js';
 import {
+  type WaitingForExternalColumn,
   toWorkflowRun,
   toWorkflowStep,
   toWorkflowStepDependency,
@@ -25,7 +27,7 @@ import {
   type WorkflowStepDependencyRow,
   type WorkflowStepRow,
 } from '../model/workflow-rows.js';
-import { inScope } from '../db/fragments.js';
+import { inScope, runWaitingForExternal } from '../db/fragments.js';
 
 const INVALID = 'workflow.invalid_input';
 const runStatus = z.enum(['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED']);
@@ -35,6 +37,7 @@ const filterSchema = z.strictObject({
   // Bounded like the type a run is written with (nonBlank(200)): a longer or blank filter could match nothing.
   workflowType: nonBlank(200).optional(),
   status: z.union([runStatus, z.array(runStatus).min(1)]).optional(),
+  waitingForExternal: z.boolean().optional(),
 });
 const listSchema = filterSchema.extend(pageFields(new RegExp(`^[0-9]{1,19}:${UUID_PATTERN}$`, 'i'), 'listWorkflowRuns'));
 const runRefSchema = z.strictObject({ scope: scopeSchema, workflowRunId: uuid });
@@ -45,6 +48,12 @@ export interface WorkflowRunFilter {
   scope: Scope;
   workflowType?: string;
   status?: WorkflowRunStatus | WorkflowRunStatus[];
+  /**
+   * true: only runs waiting on a person (some step WAITING_FOR_EXTERNAL,
+   * whatever the run's status: see WorkflowRun.waitingForExternal); false:
+   * only runs with no such step. Left out: no filter.
+   */
+  waitingForExternal?: boolean;
 }
 export interface ListWorkflowRunsInput extends WorkflowRunFilter {
   /** At most 500; default 50. */
@@ -80,8 +89,8 @@ export async function findWorkflowRun(db: Db, input: WorkflowRunRef): Promise<Wo
     db,
     'read workflow run',
     async ({ tx }) =>
-      tx.$queryRaw<(WorkflowRunRow & LineageColumns)[]>`
-      SELECT wr.*,
+      tx.$queryRaw<(WorkflowRunRow & WaitingForExternalColumn & LineageColumns)[]>`
+      SELECT wr.*, ${runWaitingForExternal('wr')} AS waiting_for_external,
              (SELECT jsonb_build_object('source_run_id', r.source_run_id, 'recovery_run_id', r.recovery_run_id, 'request_key', r.request_key,
                                         'reason', r.reason, 'mode', r.mode, 'created_at', r.created_at, 'recovery_status', wr.status)
                 FROM runledger.workflow_recoveries r WHERE r.recovery_run_id = wr.id) AS recovered_from,
@@ -110,6 +119,19 @@ function statusList(status: WorkflowRunStatus | WorkflowRunStatus[] | undefined)
   return Array.isArray(status) ? status : [status];
 }
 
+/**
+ * The filter's predicates on the run row `workflow_runs` (a list's or a count's). Waiting runs are live ones:
+ * with `waitingForExternal: true` the statement also names the live statuses, which workflow_runs_status_idx
+ * serves, so the read is the live runs, not every run newest first.
+ */
+function runFilter(filter: z.output<typeof filterSchema>): Sql {
+  const waiting = filter.waitingForExternal ?? null;
+  return sqltag`(${filter.workflowType ?? null}::text IS NULL OR workflow_type = ${filter.workflowType ?? null})
+         AND (${statusList(filter.status)}::text[] IS NULL OR status::text = ANY(${statusList(filter.status)}::text[]))
+         AND (${waiting}::boolean IS NULL OR ${runWaitingForExternal('workflow_runs')} = ${waiting}::boolean)
+         ${waiting === true ? sqltag`AND status IN ('RUNNING', 'WAITING_FOR_EXTERNAL')` : empty}`;
+}
+
 /** Runs in `scope`, newest first, a page at a time (keyset on created_at, id). */
 export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Promise<Page<WorkflowRun>> {
   const parsed = parseInput(listSchema, input, INVALID);
@@ -119,12 +141,12 @@ export async function listWorkflowRuns(db: Db, input: ListWorkflowRunsInput): Pr
     db,
     'list workflow runs',
     async ({ tx }) =>
-      tx.$queryRaw<(WorkflowRunRow & { cursor_micros: string })[]>`
-      SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_micros
+      tx.$queryRaw<(WorkflowRunRow & WaitingForExternalColumn & { cursor_micros: string })[]>`
+      SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_micros,
+             ${runWaitingForExternal('workflow_runs')} AS waiting_for_external
         FROM runledger.workflow_runs
        WHERE ${inScope(s, 'organization_id')}
-         AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
-         AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))
+         AND ${runFilter(parsed)}
          AND (${afterMicros ?? null}::bigint IS NULL
               OR (created_at, id) < (to_timestamp(${afterMicros ?? null}::bigint / 1000000.0), ${afterId ?? null}::uuid))
        ORDER BY created_at DESC, id DESC
@@ -148,8 +170,7 @@ export async function countWorkflowRuns(db: Db, filter: WorkflowRunFilter): Prom
       tx.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.workflow_runs
        WHERE ${inScope(s, 'organization_id')}
-         AND (${parsed.workflowType ?? null}::text IS NULL OR workflow_type = ${parsed.workflowType ?? null})
-         AND (${statusList(parsed.status)}::text[] IS NULL OR status::text = ANY(${statusList(parsed.status)}::text[]))`,
+         AND ${runFilter(parsed)}`,
   );
   return rows[0]?.n ?? 0;
 }

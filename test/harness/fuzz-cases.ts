@@ -15,6 +15,9 @@ import { z } from 'zod';
 import * as runledger from '../../src/index.js';
 import type { ClaimedJob, Db, JobDefinition, PrismaClientLike } from '../../src/index.js';
 
+/** The durable function whose `run` the fuzzer calls (its runs are started, never run). */
+const FUZZ_FUNCTION = runledger.defineFunction('fuzz.function_run', z.object({ n: z.number() }), async (input) => input.n);
+
 export interface FuzzFixtures {
   /** The root client (for calls that need one, e.g. handles and workers). */
   root: PrismaClientLike;
@@ -254,8 +257,14 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   },
   getWorkflowRun: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId }], call: dbCall('getWorkflowRun') },
   findWorkflowRun: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId }], call: dbCall('findWorkflowRun') },
-  listWorkflowRuns: { args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: ['RUNNING'], limit: 2 }], call: dbCall('listWorkflowRuns') },
-  countWorkflowRuns: { args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: 'RUNNING' }], call: dbCall('countWorkflowRuns') },
+  listWorkflowRuns: {
+    args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: ['RUNNING'], waitingForExternal: true, limit: 2 }],
+    call: dbCall('listWorkflowRuns'),
+  },
+  countWorkflowRuns: {
+    args: () => [{ scope: scope(), workflowType: 'fuzz.run', status: 'RUNNING', waitingForExternal: false }],
+    call: dbCall('countWorkflowRuns'),
+  },
   listWorkflowSteps: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId, limit: 1 }], call: dbCall('listWorkflowSteps') },
   listWorkflowStepDependencies: { args: (f) => [{ scope: scope(), workflowRunId: f.openRunId, limit: 1 }], call: dbCall('listWorkflowStepDependencies') },
   workflowRunHandle: {
@@ -449,13 +458,36 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     ],
     call: (_db, args) => any(runledger.defineJob)(...args),
   },
+  defineFunction: {
+    pure: true,
+    args: () => [
+      'fuzz.function',
+      z.object({ n: z.number() }),
+      async () => 'ok',
+      { version: 2, retry: { maxAttempts: 3, backoff: { baseDelayMs: 10, maxDelayMs: 20 } }, timeoutSeconds: 5, priority: 1 },
+    ],
+    call: (_db, args) => any(runledger.defineFunction)(...args),
+  },
+  // A function run's start: what `run(input, options)` builds, enqueued like any run (in the host's transaction too).
+  'defineFunction#run': {
+    args: () => [{ n: 1 }, { organizationId: null, idempotencyKey: 'fuzz-function-run', metadata: { source: 'fuzz' } }],
+    call: (db, args) => runledger.enqueueWorkflowRun(db, any(FUZZ_FUNCTION.run)(...args) as runledger.WorkflowRunInput),
+  },
   // A handler's return values: the delay and the options' shape are checked here; checkpoint and progress when the worker stores them (worker-storable.test.ts).
   continueNow: { pure: true, args: () => [{ checkpoint: { page: 2 }, progress: { done: 1 } }], call: (_db, args) => any(runledger.continueNow)(...args) },
   continueAfter: { pure: true, args: () => [1_000, { checkpoint: { page: 2 }, progress: null }], call: (_db, args) => any(runledger.continueAfter)(...args) },
   // The handler is created and closed at once: its options are what is validated (requests: dashboard-*.test.ts).
   createDashboard: {
     pure: true,
-    args: (f) => [{ db: f.root, authorize: () => runledger.adminScope(), basePath: '/admin/jobs', readOnly: true }],
+    args: (f) => [
+      {
+        db: f.root,
+        authorize: () => runledger.adminScope(),
+        basePath: '/admin/jobs',
+        readOnly: true,
+        attention: { saturationWaitMs: 60_000, failureWindowMs: 900_000, failureRate: 0.2, failureMinCount: 2 },
+      },
+    ],
     call: async (_db, args) => (any(runledger.createDashboard)(...args) as runledger.DashboardHandler).close(),
   },
   // The same options, for the Fetch API handler (its requests: dashboard-fetch.test.ts, dashboard-mounts.test.ts).

@@ -202,6 +202,13 @@ const OPERATIONS: ScopedOperation[] = [
     admin: (page) => expect(ids(page)).toContain(a.runId),
   },
   {
+    // Runs waiting on a person: every scope has some (B's and the global 'tenant.other'), none of them A's.
+    name: 'listWorkflowRuns#waitingForExternal',
+    call: (scope) => listWorkflowRuns(db.prisma, { scope, waitingForExternal: true, limit: 500 }),
+    outside: { check: (page) => expect(ids(page)).not.toContain(a.runId) },
+    admin: (page) => expect(ids(page)).toContain(a.runId),
+  },
+  {
     name: 'countWorkflowRuns',
     call: (scope) => countWorkflowRuns(db.prisma, { scope, workflowType: 'tenant.flow' }),
     outside: { check: (n) => expect(n).toBe(0) },
@@ -326,6 +333,11 @@ const CLI_OPERATIONS: CliOperation[] = [
     name: 'runs list',
     args: () => ['--json', 'runs', 'list', '--limit', '500'],
     outside: (r) => expect(r.code === 0 && !r.stdout.includes(a.runId)).toBe(true),
+  },
+  {
+    name: 'runs list --waiting',
+    args: () => ['--json', 'runs', 'list', '--waiting', '--limit', '500'],
+    outside: (r) => expect(r.code === 0 && !r.stdout.includes(a.runId) && r.stdout.includes('"waitingForExternal": true')).toBe(true),
   },
   { name: 'runs recover', args: () => ['runs', 'recover', a.finishedRunId, '--request-key', 'k', '--reason', 'r'], outside: notFound },
   {

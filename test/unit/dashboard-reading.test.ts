@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/db/ids.js';
 import { jobCursorBefore, parseTimeWindow, runCursorBefore, withinWindow } from '../../src/dashboard/time-window.js';
 import { drawnGraph, findGroups, GROUP_MIN } from '../../ui/dashboard/dag-groups.js';
-import { DAGRE_MAX_NODES, layoutGraph } from '../../ui/dashboard/dag-layout.js';
+import { chooseDirection, DAGRE_MAX_NODES, GRID_MIN, gridColumns, layoutGraph } from '../../ui/dashboard/dag-layout.js';
 import { duration, relative, span } from '../../ui/dashboard/durations.js';
 
 const step = (stepKey: string, status = 'SUCCEEDED', jobType: string | null = 'work') => ({
@@ -107,7 +107,7 @@ describe('DAG fan-out groups', () => {
 });
 
 describe('DAG layout', () => {
-  const options = (direction: 'TB' | 'LR') => ({ direction, nodeSep: 18, rankSep: 50, width: () => 168, height: 60 });
+  const options = (direction: 'TB' | 'LR') => ({ direction, nodeSep: 18, rankSep: 50, width: () => 168, height: () => 60 });
 
   it('lays out a graph past the dagre bound in ranks, parents before children, no two boxes overlapping', () => {
     // 30 chains of 20 after one root: 601 nodes.
@@ -160,6 +160,74 @@ describe('DAG layout', () => {
     const box = layout.boxes.get('part-5')!;
     expect(into.at(-1)!.y).toBeGreaterThanOrEqual(box.y);
     expect(into.at(-1)!.y).toBeLessThanOrEqual(box.y + box.height);
+  });
+});
+
+describe('DAG layout of a large expanded group', () => {
+  const options = (direction: 'TB' | 'LR') => ({ direction, nodeSep: 18, rankSep: 50, width: () => 168, height: () => 60 });
+  const fan = (n: number) => {
+    const parts = Array.from({ length: n }, (_, i) => `part-${i}`);
+    const steps = [step('root'), ...parts.map((key, i) => step(key, i % 97 === 5 ? 'FAILED' : 'SUCCEEDED')), step('merge')];
+    const edges = [...parts.map((key) => edge('root', key)), ...parts.map((key) => edge(key, 'merge', 'ON_TERMINAL'))];
+    const groups = findGroups(steps, edges);
+    const expanded = new Set(groups.keys());
+    return { parts, graph: drawnGraph(steps, edges, groups, expanded), expanded, id: [...groups.keys()][0]! };
+  };
+
+  for (const n of [200, 2_000]) {
+    it(`lays out ${n} members as a grid in reading order inside a frame, none overlapping, about 1.6 times as wide as high`, () => {
+      const { parts, graph, expanded, id } = fan(n);
+      for (const direction of ['TB', 'LR'] as const) {
+        const layout = layoutGraph(graph, expanded, options(direction));
+        const frame = layout.frames!.get(id)!;
+        const boxes = parts.map((key) => layout.boxes.get(key)!);
+        const cols = new Set(boxes.map((b) => b.x)).size;
+        const rows = new Set(boxes.map((b) => b.y)).size;
+        expect(cols).toBe(gridColumns(n, 186, 78));
+        expect(rows).toBe(Math.ceil(n / cols));
+        expect(frame.width / frame.height).toBeGreaterThan(1.2);
+        expect(frame.width / frame.height).toBeLessThan(2.4);
+        // Reading order: along a row, then the next row.
+        for (let i = 1; i < boxes.length; i += 1) {
+          const [a, b] = [boxes[i - 1]!, boxes[i]!];
+          expect(b.y > a.y || (b.y === a.y && b.x >= a.x + a.width)).toBe(true);
+        }
+        // Inside the frame, below its label; nothing overlaps (cells of one size on a lattice: distinct corners suffice).
+        for (const b of boxes) {
+          expect(b.x).toBeGreaterThanOrEqual(frame.x);
+          expect(b.y).toBeGreaterThanOrEqual(frame.y + 20);
+          expect(b.x + b.width).toBeLessThanOrEqual(frame.x + frame.width);
+          expect(b.y + b.height).toBeLessThanOrEqual(frame.y + frame.height);
+        }
+        expect(new Set(boxes.map((b) => `${b.x},${b.y}`)).size).toBe(n);
+        // Root, grid, merge in rank order, apart; every member edge drawn to the frame.
+        const root = layout.boxes.get('root')!;
+        const merge = layout.boxes.get('merge')!;
+        if (direction === 'LR') {
+          expect(root.x + root.width).toBeLessThan(frame.x);
+          expect(frame.x + frame.width).toBeLessThan(merge.x);
+        } else {
+          expect(root.y + root.height).toBeLessThan(frame.y);
+          expect(frame.y + frame.height).toBeLessThan(merge.y);
+        }
+        const into = layout.edges.get('root\u0000part-7')!;
+        expect(into).toEqual(layout.edges.get(`root\u0000part-${n - 1}`));
+        expect(into.length).toBeGreaterThan(0);
+        expect(layout.width).toBeGreaterThanOrEqual(frame.x + frame.width);
+        expect(layout.height).toBeGreaterThanOrEqual(frame.y + frame.height);
+      }
+    });
+  }
+
+  it('draws a whole 1 -> 2,000 -> 1 run, in the direction it picks, within 12,000 x 8,000 (one column would be 156,000 high)', () => {
+    // The 12-member group of the test above stays in its rank.
+    expect(GRID_MIN).toBeGreaterThan(12);
+    const { graph, expanded } = fan(2_000);
+    const direction = chooseDirection(graph, expanded, { nodeSep: 18, rankSep: 50, width: () => 168, height: () => 60 }, { width: 900, height: 600 });
+    expect(['TB', 'LR']).toContain(direction);
+    const layout = layoutGraph(graph, expanded, options(direction));
+    expect(layout.height).toBeLessThan(8_000);
+    expect(layout.width).toBeLessThan(12_000);
   });
 });
 

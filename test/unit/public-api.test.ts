@@ -107,6 +107,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'createWorker',
   'runWorker',
   'defineJob',
+  // Durable functions (src/workflow/function-define.ts): a definition the worker runs as a workflow run's body.
+  'defineFunction',
   'continueNow',
   'continueAfter',
   'RetryableError',

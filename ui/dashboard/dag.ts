@@ -14,7 +14,8 @@
  * focus) stays where it is.
  */
 import { drawnGraph, findGroups, type DagEdge, type DagStep, type DrawnGraph, type DrawnGroup } from './dag-groups.js';
-import { edgeId, layoutGraph, ranks } from './dag-layout.js';
+import { chooseDirection, edgeId, layoutGraph } from './dag-layout.js';
+import { groupPills, MemberList } from './dag-members.js';
 import { Minimap } from './dag-minimap.js';
 import { h, s } from './dom.js';
 import { label, progressText } from './format.js';
@@ -38,7 +39,8 @@ function stageText(step: DagStep): string {
 
 function nodeLabel(step: DagStep): string {
   const stage = [step.stage && `stage ${step.stage}`, step.progress != null && `progress ${progressText(step.progress)}`].filter(Boolean).join(', ');
-  return `step ${step.stepKey}, ${step.executionKind === 'EXTERNAL' ? 'external' : (step.jobType ?? 'job')}, ${label(step.status)}${stage ? `, ${stage}` : ''}`;
+  const kind = step.executionKind === 'EXTERNAL' ? 'external' : step.executionKind === 'FUNCTION' ? 'function step' : (step.jobType ?? 'job');
+  return `step ${step.stepKey}, ${kind}, ${label(step.status)}${stage ? `, ${stage}` : ''}`;
 }
 
 function nodeTitle(step: DagStep): string {
@@ -60,13 +62,6 @@ function nodeWidth(text: string): number {
   return Math.max(168, Math.min(MAX_LABEL, text.length) * CHAR_WIDTH + 24);
 }
 
-/** Longest-path depth and widest rank of the drawn graph: what the direction is chosen from. */
-function shape(graph: DrawnGraph): { depth: number; breadth: number } {
-  const perRank = new Map<number, number>();
-  for (const r of ranks(graph).values()) perRank.set(r, (perRank.get(r) ?? 0) + 1);
-  return { depth: Math.max(1, perRank.size), breadth: Math.max(1, ...perRank.values()) };
-}
-
 export class DagView {
   readonly root: HTMLElement;
   private readonly svg: SVGSVGElement;
@@ -83,6 +78,12 @@ export class DagView {
   private nodes = new Map<string, SVGGElement>();
   private boxes = new Map<string, { x: number; y: number; width: number; height: number }>();
   private selected: string | undefined;
+  /** The run's critical path (critical-path.ts): its steps and the edges between them are drawn bold. */
+  private critical = new Set<string>();
+  private criticalEdges = new Set<string>();
+  private edgePaths = new Map<string, SVGPathElement>();
+  private pills = new Map<string, SVGGElement>();
+  private readonly members: MemberList;
   private view = { x: 20, y: 20, k: 1 };
   private size = { width: 0, height: 0 };
   private fitted = false;
@@ -112,6 +113,15 @@ export class DagView {
       this.viewport,
     );
     this.minimap = new Minimap((x, y) => this.centerOn(x, y));
+    this.members = new MemberList(
+      (stepKey) => this.onSelect(stepKey),
+      (groupId) => {
+        this.members.close();
+        this.expanded.add(groupId);
+        this.relayout();
+        this.fit();
+      },
+    );
     const button = (text: string, title: string, act: () => void) => h('button', { type: 'button', 'aria-label': title, title, onclick: act }, text);
     this.findBox = h('input', { type: 'search', id: 'dag-find', list: 'dag-find-keys', autocomplete: 'off', placeholder: 'step key', size: 14 });
     const findForm = h(
@@ -151,7 +161,7 @@ export class DagView {
           ' on any outcome',
         ),
       ),
-      h('div', { class: 'dag-stage' }, this.svg, this.minimap.root),
+      h('div', { class: 'dag-stage' }, this.svg, this.minimap.root, this.members.root),
     );
     this.bindPanZoom();
   }
@@ -176,6 +186,23 @@ export class DagView {
       else this.paintGroup(element, node.group);
     }
     this.minimap.paint(this.graph);
+    this.members.refresh(this.graph.groups);
+  }
+
+  /** Marks the critical path's steps (a folded group holding one of them) and the edges between them. */
+  setCritical(keys: string[]): void {
+    this.critical = new Set(keys);
+    this.criticalEdges = new Set();
+    const nodeOf = (key: string) => this.graph?.nodeOf.get(key) ?? key;
+    for (let i = 1; i < keys.length; i += 1) this.criticalEdges.add(edgeId(nodeOf(keys[i - 1]!), nodeOf(keys[i]!)));
+    this.paintCritical();
+  }
+
+  private paintCritical(): void {
+    const criticalNodes = new Set([...this.critical].map((key) => this.graph?.nodeOf.get(key) ?? key));
+    for (const [key, element] of this.nodes) element.classList.toggle('critical', criticalNodes.has(key));
+    for (const [id, path] of this.edgePaths) path.classList.toggle('critical', this.criticalEdges.has(id));
+    this.svg.dataset.criticalPath = [...this.critical].join(' ');
   }
 
   /** Outlines the step (expanding its group) and pans to it when it is out of view. */
@@ -212,45 +239,53 @@ export class DagView {
     this.svg.dataset.direction = this.direction;
   }
 
-  /** TB or LR: the one whose estimated drawing fits the panel at the larger scale. */
-  private chooseDirection(graph: DrawnGraph): 'TB' | 'LR' {
-    const panel = this.svg.getBoundingClientRect();
-    const width = panel.width || 900;
-    const height = panel.height || 600;
-    const { depth, breadth } = shape(graph);
-    const nodeW = 180;
-    const lr = Math.min(width / (depth * (nodeW + RANK_SEP)), height / (breadth * (NODE_HEIGHT + NODE_SEP)));
-    const tb = Math.min(width / (breadth * (nodeW + NODE_SEP)), height / (depth * (NODE_HEIGHT + RANK_SEP)));
-    return tb > lr ? 'TB' : 'LR';
-  }
-
   private layout(drawn: DrawnGraph): void {
-    this.direction = this.chooseDirection(drawn);
     const widths = new Map(
       drawn.nodes.map((node) => [
         node.key,
         nodeWidth(node.kind === 'step' ? node.step.stepKey : `${node.group.members[0]?.stepKey ?? ''} … (${node.group.members.length})`),
       ]),
     );
-    const layout = layoutGraph(drawn, this.expanded, {
-      direction: this.direction,
-      nodeSep: NODE_SEP,
-      rankSep: RANK_SEP,
-      width: (key) => widths.get(key) ?? 168,
-      height: NODE_HEIGHT,
-    });
+    const options = { nodeSep: NODE_SEP, rankSep: RANK_SEP, width: (key: string) => widths.get(key) ?? 168, height: () => NODE_HEIGHT };
+    const panel = this.svg.getBoundingClientRect();
+    this.direction = chooseDirection(drawn, this.expanded, options, { width: panel.width || 900, height: panel.height || 600 });
+    const layout = layoutGraph(drawn, this.expanded, { ...options, direction: this.direction });
 
+    // An expanded grid's members share their edges: each is drawn once, to the grid's frame.
+    const frameLayer = s('g', { class: 'frames', 'aria-hidden': 'true' });
+    for (const [id, box] of layout.frames ?? []) {
+      const group = drawn.groups.get(id)!;
+      frameLayer.append(
+        s(
+          'g',
+          { class: 'frame', 'data-frame': id, 'data-members': group.members.length, transform: `translate(${box.x.toFixed(1)},${box.y.toFixed(1)})` },
+          s('rect', { width: box.width, height: box.height, rx: 8 }),
+          s(
+            'text',
+            { x: 12, y: 20 },
+            `${group.members[0]?.stepKey ?? ''} … ${group.members[group.members.length - 1]?.stepKey ?? ''}: ${group.members.length} steps in key order (${countsText(group)})`,
+          ),
+        ),
+      );
+    }
     const edgeLayer = s('g', { class: 'edges' });
+    const drawnPaths = new Set<string>();
+    this.edgePaths.clear();
     for (const edge of drawn.edges) {
       const points = layout.edges.get(edgeId(edge.from, edge.to)) ?? [];
       if (points.length === 0) continue;
       const d = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
+      if (drawnPaths.has(d)) continue;
+      drawnPaths.add(d);
       const mode = edge.releaseMode === 'ON_TERMINAL' ? 'terminal' : 'success';
-      edgeLayer.append(s('path', { d, class: `edge edge-${edge.releaseMode}`, 'marker-end': `url(#arrow-${mode})`, 'data-edge': `${edge.from}->${edge.to}` }));
+      const path = s('path', { d, class: `edge edge-${edge.releaseMode}`, 'marker-end': `url(#arrow-${mode})`, 'data-edge': `${edge.from}->${edge.to}` });
+      this.edgePaths.set(edgeId(edge.from, edge.to), path);
+      edgeLayer.append(path);
     }
     const nodeLayer = s('g', { class: 'nodes' });
     this.nodes.clear();
     this.boxes.clear();
+    this.pills.clear();
     for (const node of drawn.nodes) {
       const box = layout.boxes.get(node.key)!;
       const element = node.kind === 'step' ? this.stepNode(node.step, box.width) : this.groupNode(node.group, box.width);
@@ -258,8 +293,14 @@ export class DagView {
       this.nodes.set(node.key, element);
       this.boxes.set(node.key, box);
       nodeLayer.append(element);
+      if (node.kind === 'group') {
+        const pills = this.groupPills(node.group, box);
+        this.pills.set(node.group.id, pills);
+        nodeLayer.append(pills);
+      }
     }
-    this.viewport.replaceChildren(edgeLayer, nodeLayer);
+    this.viewport.replaceChildren(frameLayer, edgeLayer, nodeLayer);
+    this.paintCritical();
     this.size = { width: layout.width, height: layout.height };
     this.minimap.draw(drawn, this.boxes, this.size);
     if (this.selected !== undefined) this.nodes.get(this.selected)?.classList.add('selected');
@@ -274,7 +315,9 @@ export class DagView {
       s('rect', { width, height: NODE_HEIGHT, rx: 6 }),
       s('text', { x: 10, y: 18, class: 'node-key' }, shorten(step.stepKey, Math.floor((width - 20) / CHAR_WIDTH))),
       s('text', { x: 10, y: 35, class: 'node-status' }),
-      step.executionKind === 'EXTERNAL' ? s('text', { x: width - 10, y: 35, class: 'node-kind', 'text-anchor': 'end' }, 'ext') : null,
+      step.executionKind === 'EXTERNAL' || step.executionKind === 'FUNCTION'
+        ? s('text', { x: width - 10, y: 35, class: 'node-kind', 'text-anchor': 'end' }, step.executionKind === 'EXTERNAL' ? 'ext' : 'fn')
+        : null,
       s('text', { x: 10, y: 51, class: 'node-stage' }),
       s('title', {}),
     );
@@ -283,9 +326,16 @@ export class DagView {
     return node;
   }
 
+  private groupPills(group: DrawnGroup, box: { x: number; y: number; width: number }): SVGGElement {
+    return groupPills(group, box.width, box.x, box.y, (status, pill) => this.members.show(this.graph?.groups.get(group.id) ?? group, status, pill));
+  }
+
   private paintStep(node: SVGGElement, step: DagStep): void {
     node.setAttribute('data-status', step.status);
-    node.setAttribute('class', `node status-${step.status}${this.selected === step.stepKey ? ' selected' : ''}`);
+    node.setAttribute(
+      'class',
+      `node status-${step.status}${this.selected === step.stepKey ? ' selected' : ''}${this.critical.has(step.stepKey) ? ' critical' : ''}`,
+    );
     node.setAttribute('aria-label', nodeLabel(step));
     node.querySelector('.node-status')!.textContent = label(step.status);
     node.querySelector('.node-stage')!.textContent = shorten(stageText(step), 30);
@@ -329,7 +379,17 @@ export class DagView {
         return bar;
       }),
     );
-    node.querySelector('.node-stage')!.textContent = shorten(countsText(group), 34);
+    const box = this.boxes.get(group.id);
+    const old = this.pills.get(group.id);
+    // Redrawn only when the counts moved, so a focused pill keeps the focus across refreshes.
+    if (box && old && old.dataset.counts !== JSON.stringify(group.counts)) {
+      const pills = this.groupPills(group, box);
+      old.replaceWith(pills);
+      this.pills.set(group.id, pills);
+    }
+    // The pills, when there are any, say the counts that are not successes; the line says them otherwise.
+    const hasPills = group.counts.some(([status]) => status !== 'SUCCEEDED');
+    node.querySelector('.node-stage')!.textContent = hasPills ? '' : shorten(countsText(group), 34);
     node.querySelector('title')!.textContent = `${group.members.length} steps (${countsText(group)}); click to expand`;
     node.setAttribute('aria-label', groupLabel(group));
     node.setAttribute('data-counts', JSON.stringify(Object.fromEntries(group.counts)));
@@ -401,7 +461,7 @@ export class DagView {
     );
     let drag: { x: number; y: number; vx: number; vy: number } | undefined;
     this.svg.addEventListener('pointerdown', (event) => {
-      if ((event.target as Element).closest('.node')) return;
+      if ((event.target as Element).closest('.node, .pill')) return;
       drag = { x: event.clientX, y: event.clientY, vx: this.view.x, vy: this.view.y };
       this.svg.setPointerCapture(event.pointerId);
     });

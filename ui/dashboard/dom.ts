@@ -1,4 +1,6 @@
 /** A tiny element builder: no framework, no innerHTML with data (every text goes through textContent). */
+import { noteState, restoreState } from './keep.js';
+
 type Child = Node | string | number | null | undefined | false;
 type Attrs = Record<string, string | number | boolean | null | undefined | ((event: Event) => void)>;
 
@@ -32,7 +34,10 @@ function append(element: Element, children: (Child | Child[])[]): void {
   }
 }
 
+/** Replaces `target`'s content; the details opened, lists scrolled and focus inside it stay (keep.ts). */
 export function replace(target: Element, ...children: (Child | Child[])[]): void {
+  const kept = noteState(target);
   target.replaceChildren();
   append(target, children);
+  restoreState(target, kept);
 }

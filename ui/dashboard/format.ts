@@ -23,6 +23,11 @@ export function shortId(id: string): string {
   return id.slice(0, 8);
 }
 
+/** A UUIDv7 in a list of ids made together: their first digits are the same millisecond, so its random tail too. */
+export function distinctId(id: string): string {
+  return `${id.slice(0, 8)}…${id.slice(-4)}`;
+}
+
 /**
  * A job's progress in a few words: `ctx.progress` saves `{ processed, total }`;
  * anything else a heartbeat saved is shown as compact JSON.

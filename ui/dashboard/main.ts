@@ -110,7 +110,8 @@ async function start(): Promise<void> {
   const show = () => {
     clearError();
     view = route(context);
-    replace(main, view.root);
+    // A new page starts fresh: what keep.ts holds across refreshes is not carried to another page.
+    main.replaceChildren(view.root);
     void refresh();
   };
   window.addEventListener('hashchange', () => {

@@ -18,6 +18,8 @@ export interface FilterField {
   suggestions?: () => Promise<string[]>;
   /** A sentence under the form that the control is described by (aria-describedby). */
   hint?: string;
+  /** A checkbox: checked writes `name=1` to the hash, unchecked leaves it out. */
+  flag?: boolean;
 }
 
 export function filterForm(base: string, query: URLSearchParams, fields: FilterField[]): HTMLFormElement {
@@ -34,6 +36,17 @@ export function filterForm(base: string, query: URLSearchParams, fields: FilterF
           field.options.map((option) =>
             h('label', {}, h('input', { type: 'checkbox', name: field.name, value: option, checked: chosen.has(option) }), ` ${label(option)}`),
           ),
+        ),
+      );
+      continue;
+    }
+    if (field.flag) {
+      form.append(
+        h(
+          'label',
+          { class: 'flag' },
+          h('input', { type: 'checkbox', name: field.name, value: '1', checked: query.get(field.name) === '1' }),
+          ` ${field.label}`,
         ),
       );
       continue;

@@ -3,6 +3,7 @@ import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { label, millis, when } from '../format.js';
 import { throughputChart, type Throughput } from './throughput-chart.js';
+import { attentionSection, type Attention } from './attention.js';
 
 interface Overview {
   jobs: { jobType: string; status: string; count: number }[];
@@ -25,6 +26,8 @@ interface Overview {
   };
   /** The last hour per minute (src/dashboard/throughput.ts). */
   throughput: Throughput;
+  /** What needs a person now (src/dashboard/attention.ts). */
+  attention: Attention;
 }
 
 function card(testId: string, value: string | number, caption: string): HTMLElement {
@@ -34,6 +37,8 @@ function card(testId: string, value: string | number, caption: string): HTMLElem
 const JOB_STATUSES = ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'];
 
 const RUN_STATUSES = ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'];
+/** Not a status: the runs (RUNNING or WAITING_FOR_EXTERNAL) with a step waiting for an external completion. */
+const WAITING_ON_PERSON = 'WAITING_ON_PERSON';
 /** Counted over the overview's finished window only (the API's finishedWindowMs), not all history. */
 const FINISHED_STATUSES = new Set(['SUCCEEDED', 'DEAD_LETTERED', 'CANCELED', 'COMPLETED_WITH_ERRORS']);
 
@@ -47,6 +52,7 @@ function windowLabel(ms: number): string {
  * name their window.
  */
 function columnLabel(status: string, window: string): string {
+  if (status === WAITING_ON_PERSON) return 'of which waiting on a person';
   const base = status === 'LEASED' ? 'leased / running' : label(status);
   return FINISHED_STATUSES.has(status) ? `${base} (last ${window})` : base;
 }
@@ -63,7 +69,9 @@ function matrix(
     rows.filter((row) => (type === undefined || row.type === type) && row.status === status).reduce((sum, row) => sum + row.count, 0);
   const cell = (type: string | undefined, status: string) => {
     const n = count(type, status);
-    return h('td', { class: 'num', 'data-status': status, 'data-type': type ?? '*' }, n === 0 ? '0' : h('a', { href: link(type ?? '', status) }, n));
+    // A sub-state column is not a stored status: its cells are marked apart, so a count by status never reads them.
+    const column = status === WAITING_ON_PERSON ? { 'data-substate': status } : { 'data-status': status };
+    return h('td', { class: 'num', ...column, 'data-type': type ?? '*' }, n === 0 ? '0' : h('a', { href: link(type ?? '', status) }, n));
   };
   return h(
     'table',
@@ -100,11 +108,12 @@ function matrix(
   );
 }
 
-export function overviewView(_context: Context): View {
+export function overviewView(context: Context): View {
+  const attention = h('div');
   const body = h('div');
   const chart = throughputChart();
   const tables = h('div');
-  const root = h('section', { 'aria-labelledby': 'overview-title' }, h('h1', { id: 'overview-title' }, 'Overview'), body, chart.root, tables);
+  const root = h('section', { 'aria-labelledby': 'overview-title' }, h('h1', { id: 'overview-title' }, 'Overview'), attention, body, chart.root, tables);
   return {
     root,
     async refresh() {
@@ -113,6 +122,7 @@ export function overviewView(_context: Context): View {
       const m = data.metrics;
       const finished = m.jobs.finishedRecently.succeeded + m.jobs.finishedRecently.deadLettered + m.jobs.finishedRecently.canceled;
       const pending = data.jobs.filter((row) => row.status === 'PENDING').reduce((sum, row) => sum + row.count, 0);
+      replace(attention, attentionSection(data.attention, context.session.scope.kind === 'admin'));
       replace(
         body,
         h(
@@ -162,10 +172,17 @@ export function overviewView(_context: Context): View {
         ),
         matrix(
           `Workflow runs by type and status (finished: last ${window})`,
-          data.runs.map((row) => ({ type: row.workflowType, status: row.status, count: row.count })),
-          RUN_STATUSES,
+          [
+            ...data.runs.map((row) => ({ type: row.workflowType, status: row.status, count: row.count })),
+            ...data.attention.waiting.byType.map((row) => ({ type: row.workflowType, status: WAITING_ON_PERSON, count: row.count })),
+          ],
+          [...RUN_STATUSES, WAITING_ON_PERSON],
           window,
-          (type, status) => `#/runs?${new URLSearchParams({ ...(type ? { type } : {}), ...(status ? { status } : {}) }).toString()}`,
+          (type, status) =>
+            `#/runs?${new URLSearchParams({
+              ...(type ? { type } : {}),
+              ...(status === WAITING_ON_PERSON ? { waiting: '1' } : status ? { status } : {}),
+            }).toString()}`,
         ),
         h(
           'p',

@@ -100,7 +100,14 @@ export function stepPanel(step: RunStep, attempts: TimelineAttempt[], after: str
       ['status', statusBadge(step.status)],
       ...(step.statusReason ? [['reason', step.statusReason, 'step-reason'] as [string, string, string]] : []),
       ...(error ? [['error', error, 'step-error'] as [string, Node, string]] : []),
-      ['kind', step.executionKind === 'EXTERNAL' ? 'external (completed from outside)' : `job ${step.jobType ?? ''}`],
+      [
+        'kind',
+        step.executionKind === 'EXTERNAL'
+          ? 'external (completed from outside)'
+          : step.executionKind === 'FUNCTION'
+            ? "function step (ran inside its function's attempt)"
+            : `job ${step.jobType ?? ''}`,
+      ],
       ['job', step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, step.jobId) : '—'],
       ['after', after || '— (a root step)'],
       ['stage', step.stage ?? '—'],
@@ -126,7 +133,11 @@ export function stepPanel(step: RunStep, attempts: TimelineAttempt[], after: str
     h(
       'pre',
       { tabindex: 0, 'data-testid': 'step-input' },
-      step.executionKind === 'EXTERNAL' && step.payload === null ? '— (an external step has no input)' : json(step.payload),
+      step.executionKind === 'EXTERNAL' && step.payload === null
+        ? '— (an external step has no input)'
+        : step.executionKind === 'FUNCTION'
+          ? '— (a function step has no input of its own)'
+          : json(step.payload),
     ),
     h('h3', {}, 'Output'),
     h('pre', { tabindex: 0, 'data-testid': 'step-output' }, step.output === null ? '—' : json(step.output)),

@@ -8,7 +8,8 @@ import { actionForm } from './actions.js';
 import { runActionForms, runActionsKey } from './run-actions.js';
 import { statusBadge } from './list.js';
 import { runFacts, stepPanel, type RunFacts, type RunStep } from './run-details.js';
-import { timeline, type TimelineAttempt } from './timeline.js';
+import { criticalPath } from '../critical-path.js';
+import { Timeline, type TimelineAttempt } from './timeline.js';
 
 interface RunDetail {
   run: RunFacts;
@@ -65,11 +66,9 @@ export function runView(context: Context, runId: string): View {
   let latest: RunDetail | undefined;
   let panelKey: string | undefined;
   let cancelKey = '';
-  let allTimeline = false;
   const summary = h('div');
   const cancel = h('section', { class: 'actions', 'aria-label': 'Run actions' });
   const panel = h('section', { class: 'step-panel', 'aria-live': 'polite', 'aria-label': 'Selected step' });
-  const timelineBox = h('section', { 'aria-labelledby': 'timeline-title' });
   const table = h('div');
   const renderPanel = () => {
     const step = latest?.steps.find((candidate) => candidate.stepKey === selected);
@@ -98,31 +97,14 @@ export function runView(context: Context, runId: string): View {
     renderPanel();
     panel.querySelector<HTMLElement>('h2')?.focus();
   };
-  const renderTimeline = () => {
-    if (!latest) return;
-    replace(
-      timelineBox,
-      h('h2', { id: 'timeline-title' }, 'Timeline'),
-      timeline(
-        latest.run,
-        latest.steps,
-        latest.attempts,
-        select,
-        () => {
-          allTimeline = true;
-          renderTimeline();
-        },
-        allTimeline,
-      ),
-    );
-  };
+  const timeline = new Timeline((stepKey) => select(stepKey));
   const root = h(
     'article',
     { 'aria-labelledby': 'run-title' },
     h('h1', { id: 'run-title' }, 'Run ', h('span', { class: 'mono' }, runId)),
     summary,
     cancel,
-    h('div', { class: 'run-layout' }, h('div', { class: 'run-main' }, dag.root, timelineBox), panel),
+    h('div', { class: 'run-layout' }, h('div', { class: 'run-main' }, dag.root, timeline.root), panel),
     h('h2', {}, 'Steps'),
     table,
   );
@@ -144,8 +126,10 @@ export function runView(context: Context, runId: string): View {
         replace(cancel, runActionForms(context, run));
       }
       dag.update(detail.steps, detail.edges);
+      const path = criticalPath(detail.steps, detail.edges, Date.now());
+      dag.setCritical(path?.keys ?? []);
       renderPanel();
-      renderTimeline();
+      timeline.update(run, detail.steps, detail.attempts, path);
       replace(
         table,
         h(
@@ -169,7 +153,7 @@ export function runView(context: Context, runId: string): View {
                 'tr',
                 {},
                 h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => select(step.stepKey) }, step.stepKey)),
-                h('td', {}, step.executionKind === 'EXTERNAL' ? 'external' : (step.jobType ?? 'job')),
+                h('td', {}, step.executionKind === 'EXTERNAL' ? 'external' : step.executionKind === 'FUNCTION' ? 'function step' : (step.jobType ?? 'job')),
                 h('td', {}, statusBadge(step.status)),
                 h('td', { 'data-testid': 'step-stage' }, step.stage ?? '—'),
                 h('td', {}, progressText(step.progress)),

@@ -18,6 +18,8 @@ interface Run {
   workflowType: string;
   organizationId: string | null;
   status: string;
+  /** Some step waits for an external completion, whatever the status (WorkflowRun.waitingForExternal). */
+  waitingForExternal: boolean;
   idempotencyKey: string | null;
   createdAt: string;
   finishedAt: string | null;
@@ -45,6 +47,7 @@ export function runsView(context: Context, query: URLSearchParams): View {
     { name: 'q', label: 'Search', hint: SEARCH_HINT },
     { name: 'type', label: 'Workflow type' },
     { name: 'status', label: 'Status', options: ['RUNNING', 'WAITING_FOR_EXTERNAL', 'SUCCEEDED', 'COMPLETED_WITH_ERRORS', 'CANCELED'], multiple: true },
+    { name: 'waiting', label: 'Waiting on a person (any status)', flag: true },
     { name: 'meta', label: 'Metadata', hint: 'Metadata: key=value (customer=acme), among the newest 5,000 runs in scope.' },
     { name: 'from', label: 'Created from', datetime: true },
     { name: 'to', label: 'Created to', datetime: true },
@@ -55,7 +58,9 @@ export function runsView(context: Context, query: URLSearchParams): View {
   return {
     root,
     async refresh() {
-      const params = Object.fromEntries(['q', 'type', 'status', 'org', 'from', 'to', 'meta', 'cursor'].map((key) => [key, query.get(key) ?? undefined]));
+      const params = Object.fromEntries(
+        ['q', 'type', 'status', 'waiting', 'org', 'from', 'to', 'meta', 'cursor'].map((key) => [key, query.get(key) ?? undefined]),
+      );
       const page = await get<{ items: Run[]; nextCursor: string | null; search?: SearchReport | MetadataReport }>('runs', params);
       const metadata = page.search?.kind === 'metadata' ? page.search : undefined;
       const keySearch = page.search?.kind === 'key_substring' ? page.search.text : undefined;
@@ -103,7 +108,14 @@ export function runsView(context: Context, query: URLSearchParams): View {
                     h('td', {}, h('a', { href: `#/runs/${run.id}`, class: 'mono', title: run.id }, run.id)),
                     h('td', {}, run.workflowType),
                     keySearch !== undefined ? h('td', { 'data-testid': 'matched-key' }, markedKey(run.idempotencyKey, keySearch)) : null,
-                    h('td', {}, statusBadge(run.status)),
+                    h(
+                      'td',
+                      {},
+                      statusBadge(run.status),
+                      run.waitingForExternal && run.status !== 'WAITING_FOR_EXTERNAL'
+                        ? h('span', { class: 'badge status-WAITING_FOR_EXTERNAL', 'data-testid': 'run-waiting' }, 'waiting on a person')
+                        : null,
+                    ),
                     h('td', { 'data-testid': 'run-steps' }, stepCounts(run)),
                     h(
                       'td',

@@ -1,0 +1,403 @@
+/**
+ * One attempt of a durable function's body (docs/concepts/durable-functions.md):
+ * the `ctx` its body gets, which replays recorded steps, runs and records new
+ * ones, and asks to suspend for a sleep. Every call takes the next call index
+ * synchronously, when the body makes it, so parallel steps keep their call
+ * order whatever order they finish in.
+ */
+import { z } from 'zod';
+import { readCommittedIsolation } from '../client/transaction.js';
+import type { Db, PrismaClientLike } from '../client/types.js';
+import { ConflictError, isRunledgerError, UnavailableError, ValidationError, type RunledgerError } from '../errors/runledger-error.js';
+import type { ClaimedJob } from '../job/claimed-job.js';
+import type { JobContext } from '../job/contract.js';
+import { JOB_OUTPUT_INVALID, TerminalError, outputProblem } from '../job/errors.js';
+import type { WorkerLogger } from '../job/logger.js';
+import type { JsonValue } from '../model/json.js';
+import type { Jsonified } from '../validation/jsonified.js';
+import { toStorableJson } from '../validation/jsonified.js';
+import { parseInput } from '../validation/parse.js';
+import { textProblem } from '../validation/storable.js';
+import { MAX_TIMER_MS, MAX_TIMESTAMP, MIN_TIMESTAMP, nonBlank, positiveInt, timerMs } from '../validation/primitives.js';
+import { newId } from '../db/ids.js';
+import { recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
+
+export const FUNCTION_INVALID_STEP = 'workflow.invalid_function_step';
+export const FUNCTION_NONDETERMINISTIC = 'workflow.function_nondeterministic';
+export const FUNCTION_STEP_TIMEOUT = 'workflow.function_step_timeout';
+const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
+
+/** The key of the step that runs the body (the run's result step), and of a sleep. `$` is refused in names. */
+export const FUNCTION_STEP_KEY = '$function';
+const SLEEP_KEY = '$sleep';
+
+/** The longest `sleep`: ten years. */
+const MAX_SLEEP_MS = 10 * 365 * 24 * 3_600_000;
+
+/** What a step's `fn` is given. */
+export interface FunctionStepInfo {
+  /** Aborted when the step times out (`timeoutMs`) or the attempt is aborted (job timeout, lost lease, shutdown). */
+  readonly signal: AbortSignal;
+  /** 1-based attempt of this step within this execution of the body. */
+  readonly attempt: number;
+  /** Stable for this step of this run (`runledger:<runId>:<stepKey>`): give it to an API that deduplicates. */
+  readonly idempotencyKey: string;
+}
+
+/** A step's own retries and timeout, inside the attempt that runs it. */
+export interface FunctionStepSettings {
+  retry?: {
+    /** Tries of `fn` before its last error is thrown into the body. Default 1 (no retry). */
+    maxAttempts?: number;
+    /** Delay before the second try, doubling up to `maxDelayMs`. Defaults 500 and 30,000. */
+    baseDelayMs?: number;
+    maxDelayMs?: number;
+  };
+  /** Each try of `fn` is aborted after this many ms (`workflow.function_step_timeout`, retried like any error). */
+  timeoutMs?: number;
+}
+
+/** What a step returns: its value as stored (JSON), on the first run and on every replay alike. */
+export type FunctionStepResult<R> = Jsonified<Awaited<R>> | (undefined extends Awaited<R> ? null : never);
+
+/** `ctx` of a durable function's body. */
+export interface FunctionContext {
+  readonly workflowRunId: string;
+  /** The run's organization; null: none. */
+  readonly organizationId: string | null;
+  /** 1-based attempt of the body within its current slice (a sleep's wake-up starts a new slice). */
+  readonly attempt: number;
+  /** Aborted when the attempt times out, loses its lease or the worker shuts down. */
+  readonly signal: AbortSignal;
+  readonly logger: WorkerLogger;
+  /**
+   * Runs `fn` once and records its output (JSON); on a re-execution returns the recorded output without
+   * calling `fn`. `name`: non-blank, at most 200 characters, no `#`, not starting with `$`; a repeated name
+   * is recorded as `name#2`, `name#3`, ...
+   */
+  step<R>(name: string, fn: (step: FunctionStepInfo) => R, settings?: FunctionStepSettings): Promise<FunctionStepResult<R>>;
+  /** Ends the attempt until `ms` (an integer, 0 to ten years) from now on the database clock; holds no worker slot. */
+  sleep(ms: number): Promise<void>;
+  /** Ends the attempt until `until`; returns at once once it has passed. */
+  sleepUntil(until: Date): Promise<void>;
+}
+
+/** `ctx` of a function defined with `transaction: prisma`: `T` is that client's transaction client. */
+export interface TransactionalFunctionContext<T> extends FunctionContext {
+  /**
+   * As `step`, with `fn` inside a transaction of the definition's `transaction` client: its writes commit
+   * with the step's record, exactly once. `fn` returns JSON (what is recorded and replayed).
+   */
+  transactionalStep<R extends JsonValue>(name: string, fn: (tx: T, step: FunctionStepInfo) => Promise<R> | R, settings?: FunctionStepSettings): Promise<R>;
+  /** A transactional step that returns nothing: recorded with no output, replayed as null. */
+  transactionalStep(name: string, fn: (tx: T, step: FunctionStepInfo) => Promise<void> | void, settings?: FunctionStepSettings): Promise<null>;
+}
+
+/** Thrown through the body by a sleep that is not due yet; the attempt then ends with a continuation. */
+class FunctionSuspended extends Error {
+  constructor() {
+    super('The durable function is suspended until its sleep is due.');
+    this.name = 'FunctionSuspended';
+  }
+}
+
+const nameSchema = nonBlank(200)
+  .refine((name) => !name.includes('#'), 'must not contain #')
+  .refine((name) => !name.startsWith('$'), 'must not start with $ (reserved)');
+
+const stepSettingsSchema = z.strictObject({
+  retry: z.strictObject({ maxAttempts: positiveInt.max(1_000).optional(), baseDelayMs: timerMs.optional(), maxDelayMs: timerMs.optional() }).optional(),
+  timeoutMs: positiveInt.max(MAX_TIMER_MS).optional(),
+});
+
+const stepCallSchema: z.ZodType<StepCall> = z.object({ name: nameSchema, settings: stepSettingsSchema.optional() });
+interface StepCall {
+  name: string;
+  settings?: FunctionStepSettings | undefined;
+}
+const sleepSchema: z.ZodType<{ ms: number }> = z.object({
+  ms: z.number().int('must be an integer number of milliseconds').min(0, 'must not be negative').max(MAX_SLEEP_MS, 'must be at most ten years'),
+});
+const sleepUntilSchema: z.ZodType<{ until: Date }> = z.object({
+  until: z.date({ error: 'must be a Date' }).min(MIN_TIMESTAMP, 'must be in years 1 to 9999').max(MAX_TIMESTAMP, 'must be in years 1 to 9999'),
+});
+
+interface Call {
+  /** The step row's id, issued now so the rows' id order is the call order. */
+  id: string;
+  index: number;
+  key: string;
+  recorded: RecordedFunctionStep | undefined;
+}
+
+export interface FunctionAttemptDeps {
+  db: Db;
+  lease: ClaimedJob;
+  job: JobContext;
+  workflowRunId: string;
+  record: FunctionRecord;
+  transaction: PrismaClientLike | undefined;
+}
+
+export class FunctionAttempt {
+  readonly context: TransactionalFunctionContext<unknown>;
+  /** Set once a call diverged from the record: the attempt fails with it, whatever the body does. */
+  diverged: RunledgerError | undefined;
+  /** The earliest wake time (database clock, ms) a sleep asked to suspend until. */
+  suspendUntil: number | undefined;
+
+  private nextIndex = 0;
+  private readonly occurrences = new Map<string, number>();
+  private readonly byIndex = new Map<number, RecordedFunctionStep>();
+  private readonly indexByKey = new Map<string, number>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  /** Database clock minus local clock, from the attempt's first read. */
+  private readonly clockOffset: number;
+
+  constructor(private readonly deps: FunctionAttemptDeps) {
+    for (const step of deps.record.steps) {
+      this.byIndex.set(step.callIndex, step);
+      this.indexByKey.set(step.stepKey, step.callIndex);
+    }
+    this.clockOffset = deps.record.dbNow - Date.now();
+    const job = deps.job;
+    const context = {
+      workflowRunId: deps.workflowRunId,
+      organizationId: job.organizationId,
+      attempt: job.attempt,
+      get signal() {
+        return job.signal;
+      },
+      logger: job.logger,
+      step: (name: string, fn: (step: FunctionStepInfo) => unknown, settings?: FunctionStepSettings) => this.step(name, fn, settings, false),
+      transactionalStep: (name: string, fn: (tx: unknown, step: FunctionStepInfo) => unknown, settings?: FunctionStepSettings) =>
+        this.step(name, fn, settings, true),
+      sleep: (ms: number) => this.sleep(ms),
+      sleepUntil: (until: Date) => this.sleepUntil(until),
+    } as unknown as TransactionalFunctionContext<unknown>;
+    this.context = Object.freeze(context);
+  }
+
+  /** Resolves once every step started in this attempt has settled (recorded or failed). */
+  async settle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** After the body returned: a recorded step it never reached is a divergence too. */
+  unreached(): RunledgerError | undefined {
+    const missed = [...this.byIndex.values()].filter((step) => step.callIndex >= this.nextIndex).sort((a, b) => a.callIndex - b.callIndex)[0];
+    if (!missed) return undefined;
+    return nondeterministic(missed.callIndex, missed.stepKey, null);
+  }
+
+  /** Database clock now (ms), as estimated from the attempt's first read. */
+  dbNow(): number {
+    return Date.now() + this.clockOffset;
+  }
+
+  private step(name: string, fn: unknown, settings: FunctionStepSettings | undefined, transactional: boolean): Promise<unknown> {
+    // Validation and the call index are synchronous: the index is the order of the calls, not of their completion.
+    // The common call (a plain valid name, no settings) skips zod: it runs once per step, on the hot path.
+    const parsed: StepCall = settings === undefined && plainName(name) ? { name } : parseInput(stepCallSchema, { name, settings }, FUNCTION_INVALID_STEP);
+    if (typeof fn !== 'function') throw new ValidationError(FUNCTION_INVALID_STEP, 'fn', 'Invalid fn: must be a function');
+    if (transactional && !this.deps.transaction) {
+      throw new ValidationError(
+        FUNCTION_INVALID_STEP,
+        'transaction',
+        'Invalid transaction: a transactional step needs the definition to be given { transaction: prisma } (your root client)',
+      );
+    }
+    const call = this.claim(parsed.name);
+    if (call.recorded) return Promise.resolve(call.recorded.output);
+    return this.track(this.execute(call, fn as (...args: unknown[]) => unknown, parsed.settings ?? {}, transactional));
+  }
+
+  private sleep(ms: number): Promise<void> {
+    const parsed: { ms: number } = parseInput(sleepSchema, { ms }, FUNCTION_INVALID_STEP);
+    return this.suspendFor({ delayMs: parsed.ms });
+  }
+
+  private sleepUntil(until: Date): Promise<void> {
+    const parsed: { until: Date } = parseInput(sleepUntilSchema, { until }, FUNCTION_INVALID_STEP);
+    return this.suspendFor({ until: parsed.until });
+  }
+
+  private async suspendFor(sleep: { delayMs: number } | { until: Date }): Promise<void> {
+    const call = this.claim(null);
+    let wakeAt: number;
+    if (call.recorded) {
+      wakeAt = wakeTime(call.recorded.output);
+    } else {
+      const recording = recordFunctionStep(this.deps.db, this.deps.lease, {
+        id: call.id,
+        workflowRunId: this.deps.workflowRunId,
+        stepKey: call.key,
+        callIndex: call.index,
+        output: undefined,
+        elapsedMs: 0,
+        sleep,
+      });
+      const recorded = await this.track(recording);
+      wakeAt = wakeTime(recorded.output);
+      if (wakeAt <= recorded.at.getTime()) return;
+    }
+    if (wakeAt <= this.dbNow()) return;
+    this.suspendUntil = Math.min(this.suspendUntil ?? Number.POSITIVE_INFINITY, wakeAt);
+    throw new FunctionSuspended();
+  }
+
+  /** The next call index and its key; compares them with the record (throws on a divergence). */
+  private claim(name: string | null): Call {
+    if (this.diverged) throw this.diverged;
+    if (this.suspendUntil !== undefined) throw new FunctionSuspended();
+    const base = name ?? SLEEP_KEY;
+    const occurrence = (this.occurrences.get(base) ?? 0) + 1;
+    this.occurrences.set(base, occurrence);
+    const key = occurrence === 1 ? base : `${base}#${occurrence}`;
+    const index = this.nextIndex++;
+    const recorded = this.byIndex.get(index);
+    if (recorded && recorded.stepKey !== key) throw this.diverge(nondeterministic(index, recorded.stepKey, key));
+    if (!recorded && this.indexByKey.has(key)) throw this.diverge(nondeterministic(this.indexByKey.get(key)!, key, null, index));
+    return { id: newId(), index, key, recorded };
+  }
+
+  private diverge(error: RunledgerError): RunledgerError {
+    this.diverged ??= error;
+    return error;
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight.add(promise);
+    const done = () => this.inFlight.delete(promise);
+    promise.then(done, done);
+    return promise;
+  }
+
+  private async execute(call: Call, fn: (...args: unknown[]) => unknown, settings: FunctionStepSettings, transactional: boolean): Promise<JsonValue | null> {
+    const maxAttempts = settings.retry?.maxAttempts ?? 1;
+    const baseDelayMs = settings.retry?.baseDelayMs ?? 500;
+    const maxDelayMs = Math.max(baseDelayMs, settings.retry?.maxDelayMs ?? 30_000);
+    const idempotencyKey = `runledger:${this.deps.workflowRunId}:${call.key}`;
+    for (let attempt = 1; ; attempt++) {
+      this.deps.job.signal.throwIfAborted();
+      const started = Date.now();
+      try {
+        if (transactional) return await this.runTransactional(call, fn, settings.timeoutMs, { attempt, idempotencyKey }, started);
+        const output = storable(await this.withTimeout(settings.timeoutMs, call.key, (signal) => fn({ signal, attempt, idempotencyKey })));
+        return await this.record(this.deps.db, call, output, started);
+      } catch (error) {
+        if (isRunledgerError(error, LEASE_OWNER_MISMATCH) || error instanceof TerminalError || attempt >= maxAttempts) throw error;
+        this.deps.job.logger.warn('function step failed; retrying', { stepKey: call.key, attempt, error });
+        await delay(Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)), this.deps.job.signal);
+      }
+    }
+  }
+
+  /** The step's `fn` and its record in one transaction of the host's client: both commit or neither. */
+  private async runTransactional(
+    call: Call,
+    fn: (...args: unknown[]) => unknown,
+    timeoutMs: number | undefined,
+    info: { attempt: number; idempotencyKey: string },
+    started: number,
+  ): Promise<JsonValue | null> {
+    const client = this.deps.transaction!;
+    const remaining = Math.max(1, Math.min(timeoutMs ?? MAX_TIMER_MS, this.deps.job.remainingMs()));
+    const isolation = await readCommittedIsolation(client, 'open a transactional function step');
+    return client.$transaction(
+      async (tx: unknown) => {
+        const output = storable(await this.withTimeout(timeoutMs, call.key, (signal) => fn(tx, { signal, ...info })));
+        return this.record(tx as Db, call, output, started);
+      },
+      { ...isolation, maxWait: Math.min(remaining, 10_000), timeout: remaining },
+    );
+  }
+
+  private async record(db: Db, call: Call, output: JsonValue | undefined, started: number): Promise<JsonValue | null> {
+    const recorded = await recordFunctionStep(db, this.deps.lease, {
+      id: call.id,
+      workflowRunId: this.deps.workflowRunId,
+      stepKey: call.key,
+      callIndex: call.index,
+      output,
+      elapsedMs: Date.now() - started,
+    });
+    return recorded.output;
+  }
+
+  /** Runs `fn` with a signal aborted at `timeoutMs` or with the attempt's; a timeout rejects at once. */
+  private async withTimeout<R>(timeoutMs: number | undefined, stepKey: string, fn: (signal: AbortSignal) => R): Promise<Awaited<R>> {
+    const controller = new AbortController();
+    const outer = this.deps.job.signal;
+    const onAbort = () => controller.abort(outer.reason);
+    outer.addEventListener('abort', onAbort, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const running = Promise.resolve().then(() => fn(controller.signal));
+      if (timeoutMs === undefined) return await running;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const error = new UnavailableError(FUNCTION_STEP_TIMEOUT, `Step ${stepKey} did not finish within ${timeoutMs} ms.`, {
+            details: { stepKey, timeoutMs },
+          });
+          controller.abort(error);
+          reject(error);
+        }, timeoutMs);
+      });
+      running.catch(() => undefined);
+      return await Promise.race([running, timedOut]);
+    } finally {
+      clearTimeout(timer);
+      outer.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+/** The name rule of `nameSchema`, without zod: a string, non-blank, at most 200 characters, no `#`, no leading `$`. */
+function plainName(name: unknown): name is string {
+  return (
+    typeof name === 'string' && name.length <= 200 && name.trim().length > 0 && !name.includes('#') && !name.startsWith('$') && textProblem(name) === undefined
+  );
+}
+
+function nondeterministic(index: number, recorded: string, called: string | null, calledAt?: number): ConflictError {
+  const message =
+    called === null
+      ? calledAt === undefined
+        ? `The function returned without reaching its recorded step ${recorded} (call ${index}): its code changed while the run was in flight.`
+        : `Step ${recorded} was recorded as call ${index} but is now call ${calledAt}: the function's code changed while the run was in flight.`
+      : `Call ${index} was recorded as step ${recorded} but is now step ${called}: the function's code changed while the run was in flight.`;
+  return new ConflictError(FUNCTION_NONDETERMINISTIC, message, { details: { callIndex: calledAt ?? index, recorded, called } });
+}
+
+function storable(value: unknown): JsonValue | undefined {
+  const result = toStorableJson(value);
+  if (!result.ok) throw new TerminalError(outputProblem(result.problem), { code: JOB_OUTPUT_INVALID });
+  return result.value as JsonValue | undefined;
+}
+
+function wakeTime(output: JsonValue | null): number {
+  const at = output !== null && typeof output === 'object' && !Array.isArray(output) ? output.wakeAt : undefined;
+  const ms = typeof at === 'string' ? Date.parse(at) : Number.NaN;
+  if (Number.isNaN(ms)) throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded sleep has no wake time.', { details: { output } });
+  return ms;
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export function isFunctionSuspended(error: unknown): boolean {
+  return error instanceof FunctionSuspended;
+}
