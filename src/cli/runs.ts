@@ -59,13 +59,15 @@ export function registerRunCommands(program: Command, context: CliContext): void
     .requiredOption('--request-key <key>', 'identity of this recovery: retrying with the same key returns the same recovery', textOption)
     .requiredOption('--reason <reason>', 'why it is recovered (recorded in the lineage)', textOption)
     .option('--failed-only', 'carry the succeeded steps over with their outputs; run only the rest', false)
-    .action(async (workflowRunId: string, options: { requestKey: string; reason: string; failedOnly: boolean }) => {
+    .option('--again', 'recover a run that was already recovered (otherwise refused, naming its recovery)', false)
+    .action(async (workflowRunId: string, options: { requestKey: string; reason: string; failedOnly: boolean; again: boolean }) => {
       const result = await recoverWorkflowRun(context.db(), {
         sourceRunId: workflowRunId,
         scope: context.scope,
         requestKey: options.requestKey,
         reason: options.reason,
         mode: options.failedOnly ? 'failed_only' : 'full',
+        again: options.again,
       });
       const carried = result.carriedStepKeys.length > 0 ? `; carried over: ${result.carriedStepKeys.join(', ')}` : '';
       context.print(`Recovery ${result.recoveryRunId} (${result.outcome}, ${result.mode}) of run ${result.sourceRunId} is ${result.status}${carried}.`, result);

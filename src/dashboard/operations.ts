@@ -7,8 +7,9 @@
  * and refused in read-only mode before it runs.
  *
  *   GET  api/dead-letters/count?type&errorCode&after&before   preview of a bulk requeue: { count, more, cap }
+ *   GET  api/dead-letters/groups    direct dead letters by type and error code, with live workers per type (no query fields)
  *   POST api/dead-letters/requeue   { type?, errorCode?, after?, before?, limit, reason, statePolicy? }
- *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey }
+ *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey, again? }
  *   GET  api/queues                 per job type (readQueues), in the request's scope
  *   GET  api/workers                the registry, each worker with the jobs it holds and its heartbeat's state (admin only)
  *   GET  api/schedules?cursor       (admin only)       POST api/schedules/:key/pause, /resume
@@ -34,6 +35,7 @@ import type { RequeueStatePolicy } from '../replay/inputs.js';
 import { listSchedules, pauseSchedule, resumeSchedule } from '../schedules/crud.js';
 import type { WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { isoTime } from '../validation/iso-time.js';
+import { readDeadLetterGroups } from './dead-letter-groups.js';
 import type { AttentionSettings } from './attention.js';
 import { readQueues, readWorkers } from './fleet.js';
 import { onlyFields, queryFields, routeInput } from './http.js';
@@ -104,13 +106,15 @@ async function requeueDeadLetters(db: Db, scope: Scope, body: Body) {
 
 async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
   // `failedOnly: true` (not a field) must not leave mode at its default, full: every step run again.
-  onlyFields(body, ['mode', 'reason', 'requestKey']);
+  onlyFields(body, ['mode', 'reason', 'requestKey', 'again']);
   const recovery = await recoverWorkflowRun(db, {
     scope,
     sourceRunId: runId,
     requestKey: body.requestKey as string,
     reason: body.reason as string,
     ...(body.mode === undefined ? {} : { mode: body.mode as WorkflowRecoveryMode }),
+    // The library refuses anything but a boolean (`workflow.invalid_input`, field again): "yes" never widens it.
+    ...(body.again === undefined ? {} : { again: body.again as boolean }),
   });
   return { recovery };
 }
@@ -122,6 +126,13 @@ function pageQuery(query: URLSearchParams): { cursor?: string } {
 
 export const OPERATION_READS: [RegExp, Read][] = [
   [/^dead-letters\/count$/, (db, scope, _m, query) => deadLetterPreview(db, scope, query)],
+  [
+    /^dead-letters\/groups$/,
+    async (db, scope, _m, query) => {
+      onlyFields(queryFields(query), []);
+      return readDeadLetterGroups(db, scope);
+    },
+  ],
   [/^queues$/, (db, scope, _m, _query, attention) => readQueues(db, scope, attention.saturationWaitMs)],
   [
     /^workers$/,

@@ -60,3 +60,12 @@ export function nothingToRerun(sourceRunId: string): ConflictError {
     },
   );
 }
+
+/** One recovery per source unless asked again: a second click or a retried script with a new key must not run the work twice. */
+export function alreadyRecovered(sourceRunId: string, recoveryRunId: string, recoveries: number): ConflictError {
+  return new ConflictError(
+    'workflow.recovery_already_recovered',
+    'This run was already recovered; open its recovery run, or ask to recover it again (again: true).',
+    { details: { sourceRunId, recoveryRunId, recoveries } },
+  );
+}

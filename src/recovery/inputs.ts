@@ -20,6 +20,7 @@ export const recoverWorkflowRunInputSchema = z.strictObject({
   requestKey,
   reason: nonBlank(MAX_RECOVERY_REASON_LENGTH),
   mode: z.enum(RECOVERY_MODES).default('full'),
+  again: z.boolean().default(false),
 });
 
 export interface RecoverWorkflowRunInput {
@@ -32,6 +33,11 @@ export interface RecoverWorkflowRunInput {
   reason: string;
   /** `full` (default): every step runs again. `failed_only`: steps that succeeded are carried over with their outputs. */
   mode?: WorkflowRecoveryMode;
+  /**
+   * A run already recovered (under another request key) is refused with `workflow.recovery_already_recovered`
+   * naming its recovery; `true` recovers it once more all the same. Default false.
+   */
+  again?: boolean;
 }
 export type ParsedRecoveryRequest = z.output<typeof recoverWorkflowRunInputSchema>;
 
@@ -51,7 +57,8 @@ export interface ListWorkflowRecoveriesInput {
 
 /**
  * What a request key is bound to: every field of the request but the key and
- * the source (which identify it), as a sha256 fingerprint. A field added to
+ * the source (which identify it) and `again` (which only permits a second
+ * recovery, it does not shape one), as a sha256 fingerprint. A field added to
  * the request later joins the fingerprint without a schema change.
  */
 export function recoveryRequestHash(request: ParsedRecoveryRequest): string {

@@ -19,7 +19,11 @@
  *
  * Idempotency: one recovery per (source, request key). The same request
  * (mode and reason, by fingerprint) again returns it (`existing`); a
- * different one is `workflow.recovery_request_conflict`.
+ * different one is `workflow.recovery_request_conflict`. One recovery per
+ * source: a source already recovered under another key is refused
+ * (`workflow.recovery_already_recovered`, naming the latest recovery run)
+ * unless the request says `again: true`. The check runs under the source
+ * row's lock below, so two concurrent first recoveries make one.
  *
  * Active keys: a recovery of a keyed run takes the key. The source is over,
  * so its claim is released here if the sweep has not done so; another run
@@ -32,7 +36,8 @@
  * the key's advisory lock (rung 0) -> the source run row FOR NO KEY UPDATE
  * (rung 4: serialises recoveries of one source, so five concurrent requests
  * with one key make one recovery; a purge skips the row) -> in a fresh
- * statement, the recorded recovery of this key -> the source terminal and
+ * statement, the recorded recovery of this key, then any other recovery of
+ * the source (refused unless `again`) -> the source terminal and
  * quiescent (no canceled job still inside its lease: a step run again must
  * not overlap its old handler) -> the snapshot, the appends, the rebuild and
  * its check against the rows -> the key's claim rows (rung 5) -> new rows
@@ -50,7 +55,16 @@ import { WORKFLOW_INVALID_INPUT } from '../workflow/run-definition.js';
 import { RECOVERY_CARRIED, persistRuns } from '../workflow/enqueue.js';
 import { lockActiveKey } from '../coordination/locking.js';
 import { isTerminalRunStatus, type WorkflowRunStatus } from '../model/workflow-rows.js';
-import { activeKeyHeld, nothingToRerun, requestConflict, runNotFound, snapshotMissing, sourceNotQuiesced, sourceNotTerminal } from './errors.js';
+import {
+  activeKeyHeld,
+  alreadyRecovered,
+  nothingToRerun,
+  requestConflict,
+  runNotFound,
+  snapshotMissing,
+  sourceNotQuiesced,
+  sourceNotTerminal,
+} from './errors.js';
 import { carriedSteps, rebuildRun, verifySourceRows } from './rebuild.js';
 import { recoverWorkflowRunInputSchema, recoveryRequestHash, type ParsedRecoveryRequest, type RecoverWorkflowRunInput } from './inputs.js';
 import { fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
@@ -116,6 +130,15 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
 
     const existing = await recordedRecovery(tx, request);
     if (existing) return existing;
+    if (!request.again) {
+      const [prior] = await tx.$queryRaw<{ recovery_run_id: string; recoveries: number }[]>`
+        SELECT recovery_run_id, count(*) OVER ()::int AS recoveries
+          FROM runledger.workflow_recoveries
+         WHERE source_run_id = ${sourceRunId}::uuid
+         ORDER BY created_at DESC, recovery_run_id DESC
+         LIMIT 1`;
+      if (prior) throw alreadyRecovered(sourceRunId, prior.recovery_run_id, prior.recoveries);
+    }
 
     if (!isTerminalRunStatus(source.status)) throw sourceNotTerminal(sourceRunId, source.status);
     const [quiescing] = await tx.$queryRaw<{ until: Date | null }[]>`

@@ -125,6 +125,34 @@ export function deadLetterCountQuery(scope: Scope, filter: ParsedFilter, max: nu
     ) m`;
 }
 
+/** The most groups the dashboard's dead-letter list shows (largest first). */
+export const MAX_DEAD_LETTER_GROUPS = 200;
+
+/**
+ * Direct dead letters in `scope` grouped by type and last error code: how many, the oldest and newest
+ * dead-lettering, and the newest one's message (cut to 500 characters) as a sample. One statement; it reads
+ * every direct dead letter in scope once (job_queue_dead_letter_idx's predicate), so its cost is the backlog of
+ * dead letters, which a requeue or retention empties, never the history of succeeded jobs.
+ */
+export function deadLetterGroupsQuery(scope: Scope): Sql {
+  return sqltag`
+    WITH d AS MATERIALIZED (
+      SELECT jq.job_type, jq.last_error_code, jq.last_error_message, jq.finished_at, jq.id
+        FROM runledger.job_queue jq WHERE ${matching(scope, {})}
+    ),
+    g AS (
+      SELECT job_type, last_error_code, count(*)::int AS n, min(finished_at) AS oldest, max(finished_at) AS newest FROM d GROUP BY 1, 2
+    ),
+    sample AS (
+      SELECT DISTINCT ON (job_type, last_error_code) job_type, last_error_code, left(last_error_message, 500) AS message
+        FROM d ORDER BY job_type, last_error_code, finished_at DESC, id DESC
+    )
+    SELECT g.job_type, g.last_error_code, g.n, g.oldest, g.newest, sample.message
+      FROM g JOIN sample ON sample.job_type = g.job_type AND sample.last_error_code IS NOT DISTINCT FROM g.last_error_code
+     ORDER BY g.n DESC, g.job_type, g.last_error_code NULLS LAST
+     LIMIT ${MAX_DEAD_LETTER_GROUPS + 1}::int`;
+}
+
 /** The rows statement (1) locks (exported for the plan test). */
 export function deadLetterPickQuery(scope: Scope, filter: ParsedFilter, limit: number): Sql {
   return sqltag`

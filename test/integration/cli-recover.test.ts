@@ -31,9 +31,18 @@ describe('runledger runs recover', () => {
     const conflict = await cli('runs', 'recover', workflowRunId, '--request-key', 'k1', '--reason', 'other', '--json');
     expect(conflict.code).toBe(4);
     expect(JSON.parse(conflict.stderr)).toMatchObject({ code: 'workflow.recovery_request_conflict' });
+    // Another key is refused, naming the recovery, until --again says so.
+    const twice = await cli('runs', 'recover', workflowRunId, '--request-key', 'k2', '--reason', 'outage', '--failed-only', '--json');
+    expect(twice.code).toBe(4);
+    expect(JSON.parse(twice.stderr)).toMatchObject({ code: 'workflow.recovery_already_recovered', details: { recoveryRunId: result.recoveryRunId } });
+    const explicit = await cli('runs', 'recover', workflowRunId, '--request-key', 'k2', '--reason', 'outage', '--failed-only', '--again', '--json');
+    expect(explicit.code).toBe(0);
+    const second = JSON.parse(explicit.stdout) as { recoveryRunId: string; outcome: string };
+    expect(second.outcome).toBe('inserted');
+    expect(second.recoveryRunId).not.toBe(result.recoveryRunId);
 
     const source = await cli('runs', 'show', workflowRunId);
-    expect(source.stdout).toContain(`recoveries: 1, latest ${result.recoveryRunId} RUNNING (failed_only, reason: outage)`);
+    expect(source.stdout).toContain(`recoveries: 2, latest ${second.recoveryRunId} RUNNING (failed_only, reason: outage)`);
     const recovery = await cli('runs', 'show', result.recoveryRunId);
     expect(recovery.stdout).toContain(`recovered from ${workflowRunId}  (failed_only,`);
 

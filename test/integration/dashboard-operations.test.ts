@@ -47,6 +47,26 @@ beforeAll(async () => {
   tenant = await dashboardSession(served.url, 'org:acme');
 });
 
+describe('dead-letter groups over HTTP', () => {
+  it('groups by type and error code in the caller scope only, with live workers per type, and refuses any query field', async () => {
+    await deadLetter('ops.grouped', 'acme');
+    await deadLetter('ops.grouped', 'acme');
+    await deadLetter('ops.grouped', 'other');
+    type Groups = { groups: { jobType: string; errorCode: string; count: number; sampleMessage: string; unserved: boolean }[] };
+    const mine = (body: Groups) => body.groups.filter((group) => group.jobType === 'ops.grouped');
+    expect(mine((await call(served.url, 'GET', '/api/dead-letters/groups', { scope: 'org:acme' })).body as Groups)).toEqual([
+      expect.objectContaining({ jobType: 'ops.grouped', errorCode: 'ops.failed', count: 2, sampleMessage: 'failed', liveWorkers: 0, unserved: true }),
+    ]);
+    expect(mine((await call(served.url, 'GET', '/api/dead-letters/groups', { scope: 'org:other' })).body as Groups)).toEqual([
+      expect.objectContaining({ count: 1 }),
+    ]);
+    expect(mine((await call(served.url, 'GET', '/api/dead-letters/groups')).body as Groups)).toEqual([expect.objectContaining({ count: 3 })]);
+    const refused = await call(served.url, 'GET', '/api/dead-letters/groups?type=ops.grouped', { scope: 'org:acme' });
+    expect([refused.status, refused.body.error.code, refused.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'type']);
+    await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type = 'ops.grouped'`;
+  });
+});
+
 describe('bulk requeue over HTTP', () => {
   it('previews the count, requeues in the caller scope only, and refuses without CSRF or when read-only', async () => {
     const acme = [await deadLetter('ops.mail', 'acme'), await deadLetter('ops.mail', 'acme')];
@@ -172,6 +192,41 @@ describe('run recovery over HTTP', () => {
     expect(first.body.recovery).toMatchObject({ outcome: 'inserted', sourceRunId: workflowRunId, mode: 'failed_only', carriedStepKeys: ['a'] });
     const again = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { scope: 'org:acme', body, session: tenant });
     expect(again.body.recovery).toMatchObject({ outcome: 'existing', recoveryRunId: first.body.recovery.recoveryRunId });
+    // A second submit of the page's form (a new key) is refused, naming the recovery; `again` must be a boolean.
+    const second = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2' },
+      session: tenant,
+    });
+    expect([second.status, second.body.error.code, second.body.error.details.recoveryRunId]).toEqual([
+      409,
+      'workflow.recovery_already_recovered',
+      first.body.recovery.recoveryRunId,
+    ]);
+    const loose = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2', again: 'yes' },
+      session: tenant,
+    });
+    expect([loose.status, loose.body.error.code, loose.body.error.details.field]).toEqual([400, 'workflow.invalid_input', 'again']);
+    const extra = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2', recoverAgain: true },
+      session: tenant,
+    });
+    expect([extra.status, extra.body.error.code]).toEqual([400, 'dashboard.invalid_input']);
+    const explicit = await call(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, {
+      scope: 'org:acme',
+      body: { ...body, requestKey: 'dashboard-k2', again: true },
+      session: tenant,
+    });
+    expect(explicit.body.recovery).toMatchObject({ outcome: 'inserted', sourceRunId: workflowRunId });
+    expect(explicit.body.recovery.recoveryRunId).not.toBe(first.body.recovery.recoveryRunId);
+    // The run read links both ways.
+    const sourceRead = await call(served.url, 'GET', `/api/runs/${workflowRunId}`, { scope: 'org:acme', session: tenant });
+    expect(sourceRead.body.run.recoveries).toMatchObject({ count: 2, latest: { recoveryRunId: explicit.body.recovery.recoveryRunId } });
+    const recoveryRead = await call(served.url, 'GET', `/api/runs/${explicit.body.recovery.recoveryRunId}`, { scope: 'org:acme', session: tenant });
+    expect(recoveryRead.body.run.recoveredFrom).toMatchObject({ sourceRunId: workflowRunId });
   });
 });
 

@@ -222,7 +222,7 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await row(later.jobId).waitFor();
     expect(await row(later.jobId).locator('[data-testid=scheduled-for]').innerText()).toMatch(/^in (59 min|1 h)$/);
     expect(await row(flaky.jobId).locator('[data-testid=last-error]').innerText()).toBe('');
-    expect(await row(dead.jobId).locator('[data-testid=last-error]').innerText()).toBe('views.broken');
+    expect(await row(dead.jobId).locator('[data-testid=last-error] code').innerText()).toBe('views.broken');
     expect(await row(dead.jobId).locator('[data-testid=scheduled-for]').innerText()).toBe('—');
     // No cell wraps inside a word: every row is one line high.
     const heights = await page.locator('table.list tbody tr').evaluateAll((all) => all.map((tr) => tr.getBoundingClientRect().height));

@@ -322,8 +322,73 @@ describe('recoverWorkflowRun', () => {
     expect(await refusal({ sourceRunId: source, scope, requestKey: 'k', reason: 'one', mode: 'failed_only' })).toMatchObject({
       code: 'workflow.recovery_request_conflict',
     });
-    // Another key is another recovery.
-    expect((await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k2', reason: 'one' })).recoveryRunId).not.toBe(first.recoveryRunId);
+    // Another key is another recovery only when asked again.
+    expect((await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k2', reason: 'one', again: true })).recoveryRunId).not.toBe(
+      first.recoveryRunId,
+    );
+  });
+
+  it('refuses a second recovery under another key, naming the first, returns it for the same key, and recovers again when asked', async () => {
+    const source = await failedDiamond('once');
+    const first = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'click-1', reason: 'outage' });
+    expect(await refusal({ sourceRunId: source, scope, requestKey: 'click-2', reason: 'outage' })).toEqual({
+      code: 'workflow.recovery_already_recovered',
+      details: { sourceRunId: source, recoveryRunId: first.recoveryRunId, recoveries: 1 },
+    });
+    // The same key (a retried click) returns the recovery it made, with or without `again`.
+    expect(await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'click-1', reason: 'outage' })).toEqual({
+      ...first,
+      outcome: 'existing',
+    });
+    expect(await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'click-1', reason: 'outage', again: true })).toEqual({
+      ...first,
+      outcome: 'existing',
+    });
+    expect(await refusal({ sourceRunId: source, scope, requestKey: 'click-2', reason: 'outage', again: 'yes' as never })).toMatchObject({
+      code: 'workflow.invalid_input',
+      field: 'again',
+    });
+    const second = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'click-2', reason: 'outage', again: true });
+    expect(second.outcome).toBe('inserted');
+    expect(second.recoveryRunId).not.toBe(first.recoveryRunId);
+    // The refusal now names the latest of the two.
+    expect(await refusal({ sourceRunId: source, scope, requestKey: 'click-3', reason: 'outage' })).toMatchObject({
+      code: 'workflow.recovery_already_recovered',
+      details: { recoveryRunId: second.recoveryRunId, recoveries: 2 },
+    });
+    // Both runs link to each other in the run read.
+    expect(await getWorkflowRun(db.prisma, { scope, workflowRunId: source })).toMatchObject({
+      recoveredFrom: null,
+      recoveries: { count: 2, latest: { recoveryRunId: second.recoveryRunId } },
+    });
+    expect(await getWorkflowRun(db.prisma, { scope, workflowRunId: second.recoveryRunId })).toMatchObject({
+      recoveredFrom: { sourceRunId: source, recoveryRunId: second.recoveryRunId },
+    });
+  });
+
+  it('makes one recovery when 5 connections recover the same source under 5 different keys at once', async () => {
+    const clients = Array.from({ length: 5 }, () => db.newClient({ max: 1 }));
+    for (let round = 0; round < 3; round += 1) {
+      const source = await failedDiamond(`twice${round}`);
+      const start = barrier(clients.length);
+      const settled = await Promise.allSettled(
+        clients.map(async (client, index): Promise<RecoverWorkflowRunResult> => {
+          await start();
+          return recoverWorkflowRun(client, { sourceRunId: source, scope, requestKey: `click-${index}`, reason: 'race', mode: 'failed_only' });
+        }),
+      );
+      const won = settled.filter((r): r is PromiseFulfilledResult<RecoverWorkflowRunResult> => r.status === 'fulfilled');
+      expect(won).toHaveLength(1);
+      expect(won[0]!.value.outcome).toBe('inserted');
+      const refused = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as { code: string; details: unknown });
+      expect(refused.map((e) => e.code)).toEqual(Array(4).fill('workflow.recovery_already_recovered'));
+      for (const e of refused) expect(e.details).toMatchObject({ recoveryRunId: won[0]!.value.recoveryRunId });
+      const [row] = await db.prisma.$queryRaw<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM runledger.workflow_recoveries WHERE source_run_id = ${source}::uuid`;
+      expect(row!.n).toBe(1);
+      expect(await drive(`twice${round}.`)).toEqual([`twice${round}.b`, `twice${round}.d`]);
+    }
   });
 
   it('makes one recovery when 5 connections recover the same source with the same key at once', async () => {
@@ -464,7 +529,7 @@ describe('recoverWorkflowRun', () => {
   it('reads lineage both ways: recoveredFrom, recoveries, listWorkflowRecoveries pages, a handle', async () => {
     const source = await failedDiamond('lineage');
     const first = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k1', reason: 'first' });
-    const second = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k2', reason: 'second', mode: 'failed_only' });
+    const second = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 'k2', reason: 'second', mode: 'failed_only', again: true });
     const read = await getWorkflowRun(db.prisma, { scope, workflowRunId: source });
     expect(read.recoveredFrom).toBeNull();
     expect(read.recoveries).toEqual({

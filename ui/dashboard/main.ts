@@ -14,6 +14,7 @@ import { runView } from './views/run.js';
 import { runsView } from './views/runs.js';
 import { hideAdminLinks, operationsView } from './views/operations.js';
 import { showUpdated } from './updated.js';
+import { installThemeToggle } from './theme.js';
 
 const POLL_MS = 5_000;
 const DEBOUNCE_MS = 200;
@@ -37,6 +38,7 @@ async function start(): Promise<void> {
   const errorBox = document.getElementById('error')!;
   const liveBox = document.getElementById('live')!;
   const updatedBox = document.getElementById('updated')!;
+  installThemeToggle(document.querySelector<HTMLElement>('header.top')!);
   const showError = (error: unknown) => {
     errorBox.textContent = errorText(error);
     errorBox.hidden = false;

@@ -1,5 +1,7 @@
 /**
- * Bulk requeue of dead letters (`#/dead-letters?type&errorCode&after&before`):
+ * Dead letters: first the list grouped by type and error code, each group
+ * requeued on its own (dead-letter-groups.ts); then the bulk requeue by any
+ * filter (`#/dead-letters?type&errorCode&after&before`):
  * the filter is the page's URL, the count is previewed from the server, and the
  * requeue asks for a reason, a cap (at most what the preview counted, at most
  * the server's cap) and a confirmation. The server requeues them as one
@@ -9,6 +11,7 @@ import { get, post } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { actionForm, STATE_POLICY_LABELS } from './actions.js';
+import { deadLetterGroups } from './dead-letter-groups.js';
 import { filterForm } from './list.js';
 
 interface Preview {
@@ -68,11 +71,14 @@ export function deadLettersView(context: Context, query: URLSearchParams): View 
           },
         },
       );
+  const groups = deadLetterGroups(context);
   const root = h(
     'section',
     { 'aria-labelledby': 'dead-letters-title' },
     h('h1', { id: 'dead-letters-title' }, 'Dead letters'),
     h('p', { class: 'muted' }, 'Requeue failed direct jobs in bulk. A failed workflow step is recovered from its run’s page instead.'),
+    groups.root,
+    h('h2', {}, 'Requeue by filter'),
     filterForm('#/dead-letters', query, [
       { name: 'type', label: 'Type' },
       { name: 'errorCode', label: 'Last error code' },
@@ -87,7 +93,7 @@ export function deadLettersView(context: Context, query: URLSearchParams): View 
   return {
     root,
     async refresh() {
-      preview = await get<Preview>('dead-letters/count', filter);
+      [, preview] = await Promise.all([groups.refresh(), get<Preview>('dead-letters/count', filter)]);
       replace(
         count,
         `${preview.more ? `More than ${preview.count.toLocaleString('en-US')}` : preview.count.toLocaleString('en-US')} dead-lettered job${preview.count === 1 ? '' : 's'} match (${describe(query)}); one requeue takes at most ${preview.cap.toLocaleString('en-US')}.`,

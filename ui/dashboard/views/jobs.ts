@@ -20,6 +20,7 @@ interface Job {
   finishedAt: string | null;
   idempotencyKey: string | null;
   lastErrorCode: string | null;
+  lastErrorMessage: string | null;
 }
 
 export const JOB_STATUSES = ['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED'];
@@ -42,9 +43,16 @@ function scheduledFor(job: Job): HTMLElement | string {
   );
 }
 
-/** A succeeded job's last error is history (a retry that then succeeded): only a job that has not succeeded shows it. */
-function lastError(job: Job): string {
-  return job.status === 'SUCCEEDED' ? '' : (job.lastErrorCode ?? '');
+/**
+ * A succeeded job's last error is history (a retry that then succeeded): only a job that has not succeeded shows it,
+ * its code and, beside it, the message cut to the column (whole on hover, and to a screen reader).
+ */
+function lastError(job: Job): (HTMLElement | string)[] {
+  if (job.status === 'SUCCEEDED' || job.lastErrorCode === null) return [];
+  const message = job.lastErrorMessage ?? '';
+  return [
+    h('span', { class: 'error-line' }, h('code', {}, job.lastErrorCode), message ? h('span', { class: 'error-message', title: message }, message) : null),
+  ];
 }
 
 export function markedKey(key: string | null, needle: string): HTMLElement | string {
@@ -80,7 +88,7 @@ export function jobsView(context: Context, query: URLSearchParams): View {
           ? h('p', {}, 'No job matches.')
           : h(
               'table',
-              { class: 'list' },
+              { class: 'list jobs' },
               h('caption', { class: 'sr-only' }, 'Jobs, newest first'),
               h(
                 'thead',
@@ -108,7 +116,7 @@ export function jobsView(context: Context, query: URLSearchParams): View {
                     h('td', {}, timeAgo(job.createdAt)),
                     h('td', { 'data-testid': 'scheduled-for' }, scheduledFor(job)),
                     h('td', { class: 'num' }, job.startedAt ? duration(job.startedAt, job.finishedAt) : '—'),
-                    h('td', { 'data-testid': 'last-error' }, lastError(job)),
+                    h('td', { 'data-testid': 'last-error', 'data-col': 'error' }, lastError(job)),
                   ),
                 ),
               ),

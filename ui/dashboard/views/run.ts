@@ -5,7 +5,7 @@ import { h, replace } from '../dom.js';
 import { progressText } from '../format.js';
 import { duration } from '../time.js';
 import { actionForm } from './actions.js';
-import { runActionForms } from './run-actions.js';
+import { runActionForms, runActionsKey } from './run-actions.js';
 import { statusBadge } from './list.js';
 import { runFacts, stepPanel, type RunFacts, type RunStep } from './run-details.js';
 import { criticalPath } from '../critical-path.js';
@@ -120,7 +120,7 @@ export function runView(context: Context, runId: string): View {
         runFacts(run, detail.steps, select),
         detail.truncated ? h('p', { class: 'muted' }, 'This run is larger than the dashboard draws; the graph shows its first steps.') : null,
       );
-      const runKey = `${run.status}`;
+      const runKey = runActionsKey(run);
       if (runKey !== cancelKey) {
         cancelKey = runKey;
         replace(cancel, runActionForms(context, run));
