@@ -226,7 +226,7 @@ export function heldJobsQuery(workerIds: string[]): Sql {
                              ORDER BY h.id) FILTER (WHERE h.n <= ${MAX_LISTED_HELD}::int), '[]'::json) AS jobs
       FROM (SELECT jq.lease_owner, jq.id, jq.job_type, jq.organization_id, jq.attempt_started_at, jq.lease_expires_at,
                    row_number() OVER (PARTITION BY jq.lease_owner ORDER BY jq.id) AS n
-              FROM ${LEASED_JOBS} AND jq.lease_owner = ANY(${workerIds}::text[])) h
+              FROM ${LEASED_JOBS} AND jq.lease_owner IN (SELECT unnest(${workerIds}::text[]))) h
      GROUP BY 1`;
 }
 
