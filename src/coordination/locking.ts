@@ -34,9 +34,20 @@
  *   - Claim / retry / release / continuation of a workflow job: job rows ->
  *     step rows (no release lock: they release nothing; a continued step
  *     stays live, src/queue/continue.ts).
+ *   - Lease rows (runledger.job_leases, src/queue/statements/lease-rows.ts) are
+ *     rung 1's appendix: a statement writes a job's lease row only after it
+ *     holds that job's row (rung 1), in the same statement (claim: insert;
+ *     completion, failure, continuation, release, reaper: delete; heartbeat:
+ *     move its expiry; cancellation: mark it canceled), never before. So a
+ *     wait for a lease row is a wait by a holder of its job row, which no other
+ *     holder of that lease row lacks: lease rows add no cycle. The one writer
+ *     that locks a lease row without its job row, the reaper's sweep of
+ *     run-out canceled leases (their jobs finished), takes them with SKIP
+ *     LOCKED and never waits.
  *   - Execution resources add no lock of their own: a claim locks job rows
  *     with SKIP LOCKED (never waits) and at most one job per key, and the
- *     key's reservation is the unique index over leased jobs' keys. Inserting
+ *     key's reservation is the unique index over live lease rows' keys
+ *     (job_leases_resource_uidx). Inserting
  *     into it waits only if another claim leased the same key in a statement
  *     whose snapshot missed ours, which the head rule makes rare; two such
  *     claims over two keys in opposite order would meet PostgreSQL's deadlock
@@ -103,6 +114,18 @@
  * queued for the shared form behind such a cancellation waits bounded, as
  * always. So an append that holds the shared lock and waits for step rows
  * waits only for transactions that finish without it.
+ *
+ * Finished-job counters (rung 6, job_counts rows; src/queue/statements/finished-counts.ts). Every statement
+ * that finishes jobs (completion, failure to dead letter, cancel of a job or of a run's jobs, the reaper) adds
+ * to its counters in one upsert, in key order (minute, type, organization, status, kind), as an unreferenced
+ * CTE, which PostgreSQL runs after the statement's main query: so within a statement they are the last lock,
+ * and two statements share at most a prefix of the same ordered list, which cannot close a cycle. A counter
+ * row is held to commit; the worker's completion transaction goes on to rungs 2b-4 holding it. A cycle
+ * through counters therefore needs two transactions of the same shard (backend pid modulo 16), one holding
+ * a counter and waiting for a run or step row, the other holding that row and running a second terminal
+ * statement on the same counter: only a host transaction that finishes jobs twice could do it, and
+ * PostgreSQL's detector ends it (`database.transaction_conflict`, retried like any conflict). The shard
+ * keeps concurrent workers of one type and minute off one row (test/integration/finished-counts.test.ts).
  *
  * Rungs 0 and 5. Rung 0 locks are taken first and by nothing that holds
  * another lock class, so no waiter on them holds anything a rung-0 holder

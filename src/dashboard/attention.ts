@@ -18,8 +18,9 @@
  * many live workers a type has.
  *
  * Cost: the backlog and the windows, never the history: pending jobs through
- * the claim index, leases through job_queue_lease_expiry_idx, finished ones
- * through job_queue_finished_status_idx in the window, live runs through
+ * the claim index, leases through their rows in job_leases, finished counts
+ * from job_counts and dead letters through job_queue_dead_lettered_at_idx
+ * in the window, live runs through
  * workflow_runs_status_idx and their steps through the run's step index
  * (test/integration/dashboard-attention.test.ts pins the plans).
  */
@@ -158,7 +159,8 @@ export function failureGroupsQuery(scope: Scope): Sql {
            (array_agg(jq.id ORDER BY jq.finished_at DESC, jq.id DESC))[1] AS newest_job_id,
            left((array_agg(jq.last_error_message ORDER BY jq.finished_at DESC, jq.id DESC))[1], ${MAX_MESSAGE}::int) AS message
       FROM runledger.job_queue jq
-     WHERE jq.status = 'DEAD_LETTERED' AND jq.finished_at >= now() - ${FAILURES_WINDOW_MS}::float8 * interval '1 millisecond'
+     -- dead_lettered_at (a dead letter's finish time, generated) matches job_queue_dead_letter_idx's predicate.
+     WHERE jq.dead_lettered_at >= now() - ${FAILURES_WINDOW_MS}::float8 * interval '1 millisecond'
        AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2
      ORDER BY max(jq.finished_at) DESC, 1, 2

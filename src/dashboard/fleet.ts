@@ -8,10 +8,10 @@
  *
  * Cost on a large table (test/integration/dashboard-fleet-plans.test.ts):
  *   - pending and runnable read the PENDING partial claim index
- *     (job_queue_claim_idx), leased ones job_queue_lease_expiry_idx: their
+ *     (job_queue_claim_idx), leased ones the lease rows (job_leases): their
  *     size is the backlog, not the history;
- *   - the last hour's outcomes read job_queue_finished_status_idx in the
- *     window only;
+ *   - the last hour's outcomes sum job_counts (the finished-job counters) over
+ *     the window's minutes only;
  *   - the registry is a few rows per running worker.
  * Scope filters the jobs exactly as everywhere (src/db/scope.ts). Workers
  * serve every organization, so their rows are an admin's read only; a
@@ -22,8 +22,9 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
-import { inScope } from '../db/fragments.js';
+import { LEASED_JOBS, inScope } from '../db/fragments.js';
 import { REGISTRY_STALE_INTERVALS, REGISTRY_TTL_INTERVALS } from '../model/worker-registry.js';
+import { finishedCountRows } from '../queue/finished-counts.js';
 
 /** The window of the throughput and failure rate. */
 export const QUEUE_WINDOW_MS = 3_600_000;
@@ -84,35 +85,27 @@ export function pendingByTypeQuery(scope: Scope): Sql {
     SELECT jq.job_type, count(*)::int AS pending, (count(*) FILTER (WHERE jq.next_run_at <= now()))::int AS runnable,
            round(EXTRACT(EPOCH FROM now() - min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now())) * 1000)::float8 AS oldest_wait_ms
       FROM runledger.job_queue jq
-     WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}
+     WHERE jq.claimable AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1`;
 }
 
-/** LEASED jobs by type, through the lease expiry index. */
+/** LEASED jobs by type, through their lease rows. */
 export function leasedByTypeQuery(scope: Scope): Sql {
   return sqltag`
     SELECT jq.job_type, count(*)::int AS leased
-      FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
+      FROM ${LEASED_JOBS} AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1`;
 }
 
-/** Jobs that finished in the window (default the queues page's QUEUE_WINDOW_MS), by type and outcome. */
+/** Jobs that finished in the window (default the queues page's QUEUE_WINDOW_MS; its minutes, from the finished-job counters), by type and outcome. */
 export function finishedByTypeQuery(scope: Scope, windowMs = QUEUE_WINDOW_MS): Sql {
-  // One branch per status, each an equality and a range on job_queue_finished_status_idx (as getQueueMetrics'
-  // recentlyFinishedJobCounts): with `status IN (...)` the status test is implied by the index's predicate and
-  // dropped, and PostgreSQL before 18 (no skip scan) then reads the whole index or the table.
-  const finished = (status: string) => sqltag`
-    SELECT jq.job_type, jq.status
-      FROM runledger.job_queue jq
-     WHERE jq.status = ${status}::runledger.job_status
-       AND jq.finished_at >= now() - ${windowMs}::float8 * interval '1 millisecond' AND ${inScope(scope, 'jq.organization_id')}`;
+  const rows = finishedCountRows(scope, sqltag`now() - ${windowMs}::float8 * interval '1 millisecond'`, sqltag`now()`);
   return sqltag`
     SELECT f.job_type,
-           (count(*) FILTER (WHERE f.status = 'SUCCEEDED'))::int AS succeeded,
-           (count(*) FILTER (WHERE f.status = 'DEAD_LETTERED'))::int AS dead_lettered,
-           (count(*) FILTER (WHERE f.status = 'CANCELED'))::int AS canceled
-      FROM (${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')}) f
+           (coalesce(sum(f.count) FILTER (WHERE f.status = 'SUCCEEDED'), 0))::int AS succeeded,
+           (coalesce(sum(f.count) FILTER (WHERE f.status = 'DEAD_LETTERED'), 0))::int AS dead_lettered,
+           (coalesce(sum(f.count) FILTER (WHERE f.status = 'CANCELED'), 0))::int AS canceled
+      FROM (${rows}) f
      GROUP BY 1`;
 }
 
@@ -221,7 +214,7 @@ export const workersQuery = sqltag`
 
 /**
  * The LEASED jobs the given workers own (lease_owner is the worker id), per worker: the count and the first
- * MAX_LISTED_HELD by id. Through job_queue_lease_expiry_idx: the rows read are the leases held now, never the
+ * MAX_LISTED_HELD by id. Through the lease rows (job_leases): the rows read are the leases held now, never the
  * history. Unscoped: the workers page is an admin's.
  */
 export function heldJobsQuery(workerIds: string[]): Sql {
@@ -233,22 +226,19 @@ export function heldJobsQuery(workerIds: string[]): Sql {
                              ORDER BY h.id) FILTER (WHERE h.n <= ${MAX_LISTED_HELD}::int), '[]'::json) AS jobs
       FROM (SELECT jq.lease_owner, jq.id, jq.job_type, jq.organization_id, jq.attempt_started_at, jq.lease_expires_at,
                    row_number() OVER (PARTITION BY jq.lease_owner ORDER BY jq.id) AS n
-              FROM runledger.job_queue jq
-              JOIN unnest(${workerIds}::text[]) AS o(worker_id) ON o.worker_id = jq.lease_owner
-             WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL) h
+              FROM ${LEASED_JOBS} AND jq.lease_owner IN (SELECT unnest(${workerIds}::text[]))) h
      GROUP BY 1`;
 }
 
 /**
  * Per job type: the live workers that handle it, their slots (concurrency) and how many of those slots are busy
  * (the leases each holds now, at most its concurrency). Fleet-wide, whatever the scope: a slot serves every
- * organization. Leases are read through job_queue_lease_expiry_idx (the backlog in flight); an expired lease the
+ * organization. Leases are read through their rows in job_leases (the backlog in flight); an expired lease the
  * reaper has not taken back still counts: its worker may still be running the job.
  */
 export const typeSlotsQuery = sqltag`
   WITH held AS (
-    SELECT jq.lease_owner, count(*)::int AS n FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL
+    SELECT jq.lease_owner, count(*)::int AS n FROM ${LEASED_JOBS}
      GROUP BY 1
   )
   SELECT t.job_type, count(*)::int AS workers, sum(w.concurrency)::int AS slots,

@@ -12,7 +12,8 @@ import { scopeParams, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../model/job-rows.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import { TERMINAL_RUN, inScope, inScopeByKind } from '../db/fragments.js';
+import { LEASED_JOBS, TERMINAL_RUN, inScope, inScopeByKind } from '../db/fragments.js';
+import { finishedCountRows } from '../queue/finished-counts.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
 export const MAX_LISTED_REPLAYS = 100;
@@ -39,7 +40,7 @@ export interface DashboardOverview {
   finishedSince: string;
   /** Seconds the longest-waiting runnable job (PENDING, due) has been due; null when none waits. */
   oldestReadySeconds: number | null;
-  /** Jobs whose current run ended within the last hour, by how it ended. */
+  /** Jobs that finished within the last hour (its minutes, from the finished-job counters), by how they ended. */
   lastHour: { succeeded: number; deadLettered: number; canceled: number };
   generatedAt: string;
 }
@@ -65,11 +66,9 @@ const wr = sqltag`wr`;
  *   - PENDING jobs by type through job_queue_claim_by_type_idx, which covers
  *     what the count reads (type, due time, organization; migration
  *     20261227000000): an index-only scan once the table is vacuumed;
- *   - LEASED jobs through job_queue_lease_expiry_idx (a lease has an expiry:
- *     job_queue_lease_columns);
- *   - finished jobs through job_queue_finished_status_idx, one branch per
- *     status (an equality and a range each: with `status IN (...)`
- *     PostgreSQL before 18 reads the whole index or the table);
+ *   - LEASED jobs through their lease rows (job_leases, one per live lease);
+ *   - finished jobs from job_counts (per-minute counters, migration
+ *     20261229000001_finished_reads), the window's minutes only;
  *   - live runs through workflow_runs_status_idx, finished ones through
  *     workflow_runs_finished_idx in the window.
  * The scope predicate is written for the scope's kind (inScopeByKind, src/db/fragments.ts), so a
@@ -80,27 +79,24 @@ export function overviewQuery(scope: Scope): Sql {
   const hourAgo = sqltag`(now() - interval '1 hour')`;
   const jobsIn = inScopeByKind(scope, sqltag`${jq}.organization_id`);
   const runsIn = inScopeByKind(scope, sqltag`${wr}.organization_id`);
-  const finished = (status: string, from: Sql) => sqltag`
-    SELECT jq.job_type FROM runledger.job_queue jq
-     WHERE jq.status = ${status}::runledger.job_status AND jq.finished_at >= ${from} AND ${jobsIn}`;
-  const finishedByType = (status: string) => sqltag`
-    SELECT f.job_type, ${status}::text AS status, count(*)::int AS n FROM (${finished(status, since)}) f GROUP BY 1`;
+  const finished = (from: Sql) => finishedCountRows(scope, from, sqltag`now()`);
+  const finishedByType = sqltag`
+    SELECT f.job_type, f.status::text AS status, sum(f.count)::int AS n FROM (${finished(since)}) f GROUP BY 1, 2`;
+  const lastHour = (status: string) =>
+    sqltag`(SELECT coalesce(sum(f.count), 0)::int FROM (${finished(hourAgo)}) f WHERE f.status = ${status}::runledger.job_status)`;
   return sqltag`
     WITH pending AS (
       SELECT jq.job_type, count(*)::int AS n, min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now()) AS oldest_due
         FROM runledger.job_queue jq
-       WHERE jq.status = 'PENDING' AND ${jobsIn}
+       WHERE jq.claimable AND ${jobsIn}
        GROUP BY 1
     ), jobs AS (
       SELECT p.job_type, 'PENDING'::text AS status, p.n FROM pending p
       UNION ALL
       SELECT jq.job_type, 'LEASED', count(*)::int
-        FROM runledger.job_queue jq
-       WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${jobsIn}
+        FROM ${LEASED_JOBS} AND ${jobsIn}
        GROUP BY 1
-      UNION ALL ${finishedByType('SUCCEEDED')}
-      UNION ALL ${finishedByType('DEAD_LETTERED')}
-      UNION ALL ${finishedByType('CANCELED')}
+      UNION ALL ${finishedByType}
     ), runs AS (
       SELECT wr.workflow_type, wr.status::text AS status, count(*)::int AS n
         FROM runledger.workflow_runs wr
@@ -116,9 +112,9 @@ export function overviewQuery(scope: Scope): Sql {
       (SELECT coalesce(json_agg(json_build_object('jobType', job_type, 'status', status, 'count', n) ORDER BY job_type, status), '[]'::json) FROM jobs) AS jobs,
       (SELECT coalesce(json_agg(json_build_object('workflowType', workflow_type, 'status', status, 'count', n) ORDER BY workflow_type, status), '[]'::json) FROM runs) AS runs,
       (SELECT extract(epoch FROM now() - min(p.oldest_due))::float8 FROM pending p) AS oldest_ready_seconds,
-      (SELECT count(*)::int FROM (${finished('SUCCEEDED', hourAgo)}) f) AS succeeded,
-      (SELECT count(*)::int FROM (${finished('DEAD_LETTERED', hourAgo)}) f) AS dead_lettered,
-      (SELECT count(*)::int FROM (${finished('CANCELED', hourAgo)}) f) AS canceled,
+      ${lastHour('SUCCEEDED')} AS succeeded,
+      ${lastHour('DEAD_LETTERED')} AS dead_lettered,
+      ${lastHour('CANCELED')} AS canceled,
       ${since} AS finished_since,
       now() AS generated_at`;
 }

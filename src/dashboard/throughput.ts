@@ -4,15 +4,14 @@
  * attempts that failed and will be retried. One statement, so the minutes
  * come from one snapshot, and index-backed in every scope (pinned by
  * test/integration/dashboard-plans.test.ts):
- *   - finished jobs through job_queue_finished_status_idx (status, finished_at)
- *     over the hour only, one branch per status (with `status IN (...)`
- *     PostgreSQL 15 estimated a sequential scan cheaper, as in
- *     src/metrics/queries.ts);
+ *   - finished jobs from job_counts (per-minute counters every terminal
+ *     statement adds to; migration 20261229000001_finished_reads), the hour's
+ *     minutes only (its primary key starts with the minute);
  *   - retried failures through job_attempts_failed_retry_idx (finished_at,
  *     over FAILED_RETRY attempts; migration 20261219000000), each one's job
  *     by primary key for the scope.
- * Like the last-hour figures, a job replayed or requeued since it finished
- * counts at its latest finish only, and purged jobs are gone from history.
+ * The counters count finishes: a job requeued and finished again counts at
+ * each finish, and a purge does not take a finish back.
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
@@ -20,6 +19,7 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { inScopeByKind } from '../db/fragments.js';
+import { countsInScope } from '../queue/finished-counts.js';
 
 /** Minutes the chart covers: the current (partial) minute and the 59 before it. */
 export const THROUGHPUT_MINUTES = 60;
@@ -56,32 +56,31 @@ const jq = sqltag`jq`;
 /** The statement, for the plan test to EXPLAIN. */
 export function throughputQuery(scope: Scope): Sql {
   const start = sqltag`(date_trunc('minute', now()) - make_interval(mins => ${THROUGHPUT_MINUTES - 1}::int))`;
-  const finished = (status: string) => sqltag`
-    SELECT date_trunc('minute', jq.finished_at) AS minute, ${status}::text AS what
-      FROM runledger.job_queue jq
-     WHERE jq.status = ${status}::runledger.job_status AND jq.finished_at >= ${start} AND jq.finished_at <= now()
-       AND ${inScopeByKind(scope, sqltag`${jq}.organization_id`)}`;
+  const finished = sqltag`
+    SELECT c.minute, c.status::text AS what, c.count::int AS n
+      FROM runledger.job_counts c
+     WHERE c.minute >= ${start} AND c.minute <= now() AND ${countsInScope(scope, sqltag`c.organization_id`)}`;
   // Admin needs no job row; any other scope checks each retried attempt's job by primary key.
   const retried =
     scope.kind === 'admin'
       ? sqltag`
-    SELECT date_trunc('minute', a.finished_at), 'FAILED_RETRY'
+    SELECT date_trunc('minute', a.finished_at), 'FAILED_RETRY', 1
       FROM runledger.job_attempts a
      WHERE a.outcome = 'FAILED_RETRY' AND a.finished_at >= ${start} AND a.finished_at <= now()`
       : sqltag`
-    SELECT date_trunc('minute', a.finished_at), 'FAILED_RETRY'
+    SELECT date_trunc('minute', a.finished_at), 'FAILED_RETRY', 1
       FROM runledger.job_attempts a JOIN runledger.job_queue jq ON jq.id = a.job_id
      WHERE a.outcome = 'FAILED_RETRY' AND a.finished_at >= ${start} AND a.finished_at <= now()
        AND ${inScopeByKind(scope, sqltag`${jq}.organization_id`)}`;
   return sqltag`
     WITH events AS (
-      ${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')} UNION ALL ${retried}
+      ${finished} UNION ALL ${retried}
     ), counts AS (
       SELECT minute,
-             (count(*) FILTER (WHERE what = 'SUCCEEDED'))::int AS succeeded,
-             (count(*) FILTER (WHERE what = 'DEAD_LETTERED'))::int AS dead_lettered,
-             (count(*) FILTER (WHERE what = 'CANCELED'))::int AS canceled,
-             (count(*) FILTER (WHERE what = 'FAILED_RETRY'))::int AS retried
+             (coalesce(sum(n) FILTER (WHERE what = 'SUCCEEDED'), 0))::int AS succeeded,
+             (coalesce(sum(n) FILTER (WHERE what = 'DEAD_LETTERED'), 0))::int AS dead_lettered,
+             (coalesce(sum(n) FILTER (WHERE what = 'CANCELED'), 0))::int AS canceled,
+             (coalesce(sum(n) FILTER (WHERE what = 'FAILED_RETRY'), 0))::int AS retried
         FROM events GROUP BY minute
     )
     SELECT m.minute, coalesce(c.succeeded, 0) AS succeeded, coalesce(c.dead_lettered, 0) AS dead_lettered,

@@ -16,6 +16,8 @@
  *   its lease not expired at the time of the write (src/queue/lifecycle.ts
  *   explains the lease clock).
  * - Clearing the lease when an attempt ends or is given back.
+ * - The leased jobs, read through their lease rows (runledger.job_leases: one
+ *   per live lease, so the read costs the fleet's concurrency, not the table).
  * - The terminal run statuses, and "a run is over and quiescent": no canceled
  *   job of it still holds a live lease (its handler may still be running), the
  *   rule that frees a run's active key and lets a run be recovered.
@@ -74,7 +76,8 @@ export function leaseIdentity(l: LeaseName | LeaseRows): Sql {
 /**
  * The job row `jq` is still LEASED and its lease not expired at `at` (the write's clock). The status is
  * compared as text so no partial index on `status = 'LEASED'` matches: a batch probes each lease by primary
- * key, never by a bitmap of job_queue_lease_expiry_idx, whose dead entries it would read too.
+ * key, never by a bitmap of a partial index on LEASED rows (job_queue_lease_expiry_idx, until migration
+ * 20261229000000 moved leases to job_leases), whose dead entries it would read too.
  */
 export function leaseLive(at: Sql): Sql {
   return sqltag`jq.status::text = 'LEASED' AND jq.lease_expires_at > ${at}`;
@@ -101,6 +104,13 @@ export function lockedLeaseAndClock(l: LeaseName, columns: Sql = empty): Sql {
     ),
     clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM locked)`;
 }
+
+/**
+ * The LEASED jobs `jq` through their live lease rows `l`, as a FROM clause with its WHERE (append `AND ...`):
+ * one primary-key probe of job_queue per lease (migration 20261229000000_job_leases: job_queue has no lease index).
+ */
+export const LEASED_JOBS = sqltag`runledger.job_leases l JOIN runledger.job_queue jq ON jq.id = l.job_id
+     WHERE NOT l.canceled AND jq.status = 'LEASED' AND jq.lease_expires_at = l.expires_at`;
 
 /** SET items that give up the lease (an attempt ended or was given back). */
 export const CLEAR_LEASE = sqltag`lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL`;

@@ -66,3 +66,18 @@ export function newIds(count: number): string[] {
   for (let i = 0; i < count; i += 1) ids[i] = newId();
   return ids;
 }
+
+/**
+ * The smallest UUIDv7 of the millisecond `at` (version and sequence bits zero): every id newId made at or
+ * after `at` sorts at or above it, so a primary-key range stands in for a creation-time range.
+ */
+export function uuidv7Floor(at: Date): string {
+  const hex = Math.max(0, Math.floor(at.getTime())).toString(16).padStart(12, '0').slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
+ * How far an id's clock (the application host's, where newId runs) may be behind the database's clock that
+ * stamps created_at and finished_at: a reader that bounds a time range by ids widens it by this much.
+ */
+export const ID_CLOCK_MARGIN_MS = 600_000;

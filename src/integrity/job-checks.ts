@@ -9,6 +9,9 @@
  *   LEASED      owner and expiry set, attempt >= 1;
  *   otherwise   no owner, no heartbeat; an expiry only on a CANCELED job
  *               (the quiescence marker a canceled lease keeps).
+ * A LEASED job has its live lease row (job_leases, by its expiry and id, with
+ * its resource key: one primary-key probe); the reverse, a lease row without
+ * its job, is lease-checks.ts's.
  * A job's run number is 1 + its REQUEUED events (requeue and a handler's
  * continuation, src/queue/continue.ts, are the only writers of run_number,
  * each with its REQUEUED event). A workflow job's execution resource and backoff are its step's (copied
@@ -39,7 +42,10 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
              j.created_at, j.started_at, j.finished_at,
              s.id AS step_id, s.job_id AS step_job_id, s.workflow_run_id, s.step_key,
              ev.requeues, ev.replayed_from, lr.replay_job_id AS lineage_job_id,
-             att.open_attempts, att.open_attempt, att.bad_attempts
+             att.open_attempts, att.open_attempt, att.bad_attempts,
+             EXISTS (SELECT 1 FROM runledger.job_leases l
+                      WHERE l.expires_at = j.lease_expires_at AND l.job_id = j.id AND NOT l.canceled
+                        AND l.resource_key IS NOT DISTINCT FROM j.resource_key) AS has_lease_row
         FROM unnest(${jobIds}::uuid[]) AS page(id)
         JOIN runledger.job_queue j ON j.id = page.id
         LEFT JOIN runledger.workflow_steps s ON s.id = j.workflow_step_id
@@ -71,6 +77,11 @@ export async function checkJobs(tx: Tx, jobIds: readonly string[]): Promise<Viol
      WHERE CASE WHEN status = 'LEASED' THEN lease_owner IS NULL OR lease_expires_at IS NULL OR attempt < 1
                 ELSE lease_owner IS NOT NULL OR heartbeat_at IS NOT NULL
                      OR (lease_expires_at IS NOT NULL AND status <> 'CANCELED') END
+    UNION ALL
+    SELECT 'job.lease_row_missing', workflow_run_id, step_id, step_key, id,
+           jsonb_build_object('leaseRow', jsonb_build_object('expiresAt', lease_expires_at, 'resourceKey', resource_key)),
+           jsonb_build_object('leaseRow', NULL)
+      FROM jobs WHERE status = 'LEASED' AND NOT has_lease_row
     UNION ALL
     SELECT 'job.output_not_succeeded', workflow_run_id, step_id, step_key, id,
            jsonb_build_object('output', NULL), jsonb_build_object('status', status, 'hasOutput', true)

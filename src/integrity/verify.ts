@@ -9,6 +9,7 @@
  *     on a million jobs);
  *   - then jobs the same way (every job, direct or workflow-managed), unless
  *     `workflowRunIds` narrows the check to those runs and their jobs;
+ *   - then, with the jobs, the lease rows by their primary key (lease-checks.ts);
  *   - each page is one short REPEATABLE READ, READ ONLY transaction, so its
  *     statements see one snapshot: a run and its jobs are never compared
  *     across a concurrent commit. Joined to a caller's transaction, the
@@ -30,6 +31,7 @@ import { parseInput } from '../validation/parse.js';
 import { uuid } from '../validation/primitives.js';
 import { checkCoordination } from './coordination-checks.js';
 import { checkJobs, checkReplayLineage } from './job-checks.js';
+import { FIRST_LEASE_KEY, checkLeaseRows } from './lease-checks.js';
 import { checkRecoveries } from './recovery-checks.js';
 import { checkEnqueueIntents } from './intent-checks.js';
 import { checkEdges, checkRuns, checkStepJobs, checkSteps, jobIdsOfRuns } from './run-checks.js';
@@ -126,6 +128,17 @@ export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = 
       report.checked.jobs += jobIds.length;
       add(await checkJobSet(tx, jobIds));
       return jobIds.length < input.pageSize;
+    });
+    if (done) break;
+  }
+
+  let afterLease = FIRST_LEASE_KEY;
+  while (!wanted && !report.truncated) {
+    const done: boolean = await inSnapshot(db, async (tx) => {
+      const page = await checkLeaseRows(tx, scope, afterLease, input.pageSize);
+      add(page.violations);
+      if (page.last) afterLease = page.last;
+      return page.size < input.pageSize;
     });
     if (done) break;
   }

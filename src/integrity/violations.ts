@@ -31,6 +31,7 @@
  *                                its prerequisite step, and that step's job, finished
  *   job.step_link_mismatch       a job naming a workflow step is that step's job
  *   job.lease_columns            lease owner / expiry / heartbeat / attempt agree with the status
+ *   job.lease_row_missing        a LEASED job has its live lease row (job_leases: its expiry, id and resource key)
  *   job.output_not_succeeded     output only on SUCCEEDED jobs
  *   job.finished_at              finished_at is set exactly on terminal jobs
  *   job.finished_before_started  a job finishes no earlier than it was created and started
@@ -55,6 +56,8 @@
  *                                (no reaper swept; the next enqueue of the key would still release it)
  *   mutation.step_count          an append's step_count is the number of steps its request added, all in the run
  *   mutation.edges               the edges into an append's steps are exactly its request's edges
+ *   lease.job_mismatch           a live lease row's job is LEASED under it (same expiry and resource key); a
+ *                                canceled one's, until it runs out, CANCELED with that expiry
  */
 
 export type IntegrityViolationKind =
@@ -78,6 +81,7 @@ export type IntegrityViolationKind =
   | 'edge.released_before_prerequisite_finished'
   | 'job.step_link_mismatch'
   | 'job.lease_columns'
+  | 'job.lease_row_missing'
   | 'job.output_not_succeeded'
   | 'job.finished_at'
   | 'job.finished_before_started'
@@ -97,7 +101,8 @@ export type IntegrityViolationKind =
   | 'active_key.released_early'
   | 'active_key.release_overdue'
   | 'mutation.step_count'
-  | 'mutation.edges';
+  | 'mutation.edges'
+  | 'lease.job_mismatch';
 
 export interface IntegrityViolation {
   kind: IntegrityViolationKind;
@@ -145,6 +150,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'edge.released_before_prerequisite_finished': 'The dependent step was released (or canceled as unsatisfied) before its prerequisite finished.',
   'job.step_link_mismatch': 'The job names a workflow step that does not name it as its job.',
   'job.lease_columns': "The job's lease columns disagree with its status.",
+  'job.lease_row_missing': 'The LEASED job has no lease row for its lease.',
   'job.output_not_succeeded': 'The job has an output but did not succeed.',
   'job.finished_at': 'The job finished_at does not match its status.',
   'job.finished_before_started': 'The job finished before it was created or started.',
@@ -165,6 +171,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'active_key.release_overdue': 'The active key is still held although its run has long been terminal and quiesced.',
   'mutation.step_count': "The append's step count does not match the steps its request added.",
   'mutation.edges': "The edges into the append's steps are not its request's edges.",
+  'lease.job_mismatch': 'A lease row names a job that does not hold that lease.',
 };
 
 export function toViolation(row: ViolationRow): IntegrityViolation {

@@ -14,6 +14,8 @@ export const DEAD_LETTER_WINDOW_MS = 86_400_000;
  * window): the cost stays bounded however busy the hour was.
  */
 export const MAX_DURATION_SAMPLES = 10_000;
+/** Newest jobs the duration sample reads at most, finished or not (src/metrics/queries.ts durationSample). */
+export const MAX_DURATION_SCAN = 50_000;
 
 /**
  * The earliest `now` whose windows still start at a storable instant: the

@@ -6,16 +6,17 @@
  * (test/integration/metrics-plans.test.ts) EXPLAINs every entry.
  *
  * Cost on a large table: no section reads finished history beyond its window.
- *   - live counts read the PENDING and LEASED partial indexes
- *     (job_queue_claim_by_type_idx, index-only, and
- *     job_queue_lease_expiry_idx), whose size is the backlog, not the
- *     history; the oldest runnable job reads job_queue_claim_idx;
+ *   - live counts read the PENDING partial index (job_queue_claim_by_type_idx,
+ *     index-only) and the lease rows (job_leases, one per live lease), whose
+ *     size is the backlog, not the history; the oldest runnable job reads
+ *     job_queue_claim_idx;
  *   - the oldest runnable job walks the claim index once per distinct
  *     priority (a loose index scan), taking the first due entry of each;
- *   - recent finished counts, the duration sample and dead letters read
- *     job_queue_finished_status_idx ((status, finished_at) over finished
- *     jobs, migration 20261214000000_queue_metrics) in their window only; the
- *     duration sample reads at most MAX_DURATION_SAMPLES entries per status;
+ *   - recent finished counts and dead letters sum job_counts (per-minute
+ *     counters every terminal statement adds to; migration
+ *     20261229000001_finished_reads) over their window's minutes;
+ *   - the duration sample walks the primary key newest first (ids are
+ *     time-ordered) from the window's start, at most MAX_DURATION_SCAN rows;
  *   - workflow runs: live ones by workflow_runs_status_idx, finished ones in
  *     the recent window by workflow_runs_finished_idx;
  *   - continuations: job_attempts_continued_idx (attempts closed as
@@ -26,8 +27,10 @@
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import type { Scope } from '../db/scope.js';
-import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, RECENT_WINDOW_MS } from './inputs.js';
-import { TERMINAL_RUN, inScope } from '../db/fragments.js';
+import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, MAX_DURATION_SCAN, RECENT_WINDOW_MS } from './inputs.js';
+import { LEASED_JOBS, TERMINAL_RUN, inScope } from '../db/fragments.js';
+import { ID_CLOCK_MARGIN_MS, uuidv7Floor } from '../db/ids.js';
+import { finishedCountRows } from '../queue/finished-counts.js';
 
 export interface MetricsQueryContext {
   now: Date;
@@ -61,12 +64,11 @@ export function liveJobCounts({ now, scope }: MetricsQueryContext): Sql {
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL AS workflow, 'PENDING' AS status,
            count(*)::int AS count, (count(*) FILTER (WHERE jq.next_run_at <= ${now}::timestamptz))::int AS runnable
       FROM runledger.job_queue jq
-     WHERE jq.status = 'PENDING' AND ${inScope(scope, 'jq.organization_id')}
+     WHERE jq.claimable AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2
     UNION ALL
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL, 'LEASED', count(*)::int, 0
-      FROM runledger.job_queue jq
-     WHERE jq.status = 'LEASED' AND jq.lease_expires_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
+      FROM ${LEASED_JOBS} AND ${inScope(scope, 'jq.organization_id')}
      GROUP BY 1, 2`;
 }
 
@@ -78,20 +80,17 @@ export interface FinishedCountRow {
 }
 
 /**
- * Jobs that finished in the recent window, by type, kind and terminal status.
- * One branch per status, each an equality and a range on the finished index:
- * with `status IN (...)` PostgreSQL 15 estimated a sequential scan cheaper.
+ * Jobs that finished in the recent window, by type, kind and terminal status, from the per-minute counters:
+ * every minute that overlaps the window counts whole (so up to a minute before it).
  */
 export function recentlyFinishedJobCounts({ now, scope }: MetricsQueryContext): Sql {
-  const from = windowStart(now, RECENT_WINDOW_MS);
-  const finished = (status: string) => sqltag`
-    SELECT jq.job_type, jq.workflow_step_id IS NOT NULL AS workflow, ${status}::text AS status, count(*)::int AS count
-      FROM runledger.job_queue jq
-     WHERE jq.status = ${status}::runledger.job_status
-       AND jq.finished_at > ${from}::timestamptz AND jq.finished_at <= ${now}::timestamptz
-       AND ${inScope(scope, 'jq.organization_id')}
-     GROUP BY 1, 2`;
-  return sqltag`${finished('SUCCEEDED')} UNION ALL ${finished('DEAD_LETTERED')} UNION ALL ${finished('CANCELED')}`;
+  return finishedCounts(now, RECENT_WINDOW_MS, scope, sqltag`c.job_type, c.workflow, c.status::text AS status,`, sqltag`GROUP BY 1, 2, 3`);
+}
+
+/** The counters of the minutes that overlap (now - windowMs, now], with `select` before the sum. */
+function finishedCounts(now: Date, windowMs: number, scope: Scope, select: Sql, tail: Sql): Sql {
+  const rows = finishedCountRows(scope, sqltag`${windowStart(now, windowMs)}::timestamptz`, sqltag`${now}::timestamptz`);
+  return sqltag`SELECT ${select} coalesce(sum(c.count), 0)::int AS count FROM (${rows}) c ${tail}`;
 }
 
 export interface OldestRunnableRow {
@@ -105,7 +104,7 @@ export interface OldestRunnableRow {
  * probe, and the first due entry of each priority is one more.
  */
 export function oldestRunnable({ now, scope }: MetricsQueryContext): Sql {
-  const pending = sqltag`jq.status = 'PENDING' AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}`;
+  const pending = sqltag`jq.claimable AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}`;
   return sqltag`
     WITH RECURSIVE priorities AS (
       (SELECT jq.priority FROM runledger.job_queue jq WHERE ${pending} ORDER BY jq.priority DESC LIMIT 1)
@@ -140,23 +139,26 @@ export interface DurationRow {
  * time is gone and `created_at` stands in. Run: first start to finish, so
  * retries and their backoff count (what a caller waiting for the job sees).
  *
- * Each status's latest MAX_DURATION_SAMPLES entries are read by a backward
- * scan of the finished index; the overall latest ones are among them.
+ * "Latest" by the primary key, newest first (ids are time-ordered: no index
+ * over finished jobs is needed): the newest MAX_DURATION_SCAN jobs of the
+ * scope created since the window began (less the id clock margin), of which
+ * the first MAX_DURATION_SAMPLES that finished in the window. A job created
+ * before the window that finished in it is not in the sample.
  */
 export function durationSample({ now, scope }: MetricsQueryContext): Sql {
   const from = windowStart(now, RECENT_WINDOW_MS);
-  const latest = (status: string) => sqltag`
-    (SELECT jq.created_at, jq.next_run_at, jq.started_at, jq.finished_at
-       FROM runledger.job_queue jq
-      WHERE jq.status = ${status}::runledger.job_status
-        AND jq.finished_at > ${from}::timestamptz AND jq.finished_at <= ${now}::timestamptz
-        AND jq.started_at IS NOT NULL AND ${inScope(scope, 'jq.organization_id')}
-      ORDER BY jq.finished_at DESC
-      LIMIT ${MAX_DURATION_SAMPLES})`;
+  const since = uuidv7Floor(new Date(from.getTime() - ID_CLOCK_MARGIN_MS));
   return sqltag`
     WITH sample AS (
-      SELECT * FROM (${latest('SUCCEEDED')} UNION ALL ${latest('DEAD_LETTERED')}) s
-       ORDER BY s.finished_at DESC
+      SELECT s.* FROM (
+        SELECT jq.status, jq.created_at, jq.next_run_at, jq.started_at, jq.finished_at
+          FROM runledger.job_queue jq
+         WHERE jq.id >= ${since}::uuid AND ${inScope(scope, 'jq.organization_id')}
+         ORDER BY jq.id DESC
+         LIMIT ${MAX_DURATION_SCAN}
+      ) s
+       WHERE s.status IN ('SUCCEEDED', 'DEAD_LETTERED') AND s.started_at IS NOT NULL
+         AND s.finished_at > ${from}::timestamptz AND s.finished_at <= ${now}::timestamptz
        LIMIT ${MAX_DURATION_SAMPLES}
     ),
     d AS (
@@ -177,14 +179,9 @@ export interface CountRow {
   count: number;
 }
 
-/** Jobs dead-lettered in the dead-letter window. */
+/** Jobs dead-lettered in the dead-letter window (its minutes, as recentlyFinishedJobCounts). */
 export function deadLetteredCount({ now, scope }: MetricsQueryContext): Sql {
-  return sqltag`
-    SELECT count(*)::int AS count
-      FROM runledger.job_queue jq
-     WHERE jq.status = 'DEAD_LETTERED'
-       AND jq.finished_at > ${windowStart(now, DEAD_LETTER_WINDOW_MS)}::timestamptz AND jq.finished_at <= ${now}::timestamptz
-       AND ${inScope(scope, 'jq.organization_id')}`;
+  return finishedCounts(now, DEAD_LETTER_WINDOW_MS, scope, sqltag``, sqltag`WHERE c.status = 'DEAD_LETTERED'`);
 }
 
 /**

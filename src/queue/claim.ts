@@ -30,11 +30,13 @@
  * attempt 0 and takes no claim slot), and jobs without a key pay one
  * `IS NULL` test. The check reads the statement's snapshot; a lease of the
  * same key committed while this statement ran is caught by the schema
- * (job_queue_resource_leased_uidx), and the claim is retried (see
- * `claimJobs`). The job row is the reservation: every transition out of
- * LEASED releases the key in the statement that writes it.
+ * (job_leases_resource_uidx, on the lease rows the claim inserts), and the
+ * claim is retried (see `claimJobs`). The lease row is the reservation: every
+ * transition out of LEASED deletes it (a cancellation marks it canceled until
+ * it runs out) in the statement that writes the job row.
  *
- * Lock order: job rows only (SKIP LOCKED, so no waits). The steps and
+ * Lock order: job rows (SKIP LOCKED, so no waits), then the new lease rows
+ * (src/queue/statements/lease-rows.ts). The steps and
  * prerequisites a claimed job's handler reads are read without locks from the
  * statement's snapshot (see the final SELECT).
  */
@@ -95,7 +97,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       // (its snapshot still showed the key free): nothing was written. A fresh statement sees that lease.
       if (isTransactionClient(db) || attempt >= MAX_RESOURCE_RACE_RETRIES) {
         throw new ConflictError('job.resource_claim_conflict', 'A concurrent claim took the same execution resource; retry the claim.', {
-          internalMessage: `claim jobs: job_queue_resource_leased_uidx violated (${attempt} attempt(s))`,
+          internalMessage: `claim jobs: job_leases_resource_uidx violated (${attempt} attempt(s))`,
           cause: error,
         });
       }
@@ -109,7 +111,7 @@ const MAX_RESOURCE_RACE_RETRIES = 5;
 /** A claim that lost the race for a resource key (exported for the test that feeds it the real error). */
 export function isResourceClaimRace(error: unknown): boolean {
   const { sqlState, message } = databaseErrorInfo(error);
-  return sqlState === '23505' && message.includes('job_queue_resource_leased_uidx');
+  return sqlState === '23505' && message.includes('job_leases_resource_uidx');
 }
 
 function toClaimedJob(row: ClaimedRow): ClaimedJob {

@@ -24,8 +24,9 @@
  *
  * Lock order: job rows in id order (rung 1), then their step rows (rung 2a,
  * through an InitPlan over the updated jobs); no release lock (nothing is
- * released). The execution resource is released by the status change itself
- * (src/queue/claim.ts: the LEASED row is the reservation).
+ * released), then their lease rows (deleted: src/queue/statements/lease-rows.ts).
+ * The execution resource is released with the lease row (src/queue/claim.ts:
+ * the lease row is the reservation).
  */
 import { withStatement } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';

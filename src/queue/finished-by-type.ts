@@ -4,16 +4,19 @@
  * DEAD_LETTERED`). The general list walks the primary key newest first and
  * filters: with a large backlog newer than every finished job that read the
  * whole backlog before the first match (256 ms at 10M finished + 1M pending).
- * This shape reads job_queue_finished_type_idx ((job_type, status, id)
- * including organization_id, over finished rows, migration 20261227000001)
- * backwards and index-only, one branch per requested status merged by id,
- * then the page's rows by primary key, so a page reads the page's entries
- * (plus those another organization holds, under an organization scope).
+ * This shape reads, backwards, one branch per requested status merged by id,
+ * job_queue_claimed_type_idx ((job_type, id) over jobs claimed in their run:
+ * SUCCEEDED ones, and the LEASED and retried ones read past on the row) for
+ * SUCCEEDED, job_queue_dead_letter_type_idx and job_queue_canceled_type_idx
+ * (over the generated markers of those statuses, index-only) for the others
+ * (migration 20261229000001: no index names status, so a completion can be a
+ * HOT update), then the page's rows by primary key: a page reads about the
+ * page's entries (plus those another status or organization holds).
  *
- * Each status is written as a literal (from the fixed table below, never from
- * input) so that even a generic plan proves the index's predicate; the
- * cursor's `id <` test is present only when there is a cursor, so it is an
- * index condition rather than a filter.
+ * Each status and its index's predicate are literals (from the fixed table
+ * below, never from input) so that even a generic plan proves the index's
+ * predicate; the cursor's `id <` test is present only when there is a cursor,
+ * so it is an index condition rather than a filter.
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { scopeParams, type Scope } from '../db/scope.js';
@@ -22,10 +25,11 @@ import { inScope } from '../db/fragments.js';
 
 export type FinishedJobStatus = Extract<JobStatus, 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED'>;
 
+/** Each finished status and the partial index predicate its rows are under. */
 const FINISHED_STATUS_SQL: Record<FinishedJobStatus, Sql> = {
-  SUCCEEDED: sqltag`'SUCCEEDED'::runledger.job_status`,
-  DEAD_LETTERED: sqltag`'DEAD_LETTERED'::runledger.job_status`,
-  CANCELED: sqltag`'CANCELED'::runledger.job_status`,
+  SUCCEEDED: sqltag`f.attempt > 0 AND f.status = 'SUCCEEDED'::runledger.job_status`,
+  DEAD_LETTERED: sqltag`f.dead_lettered_at IS NOT NULL`,
+  CANCELED: sqltag`f.canceled_at IS NOT NULL`,
 };
 
 /** The requested statuses when this statement serves them (every one finished), deduplicated; else null. */
@@ -47,14 +51,13 @@ export interface FinishedByTypeFilter {
 export function finishedByTypeListQuery({ scope, jobType, statuses, cursor, rows }: FinishedByTypeFilter): Sql {
   const s = scopeParams(scope);
   const before = cursor === null ? sqltag`` : sqltag`AND f.id < ${cursor}::uuid`;
-  // Ids only, from the index (it includes organization_id for the scope): an index-only scan of a page of
-  // entries. Selecting whole rows here let PostgreSQL 18 prefer the primary key walk, whose cost it
-  // estimates as if matching rows were spread evenly (683 ms at 10M + 1M, where the backlog is newer than
-  // every finished row).
+  // Ids only (the organization from the index; a SUCCEEDED entry's status from the row). Selecting whole rows here let
+  // PostgreSQL 18 prefer the primary key walk, whose cost it estimates as if matching rows were spread evenly
+  // (683 ms at 10M + 1M, where the backlog is newer than every finished row).
   const branch = (status: FinishedJobStatus) => sqltag`
     (SELECT f.id
        FROM runledger.job_queue f
-      WHERE f.job_type = ${jobType}::text AND f.status = ${FINISHED_STATUS_SQL[status]} ${before}
+      WHERE f.job_type = ${jobType}::text AND ${FINISHED_STATUS_SQL[status]} ${before}
         AND ${inScope(s, 'f.organization_id')}
       ORDER BY f.id DESC
       LIMIT ${rows}::int)`;

@@ -11,7 +11,7 @@
  * operation's jobs are found again by that id.
  *
  * Statements: (1) the matching rows, locked `FOR UPDATE SKIP LOCKED` in
- * (finished_at, id) order up to the cap; (2) one `unnest` UPDATE of those
+ * (dead_lettered_at, id) order (the finish time, for a dead letter) up to the cap; (2) one `unnest` UPDATE of those
  * rows with their events and one NOTIFY per job type; (3) whether more rows
  * still match (the cap left some). The preview (`countDeadLetteredJobs`) is
  * one count bounded by `max`.
@@ -24,8 +24,8 @@
  * is for CANCELED jobs only).
  *
  * Cost on a large table: statements (1) and the preview read direct dead
- * letters only, through job_queue_dead_letter_idx (by organization and type)
- * or job_queue_finished_status_idx (by finish time), never the history
+ * letters only, through job_queue_dead_letter_idx (by organization and type,
+ * then finish time), never the history
  * (test/integration/dashboard-fleet-plans.test.ts, on 1M jobs).
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
@@ -104,15 +104,17 @@ const EMPTY = sqltag``;
 /**
  * The dead letters `scope` and `filter` select. Each condition is in the text only when it applies (the
  * statement has a few shapes, not one with `$1 IS NULL OR ...` arms), so even a generic plan reads
- * job_queue_dead_letter_idx ((organization_id, job_type, finished_at, id) over direct dead letters) by
- * organization and type, instead of filtering every dead letter on the heap.
+ * job_queue_dead_letter_idx ((organization_id, job_type, dead_lettered_at, id) over direct dead letters)
+ * by organization and type, instead of filtering every dead letter on the heap. `dead_lettered_at` is the
+ * finish time of a DEAD_LETTERED job and NULL otherwise (generated: migration 20261228000000), the index's
+ * predicate in place of `status`, which a completion changes.
  */
 function matching(scope: Scope, f: ParsedFilter): Sql {
-  return sqltag`jq.status = 'DEAD_LETTERED' AND jq.workflow_step_id IS NULL AND ${inScopeByKind(scope, 'jq.organization_id')}
+  return sqltag`jq.dead_lettered_at IS NOT NULL AND jq.workflow_step_id IS NULL AND ${inScopeByKind(scope, 'jq.organization_id')}
        ${f.jobType === undefined ? EMPTY : sqltag`AND jq.job_type = ${f.jobType}::text`}
        ${f.errorCode === undefined ? EMPTY : sqltag`AND jq.last_error_code = ${f.errorCode}::text`}
-       ${f.finishedAfter === undefined ? EMPTY : sqltag`AND jq.finished_at >= ${f.finishedAfter}::timestamptz`}
-       ${f.finishedBefore === undefined ? EMPTY : sqltag`AND jq.finished_at < ${f.finishedBefore}::timestamptz`}`;
+       ${f.finishedAfter === undefined ? EMPTY : sqltag`AND jq.dead_lettered_at >= ${f.finishedAfter}::timestamptz`}
+       ${f.finishedBefore === undefined ? EMPTY : sqltag`AND jq.dead_lettered_at < ${f.finishedBefore}::timestamptz`}`;
 }
 
 /** The preview's statement (exported for the plan test). */
@@ -157,7 +159,7 @@ export function deadLetterPickQuery(scope: Scope, filter: ParsedFilter, limit: n
     SELECT jq.id, jq.run_number, jq.last_error_code, jq.last_error_message
       FROM runledger.job_queue jq
      WHERE ${matching(scope, filter)}
-     ORDER BY jq.finished_at, jq.id
+     ORDER BY jq.dead_lettered_at, jq.id
      LIMIT ${limit}::int
        FOR UPDATE OF jq SKIP LOCKED`;
 }

@@ -19,15 +19,21 @@
  *     and a replay never outlives its recorded source.
  *   - pending enqueue intents (settled ones, PROMOTED or CONFLICT, are
  *     deleted with the job they name);
+ *   - finished-job counters (job_counts) of the last FINISHED_COUNTS_KEPT_MS
+ *     or after the cutoff (older ones are deleted, outside any batch);
  *   - recovery lineage whole, the same way: runs joined by
  *     `workflow_recoveries` rows (a source, its recoveries, theirs) are
  *     deleted in one batch when every one of them is purgeable, with the
  *     lineage rows, and otherwise all stay.
  *
- * Batches. Candidates are read in (finished_at, id) order from a partial
- * index of finished rows, after a cursor that moves past every candidate,
- * kept or not, so a pass ends even when old rows must stay. A row another
- * transaction holds is skipped (it is caught by a later purge).
+ * Batches. Candidates are read after a cursor that moves past every
+ * candidate, kept or not, so a pass ends even when old rows must stay. A row
+ * another transaction holds is skipped (it is caught by a later purge). Jobs
+ * are read in id order by the primary key (ids are time-ordered, UUIDv7, and
+ * no index of job_queue names finished_at: migration 20261229000001), from
+ * the oldest up to the smallest id made ID_CLOCK_MARGIN_MS after the cutoff:
+ * a job created after that cannot have finished before the cutoff. Runs are
+ * read in (finished_at, id) order from workflow_runs_finished_idx.
  *
  * Locks. Every lock is taken with SKIP LOCKED, in the workflow protocol's
  * class order (job rows, then step rows, then run rows; src/workflow/
@@ -53,6 +59,8 @@ import {
 } from './inputs.js';
 import { TERMINAL_RUN } from '../db/fragments.js';
 import { deleteJobsStatement } from '../queue/statements/delete-jobs.js';
+import { ID_CLOCK_MARGIN_MS, uuidv7Floor } from '../db/ids.js';
+import { pruneFinishedCountsStatement } from '../queue/finished-counts.js';
 
 export interface PurgeFinishedResult {
   /** Direct jobs deleted (or, with dryRun, that would be). */
@@ -122,6 +130,9 @@ export async function purgeFinished(db: Db, input: PurgeFinishedInput): Promise<
     if (batch.next === null) break;
     cursor = batch.next;
   }
+  // The finished-job counters of minutes no reader looks at any more (and before the cutoff), in one statement.
+  if (!settings.dryRun)
+    await withTransaction(db, 'purge finished counters', async ({ tx }) => tx.$executeRaw(...asTemplate(pruneFinishedCountsStatement(settings.cutoff))));
   return result;
 }
 
@@ -191,13 +202,19 @@ interface LineageSource {
   candidates: (s: Settings) => Sql;
   /** The lineage table, aliased r, with its two ends as r.source and r.target. */
   links: Sql;
+  /** The candidates' order (over `id` and `finished_at`), and the test that a candidate comes after `cursor` in it. */
+  order: Sql;
+  after: (cursor: Cursor) => Sql;
 }
 
 const JOB_LINEAGE: LineageSource = {
-  candidates: () => sqltag`
+  candidates: (s) => sqltag`
       SELECT id, finished_at FROM runledger.job_queue
-       WHERE workflow_step_id IS NULL AND status IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED')`,
+       WHERE id < ${uuidv7Floor(new Date(s.cutoff.getTime() + ID_CLOCK_MARGIN_MS))}::uuid
+         AND workflow_step_id IS NULL AND status IN ('SUCCEEDED', 'DEAD_LETTERED', 'CANCELED')`,
   links: sqltag`(SELECT source_job_id AS source, replay_job_id AS target FROM runledger.job_replays) r`,
+  order: sqltag`id`,
+  after: (cursor) => sqltag`id > ${cursor.id}::uuid`,
 };
 
 const RUN_LINEAGE: LineageSource = {
@@ -205,9 +222,11 @@ const RUN_LINEAGE: LineageSource = {
       SELECT id, finished_at FROM runledger.workflow_runs
        WHERE status IN ${TERMINAL_RUN} AND status::text = ANY(${s.runStatuses}::text[])`,
   links: sqltag`(SELECT source_run_id AS source, recovery_run_id AS target FROM runledger.workflow_recoveries) r`,
+  order: sqltag`finished_at, id`,
+  after: (cursor) => sqltag`(finished_at, id) > (${cursor.finishedAt}::timestamptz, ${cursor.id}::uuid)`,
 };
 
-/** The next `batchSize` candidates after `cursor` in (finished_at, id) order, each with every member of its lineage (walked both ways). */
+/** The next `batchSize` candidates after `cursor` in the source's order, each with every member of its lineage (walked both ways). */
 async function walkCandidates(
   tx: Tx,
   from: LineageSource,
@@ -217,12 +236,12 @@ async function walkCandidates(
   return tx.$queryRaw<{ root: string; id: string; root_finished_at: string }[]>(
     ...asTemplate(sqltag`
     WITH RECURSIVE candidates AS (
-      SELECT id, finished_at FROM (${from.candidates(s)}) k
-       WHERE finished_at < ${s.cutoff}::timestamptz
-         AND (${cursor?.finishedAt ?? null}::timestamptz IS NULL
-              OR (finished_at, id) > (${cursor?.finishedAt ?? null}::timestamptz, ${cursor?.id ?? null}::uuid))
-       ORDER BY finished_at, id
-       LIMIT ${s.batchSize}
+      SELECT id, finished_at, row_number() OVER (ORDER BY ${from.order}) AS position FROM (
+        SELECT id, finished_at FROM (${from.candidates(s)}) k
+         WHERE finished_at < ${s.cutoff}::timestamptz ${cursor === null ? sqltag`` : sqltag`AND ${from.after(cursor)}`}
+         ORDER BY ${from.order}
+         LIMIT ${s.batchSize}
+      ) k
     ),
     lineage(root, id) AS (
       SELECT id, id FROM candidates
@@ -233,7 +252,7 @@ async function walkCandidates(
     )
     SELECT l.root, l.id, c.finished_at::text AS root_finished_at
       FROM lineage l JOIN candidates c ON c.id = l.root
-     ORDER BY c.finished_at, c.id`),
+     ORDER BY c.position`),
   );
 }
 

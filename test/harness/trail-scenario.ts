@@ -35,6 +35,7 @@ import {
   workflow,
   type JobEvent,
 } from '../../src/index.js';
+import { expireLeases } from './leases.js';
 
 export type NormalisedEvent = [type: string, runNumber: number, attempt: number, payload: unknown];
 
@@ -58,7 +59,7 @@ export async function recordRichHistory(prisma: PrismaClient): Promise<Record<st
   await failJob(prisma, { ...r1, error: { code: 'flaky', message: 'try again' }, retryable: true });
   await due(jobs.retried);
   await claim('trail.retried', true);
-  await prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobs.retried}::uuid`;
+  await expireLeases(prisma, jobs.retried);
   await reapExpiredLeases(prisma, { limit: 10 });
   const r3 = await claim('trail.retried', true);
   await setJobStage(prisma, { ...r3, stage: 'upload' });
@@ -85,7 +86,7 @@ export async function recordRichHistory(prisma: PrismaClient): Promise<Record<st
   // A lease that expired before it started, dead-lettered, requeued and completed in run 2.
   jobs.requeued = (await enqueueJob(prisma, { jobType: 'trail.requeued', payload: {}, maxAttempts: 1 })).jobId;
   await claim('trail.requeued');
-  await prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobs.requeued}::uuid`;
+  await expireLeases(prisma, jobs.requeued);
   await reapExpiredLeases(prisma, { limit: 10 });
   await failJob(prisma, { ...(await claim('trail.requeued', true)), error: { code: 'fatal', message: 'no' }, retryable: false });
   const requeue = await compareAndRequeueJob(prisma, {

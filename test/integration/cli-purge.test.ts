@@ -3,19 +3,20 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { claimJobs, completeJob, enqueueJob } from '../../src/index.js';
 import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
+import { backdateJobs } from '../harness/finished-history.js';
 
 const db = useTestDatabase();
 const cli = (...args: string[]) => runCli(db.url, ...args);
 
 afterEach(() => vi.restoreAllMocks());
 
-/** A succeeded job whose finish is backdated by `daysAgo` days. */
+/** A succeeded job whose finish (and id: purge reads jobs in id order) is backdated by `daysAgo` days. */
 async function succeeded(daysAgo: number): Promise<string> {
   const { jobId } = await enqueueJob(db.prisma, { jobType: 'cli.purge', payload: {} });
   const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['cli.purge'], limit: 1, leaseSeconds: 60, markRunning: true });
   await completeJob(db.prisma, { ...lease!, output: null });
-  await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = now() - make_interval(days => ${daysAgo}::int) WHERE id = ${jobId}::uuid`;
-  return jobId;
+  const [backdated] = await backdateJobs(db.prisma, [jobId], new Date(Date.now() - daysAgo * 86_400_000));
+  return backdated!;
 }
 
 async function left(ids: string[]): Promise<number> {

@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { cancelWorkflowRun, claimJobs, enqueueJob, enqueueOrGetActiveWorkflowRun, getJob, noOrganizationScope, workflow } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runCli } from '../harness/cli.js';
+import { expireLeases } from '../harness/leases.js';
+import { setLeaseExpiry } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const cli = (...args: string[]) => runCli(db.url, ...args);
@@ -14,7 +16,7 @@ async function crashedJob(jobType: string, payload: { [key: string]: string }, m
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload, maxAttempts });
   const [claimed] = await claimJobs(db.prisma, { workerId: 'crashed-worker', jobTypes: [jobType], limit: 1, leaseSeconds: 60, markRunning: true });
   expect(claimed?.jobId).toBe(jobId);
-  await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() + ${expiresIn}::interval WHERE id = ${jobId}::uuid`;
+  await setLeaseExpiry(db.prisma, jobId, expiresIn);
   return jobId;
 }
 
@@ -44,7 +46,7 @@ describe('runledger reap', () => {
     expect(JSON.parse((await cli('--json', 'reap')).stdout)).toMatchObject({ activeKeysReleased: 0 });
     expect((await enqueueOrGetActiveWorkflowRun(db.prisma, { ...run, activeKey: 'sync:reap' })).outcome).toBe('existing_active');
 
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
+    await expireLeases(db.prisma, lease!.jobId);
     const result = await cli('reap');
     expect(result).toMatchObject({ code: 0, stdout: 'No expired leases.\nReleased 1 active workflow key(s).\n' });
     const [claim] = await db.prisma.$queryRaw<{ released: boolean }[]>`

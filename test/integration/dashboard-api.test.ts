@@ -17,6 +17,7 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { countFinishedHistory } from '../harness/finished-history.js';
 import { callDashboard as call, dashboardSession, SCOPE_HEADER, serveDashboard, type ServedDashboard } from '../harness/dashboard.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -92,6 +93,8 @@ describe('dashboard API: reads', () => {
               now() - interval '3 days', now() - interval '2 days'),
              ('00000000-0000-7000-8000-0000000000d2', 'dash.old', 'org-a', '{}', 'SUCCEEDED', 1, now() - interval '3 days', now() - interval '3 days',
               now() - interval '3 days', now() - interval '23 hours')`;
+    // As the completions would have counted them (the finished counts read the counters).
+    await countFinishedHistory(db.prisma, "job_type = 'dash.old'");
     await db.prisma.$executeRaw`
       INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, created_at, next_run_at)
       VALUES ('00000000-0000-7000-8000-0000000000d3', 'dash.old', 'org-a', '{}', now() - interval '2 days', now() - interval '2 days')`;
@@ -120,6 +123,7 @@ describe('dashboard API: reads', () => {
       expect(JSON.stringify(other.body.runs)).not.toContain('dash.oldrun');
     } finally {
       await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type = 'dash.old'`;
+      await db.prisma.$executeRaw`DELETE FROM runledger.job_counts WHERE job_type = 'dash.old'`;
       await db.prisma.$executeRaw`DELETE FROM runledger.workflow_runs WHERE workflow_type = 'dash.oldrun'`;
     }
   });
@@ -547,6 +551,11 @@ describe('dashboard API: search and throughput', () => {
       await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = now() - make_interval(mins => ${minutesAgo}::int) WHERE id = ${jobId}::uuid`;
       made.push(jobId);
     }
+    // The chart reads the finished-job counters, which count finishes (a job requeued since, earlier in this file,
+    // counts at each); recounted from the rows as they stand, so they agree with the count over the tables below
+    // (the writers' counts are test/integration/finished-counts.test.ts's), with these jobs in the minutes they moved to.
+    await db.prisma.$executeRaw`DELETE FROM runledger.job_counts`;
+    await countFinishedHistory(db.prisma);
     const { jobId: retried } = await enqueueJob(db.prisma, { jobType: 'dash.timed.retry', payload: {}, organizationId: 'org-a', maxAttempts: 3 });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 60, jobTypes: ['dash.timed.retry'] });
     await failJob(db.prisma, { ...lease!, error: { code: 'test.flaky', message: 'again' }, retryable: true });

@@ -26,6 +26,7 @@ import {
 import { chromiumAvailable, screenshot, useDashboardInChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
 import { SCOPE_HEADER, scopeFromHeader, serveDashboard } from '../harness/dashboard.js';
+import { countFinishedHistory } from '../harness/finished-history.js';
 import { fetchToNode } from '../harness/fetch-bridge.js';
 import { runRunnableJobs, stepsByKey } from '../harness/workflow-helpers.js';
 
@@ -292,6 +293,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
 
   it('charts the last hour per minute with totals equal to the database, and a table alternative', async () => {
     // Finished jobs at known minutes: 2 succeeded 4 minutes ago, 1 dead-lettered 9 minutes ago, 1 canceled 30 minutes ago.
+    const seeded: string[] = [];
     for (const [minutesAgo, status] of [
       [4, 'SUCCEEDED'],
       [4, 'SUCCEEDED'],
@@ -299,6 +301,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
       [30, 'CANCELED'],
     ] as const) {
       const { jobId } = await enqueueJob(db.prisma, { jobType: 'browser.timed', payload: {} });
+      seeded.push(jobId);
       await db.prisma.$executeRaw`
         UPDATE runledger.job_queue SET status = ${status}::runledger.job_status, attempt = 1, started_at = now() - interval '1 hour',
                finished_at = date_trunc('minute', now()) - make_interval(mins => ${minutesAgo}::int) + interval '20 seconds',
@@ -306,6 +309,8 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
                last_error_code = CASE WHEN ${status} = 'DEAD_LETTERED' THEN 'test.failed' END, last_error_message = CASE WHEN ${status} = 'DEAD_LETTERED' THEN 'no' END
          WHERE id = ${jobId}::uuid`;
     }
+    // Finished by hand, not by a terminal statement: their finished-job counters as the statements add them.
+    await countFinishedHistory(db.prisma, `id IN (${seeded.map((id) => `'${id}'::uuid`).join(', ')})`);
     const page = await openPage('#/');
     const chart = page.locator('[data-testid=throughput]');
     await chart.locator('svg g.bar').nth(59).waitFor({ state: 'attached' });

@@ -4,7 +4,7 @@
  * pick (src/replay/bulk-requeue.ts), the job page's stacks
  * (src/dashboard/stacks.ts) and the workers page. On 1M jobs (990k finished
  * history with ~20k dead letters, a 10k backlog, 300 finished in the last
- * hour), each reads job_queue through an index, never sequentially, reads
+ * hour), each reads job_queue (or job_counts) through an index, never sequentially, reads
  * rows bounded by the backlog, the window or the dead letters rather than the
  * history, and runs in under 50 ms (best of three, custom and generic plans,
  * every kind of scope).
@@ -19,6 +19,7 @@ import { finishedByTypeQuery, leasedByTypeQuery, liveWorkersByTypeQuery, pending
 import { attemptStacksQuery } from '../../src/dashboard/stacks.js';
 import { DEFAULT_BULK_PREVIEW, deadLetterCountQuery, deadLetterPickQuery, MAX_BULK_REQUEUE } from '../../src/replay/bulk-requeue.js';
 import { useTestDatabase } from '../harness/database.js';
+import { countFinishedHistory } from '../harness/finished-history.js';
 import type { PlanNode } from '../harness/plans.js';
 import { rowsRead } from '../harness/plans.js';
 
@@ -53,6 +54,9 @@ beforeAll(async () => {
     INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, lease_owner, lease_expires_at, started_at)
     SELECT md5('leased' || g)::uuid, 'live.' || (g % 4), '{}', 'LEASED', 1, 'w', now() + interval '5 minutes', now()
       FROM generate_series(1, 200) g`;
+  // Their lease rows, as the claim writes them (migration 20261229000000_job_leases).
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.job_leases (expires_at, job_id) SELECT lease_expires_at, id FROM runledger.job_queue WHERE status = 'LEASED'`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, max_attempts, created_at, next_run_at, started_at, finished_at, last_error_code)
     VALUES (${STACKED_JOB}::uuid, 'stacked', '{}', 'DEAD_LETTERED', 30, 30, now(), now(), now(), now(), 'x.failed')`;
@@ -69,7 +73,9 @@ beforeAll(async () => {
     SELECT 'w-' || g, 'host-' || (g % 5), g, ARRAY['live.' || (g % 4), 'hist.' || (g % 5)], 8, g % 8, now() - interval '1 hour', now(),
            now() + CASE WHEN g % 10 = 0 THEN interval '-5 minutes' ELSE interval '45 seconds' END
       FROM generate_series(1, 40) g`;
-  for (const table of ['job_queue', 'job_attempts', 'workers']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
+  // The finished-job counters the terminal statements would have added for these rows.
+  await countFinishedHistory(db.prisma);
+  for (const table of ['job_queue', 'job_attempts', 'job_leases', 'workers', 'job_counts']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
 }, 600_000);
 
 interface Timed {
@@ -157,11 +163,14 @@ describe('operator reads on 1M jobs', () => {
         for (const generic of [false, true]) {
           const { nodes, ms } = await best(query(scope), generic);
           const mode = generic ? 'generic' : 'custom';
-          const jobs = nodes.filter((n) => n['Relation Name'] === 'job_queue');
+          // Jobs, or for the finished counts the finished-job counters (job_counts).
+          const jobs = nodes.filter((n) => n['Relation Name'] === 'job_queue' || n['Relation Name'] === 'job_counts');
           expect(jobs.length, mode).toBeGreaterThan(0);
-          expect(nodes.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] !== 'workers').map((n) => `${n['Relation Name']} (${mode})`)).toEqual(
-            [],
-          );
+          // The registry and the lease table (one row per live lease) are read whole by design.
+          const whole = ['workers', 'job_leases'];
+          expect(
+            nodes.filter((n) => n['Node Type'] === 'Seq Scan' && !whole.includes(n['Relation Name'] ?? '')).map((n) => `${n['Relation Name']} (${mode})`),
+          ).toEqual([]);
           expect(rowsRead(jobs), mode).toBeLessThanOrEqual(bound);
           expect(ms, `${mode}: ${ms} ms`).toBeLessThan(budgetMs);
         }

@@ -142,10 +142,18 @@ describe.skipIf(!hasChromium)('dashboard timeline and large groups in Chromium',
     expect(await gap.innerText()).toMatch(/^≈ 8 min( \d+ s)?$/);
     expect(await page.locator('.tl-axis').innerText()).toContain('drawn narrow');
     // The job bars: each a real share of the track, not 1-3 px (to scale, a sub-second job is under 0.2% of 8 minutes).
-    const track = (await page.locator('.tl-row[data-step-key=prepare] .tl-track').boundingBox())!;
-    const prepare = (await page.locator('.tl-row[data-step-key=prepare] .tl-seg[data-phase=attempt]').boundingBox())!;
-    const ship = (await page.locator('.tl-row[data-step-key=ship] .tl-seg[data-phase=attempt]').boundingBox())!;
-    const wait = (await page.locator('.tl-row[data-step-key=approve] .tl-seg[data-phase=waiting]').boundingBox())!;
+    // Measured in one turn of the page's event loop, so a refresh cannot rebuild the rows between two reads.
+    await page.locator('.tl-row[data-step-key=ship] .tl-seg[data-phase=attempt]').waitFor();
+    const { track, prepare, ship, wait } = (await page.evaluate(`(() => {
+      const width = (selector) => document.querySelector(selector)?.getBoundingClientRect().width ?? -1;
+      return {
+        track: { width: width('.tl-row[data-step-key=prepare] .tl-track') },
+        prepare: { width: width('.tl-row[data-step-key=prepare] .tl-seg[data-phase=attempt]') },
+        ship: { width: width('.tl-row[data-step-key=ship] .tl-seg[data-phase=attempt]') },
+        wait: { width: width('.tl-row[data-step-key=approve] .tl-seg[data-phase=waiting]') },
+      };
+    })()`)) as Record<'track' | 'prepare' | 'ship' | 'wait', { width: number }>;
+    expect(track.width).toBeGreaterThan(0);
     expect(prepare.width).toBeGreaterThan(track.width * 0.02);
     expect(ship.width).toBeGreaterThan(track.width * 0.02);
     // The wait itself is drawn across the break, no wider than its compressed share plus the bits either side.

@@ -135,7 +135,14 @@ describe('verifyIntegrity on active keys and appends', () => {
   });
 
   it('names a claim held long after its run ended and quiesced; the reaper sweep clears it', async () => {
-    await corrupt(`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '2 minutes' WHERE status = 'CANCELED' AND job_type = 'coord.slow'`);
+    // The canceled lease ran out two minutes ago: its job row and its (canceled) lease row together.
+    await corrupt(
+      `WITH old AS (SELECT id, lease_expires_at FROM runledger.job_queue WHERE status = 'CANCELED' AND job_type = 'coord.slow'),
+            moved AS (UPDATE runledger.job_queue jq SET lease_expires_at = now() - interval '2 minutes' FROM old WHERE jq.id = old.id
+                      RETURNING jq.id, jq.lease_expires_at)
+       UPDATE runledger.job_leases l SET expires_at = m.lease_expires_at FROM old o JOIN moved m ON m.id = o.id
+        WHERE l.job_id = o.id AND l.expires_at = o.lease_expires_at`,
+    );
     // The whole run happened three minutes earlier: its steps, jobs and attempts move back too, so time still follows cause.
     await corrupt(
       `UPDATE runledger.workflow_steps SET released_at = released_at - interval '3 minutes', started_at = started_at - interval '3 minutes',

@@ -24,6 +24,7 @@ import {
 import { countingClient } from '../harness/counting-client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { claimOne } from '../harness/workflow-helpers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const scope = noOrganizationScope();
@@ -112,10 +113,10 @@ describe('job attempts', () => {
   it('closes an expired lease LEASE_EXPIRED, retried or dead-lettered', async () => {
     const retried = await enqueueJob(db.prisma, { jobType: 'att.reap', payload: {}, maxAttempts: 2 });
     await claim('att.reap');
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${retried.jobId}::uuid`;
+    await expireLeases(db.prisma, retried.jobId);
     expect((await reapExpiredLeases(db.prisma, { limit: 10 })).retried).toEqual([retried.jobId]);
     await claim('att.reap');
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${retried.jobId}::uuid`;
+    await expireLeases(db.prisma, retried.jobId);
     expect((await reapExpiredLeases(db.prisma, { limit: 10 })).deadLettered).toEqual([retried.jobId]);
     const [first, second] = await attempts(retried.jobId);
     expect(first).toMatchObject({ attempt: 1, outcome: 'LEASE_EXPIRED', errorCode: 'job.lease_expired' });

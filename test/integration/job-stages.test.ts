@@ -25,6 +25,7 @@ import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
 import { claimOne } from '../harness/workflow-helpers.js';
 import { useWorkers } from '../harness/workers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
@@ -85,7 +86,7 @@ describe('stages and progress', () => {
   it('refuses a write under a lost lease and writes nothing', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'stage.lost', payload: {}, stage: 'first' });
     const lease = await claim('stage.lost', 'old');
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
     expect(isRunledgerError(await setJobStage(db.prisma, { ...lease, stage: 'second' }).catch((e: unknown) => e), 'job.lease_owner_mismatch')).toBe(true);
     await reapExpiredLeases(db.prisma, { limit: 10 });
     await claim('stage.lost', 'new');

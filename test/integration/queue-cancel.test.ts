@@ -13,6 +13,7 @@ import {
   reapExpiredLeases,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -67,7 +68,7 @@ describe('cancelJob', () => {
   it('is never reaped once canceled, even after the marker passes', async () => {
     const { jobId } = await leased('cancel.reap');
     await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 minute' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId, '1 minute');
     const reaped = await reapExpiredLeases(db.prisma, { limit: 100 });
     expect([...reaped.retried, ...reaped.deadLettered]).not.toContain(jobId);
     expect((await getJob(db.prisma, { scope: noOrganizationScope(), jobId })).status).toBe('CANCELED');

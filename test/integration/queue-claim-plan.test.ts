@@ -78,6 +78,7 @@ describe('claim plans', () => {
       await db.prisma
         .$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
                                    WHERE job_type = 'plan.target' AND status = 'LEASED'`;
+      await db.prisma.$executeRaw`DELETE FROM runledger.job_leases`;
       await closeOpenAttempts();
     }
   });
@@ -95,6 +96,7 @@ describe('claim plans', () => {
       await db.prisma
         .$executeRaw`UPDATE runledger.job_queue SET status = 'PENDING', attempt = 0, lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL
                                    WHERE status = 'LEASED'`;
+      await db.prisma.$executeRaw`DELETE FROM runledger.job_leases`;
       await closeOpenAttempts();
     }
   });

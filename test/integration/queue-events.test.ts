@@ -12,6 +12,7 @@ import {
   type ClaimedJob,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -34,7 +35,7 @@ describe('job events', () => {
     await failJob(db.prisma, { ...first, error: { code: 'flaky', message: 'try again' }, retryable: true });
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${jobId}::uuid`;
     await claim('ev.long', true);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const third = await claim('ev.long');
     await completeJob(db.prisma, { ...third, output: 'ok' });

@@ -30,6 +30,7 @@ import { autocommitIsReadCommitted } from '../../src/client/transaction.js';
 import { releaseJob } from '../../src/queue/release-lease.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -86,7 +87,7 @@ describe('queue fast paths on a root client', () => {
       await expect(markJobRunning(db.prisma, wrong)).rejects.toMatchObject({ code: 'job.lease_owner_mismatch' });
     }
     // An expired lease is refused too, even with the right identity.
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
     expect(await completeJobs(db.prisma, [lease])).toEqual([{ jobId, outcome: 'lease_owner_mismatch' }]);
     await expect(failJob(db.prisma, { ...lease, error: { code: 'x', message: 'y' }, retryable: true })).rejects.toMatchObject({
       code: 'job.lease_owner_mismatch',

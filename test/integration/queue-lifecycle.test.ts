@@ -13,6 +13,7 @@ import {
   type ClaimedJob,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { setLeaseExpiry } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -24,9 +25,7 @@ async function claimOne(jobType: string, workerId = 'worker-1', leaseSeconds = 6
 }
 
 async function expireLease(jobId: string): Promise<void> {
-  await db.prisma.$executeRaw`
-    UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second', heartbeat_at = now() - interval '61 seconds'
-     WHERE id = ${jobId}::uuid`;
+  await setLeaseExpiry(db.prisma, jobId, '-1 second', '-61 seconds');
 }
 
 async function eventTypes(jobId: string): Promise<string[]> {
@@ -65,9 +64,7 @@ describe('markJobRunning', () => {
 describe('heartbeatJob', () => {
   it('extends the lease by the granted length and saves progress and checkpoint', async () => {
     const lease = await claimOne('hb.extend', 'worker-1', 20);
-    await db.prisma.$executeRaw`
-      UPDATE runledger.job_queue SET lease_expires_at = now() + interval '5 seconds', heartbeat_at = now() - interval '15 seconds'
-       WHERE id = ${lease.jobId}::uuid`;
+    await setLeaseExpiry(db.prisma, lease.jobId, '5 seconds', '-15 seconds');
     const renewed = await heartbeatJob(db.prisma, { ...lease, save: { progress: { done: 3, of: 10 }, checkpoint: { cursor: 'abc' } } });
     const job = await getJob(db.prisma, { scope: noOrganizationScope(), jobId: lease.jobId });
     expect(renewed.leaseExpiresAt).toEqual(job.leaseExpiresAt);

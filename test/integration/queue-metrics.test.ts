@@ -19,6 +19,7 @@ import {
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { countFinishedHistory, idAt } from '../harness/finished-history.js';
 
 const db = useTestDatabase();
 let NOW: Date;
@@ -40,10 +41,16 @@ async function job(fields: {
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, status, priority, attempt, created_at, next_run_at,
                                      started_at, finished_at, lease_owner, lease_expires_at)
-    VALUES (gen_random_uuid(), ${fields.type}, ${fields.org ?? null}::text, '{}', ${status}::runledger.job_status, ${fields.priority ?? 0}::int,
+    VALUES (${idAt(at(fields.createdAgo ?? fields.dueAgo ?? 0)!)}::uuid, ${fields.type}, ${fields.org ?? null}::text, '{}', ${status}::runledger.job_status, ${fields.priority ?? 0}::int,
             ${status === 'PENDING' ? 0 : 1}::int, ${at(fields.createdAgo ?? fields.dueAgo ?? 0)}::timestamptz,
             ${at(fields.dueAgo ?? fields.createdAgo ?? 0)}::timestamptz, ${at(fields.startedAgo)}::timestamptz, ${at(fields.finishedAgo)}::timestamptz,
             ${leased ? 'w' : null}::text, ${leased ? at(-60) : null}::timestamptz)`;
+  // A lease has its lease row, as the claim writes it (migration 20261229000000_job_leases).
+  if (leased)
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.job_leases (expires_at, job_id)
+      SELECT jq.lease_expires_at, jq.id FROM runledger.job_queue jq
+       WHERE jq.status = 'LEASED' AND NOT EXISTS (SELECT 1 FROM runledger.job_leases l WHERE l.job_id = jq.id)`;
 }
 
 beforeAll(async () => {
@@ -66,6 +73,8 @@ beforeAll(async () => {
   await job({ type: 'metrics.a', status: 'DEAD_LETTERED', createdAgo: 90_000, startedAgo: 90_000, finishedAgo: 88_000 });
   // Another organization's rows.
   await job({ type: 'metrics.a', org: 'org-1', status: 'DEAD_LETTERED', createdAgo: 100, startedAgo: 99, finishedAgo: 90 });
+  // The finished counts read the counters the terminal statements add to: what they would have added.
+  await countFinishedHistory(db.prisma);
 });
 
 describe('getQueueMetrics', () => {

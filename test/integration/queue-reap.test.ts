@@ -11,6 +11,7 @@ import {
   releaseJob,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { setLeaseExpiry } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -20,8 +21,7 @@ beforeEach(async () => {
 
 /** Moves the lease expiry into the past instead of sleeping through a short lease. */
 async function expireLeases(jobIds: string[], ago = '1 second'): Promise<void> {
-  await db.prisma.$executeRaw`
-    UPDATE runledger.job_queue SET lease_expires_at = now() - ${ago}::interval WHERE id = ANY(${jobIds}::uuid[])`;
+  await setLeaseExpiry(db.prisma, jobIds, `-${ago}`);
 }
 
 async function events(jobId: string) {

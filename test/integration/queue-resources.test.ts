@@ -29,6 +29,7 @@ import { defineJob } from '../../src/worker/index.js';
 import { countdown, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
@@ -121,7 +122,7 @@ describe('execution resources', () => {
     expect((c!.payload as { n: number }).n).toBe(3);
 
     // Reaped: its lease expired (moved into the past directly; the reaper compares with the clock).
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${c!.jobId}::uuid`;
+    await expireLeases(db.prisma, c!.jobId);
     expect((await reapExpiredLeases(db.prisma, { limit: 100 })).retried).toContain(c!.jobId);
     const [d] = await claim(type);
     expect((d!.payload as { n: number }).n).toBe(4);
@@ -138,7 +139,7 @@ describe('execution resources', () => {
     await cancelJob(db.prisma, { jobId: a!.jobId, scope: noOrganizationScope() });
     // The canceled handler may still be running until its lease ends: the next job must wait.
     expect(await claim(type)).toEqual([]);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${a!.jobId}::uuid`;
+    await expireLeases(db.prisma, a!.jobId);
     const [b] = await claim(type);
     expect((b!.payload as { n: number }).n).toBe(2);
   });
@@ -224,16 +225,15 @@ describe('execution resources', () => {
     expect(isRunledgerError(otherRun, 'workflow.idempotency_conflict')).toBe(true);
   });
 
-  it('is guaranteed by the schema: a second LEASED job of a key is refused', async () => {
+  it('is guaranteed by the schema: a second live lease of a key is refused', async () => {
     const type = freshType();
     const jobs = await enqueueJobs(
       db.prisma,
       [1, 2].map((n) => ({ jobType: type, payload: { n }, resource: 'schema-fence' })),
     );
     const error = await db.prisma.$executeRaw`
-      UPDATE runledger.job_queue SET status = 'LEASED', attempt = 1, lease_owner = 'x', lease_expires_at = now() + interval '1 minute',
-             heartbeat_at = now()
-       WHERE id = ANY(${jobs.map((j) => j.jobId)}::uuid[])`.catch((e: unknown) => e);
+      INSERT INTO runledger.job_leases (expires_at, job_id, resource_key)
+      SELECT now() + interval '1 minute', id, 'schema-fence' FROM unnest(${jobs.map((j) => j.jobId)}::uuid[]) AS t(id)`.catch((e: unknown) => e);
     // What claimJobs retries on: the same violation, recognised through Prisma's error wrapping.
     expect(isResourceClaimRace(error)).toBe(true);
     expect(isResourceClaimRace(new Error('duplicate key value violates unique constraint "job_queue_pkey"'))).toBe(false);

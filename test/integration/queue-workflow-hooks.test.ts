@@ -23,6 +23,7 @@ import {
 } from '../../src/index.js';
 import type { TerminalStep } from '../../src/coordination/dependency-release.js';
 import { useTestDatabase } from '../harness/database.js';
+import { expireLeases } from '../harness/leases.js';
 
 // The release runs for real; calls are recorded and a failure can be injected.
 const release = vi.hoisted(() => ({ calls: [] as TerminalStep[][], failNext: false }));
@@ -122,7 +123,7 @@ describe('workflow hooks of the queue', () => {
   it('puts the step back to ENQUEUED when an expired lease is retried', async () => {
     const { jobId, stepId } = await workflowJob('wf.reap');
     await claim('wf.reap', true);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
     await reapExpiredLeases(db.prisma, { limit: 10 });
     expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', last_error_code: 'job.lease_expired' });
   });
@@ -131,7 +132,7 @@ describe('workflow hooks of the queue', () => {
     const { jobId, stepId } = await workflowJob('wf.unstarted', 1);
     await claim('wf.unstarted');
     expect(await step(stepId)).toMatchObject({ status: 'RUNNING', started: true });
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
     expect(await reapExpiredLeases(db.prisma, { limit: 10 })).toEqual({ retried: [jobId], deadLettered: [] });
     expect(await step(stepId)).toMatchObject({ status: 'ENQUEUED', started: false, last_error_code: null });
     expect(release.calls).toEqual([]);
@@ -144,7 +145,7 @@ describe('workflow hooks of the queue', () => {
     await failJob(db.prisma, { ...(await claim('wf.dead')), error: { code: 'fatal', message: 'no' }, retryable: false });
     const expired = await workflowJob('wf.expired', 1);
     await claim('wf.expired', true);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${expired.jobId}::uuid`;
+    await expireLeases(db.prisma, expired.jobId);
     await reapExpiredLeases(db.prisma, { limit: 10 });
     const canceled = await workflowJob('wf.cancel');
     await cancelJob(db.prisma, { jobId: canceled.jobId, scope: noOrganizationScope(), reason: 'user' });

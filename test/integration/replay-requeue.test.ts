@@ -19,6 +19,7 @@ import { newId } from '../../src/db/ids.js';
 import { compareAndRequeueJob, type CompareAndRequeueJobInput } from '../../src/replay/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { attachToWorkflowStep } from '../harness/workflow-helpers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -153,7 +154,7 @@ describe('compareAndRequeueJob', () => {
     expect(job.leaseExpiresAt).toBeInstanceOf(Date);
     expect(await compareAndRequeueJob(db.prisma, requeueOf(job))).toEqual({ kind: 'cancellation_not_quiesced', retryAfter: job.leaseExpiresAt });
     expect(await getJob(db.prisma, { scope: noOrganizationScope(), jobId: job.id })).toEqual(job);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}::uuid`;
+    await expireLeases(db.prisma, job.id);
     const result = await compareAndRequeueJob(db.prisma, requeueOf(job));
     expect(result).toMatchObject({ kind: 'requeued', job: { status: 'PENDING', runNumber: 2, attempt: 0, leaseExpiresAt: null } });
   });
@@ -177,7 +178,7 @@ describe('compareAndRequeueJob', () => {
 
   it('fences the canceled handler out of the requeued run', async () => {
     const { job, lease } = await canceledLeasedJob('requeue.fence');
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}::uuid`;
+    await expireLeases(db.prisma, job.id);
     await compareAndRequeueJob(db.prisma, requeueOf(job));
     const next = await claim('requeue.fence');
     expect(next).toMatchObject({ jobId: job.id, runNumber: 2, attempt: 1 });

@@ -20,13 +20,15 @@ import {
 import { z } from 'zod';
 import { defineJob } from '../../src/worker/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { backdateJobs } from '../harness/finished-history.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const OLD = new Date('2020-01-01T00:00:00Z');
 const CUTOFF = new Date('2021-01-01T00:00:00Z');
 
-/** Runs one job of `jobType` to the given end and backdates its finish to OLD (unless `recent`). */
+/** Runs one job of `jobType` to the given end and backdates its finish (and id) to OLD (unless `recent`); returns its id. */
 async function finishedJob(jobType: string, end: 'SUCCEEDED' | 'DEAD_LETTERED' | 'CANCELED', recent = false): Promise<string> {
   const { jobId } = await enqueueJob(db.prisma, { jobType, payload: {}, maxAttempts: 1 });
   if (end === 'CANCELED') {
@@ -36,12 +38,12 @@ async function finishedJob(jobType: string, end: 'SUCCEEDED' | 'DEAD_LETTERED' |
     if (end === 'SUCCEEDED') await completeJob(db.prisma, { ...lease!, output: 1 });
     else await failJob(db.prisma, { ...lease!, error: { code: 'x.failed', message: 'no' }, retryable: false });
   }
-  if (!recent) await backdateJobs([jobId]);
-  return jobId;
+  return recent ? jobId : (await backdate([jobId]))[0]!;
 }
 
-async function backdateJobs(ids: string[]): Promise<void> {
-  await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = ${OLD} WHERE id = ANY(${ids}::uuid[])`;
+/** Finished at OLD, with ids of then (purgeFinished reads jobs in id order, up to the cutoff's ids): the new ids. */
+async function backdate(ids: string[]): Promise<string[]> {
+  return backdateJobs(db.prisma, ids, OLD);
 }
 
 async function existing(ids: string[]): Promise<string[]> {
@@ -95,6 +97,23 @@ describe('purgeFinished on direct jobs', () => {
     expect(await existing([recent, pending]).then((ids) => ids.length)).toBe(2);
   });
 
+  it('deletes finished-job counters older than the day they are read for and than the cutoff, not newer ones; not in a dry run', async () => {
+    const minutes = ['2020-06-01T00:00:00Z', new Date(Date.now() - 26 * 3_600_000).toISOString(), new Date(Date.now() - 3_600_000).toISOString()];
+    for (const minute of minutes)
+      await db.prisma.$executeRaw`
+        INSERT INTO runledger.job_counts (minute, job_type, organization_id, status, workflow, shard, count)
+        VALUES (date_trunc('minute', ${minute}::timestamptz), 'p.counted', '', 'SUCCEEDED', false, 0, 3)`;
+    const left = async () =>
+      (await db.prisma.$queryRaw<{ minute: Date }[]>`SELECT minute FROM runledger.job_counts WHERE job_type = 'p.counted' ORDER BY minute`).length;
+    await purgeFinished(db.prisma, { olderThan: new Date(), dryRun: true });
+    expect(await left()).toBe(3);
+    // A cutoff in 2021 keeps what came after it, however old.
+    await purgeFinished(db.prisma, { olderThan: CUTOFF });
+    expect(await left()).toBe(2);
+    await purgeFinished(db.prisma, { olderThan: new Date() });
+    expect(await left()).toBe(1);
+  });
+
   it('moves past rows that share a finish time with sub-millisecond digits (one batch statement finishes them together)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 6; i += 1) ids.push(await finishedJob('purge.same-instant', 'SUCCEEDED'));
@@ -114,13 +133,13 @@ describe('purgeFinished on direct jobs', () => {
   });
 
   it('keeps a canceled job whose lease is still quiescing, and purges it once the lease has passed', async () => {
-    const { jobId } = await enqueueJob(db.prisma, { jobType: 'p.quiesce', payload: {} });
+    const { jobId: fresh } = await enqueueJob(db.prisma, { jobType: 'p.quiesce', payload: {} });
     await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.quiesce'], limit: 1, leaseSeconds: 600, markRunning: true });
-    await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
-    await backdateJobs([jobId]);
+    await cancelJob(db.prisma, { jobId: fresh, scope: noOrganizationScope() });
+    const jobId = (await backdate([fresh]))[0]!;
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(0);
     expect(await existing([jobId])).toEqual([jobId]);
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(1);
     expect(await existing([jobId])).toEqual([]);
   });
@@ -128,19 +147,19 @@ describe('purgeFinished on direct jobs', () => {
   it('deletes a replay lineage whole or keeps it whole, even across batch boundaries', async () => {
     // Lineage 1: source -> replay -> replay of the replay, all finished long ago: deleted together.
     const source = await finishedJob('p.lin', 'SUCCEEDED');
-    const first = await replay(source, 'lin-1');
+    let first = await replay(source, 'lin-1');
     const [lease1] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
     await completeJob(db.prisma, { ...lease1!, output: 2 });
-    const second = await replay(first, 'lin-2');
+    let second = await replay(first, 'lin-2');
     const [lease2] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.lin'], limit: 1, leaseSeconds: 60, markRunning: true });
     await completeJob(db.prisma, { ...lease2!, output: 3 });
-    await backdateJobs([first, second]);
+    [first, second] = (await backdate([first, second])) as [string, string];
     // Lineage 2: an old source whose replay is still pending: both kept.
     const keptSource = await finishedJob('p.lin2', 'SUCCEEDED');
     const keptReplay = await replay(keptSource, 'lin-3');
     // Lineage 3: an old source whose replay finished recently (after the cutoff): both kept.
     const recentSource = await finishedJob('p.lin3', 'SUCCEEDED');
-    const recentReplay = await replay(recentSource, 'lin-4');
+    let recentReplay = await replay(recentSource, 'lin-4');
     await runRunnableJobs(db.prisma);
 
     const result = await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 1 });
@@ -153,7 +172,7 @@ describe('purgeFinished on direct jobs', () => {
     expect(links!.n).toBe(2);
 
     // Once the replay is old too, the second lineage goes whole.
-    await backdateJobs([recentReplay]);
+    [recentReplay] = (await backdate([recentReplay])) as [string];
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF, batchSize: 1 })).jobs).toBe(2);
     expect(await existing([recentSource, recentReplay])).toEqual([]);
   });
@@ -165,7 +184,7 @@ describe('purgeFinished on direct jobs', () => {
     await promoteEnqueueIntents(db.prisma, { jobTypes: ['p.intent', 'p.no_definition'], limit: 10 });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['p.intent'], limit: 1, leaseSeconds: 60, markRunning: true });
     await completeJob(db.prisma, { ...lease!, output: null });
-    await backdateJobs([lease!.jobId]);
+    const [purgedId] = await backdate([lease!.jobId]);
     const intents = () => db.prisma.$queryRaw<{ key: string; state: string }[]>`
       SELECT idempotency_key AS key, state::text FROM runledger.job_enqueue_intents ORDER BY idempotency_key`;
     expect(await intents()).toEqual([
@@ -174,7 +193,7 @@ describe('purgeFinished on direct jobs', () => {
     ]);
 
     expect((await purgeFinished(db.prisma, { olderThan: CUTOFF })).jobs).toBe(1);
-    expect(await existing([lease!.jobId])).toEqual([]);
+    expect(await existing([purgedId!])).toEqual([]);
     expect(await intents()).toEqual([{ key: 'waiting', state: 'PENDING' }]);
   });
 
@@ -227,9 +246,13 @@ describe('purgeFinished on workflow runs', () => {
     expect(orphans).toEqual({ steps: 0, edges: 0 });
 
     // Once the canceled job's lease has passed, the canceled run goes too.
-    await db.prisma.$executeRaw`
-      UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second'
+    const leased = await db.prisma.$queryRaw<{ id: string }[]>`
+      SELECT id FROM runledger.job_queue
        WHERE id IN (SELECT job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${quiescing}::uuid) AND lease_expires_at IS NOT NULL`;
+    await expireLeases(
+      db.prisma,
+      leased.map((row) => row.id),
+    );
     expect(await purgeFinished(db.prisma, { olderThan: CUTOFF })).toMatchObject({ workflowRuns: 1, workflowJobs: 1 });
   });
 

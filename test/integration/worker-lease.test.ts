@@ -5,6 +5,7 @@ import { defineJob, JobAbortedError, RetryableError, type JobContext } from '../
 import { latch, nextEvent, recordingLogger } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -18,7 +19,7 @@ const startWorker = useWorkers(db);
  */
 async function stealLease(jobId: string, jobType: string): Promise<ClaimedJob> {
   const claimed = await db.prisma.$transaction(async (tx) => {
-    await tx.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(tx, jobId);
     expect((await reapExpiredLeases(tx, { limit: 10 })).retried).toEqual([jobId]);
     return (await claimJobs(tx, { workerId: 'intruder', jobTypes: [jobType], limit: 1, leaseSeconds: 60 }))[0];
   });

@@ -5,6 +5,7 @@ import { createWorker, defineJob, silentLogger, type Worker, type WorkerOptions 
 import { countdown, latch, nextEvent, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { LISTENER_APPLICATION_NAME } from '../../src/worker/listener.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 
@@ -171,7 +172,7 @@ describe('worker processing', () => {
     const [orphan] = await claimJobs(db.prisma, { workerId: 'crashed', jobTypes: ['proc.orphan'], limit: 1, leaseSeconds: 60, markRunning: true });
     expect(orphan?.jobId).toBe(jobId);
     // The crashed worker's lease runs out (moved into the past instead of waiting a minute).
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(db.prisma, jobId);
 
     const worker = startWorker({ handlers: [handler], listen: false, pollIntervalMs: 60_000, reaper: { intervalMs: 50 } });
     const succeeded = nextEvent(worker, 'job:success', (e) => e.job.jobId === jobId);

@@ -14,6 +14,7 @@ import {
 } from '../../src/index.js';
 import { latch, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
+import { backdateJobs } from '../harness/finished-history.js';
 import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
@@ -69,9 +70,10 @@ describe('worker scheduler loop', () => {
 
 describe('worker retention loop', () => {
   it('is off by default; with retention it purges what finished before its age at start', async () => {
-    const { jobId } = await enqueueJob(db.prisma, { jobType: 'loop.purge', payload: {} });
-    await cancelJob(db.prisma, { jobId, scope: noOrganizationScope() });
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET finished_at = now() - interval '40 days' WHERE id = ${jobId}::uuid`;
+    const { jobId: enqueued } = await enqueueJob(db.prisma, { jobType: 'loop.purge', payload: {} });
+    await cancelJob(db.prisma, { jobId: enqueued, scope: noOrganizationScope() });
+    // Finished 40 days ago, with an id of that time (retention reads jobs in id order).
+    const jobId = (await backdateJobs(db.prisma, [enqueued], new Date(Date.now() - 40 * 86_400_000)))[0]!;
     const handler = defineJob('loop.purge.handler', z.object({}), async () => undefined);
     // stop() waits for a pass in progress, and the first pass starts with the worker.
     await (await startWorker({ handlers: [handler], schedules: false })).stop({ drainMs: 0 });

@@ -16,6 +16,7 @@ import { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated
 import { countdown, latch, nextEvent } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const startWorker = useWorkers(db);
@@ -52,7 +53,7 @@ function job(jobId: string) {
 
 async function stealLease(jobId: string, jobType: string): Promise<ClaimedJob> {
   return db.prisma.$transaction(async (tx) => {
-    await tx.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+    await expireLeases(tx, jobId);
     expect((await reapExpiredLeases(tx, { limit: 10 })).retried).toEqual([jobId]);
     const [claimed] = await claimJobs(tx, { workerId: 'intruder', jobTypes: [jobType], limit: 1, leaseSeconds: 60 });
     return claimed!;

@@ -23,6 +23,7 @@ import { Reaper } from '../../src/worker/reaper.js';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { barrier } from '../harness/workflow-helpers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 let clients: PrismaClient[];
@@ -154,7 +155,7 @@ describe('enqueueOrGetActiveWorkflowRun', () => {
     expect(await releaseQuiescedActiveKeys(db.prisma)).toBe(0);
 
     // The canceled handler's lease runs out (moved into the past rather than waited for).
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
+    await expireLeases(db.prisma, lease!.jobId);
     expect(await releaseQuiescedActiveKeys(db.prisma)).toBe(1);
     expect(await claimsOf('sync:cancel')).toEqual([{ workflow_run_id: first.workflowRunId, scope: 'global', released: true }]);
 
@@ -162,7 +163,7 @@ describe('enqueueOrGetActiveWorkflowRun', () => {
     const second = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     const [lease2] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.cancel'], limit: 1, leaseSeconds: 300, markRunning: true });
     await cancelWorkflowRun(db.prisma, { workflowRunId: second.workflowRunId, scope: noOrganizationScope() });
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease2!.jobId}::uuid`;
+    await expireLeases(db.prisma, lease2!.jobId);
     const third = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.cancel'), activeKey: 'sync:cancel' });
     expect(third.outcome).toBe('inserted');
     expect((await claimsOf('sync:cancel')).map((c) => c.released)).toEqual([true, true, false]);
@@ -172,7 +173,7 @@ describe('enqueueOrGetActiveWorkflowRun', () => {
     const first = await enqueueOrGetActiveWorkflowRun(db.prisma, { ...sync('ak.reaper'), activeKey: 'sync:reaper' });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ak.reaper'], limit: 1, leaseSeconds: 300, markRunning: true });
     await cancelWorkflowRun(db.prisma, { workflowRunId: first.workflowRunId, scope: noOrganizationScope() });
-    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${lease!.jobId}::uuid`;
+    await expireLeases(db.prisma, lease!.jobId);
     const reaper = new Reaper({ db: db.prisma, intervalMs: 10, limit: 10, logger: silentLogger, onRetried: () => undefined, onError: () => undefined });
     reaper.start();
     try {

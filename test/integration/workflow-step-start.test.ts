@@ -22,6 +22,7 @@ import {
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { stepsByKey } from '../harness/workflow-helpers.js';
+import { expireLeases } from '../harness/leases.js';
 
 const db = useTestDatabase();
 const scope = noOrganizationScope();
@@ -55,7 +56,7 @@ async function attemptStarts(jobId: string): Promise<Date[]> {
 }
 
 async function expire(jobId: string): Promise<void> {
-  await db.prisma.$executeRaw`UPDATE runledger.job_queue SET lease_expires_at = now() - interval '1 second' WHERE id = ${jobId}::uuid`;
+  await expireLeases(db.prisma, jobId);
 }
 
 describe('a job step reads as RUNNING from its job, and stores its start when an attempt ends', () => {

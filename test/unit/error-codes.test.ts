@@ -27,6 +27,7 @@ const HOST_CODES = new Set(['billing.customer_missing', 'billing.rate_limited', 
 /** The integrity checker's violation kinds (src/integrity/violations.ts): reported, never thrown or recorded. */
 const VIOLATION_KINDS = new Set([
   'job.lease_columns',
+  'job.lease_row_missing',
   'job.output_not_succeeded',
   'job.finished_at',
   'job.step_link_mismatch',

@@ -48,6 +48,26 @@ describe('SQL written once', () => {
     expect(writers).toEqual(['src/coordination/dependency-release.ts']);
   });
 
+  it('writes job_leases only from src/queue/statements/lease-rows.ts, and every job_queue lifecycle write that moves a lease uses it', () => {
+    const writers = files.filter(({ text }) => /(UPDATE|INSERT INTO|DELETE FROM)\s+runledger\.job_leases\b/.test(text)).map(({ file }) => file);
+    expect(writers).toEqual(['src/queue/statements/lease-rows.ts']);
+    // The statements that take a job into or out of LEASED, or move its expiry, each carry the lease row's write.
+    const users = files.filter(({ text }) => /from '\.\/lease-rows\.js'/.test(text)).map(({ file }) => file);
+    expect(users.sort()).toEqual(
+      [
+        'src/queue/statements/cancel-job.ts',
+        'src/queue/statements/cancel-run-jobs.ts',
+        'src/queue/statements/claim-jobs.ts',
+        'src/queue/statements/complete-jobs.ts',
+        'src/queue/statements/continue-jobs.ts',
+        'src/queue/statements/fail-job.ts',
+        'src/queue/statements/lease-writes.ts',
+        'src/queue/statements/reap-expired-leases.ts',
+        'src/queue/statements/release-job.ts',
+      ].sort(),
+    );
+  });
+
   it('finds a spelling it is looking for', () => {
     // The patterns above match the text they guard against (so an empty list means absent, not mistyped).
     expect(/jq\.lease_owner\s*=/.test('AND jq.lease_owner = i.worker_id')).toBe(true);
@@ -57,5 +77,6 @@ describe('SQL written once', () => {
       true,
     );
     expect(spelledIn(/UPDATE\s+runledger\.job_queue\b/, []).length).toBeGreaterThan(0);
+    expect(spelledIn(/DELETE FROM\s+runledger\.job_leases\b/, []).length).toBeGreaterThan(0);
   });
 });

@@ -4,6 +4,8 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { JOB_ROW_COLUMNS, type JobRow } from '../../model/job-rows.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
+import { LEASE_ROW_KEY, cancelLeaseRows } from './lease-rows.js';
+import { countFinished } from './finished-counts.js';
 
 export type CanceledJobRow = JobRow & { workflow_managed: boolean; ended_attempt_started_at: string | null };
 
@@ -15,7 +17,7 @@ export function cancelJobStatement(jobId: string, previousStatus: string, reason
       -- (a workflow release) or its claim, which committed first. Time follows cause.
       WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS at),
       -- The row as locked above (this statement's snapshot), before the update: its attempt, if leased.
-      before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq WHERE jq.id = ${jobId}::uuid),
+      before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS}, ${LEASE_ROW_KEY} FROM runledger.job_queue jq WHERE jq.id = ${jobId}::uuid),
       canceled AS (
         UPDATE runledger.job_queue jq
            SET status = 'CANCELED', lease_owner = NULL, heartbeat_at = NULL,
@@ -23,8 +25,10 @@ export function cancelJobStatement(jobId: string, previousStatus: string, reason
           FROM clock c
          WHERE jq.id = ${jobId}::uuid AND jq.status IN ('PENDING', 'LEASED')
         RETURNING ${JOB_ROW_COLUMNS},
-                  jq.workflow_step_id IS NOT NULL AS workflow_managed
+                  jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.workflow_step_id
       ),
+      quiescing AS (${cancelLeaseRows('canceled', 'before')}),
+      counted AS (${countFinished(sqltag`canceled`)}),
       events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
         SELECT ${eventId}::uuid, id, 'CANCELED'::runledger.job_event_type, run_number, attempt,

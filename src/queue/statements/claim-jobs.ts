@@ -3,6 +3,7 @@
  * runnable jobs to one worker and returns what its handlers need.
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
+import { insertLeaseRows } from './lease-rows.js';
 
 export interface ClaimParams {
   workerId: string;
@@ -35,7 +36,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         SELECT b.id FROM (
           SELECT jq.id
             FROM runledger.job_queue jq
-           WHERE jq.status = 'PENDING' AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
+           WHERE jq.claimable AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
              AND ${RESOURCE_FREE_HEAD}
            ORDER BY jq.priority DESC, jq.next_run_at, jq.id
            LIMIT ${bucket}
@@ -51,7 +52,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
          CROSS JOIN LATERAL (
            SELECT jq.id, jq.priority, jq.next_run_at
              FROM runledger.job_queue jq
-            WHERE jq.status = 'PENDING' AND jq.job_type = t.job_type AND jq.next_run_at <= now()
+            WHERE jq.claimable AND jq.job_type = t.job_type AND jq.next_run_at <= now()
               AND ${RESOURCE_FREE_HEAD}
             ORDER BY jq.priority DESC, jq.next_run_at, jq.id
             LIMIT ${bucket}
@@ -96,6 +97,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
                   jq.trace_context, jq.stage
       ),
+      leased AS (${insertLeaseRows('claimed')}),
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
       )

@@ -6,7 +6,9 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { boundedReleaseLocksShared } from '../../coordination/locking.js';
 import { stepStartedAt } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../../db/fragments.js';
+import { countFinished } from './finished-counts.js';
 import type { JsonValue } from '../../model/json.js';
+import { LEASE_ROW_KEY, deleteLeaseRows } from './lease-rows.js';
 
 /** A lease to complete and its output. */
 export interface CompleteItem {
@@ -53,7 +55,7 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
     -- input, one primary-key probe per lease: the status and direct-only tests are written so no partial
     -- index matches them (docs/operate/performance.md, "Plans the hot statements keep").
     locked AS MATERIALIZED (
-      SELECT jq.id, i.worker_id, i.output
+      SELECT jq.id, i.worker_id, i.output, ${LEASE_ROW_KEY}
         FROM input i
         JOIN runledger.job_queue jq ON ${leaseIdentity({ rows: 'i' })}
        WHERE ${leaseLive(sqltag`clock_timestamp()`)}
@@ -74,8 +76,11 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
         FROM locked k
        -- The rows are locked with their lease matched; what can have changed since is the clock.
        WHERE jq.id = k.id AND ${leaseLive(sqltag`(SELECT at FROM clock)`)}
-      RETURNING jq.id, jq.run_number, jq.attempt, k.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at
+      RETURNING jq.id, jq.run_number, jq.attempt, k.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at,
+                jq.organization_id, jq.job_type, jq.status
     ),
+    unleased AS (${deleteLeaseRows('done', 'locked')}),
+    counted AS (${countFinished(sqltag`done`)}),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (
       SELECT ws.id FROM runledger.workflow_steps ws

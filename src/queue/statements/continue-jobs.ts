@@ -7,6 +7,7 @@ import { LIVE_JOB_STEP, stepStartedAt } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../../db/fragments.js';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
+import { LEASE_ROW_KEY, deleteLeaseRows } from './lease-rows.js';
 
 /** The step status reason of a continued job's step. */
 export const CONTINUED_STEP_REASON = 'job.continued';
@@ -47,7 +48,7 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
     -- Rung 1: the batch's job rows in id order, one primary-key probe per lease, carrying the lease's input
     -- (as the completion statement, complete.ts, and for the same reason: no join rescans a CTE per row).
     locked AS MATERIALIZED (
-      SELECT jq.id, jq.workflow_step_id, ${ATTEMPT_COLUMNS},
+      SELECT jq.id, jq.workflow_step_id, ${ATTEMPT_COLUMNS}, ${LEASE_ROW_KEY},
              jq.workflow_step_id IS NULL
                OR COALESCE((SELECT ws.allow_continuation FROM runledger.workflow_steps ws WHERE ws.id = jq.workflow_step_id), false) AS allowed,
              i.attempt AS slice_attempt, i.delay_ms, i.set_checkpoint, i.checkpoint AS new_checkpoint,
@@ -74,6 +75,7 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
       RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
                 k.slice_attempt, k.delay_ms, k.event_id, k.worker_id
     ),
+    unleased AS (${deleteLeaseRows('continued', 'locked')}),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
       SELECT event_id, id, 'REQUEUED'::runledger.job_event_type, run_number, 0,

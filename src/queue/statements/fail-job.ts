@@ -6,6 +6,8 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { LIVE_JOB_STEP, stepStartedAt } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseFence, leaseIdentity, type LeaseName } from '../../db/fragments.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
+import { LEASE_ROW_KEY, deleteLeaseRows } from './lease-rows.js';
+import { countFinished } from './finished-counts.js';
 
 /** What the failure statement records besides the lease. */
 export interface FailureFields {
@@ -34,7 +36,7 @@ export interface Backoff {
 export function failJobStatement(l: LeaseName, o: FailureFields, b: Backoff, eventId: string, directOnly: boolean): Sql {
   return sqltag`
     WITH locked AS MATERIALIZED (
-      SELECT jq.id, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq
+      SELECT jq.id, ${ATTEMPT_COLUMNS}, ${LEASE_ROW_KEY} FROM runledger.job_queue jq
        WHERE ${leaseIdentity(l)}
          AND (NOT ${directOnly}::boolean OR jq.workflow_step_id IS NULL)
          FOR UPDATE
@@ -59,8 +61,11 @@ export function failJobStatement(l: LeaseName, o: FailureFields, b: Backoff, eve
              last_error_code = ${o.code}, last_error_message = ${o.message}, updated_at = now(), ${CLEAR_ATTEMPT}
        WHERE ${leaseFence(l, sqltag`(SELECT at FROM clock)`)}
          AND jq.id IN (SELECT id FROM locked)
-      RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts, jq.workflow_step_id
+      RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts, jq.workflow_step_id,
+                jq.organization_id, jq.job_type, jq.finished_at
     ),
+    unleased AS (${deleteLeaseRows('failed', 'locked')}),
+    counted AS (${countFinished(sqltag`failed`)}),
     steps AS (
       UPDATE runledger.workflow_steps ws
          SET status = CASE WHEN f.status = 'PENDING' THEN 'ENQUEUED' ELSE 'FAILED' END::runledger.workflow_step_status,

@@ -6,6 +6,7 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { leaseFence, lockedLeaseAndClock, type LeaseName } from '../../db/fragments.js';
 import { jsonParam } from '../../model/job-rows.js';
 import type { JsonValue } from '../../model/json.js';
+import { LEASE_ROW_KEY, moveLeaseRows } from './lease-rows.js';
 
 /** Records that the handler started: the lease's RUNNING, once per attempt (src/queue/lifecycle.ts). */
 export function markJobRunningStatement(l: LeaseName): Sql {
@@ -36,16 +37,21 @@ export function heartbeatJobStatement(
   save: { progress?: JsonValue | null | undefined; checkpoint?: JsonValue | null | undefined },
 ): Sql {
   return sqltag`
-      WITH ${lockedLeaseAndClock(l)}
-      UPDATE runledger.job_queue jq
-         SET lease_expires_at = c.at + COALESCE(make_interval(secs => ${leaseSeconds}::int),
-                                                jq.lease_expires_at - jq.heartbeat_at,
-                                                make_interval(secs => jq.timeout_seconds)),
-             heartbeat_at = c.at,
-             progress = CASE WHEN ${save.progress !== undefined}::boolean THEN ${jsonParam(save.progress)}::jsonb ELSE jq.progress END,
-             checkpoint = CASE WHEN ${save.checkpoint !== undefined}::boolean THEN ${jsonParam(save.checkpoint)}::jsonb ELSE jq.checkpoint END,
-             updated_at = c.at
-        FROM clock c
-       WHERE ${leaseFence(l, sqltag`c.at`)}
-      RETURNING jq.lease_expires_at`;
+      WITH ${lockedLeaseAndClock(l, sqltag`, ${LEASE_ROW_KEY}`)},
+      -- The lease row moves with the job row's expiry, in the same statement (src/queue/statements/lease-rows.ts).
+      beat AS (
+        UPDATE runledger.job_queue jq
+           SET lease_expires_at = c.at + COALESCE(make_interval(secs => ${leaseSeconds}::int),
+                                                  jq.lease_expires_at - jq.heartbeat_at,
+                                                  make_interval(secs => jq.timeout_seconds)),
+               heartbeat_at = c.at,
+               progress = CASE WHEN ${save.progress !== undefined}::boolean THEN ${jsonParam(save.progress)}::jsonb ELSE jq.progress END,
+               checkpoint = CASE WHEN ${save.checkpoint !== undefined}::boolean THEN ${jsonParam(save.checkpoint)}::jsonb ELSE jq.checkpoint END,
+               updated_at = c.at
+          FROM clock c
+         WHERE ${leaseFence(l, sqltag`c.at`)}
+        RETURNING jq.id, jq.lease_expires_at
+      ),
+      moved AS (${moveLeaseRows('beat', 'locked')})
+      SELECT lease_expires_at FROM beat`;
 }

@@ -7,6 +7,8 @@ import { LIVE_JOB_STEP } from '../../coordination/step-state.js';
 import { CLEAR_LEASE } from '../../db/fragments.js';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
+import { EXPIRED_LEASE_ROWS, deleteLeaseRows, deleteRunOutCanceledLeases } from './lease-rows.js';
+import { countFinished } from './finished-counts.js';
 
 export const LEASE_EXPIRED_CODE = 'job.lease_expired';
 export const LEASE_EXPIRED_MESSAGE = 'The lease expired before the job finished.';
@@ -23,12 +25,11 @@ export interface ReapedRow {
 export function reapExpiredLeasesStatement(limit: number, eventIds: readonly string[]): Sql {
   return sqltag`
       WITH expired AS (
-        SELECT jq.id, jq.lease_owner, jq.lease_expires_at, jq.attempt AS lease_attempt, ${ATTEMPT_COLUMNS},
+        SELECT jq.id, jq.lease_owner, jq.lease_expires_at, l.expires_at AS lease_row_expires_at, jq.attempt AS lease_attempt,
+               ${ATTEMPT_COLUMNS},
                -- Started: the lease's attempt recorded RUNNING (markRunning at claim, or markJobRunning).
                jq.attempt_running_seq IS NOT NULL AS started
-          FROM runledger.job_queue jq
-         WHERE jq.status = 'LEASED' AND jq.lease_expires_at <= now()
-         ORDER BY jq.lease_expires_at, jq.id
+          FROM ${EXPIRED_LEASE_ROWS}
          LIMIT ${limit}::int
            FOR UPDATE OF jq SKIP LOCKED
       ),
@@ -49,8 +50,12 @@ export function reapExpiredLeasesStatement(limit: number, eventIds: readonly str
                   e.lease_owner AS expired_owner, e.lease_expires_at AS expired_at,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed,
                   -- As text: the step stores it (src/coordination/step-state.ts) with its microseconds.
-                  e.attempt_started_at::text AS attempt_started_at
+                  e.attempt_started_at::text AS attempt_started_at, jq.organization_id, jq.workflow_step_id, jq.finished_at
       ),
+      unleased AS (${deleteLeaseRows('reaped', 'expired')}),
+      -- Canceled leases that ran out: their keys' quiescence is over.
+      run_out AS (${deleteRunOutCanceledLeases(limit)}),
+      counted AS (${countFinished(sqltag`reaped`)}),
       numbered AS (
         SELECT reaped.*, row_number() OVER (ORDER BY expired_at, id)::int AS n FROM reaped
       ),

@@ -1,0 +1,63 @@
+/**
+ * Integrity of the lease rows (runledger.job_leases, migration 20261229000000_job_leases), the reverse of
+ * job-checks.ts's `job.lease_row_missing`: every lease row names a job that holds it. A live row's job is
+ * LEASED with that expiry and resource key; a canceled row's job, until the row runs out, is CANCELED with
+ * that expiry (a run-out canceled row only waits for the reaper's sweep). Paged by the primary key, one
+ * probe of job_queue's primary key per row. A row whose job is gone belongs to no organization: only the
+ * admin scope sees it.
+ */
+import type { Tx } from '../client/types.js';
+import { inScope, type ScopeParams } from '../db/fragments.js';
+import type { ViolationRow } from './violations.js';
+
+/** A position in job_leases' primary key order (the expiry as UTC ISO text, microseconds kept). */
+export interface LeaseKey {
+  expiresAt: string;
+  jobId: string;
+}
+
+/** Below every lease row. */
+export const FIRST_LEASE_KEY: LeaseKey = { expiresAt: '-infinity', jobId: '00000000-0000-0000-0000-000000000000' };
+
+export interface LeasePage {
+  violations: ViolationRow[];
+  /** The last row's key, or null when the page was empty. */
+  last: LeaseKey | null;
+  size: number;
+}
+
+export async function checkLeaseRows(tx: Tx, scope: ScopeParams, after: LeaseKey, limit: number): Promise<LeasePage> {
+  const rows = await tx.$queryRaw<(ViolationRow & { key_expires_at: string; key_job_id: string; broken: boolean })[]>`
+    WITH page AS MATERIALIZED (
+      SELECT l.expires_at, l.job_id, l.resource_key, l.canceled,
+             to_char(l.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_expires_at
+        FROM runledger.job_leases l
+       WHERE (l.expires_at, l.job_id) > (${after.expiresAt}::timestamptz, ${after.jobId}::uuid)
+       ORDER BY l.expires_at, l.job_id
+       LIMIT ${limit}::int
+    )
+    SELECT 'lease.job_mismatch' AS kind, ws.workflow_run_id, jq.workflow_step_id AS step_id, ws.step_key, p.job_id::text AS job_id,
+           CASE WHEN p.canceled
+                THEN jsonb_build_object('status', 'CANCELED', 'leaseExpiresAt', p.expires_at)
+                ELSE jsonb_build_object('status', 'LEASED', 'leaseExpiresAt', p.expires_at, 'resourceKey', p.resource_key) END AS expected,
+           jsonb_build_object('jobExists', jq.id IS NOT NULL, 'status', jq.status, 'leaseExpiresAt', jq.lease_expires_at,
+                              'resourceKey', jq.resource_key, 'canceledLease', p.canceled) AS found,
+           p.key_expires_at, p.job_id::text AS key_job_id,
+           CASE WHEN NOT p.canceled
+                THEN jq.id IS NULL OR jq.status <> 'LEASED' OR jq.lease_expires_at IS DISTINCT FROM p.expires_at
+                     OR jq.resource_key IS DISTINCT FROM p.resource_key
+                ELSE p.expires_at > now()
+                     AND (jq.id IS NULL OR jq.status <> 'CANCELED' OR jq.lease_expires_at IS DISTINCT FROM p.expires_at) END
+           AND CASE WHEN jq.id IS NULL THEN ${scope.all}::boolean ELSE ${inScope(scope, 'jq.organization_id')} END AS broken
+      FROM page p
+      LEFT JOIN runledger.job_queue jq ON jq.id = p.job_id
+      LEFT JOIN runledger.workflow_steps ws ON ws.id = jq.workflow_step_id
+     ORDER BY p.expires_at, p.job_id`;
+  // Every row of the page comes back (the keyset moves past it); only the broken ones in scope are reported.
+  const last = rows.at(-1);
+  return {
+    violations: rows.filter((row) => row.broken).map(({ key_expires_at: _e, key_job_id: _j, broken: _b, ...violation }) => violation),
+    last: last ? { expiresAt: last.key_expires_at, jobId: last.key_job_id } : null,
+    size: rows.length,
+  };
+}

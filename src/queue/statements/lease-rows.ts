@@ -1,0 +1,87 @@
+/**
+ * The lease rows (runledger.job_leases, migration 20261229000000_job_leases): one per live lease, kept in step
+ * by the statement that writes its job row, as CTEs of that statement (no extra round trip, set-based). The
+ * job row keeps `lease_owner` and `lease_expires_at` (the fence reads them); a lease row is keyed by that
+ * expiry and the job id, so each write below finds its row by primary key from the job row it locked.
+ *
+ * Lock order (src/coordination/locking.ts): a lease row after its job row (rung 1), never before. Every CTE
+ * here reads the job rows from the statement's lock CTE, so it writes a lease row only once the statement
+ * holds that job's row lock; only the reaper's sweep of run-out canceled leases locks lease rows alone, with
+ * SKIP LOCKED (never waits).
+ *
+ * `locked` names a CTE over the locked job rows that carries `LEASE_ROW_KEY` (the expiry as locked);
+ * `written` names the CTE of the job rows the statement actually wrote (the fence held), with column `id`.
+ */
+import { raw, sqltag, type Sql } from '@prisma/client/runtime/client';
+
+/** The select item a lock CTE adds (`jq` the locked job row): the key of its lease row. */
+export const LEASE_ROW_KEY = sqltag`jq.lease_expires_at AS lease_row_expires_at`;
+
+/**
+ * The lease row `l` of the locked job `k`, by primary key. A heartbeat that committed while this statement
+ * waited for the job row moved both rows: the lock reads the job row as it is now (the new expiry), but the
+ * scan of job_leases finds only the version its snapshot sees (the old one), and then follows it to the new
+ * version, which must match too. So the row is matched at either expiry: the statement snapshot's (a primary
+ * key read of the job row) and the lock's.
+ */
+function leaseRowOf(k: string): Sql {
+  const j = raw(k);
+  return sqltag`l.job_id = ${j}.id
+           AND l.expires_at IN (${j}.lease_row_expires_at, (SELECT s.lease_expires_at FROM runledger.job_queue s WHERE s.id = ${j}.id))`;
+}
+
+/** The claim: one lease row per claimed job (`claimed` has `id`, `lease_expires_at`, `resource_key`). */
+export function insertLeaseRows(claimed: string): Sql {
+  const c = raw(claimed);
+  // A second live lease of a resource key is refused here (job_leases_resource_uidx, retried by claimJobs).
+  return sqltag`INSERT INTO runledger.job_leases (expires_at, job_id, resource_key)
+        SELECT c.lease_expires_at, c.id, c.resource_key FROM ${c} c`;
+}
+
+/** Completion, failure, continuation, release, reaper: the lease rows of the jobs `written` out of LEASED. */
+export function deleteLeaseRows(written: string, locked: string): Sql {
+  return sqltag`DELETE FROM runledger.job_leases l
+        USING ${raw(written)} w JOIN ${raw(locked)} k ON k.id = w.id
+        WHERE ${leaseRowOf('k')}`;
+}
+
+/** The heartbeat: the lease rows of the jobs `written` (with their new `lease_expires_at`) move to it. */
+export function moveLeaseRows(written: string, locked: string): Sql {
+  return sqltag`UPDATE runledger.job_leases l
+           SET expires_at = w.lease_expires_at
+          FROM ${raw(written)} w JOIN ${raw(locked)} k ON k.id = w.id
+         WHERE ${leaseRowOf('k')}`;
+}
+
+/**
+ * A cancellation: the lease rows of the jobs `written` to CANCELED are marked canceled and kept until they run
+ * out (the handler may still run: resource_claimable() holds the key until then). A PENDING job has none.
+ */
+export function cancelLeaseRows(written: string, locked: string): Sql {
+  return sqltag`UPDATE runledger.job_leases l
+           SET canceled = true
+          FROM ${raw(written)} w JOIN ${raw(locked)} k ON k.id = w.id
+         WHERE ${leaseRowOf('k')} AND NOT l.canceled`;
+}
+
+/** The reaper's pick: live leases run out by now, oldest first (the primary key's order); `l` the lease row. */
+export const EXPIRED_LEASE_ROWS = sqltag`runledger.job_leases l
+          JOIN runledger.job_queue jq ON jq.id = l.job_id
+         WHERE l.expires_at <= now() AND NOT l.canceled
+           AND jq.status = 'LEASED' AND jq.lease_expires_at = l.expires_at
+         ORDER BY l.expires_at, l.job_id`;
+
+/**
+ * The reaper: up to `limit` canceled lease rows that ran out (their quiescence is over), oldest first. Their
+ * jobs are finished, and nothing but this sweep writes a canceled row, so SKIP LOCKED (never waits) is all
+ * the order needs.
+ */
+export function deleteRunOutCanceledLeases(limit: number): Sql {
+  return sqltag`DELETE FROM runledger.job_leases l
+        WHERE (l.expires_at, l.job_id) IN (
+          SELECT c.expires_at, c.job_id FROM runledger.job_leases c
+           WHERE c.canceled AND c.expires_at <= now()
+           ORDER BY c.expires_at, c.job_id
+           LIMIT ${limit}::int
+             FOR UPDATE SKIP LOCKED)`;
+}
