@@ -104,7 +104,9 @@ async function connectionsStillOpen(serverUrl: string, database: string, poolerP
     const deadline = Date.now() + 3_000;
     for (;;) {
       const { rows } = await admin.query<{ state: string | null; query: string }>(
-        'SELECT state, left(query, 80) AS query FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> ALL($2::int[])',
+        // Client backends only: an autovacuum worker (on in the embedded server) is the server's, not a leak.
+        `SELECT state, left(query, 80) AS query FROM pg_stat_activity
+          WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> ALL($2::int[]) AND backend_type = 'client backend'`,
         [database, poolerPids],
       );
       if (rows.length === 0 || Date.now() > deadline) return rows.map((row) => `${row.state}: ${row.query}`);
