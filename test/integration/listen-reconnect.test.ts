@@ -105,8 +105,9 @@ describe('the shared LISTEN connection', () => {
       const noticed = failed.next();
       proxy.freeze(); // no RST, no FIN: only the health check can tell
       expect((await within(noticed, 30_000, 'the dead connection noticed')).code).toBe('database.unavailable');
-      // A check is due at most 15 s after the freeze and given 5 s to answer (the rest is slack for a loaded machine).
-      expect(Date.now() - frozenAt).toBeLessThan(24_000);
+      // A check is due at most 15 s after the freeze and given 5 s to answer; the rest is slack for a loaded
+      // machine (24.6 s seen under a full suite on two cores). TCP alone would take minutes.
+      expect(Date.now() - frozenAt).toBeLessThan(29_000);
 
       const back = listening.next();
       await proxy.restore();
