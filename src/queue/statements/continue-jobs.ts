@@ -73,9 +73,9 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
        WHERE jq.id = k.id AND k.allowed
          AND ${leaseLive(sqltag`c.at`)}
       RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
-                k.slice_attempt, k.delay_ms, k.event_id, k.worker_id
+                k.slice_attempt, k.delay_ms, k.event_id, k.worker_id, k.lease_row_expires_at
     ),
-    unleased AS (${deleteLeaseRows('continued', 'locked')}),
+    unleased AS (${deleteLeaseRows(sqltag`continued`)}),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
       SELECT event_id, id, 'REQUEUED'::runledger.job_event_type, run_number, 0,
