@@ -186,6 +186,12 @@ export const ERROR_CODES = [
   'workflow.invalid_function_step',
   'workflow.function_nondeterministic',
   'workflow.function_step_timeout',
+  // Signals to durable function runs (src/workflow/function-signal.ts): bad input, a run that is no function,
+  // an idempotency key reused for another signal, a host transaction that is not READ COMMITTED.
+  'workflow.invalid_signal',
+  'workflow.signal_not_function',
+  'workflow.signal_idempotency_conflict',
+  'workflow.signal_unsupported_isolation',
 ] as const;
 
 /** The `code` of every RunledgerError runledger throws. */

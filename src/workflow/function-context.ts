@@ -21,6 +21,7 @@ import { textProblem } from '../validation/storable.js';
 import { MAX_TIMER_MS, MAX_TIMESTAMP, MIN_TIMESTAMP, nonBlank, positiveInt, timerMs } from '../validation/primitives.js';
 import { newId } from '../db/ids.js';
 import { recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
+import { openSignalWait, timeOutSignalWait } from './function-wait-statements.js';
 
 export const FUNCTION_INVALID_STEP = 'workflow.invalid_function_step';
 export const FUNCTION_NONDETERMINISTIC = 'workflow.function_nondeterministic';
@@ -30,6 +31,13 @@ const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 /** The key of the step that runs the body (the run's result step), and of a sleep. `$` is refused in names. */
 export const FUNCTION_STEP_KEY = '$function';
 const SLEEP_KEY = '$sleep';
+/** The key prefix of a signal wait's step (`$signal:<name>`, `$signal:<name>#2`, ...). */
+const SIGNAL_KEY = '$signal:';
+
+/** The step key base of a wait for the signal `name`. */
+export function signalWaitKey(name: string): string {
+  return `${SIGNAL_KEY}${name}`;
+}
 
 /** The longest `sleep`: ten years. */
 const MAX_SLEEP_MS = 10 * 365 * 24 * 3_600_000;
@@ -80,7 +88,23 @@ export interface FunctionContext {
   sleep(ms: number): Promise<void>;
   /** Ends the attempt until `until`; returns at once once it has passed. */
   sleepUntil(until: Date): Promise<void>;
+  /**
+   * Waits for the signal `name` (sent by `signal(db, runId, name, payload)`), holding no worker slot: takes
+   * the oldest signal of that name not yet taken (one sent before the wait is kept for it), else ends the
+   * attempt until one is sent (which wakes the function at once) or `timeoutMs` passes. The outcome is
+   * recorded: a re-execution returns the same payload or the same timeout. `name` follows the step name rule.
+   */
+  waitForSignal<T extends JsonValue = JsonValue>(name: string, options?: SignalWaitOptions): Promise<SignalWaitResult<T>>;
 }
+
+/** Options of `ctx.waitForSignal`. */
+export interface SignalWaitOptions {
+  /** How long to wait (ms, 0 to ten years; 0 takes only a signal already sent). Default: no timeout. */
+  timeoutMs?: number;
+}
+
+/** What `ctx.waitForSignal` returns: the signal's payload, or that the timeout passed first. */
+export type SignalWaitResult<T = JsonValue> = { status: 'received'; payload: T; signalId: string } | { status: 'timed_out' };
 
 /** `ctx` of a function defined with `transaction: prisma`: `T` is that client's transaction client. */
 export interface TransactionalFunctionContext<T> extends FunctionContext {
@@ -96,7 +120,7 @@ export interface TransactionalFunctionContext<T> extends FunctionContext {
 /** Thrown through the body by a sleep that is not due yet; the attempt then ends with a continuation. */
 class FunctionSuspended extends Error {
   constructor() {
-    super('The durable function is suspended until its sleep is due.');
+    super('The durable function is suspended until its sleep is due or its signal arrives.');
     this.name = 'FunctionSuspended';
   }
 }
@@ -104,6 +128,21 @@ class FunctionSuspended extends Error {
 const nameSchema = nonBlank(200)
   .refine((name) => !name.includes('#'), 'must not contain #')
   .refine((name) => !name.startsWith('$'), 'must not start with $ (reserved)');
+
+/** A signal's name: as a step's. */
+export const signalNameSchema = nameSchema;
+
+const signalWaitSchema = z.object({
+  name: nameSchema,
+  options: z.strictObject({
+    timeoutMs: z
+      .number()
+      .int('must be an integer number of milliseconds')
+      .min(0, 'must not be negative')
+      .max(MAX_SLEEP_MS, 'must be at most ten years')
+      .optional(),
+  }),
+});
 
 const stepSettingsSchema = z.strictObject({
   retry: z.strictObject({ maxAttempts: positiveInt.max(1_000).optional(), baseDelayMs: timerMs.optional(), maxDelayMs: timerMs.optional() }).optional(),
@@ -174,6 +213,7 @@ export class FunctionAttempt {
         this.step(name, fn, settings, true),
       sleep: (ms: number) => this.sleep(ms),
       sleepUntil: (until: Date) => this.sleepUntil(until),
+      waitForSignal: (name: string, options?: SignalWaitOptions) => this.waitForSignal(name, options),
     } as unknown as TransactionalFunctionContext<unknown>;
     this.context = Object.freeze(context);
   }
@@ -243,6 +283,46 @@ export class FunctionAttempt {
     }
     if (wakeAt <= this.dbNow()) return;
     this.suspendUntil = Math.min(this.suspendUntil ?? Number.POSITIVE_INFINITY, wakeAt);
+    throw new FunctionSuspended();
+  }
+
+  /**
+   * A signal wait: a recorded outcome replays; an open wait not yet due suspends without a statement (a
+   * signal that resolves it wakes the body: the job's continuation, or its due time, is brought forward);
+   * otherwise one transaction opens the wait (taking a mailbox signal) or records its timeout.
+   */
+  private async waitForSignal(name: string, options: SignalWaitOptions | undefined): Promise<SignalWaitResult<JsonValue>> {
+    const parsed: { name: string; options: SignalWaitOptions } = parseInput(signalWaitSchema, { name, options: options ?? {} }, FUNCTION_INVALID_STEP);
+    const call = this.claim(signalWaitKey(parsed.name));
+    let output: JsonValue | null;
+    if (call.recorded) {
+      output = call.recorded.output;
+      const open = signalOutcome(output);
+      if (open === undefined) {
+        const timeoutAt = signalTimeoutAt(output);
+        if (timeoutAt === null || timeoutAt > this.dbNow()) return this.suspendWait(timeoutAt);
+        output = await this.track(timeOutSignalWait(this.deps.db, this.deps.lease, { workflowRunId: this.deps.workflowRunId, stepKey: call.key }));
+      }
+    } else {
+      const opened = this.track(
+        openSignalWait(this.deps.db, this.deps.lease, {
+          id: call.id,
+          workflowRunId: this.deps.workflowRunId,
+          stepKey: call.key,
+          callIndex: call.index,
+          name: parsed.name,
+          timeoutMs: parsed.options.timeoutMs ?? null,
+        }),
+      );
+      output = (await opened).output;
+    }
+    const outcome = signalOutcome(output);
+    if (outcome === undefined) return this.suspendWait(signalTimeoutAt(output));
+    return outcome;
+  }
+
+  private suspendWait(timeoutAt: number | null): never {
+    this.suspendUntil = Math.min(this.suspendUntil ?? Number.POSITIVE_INFINITY, timeoutAt ?? Number.POSITIVE_INFINITY);
     throw new FunctionSuspended();
   }
 
@@ -381,6 +461,23 @@ function wakeTime(output: JsonValue | null): number {
   const ms = typeof at === 'string' ? Date.parse(at) : Number.NaN;
   if (Number.isNaN(ms)) throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded sleep has no wake time.', { details: { output } });
   return ms;
+}
+
+/** A wait's recorded outcome; undefined while it is open. */
+function signalOutcome(output: JsonValue | null): SignalWaitResult<JsonValue> | undefined {
+  const record = output !== null && typeof output === 'object' && !Array.isArray(output) ? output : undefined;
+  if (record?.outcome === 'received') return { status: 'received', payload: record.payload ?? null, signalId: String(record.signalId) };
+  if (record?.outcome === 'timeout') return { status: 'timed_out' };
+  if (record === undefined || !('timeoutAt' in record)) {
+    throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded signal wait has no outcome nor timeout.', { details: { output } });
+  }
+  return undefined;
+}
+
+/** A wait's timeout (database clock, ms); null: none. */
+function signalTimeoutAt(output: JsonValue | null): number | null {
+  const at = (output as { timeoutAt?: unknown } | null)?.timeoutAt;
+  return typeof at === 'string' ? Date.parse(at) : null;
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {
