@@ -99,6 +99,15 @@
  *     step the host's own locks come first, as for a transactional handler.
  *     It takes no step, release or run lock: the row is inserted terminal,
  *     with no edges, and the run stays RUNNING while its body's step lives.
+ *   - A durable function's signal wait and a signal to it (src/workflow/function-wait-statements.ts,
+ *     function-signal.ts): the body's `$function` job row (1, FOR UPDATE; the wait names it by its lease,
+ *     the send by the run), then, in a second statement whose snapshot is taken once that lock is held,
+ *     the run's mailbox rows (workflow_signals, FOR UPDATE; only ever locked under that job row, so they
+ *     add no wait of their own) and the wait's FUNCTION step row (2: an open wait FOR UPDATE, or a new
+ *     row nobody waits on), and the same job row again to wake it (wake-function-jobs.ts: already held).
+ *     A send inside the host's transaction takes the host's locks first, then these, and holds the job
+ *     row to the host's commit: the body's attempt waits for it only when it records a step (its claim
+ *     skips a locked row), and that host transaction waits for nothing the attempt holds.
  *   - The job definitions catalog (src/queue/catalog.ts) takes no part:
  *     enqueues read it without locking; a sync upserts its rows in job-type
  *     order in one statement and holds no other lock class. Recording an
