@@ -192,6 +192,9 @@ export const ERROR_CODES = [
   'workflow.signal_not_function',
   'workflow.signal_idempotency_conflict',
   'workflow.signal_unsupported_isolation',
+  // A durable function's child run (ctx.invoke) ended COMPLETED_WITH_ERRORS, or was canceled (or purged).
+  'workflow.child_failed',
+  'workflow.child_canceled',
 ] as const;
 
 /** The `code` of every RunledgerError runledger throws. */

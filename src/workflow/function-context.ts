@@ -10,7 +10,7 @@ import { readCommittedIsolation } from '../client/transaction.js';
 import type { Db, PrismaClientLike } from '../client/types.js';
 import { ConflictError, isRunledgerError, UnavailableError, ValidationError, type RunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
-import type { JobContext } from '../job/contract.js';
+import type { AnyJobDefinition, JobContext, JobOutput, JobPayload } from '../job/contract.js';
 import { JOB_OUTPUT_INVALID, TerminalError, outputProblem } from '../job/errors.js';
 import type { WorkerLogger } from '../job/logger.js';
 import type { JsonValue } from '../model/json.js';
@@ -22,10 +22,15 @@ import { MAX_TIMER_MS, MAX_TIMESTAMP, MIN_TIMESTAMP, nonBlank, positiveInt, time
 import { newId } from '../db/ids.js';
 import { recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
 import { openSignalWait, timeOutSignalWait } from './function-wait-statements.js';
+import { readChildRun, recordChildOutcome, startChildRun } from './function-child.js';
+import { workflow, type TypedWorkflowRunInput } from './builder.js';
+import type { WorkflowRunInput } from './run-definition.js';
 
 export const FUNCTION_INVALID_STEP = 'workflow.invalid_function_step';
 export const FUNCTION_NONDETERMINISTIC = 'workflow.function_nondeterministic';
 export const FUNCTION_STEP_TIMEOUT = 'workflow.function_step_timeout';
+export const FUNCTION_CHILD_FAILED = 'workflow.child_failed';
+export const FUNCTION_CHILD_CANCELED = 'workflow.child_canceled';
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 
 /** The key of the step that runs the body (the run's result step), and of a sleep. `$` is refused in names. */
@@ -33,6 +38,10 @@ export const FUNCTION_STEP_KEY = '$function';
 const SLEEP_KEY = '$sleep';
 /** The key prefix of a signal wait's step (`$signal:<name>`, `$signal:<name>#2`, ...). */
 const SIGNAL_KEY = '$signal:';
+/** The key prefix of a child run's step (`$child:<name>`). */
+const CHILD_KEY = '$child:';
+/** A woken-late parent's fallback: the child's end wakes it at once; this poll only backs that up. */
+const CHILD_FALLBACK_POLL_MS = 5 * 60_000;
 
 /** The step key base of a wait for the signal `name`. */
 export function signalWaitKey(name: string): string {
@@ -95,6 +104,15 @@ export interface FunctionContext {
    * recorded: a re-execution returns the same payload or the same timeout. `name` follows the step name rule.
    */
   waitForSignal<T extends JsonValue = JsonValue>(name: string, options?: SignalWaitOptions): Promise<SignalWaitResult<T>>;
+  /**
+   * Starts a child run once (a re-execution finds it recorded) in the run's organization and waits for it,
+   * holding no worker slot: returns its result (the result step's output; null without one), or throws
+   * `workflow.child_failed` / `workflow.child_canceled` (the body may catch it). The child's end wakes the
+   * function at once. `child`: a durable function's `fn.run(input)`, a workflow run (`workflow(...).build()`),
+   * or `{ job: definition, payload }` (a one-step run of that job, its output the result).
+   */
+  invoke<R>(name: string, child: TypedWorkflowRunInput<R>): Promise<R>;
+  invoke<D extends AnyJobDefinition>(name: string, child: { job: D; payload: JobPayload<D> }): Promise<JobOutput<D>>;
 }
 
 /** Options of `ctx.waitForSignal`. */
@@ -214,6 +232,7 @@ export class FunctionAttempt {
       sleep: (ms: number) => this.sleep(ms),
       sleepUntil: (until: Date) => this.sleepUntil(until),
       waitForSignal: (name: string, options?: SignalWaitOptions) => this.waitForSignal(name, options),
+      invoke: (name: string, child: unknown) => this.invoke(name, child),
     } as unknown as TransactionalFunctionContext<unknown>;
     this.context = Object.freeze(context);
   }
@@ -319,6 +338,35 @@ export class FunctionAttempt {
     const outcome = signalOutcome(output);
     if (outcome === undefined) return this.suspendWait(signalTimeoutAt(output));
     return outcome;
+  }
+
+  /**
+   * A child run: started and recorded once (function-child.ts); a recorded outcome replays; a child that
+   * has ended gets its outcome recorded; otherwise the attempt suspends until the child's end wakes it.
+   */
+  private async invoke(name: string, child: unknown): Promise<unknown> {
+    const parsed: { name: string } = parseInput(invokeSchema, { name }, FUNCTION_INVALID_STEP);
+    const input = childRunInput(child);
+    const call = this.claim(`${CHILD_KEY}${parsed.name}`);
+    const step = { workflowRunId: this.deps.workflowRunId, stepKey: call.key };
+    let output: JsonValue | null;
+    if (call.recorded) {
+      output = call.recorded.output;
+    } else {
+      const start = { ...step, id: call.id, callIndex: call.index, child: input };
+      output = await this.track(startChildRun(this.deps.db, this.deps.lease, start));
+    }
+    let outcome = childOutcome(output);
+    if (outcome === undefined) {
+      const state = await this.track(readChildRun(this.deps.db, childRunIdOf(output)));
+      const ended = childEnded(state);
+      if (ended === undefined) return this.suspendWait(this.dbNow() + CHILD_FALLBACK_POLL_MS);
+      outcome = childOutcome(await this.track(recordChildOutcome(this.deps.db, this.deps.lease, step, ended)))!;
+    }
+    if (outcome.outcome === 'succeeded') return outcome.result ?? null;
+    const details = { stepKey: call.key, childRunId: childRunIdOf(output), status: outcome.status ?? null, statusReason: outcome.statusReason ?? null };
+    if (outcome.outcome === 'canceled') throw new ConflictError(FUNCTION_CHILD_CANCELED, `Child run ${call.key} was canceled.`, { details });
+    throw new ConflictError(FUNCTION_CHILD_FAILED, `Child run ${call.key} ended with errors.`, { details });
   }
 
   private suspendWait(timeoutAt: number | null): never {
@@ -461,6 +509,52 @@ function wakeTime(output: JsonValue | null): number {
   const ms = typeof at === 'string' ? Date.parse(at) : Number.NaN;
   if (Number.isNaN(ms)) throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded sleep has no wake time.', { details: { output } });
   return ms;
+}
+
+const invokeSchema = z.object({ name: nameSchema });
+
+/** What `ctx.invoke` was given, as a workflow run's input; the run's own checks apply when it is enqueued. */
+function childRunInput(child: unknown): WorkflowRunInput {
+  if (child !== null && typeof child === 'object' && 'job' in child) {
+    const { job, payload } = child as { job: unknown; payload?: unknown };
+    const jobType = (job as { jobType?: unknown } | null)?.jobType;
+    if (typeof jobType !== 'string') throw new ValidationError(FUNCTION_INVALID_STEP, 'child.job', 'Invalid child.job: must be a job definition');
+    // Untyped here (the overload of `invoke` types it): the builder still checks the payload with the schema.
+    const builder = workflow(jobType) as unknown as {
+      job(key: string, definition: unknown, payload: unknown): { resultStep(key: string): { build(): WorkflowRunInput } };
+    };
+    return builder.job('job', job, payload).resultStep('job').build();
+  }
+  if (child === null || typeof child !== 'object' || typeof (child as { workflowType?: unknown }).workflowType !== 'string') {
+    throw new ValidationError(
+      FUNCTION_INVALID_STEP,
+      'child',
+      'Invalid child: must be a workflow run (fn.run(input), workflow(...).build()) or { job, payload }',
+    );
+  }
+  return child as WorkflowRunInput;
+}
+
+type ChildOutcome = { outcome: 'succeeded' | 'failed' | 'canceled'; result?: JsonValue; status?: string; statusReason?: string | null };
+
+function childOutcome(output: JsonValue | null): ChildOutcome | undefined {
+  const record = output as { outcome?: unknown } | null;
+  return typeof record?.outcome === 'string' ? (record as unknown as ChildOutcome) : undefined;
+}
+
+function childRunIdOf(output: JsonValue | null): string {
+  const id = (output as { childRunId?: unknown } | null)?.childRunId;
+  if (typeof id !== 'string') throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded child run has no id.', { details: { output } });
+  return id;
+}
+
+/** The outcome to record for a child that has ended (or is gone); undefined while it runs. */
+function childEnded(state: { status: string; result: JsonValue | null; statusReason: string | null } | null): { [key: string]: JsonValue } | undefined {
+  if (state === null) return { outcome: 'canceled', status: 'PURGED', statusReason: null };
+  if (state.status === 'SUCCEEDED') return { outcome: 'succeeded', result: state.result };
+  if (state.status === 'COMPLETED_WITH_ERRORS') return { outcome: 'failed', status: state.status, statusReason: state.statusReason };
+  if (state.status === 'CANCELED') return { outcome: 'canceled', status: state.status, statusReason: state.statusReason };
+  return undefined;
 }
 
 /** A wait's recorded outcome; undefined while it is open. */

@@ -10,7 +10,7 @@
  *      wait already open, or the wait finds the signal in the mailbox.
  *   2. the idempotency key's earlier send, if any (then nothing is written); else the run's earliest open
  *      wait of this name (its FUNCTION step row, FOR UPDATE: rung 2), the signal row (consumed by that wait,
- *      or left in the mailbox), the wait's outcome, and the body's wake (queue/statements/wake-function-jobs.ts).
+ *      or left in the mailbox), the wait's outcome, and the body's wake (src/coordination/function-wake.ts).
  */
 import { z } from 'zod';
 import { sqltag } from '@prisma/client/runtime/client';
@@ -26,7 +26,7 @@ import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../model/json.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonValue, requestKey, uuid } from '../validation/primitives.js';
-import { wakeFunctionJobs } from '../queue/statements/wake-function-jobs.js';
+import { wakeFunctionJobs } from '../coordination/function-wake.js';
 import { FUNCTION_STEP_KEY, signalNameSchema, signalWaitKey } from './function-context.js';
 
 export const SIGNAL_INVALID = 'workflow.invalid_signal';

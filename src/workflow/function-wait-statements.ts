@@ -98,8 +98,8 @@ export async function timeOutSignalWait(db: Db, lease: LeaseName, wait: Pick<Sig
   });
 }
 
-/** Statement 1: the lease's job row, locked and fenced; its organization. */
-async function lockBody(tx: Tx, lease: LeaseName, stepKey: string): Promise<string | null> {
+/** Statement 1 (also of a child's start, function-child.ts): the lease's job row, locked and fenced; its organization. */
+export async function lockBody(tx: Tx, lease: LeaseName, stepKey: string): Promise<string | null> {
   const rows = await tx.$queryRaw<{ organization_id: string | null }[]>(
     ...asTemplate(sqltag`
     WITH ${lockedLeaseAndClock(lease, sqltag`, jq.organization_id`)}

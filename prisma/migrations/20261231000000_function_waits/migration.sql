@@ -1,4 +1,4 @@
--- Durable waits of durable functions (issue 37, docs/concepts/durable-functions.md): signals.
+-- Durable waits of durable functions (issue 37, docs/concepts/durable-functions.md): signals and child runs.
 --
 -- workflow_signals: the mailbox of a function run. `signal(db, runId, name, payload)` inserts one row; a
 -- `ctx.waitForSignal(name)` consumes the oldest unconsumed row of that name (by `seq`, the order the sends
@@ -34,3 +34,9 @@ CREATE INDEX "workflow_signals_mailbox" ON "runledger"."workflow_signals" ("work
     WHERE "consumed_by_step_id" IS NULL;
 
 ALTER TABLE "runledger"."job_queue" ADD COLUMN "wake_requested_at" timestamptz(6);
+
+-- workflow_runs.parent_job_id: a child run started by a durable function (`ctx.invoke`) names its parent's
+-- body job; the run-status recompute that makes the child terminal wakes that job (src/coordination/
+-- function-wake.ts). No foreign key (the parent may be purged first: the wake then finds no row), no index
+-- (read only from the child's own row). Catalog only, no rewrite.
+ALTER TABLE "runledger"."workflow_runs" ADD COLUMN "parent_job_id" uuid;

@@ -63,7 +63,7 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
     continued AS (
       UPDATE runledger.job_queue jq
          SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0,
-             -- A durable function woken while this attempt ran (wake-function-jobs.ts) is due at once.
+             -- A durable function woken while this attempt ran (src/coordination/function-wake.ts) is due at once.
              next_run_at = c.at + CASE WHEN jq.wake_requested_at >= k.attempt_started_at THEN 0 ELSE k.delay_ms END
                                   * interval '1 millisecond',
              wake_requested_at = NULL,

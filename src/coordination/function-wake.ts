@@ -1,13 +1,14 @@
 /**
- * Waking a durable function's body job (src/workflow/function-signal.ts), as CTEs of the statement that
- * resolved one of its waits, which already holds these job rows (rung 1: it locked them first). A PENDING
+ * Waking a durable function's body job, as CTEs of the statement that resolved one of its waits: a signal
+ * (src/workflow/function-signal.ts, which locked the row first, rung 1) or a child run's terminal
+ * transition (run-status.ts, which takes it last: the exception in locking.ts). A PENDING
  * job (suspended on the wait) becomes due now and the job-available channel is notified, so a listening
  * worker claims it at once; a LEASED job (its attempt may be about to suspend on that very wait) gets
  * `wake_requested_at`, which its continuation reads on the row it locks (continue-jobs.ts): due at once
  * instead of at the wait's timeout. Terminal jobs are left alone.
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
-import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
+import { JOB_AVAILABLE_CHANNEL } from '../model/constants.js';
 
 /** Two CTEs, `woken` and `woken_notified`: `jobIds` is a query of `id`s, `at` the statement's clock. */
 export function wakeFunctionJobs(jobIds: Sql, at: Sql): Sql {
