@@ -26,7 +26,7 @@ import {
 } from '../../src/index.js';
 import { newId } from '../../src/db/ids.js';
 import { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
-import { latch } from '../fixtures/worker-support/latches.js';
+import { latch, type Latch } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
 
@@ -167,6 +167,76 @@ describe('signals to a durable function', () => {
     const run = await finished(workflowRunId);
     expect(run).toMatchObject({ status: 'SUCCEEDED', result: { status: 'received', payload: 'payload' } });
     expect(run.finishedAt!.getTime() - sentAt).toBeLessThan(15_000);
+  });
+
+  it('never loses a signal racing a wait, whichever takes the body row first', async () => {
+    // Barriers, not sleeps: a transaction holds the body's job row while the other side queues behind it.
+    const lockWaiters = async (n: number) => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+        if (row!.n >= n) return;
+        if (Date.now() > deadline) throw new Error(`never ${n} lock waiters`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    const gates = new Map<number, Latch>([
+      [1, latch()],
+      [2, latch()],
+    ]);
+    const reached = new Map<number, Latch>([
+      [1, latch()],
+      [2, latch()],
+    ]);
+    let executions = 0;
+    const fn = defineFunction('sig.race', input, async (payload, ctx) => {
+      executions += 1;
+      reached.get(payload.n)!.open();
+      await gates.get(payload.n)!.promise;
+      return ctx.waitForSignal('x', { timeoutMs: FAR });
+    });
+    await startWorker({ handlers: [fn], concurrency: 2, listen: true, listenConnectionString: db.url, pollIntervalMs: 60_000 });
+    const bodyJob = async (workflowRunId: string) =>
+      (
+        await db.prisma.$queryRaw<{ job_id: string }[]>`
+          SELECT job_id FROM runledger.workflow_steps WHERE workflow_run_id = ${workflowRunId}::uuid AND step_key = '$function'`
+      )[0]!.job_id;
+
+    // 1. The send holds the row (inside the host's open transaction); the wait queues behind it and, once
+    //    the send commits, must find the signal in the mailbox (its read comes after the lock).
+    const first = await enqueueWorkflowRun(db.prisma, fn.run({ n: 1 }));
+    await reached.get(1)!.promise;
+    const sendHolding = latch();
+    const sent = host.$transaction(async (tx) => {
+      await signal(tx, first.workflowRunId, 'x', 'mailbox');
+      gates.get(1)!.open();
+      await sendHolding.promise;
+    });
+    await lockWaiters(1);
+    sendHolding.open();
+    await sent;
+    expect(await finished(first.workflowRunId)).toMatchObject({ result: { status: 'received', payload: 'mailbox' } });
+
+    // 2. A third transaction holds the row; the wait queues first, the send second: the send must find the
+    //    wait open (its read comes after the lock) and wake the body, not leave the signal in the mailbox.
+    const second = await enqueueWorkflowRun(db.prisma, fn.run({ n: 2 }));
+    await reached.get(2)!.promise;
+    const jobId = await bodyJob(second.workflowRunId);
+    const barrierHolding = latch();
+    const barrier = db.prisma.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT id FROM runledger.job_queue WHERE id = ${jobId}::uuid FOR UPDATE`;
+      gates.get(2)!.open();
+      await barrierHolding.promise;
+    });
+    await lockWaiters(1);
+    const sending = signal(db.prisma, second.workflowRunId, 'x', 'open wait');
+    await lockWaiters(2);
+    barrierHolding.open();
+    await barrier;
+    expect(await sending).toMatchObject({ delivered: true });
+    expect(await finished(second.workflowRunId)).toMatchObject({ result: { status: 'received', payload: 'open wait' } });
+    expect(executions).toBe(3);
   });
 
   it('times out, records the timeout and replays it; a finished run takes no more signals', async () => {
