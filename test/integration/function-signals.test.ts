@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   adminScope,
+  cancelWorkflowRun,
   defineFunction,
   defineJob,
   enqueueWorkflowRun,
@@ -19,6 +20,7 @@ import {
   listWorkflowSteps,
   noOrganizationScope,
   organizationScope,
+  purgeFinished,
   signal,
   verifyIntegrity,
   workflow,
@@ -263,6 +265,22 @@ describe('signals to a durable function', () => {
     expect(wait!.finished_at.getTime()).toBeGreaterThanOrEqual(Date.parse(wait!.output.timeoutAt));
     expect(await codeOf(signal(db.prisma, workflowRunId, 'never', 1))).toEqual({ code: 'workflow.run_already_finished' });
     expect(await signalRows(workflowRunId)).toEqual([]);
+  });
+
+  it('refuses a canceled run, and retention purges a finished run with its mailbox', async () => {
+    const fn = defineFunction('sig.purged', input, async (_payload, ctx) => ctx.waitForSignal('x', { timeoutMs: FAR }));
+    const canceled = await enqueueWorkflowRun(db.prisma, fn.run({ n: 1 }));
+    await cancelWorkflowRun(db.prisma, { scope, workflowRunId: canceled.workflowRunId });
+    expect(await codeOf(signal(db.prisma, canceled.workflowRunId, 'x', 1))).toEqual({ code: 'workflow.run_already_finished' });
+    const done = await enqueueWorkflowRun(db.prisma, fn.run({ n: 2 }));
+    await signal(db.prisma, done.workflowRunId, 'x', 'taken');
+    await signal(db.prisma, done.workflowRunId, 'x', 'left in the mailbox');
+    await startWorker({ handlers: [fn] });
+    expect(await finished(done.workflowRunId)).toMatchObject({ result: { status: 'received', payload: 'taken' } });
+    expect(await signalRows(done.workflowRunId)).toHaveLength(2);
+    await purgeFinished(db.prisma, { olderThan: new Date(Date.now() + 60_000) });
+    expect(await signalRows(done.workflowRunId)).toEqual([]);
+    expect(await verifyIntegrity(db.prisma)).toMatchObject({ clean: true });
   });
 
   it('hands signals of one name to its waits in the order they were sent; a replay takes no second one', async () => {
