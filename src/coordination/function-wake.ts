@@ -16,7 +16,8 @@ export function wakeFunctionJobs(jobIds: Sql, at: Sql): Sql {
       UPDATE runledger.job_queue jq
          SET next_run_at = CASE WHEN jq.status = 'PENDING' THEN LEAST(jq.next_run_at, ${at}) ELSE jq.next_run_at END,
              wake_requested_at = CASE WHEN jq.status = 'LEASED' THEN ${at} ELSE jq.wake_requested_at END
-       WHERE jq.id IN (${jobIds}) AND jq.status IN ('PENDING', 'LEASED')
+       -- = ANY(ARRAY(...)): an init plan, then primary-key probes, whatever the planner guesses of the ids.
+       WHERE jq.id = ANY(ARRAY(${jobIds})) AND jq.status IN ('PENDING', 'LEASED')
       RETURNING jq.job_type, jq.status
     ),
     woken_notified AS (
