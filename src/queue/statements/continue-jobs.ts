@@ -63,7 +63,10 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
     continued AS (
       UPDATE runledger.job_queue jq
          SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0,
-             next_run_at = c.at + k.delay_ms * interval '1 millisecond',
+             -- A durable function woken while this attempt ran (src/coordination/function-wake.ts) is due at once.
+             next_run_at = c.at + CASE WHEN jq.wake_requested_at >= k.attempt_started_at THEN 0 ELSE k.delay_ms END
+                                  * interval '1 millisecond',
+             wake_requested_at = NULL,
              checkpoint = CASE WHEN k.set_checkpoint THEN k.new_checkpoint ELSE jq.checkpoint END,
              progress = CASE WHEN k.set_progress THEN k.new_progress ELSE jq.progress END,
              ${CLEAR_LEASE},
@@ -105,7 +108,7 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
     ),
     notified AS (
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n
-        FROM (SELECT DISTINCT job_type FROM continued WHERE delay_ms = 0) t
+        FROM (SELECT DISTINCT job_type FROM continued WHERE next_run_at <= (SELECT at FROM clock)) t
     )
     SELECT c.id, c.run_number, c.next_run_at, false AS not_enabled FROM continued c CROSS JOIN notified
     UNION ALL
