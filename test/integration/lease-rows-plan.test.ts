@@ -16,6 +16,8 @@ interface PlanNode {
   'Relation Name'?: string;
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
   Plans?: PlanNode[];
 }
 
@@ -39,7 +41,7 @@ describe('lease rows', () => {
     await db.prisma.$executeRawUnsafe('ANALYZE runledger.job_leases');
 
     const batch = claimed.slice(0, 250).map((job) => ({
-      lease: { jobId: job.id, runNumber: job.runNumber, attempt: job.attempt, workerId: 'w' },
+      lease: { jobId: job.jobId, runNumber: job.runNumber, attempt: job.attempt, workerId: 'w' },
       output: null,
     }));
     const statement = completeJobsStatement(batch, true);
@@ -60,6 +62,8 @@ describe('lease rows', () => {
     expect(deletes).toHaveLength(1);
     const scans = findNodes(deletes[0]!, (n) => n['Relation Name'] === 'job_leases' && n['Node Type'] !== 'ModifyTable');
     expect(scans.map((n) => n['Node Type'])).toEqual(['Index Scan']);
+    // Every lease of the batch found: one row per probe.
+    expect((scans[0]!['Actual Rows'] ?? 0) * (scans[0]!['Actual Loops'] ?? 0)).toBe(batch.length);
     const blocks = (scans[0]!['Shared Hit Blocks'] ?? 0) + (scans[0]!['Shared Read Blocks'] ?? 0);
     // A probe of a 3-level index reads about three blocks per lease; the whole index is ~10 blocks.
     expect(blocks / batch.length).toBeLessThan(6);
