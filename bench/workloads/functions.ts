@@ -114,6 +114,7 @@ export function functionSleepWorkload(config: BenchConfig): Workload {
     key: 'function_sleep',
     async run(context, systems): Promise<TableResult> {
       const rows: (string | number)[][] = [];
+      const summaries: { key: string; label: string; peer: boolean; cell: string }[] = [];
       const data: { system: string; measure: FunctionSleepMeasure }[] = [];
       for (const system of systems.filter((s) => typeof s.functionSleep === 'function')) {
         context.log(`function_sleep: ${system.label}, ${sleepers} sleepers`);
@@ -121,6 +122,12 @@ export function functionSleepWorkload(config: BenchConfig): Workload {
         const row = sleepRow(system.label, sleepers, measure);
         context.log(`  lateness p50 ${row[5]} ms, p99 ${row[6]} ms; holds a queue slot: ${row[8]}`);
         rows.push(row);
+        summaries.push({
+          key: system.key,
+          label: system.label,
+          peer: system.peer,
+          cell: `p50 ${row[5]} / p99 ${row[6]} ms late; holds a slot: ${String(row[8]).split(' ')[0]}`,
+        });
         data.push({ system: system.key, measure: { ...measure, latenessMs: [] } });
       }
       const notes = [
@@ -139,7 +146,12 @@ export function functionSleepWorkload(config: BenchConfig): Workload {
         rows,
         notes,
         peerOnly: !systems.some((s) => !s.peer && typeof s.functionSleep === 'function'),
-        headlineSummary: rows.map((r) => `${r[0]}: p50 ${r[5]} / p99 ${r[6]} ms late`).join('; ') || '-',
+        headlineSummary:
+          summaries
+            .filter((x) => x.peer)
+            .map((x) => `${x.label}: ${x.cell}`)
+            .join('; ') || '-',
+        headlineBySystem: Object.fromEntries(summaries.filter((x) => !x.peer).map((x) => [x.key, x.cell])),
         data,
       };
     },
