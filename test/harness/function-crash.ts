@@ -9,8 +9,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { enqueueWorkflowRuns, type Db, type PrismaClientLike } from '../../src/index.js';
-import { PROOF_DDL, proofFunction, verifyFunctionProof, type ProofFindings } from './function-proof.js';
+import { enqueueWorkflowRuns, type Db } from '../../src/index.js';
+import { PROOF_DDL, proofRun, verifyFunctionProof, type ProofFindings } from './function-proof.js';
 
 const WORKER = fileURLToPath(new URL('../fixtures/function-crash/worker.ts', import.meta.url));
 const APP = 'fncrash-worker';
@@ -20,8 +20,8 @@ export interface CrashProbeOptions {
   url: string;
   /** Superuser-or-owner pool on it: DDL, terminations, the final reads. */
   admin: pg.Pool;
-  /** A root Prisma client to start the runs with. */
-  db: Db & PrismaClientLike;
+  /** A client to start the runs with. */
+  db: Db;
   runs: number;
   /** Each run sleeps a random time in this range (ms). */
   sleepMs: [number, number];
@@ -73,12 +73,10 @@ export async function runFunctionCrashProbe(options: CrashProbeOptions): Promise
   const { admin, runs } = options;
   const log = options.log ?? (() => undefined);
   await admin.query(PROOF_DDL);
-  // The definition only builds the runs here; the worker processes run them.
-  const definition = proofFunction(admin, options.db);
   const started = performance.now();
   const runIds: string[] = [];
   for (let at = 0; at < runs; at += 500) {
-    const batch = Array.from({ length: Math.min(500, runs - at) }, (_, i) => definition.run({ n: at + i, sleepMs: between(options.sleepMs) }));
+    const batch = Array.from({ length: Math.min(500, runs - at) }, (_, i) => proofRun(at + i, between(options.sleepMs)));
     runIds.push(...(await enqueueWorkflowRuns(options.db, batch)).map((result) => result.workflowRunId));
   }
   const unfinished = async () =>
@@ -136,7 +134,7 @@ export async function runFunctionCrashProbe(options: CrashProbeOptions): Promise
     const wallMs = performance.now() - started;
     await stop(survivor, 'SIGTERM');
     alive.delete(survivor);
-    const findings = await verifyFunctionProof(admin, kills + terminations.rounds, runIds);
+    const findings = await verifyFunctionProof(admin, { faults: kills + terminations.rounds, runIds });
     return { ...findings, kills, terminations, wallMs };
   } finally {
     await Promise.all([...alive].map((child) => stop(child, 'SIGKILL')));

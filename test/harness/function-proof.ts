@@ -12,7 +12,7 @@
  */
 import type pg from 'pg';
 import { z } from 'zod';
-import { defineFunction, type FunctionDefinition, type PrismaClientLike } from '../../src/index.js';
+import { defineFunction, TerminalError, type PrismaClientLike } from '../../src/index.js';
 
 export const PROOF_FUNCTION = 'fnproof.order';
 
@@ -46,13 +46,35 @@ export function expectedProofResult(n: number): { n: number; total: number } {
   return { n, total: n * 2 + 1 + 10 + 100 + 1_000 };
 }
 
+const input = z.object({ n: z.number().int(), sleepMs: z.number().int().min(0) });
+// Many attempts, short backoff: an attempt cut by a kill or a fault is retried, never dead-lettered.
+const settings = { retry: { maxAttempts: 100, backoff: { baseDelayMs: 50, maxDelayMs: 500 } }, timeoutSeconds: 60 } as const;
+
+/**
+ * The same definition without a body, to start runs where the steps' pools do not exist (the chaos
+ * controller, a probe driver): a run carries the name and settings, not the body.
+ */
+const starter = defineFunction(
+  PROOF_FUNCTION,
+  input,
+  () => {
+    throw new TerminalError('fnproof.order runs only on a worker that registers proofFunction');
+  },
+  settings,
+);
+
+/** A run of `fnproof.order` on `n`, sleeping `sleepMs`. */
+export function proofRun(n: number, sleepMs: number): ReturnType<typeof starter.run> {
+  return starter.run({ n, sleepMs });
+}
+
 const linger = (maxMs: number) => new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * maxMs));
 
 /**
  * The probe's function. `sideEffects`: a pool outside the worker's (its INSERTs autocommit); `host`: the
  * host's root Prisma client, whose transactions the transactional steps run in.
  */
-export function proofFunction(sideEffects: pg.Pool, host: PrismaClientLike, lingerMs = 20): FunctionDefinition {
+export function proofFunction(sideEffects: pg.Pool, host: PrismaClientLike, lingerMs = 20) {
   const side = async (runId: string, step: string, attempt: number) => {
     await sideEffects.query('INSERT INTO fnproof.side_effects (run_id, step, attempt, pid) VALUES ($1, $2, $3, $4)', [runId, step, attempt, process.pid]);
     await linger(lingerMs);
@@ -64,7 +86,7 @@ export function proofFunction(sideEffects: pg.Pool, host: PrismaClientLike, ling
   };
   return defineFunction(
     PROOF_FUNCTION,
-    z.object({ n: z.number().int(), sleepMs: z.number().int().min(0) }),
+    input,
     async ({ n, sleepMs }, ctx) => {
       const run = ctx.workflowRunId;
       const loaded = await ctx.step('load', async () => {
@@ -93,16 +115,17 @@ export function proofFunction(sideEffects: pg.Pool, host: PrismaClientLike, ling
       });
       return { n, total };
     },
-    { transaction: host, retry: { maxAttempts: 100, backoff: { baseDelayMs: 50, maxDelayMs: 500 } }, timeoutSeconds: 60 },
+    { ...settings, transaction: host },
   );
 }
 
 export interface ProofFindings {
   runs: number;
   succeeded: number;
-  /** Executions of plain steps: total, steps run more than once, and the most runs of one step. */
+  canceled: number;
+  /** Executions of plain steps: (run, step) pairs, executions, pairs run more than once, the most runs of one pair. */
   plain: { steps: number; executions: number; rerunSteps: number; maxRuns: number };
-  /** Host effects: rows, and (run, step) pairs whose count is not 1. */
+  /** Host effects: rows, and (run, step) pairs whose count is not 1 for a recorded step (0 otherwise). */
   host: { rows: number; wrong: number };
   /** Lateness of each wake (first execution of `wake` - the recorded wake time), ms. */
   latenessMs: number[];
@@ -110,16 +133,28 @@ export interface ProofFindings {
 }
 
 const listed = (rows: unknown[], max = 5) => `${rows.length}: ${JSON.stringify(rows.slice(0, max))}${rows.length > max ? ' ...' : ''}`;
+const RECORDED = ['load', 'charge', '$sleep', 'wake', 'ship', 'receipt'];
+
+export interface ProofScope {
+  /** The kills and connection faults that happened: a plain step re-runs at most once per fault. */
+  faults: number;
+  /** The runs to check (default: every `fnproof.order` run). */
+  runIds?: readonly string[];
+  /** Canceled runs are allowed (an operator cancels runs in the chaos run); the rest must succeed. */
+  canceledAllowed?: boolean;
+}
 
 /**
- * The invariants, read from the database once every run is terminal. `faults`: the kills and connection
- * terminations that happened (a plain step re-runs at most once per fault). `runIds`: the runs to check
- * (default: every `fnproof.order` run).
+ * The invariants, read from the database once every run is terminal:
+ * - each run SUCCEEDED once (one SUCCEEDED event of its body's job) with the right result and its six
+ *   recorded steps in call order (a canceled run, where allowed: a prefix of them);
+ * - each transactional step's host effect exists once if the step is recorded, never otherwise;
+ * - each recorded plain step ran at least once, at most faults + 1 times, never twice in one attempt;
+ * - no wake step ran before the recorded wake time, nor before the charge's commit + the requested sleep.
  */
-export async function verifyFunctionProof(db: pg.Pool | pg.Client, faults: number, runIds?: readonly string[]): Promise<ProofFindings> {
+export async function verifyFunctionProof(db: pg.Pool | pg.Client, scope: ProofScope): Promise<ProofFindings> {
+  const { faults, runIds } = scope;
   const violations: string[] = [];
-  const scope = runIds ? 'AND r.id = ANY($1::uuid[])' : '';
-  const params = runIds ? [runIds] : [];
   const { rows: runs } = await db.query<{
     id: string;
     status: string;
@@ -135,25 +170,26 @@ export async function verifyFunctionProof(db: pg.Pool | pg.Client, faults: numbe
        FROM runledger.workflow_runs r
        JOIN runledger.workflow_steps fs ON fs.workflow_run_id = r.id AND fs.step_key = '$function'
        JOIN runledger.job_queue j ON j.id = fs.job_id
-      WHERE r.workflow_type = '${PROOF_FUNCTION}' ${scope}`,
-    params,
+      WHERE r.workflow_type = $1 AND ($2::uuid[] IS NULL OR r.id = ANY($2::uuid[]))`,
+    [PROOF_FUNCTION, runIds ?? null],
   );
   if (runIds && runs.length !== runIds.length) violations.push(`runs started ${runIds.length}, found ${runs.length}`);
-  const recordedSteps = ['load', 'charge', '$sleep', 'wake', 'ship', 'receipt'];
   const wrongRuns = runs.filter((run) => {
+    if (run.status === 'CANCELED' && scope.canceledAllowed) return run.successes !== 0 || RECORDED.slice(0, run.steps.length).join(',') !== run.steps.join(',');
     const expected = expectedProofResult(run.n);
     return (
       run.status !== 'SUCCEEDED' ||
       run.successes !== 1 ||
       run.result?.n !== expected.n ||
       run.result?.total !== expected.total ||
-      run.steps.join(',') !== recordedSteps.join(',')
+      run.steps.join(',') !== RECORDED.join(',')
     );
   });
   if (wrongRuns.length > 0) violations.push(`runs not SUCCEEDED once with the right result and the six recorded steps: ${listed(wrongRuns)}`);
 
   const ids = runs.map((run) => run.id);
-  // Host effects: exactly one per (run, transactional step), none for anything else.
+  const recorded = new Set(runs.flatMap((run) => run.steps.map((step) => `${run.id}/${step}`)));
+  // Host effects: one per recorded transactional step, none for an unrecorded one (its transaction rolled back).
   const { rows: host } = await db.query<{ run_id: string; step: string; n: number }>(
     `SELECT x.run_id, s.step, count(h.id)::int AS n
        FROM unnest($1::uuid[]) AS x(run_id) CROSS JOIN unnest($2::text[]) AS s(step)
@@ -161,16 +197,16 @@ export async function verifyFunctionProof(db: pg.Pool | pg.Client, faults: numbe
       GROUP BY 1, 2`,
     [ids, TRANSACTIONAL_STEPS],
   );
-  const wrongHost = host.filter((row) => row.n !== 1);
-  if (wrongHost.length > 0) violations.push(`transactional steps whose host effect is not there exactly once: ${listed(wrongHost)}`);
+  const wrongHost = host.filter((row) => row.n !== (recorded.has(`${row.run_id}/${row.step}`) ? 1 : 0));
+  if (wrongHost.length > 0) violations.push(`transactional steps whose host effect is not there once per record: ${listed(wrongHost)}`);
   const { rows: hostRows } = await db.query<{ n: number; stray: number }>(
     'SELECT count(*)::int AS n, (count(*) FILTER (WHERE NOT (run_id = ANY($1::uuid[]))))::int AS stray FROM fnproof.host_effects',
     [ids],
   );
   if (!runIds && hostRows[0]!.stray > 0) violations.push(`host effects of no run: ${hostRows[0]!.stray}`);
 
-  // Plain steps: run at least once, at most once per fault beyond the first, and never twice in one attempt
-  // (an attempt re-runs a step only after the one running it was lost: killed, or its connection cut).
+  // Plain steps: a recorded one ran at least once; at most once per fault beyond the first, and never twice in
+  // one attempt (an attempt re-runs a step only after the one running it was lost: killed, or its connection cut).
   const { rows: plain } = await db.query<{ run_id: string; step: string; n: number; attempts: number }>(
     `SELECT x.run_id, s.step, count(e.id)::int AS n, count(DISTINCT e.attempt)::int AS attempts
        FROM unnest($1::uuid[]) AS x(run_id) CROSS JOIN unnest($2::text[]) AS s(step)
@@ -178,7 +214,7 @@ export async function verifyFunctionProof(db: pg.Pool | pg.Client, faults: numbe
       GROUP BY 1, 2`,
     [ids, PLAIN_STEPS],
   );
-  const never = plain.filter((row) => row.n === 0);
+  const never = plain.filter((row) => row.n === 0 && recorded.has(`${row.run_id}/${row.step}`));
   if (never.length > 0) violations.push(`plain steps recorded but never executed: ${listed(never)}`);
   const tooMany = plain.filter((row) => row.n > faults + 1);
   if (tooMany.length > 0) violations.push(`plain steps run more often than faults + 1 (${faults + 1}): ${listed(tooMany)}`);
@@ -202,8 +238,9 @@ export async function verifyFunctionProof(db: pg.Pool | pg.Client, faults: numbe
   return {
     runs: runs.length,
     succeeded: runs.filter((run) => run.status === 'SUCCEEDED').length,
+    canceled: runs.filter((run) => run.status === 'CANCELED').length,
     plain: {
-      steps: plain.length,
+      steps: plain.filter((row) => row.n > 0).length,
       executions: plain.reduce((sum, row) => sum + row.n, 0),
       rerunSteps: plain.filter((row) => row.n > 1).length,
       maxRuns: Math.max(0, ...plain.map((row) => row.n)),
