@@ -38,6 +38,8 @@ export interface CrashProbeOptions {
 
 export interface CrashProbeReport extends ProofFindings {
   kills: number;
+  /** Runs that had finished when the faults stopped (the rest finished in the drain after them). */
+  finishedInWindow: number;
   /** Termination rounds that cut at least one connection, and the connections cut. */
   terminations: { rounds: number; backends: number };
   wallMs: number;
@@ -47,8 +49,10 @@ function workerUrl(url: string): string {
   return `${url}${url.includes('?') ? '&' : '?'}application_name=${APP}`;
 }
 
-async function spawnWorker(url: string, workerId: string): Promise<ChildProcess> {
+/** Starts a worker process (added to `alive` at once, so a failed run still kills it) and resolves once it runs. */
+async function spawnWorker(url: string, workerId: string, alive: Set<ChildProcess>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', WORKER, workerUrl(url), workerId], { stdio: ['ignore', 'pipe', 'inherit'] });
+  alive.add(child);
   const lines = createInterface({ input: child.stdout! });
   await new Promise<void>((resolve, reject) => {
     lines.on('line', (line) => {
@@ -88,6 +92,15 @@ export async function runFunctionCrashProbe(options: CrashProbeOptions): Promise
         )
       ).rows[0]!.n,
     );
+  const recorded = async () =>
+    Number(
+      (
+        await admin.query<{ n: string }>(
+          `SELECT count(*) AS n FROM runledger.workflow_steps WHERE workflow_run_id = ANY($1::uuid[]) AND execution_kind = 'FUNCTION'`,
+          [runIds],
+        )
+      ).rows[0]!.n,
+    );
   const terminate = async () =>
     Number(
       (
@@ -105,9 +118,12 @@ export async function runFunctionCrashProbe(options: CrashProbeOptions): Promise
   try {
     const faultsEnd = Date.now() + options.faultWindowMs;
     const lane = async () => {
+      // A process takes seconds to boot (tsx, at load): the next one boots while this one lives, so the
+      // faults land on workers that are working, not on ones still starting.
+      let upcoming = spawnWorker(options.url, `fncrash-${next++}`, alive);
       while (Date.now() < faultsEnd) {
-        const child = await spawnWorker(options.url, `fncrash-${next++}`);
-        alive.add(child);
+        const child: ChildProcess = await upcoming;
+        upcoming = spawnWorker(options.url, `fncrash-${next++}`, alive);
         const dies = Date.now() + between(options.lifeMs);
         // Half-way through its life the connections of every worker are cut.
         await pause(Math.max(0, (dies - Date.now()) / 2));
@@ -120,22 +136,26 @@ export async function runFunctionCrashProbe(options: CrashProbeOptions): Promise
         await stop(child, 'SIGKILL');
         alive.delete(child);
         kills += 1;
-        log(`killed a worker (${kills} kills, ${terminations.rounds} termination rounds); ${await unfinished()} runs unfinished`);
+        log(
+          `killed a worker (${kills} kills, ${terminations.rounds} termination rounds); ${await unfinished()} runs unfinished, ${await recorded()} steps recorded`,
+        );
       }
+      // The one booting at the window's end drains with the survivor.
+      await upcoming.catch(() => undefined);
     };
     await Promise.all(Array.from({ length: options.workers ?? 2 }, lane));
-    const survivor = await spawnWorker(options.url, 'fncrash-survivor');
-    alive.add(survivor);
+    const finishedInWindow = runs - (await unfinished());
+    await spawnWorker(options.url, 'fncrash-survivor', alive);
     const until = Date.now() + (options.drainTimeoutMs ?? 120_000);
     for (let left = await unfinished(); left > 0; left = await unfinished()) {
       if (Date.now() > until) throw new Error(`${left} of ${runs} function runs unfinished after the drain`);
       await pause(100);
     }
     const wallMs = performance.now() - started;
-    await stop(survivor, 'SIGTERM');
-    alive.delete(survivor);
+    await Promise.all([...alive].map((child) => stop(child, 'SIGTERM')));
+    alive.clear();
     const findings = await verifyFunctionProof(admin, { faults: kills + terminations.rounds, runIds });
-    return { ...findings, kills, terminations, wallMs };
+    return { ...findings, kills, terminations, finishedInWindow, wallMs };
   } finally {
     await Promise.all([...alive].map((child) => stop(child, 'SIGKILL')));
   }

@@ -124,7 +124,7 @@ export interface ProofFindings {
   succeeded: number;
   canceled: number;
   /** Executions of plain steps: (run, step) pairs, executions, pairs run more than once, the most runs of one pair. */
-  plain: { steps: number; executions: number; rerunSteps: number; maxRuns: number };
+  plain: { steps: number; executions: number; rerunSteps: number; maxRuns: number; rerunByStep: { [step: string]: number } };
   /** Host effects: rows, and (run, step) pairs whose count is not 1 for a recorded step (0 otherwise). */
   host: { rows: number; wrong: number };
   /** Lateness of each wake (first execution of `wake` - the recorded wake time), ms. */
@@ -244,6 +244,7 @@ export async function verifyFunctionProof(db: pg.Pool | pg.Client, scope: ProofS
       executions: plain.reduce((sum, row) => sum + row.n, 0),
       rerunSteps: plain.filter((row) => row.n > 1).length,
       maxRuns: Math.max(0, ...plain.map((row) => row.n)),
+      rerunByStep: Object.fromEntries(PLAIN_STEPS.map((step) => [step, plain.filter((row) => row.step === step && row.n > 1).length])),
     },
     host: { rows: hostRows[0]!.n, wrong: wrongHost.length },
     latenessMs: wakes.map((row) => Number(row.lateness_ms)),
