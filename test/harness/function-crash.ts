@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { enqueueWorkflowRuns, type Db } from '../../src/index.js';
-import { PROOF_DDL, proofRun, verifyFunctionProof, type ProofFindings } from './function-proof.js';
+import { PROOF_DDL, proofRun, sendApproval, verifyFunctionProof, type ProofFindings } from './function-proof.js';
 
 const WORKER = fileURLToPath(new URL('../fixtures/function-crash/worker.ts', import.meta.url));
 const APP = 'fncrash-worker';
@@ -111,6 +111,18 @@ export async function runFunctionCrashProbe(options: CrashProbeOptions): Promise
       ).rows[0]!.n,
     );
 
+  // Each run's approve signal, in random order over the first half of the fault window: some before the run
+  // reaches its wait (kept in the mailbox), some while it waits (woken at once), all while workers are killed.
+  const approvals = (async () => {
+    const order = [...runIds].sort(() => Math.random() - 0.5);
+    const gapMs = options.faultWindowMs / 2 / Math.max(1, order.length);
+    for (const runId of order) {
+      await sendApproval(options.db, runId);
+      await pause(gapMs);
+    }
+  })();
+  approvals.catch(() => undefined); // awaited below; a failure is reported there
+
   const alive = new Set<ChildProcess>();
   let kills = 0;
   let next = 1;
@@ -144,6 +156,7 @@ export async function runFunctionCrashProbe(options: CrashProbeOptions): Promise
       await upcoming.catch(() => undefined);
     };
     await Promise.all(Array.from({ length: options.workers ?? 2 }, lane));
+    await approvals;
     const finishedInWindow = runs - (await unfinished());
     await spawnWorker(options.url, 'fncrash-survivor', alive);
     const until = Date.now() + (options.drainTimeoutMs ?? 120_000);

@@ -2,9 +2,12 @@
  * The durable function the crash probe and the chaos run drive (issue 37), and
  * the invariants checked from the database afterwards.
  *
- * `fnproof.order`: five steps and a sleep, each step lingering a little so a
+ * `fnproof.order`: five steps, a signal and a sleep, each step lingering a little so a
  * kill often lands inside one:
- *   load (plain) -> charge (transactional) -> sleep -> wake (plain) -> ship (transactional) -> receipt (plain)
+ *   load (plain) -> charge (transactional) -> wait for `approve` -> sleep -> wake (plain) -> ship (transactional)
+ *   -> receipt (plain)
+ * The driver sends each run's `approve` signal (sendApproval) once, at a moment of its choosing: before the
+ * wait opens (kept in the mailbox) or while it waits (woken at once).
  * A plain step writes its side effect with an autocommitted INSERT on a pool of
  * its own (outside the ledger: a re-run shows as a second row); a
  * transactional step writes its host effect through the host's transaction
@@ -12,7 +15,7 @@
  */
 import type pg from 'pg';
 import { z } from 'zod';
-import { defineFunction, TerminalError, type PrismaClientLike } from '../../src/index.js';
+import { defineFunction, isRunledgerError, signal, TerminalError, type Db, type PrismaClientLike } from '../../src/index.js';
 
 export const PROOF_FUNCTION = 'fnproof.order';
 
@@ -43,7 +46,24 @@ export const TRANSACTIONAL_STEPS = ['charge', 'ship'] as const;
 
 /** What a run of `fnproof.order` on `n` returns (each step adds its own term). */
 export function expectedProofResult(n: number): { n: number; total: number } {
-  return { n, total: n * 2 + 1 + 10 + 100 + 1_000 };
+  return { n, total: n * 2 + 1 + APPROVAL.bonus + 10 + 100 + 1_000 };
+}
+
+/** The payload of every run's `approve` signal; its bonus is part of the result. */
+export const APPROVAL = { bonus: 10_000 } as const;
+
+/**
+ * Sends run `runId` its `approve` signal, once however often it is called (an idempotency key per run).
+ * 'finished': the run ended first (canceled by an operator).
+ */
+export async function sendApproval(db: Db, runId: string): Promise<'sent' | 'duplicate' | 'finished'> {
+  try {
+    const receipt = await signal(db, runId, 'approve', APPROVAL, { idempotencyKey: `approve:${runId}` });
+    return receipt.duplicate ? 'duplicate' : 'sent';
+  } catch (error) {
+    if (isRunledgerError(error) && error.code === 'workflow.run_already_finished') return 'finished';
+    throw error;
+  }
 }
 
 const input = z.object({ n: z.number().int(), sleepMs: z.number().int().min(0) });
@@ -97,13 +117,13 @@ export function proofFunction(sideEffects: pg.Pool, host: PrismaClientLike, ling
         await hostWrite(tx as Tx, run, 'charge', sleepMs);
         return loaded + 1;
       });
-      // SIGNAL STEP (issue 37): `await ctx.waitForSignal('approve', { timeoutMs })`, sent by `signal(db, runId,
-      // 'approve', payload)` from the driver, belongs here once signals land (another branch builds them); its
-      // invariant (delivered exactly once, never before it was sent) then joins verifyFunctionProof.
+      // Waits (no slot held) until the driver's signal: delivered once, never before it was sent (verified below).
+      const approval = await ctx.waitForSignal<typeof APPROVAL>('approve');
+      if (approval.status !== 'received') throw new TerminalError('fnproof.order: the approve wait has no timeout');
       await ctx.sleep(sleepMs);
       const woke = await ctx.step('wake', async () => {
         await side(run, 'wake', ctx.attempt);
-        return charged + 10;
+        return charged + approval.payload.bonus + 10;
       });
       const shipped = await ctx.transactionalStep('ship', async (tx) => {
         await hostWrite(tx as Tx, run, 'ship', sleepMs);
@@ -133,7 +153,7 @@ export interface ProofFindings {
 }
 
 const listed = (rows: unknown[], max = 5) => `${rows.length}: ${JSON.stringify(rows.slice(0, max))}${rows.length > max ? ' ...' : ''}`;
-const RECORDED = ['load', 'charge', '$sleep', 'wake', 'ship', 'receipt'];
+const RECORDED = ['load', 'charge', '$signal:approve', '$sleep', 'wake', 'ship', 'receipt'];
 
 export interface ProofScope {
   /** The kills and connection faults that happened: a plain step re-runs at most once per fault. */
@@ -150,7 +170,9 @@ export interface ProofScope {
  *   recorded steps in call order (a canceled run, where allowed: a prefix of them);
  * - each transactional step's host effect exists once if the step is recorded, never otherwise;
  * - each recorded plain step ran at least once, at most faults + 1 times, never twice in one attempt;
- * - no wake step ran before the recorded wake time, nor before the charge's commit + the requested sleep.
+ * - no wake step ran before the recorded wake time, nor before the charge's commit + the requested sleep;
+ * - each run's `approve` signal was sent once and consumed once, by its `$signal:approve` step, never before
+ *   it was sent, and nothing after the wait ran before the signal was sent.
  */
 export async function verifyFunctionProof(db: pg.Pool | pg.Client, scope: ProofScope): Promise<ProofFindings> {
   const { faults, runIds } = scope;
@@ -185,7 +207,7 @@ export async function verifyFunctionProof(db: pg.Pool | pg.Client, scope: ProofS
       run.steps.join(',') !== RECORDED.join(',')
     );
   });
-  if (wrongRuns.length > 0) violations.push(`runs not SUCCEEDED once with the right result and the six recorded steps: ${listed(wrongRuns)}`);
+  if (wrongRuns.length > 0) violations.push(`runs not SUCCEEDED once with the right result and the seven recorded steps: ${listed(wrongRuns)}`);
 
   const ids = runs.map((run) => run.id);
   const recorded = new Set(runs.flatMap((run) => run.steps.map((step) => `${run.id}/${step}`)));
@@ -234,6 +256,28 @@ export async function verifyFunctionProof(db: pg.Pool | pg.Client, scope: ProofS
   );
   const early = wakes.filter((row) => row.early_recorded || row.early_requested);
   if (early.length > 0) violations.push(`sleeps that woke early: ${listed(early)}`);
+
+  // Signals: one per run (the idempotency key), consumed by the run's wait step iff that step is recorded,
+  // never before it was sent, and the step after the wait ran after the send.
+  const { rows: signals } = await db.query<{ run_id: string; sent: number; consumed_by_wait: number; early: number; after_before_send: boolean }>(
+    `SELECT x.run_id, count(g.id)::int AS sent,
+            (count(g.id) FILTER (WHERE g.consumed_by_step_id = w.id))::int AS consumed_by_wait,
+            (count(g.id) FILTER (WHERE g.consumed_at < g.created_at))::int AS early,
+            COALESCE(bool_or((SELECT min(e.at) FROM fnproof.side_effects e WHERE e.run_id = x.run_id AND e.step = 'wake') < g.created_at), false)
+              AS after_before_send
+       FROM unnest($1::uuid[]) AS x(run_id)
+       LEFT JOIN runledger.workflow_signals g ON g.workflow_run_id = x.run_id AND g.name = 'approve'
+       LEFT JOIN runledger.workflow_steps w ON w.workflow_run_id = x.run_id AND w.step_key = '$signal:approve' AND w.execution_kind = 'FUNCTION'
+      GROUP BY 1`,
+    [ids],
+  );
+  const statusOf = new Map(runs.map((run) => [run.id, run.status]));
+  const wrongSignals = signals.filter((row) => {
+    // A succeeded run: its one signal consumed by its wait. A canceled one may have ended before either.
+    const succeededWrong = statusOf.get(row.run_id) === 'SUCCEEDED' && (row.sent !== 1 || row.consumed_by_wait !== 1);
+    return row.sent > 1 || succeededWrong || row.early > 0 || row.after_before_send;
+  });
+  if (wrongSignals.length > 0) violations.push(`signals not sent once and consumed once by the wait, after the send: ${listed(wrongSignals)}`);
 
   return {
     runs: runs.length,
