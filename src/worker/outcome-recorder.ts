@@ -10,6 +10,7 @@
  * Nothing here throws: a write the database refused for good ends as a
  * logged `worker:error`, and the lease then expires and the job runs again.
  */
+import type { DueWakes } from './due-wakes.js';
 import type { Db } from '../client/types.js';
 import { isRunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
@@ -45,6 +46,8 @@ export interface OutcomeRecorderDeps {
   batcher: CompletionBatcher;
   /** Counters the recorder increments (the worker's `stats()` reads them). */
   stats: Omit<WorkerStats, 'inFlight'>;
+  /** Told when a continuation this worker wrote falls due, to claim it then rather than at the next poll. */
+  dueWakes?: DueWakes;
 }
 
 export class OutcomeRecorder {
@@ -105,6 +108,7 @@ export class OutcomeRecorder {
     this.markSuccessQueued();
     const result = await completion;
     if (result.outcome === 'continued') {
+      if (continuation.delayMs > 0) this.deps.dueWakes?.after(continuation.delayMs);
       this.reportContinued(result.runNumber, result.nextRunAt, '');
     } else if (result.outcome === 'not_enabled') {
       await this.failure(
@@ -126,7 +130,10 @@ export class OutcomeRecorder {
   committed(committed: AttemptCommitted): void {
     this.markSuccessQueued();
     if (committed.kind === 'succeeded') this.reportSucceeded(committed.output, ' (transactional)');
-    else this.reportContinued(committed.runNumber, committed.nextRunAt, ' (transactional)');
+    else {
+      if (committed.delayMs > 0) this.deps.dueWakes?.after(committed.delayMs);
+      this.reportContinued(committed.runNumber, committed.nextRunAt, ' (transactional)');
+    }
     this.markRecorded();
   }
 

@@ -97,7 +97,9 @@ export async function runAttemptTransaction<R>(client: PrismaClientLike, deadlin
 }
 
 /** What a transactional attempt's transaction reached before COMMIT. */
-export type AttemptCommitted = { kind: 'succeeded'; output: JsonValue | undefined } | { kind: 'continued'; runNumber: number; nextRunAt: Date };
+export type AttemptCommitted =
+  | { kind: 'succeeded'; output: JsonValue | undefined }
+  | { kind: 'continued'; runNumber: number; nextRunAt: Date; delayMs: number };
 
 /** Thrown inside an attempt's transaction to roll it back; the worker then records `failure`, or the refused fence. */
 export class AttemptRollback extends Error {
@@ -126,7 +128,7 @@ export async function commitAttemptOutcome(tx: Db, job: ClaimedJob, output: unkn
     const converted = continuationFields(output);
     if (!converted.ok) throw new AttemptRollback(converted.failure, output);
     const [result] = await continueJobs(tx, [{ lease: job, delayMs: output.delayMs, ...converted.fields }]);
-    if (result?.outcome === 'continued') return { kind: 'continued', runNumber: result.runNumber, nextRunAt: result.nextRunAt };
+    if (result?.outcome === 'continued') return { kind: 'continued', runNumber: result.runNumber, nextRunAt: result.nextRunAt, delayMs: output.delayMs };
     if (result?.outcome === 'not_enabled') {
       const message = 'The handler returned a continuation, but its workflow step was not enqueued with allowContinuation.';
       throw new AttemptRollback({ code: JOB_WORKFLOW_CONTINUATION_NOT_ENABLED, message, retryable: false }, output);

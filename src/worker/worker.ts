@@ -14,6 +14,7 @@ import { loadOpenTelemetry } from '../telemetry/otel-api.js';
 import { WorkerTelemetry } from './telemetry.js';
 import { parseInput } from '../validation/parse.js';
 import { CompletionBatcher } from './completion-batcher.js';
+import { DueWakes } from './due-wakes.js';
 import { WorkerEventEmitter, type WorkerEventListener, type WorkerEventName, type WorkerStats } from './events.js';
 import { JobExecution, type ExecutionOwner, type JobExecutionDeps } from './job-execution.js';
 import { JobAvailableListener } from './listener.js';
@@ -98,6 +99,8 @@ class RunledgerWorker implements Worker {
   private readonly sizer: ClaimSizer;
   private readonly buffer: JobBuffer;
   private readonly claims: ClaimLoop;
+  /** Claims when continuations this worker wrote fall due (due-wakes.ts). */
+  private readonly dueWakes = new DueWakes(() => this.claims.request());
   private readonly jobTypes: string[];
   private readonly counters = { claimed: 0, succeeded: 0, failed: 0, released: 0, leaseLost: 0 };
   /** Jobs holding a lease slot outside the buffer: started (or being released), and not yet both recorded and settled. */
@@ -324,6 +327,7 @@ class RunledgerWorker implements Worker {
         batcher: this.batcher,
         telemetry: this.telemetry,
         stats: this.counters,
+        dueWakes: this.dueWakes,
         databaseFault: () => this.claims.databaseFault(),
         owner: this.executionOwner,
       };
@@ -369,6 +373,7 @@ class RunledgerWorker implements Worker {
     // Claiming stops now, synchronously; a start() in progress sees it and starts no loop.
     this.currentState = 'stopping';
     this.stopController.abort();
+    this.dueWakes.close();
     // Buffered jobs go back at once (pump releases everything once stopped), before running handlers are drained.
     this.buffer.pump();
     this.wakeup.signal();
