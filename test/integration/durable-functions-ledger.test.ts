@@ -26,6 +26,7 @@ import {
   type WorkflowRun,
 } from '../../src/index.js';
 import { runDetail } from '../../src/dashboard/api.js';
+import { callDashboard, dashboardSession, serveDashboard } from '../harness/dashboard.js';
 import { latch } from '../fixtures/worker-support/latches.js';
 import { runCli } from '../harness/cli.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -260,5 +261,49 @@ describe('function steps in call order', () => {
     const y = lines.findIndex((line) => /\by\s+SUCCEEDED\s+function call 1\b/.test(line));
     expect(x).toBeGreaterThan(0);
     expect(y).toBe(x + 1);
+  });
+});
+
+describe('forking a function run from the CLI and the dashboard', () => {
+  it('takes --from-call-index and fromCallIndex with failed-only, and refuses them otherwise, naming the field', async () => {
+    const fn = defineFunction(
+      'fnl.forked',
+      input,
+      async (_payload, ctx) => {
+        await ctx.step('a', () => 1);
+        await ctx.step('b', () => 2);
+        return ctx.step('c', () => {
+          throw new TerminalError('c failed', { code: 'test.c' });
+        });
+      },
+      { retry: { maxAttempts: 1 } },
+    );
+    await startWorker({ handlers: [fn] });
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, fn.run({ n: 0 }));
+    expect(await finished(workflowRunId)).toMatchObject({ status: 'COMPLETED_WITH_ERRORS' });
+
+    const base = ['runs', 'recover', workflowRunId, '--reason', 'r', '--json'];
+    const full = await runCli(db.url, ...base, '--request-key', 'c0', '--from-call-index', '1');
+    expect(full.code).not.toBe(0);
+    expect(JSON.parse(full.stderr)).toMatchObject({ code: 'workflow.invalid_input', details: { field: 'fromCallIndex' } });
+    const forked = await runCli(db.url, ...base, '--request-key', 'c1', '--failed-only', '--from-call-index', '1');
+    expect(forked.code).toBe(0);
+    const cliRecovery = JSON.parse(forked.stdout) as { recoveryRunId: string; carriedStepKeys: string[] };
+    expect(cliRecovery.carriedStepKeys).toEqual(['a']);
+    const shown = await runCli(db.url, 'runs', 'show', cliRecovery.recoveryRunId);
+    expect(shown.stdout).toMatch(/\ba\s+SUCCEEDED\s+function call 0 \(carried\)/);
+
+    const served = await serveDashboard(db.prisma);
+    try {
+      const session = await dashboardSession(served.url);
+      const body = { mode: 'failed_only', reason: 'r', requestKey: 'd1', again: true };
+      const bad = await callDashboard(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { body: { ...body, fromCallIndex: 'two' }, session });
+      expect([bad.status, bad.body.error.code, bad.body.error.details.field]).toEqual([400, 'workflow.invalid_input', 'fromCallIndex']);
+      const ok = await callDashboard(served.url, 'POST', `/api/runs/${workflowRunId}/recover`, { body: { ...body, fromCallIndex: 2 }, session });
+      expect(ok.status).toBe(200);
+      expect(ok.body.recovery).toMatchObject({ outcome: 'inserted', mode: 'failed_only', carriedStepKeys: ['a', 'b'] });
+    } finally {
+      await served.close();
+    }
   });
 });
