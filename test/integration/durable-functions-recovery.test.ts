@@ -4,7 +4,9 @@
  * the failed call on; `fromCallIndex` reuses only the calls before it; a full recovery runs the body from
  * the start; lineage and the refusal rules are those of any recovery; the ledger stays consistent.
  */
-import { describe, expect, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   defineFunction,
@@ -18,6 +20,8 @@ import {
   workflow,
   type WorkflowRun,
 } from '../../src/index.js';
+import { newId } from '../../src/db/ids.js';
+import { PrismaClient as HostPrismaClient } from '../fixtures/host-app/generated/client.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
@@ -26,6 +30,16 @@ const db = useTestDatabase();
 const startWorker = useWorkers(db);
 const scope = noOrganizationScope();
 const input = z.object({ n: z.number() });
+let host: HostPrismaClient;
+
+beforeAll(async () => {
+  const pool = db.newPool({ max: 1 });
+  await pool.query(await readFile(new URL('../fixtures/host-app/migration.sql', import.meta.url), 'utf8'));
+  host = new HostPrismaClient({ adapter: new PrismaPg({ connectionString: db.url, max: 4 }) });
+});
+afterAll(async () => {
+  await host.$disconnect();
+});
 
 /** Polls the run until it is terminal (the wait, not a timing assertion). */
 async function finished(workflowRunId: string): Promise<WorkflowRun> {
@@ -107,6 +121,12 @@ describe('recovery of a durable function run', () => {
     });
     // The source is untouched.
     expect((await functionRows(source)).map((r) => r.step_key)).toEqual(['a', 'b']);
+
+    // A recovery is forked in turn: its carried steps are carried again, with their outputs.
+    const fork2 = await recoverWorkflowRun(db.prisma, { ...request, sourceRunId: recovery.recoveryRunId, requestKey: 'fork-2', fromCallIndex: 2 });
+    expect(fork2.carriedStepKeys).toEqual(['a', 'b']);
+    expect(await finished(fork2.recoveryRunId)).toMatchObject({ status: 'SUCCEEDED', result: { a: 5, b: 10, c: 11 } });
+    expect(state.calls).toEqual({ a: 1, b: 1, c: 3 });
     expect(await verifyIntegrity(db.prisma)).toMatchObject({ clean: true, violations: [] });
   });
 
@@ -209,6 +229,35 @@ describe('recovery of a durable function run', () => {
       ['y', 1],
     ]);
     expect(await verifyIntegrity(db.prisma)).toMatchObject({ clean: true, violations: [] });
+  });
+
+  it('reuses a transactional step in the fork: its host write stays exactly once', async () => {
+    const orderId = newId();
+    let fail = true;
+    let writes = 0;
+    const fn = defineFunction(
+      'fnrec.transactional',
+      z.object({ orderId: z.string() }),
+      async (payload, ctx) => {
+        await ctx.transactionalStep('create-order', async (tx) => {
+          writes += 1;
+          await tx.order.create({ data: { id: payload.orderId, customer: 'ada', total: 42 } });
+        });
+        return ctx.step('notify', () => {
+          if (fail) throw new TerminalError('notify failed', { code: 'test.notify' });
+          return 'sent';
+        });
+      },
+      { transaction: host, retry: { maxAttempts: 1 } },
+    );
+    await startWorker({ handlers: [fn] });
+    const { workflowRunId: source } = await enqueueWorkflowRun(db.prisma, fn.run({ orderId }));
+    expect(await finished(source)).toMatchObject({ status: 'COMPLETED_WITH_ERRORS' });
+    fail = false;
+    const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 't', reason: 'r', mode: 'failed_only' });
+    expect(await finished(recovery.recoveryRunId)).toMatchObject({ status: 'SUCCEEDED', result: 'sent' });
+    expect(writes).toBe(1);
+    expect(await host.order.count({ where: { id: orderId } })).toBe(1);
   });
 
   it('refuses a cut point for a DAG run and without failed_only, writing nothing', async () => {
