@@ -44,7 +44,7 @@ describe.skipIf(!hasChromium)('a function run in the dashboard', () => {
     const rows: string[][] = [];
     for (let n = 0; n < (await locators.count()); n += 1) {
       const cells = locators.nth(n).locator('td');
-      rows.push([(await cells.nth(0).innerText()).trim(), (await cells.nth(1).innerText()).trim()]);
+      rows.push([((await cells.nth(0).textContent()) ?? '').trim(), ((await cells.nth(1).textContent()) ?? '').trim()]);
     }
     expect(rows.filter(([key]) => key === 'x' || key === 'y')).toEqual([
       ['x', 'function call 0'],
