@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineFunction, enqueueWorkflowRunHandle } from '../../src/index.js';
+import { defineFunction, enqueueWorkflowRun, enqueueWorkflowRunHandle, getWorkflowRun, noOrganizationScope, TerminalError } from '../../src/index.js';
 import { chromiumAvailable, useDashboardInChromium } from '../harness/browser.js';
 import { useTestDatabase } from '../harness/database.js';
 import { useWorkers } from '../harness/workers.js';
@@ -50,6 +50,41 @@ describe.skipIf(!hasChromium)('a function run in the dashboard', () => {
       ['x', 'function call 0'],
       ['y', 'function call 1'],
     ]);
+    await page.context().close();
+  });
+
+  it('forks a failed function run from a call the operator names', async () => {
+    const fn = defineFunction(
+      'fnb.fork',
+      z.object({}),
+      async (_input, ctx) => {
+        await ctx.step('a', () => 1);
+        await ctx.step('b', () => 2);
+        return ctx.step('c', () => {
+          throw new TerminalError('c failed', { code: 'test.c' });
+        });
+      },
+      { retry: { maxAttempts: 1 } },
+    );
+    await startWorker({ handlers: [fn] });
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, fn.run({}));
+    const deadline = Date.now() + 20_000;
+    while ((await getWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId })).status !== 'COMPLETED_WITH_ERRORS') {
+      if (Date.now() > deadline) throw new Error('the function did not fail');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+
+    const page = await openPage(`#/runs/${workflowRunId}`);
+    await page.getByLabel('Reason (required)').fill('b was wrong');
+    await page.getByLabel('From call (optional: reuse only the calls before it)').fill('1');
+    await page.getByRole('button', { name: 'Recover…' }).click();
+    await page.getByText('reusing the steps called before call 1').waitFor();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('#run-title').filter({ hasNotText: workflowRunId }).waitFor();
+    const carried = await db.prisma.$queryRaw<{ step_key: string }[]>`
+      SELECT ws.step_key FROM runledger.workflow_recoveries r JOIN runledger.workflow_steps ws ON ws.workflow_run_id = r.recovery_run_id
+       WHERE r.source_run_id = ${workflowRunId}::uuid AND ws.status_reason = 'workflow.recovery_carried'`;
+    expect(carried.map((row) => row.step_key)).toEqual(['a']);
     await page.context().close();
   });
 });
