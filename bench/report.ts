@@ -108,6 +108,8 @@ export function headlineTable(results: BenchResults): string {
       ]);
     } else if (w.peerOnly) {
       rows.push([w.title, ...ours.map(() => '-'), w.headlineSummary ?? '-']);
+    } else if (w.headlineBySystem) {
+      rows.push([w.title, ...ours.map((s) => w.headlineBySystem?.[s.key] ?? '-'), w.headlineSummary ?? '-']);
     } else {
       rows.push([w.title, ...ours.map((_s, i) => (i === 0 ? (w.notes.at(-1) ?? '') : '')), 'runledger only']);
     }

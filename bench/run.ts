@@ -44,6 +44,7 @@ async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
   const { runledgerLoopSystem } = await import('./systems/runledger.js');
   const { runledgerWorkerSystem, runledgerTransactionalSystem, TUNED_WORKER_BATCH_SIZE } = await import('./systems/runledger-worker.js');
   const { runledgerDagSystem } = await import('./systems/runledger-dag.js');
+  const { runledgerFunctionSystem } = await import('./systems/runledger-function.js');
   const systems: BenchSystem[] = [
     runledgerLoopSystem({ claimBatch: config.claimBatch }),
     runledgerWorkerSystem(),
@@ -52,6 +53,8 @@ async function loadSystems(config: BenchConfig): Promise<BenchSystem[]> {
     runledgerTransactionalSystem(),
     runledgerDagSystem('single'),
     runledgerDagSystem('batch'),
+    runledgerFunctionSystem('single'),
+    runledgerFunctionSystem('batch'),
   ];
   if (['pgboss', 'pgboss_fetch'].some(wanted)) {
     const { pgBossSystems } = await import('./systems/pg-boss.js');

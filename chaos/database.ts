@@ -7,6 +7,7 @@
  */
 import pg from 'pg';
 import { startPostgresServer, type PostgresServer } from '../src/testing/index.js';
+import { PROOF_DDL } from '../test/harness/function-proof.js';
 import { EXECUTIONS_DDL } from './handlers.js';
 import { migrateDatabase } from './api.js';
 
@@ -52,6 +53,7 @@ export async function createChaosDatabase(): Promise<ChaosDatabase> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query(EXECUTIONS_DDL);
+  await client.query(PROOF_DDL);
   await client.end();
 
   return {

@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import { cancelRun, completeExternal, replaySucceeded, requeueDeadLettered, type Client, type ExternalOutcome } from './api.js';
+import { PROOF_FUNCTION, sendApproval } from '../test/harness/function-proof.js';
 import { summarizeError } from './messages.js';
 import type { ChaosStats } from './stats.js';
 
@@ -33,6 +34,22 @@ export class Operator {
       `SELECT id FROM runledger.workflow_runs WHERE status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') ORDER BY random() LIMIT 1`,
     );
     if (rows[0]) await this.call('cancel_run', () => cancelRun(this.client, rows[0]!.id));
+  }
+
+  /**
+   * Sends the `approve` signal (test/harness/function-proof.ts) to up to `limit` live function runs that have
+   * none yet: some before their wait opens, some while they wait (the drain sends every one left).
+   */
+  async approveFunctionRuns(limit: number): Promise<number> {
+    const { rows } = await this.admin.query<{ id: string }>(
+      `SELECT r.id FROM runledger.workflow_runs r
+        WHERE r.workflow_type = $1 AND r.status = 'RUNNING'
+          AND NOT EXISTS (SELECT 1 FROM runledger.workflow_signals g WHERE g.workflow_run_id = r.id)
+        ORDER BY random() LIMIT $2`,
+      [PROOF_FUNCTION, limit],
+    );
+    await Promise.all(rows.map((run) => this.call('signal_function', () => sendApproval(this.client, run.id))));
+    return rows.length;
   }
 
   /** Completes waiting external steps; `drain` completes all of them, once, successfully. */

@@ -173,7 +173,8 @@ async function main(): Promise<number> {
         async () => {
           const roll = Math.random();
           if (roll < 0.15) await operator.cancelRandomRun();
-          else if (roll < 0.55) await operator.completeExternalSteps(3);
+          else if (roll < 0.45) await operator.completeExternalSteps(3);
+          else if (roll < 0.55) await operator.approveFunctionRuns(3);
           else if (roll < 0.8) await operator.replayRandomSucceeded();
           else await operator.requeueDeadLettered();
         },
@@ -190,6 +191,7 @@ async function main(): Promise<number> {
     let quiet = 0;
     for (;;) {
       await operator.completeExternalSteps(500, true).catch(() => 0);
+      await operator.approveFunctionRuns(500).catch(() => 0);
       const { rows } = await admin.query<{ runs: number; jobs: number }>(`
         SELECT (SELECT count(*) FROM runledger.workflow_runs WHERE status IN ('RUNNING', 'WAITING_FOR_EXTERNAL'))::int AS runs,
                (SELECT count(*) FROM runledger.job_queue WHERE status IN ('PENDING', 'LEASED'))::int AS jobs`);

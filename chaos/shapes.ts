@@ -3,10 +3,11 @@
  * make each kind of ending reachable: retries with retryNotBefore, terminal
  * failures, timeouts (1 s against a 2.5 s handler), large outputs.
  */
+import { proofRun } from '../test/harness/function-proof.js';
 import { workflow, type DirectJobSpec, type WorkflowBuilder } from './api.js';
 
 type Run = ReturnType<WorkflowBuilder['build']>;
-export type ShapeName = 'diamond' | 'fanout' | 'gate' | 'on_terminal' | 'mixed' | 'transactional';
+export type ShapeName = 'diamond' | 'fanout' | 'gate' | 'on_terminal' | 'mixed' | 'transactional' | 'function';
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
 
@@ -21,6 +22,8 @@ function leaf(): { jobType: string; payload: Record<string, number>; settings: {
 }
 
 export function buildShape(shape: ShapeName, key?: string): Run {
+  // A durable function (test/harness/function-proof.ts: 5 steps, 2 transactional, a sleep), checked by verify.ts.
+  if (shape === 'function') return proofRun(Math.floor(Math.random() * 1_000_000), 200 + Math.floor(Math.random() * 2_800));
   const tag = { shape, ...(key ? { key } : {}) };
   let builder: WorkflowBuilder;
   switch (shape) {
@@ -107,12 +110,13 @@ export function buildShape(shape: ShapeName, key?: string): Run {
 
 export function randomShape(): ShapeName {
   const roll = Math.random();
-  if (roll < 0.3) return 'diamond';
-  if (roll < 0.36) return 'fanout';
-  if (roll < 0.58) return 'gate';
-  if (roll < 0.78) return 'on_terminal';
-  if (roll < 0.9) return 'mixed';
-  return 'transactional';
+  if (roll < 0.26) return 'diamond';
+  if (roll < 0.31) return 'fanout';
+  if (roll < 0.5) return 'gate';
+  if (roll < 0.67) return 'on_terminal';
+  if (roll < 0.77) return 'mixed';
+  if (roll < 0.85) return 'transactional';
+  return 'function';
 }
 
 export function randomDirectJob(): DirectJobSpec {

@@ -32,6 +32,10 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
   line(
     `transactional handlers: ${findings.effects.jobs} chaos.tx jobs, ${findings.effects.succeeded} succeeded; host effect count wrong for ${findings.effects.wrong} (must be 1 per success, 0 otherwise)`,
   );
+  const fn = findings.functions;
+  line(
+    `durable functions: ${fn.runs} runs (${fn.succeeded} succeeded, ${fn.canceled} canceled by the operator); ${fn.hostEffects} host effects; ${fn.plainExecutions} plain-step executions, ${fn.rerunSteps} steps re-run after a fault; wake lateness p99 ${fn.latenessP99Ms.toFixed(0)} ms`,
+  );
   line(`deadlocks (40P01): ${findings.deadlocks}`);
   const logs = [...stats.workerLogs].sort((a, b) => b[1] - a[1]).slice(0, 12);
   if (logs.length > 0) {

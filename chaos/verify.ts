@@ -3,6 +3,7 @@
  * violation in `stats`; the figures feed the summary.
  */
 import type pg from 'pg';
+import { PROOF_FUNCTION, verifyFunctionProof } from '../test/harness/function-proof.js';
 import { checkIntegrity, type Client, type IntegrityReport } from './api.js';
 import type { DuplicateMessage } from './messages.js';
 import type { TerminalNotificationCounter } from './listener.js';
@@ -17,6 +18,8 @@ export interface Findings {
   integrity: { runs: number; jobs: number; violations: number };
   /** chaos.tx jobs checked, and those whose host effect count is not 1 for a success, 0 otherwise. */
   effects: { jobs: number; succeeded: number; wrong: number };
+  /** The durable-function shape (test/harness/function-proof.ts): runs, their endings, re-runs, wake lateness. */
+  functions: { runs: number; succeeded: number; canceled: number; plainExecutions: number; rerunSteps: number; hostEffects: number; latenessP99Ms: number };
   deadlocks: number;
 }
 
@@ -93,7 +96,7 @@ export async function verifyChaosRun(
   if (afterSuccess.rows.length > 0) stats.violation(`executions after a committed success (no replay or requeue explains them): ${listed(afterSuccess.rows)}`);
   const unexecuted = await admin.query(`
     SELECT j.id, j.run_number, j.attempt FROM runledger.job_queue j
-     WHERE j.status = 'SUCCEEDED'
+     WHERE j.status = 'SUCCEEDED' AND j.job_type <> '${PROOF_FUNCTION}' -- a function's body records its steps, not executions
        AND NOT EXISTS (SELECT 1 FROM chaos.executions x WHERE x.job_id = j.id AND x.run_number = j.run_number AND x.attempt = j.attempt)
      LIMIT 20`);
   if (unexecuted.rows.length > 0) stats.violation(`SUCCEEDED jobs whose succeeding attempt never executed: ${listed(unexecuted.rows)}`);
@@ -136,7 +139,24 @@ export async function verifyChaosRun(
     wrong: wrongEffects.length + strayEffects.rows.length,
   };
 
-  // 7. Deadlocks counted by the server.
+  // 7. Durable functions: each SUCCEEDED once with its result (or CANCELED by the operator), each transactional
+  //    step's host effect once per record, plain steps re-run only in a new attempt and at most once per fault,
+  //    no early wake.
+  const faults = stats.faults.kills + stats.faults.backendTerminations + stats.faults.outages;
+  const proof = await verifyFunctionProof(admin, { faults, canceledAllowed: true });
+  for (const v of proof.violations) stats.violation(`durable functions: ${v}`);
+  const lateness = [...proof.latenessMs].sort((a, b) => a - b);
+  const functions = {
+    runs: proof.runs,
+    succeeded: proof.succeeded,
+    canceled: proof.canceled,
+    plainExecutions: proof.plain.executions,
+    rerunSteps: proof.plain.rerunSteps,
+    hostEffects: proof.host.rows,
+    latenessP99Ms: lateness.length === 0 ? Number.NaN : lateness[Math.ceil(lateness.length * 0.99) - 1]!,
+  };
+
+  // 8. Deadlocks counted by the server.
   const deadlocks = (await deadlockCount(admin, databaseName)) - deadlocksBefore;
   if (deadlocks > 0) stats.violation(`pg_stat_database.deadlocks rose by ${deadlocks} during the run`);
 
@@ -148,6 +168,7 @@ export async function verifyChaosRun(
     duplicates: { reports: duplicates.length, keys: byKey.size, collapsed: duplicates.length - byKey.size },
     integrity: { runs: report.checked.runs, jobs: report.checked.jobs, violations: report.violations.length },
     effects,
+    functions,
     deadlocks: deadlocks + stats.deadlocksSeen,
   };
 }

@@ -9,6 +9,7 @@
  */
 import pg from 'pg';
 import { poolerConnectionString } from '../src/client/connect.js';
+import { proofFunction } from '../test/harness/function-proof.js';
 import { connect, enqueueDirect, enqueueRun, startWorker, type WorkerLogger } from './api.js';
 import { chaosHandlers } from './handlers.js';
 import { summarizeError, type ChildMessage } from './messages.js';
@@ -40,7 +41,8 @@ const worker = startWorker({
   db,
   ...(workerPool ? { pool: { pool: workerPool, preparedStatements: !direct.pooled } } : {}),
   listenUrl,
-  handlers: chaosHandlers(pool, workerId, host),
+  // The durable-function shape: its plain steps' side effects on `pool` (autocommit), its transactional ones on `host`.
+  handlers: [...chaosHandlers(pool, workerId, host), proofFunction(pool, host)],
   workerId,
   logger,
 });

@@ -114,7 +114,16 @@ export {
   type FunctionRunOptions,
   type FunctionResult,
 } from './workflow/function-define.js';
-export type { FunctionContext, TransactionalFunctionContext, FunctionStepInfo, FunctionStepSettings, FunctionStepResult } from './workflow/function-context.js';
+export type {
+  FunctionContext,
+  TransactionalFunctionContext,
+  FunctionStepInfo,
+  FunctionStepSettings,
+  FunctionStepResult,
+  SignalWaitOptions,
+  SignalWaitResult,
+} from './workflow/function-context.js';
+export { signal, type SignalOptions, type SignalReceipt } from './workflow/function-signal.js';
 export type { AppendWorkflowStepsInput } from './workflow/append-request.js';
 export {
   getWorkflowRun,

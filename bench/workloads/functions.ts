@@ -10,9 +10,9 @@
  *   whether a sleeping workflow holds its queue slot (a probe of 3 x
  *   concurrency sleepers on a queue of `concurrency`).
  *
- * runledger's rows are its DAG runs (systems/runledger-dag.ts) until its
- * durable-function API lands; that API's rows come from a system keyed
- * RUNLEDGER_FUNCTION_KEY (bench/README.md), and a table says when it is absent.
+ * runledger's rows are its durable functions (systems/runledger-function.ts,
+ * key RUNLEDGER_FUNCTION_KEY) and, beside them, the same work as DAG runs
+ * (systems/runledger-dag.ts); a table says when the function system is absent.
  */
 import type { BenchConfig } from '../config.js';
 import { percentile } from '../stats.js';
@@ -20,14 +20,14 @@ import type { BenchSystem, FunctionSleepMeasure } from '../systems/types.js';
 import { throughputWorkload } from './throughput.js';
 import type { TableResult, Workload } from './types.js';
 
-/** The system key runledger's durable-function API is measured under, once it exists. */
+/** The system key runledger's durable functions are measured under. */
 export const RUNLEDGER_FUNCTION_KEY = 'runledger_function';
 
 /** The note a function table carries while no runledger_function system ran. */
 export function functionSlotNote(systems: readonly Pick<BenchSystem, 'key'>[]): string | null {
   return systems.some((s) => s.key === RUNLEDGER_FUNCTION_KEY)
     ? null
-    : `${RUNLEDGER_FUNCTION_KEY}: not measured, no such system in this run (runledger's durable-function API is not in this checkout; bench/README.md, "Durable-function workloads", says how to add it)`;
+    : `${RUNLEDGER_FUNCTION_KEY}: not measured, not among this run's systems (BENCH_SYSTEMS; bench/README.md, "Durable-function workloads")`;
 }
 
 function withSlotNote(workload: Workload): Workload {
@@ -52,7 +52,7 @@ export function functionChain3Workload(config: BenchConfig): Workload {
       unit: 'workflows',
       units: workflows,
       notes: [
-        'clock: first start call -> last completion committed; DBOS: DBOS.startWorkflow on a queue, steps by DBOS.runStep; runledger: DAG runs A -> B -> C under createWorker',
+        'clock: first start call -> last completion committed; DBOS: DBOS.startWorkflow on a queue, steps by DBOS.runStep; runledger functions: ctx.step a -> b -> c under createWorker; runledger DAG: runs A -> B -> C',
       ],
       supports: (s) => typeof s.functionChain3 === 'function',
       run: (s, url) => s.functionChain3!(url, { workflows, concurrency }),
@@ -70,7 +70,7 @@ export function functionFanOutWorkload(config: BenchConfig): Workload {
       unit: 'steps',
       units: runs * (width + 2),
       notes: [
-        `DBOS: a parent workflow per run on a queue of ${concurrency}; its ${width} children either child workflows on a second queue (DBOS's documented pattern; a waiting parent keeps its slot) or Promise.all over DBOS.runStep; runledger: DAG runs root -> ${width} x child -> fan-in`,
+        `DBOS: a parent workflow per run on a queue of ${concurrency}; its ${width} children either child workflows on a second queue (DBOS's documented pattern; a waiting parent keeps its slot) or Promise.all over DBOS.runStep; runledger functions: a root ctx.step, Promise.all over ${width} ctx.steps, a fan-in ctx.step; runledger DAG: runs root -> ${width} x child -> fan-in`,
       ],
       supports: (s) => typeof s.functionFanOut === 'function',
       run: (s, url) => s.functionFanOut!(url, { runs, width, concurrency }),
@@ -114,6 +114,7 @@ export function functionSleepWorkload(config: BenchConfig): Workload {
     key: 'function_sleep',
     async run(context, systems): Promise<TableResult> {
       const rows: (string | number)[][] = [];
+      const summaries: { key: string; label: string; peer: boolean; cell: string }[] = [];
       const data: { system: string; measure: FunctionSleepMeasure }[] = [];
       for (const system of systems.filter((s) => typeof s.functionSleep === 'function')) {
         context.log(`function_sleep: ${system.label}, ${sleepers} sleepers`);
@@ -121,12 +122,18 @@ export function functionSleepWorkload(config: BenchConfig): Workload {
         const row = sleepRow(system.label, sleepers, measure);
         context.log(`  lateness p50 ${row[5]} ms, p99 ${row[6]} ms; holds a queue slot: ${row[8]}`);
         rows.push(row);
+        summaries.push({
+          key: system.key,
+          label: system.label,
+          peer: system.peer,
+          cell: `p50 ${row[5]} / p99 ${row[6]} ms late; holds a slot: ${String(row[8]).split(' ')[0]}`,
+        });
         data.push({ system: system.key, measure: { ...measure, latenessMs: [] } });
       }
       const notes = [
-        `each workflow computes its sleep as (wake time - now) and calls DBOS.sleep once; the wake time is ${leadMs} ms after the first start call (BENCH_FUNCTION_SLEEP_LEAD_MS); lateness = resume in the workflow - wake time, over the sleepers that began sleeping before the wake time (the others are counted under "started after wake")`,
-        `the sleepers are started without a queue (${concurrency} start calls in flight); the slot probe then puts ${probeSleepers} sleepers on the queue of ${concurrency} with a wake time 3 s ahead`,
-        'runledger has no durable sleep today (no DAG row)',
+        `each DBOS workflow computes its sleep as (wake time - now) and calls DBOS.sleep once, each runledger function ctx.sleepUntil(wake time) between two steps; the wake time is ${leadMs} ms after the first start call (BENCH_FUNCTION_SLEEP_LEAD_MS); lateness = resume in the workflow (the step after the sleep) - wake time, over the sleepers that began sleeping before the wake time (the others are counted under "started after wake")`,
+        `the sleepers are started without a queue (${concurrency} start calls in flight); the slot probe then puts ${probeSleepers} sleepers on the queue of ${concurrency} (runledger: on the worker of ${concurrency} handler slots) with a wake time 3 s ahead`,
+        'runledger wakes a sleeping function by its worker poll (pollIntervalMs, default 1,000 ms); the DAG has no durable sleep (no DAG row)',
       ];
       const slot = functionSlotNote(systems);
       if (slot) notes.push(slot);
@@ -139,7 +146,12 @@ export function functionSleepWorkload(config: BenchConfig): Workload {
         rows,
         notes,
         peerOnly: !systems.some((s) => !s.peer && typeof s.functionSleep === 'function'),
-        headlineSummary: rows.map((r) => `${r[0]}: p50 ${r[5]} / p99 ${r[6]} ms late`).join('; ') || '-',
+        headlineSummary:
+          summaries
+            .filter((x) => x.peer)
+            .map((x) => `${x.label}: ${x.cell}`)
+            .join('; ') || '-',
+        headlineBySystem: Object.fromEntries(summaries.filter((x) => !x.peer).map((x) => [x.key, x.cell])),
         data,
       };
     },

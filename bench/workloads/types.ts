@@ -129,6 +129,8 @@ export interface TableResult extends WorkloadResultBase {
   /** No runledger system ran it (DBOS's sleep): the headline shows `headlineSummary` in the peer column. */
   peerOnly?: boolean;
   headlineSummary?: string;
+  /** A headline cell per runledger system that ran it (system key -> cell); the peers' summary is `headlineSummary`. */
+  headlineBySystem?: { [systemKey: string]: string };
 }
 
 export type WorkloadResult = ThroughputResult | LatencyResult | TableResult;

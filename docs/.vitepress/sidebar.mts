@@ -23,6 +23,7 @@ export const sections: Section[] = [
       { text: 'Enqueue intents', link: '/guide/enqueue-intents' },
       { text: 'Long jobs', link: '/guide/long-jobs' },
       { text: 'Workflows', link: '/guide/workflows' },
+      { text: 'Durable functions or DAGs', link: '/guide/functions-or-dags' },
       { text: 'Cron schedules', link: '/guide/schedules' },
       { text: 'Replay and recovery', link: '/guide/replay-recovery' },
       { text: 'Typed API and conventions', link: '/guide/typed-api' },

@@ -99,6 +99,27 @@
  *     step the host's own locks come first, as for a transactional handler.
  *     It takes no step, release or run lock: the row is inserted terminal,
  *     with no edges, and the run stays RUNNING while its body's step lives.
+ *   - A durable function's signal wait and a signal to it (src/workflow/function-wait-statements.ts,
+ *     function-signal.ts): the body's `$function` job row (1, FOR UPDATE; the wait names it by its lease,
+ *     the send by the run), then, in a second statement whose snapshot is taken once that lock is held,
+ *     the run's mailbox rows (workflow_signals, FOR UPDATE; only ever locked under that job row, so they
+ *     add no wait of their own) and the wait's FUNCTION step row (2: an open wait FOR UPDATE, or a new
+ *     row nobody waits on), and the same job row again to wake it (function-wake.ts: already held).
+ *     A send inside the host's transaction takes the host's locks first, then these, and holds the job
+ *     row to the host's commit: the body's attempt waits for it only when it records a step (its claim
+ *     skips a locked row), and that host transaction waits for nothing the attempt holds.
+ *   - A durable function's child run (src/workflow/function-child.ts): its start takes the parent's body
+ *     job row (1, by the lease), then only new rows (the child run, its steps and jobs, the `$child:`
+ *     step row). Its end wakes the parent: the statement that makes the child run terminal (the status
+ *     recompute in run-status.ts, or cancellation's notifyWorkflowRunTerminal) updates the parent's body
+ *     job row LAST, after the child's job, step, release, run and counter locks. That is out of the
+ *     ladder's order, and bounded by what a holder of the parent's job row can wait for: its own claim
+ *     (SKIP LOCKED elsewhere), its continuation or step records (the parent's own step rows, new rows), a
+ *     signal (the parent's own step rows), cancellation of the parent (the parent run's rows). None of
+ *     these is held by the child's transaction. The one cycle left: the parent's body completing in a
+ *     batch that also finishes a job of the child run (or a job counted on the same counter shard and
+ *     key), while the child's last job completes in another batch; PostgreSQL's detector ends it
+ *     (`database.transaction_conflict`, retried like any conflict), as for counters below.
  *   - The job definitions catalog (src/queue/catalog.ts) takes no part:
  *     enqueues read it without locking; a sync upserts its rows in job-type
  *     order in one statement and holds no other lock class. Recording an

@@ -17,7 +17,9 @@
 import type { Tx } from '../client/types.js';
 import { WORKFLOW_RUN_TERMINAL_CHANNEL, WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
+import { sqltag } from '@prisma/client/runtime/client';
 import { TERMINAL_RUN, runQuiescent } from '../db/fragments.js';
+import { wakeFunctionJobs } from './function-wake.js';
 
 /**
  * Recomputes the statuses of several runs: two statements whatever their
@@ -145,7 +147,7 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
        WHERE r.id = next.id
          AND r.status <> 'CANCELED'
          AND r.status IS DISTINCT FROM next.status
-      RETURNING r.id, r.status
+      RETURNING r.id, r.status, r.parent_job_id
     ),
     -- A run that ends releases its active key (active-keys.ts) unless one of its canceled jobs still has a
     -- live lease (the quiescence marker): then the key stays claimed until the reaper's sweep or the next
@@ -166,12 +168,20 @@ async function recomputeLockedRunStatuses(tx: Tx, lockedIds: readonly string[]):
     ),
     steps_notified AS (
       SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, runs.id::text)) AS n FROM runs
-    )
+    ),
+    -- A child run of a durable function (ctx.invoke) that ends wakes its parent's body job: the job row is
+    -- taken last, after the run rows (the exception written in locking.ts).
+    parents AS (
+      SELECT u.parent_job_id AS id FROM updated u JOIN runs ON runs.id = u.id
+       WHERE u.parent_job_id IS NOT NULL AND u.status IN ${TERMINAL_RUN} AND runs.previous NOT IN ${TERMINAL_RUN}
+    ),
+    ${wakeFunctionJobs(sqltag`SELECT id FROM parents ORDER BY id`, sqltag`clock_timestamp()`)}
     SELECT runs.id, COALESCE(u.status, runs.previous) AS status
       FROM runs
       LEFT JOIN updated u ON u.id = runs.id
       CROSS JOIN notified
-      CROSS JOIN steps_notified`;
+      CROSS JOIN steps_notified
+      CROSS JOIN woken_notified`;
   for (const row of rows) statuses.set(row.id, row.status);
   return statuses;
 }
@@ -183,6 +193,12 @@ export async function recomputeWorkflowRunStatus(tx: Tx, workflowRunId: string):
 
 /** Notification for a run that entered CANCELED (cancellation writes the status itself). */
 export async function notifyWorkflowRunTerminal(tx: Tx, workflowRunId: string, status: WorkflowRunStatus): Promise<void> {
-  await tx.$executeRaw`
-    SELECT pg_notify(${WORKFLOW_RUN_TERMINAL_CHANNEL}, json_build_object('workflow_run_id', ${workflowRunId}::text, 'status', ${status}::text)::text)`;
+  // A canceled child of a durable function wakes its parent's body job too (as the recompute does).
+  await tx.$queryRaw`
+    WITH parents AS (
+      SELECT parent_job_id AS id FROM runledger.workflow_runs WHERE id = ${workflowRunId}::uuid AND parent_job_id IS NOT NULL
+    ),
+    ${wakeFunctionJobs(sqltag`SELECT id FROM parents`, sqltag`clock_timestamp()`)}
+    SELECT count(pg_notify(${WORKFLOW_RUN_TERMINAL_CHANNEL}, json_build_object('workflow_run_id', ${workflowRunId}::text, 'status', ${status}::text)::text))::int AS n
+      FROM woken_notified`;
 }

@@ -187,6 +187,15 @@ export const ERROR_CODES = [
   'workflow.invalid_function_step',
   'workflow.function_nondeterministic',
   'workflow.function_step_timeout',
+  // Signals to durable function runs (src/workflow/function-signal.ts): bad input, a run that is no function,
+  // an idempotency key reused for another signal, a host transaction that is not READ COMMITTED.
+  'workflow.invalid_signal',
+  'workflow.signal_not_function',
+  'workflow.signal_idempotency_conflict',
+  'workflow.signal_unsupported_isolation',
+  // A durable function's child run (ctx.invoke) ended COMPLETED_WITH_ERRORS, or was canceled (or purged).
+  'workflow.child_failed',
+  'workflow.child_canceled',
 ] as const;
 
 /** The `code` of every RunledgerError runledger throws. */

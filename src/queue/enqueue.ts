@@ -18,6 +18,7 @@ import {
 
 import { insertJobsTx, toInsertRow, type EnqueueJobResult, type InsertJobsOptions } from './insert-jobs.js';
 import { deleteUncommittedJobs, resolveExisting } from './enqueue-idempotency.js';
+import { parseCommonJobInput } from './common-job-input.js';
 
 /**
  * Enqueues one job. With `idempotencyKey`, the same request again returns the
@@ -54,8 +55,8 @@ export async function enqueueJob(db: Db, first: AnyJobDefinition | EnqueueJobInp
     input = first;
     options = rest[0] ?? {};
   }
-  const parsed = parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
-  const { notify = true, requireDefinition = false } = parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT, 'options');
+  const parsed = parseCommonJobInput(input) ?? parseInput(enqueueJobInputSchema, input, JOB_INVALID_INPUT);
+  const { notify = true, requireDefinition = false } = commonOptions(options) ?? parseInput(enqueueOptionsSchema, options, JOB_INVALID_INPUT, 'options');
   if (isJobDefinition(first)) await checkDefinitionPayload(first, rest[0], [], JOB_INVALID_INPUT);
   const [result] = await enqueueParsed(db, [parsed], { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
   return result!;
@@ -96,6 +97,16 @@ export async function enqueueJobs(db: Db, first: AnyJobDefinition | readonly Enq
   }
   return enqueueParsed(db, parsed, { notify, definitionGate: requireDefinition ? 'strict' : 'disabled' });
 }
+
+/** No options, or only `notify` as a boolean (the common calls), without the schema; anything else: undefined. */
+function commonOptions(options: unknown): EnqueueOptions | undefined {
+  if (typeof options !== 'object' || options === null || Object.getPrototypeOf(options) !== Object.prototype) return undefined;
+  const keys = Object.getOwnPropertyNames(options); // non-enumerable ones too: the schema reads them
+  if (keys.length === 0) return NO_OPTIONS;
+  const { notify } = options as { notify?: unknown };
+  return keys.length === 1 && keys[0] === 'notify' && typeof notify === 'boolean' ? { notify } : undefined;
+}
+const NO_OPTIONS: EnqueueOptions = Object.freeze({});
 
 /** The by-name input of one job of `definition`: its type, and its settings under the enqueue's own. */
 /** An enqueue's input from a typed definition and the call's own fields: the definition's settings unless the call gives its own. */

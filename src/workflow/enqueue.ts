@@ -248,10 +248,17 @@ async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], trace
   );
 }
 
-/** `entry` without its null and undefined fields: jsonb_to_recordset reads a missing key as SQL NULL. */
+/**
+ * `entry` without its null and undefined fields: jsonb_to_recordset reads a missing key as SQL NULL. Copied,
+ * not deleted in place: `delete` turns an object into a dictionary, which JSON.stringify walks slowly.
+ */
 function compact(entry: Record<string, unknown>): Record<string, unknown> {
-  for (const key of Object.keys(entry)) if (entry[key] === null || entry[key] === undefined) delete entry[key];
-  return entry;
+  const kept: Record<string, unknown> = {};
+  for (const key in entry) {
+    const value = entry[key];
+    if (value !== null && value !== undefined) kept[key] = value;
+  }
+  return kept;
 }
 
 /**

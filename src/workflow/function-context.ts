@@ -10,7 +10,7 @@ import { readCommittedIsolation } from '../client/transaction.js';
 import type { Db, PrismaClientLike } from '../client/types.js';
 import { ConflictError, isRunledgerError, UnavailableError, ValidationError, type RunledgerError } from '../errors/runledger-error.js';
 import type { ClaimedJob } from '../job/claimed-job.js';
-import type { JobContext } from '../job/contract.js';
+import type { AnyJobDefinition, JobContext, JobOutput, JobPayload } from '../job/contract.js';
 import { JOB_OUTPUT_INVALID, TerminalError, outputProblem } from '../job/errors.js';
 import type { WorkerLogger } from '../job/logger.js';
 import type { JsonValue } from '../model/json.js';
@@ -21,15 +21,32 @@ import { textProblem } from '../validation/storable.js';
 import { MAX_TIMER_MS, MAX_TIMESTAMP, MIN_TIMESTAMP, nonBlank, positiveInt, timerMs } from '../validation/primitives.js';
 import { newId } from '../db/ids.js';
 import { recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
+import { openSignalWait, timeOutSignalWait } from './function-wait-statements.js';
+import { readChildRun, recordChildOutcome, startChildRun } from './function-child.js';
+import { workflow, type TypedWorkflowRunInput } from './builder.js';
+import type { WorkflowRunInput } from './run-definition.js';
 
 export const FUNCTION_INVALID_STEP = 'workflow.invalid_function_step';
 export const FUNCTION_NONDETERMINISTIC = 'workflow.function_nondeterministic';
 export const FUNCTION_STEP_TIMEOUT = 'workflow.function_step_timeout';
+export const FUNCTION_CHILD_FAILED = 'workflow.child_failed';
+export const FUNCTION_CHILD_CANCELED = 'workflow.child_canceled';
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 
 /** The key of the step that runs the body (the run's result step), and of a sleep. `$` is refused in names. */
 export const FUNCTION_STEP_KEY = '$function';
 const SLEEP_KEY = '$sleep';
+/** The key prefix of a signal wait's step (`$signal:<name>`, `$signal:<name>#2`, ...). */
+const SIGNAL_KEY = '$signal:';
+/** The key prefix of a child run's step (`$child:<name>`). */
+const CHILD_KEY = '$child:';
+/** A woken-late parent's fallback: the child's end wakes it at once; this poll only backs that up. */
+const CHILD_FALLBACK_POLL_MS = 5 * 60_000;
+
+/** The step key base of a wait for the signal `name`. */
+export function signalWaitKey(name: string): string {
+  return `${SIGNAL_KEY}${name}`;
+}
 
 /** The longest `sleep`: ten years. */
 const MAX_SLEEP_MS = 10 * 365 * 24 * 3_600_000;
@@ -80,7 +97,32 @@ export interface FunctionContext {
   sleep(ms: number): Promise<void>;
   /** Ends the attempt until `until`; returns at once once it has passed. */
   sleepUntil(until: Date): Promise<void>;
+  /**
+   * Waits for the signal `name` (sent by `signal(db, runId, name, payload)`), holding no worker slot: takes
+   * the oldest signal of that name not yet taken (one sent before the wait is kept for it), else ends the
+   * attempt until one is sent (which wakes the function at once) or `timeoutMs` passes. The outcome is
+   * recorded: a re-execution returns the same payload or the same timeout. `name` follows the step name rule.
+   */
+  waitForSignal<T extends JsonValue = JsonValue>(name: string, options?: SignalWaitOptions): Promise<SignalWaitResult<T>>;
+  /**
+   * Starts a child run once (a re-execution finds it recorded) in the run's organization and waits for it,
+   * holding no worker slot: returns its result (the result step's output; null without one), or throws
+   * `workflow.child_failed` / `workflow.child_canceled` (the body may catch it). The child's end wakes the
+   * function at once. `child`: a durable function's `fn.run(input)`, a workflow run (`workflow(...).build()`),
+   * or `{ job: definition, payload }` (a one-step run of that job, its output the result).
+   */
+  invoke<R>(name: string, child: TypedWorkflowRunInput<R>): Promise<R>;
+  invoke<D extends AnyJobDefinition>(name: string, child: { job: D; payload: JobPayload<D> }): Promise<JobOutput<D>>;
 }
+
+/** Options of `ctx.waitForSignal`. */
+export interface SignalWaitOptions {
+  /** How long to wait (ms, 0 to ten years; 0 takes only a signal already sent). Default: no timeout. */
+  timeoutMs?: number;
+}
+
+/** What `ctx.waitForSignal` returns: the signal's payload, or that the timeout passed first. */
+export type SignalWaitResult<T = JsonValue> = { status: 'received'; payload: T; signalId: string } | { status: 'timed_out' };
 
 /** `ctx` of a function defined with `transaction: prisma`: `T` is that client's transaction client. */
 export interface TransactionalFunctionContext<T> extends FunctionContext {
@@ -96,7 +138,7 @@ export interface TransactionalFunctionContext<T> extends FunctionContext {
 /** Thrown through the body by a sleep that is not due yet; the attempt then ends with a continuation. */
 class FunctionSuspended extends Error {
   constructor() {
-    super('The durable function is suspended until its sleep is due.');
+    super('The durable function is suspended until its sleep is due or its signal arrives.');
     this.name = 'FunctionSuspended';
   }
 }
@@ -104,6 +146,21 @@ class FunctionSuspended extends Error {
 const nameSchema = nonBlank(200)
   .refine((name) => !name.includes('#'), 'must not contain #')
   .refine((name) => !name.startsWith('$'), 'must not start with $ (reserved)');
+
+/** A signal's name: as a step's. */
+export const signalNameSchema = nameSchema;
+
+const signalWaitSchema = z.object({
+  name: nameSchema,
+  options: z.strictObject({
+    timeoutMs: z
+      .number()
+      .int('must be an integer number of milliseconds')
+      .min(0, 'must not be negative')
+      .max(MAX_SLEEP_MS, 'must be at most ten years')
+      .optional(),
+  }),
+});
 
 const stepSettingsSchema = z.strictObject({
   retry: z.strictObject({ maxAttempts: positiveInt.max(1_000).optional(), baseDelayMs: timerMs.optional(), maxDelayMs: timerMs.optional() }).optional(),
@@ -174,6 +231,8 @@ export class FunctionAttempt {
         this.step(name, fn, settings, true),
       sleep: (ms: number) => this.sleep(ms),
       sleepUntil: (until: Date) => this.sleepUntil(until),
+      waitForSignal: (name: string, options?: SignalWaitOptions) => this.waitForSignal(name, options),
+      invoke: (name: string, child: unknown) => this.invoke(name, child),
     } as unknown as TransactionalFunctionContext<unknown>;
     this.context = Object.freeze(context);
   }
@@ -243,6 +302,75 @@ export class FunctionAttempt {
     }
     if (wakeAt <= this.dbNow()) return;
     this.suspendUntil = Math.min(this.suspendUntil ?? Number.POSITIVE_INFINITY, wakeAt);
+    throw new FunctionSuspended();
+  }
+
+  /**
+   * A signal wait: a recorded outcome replays; an open wait not yet due suspends without a statement (a
+   * signal that resolves it wakes the body: the job's continuation, or its due time, is brought forward);
+   * otherwise one transaction opens the wait (taking a mailbox signal) or records its timeout.
+   */
+  private async waitForSignal(name: string, options: SignalWaitOptions | undefined): Promise<SignalWaitResult<JsonValue>> {
+    const parsed: { name: string; options: SignalWaitOptions } = parseInput(signalWaitSchema, { name, options: options ?? {} }, FUNCTION_INVALID_STEP);
+    const call = this.claim(signalWaitKey(parsed.name));
+    let output: JsonValue | null;
+    if (call.recorded) {
+      output = call.recorded.output;
+      const open = signalOutcome(output);
+      if (open === undefined) {
+        const timeoutAt = signalTimeoutAt(output);
+        if (timeoutAt === null || timeoutAt > this.dbNow()) return this.suspendWait(timeoutAt);
+        output = await this.track(timeOutSignalWait(this.deps.db, this.deps.lease, { workflowRunId: this.deps.workflowRunId, stepKey: call.key }));
+      }
+    } else {
+      const opened = this.track(
+        openSignalWait(this.deps.db, this.deps.lease, {
+          id: call.id,
+          workflowRunId: this.deps.workflowRunId,
+          stepKey: call.key,
+          callIndex: call.index,
+          name: parsed.name,
+          timeoutMs: parsed.options.timeoutMs ?? null,
+        }),
+      );
+      output = (await opened).output;
+    }
+    const outcome = signalOutcome(output);
+    if (outcome === undefined) return this.suspendWait(signalTimeoutAt(output));
+    return outcome;
+  }
+
+  /**
+   * A child run: started and recorded once (function-child.ts); a recorded outcome replays; a child that
+   * has ended gets its outcome recorded; otherwise the attempt suspends until the child's end wakes it.
+   */
+  private async invoke(name: string, child: unknown): Promise<unknown> {
+    const parsed: { name: string } = parseInput(invokeSchema, { name }, FUNCTION_INVALID_STEP);
+    const input = childRunInput(child);
+    const call = this.claim(`${CHILD_KEY}${parsed.name}`);
+    const step = { workflowRunId: this.deps.workflowRunId, stepKey: call.key };
+    let output: JsonValue | null;
+    if (call.recorded) {
+      output = call.recorded.output;
+    } else {
+      const start = { ...step, id: call.id, callIndex: call.index, child: input };
+      output = await this.track(startChildRun(this.deps.db, this.deps.lease, start));
+    }
+    let outcome = childOutcome(output);
+    if (outcome === undefined) {
+      const state = await this.track(readChildRun(this.deps.db, childRunIdOf(output)));
+      const ended = childEnded(state);
+      if (ended === undefined) return this.suspendWait(this.dbNow() + CHILD_FALLBACK_POLL_MS);
+      outcome = childOutcome(await this.track(recordChildOutcome(this.deps.db, this.deps.lease, step, ended)))!;
+    }
+    if (outcome.outcome === 'succeeded') return outcome.result ?? null;
+    const details = { stepKey: call.key, childRunId: childRunIdOf(output), status: outcome.status ?? null, statusReason: outcome.statusReason ?? null };
+    if (outcome.outcome === 'canceled') throw new ConflictError(FUNCTION_CHILD_CANCELED, `Child run ${call.key} was canceled.`, { details });
+    throw new ConflictError(FUNCTION_CHILD_FAILED, `Child run ${call.key} ended with errors.`, { details });
+  }
+
+  private suspendWait(timeoutAt: number | null): never {
+    this.suspendUntil = Math.min(this.suspendUntil ?? Number.POSITIVE_INFINITY, timeoutAt ?? Number.POSITIVE_INFINITY);
     throw new FunctionSuspended();
   }
 
@@ -381,6 +509,69 @@ function wakeTime(output: JsonValue | null): number {
   const ms = typeof at === 'string' ? Date.parse(at) : Number.NaN;
   if (Number.isNaN(ms)) throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded sleep has no wake time.', { details: { output } });
   return ms;
+}
+
+const invokeSchema = z.object({ name: nameSchema });
+
+/** What `ctx.invoke` was given, as a workflow run's input; the run's own checks apply when it is enqueued. */
+function childRunInput(child: unknown): WorkflowRunInput {
+  if (child !== null && typeof child === 'object' && 'job' in child) {
+    const { job, payload } = child as { job: unknown; payload?: unknown };
+    const jobType = (job as { jobType?: unknown } | null)?.jobType;
+    if (typeof jobType !== 'string') throw new ValidationError(FUNCTION_INVALID_STEP, 'child.job', 'Invalid child.job: must be a job definition');
+    // Untyped here (the overload of `invoke` types it): the builder still checks the payload with the schema.
+    const builder = workflow(jobType) as unknown as {
+      job(key: string, definition: unknown, payload: unknown): { resultStep(key: string): { build(): WorkflowRunInput } };
+    };
+    return builder.job('job', job, payload).resultStep('job').build();
+  }
+  if (child === null || typeof child !== 'object' || typeof (child as { workflowType?: unknown }).workflowType !== 'string') {
+    throw new ValidationError(
+      FUNCTION_INVALID_STEP,
+      'child',
+      'Invalid child: must be a workflow run (fn.run(input), workflow(...).build()) or { job, payload }',
+    );
+  }
+  return child as WorkflowRunInput;
+}
+
+type ChildOutcome = { outcome: 'succeeded' | 'failed' | 'canceled'; result?: JsonValue; status?: string; statusReason?: string | null };
+
+function childOutcome(output: JsonValue | null): ChildOutcome | undefined {
+  const record = output as { outcome?: unknown } | null;
+  return typeof record?.outcome === 'string' ? (record as unknown as ChildOutcome) : undefined;
+}
+
+function childRunIdOf(output: JsonValue | null): string {
+  const id = (output as { childRunId?: unknown } | null)?.childRunId;
+  if (typeof id !== 'string') throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded child run has no id.', { details: { output } });
+  return id;
+}
+
+/** The outcome to record for a child that has ended (or is gone); undefined while it runs. */
+function childEnded(state: { status: string; result: JsonValue | null; statusReason: string | null } | null): { [key: string]: JsonValue } | undefined {
+  if (state === null) return { outcome: 'canceled', status: 'PURGED', statusReason: null };
+  if (state.status === 'SUCCEEDED') return { outcome: 'succeeded', result: state.result };
+  if (state.status === 'COMPLETED_WITH_ERRORS') return { outcome: 'failed', status: state.status, statusReason: state.statusReason };
+  if (state.status === 'CANCELED') return { outcome: 'canceled', status: state.status, statusReason: state.statusReason };
+  return undefined;
+}
+
+/** A wait's recorded outcome; undefined while it is open. */
+function signalOutcome(output: JsonValue | null): SignalWaitResult<JsonValue> | undefined {
+  const record = output !== null && typeof output === 'object' && !Array.isArray(output) ? output : undefined;
+  if (record?.outcome === 'received') return { status: 'received', payload: record.payload ?? null, signalId: String(record.signalId) };
+  if (record?.outcome === 'timeout') return { status: 'timed_out' };
+  if (record === undefined || !('timeoutAt' in record)) {
+    throw new ConflictError(FUNCTION_NONDETERMINISTIC, 'A recorded signal wait has no outcome nor timeout.', { details: { output } });
+  }
+  return undefined;
+}
+
+/** A wait's timeout (database clock, ms); null: none. */
+function signalTimeoutAt(output: JsonValue | null): number | null {
+  const at = (output as { timeoutAt?: unknown } | null)?.timeoutAt;
+  return typeof at === 'string' ? Date.parse(at) : null;
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {

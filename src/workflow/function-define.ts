@@ -22,6 +22,8 @@ import { int32, MAX_TIMER_MS, nonBlank, positiveInt } from '../validation/primit
 import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-schema.js';
 import { workflow, type TypedWorkflowRunInput } from './builder.js';
 import {
+  FUNCTION_CHILD_CANCELED,
+  FUNCTION_CHILD_FAILED,
   FUNCTION_INVALID_STEP,
   FUNCTION_NONDETERMINISTIC,
   FUNCTION_STEP_KEY,
@@ -198,7 +200,7 @@ export function isFunctionDefinition(definition: unknown): definition is Functio
 }
 
 /** Codes a body's uncaught RunledgerError dead-letters with: retrying the same code cannot help. */
-const TERMINAL_CODES = new Set<string>([FUNCTION_INVALID_STEP, FUNCTION_NONDETERMINISTIC]);
+const TERMINAL_CODES = new Set<string>([FUNCTION_INVALID_STEP, FUNCTION_NONDETERMINISTIC, FUNCTION_CHILD_FAILED, FUNCTION_CHILD_CANCELED]);
 
 /**
  * One attempt of a function's body (the worker runs it instead of the job's

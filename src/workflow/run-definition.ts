@@ -13,6 +13,7 @@ import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
 import { stageLabel } from '../queue/inputs.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
+import { parseCommonWorkflowRun } from './common-run-input.js';
 import { int32, jsonInput, jsonObject, nonBlank, positiveInt, requestKey, storableText, organizationId } from '../validation/primitives.js';
 import type { JsonValue } from '../model/json.js';
 
@@ -161,7 +162,7 @@ export function indexStepKeys(steps: readonly { key: string }[]): Map<string, nu
 
 export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
   refuseExternalStepJobSettings(input);
-  const parsed = parseInput(workflowRunInputSchema, input, WORKFLOW_INVALID_INPUT);
+  const parsed = parseCommonWorkflowRun(input) ?? parseInput(workflowRunInputSchema, input, WORKFLOW_INVALID_INPUT);
 
   const indexByKey = indexStepKeys(parsed.steps);
 

@@ -16,7 +16,7 @@ import * as runledger from '../../src/index.js';
 import type { ClaimedJob, Db, JobDefinition, PrismaClientLike } from '../../src/index.js';
 
 /** The durable function whose `run` the fuzzer calls (its runs are started, never run). */
-const FUZZ_FUNCTION = runledger.defineFunction('fuzz.function_run', z.object({ n: z.number() }), async (input) => input.n);
+export const FUZZ_FUNCTION = runledger.defineFunction('fuzz.function_run', z.object({ n: z.number() }), async (input) => input.n);
 
 export interface FuzzFixtures {
   /** The root client (for calls that need one, e.g. handles and workers). */
@@ -32,6 +32,8 @@ export interface FuzzFixtures {
   openRunId: string;
   /** A global run that is over (canceled): what recovery takes, and whose recoveries are listed. */
   finishedRunId: string;
+  /** A global run of FUZZ_FUNCTION, started and never run: it takes signals. */
+  functionRunId: string;
   scheduleKey: string;
   definition: JobDefinition<{ n: number }, unknown, { n: number }>;
 }
@@ -250,6 +252,10 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
       },
     ],
     call: dbCall('completeExternalWorkflowStep'),
+  },
+  signal: {
+    args: (f) => [f.functionRunId, 'fuzz.signal', { by: 'fuzz' }, { scope: scope(), idempotencyKey: 'fuzz-signal' }],
+    call: dbCall('signal'),
   },
   cancelWorkflowRun: {
     args: () => [{ workflowRunId: '01234567-89ab-7def-8123-456789abcdef', scope: scope(), reason: 'fuzz' }],

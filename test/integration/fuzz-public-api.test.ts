@@ -46,7 +46,7 @@ import {
   type Db,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
-import { FUZZ_CASES, NOT_FUZZED, type FuzzFixtures } from '../harness/fuzz-cases.js';
+import { FUZZ_CASES, FUZZ_FUNCTION, NOT_FUZZED, type FuzzFixtures } from '../harness/fuzz-cases.js';
 import { applyMutation, describeMutation, mutation, SQL_METACHARACTERS } from '../harness/fuzz-hostile.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
@@ -73,6 +73,7 @@ beforeAll(async () => {
   const open = await enqueueWorkflowRun(prisma, workflow('fuzz.open').job('work', 'fuzz.work', {}).external('gate').build());
   const finished = await enqueueWorkflowRun(prisma, workflow('fuzz.finished').external('gate').build());
   await cancelWorkflowRun(prisma, { scope: noOrganizationScope(), workflowRunId: finished.workflowRunId });
+  const functionRun = await enqueueWorkflowRun(prisma, FUZZ_FUNCTION.run({ n: 1 }));
   // The catalog holds the fixture's type, and one intent of it waits: promoteEnqueueIntents has something to promote.
   await syncJobDefinitions(prisma, [definition]);
   await recordJobEnqueueIntent(prisma, { jobType: definition.jobType, payload: { n: 1 }, idempotencyKey: 'fuzz-fixture-intent' });
@@ -88,6 +89,7 @@ beforeAll(async () => {
     deadJobId: dead.jobId,
     openRunId: open.workflowRunId,
     finishedRunId: finished.workflowRunId,
+    functionRunId: functionRun.workflowRunId,
     scheduleKey: 'fuzz.schedule',
     definition,
   };

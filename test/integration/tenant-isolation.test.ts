@@ -29,6 +29,7 @@ import {
   enqueueJob,
   enqueueOrGetActiveWorkflowRun,
   enqueueWorkflowRun,
+  signal,
   findJob,
   findWorkflowRun,
   getEnqueueIntentStats,
@@ -54,7 +55,7 @@ import {
   type Scope,
 } from '../../src/index.js';
 import { runCli } from '../harness/cli.js';
-import { FUZZ_CASES, type FuzzFixtures } from '../harness/fuzz-cases.js';
+import { FUZZ_CASES, FUZZ_FUNCTION, type FuzzFixtures } from '../harness/fuzz-cases.js';
 import { useTestDatabase } from '../harness/database.js';
 import { runRunnableJobs } from '../harness/workflow-helpers.js';
 
@@ -71,6 +72,8 @@ interface TenantA {
   runId: string;
   /** A canceled run of A's, recovered once (its recovery is A's too). */
   finishedRunId: string;
+  /** A durable function run of A's, started and never run: it takes signals. */
+  functionRunId: string;
   allJobIds: string[];
 }
 let a: TenantA;
@@ -97,12 +100,14 @@ beforeAll(async () => {
   await recoverWorkflowRun(prisma, { scope: organizationScope(ORG_A), sourceRunId: finished.workflowRunId, requestKey: 'tenant-recover', reason: 'setup' });
   await recordJobEnqueueIntent(prisma, { jobType: 'tenant.intent', payload: {}, idempotencyKey: 'tenant-intent', organizationId: ORG_A });
   const jobs = await listJobs(prisma, { scope: organizationScope(ORG_A), limit: 500 });
+  const functionRun = await enqueueWorkflowRun(prisma, FUZZ_FUNCTION.run({ n: 1 }, { organizationId: ORG_A }));
   a = {
     pendingJobId: pending.jobId,
     succeededJobId: succeeded.jobId,
     deadJobId: dead.jobId,
     runId: run.workflowRunId,
     finishedRunId: finished.workflowRunId,
+    functionRunId: functionRun.workflowRunId,
     allJobIds: jobs.items.map((j) => j.id),
   };
   expect(a.allJobIds).toHaveLength(4);
@@ -258,6 +263,11 @@ const OPERATIONS: ScopedOperation[] = [
     name: 'completeExternalWorkflowStep',
     call: (scope) => completeExternalWorkflowStep(db.prisma, { scope, workflowRunId: a.runId, stepKey: 'approve', outcome: { status: 'succeeded' } }),
     outside: { code: 'workflow.external_step_not_found' },
+  },
+  {
+    name: 'signal',
+    call: (scope) => signal(db.prisma, a.functionRunId, 'approve', { by: 'outsider' }, { scope }),
+    outside: { code: 'workflow.run_not_found' },
   },
   {
     name: 'appendWorkflowSteps',

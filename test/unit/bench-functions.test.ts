@@ -87,6 +87,34 @@ describe('headline of a peer-only table', () => {
     } as unknown as BenchResults;
     expect(headlineTable(results).split('\n').at(-1)).toBe('| sleepers | - | DBOS: p50 1.0 / p99 2.0 ms late |');
   });
+
+  it('puts each runledger system its own cell once one ran it, a dash under the others', () => {
+    const results = {
+      systems: [
+        { key: RUNLEDGER_FUNCTION_KEY, label: 'runledger functions', peer: false, description: '' },
+        { key: 'runledger_dag', label: 'runledger DAG', peer: false, description: '' },
+        { key: 'dbos', label: 'DBOS', peer: true, description: '' },
+      ],
+      workloads: [
+        {
+          kind: 'table',
+          key: 'function_sleep',
+          title: 'sleepers',
+          size: '5',
+          notes: ['a note that must not become a cell'],
+          headers: [],
+          rows: [],
+          data: null,
+          peerOnly: false,
+          headlineSummary: 'DBOS: p50 1.0 / p99 2.0 ms late; holds a slot: yes',
+          headlineBySystem: { [RUNLEDGER_FUNCTION_KEY]: 'p50 3.0 / p99 4.0 ms late; holds a slot: no' },
+        },
+      ],
+    } as unknown as BenchResults;
+    expect(headlineTable(results).split('\n').at(-1)).toBe(
+      '| sleepers | p50 3.0 / p99 4.0 ms late; holds a slot: no | - | DBOS: p50 1.0 / p99 2.0 ms late; holds a slot: yes |',
+    );
+  });
 });
 
 describe('function workload sizes', () => {

@@ -109,6 +109,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'defineJob',
   // Durable functions (src/workflow/function-define.ts): a definition the worker runs as a workflow run's body.
   'defineFunction',
+  // A signal to a durable function run (src/workflow/function-signal.ts): what ctx.waitForSignal takes.
+  'signal',
   'continueNow',
   'continueAfter',
   'RetryableError',

@@ -40,12 +40,12 @@ describe('SQL written once', () => {
     expect(spelledIn(/IN\s*\(\s*'SUCCEEDED',\s*'COMPLETED_WITH_ERRORS',\s*'CANCELED'\s*\)/, [])).toEqual([]);
   });
 
-  it('writes job_queue only from src/queue/statements/ (and the release cascade, which sits below the queue)', () => {
+  it('writes job_queue only from src/queue/statements/ (and the release cascade and function wake, below the queue)', () => {
     const writers = files
       .filter(({ text }) => /(UPDATE|INSERT INTO|DELETE FROM)\s+runledger\.job_queue\b/.test(text))
       .map(({ file }) => file)
       .filter((file) => !file.startsWith('src/queue/statements/'));
-    expect(writers).toEqual(['src/coordination/dependency-release.ts']);
+    expect(writers).toEqual(['src/coordination/dependency-release.ts', 'src/coordination/function-wake.ts']);
   });
 
   it('writes job_leases only from src/queue/statements/lease-rows.ts, and every job_queue lifecycle write that moves a lease uses it', () => {

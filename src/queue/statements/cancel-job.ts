@@ -4,7 +4,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { JOB_ROW_COLUMNS, type JobRow } from '../../model/job-rows.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
-import { LEASE_ROW_KEY, cancelLeaseRows } from './lease-rows.js';
+import { LEASE_ROW_KEY, cancelLeaseRows, withLeaseRowKey } from './lease-rows.js';
 import { countFinished } from './finished-counts.js';
 
 export type CanceledJobRow = JobRow & { workflow_managed: boolean; ended_attempt_started_at: string | null };
@@ -27,7 +27,7 @@ export function cancelJobStatement(jobId: string, previousStatus: string, reason
         RETURNING ${JOB_ROW_COLUMNS},
                   jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.workflow_step_id
       ),
-      quiescing AS (${cancelLeaseRows('canceled', 'before')}),
+      quiescing AS (${cancelLeaseRows(withLeaseRowKey('canceled', 'before'))}),
       counted AS (${countFinished(sqltag`canceled`)}),
       events AS (
         INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)

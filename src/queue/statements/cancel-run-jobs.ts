@@ -3,7 +3,7 @@
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
-import { LEASE_ROW_KEY, cancelLeaseRows } from './lease-rows.js';
+import { cancelLeaseRows } from './lease-rows.js';
 import { countFinished } from './finished-counts.js';
 
 /** The error code a canceled run's steps and jobs record. */
@@ -13,7 +13,7 @@ export const WORKFLOW_RUN_CANCELED = 'workflow.run_canceled';
 export function cancelRunJobsStatement(jobIds: string[], eventIds: readonly string[], runId: string, reason: string, at: string): Sql {
   return sqltag`
         -- The rows as locked above (this statement's snapshot), before the update: the leased ones' attempts.
-        WITH before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS}, ${LEASE_ROW_KEY} FROM runledger.job_queue jq WHERE jq.id = ANY(${jobIds}::uuid[])),
+        WITH before AS (SELECT jq.id, jq.run_number, jq.attempt, ${ATTEMPT_COLUMNS} FROM runledger.job_queue jq WHERE jq.id = ANY(${jobIds}::uuid[])),
         canceled AS (
           UPDATE runledger.job_queue
              SET status = 'CANCELED', ${CLEAR_ATTEMPT},
@@ -25,9 +25,11 @@ export function cancelRunJobsStatement(jobIds: string[], eventIds: readonly stri
                  last_error_message = ${reason},
                  updated_at = ${at}::timestamptz
            WHERE id = ANY(${jobIds}::uuid[]) AND status IN ('PENDING', 'LEASED')
-          RETURNING id, run_number, attempt, organization_id, job_type, status, finished_at, workflow_step_id
+          -- A leased row keeps its expiry (as locked): the key of its lease row.
+          RETURNING id, run_number, attempt, organization_id, job_type, status, finished_at, workflow_step_id,
+                    lease_expires_at AS lease_row_expires_at
         ),
-        quiescing AS (${cancelLeaseRows('canceled', 'before')}),
+        quiescing AS (${cancelLeaseRows(sqltag`canceled`)}),
         counted AS (${countFinished(sqltag`canceled`)}),
         numbered AS (SELECT c.*, row_number() OVER (ORDER BY c.id) AS n FROM canceled c),
         -- Leased jobs' attempts end with the cancellation (src/queue/cancel.ts), moved into job_attempts.

@@ -33,8 +33,8 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         -- matches that index's predicate, which only this shape states, so a typed claim (whose planner
         -- cannot know how types and priorities correlate) never picks that index: see the migrations
         -- (20261201000000_job_step_link, 20261206000001_claim_idx_predicate).
-        SELECT b.id FROM (
-          SELECT jq.id
+        SELECT b.id, b.ctid FROM (
+          SELECT jq.id, jq.ctid
             FROM runledger.job_queue jq
            WHERE jq.claimable AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
              AND ${RESOURCE_FREE_HEAD}
@@ -47,10 +47,10 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         -- One ordered scan of job_queue_claim_by_type_idx per requested type, merged. With one type the
         -- outer LIMIT reads the scan in order and locks \`limit\` rows; with several, each type's scan locks
         -- up to the bucket, and rows beyond the merged \`limit\` are unlocked when the statement commits.
-        SELECT c.id
+        SELECT c.id, c.ctid
           FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
          CROSS JOIN LATERAL (
-           SELECT jq.id, jq.priority, jq.next_run_at
+           SELECT jq.id, jq.ctid, jq.priority, jq.next_run_at
              FROM runledger.job_queue jq
             WHERE jq.claimable AND jq.job_type = t.job_type AND jq.next_run_at <= now()
               AND ${RESOURCE_FREE_HEAD}
@@ -89,9 +89,11 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
                attempt_running_seq = CASE WHEN ${markRunning}::boolean THEN (SELECT n.seqs[array_position(n.ids, jq.id)] FROM numbers n) END,
                attempt_running_at = CASE WHEN ${markRunning}::boolean THEN now() END,
                attempt_closed_seq = NULL
-         -- By primary key through an InitPlan: the same plan, custom or generic, whatever
-         -- the candidates' row estimate (a join could turn into a hash join over the whole table).
-         WHERE jq.id = ANY(ARRAY(SELECT id FROM candidates))
+         -- By the tuple ids the candidates locked, through an InitPlan: a TID scan, the same plan whatever the
+         -- candidates' row estimate, without finding each row again in the primary key (a quarter of the
+         -- claim's buffers). A locked row cannot move; a candidate whose locked version is newer than this
+         -- statement's snapshot is not visible here and stays PENDING (claimed by a later claim).
+         WHERE jq.ctid = ANY(ARRAY(SELECT ctid FROM candidates))
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,

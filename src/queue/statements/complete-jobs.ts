@@ -77,9 +77,9 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
        -- The rows are locked with their lease matched; what can have changed since is the clock.
        WHERE jq.id = k.id AND ${leaseLive(sqltag`(SELECT at FROM clock)`)}
       RETURNING jq.id, jq.run_number, jq.attempt, k.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at,
-                jq.organization_id, jq.job_type, jq.status
+                jq.organization_id, jq.job_type, jq.status, k.lease_row_expires_at
     ),
-    unleased AS (${deleteLeaseRows('done', 'locked')}),
+    unleased AS (${deleteLeaseRows(sqltag`done`)}),
     counted AS (${countFinished(sqltag`done`)}),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (

@@ -63,7 +63,10 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
     continued AS (
       UPDATE runledger.job_queue jq
          SET status = 'PENDING', run_number = jq.run_number + 1, attempt = 0,
-             next_run_at = c.at + k.delay_ms * interval '1 millisecond',
+             -- A durable function woken while this attempt ran (src/coordination/function-wake.ts) is due at once.
+             next_run_at = c.at + CASE WHEN jq.wake_requested_at >= k.attempt_started_at THEN 0 ELSE k.delay_ms END
+                                  * interval '1 millisecond',
+             wake_requested_at = NULL,
              checkpoint = CASE WHEN k.set_checkpoint THEN k.new_checkpoint ELSE jq.checkpoint END,
              progress = CASE WHEN k.set_progress THEN k.new_progress ELSE jq.progress END,
              ${CLEAR_LEASE},
@@ -73,9 +76,9 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
        WHERE jq.id = k.id AND k.allowed
          AND ${leaseLive(sqltag`c.at`)}
       RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
-                k.slice_attempt, k.delay_ms, k.event_id, k.worker_id
+                k.slice_attempt, k.delay_ms, k.event_id, k.worker_id, k.lease_row_expires_at
     ),
-    unleased AS (${deleteLeaseRows('continued', 'locked')}),
+    unleased AS (${deleteLeaseRows(sqltag`continued`)}),
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
       SELECT event_id, id, 'REQUEUED'::runledger.job_event_type, run_number, 0,
@@ -105,7 +108,7 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
     ),
     notified AS (
       SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type)) AS n
-        FROM (SELECT DISTINCT job_type FROM continued WHERE delay_ms = 0) t
+        FROM (SELECT DISTINCT job_type FROM continued WHERE next_run_at <= (SELECT at FROM clock)) t
     )
     SELECT c.id, c.run_number, c.next_run_at, false AS not_enabled FROM continued c CROSS JOIN notified
     UNION ALL

@@ -52,6 +52,6 @@ export function heartbeatJobStatement(
          WHERE ${leaseFence(l, sqltag`c.at`)}
         RETURNING jq.id, jq.lease_expires_at
       ),
-      moved AS (${moveLeaseRows('beat', 'locked')})
+      moved AS (${moveLeaseRows(sqltag`(SELECT w.id, w.lease_expires_at, k.lease_row_expires_at FROM beat w JOIN locked k ON k.id = w.id)`)})
       SELECT lease_expires_at FROM beat`;
 }

@@ -50,9 +50,10 @@ export function reapExpiredLeasesStatement(limit: number, eventIds: readonly str
                   e.lease_owner AS expired_owner, e.lease_expires_at AS expired_at,
                   jq.workflow_step_id IS NOT NULL AS workflow_managed,
                   -- As text: the step stores it (src/coordination/step-state.ts) with its microseconds.
-                  e.attempt_started_at::text AS attempt_started_at, jq.organization_id, jq.workflow_step_id, jq.finished_at
+                  e.attempt_started_at::text AS attempt_started_at, jq.organization_id, jq.workflow_step_id, jq.finished_at,
+                  e.lease_row_expires_at
       ),
-      unleased AS (${deleteLeaseRows('reaped', 'expired')}),
+      unleased AS (${deleteLeaseRows(sqltag`reaped`)}),
       -- Canceled leases that ran out: their keys' quiescence is over.
       run_out AS (${deleteRunOutCanceledLeases(limit)}),
       counted AS (${countFinished(sqltag`reaped`)}),
