@@ -15,6 +15,7 @@ import {
   isRunledgerError,
   noOrganizationScope,
   recoverWorkflowRun,
+  signal,
   TerminalError,
   verifyIntegrity,
   workflow,
@@ -258,6 +259,39 @@ describe('recovery of a durable function run', () => {
     expect(await finished(recovery.recoveryRunId)).toMatchObject({ status: 'SUCCEEDED', result: 'sent' });
     expect(writes).toBe(1);
     expect(await host.order.count({ where: { id: orderId } })).toBe(1);
+  });
+
+  it('reuses a signal wait with the signal it took: the fork needs no new send', async () => {
+    let fail = true;
+    let waits = 0;
+    const fn = defineFunction(
+      'fnrec.signal',
+      input,
+      async (_payload, ctx) => {
+        await ctx.step('a', () => 1);
+        waits += 1;
+        const got = await ctx.waitForSignal('approve', { timeoutMs: 600_000 });
+        return ctx.step('b', () => {
+          if (fail) throw new TerminalError('b failed', { code: 'test.b' });
+          return got;
+        });
+      },
+      { retry: { maxAttempts: 1 } },
+    );
+    await startWorker({ handlers: [fn] });
+    const { workflowRunId: source } = await enqueueWorkflowRun(db.prisma, fn.run({ n: 0 }));
+    await signal(db.prisma, source, 'approve', { by: 'ana' });
+    expect(await finished(source)).toMatchObject({ status: 'COMPLETED_WITH_ERRORS' });
+    fail = false;
+    const recovery = await recoverWorkflowRun(db.prisma, { sourceRunId: source, scope, requestKey: 's', reason: 'r', mode: 'failed_only' });
+    const run = await finished(recovery.recoveryRunId);
+    expect(run.status).toBe('SUCCEEDED');
+    expect(JSON.stringify(run.result)).toContain('ana');
+    // The wait replayed from its copied record: no signal was sent to the recovery run.
+    const [sent] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM runledger.workflow_signals WHERE workflow_run_id = ${recovery.recoveryRunId}::uuid`;
+    expect(sent!.n).toBe(0);
+    expect(await verifyIntegrity(db.prisma)).toMatchObject({ clean: true, violations: [] });
   });
 
   it('refuses a cut point for a DAG run and without failed_only, writing nothing', async () => {
