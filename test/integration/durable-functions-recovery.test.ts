@@ -263,13 +263,15 @@ describe('recovery of a durable function run', () => {
 
   it('reuses a signal wait with the signal it took: the fork needs no new send', async () => {
     let fail = true;
-    let waits = 0;
+    let aCalls = 0;
     const fn = defineFunction(
       'fnrec.signal',
       input,
       async (_payload, ctx) => {
-        await ctx.step('a', () => 1);
-        waits += 1;
+        await ctx.step('a', () => {
+          aCalls += 1;
+          return 1;
+        });
         const got = await ctx.waitForSignal('approve', { timeoutMs: 600_000 });
         return ctx.step('b', () => {
           if (fail) throw new TerminalError('b failed', { code: 'test.b' });
@@ -291,6 +293,7 @@ describe('recovery of a durable function run', () => {
     const [sent] = await db.prisma.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM runledger.workflow_signals WHERE workflow_run_id = ${recovery.recoveryRunId}::uuid`;
     expect(sent!.n).toBe(0);
+    expect(aCalls).toBe(1);
     expect(await verifyIntegrity(db.prisma)).toMatchObject({ clean: true, violations: [] });
   });
 
