@@ -1,9 +1,10 @@
 /**
- * `npx tsx scripts/integrity-explain.ts [--runs 150000] [--direct 400000]`:
+ * `npx tsx scripts/integrity-explain.ts [--runs 150000] [--direct 400000] [--functions 50000]`:
  * is the integrity checker cheap enough for a production database? Loads a
  * scratch database with a million jobs (150,000 four-step workflow runs, so
  * 600,000 workflow jobs and steps, plus 400,000 direct jobs and 10,000 replays
- * of them, one event each),
+ * of them, one event each, plus 50,000 durable function runs, each a body job
+ * and five recorded FUNCTION steps),
  * then runs verifyIntegrity with every statement of its first pages wrapped
  * in EXPLAIN (ANALYZE, BUFFERS) once (on its second page), prints each
  * statement's scans and time, and times the whole check. Fails if a statement scans a large table
@@ -24,6 +25,7 @@ const arg = (name: string, fallback: number) => {
 };
 const RUNS = arg('--runs', 150_000);
 const DIRECT = arg('--direct', 400_000);
+const FUNCTIONS = arg('--functions', 50_000);
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function load(url: string): Promise<void> {
@@ -58,6 +60,28 @@ async function load(url: string): Promise<void> {
       INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, finished_at, output, workflow_step_id)
       SELECT s.job_ids[k], 'bench.step', '{}', 'SUCCEEDED', 1, now(), CASE WHEN k = 4 THEN '{"ok":true}'::jsonb ELSE '{}'::jsonb END, s.step_ids[k]
         FROM seed s CROSS JOIN generate_series(1, 4) k`);
+    // Durable function runs: the `$function` body step and its job, then five recorded FUNCTION steps (calls 0..4).
+    await client.query(
+      `
+      CREATE TEMP TABLE fn_seed ON COMMIT DROP AS
+      SELECT gen_random_uuid() AS run_id, gen_random_uuid() AS body_id, gen_random_uuid() AS job_id FROM generate_series(1, $1::int)`,
+      [FUNCTIONS],
+    );
+    await client.query(`
+      INSERT INTO runledger.workflow_runs (id, workflow_type, status, finished_at, result, result_step_key)
+      SELECT run_id, 'bench.function', 'SUCCEEDED', now(), '5', '$function' FROM fn_seed`);
+    await client.query(`
+      INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, job_type, payload, status, job_id,
+                                            released_at, finished_at, output, allow_continuation)
+      SELECT body_id, run_id, '$function', 'JOB', 'bench.function', '{}', 'SUCCEEDED', job_id, now(), now(), '5', true FROM fn_seed`);
+    await client.query(`
+      INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, finished_at, output, workflow_step_id)
+      SELECT job_id, 'bench.function', '{}', 'SUCCEEDED', 1, now(), '5', body_id FROM fn_seed`);
+    await client.query(`
+      INSERT INTO runledger.workflow_steps (id, workflow_run_id, step_key, execution_kind, status, released_at, started_at, finished_at,
+                                            output, call_index)
+      SELECT gen_random_uuid(), f.run_id, 'step' || k, 'FUNCTION', 'SUCCEEDED', now(), now(), now(), to_jsonb(k), k
+        FROM fn_seed f CROSS JOIN generate_series(0, 4) k`);
     await client.query(
       `
       INSERT INTO runledger.job_queue (id, job_type, payload, status, attempt, finished_at, output)
@@ -151,7 +175,7 @@ async function main(): Promise<number> {
     await load(url);
     const { rows } = await admin.query<{ version: string }>('SELECT version()');
     say(
-      `${rows[0]!.version.split(',')[0]}; loaded ${RUNS} runs (${RUNS * 4} steps and workflow jobs) + ${DIRECT} direct jobs + ${Math.floor(DIRECT / 40)} replays in ${((Date.now() - t) / 1000).toFixed(0)} s`,
+      `${rows[0]!.version.split(',')[0]}; loaded ${RUNS} runs (${RUNS * 4} steps and workflow jobs) + ${FUNCTIONS} function runs (${FUNCTIONS * 5} recorded steps) + ${DIRECT} direct jobs + ${Math.floor(DIRECT / 40)} replays in ${((Date.now() - t) / 1000).toFixed(0)} s`,
     );
 
     // One full check; each distinct statement is run under EXPLAIN ANALYZE on its second use (a page past

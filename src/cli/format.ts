@@ -1,6 +1,8 @@
 /** Human output for the CLI: tables, and a run's DAG drawn level by level. */
 import type { Job, WorkflowRun, WorkflowStep, WorkflowStepDependency, WorkflowStepStatus } from '../index.js';
 import type { RunCoordination } from '../workflow/coordination-reads.js';
+import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
+import { inCallOrder } from '../workflow/function-order.js';
 
 const STATUS_MARK: Record<WorkflowStepStatus, string> = {
   BLOCKED: '·',
@@ -72,8 +74,10 @@ export function formatRunDag(
   if (run.resultStepKey) lines.push(`  result step: ${run.resultStepKey}${run.status === 'SUCCEEDED' ? `  result: ${JSON.stringify(run.result)}` : ''}`);
   lines.push(...coordinationLines(coordination));
   const levels = Math.max(0, ...depth.values());
+  // A durable function's recorded steps (all on level 0: no edges) in the order its body called them.
+  const ordered = inCallOrder(steps);
   for (let level = 0; level <= levels; level += 1) {
-    const atLevel = steps.filter((step) => depth.get(step.stepKey) === level);
+    const atLevel = ordered.filter((step) => depth.get(step.stepKey) === level);
     if (atLevel.length === 0) continue;
     lines.push('', `  level ${level}`);
     for (const step of atLevel) {
@@ -81,7 +85,12 @@ export function formatRunDag(
         .map((edge) => `${edge.prerequisiteStepKey}${edge.releaseMode === 'ON_TERMINAL' ? ' (any outcome)' : ''}`)
         .join(', ');
       // The job id is what `jobs show`, `jobs replay` and `jobs requeue` take, so an operator can go from the DAG to the job.
-      const what = step.executionKind === 'JOB' ? `job ${step.jobType}${step.jobId ? ` (id ${step.jobId})` : ''}` : 'external';
+      const what =
+        step.executionKind === 'JOB'
+          ? `job ${step.jobType}${step.jobId ? ` (id ${step.jobId})` : ''}`
+          : step.executionKind === 'FUNCTION'
+            ? `function call ${step.callIndex}${step.statusReason === RECOVERY_CARRIED ? ' (carried)' : ''}`
+            : 'external';
       const detail = `${step.stage ? `  stage ${step.stage}${formatProgress(step.progress)}` : formatProgress(step.progress)}${step.lastErrorCode ? `  [${step.lastErrorCode}]` : ''}`;
       lines.push(`    ${STATUS_MARK[step.status]} ${step.stepKey.padEnd(18)} ${step.status.padEnd(21)} ${what}${after ? `  ← ${after}` : ''}${detail}`);
     }

@@ -60,7 +60,12 @@ export function registerRunCommands(program: Command, context: CliContext): void
     .requiredOption('--reason <reason>', 'why it is recovered (recorded in the lineage)', textOption)
     .option('--failed-only', 'carry the succeeded steps over with their outputs; run only the rest', false)
     .option('--again', 'recover a run that was already recovered (otherwise refused, naming its recovery)', false)
-    .action(async (workflowRunId: string, options: { requestKey: string; reason: string; failedOnly: boolean; again: boolean }) => {
+    .option(
+      '--from-call-index <n>',
+      'a durable function run, with --failed-only: reuse only the steps its body called before call n; run the rest again',
+      integerOption({ min: 0, max: 2_147_483_647 }),
+    )
+    .action(async (workflowRunId: string, options: { requestKey: string; reason: string; failedOnly: boolean; again: boolean; fromCallIndex?: number }) => {
       const result = await recoverWorkflowRun(context.db(), {
         sourceRunId: workflowRunId,
         scope: context.scope,
@@ -68,6 +73,7 @@ export function registerRunCommands(program: Command, context: CliContext): void
         reason: options.reason,
         mode: options.failedOnly ? 'failed_only' : 'full',
         again: options.again,
+        ...(options.fromCallIndex === undefined ? {} : { fromCallIndex: options.fromCallIndex }),
       });
       const carried = result.carriedStepKeys.length > 0 ? `; carried over: ${result.carriedStepKeys.join(', ')}` : '';
       context.print(`Recovery ${result.recoveryRunId} (${result.outcome}, ${result.mode}) of run ${result.sourceRunId} is ${result.status}${carried}.`, result);

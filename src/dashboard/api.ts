@@ -25,6 +25,7 @@ import { findJob, getJob, listJobEvents, listJobs } from '../queue/reads.js';
 import type { Job, JobStatus } from '../model/job-rows.js';
 import type { Page } from '../queue/inputs.js';
 import { getWorkflowRun, listWorkflowRuns, listWorkflowStepDependencies, listWorkflowSteps } from '../workflow/reads.js';
+import { inCallOrder } from '../workflow/function-order.js';
 import type { WorkflowRun, WorkflowRunStatus, WorkflowStep, WorkflowStepDependency } from '../model/workflow-rows.js';
 import { findJobsByIdempotencyKey, readJobLinks, readOverview } from './queries.js';
 import { MAX_SEARCH_LENGTH, parseSearch, searchJobs, searchReport, searchRuns, type SearchReport } from './search.js';
@@ -305,5 +306,6 @@ export async function runDetail(db: Db, scope: Scope, workflowRunId: string) {
     allPages<WorkflowStepDependency>((cursor) => listWorkflowStepDependencies(db, { scope, workflowRunId, limit: PAGE, cursor })),
     readRunAttempts(db, scope, run.id),
   ]);
-  return { run, steps: steps.items, edges: edges.items, attempts, truncated: steps.truncated || edges.truncated };
+  // A durable function's recorded steps in the order its body called them (function-order.ts).
+  return { run, steps: inCallOrder(steps.items), edges: edges.items, attempts, truncated: steps.truncated || edges.truncated };
 }

@@ -9,7 +9,7 @@
  *   GET  api/dead-letters/count?type&errorCode&after&before   preview of a bulk requeue: { count, more, cap }
  *   GET  api/dead-letters/groups    direct dead letters by type and error code, with live workers per type (no query fields)
  *   POST api/dead-letters/requeue   { type?, errorCode?, after?, before?, limit, reason, statePolicy? }
- *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey, again? }
+ *   POST api/runs/:id/recover       { mode: full|failed_only, reason, requestKey, again?, fromCallIndex? }
  *   GET  api/queues                 per job type (readQueues), in the request's scope
  *   GET  api/workers                the registry, each worker with the jobs it holds and its heartbeat's state (admin only)
  *   GET  api/schedules?cursor       (admin only)       POST api/schedules/:key/pause, /resume
@@ -106,7 +106,7 @@ async function requeueDeadLetters(db: Db, scope: Scope, body: Body) {
 
 async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
   // `failedOnly: true` (not a field) must not leave mode at its default, full: every step run again.
-  onlyFields(body, ['mode', 'reason', 'requestKey', 'again']);
+  onlyFields(body, ['mode', 'reason', 'requestKey', 'again', 'fromCallIndex']);
   const recovery = await recoverWorkflowRun(db, {
     scope,
     sourceRunId: runId,
@@ -115,6 +115,8 @@ async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
     ...(body.mode === undefined ? {} : { mode: body.mode as WorkflowRecoveryMode }),
     // The library refuses anything but a boolean (`workflow.invalid_input`, field again): "yes" never widens it.
     ...(body.again === undefined ? {} : { again: body.again as boolean }),
+    // A durable function's fork point; the library refuses a non-integer or a DAG run, naming fromCallIndex.
+    ...(body.fromCallIndex === undefined ? {} : { fromCallIndex: body.fromCallIndex as number }),
   });
   return { recovery };
 }

@@ -179,6 +179,7 @@ export const ERROR_CODES = [
   'workflow.recovery_active_key_held',
   'workflow.recovery_nothing_to_rerun',
   'workflow.recovery_already_recovered',
+  'workflow.recovery_not_a_function',
   // Durable functions (src/workflow/function-*.ts): a bad definition, a bad step call (name, settings, sleep),
   // a re-execution whose calls differ from the record (also recorded as the body's job's lastErrorCode), a
   // step's try past its timeoutMs.

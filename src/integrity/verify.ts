@@ -34,6 +34,7 @@ import { checkJobs, checkReplayLineage } from './job-checks.js';
 import { FIRST_LEASE_KEY, checkLeaseRows } from './lease-checks.js';
 import { checkRecoveries } from './recovery-checks.js';
 import { checkEnqueueIntents } from './intent-checks.js';
+import { checkFunctionSteps } from './function-checks.js';
 import { checkEdges, checkRuns, checkStepJobs, checkSteps, jobIdsOfRuns } from './run-checks.js';
 import { toViolation, type IntegrityViolation, type ViolationRow } from './violations.js';
 import { inScope } from '../db/fragments.js';
@@ -108,6 +109,7 @@ export async function verifyIntegrity(db: Db, options: VerifyIntegrityOptions = 
       add(await checkEdges(tx, runIds));
       add(await checkRecoveries(tx, runIds));
       add(await checkCoordination(tx, runIds));
+      add(await checkFunctionSteps(tx, runIds));
       if (wanted) {
         // Only these runs: their jobs are checked here, not by the job scan below.
         const jobIds = await jobIdsOfRuns(tx, runIds);

@@ -58,6 +58,13 @@
  *   mutation.edges               the edges into an append's steps are exactly its request's edges
  *   lease.job_mismatch           a live lease row's job is LEASED under it (same expiry and resource key); a
  *                                canceled one's, until it runs out, CANCELED with that expiry
+ *   function.call_index          a durable function's recorded (FUNCTION) step has a call index; no other step has one
+ *   function.call_index_duplicate no two FUNCTION steps of a run share a call index
+ *   function.outside_function_run a FUNCTION step belongs to a function run (result step `$function`, a JOB step)
+ *   function.step_state          a FUNCTION step is terminal, jobless, edgeless, of its run's organization, released,
+ *                                finished no earlier than started; a `$sleep` records its wake time
+ *   function.step_after_body     no FUNCTION step finished after its run's body (`$function`) did
+ *   function.carried_call_index  a FUNCTION step a recovery carried over has its source step's call index
  */
 
 export type IntegrityViolationKind =
@@ -102,7 +109,13 @@ export type IntegrityViolationKind =
   | 'active_key.release_overdue'
   | 'mutation.step_count'
   | 'mutation.edges'
-  | 'lease.job_mismatch';
+  | 'lease.job_mismatch'
+  | 'function.call_index'
+  | 'function.call_index_duplicate'
+  | 'function.outside_function_run'
+  | 'function.step_state'
+  | 'function.step_after_body'
+  | 'function.carried_call_index';
 
 export interface IntegrityViolation {
   kind: IntegrityViolationKind;
@@ -172,6 +185,12 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'mutation.step_count': "The append's step count does not match the steps its request added.",
   'mutation.edges': "The edges into the append's steps are not its request's edges.",
   'lease.job_mismatch': 'A lease row names a job that does not hold that lease.',
+  'function.call_index': "A durable function's recorded step has no call index, or another kind of step has one.",
+  'function.call_index_duplicate': "Two of a durable function run's recorded steps share a call index.",
+  'function.outside_function_run': 'A durable function step belongs to a run that is not a function run.',
+  'function.step_state': "A durable function's recorded step is not terminal, has a job or an edge, or disagrees with its run.",
+  'function.step_after_body': "A durable function's step finished after the function's body did.",
+  'function.carried_call_index': "A function step carried over by a recovery is not at its source step's call index.",
 };
 
 export function toViolation(row: ViolationRow): IntegrityViolation {

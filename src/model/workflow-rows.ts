@@ -115,6 +115,8 @@ export interface WorkflowStepRow {
   /** The step's job's live stage and progress, where a read joins the job (listWorkflowSteps). */
   job_stage?: string | null;
   job_progress?: JsonValue | null;
+  /** A durable function's step: its place in the body's calls. */
+  call_index?: number | null;
 }
 
 export interface WorkflowStep {
@@ -149,6 +151,8 @@ export interface WorkflowStep {
   progress: JsonValue | null;
   /** The step's job may continue (continueNow / continueAfter) without ending the step. */
   allowContinuation: boolean;
+  /** A durable function's recorded step (kind FUNCTION): its place in the body's calls, 0-based; null for other kinds. */
+  callIndex: number | null;
 }
 
 export function toWorkflowStep(row: WorkflowStepRow): WorkflowStep {
@@ -180,6 +184,7 @@ export function toWorkflowStep(row: WorkflowStepRow): WorkflowStep {
     stage: row.job_stage ?? row.stage ?? null,
     progress: row.job_progress ?? null,
     allowContinuation: row.allow_continuation ?? false,
+    callIndex: row.call_index ?? null,
   };
 }
 

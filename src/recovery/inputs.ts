@@ -13,15 +13,23 @@ import { nonBlank, requestKey, UUID_PATTERN, uuid } from '../validation/primitiv
 /** Recovery reasons are audit text, bounded like replay reasons. */
 export const MAX_RECOVERY_REASON_LENGTH = 1_000;
 
-export const recoverWorkflowRunInputSchema = z.strictObject({
-  sourceRunId: uuid,
-  scope: scopeSchema,
-  /** Identity of one recovery action: retries reuse it; another recovery of the same run uses another key. */
-  requestKey,
-  reason: nonBlank(MAX_RECOVERY_REASON_LENGTH),
-  mode: z.enum(RECOVERY_MODES).default('full'),
-  again: z.boolean().default(false),
-});
+export const recoverWorkflowRunInputSchema = z
+  .strictObject({
+    sourceRunId: uuid,
+    scope: scopeSchema,
+    /** Identity of one recovery action: retries reuse it; another recovery of the same run uses another key. */
+    requestKey,
+    reason: nonBlank(MAX_RECOVERY_REASON_LENGTH),
+    mode: z.enum(RECOVERY_MODES).default('full'),
+    again: z.boolean().default(false),
+    fromCallIndex: z.number().int('must be an integer').min(0, 'must not be negative').max(2_147_483_647).optional(),
+  })
+  .superRefine((request, ctx) => {
+    // A full recovery reuses nothing: a cut point there would be silently ignored.
+    if (request.fromCallIndex !== undefined && request.mode !== 'failed_only') {
+      ctx.addIssue({ code: 'custom', path: ['fromCallIndex'], message: "needs mode 'failed_only' (a full recovery reuses no step)" });
+    }
+  });
 
 export interface RecoverWorkflowRunInput {
   /** The terminal run to recover (never modified). */
@@ -38,6 +46,12 @@ export interface RecoverWorkflowRunInput {
    * naming its recovery; `true` recovers it once more all the same. Default false.
    */
   again?: boolean;
+  /**
+   * A durable function run only, with mode `failed_only`: reuse only the steps its body called before this
+   * call index (0-based); the body runs again from that call on. Without it a failed-only recovery of a
+   * function reuses every step the source recorded. A DAG run is refused (`workflow.recovery_not_a_function`).
+   */
+  fromCallIndex?: number;
 }
 export type ParsedRecoveryRequest = z.output<typeof recoverWorkflowRunInputSchema>;
 
@@ -62,7 +76,10 @@ export interface ListWorkflowRecoveriesInput {
  * the request later joins the fingerprint without a schema change.
  */
 export function recoveryRequestHash(request: ParsedRecoveryRequest): string {
-  return createHash('sha256')
-    .update(JSON.stringify({ mode: request.mode, reason: request.reason }))
-    .digest('hex');
+  return (
+    createHash('sha256')
+      // fromCallIndex is left out when absent (JSON.stringify drops undefined), so hashes recorded before it existed still match.
+      .update(JSON.stringify({ mode: request.mode, reason: request.reason, fromCallIndex: request.fromCallIndex }))
+      .digest('hex')
+  );
 }

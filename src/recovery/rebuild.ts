@@ -121,7 +121,8 @@ export async function verifySourceRows(
              AS r(step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds, resource_key, backoff_base_ms, backoff_max_ms)
     ),
     source AS (
-      SELECT * FROM runledger.workflow_steps WHERE workflow_run_id = ${sourceRunId}::uuid
+      -- A durable function's recorded steps are not in its snapshot: recover.ts forks them (function-fork.ts).
+      SELECT * FROM runledger.workflow_steps WHERE workflow_run_id = ${sourceRunId}::uuid AND execution_kind <> 'FUNCTION'
     )
     SELECT COALESCE(r.step_key, s.step_key) AS step_key, s.status, s.output,
            COALESCE(r.step_key IS NOT NULL AND s.id IS NOT NULL AND r.kind = s.execution_kind::text

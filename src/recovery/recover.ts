@@ -16,6 +16,12 @@
  *     run starts RUNNING (or WAITING_FOR_EXTERNAL when only external steps
  *     are released). A source where every step would be carried is refused
  *     (`workflow.recovery_nothing_to_rerun`).
+ *   - a durable function run (function-fork.ts): `full` runs the body from
+ *     the start; `failed_only` forks it: the steps the source's body recorded
+ *     are copied into the new run (carried), so its body replays them and
+ *     runs from the first call the source did not finish; `fromCallIndex`
+ *     reuses only the calls before it (and runs the body again even when the
+ *     source succeeded).
  *
  * Idempotency: one recovery per (source, request key). The same request
  * (mode and reason, by fingerprint) again returns it (`existing`); a
@@ -66,6 +72,8 @@ import {
   sourceNotTerminal,
 } from './errors.js';
 import { carriedSteps, rebuildRun, verifySourceRows } from './rebuild.js';
+import { copyForkSteps, isFunctionRun, notAFunctionRun, readForkSteps } from './function-fork.js';
+import { FUNCTION_STEP_KEY } from '../workflow/function-context.js';
 import { recoverWorkflowRunInputSchema, recoveryRequestHash, type ParsedRecoveryRequest, type RecoverWorkflowRunInput } from './inputs.js';
 import { fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { sqltag } from '@prisma/client/runtime/client';
@@ -79,7 +87,7 @@ export interface RecoverWorkflowRunResult {
   /** The recovery run's status now. */
   status: WorkflowRunStatus;
   mode: WorkflowRecoveryMode;
-  /** Keys of the steps carried over as SUCCEEDED (failed_only), sorted; empty for a full recovery. */
+  /** Keys of the steps carried over as SUCCEEDED (failed_only; a function's reused steps too), sorted; empty for a full recovery. */
   carriedStepKeys: string[];
 }
 
@@ -158,8 +166,14 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
       appends: appends.map((row) => row.request),
     });
     const states = await verifySourceRows(tx, sourceRunId, source.result_step_key, run);
+    const isFunction = isFunctionRun(run);
+    if (request.fromCallIndex !== undefined && !isFunction) throw notAFunctionRun(sourceRunId);
     const carried = request.mode === 'failed_only' ? carriedSteps(run, states) : new Map<string, JsonValue | null>();
+    // A fork from a call index runs the body again even when the source succeeded.
+    if (request.fromCallIndex !== undefined) carried.delete(FUNCTION_STEP_KEY);
     if (carried.size === run.steps.length) throw nothingToRerun(sourceRunId);
+    // A function's failed-only recovery is a fork: its recorded steps are carried into the new run (function-fork.ts).
+    const forked = isFunction && request.mode === 'failed_only' ? await readForkSteps(tx, sourceRunId, request.fromCallIndex ?? null) : [];
 
     const keyScope = activeKeyScope(source.organization_id);
     if (activeKey !== null) {
@@ -168,6 +182,7 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
     }
     const [inserted] = await persistRuns(tx, [run], context.owned, [carried]);
     const recoveryRunId = inserted!.workflowRunId;
+    await copyForkSteps(tx, recoveryRunId, forked);
     if (activeKey !== null) await claimActiveKeyTx(tx, recoveryRunId, keyScope, activeKey);
     await tx.$executeRaw`
       INSERT INTO runledger.workflow_recoveries (source_run_id, request_key, recovery_run_id, request_hash, reason, mode)
@@ -179,7 +194,7 @@ export async function recoverWorkflowRun(db: Db, input: RecoverWorkflowRunInput)
       recoveryRunId,
       status: inserted!.status,
       mode: request.mode,
-      carriedStepKeys: [...carried.keys()].sort(),
+      carriedStepKeys: [...carried.keys(), ...forked.map((step) => step.stepKey)].sort(),
     };
   });
 }

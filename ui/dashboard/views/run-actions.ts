@@ -25,6 +25,8 @@ export interface RunForActions {
   id: string;
   workflowType: string;
   status: string;
+  /** `$function` for a durable function run, whose failed-only recovery is a fork. */
+  resultStepKey?: string | null;
   recoveredFrom?: RecoveryLink | null;
   recoveries?: { count: number; latest: RecoveryLink | null };
 }
@@ -91,6 +93,7 @@ function actionForms(context: Context, run: RunForActions): HTMLElement[] {
   // One key per visit of the page: a retried click makes one recovery (the library's idempotency).
   const requestKey = `dashboard-${crypto.randomUUID()}`;
   const latest = run.recoveries?.latest ?? null;
+  const isFunction = run.resultStepKey === '$function';
   const form = actionForm(
     context,
     latest ? 'recover-again' : 'recover-run',
@@ -105,12 +108,21 @@ function actionForms(context: Context, run: RunForActions): HTMLElement[] {
         value: 'failed_only',
       },
       { name: 'reason', label: 'Reason (required)', required: true },
+      // A durable function's fork point (failed steps only): the library refuses it otherwise, naming the field.
+      ...(isFunction ? [{ name: 'fromCallIndex', label: 'From call (optional: reuse only the calls before it)', kind: 'number' as const }] : []),
     ],
     latest ? 'Recover again…' : 'Recover…',
-    (values) => post(`runs/${run.id}/recover`, { mode: values.mode, reason: values.reason, requestKey, ...(latest ? { again: true } : {}) }),
+    (values) =>
+      post(`runs/${run.id}/recover`, {
+        mode: values.mode,
+        reason: values.reason,
+        requestKey,
+        ...(latest ? { again: true } : {}),
+        ...(values.fromCallIndex ? { fromCallIndex: /^[0-9]+$/.test(values.fromCallIndex) ? Number(values.fromCallIndex) : values.fromCallIndex } : {}),
+      }),
     {
       confirm: (values) =>
-        `${latest ? `This run was already recovered as run ${latest.recoveryRunId}. ` : ''}Start a${latest ? 'nother' : ''} new run of ${run.workflowType} from this one, ${values.mode === 'full' ? 'running every step again' : 'carrying the steps that succeeded and running the rest again'}? This run is kept as it is. Reason: “${values.reason}”.`,
+        `${latest ? `This run was already recovered as run ${latest.recoveryRunId}. ` : ''}Start a${latest ? 'nother' : ''} new run of ${run.workflowType} from this one, ${values.mode === 'full' ? 'running every step again' : values.fromCallIndex ? `reusing the steps called before call ${values.fromCallIndex} and running the rest again` : 'carrying the steps that succeeded and running the rest again'}? This run is kept as it is. Reason: “${values.reason}”.`,
       done: (answer) => {
         const id = (answer as { recovery?: { recoveryRunId?: string } }).recovery?.recoveryRunId;
         if (id) location.hash = `#/runs/${id}`;

@@ -23,6 +23,8 @@ export interface RunStep {
   releasedAt: string | null;
   startedAt: string | null;
   finishedAt: string | null;
+  /** A durable function's recorded step: its place in the body's calls (the API lists them in this order). */
+  callIndex?: number | null;
 }
 
 export interface RunFacts {
@@ -105,7 +107,7 @@ export function stepPanel(step: RunStep, attempts: TimelineAttempt[], after: str
         step.executionKind === 'EXTERNAL'
           ? 'external (completed from outside)'
           : step.executionKind === 'FUNCTION'
-            ? "function step (ran inside its function's attempt)"
+            ? `function call ${step.callIndex ?? '?'} (ran inside its function's attempt)`
             : `job ${step.jobType ?? ''}`,
       ],
       ['job', step.jobId ? h('a', { href: `#/jobs/${step.jobId}`, class: 'mono' }, step.jobId) : '—'],

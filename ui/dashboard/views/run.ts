@@ -153,7 +153,15 @@ export function runView(context: Context, runId: string): View {
                 'tr',
                 {},
                 h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => select(step.stepKey) }, step.stepKey)),
-                h('td', {}, step.executionKind === 'EXTERNAL' ? 'external' : step.executionKind === 'FUNCTION' ? 'function step' : (step.jobType ?? 'job')),
+                h(
+                  'td',
+                  {},
+                  step.executionKind === 'EXTERNAL'
+                    ? 'external'
+                    : step.executionKind === 'FUNCTION'
+                      ? `function call ${step.callIndex ?? '?'}`
+                      : (step.jobType ?? 'job'),
+                ),
                 h('td', {}, statusBadge(step.status)),
                 h('td', { 'data-testid': 'step-stage' }, step.stage ?? '—'),
                 h('td', {}, progressText(step.progress)),
