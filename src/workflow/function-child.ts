@@ -18,10 +18,9 @@ import type { Db } from '../client/types.js';
 import type { LeaseName } from '../db/fragments.js';
 import { asTemplate } from '../db/sql-template.js';
 import { WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
-import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../model/json.js';
 import { enqueueWorkflowRun } from './enqueue.js';
-import { lockBody } from './function-wait-statements.js';
+import { lockBody, recordWaitOutcome } from './function-wait-statements.js';
 import type { WorkflowRunInput } from './run-definition.js';
 
 export interface ChildStart {
@@ -92,24 +91,5 @@ export async function recordChildOutcome(
   step: { workflowRunId: string; stepKey: string },
   outcome: { [key: string]: JsonValue },
 ): Promise<JsonValue> {
-  return withTransaction(db, 'record child outcome', async ({ tx }) => {
-    await lockBody(tx, lease, step.stepKey);
-    const rows = await tx.$queryRaw<{ output: JsonValue }[]>`
-      WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS at),
-      cur AS MATERIALIZED (
-        SELECT ws.id, ws.output FROM runledger.workflow_steps ws
-         WHERE ws.workflow_run_id = ${step.workflowRunId}::uuid AND ws.step_key = ${step.stepKey}
-           FOR UPDATE
-      ),
-      recorded AS (
-        UPDATE runledger.workflow_steps ws
-           SET output = ws.output || ${jsonParam(outcome)}::jsonb, finished_at = c.at, updated_at = c.at
-          FROM cur w, clock c
-         WHERE ws.id = w.id AND w.output->'outcome' IS NULL
-        RETURNING ws.output
-      ),
-      notified AS (SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${step.workflowRunId}::text)) AS n FROM recorded)
-      SELECT COALESCE((SELECT output FROM recorded), (SELECT output FROM cur)) AS output FROM notified`;
-    return rows[0]!.output;
-  });
+  return recordWaitOutcome(db, lease, step, outcome, 'record child outcome');
 }

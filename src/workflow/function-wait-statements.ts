@@ -19,6 +19,7 @@ import { leaseFence, lockedLeaseAndClock, type LeaseName } from '../db/fragments
 import { asTemplate } from '../db/sql-template.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
+import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../model/json.js';
 
 const ISO_MS = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
@@ -76,24 +77,38 @@ export async function openSignalWait(db: Db, lease: LeaseName, wait: SignalWaitR
 
 /** A due open wait: records its timeout, unless a signal resolved it first; returns the outcome stored. */
 export async function timeOutSignalWait(db: Db, lease: LeaseName, wait: Pick<SignalWaitRecord, 'workflowRunId' | 'stepKey'>): Promise<JsonValue> {
-  return withTransaction(db, 'time out signal wait', async ({ tx }) => {
-    await lockBody(tx, lease, wait.stepKey);
+  return recordWaitOutcome(db, lease, wait, { outcome: 'timeout' }, 'time out signal wait');
+}
+
+/**
+ * Merges `outcome` into an open wait step's output (a signal wait's timeout, a child's end: function-child.ts)
+ * under the body's lock, unless an outcome is there already; returns the output stored.
+ */
+export async function recordWaitOutcome(
+  db: Db,
+  lease: LeaseName,
+  step: { workflowRunId: string; stepKey: string },
+  outcome: { [key: string]: JsonValue },
+  label: string,
+): Promise<JsonValue> {
+  return withTransaction(db, label, async ({ tx }) => {
+    await lockBody(tx, lease, step.stepKey);
     const rows = await tx.$queryRaw<{ output: JsonValue }[]>`
       WITH clock AS MATERIALIZED (SELECT clock_timestamp() AS at),
       cur AS MATERIALIZED (
         SELECT ws.id, ws.output FROM runledger.workflow_steps ws
-         WHERE ws.workflow_run_id = ${wait.workflowRunId}::uuid AND ws.step_key = ${wait.stepKey}
+         WHERE ws.workflow_run_id = ${step.workflowRunId}::uuid AND ws.step_key = ${step.stepKey}
            FOR UPDATE
       ),
-      timed AS (
+      recorded AS (
         UPDATE runledger.workflow_steps ws
-           SET output = ws.output || jsonb_build_object('outcome', 'timeout'), finished_at = c.at, updated_at = c.at
+           SET output = ws.output || ${jsonParam(outcome)}::jsonb, finished_at = c.at, updated_at = c.at
           FROM cur w, clock c
          WHERE ws.id = w.id AND w.output->'outcome' IS NULL
         RETURNING ws.output
       ),
-      notified AS (SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${wait.workflowRunId}::text)) AS n FROM timed)
-      SELECT COALESCE((SELECT output FROM timed), (SELECT output FROM cur)) AS output FROM notified`;
+      notified AS (SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${step.workflowRunId}::text)) AS n FROM recorded)
+      SELECT COALESCE((SELECT output FROM recorded), (SELECT output FROM cur)) AS output FROM notified`;
     return rows[0]!.output;
   });
 }
