@@ -65,7 +65,7 @@ export function finishedByTypeListQuery({ scope, jobType, statuses, cursor, rows
     statuses.length === 1
       ? branch(statuses[0]!)
       : sqltag`SELECT p.id FROM (${join(statuses.map(branch), ' UNION ALL ')}) p ORDER BY p.id DESC LIMIT ${rows}::int`;
-  // The page's rows by primary key through an InitPlan, as the claim does: the same plan whatever the estimate.
+  // The page's rows by primary key through an InitPlan (as dependency release does): the same plan whatever the estimate.
   return sqltag`
     SELECT ${JOB_ROW_COLUMNS}
       FROM runledger.job_queue jq
