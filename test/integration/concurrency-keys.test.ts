@@ -22,6 +22,7 @@ import {
   reapExpiredLeases,
   releaseJob,
   setConcurrencyLimit,
+  verifyIntegrity,
   type ClaimedJob,
 } from '../../src/index.js';
 import { defineJob } from '../../src/worker/index.js';
@@ -218,6 +219,32 @@ describe('concurrency keys', () => {
     expect(a.waiting + b.waiting).toBe(2);
     const blank = await listConcurrencyLimits(db.prisma, { scope: adminScope(), after: '' } as never).catch((e: unknown) => e);
     expect((blank as { field?: string }).field).toBe('after');
+  });
+
+  it("is checked by verifyIntegrity: a key's count against its lease rows, a lease row's key against its job", async () => {
+    const { type, key } = fresh();
+    await enqueueJobs(
+      db.prisma,
+      [1, 2, 3].map((n) => ({ jobType: type, payload: { n }, concurrency: { key, limit: 3 } })),
+    );
+    const [a, b] = await claim(type, 2);
+    const ofKey = async (kind: string) => (await verifyIntegrity(db.prisma, {})).violations.filter((v) => v.kind === kind && JSON.stringify(v).includes(key));
+    expect(await ofKey('concurrency.leased_count')).toEqual([]);
+    // A count that lost a lease.
+    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET leased = 1 WHERE key = ${key}`;
+    const counts = await ofKey('concurrency.leased_count');
+    expect(counts).toHaveLength(1);
+    expect(counts[0]).toMatchObject({ expected: { key, leased: 2 }, found: { key, leased: 1 } });
+    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET leased = 2 WHERE key = ${key}`;
+    // A lease row that names another key than its job's.
+    await db.prisma.$executeRaw`UPDATE runledger.job_leases SET concurrency_key = ${`${key}-other`} WHERE job_id = ${b!.jobId}::uuid`;
+    const mismatched = (await verifyIntegrity(db.prisma, {})).violations.filter((v) => v.kind === 'lease.job_mismatch' && v.jobId === b!.jobId);
+    expect(mismatched).toHaveLength(1);
+    // Put back, so the file's other checks see a sound ledger.
+    await db.prisma.$executeRaw`UPDATE runledger.job_leases SET concurrency_key = ${key} WHERE job_id = ${b!.jobId}::uuid`;
+    expect(await ofKey('concurrency.leased_count')).toEqual([]);
+    await completeJobs(db.prisma, [{ ...a! }, { ...b! }]);
+    expect(await keyRow(key)).toMatchObject({ leased: 0 });
   });
 
   it('admits no more than the limit when claims of one key run at once on separate connections', async () => {
