@@ -9,8 +9,14 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   adminScope,
+  cancelWorkflowRun,
+  recoverWorkflowRun,
+  appendWorkflowSteps,
+  enqueueWorkflowRun,
+  workflow,
   cancelJob,
   claimJobs,
+  compareAndReplaySucceededJob,
   completeJobs,
   enqueueJob,
   enqueueJobs,
@@ -155,6 +161,17 @@ describe('concurrency keys', () => {
     await completeJobs(db.prisma, [{ ...f }]);
     expect(await keyRow(key)).toMatchObject({ leased: 0 });
     expect(await leaseRows(key)).toBe(0);
+    // A replay repeats the work under the same key.
+    const replay = await compareAndReplaySucceededJob(db.prisma, {
+      scope: noOrganizationScope(),
+      sourceJobId: f.jobId,
+      expectedRunNumber: 1,
+      replayRequestKey: `replay-${key}`,
+      reason: 'again',
+    });
+    const [replayed] = await db.prisma.$queryRaw<{ concurrency_key: string }[]>`
+      SELECT concurrency_key FROM runledger.job_queue WHERE id = ${replay.kind === 'replayed' ? replay.replay.jobId : null}::uuid`;
+    expect(replayed).toEqual({ concurrency_key: key });
   });
 
   it('changes at runtime: an operator pins the limit, enqueues set it only while it is theirs', async () => {
@@ -198,6 +215,87 @@ describe('concurrency keys', () => {
     expect(await keyRow(`${key}:a`)).toMatchObject({ max_leased: 1, leased: 1 });
     expect(await keyRow(`${key}:own`)).toMatchObject({ max_leased: 2, leased: 1 });
     expect(() => defineJob(type, z.object({}), async () => undefined, { concurrency: { key: '', limit: 1 } })).toThrow(/concurrency/);
+  });
+
+  it('carries a workflow step’s key to its job, at start, when released later, and when appended', async () => {
+    const { type, key } = fresh();
+    const { workflowRunId } = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('conc.wf')
+        .job('a', type, { k: 'a' }, { concurrency: { key, limit: 1 } })
+        .job('b', type, { k: 'b' }, { concurrency: { key, limit: 1 } })
+        .job('c', type, { k: 'c' }, { concurrency: { key: `${key}-later`, limit: 2 } })
+        .afterSuccess('c', ['a'])
+        .build(),
+    );
+    // The later step's key has its row from the start, before its job exists.
+    expect(await keyRow(`${key}-later`)).toMatchObject({ max_leased: 2, leased: 0 });
+    const first = await claim(type);
+    expect(first).toHaveLength(1);
+    await completeJobs(db.prisma, [{ ...first[0]! }]);
+    const next = await claim(type);
+    const done = [...first, ...next].map((j) => (j.payload as { k: string }).k);
+    if (!done.includes('a')) {
+      await completeJobs(
+        db.prisma,
+        next.map((j) => ({ ...j })),
+      );
+      next.push(...(await claim(type)));
+    }
+    const c = next.find((j) => (j.payload as { k: string }).k === 'c') ?? (await claim(type)).find((j) => (j.payload as { k: string }).k === 'c');
+    expect(c).toBeDefined();
+    expect(await keyRow(`${key}-later`)).toMatchObject({ leased: 1 });
+    // Appended: one step released at once, one blocked on another.
+    await appendWorkflowSteps(db.prisma, {
+      workflowRunId,
+      scope: noOrganizationScope(),
+      mutationKey: 'm1',
+      steps: [
+        { kind: 'job', key: 'now', jobType: type, payload: { k: 'now' }, concurrency: { key: `${key}-ap`, limit: 1 } },
+        { kind: 'job', key: 'blocked', jobType: type, payload: { k: 'blocked' }, concurrency: { key: `${key}-ap2`, limit: 3 } },
+      ],
+      edges: [{ prerequisite: 'now', dependent: 'blocked' }],
+    });
+    expect(await keyRow(`${key}-ap`)).toMatchObject({ max_leased: 1 });
+    expect(await keyRow(`${key}-ap2`)).toMatchObject({ max_leased: 3, leased: 0 });
+    const rows = await db.prisma.$queryRaw<{ step_key: string; step_key_c: string | null; job_key: string | null }[]>`
+      SELECT ws.step_key, ws.concurrency_key AS step_key_c, jq.concurrency_key AS job_key
+        FROM runledger.workflow_steps ws LEFT JOIN runledger.job_queue jq ON jq.id = ws.job_id
+       WHERE ws.workflow_run_id = ${workflowRunId}::uuid ORDER BY ws.step_key`;
+    expect(rows).toEqual([
+      { step_key: 'a', step_key_c: key, job_key: key },
+      { step_key: 'b', step_key_c: key, job_key: key },
+      { step_key: 'blocked', step_key_c: `${key}-ap2`, job_key: null },
+      { step_key: 'c', step_key_c: `${key}-later`, job_key: `${key}-later` },
+      { step_key: 'now', step_key_c: `${key}-ap`, job_key: `${key}-ap` },
+    ]);
+    const twoLimits = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('conc.wf')
+        .job('a', type, {}, { concurrency: { key, limit: 1 } })
+        .job('b', type, {}, { concurrency: { key, limit: 2 } })
+        .build(),
+    ).catch((e: unknown) => e);
+    expect((twoLimits as { field?: string }).field).toBe('steps.1.concurrency.limit');
+    // A recovery re-creates the steps with their keys.
+    const source = await enqueueWorkflowRun(
+      db.prisma,
+      workflow('conc.rec')
+        .job('x', `${type}.none`, {}, { concurrency: { key: `${key}-rec`, limit: 2 } })
+        .build(),
+    );
+    await cancelWorkflowRun(db.prisma, { scope: noOrganizationScope(), workflowRunId: source.workflowRunId });
+    const recovered = await recoverWorkflowRun(db.prisma, {
+      scope: noOrganizationScope(),
+      sourceRunId: source.workflowRunId,
+      requestKey: 'conc-rec',
+      reason: 'test',
+    });
+    const [step] = await db.prisma.$queryRaw<{ step_key_c: string; job_key: string }[]>`
+      SELECT ws.concurrency_key AS step_key_c, jq.concurrency_key AS job_key
+        FROM runledger.workflow_steps ws JOIN runledger.job_queue jq ON jq.id = ws.job_id
+       WHERE ws.workflow_run_id = ${recovered.recoveryRunId}::uuid`;
+    expect(step).toEqual({ step_key_c: `${key}-rec`, job_key: `${key}-rec` });
   });
 
   it('lists only the keys and counts a tenant’s own jobs hold in its scope', async () => {

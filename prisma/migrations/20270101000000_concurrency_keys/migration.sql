@@ -21,6 +21,9 @@ CREATE TABLE "runledger"."concurrency_limits" (
 
 ALTER TABLE "runledger"."job_queue" ADD COLUMN "concurrency_key" text;
 ALTER TABLE "runledger"."job_leases" ADD COLUMN "concurrency_key" text;
+-- A workflow job step's key, copied to its job when the step is released (as its execution resource is); the
+-- limit is written to the key's row when the run starts (or the step is appended).
+ALTER TABLE "runledger"."workflow_steps" ADD COLUMN "concurrency_key" text;
 
 -- A key's due jobs in claim order: the claim's test below (a key's first jobs), the waiting counts
 -- (getQueueMetrics, listConcurrencyLimits). Keyed claimable rows only.
@@ -56,6 +59,8 @@ COMMENT ON TABLE "runledger"."concurrency_limits" IS
   'One row per concurrency key (migration 20270101000000): its limit and the live leases holding it. Written by enqueue (the limit, unless set_by = operator), setConcurrencyLimit, the claim (+ admitted) and every statement that deletes a keyed lease row (- ended). Lock order: after job rows and lease rows, in key order.';
 COMMENT ON COLUMN "runledger"."job_queue"."concurrency_key" IS
   'Concurrency key (issue 35): at most concurrency_limits.max_leased LEASED jobs of the key at once. NULL: none.';
+COMMENT ON COLUMN "runledger"."workflow_steps"."concurrency_key" IS
+  'Concurrency key of the step''s job (issue 35), copied to the job when the step is released. NULL: none.';
 COMMENT ON COLUMN "runledger"."job_leases"."concurrency_key" IS
   'The leased job''s concurrency key: the statement that deletes this row counts the slot back (concurrency_limits.leased).';
 COMMENT ON INDEX "runledger"."job_queue_concurrency_waiting_idx" IS

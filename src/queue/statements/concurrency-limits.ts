@@ -39,6 +39,16 @@ export function concurrencyLimitWrites(input: string, when: Sql): Sql {
     )`;
 }
 
+/** The limit rows of `settings` (key, limit pairs, one limit per key) for writers without a batch of their own. */
+export function writeConcurrencyLimitsStatement(settings: readonly { key: string; limit: number }[]): Sql {
+  return sqltag`
+    WITH input AS (
+      SELECT * FROM unnest(${settings.map((s) => s.key)}::text[], ${settings.map((s) => s.limit)}::int[]) AS i(concurrency_key, concurrency_limit)
+    ),
+    ${concurrencyLimitWrites('input', sqltag`true`)}
+    SELECT count(*)::int AS n FROM concurrency_wanted`;
+}
+
 /**
  * An operator's limit for `key`, pinned (`limit` a number: the row is created if no job named the key yet), or
  * given back to enqueues (`limit` null: the value stays until an enqueue sets one). Returns the row with its
