@@ -12,7 +12,11 @@ const N = Number(process.env.PROBE_BACKLOG ?? 100_000);
 const type = `probe.backlog.${Date.now()}`;
 const keyA = `${type}:a`;
 for (let i = 0; i < N; i += 5000)
-  await enqueueJobs(prisma, Array.from({ length: Math.min(5000, N - i) }, (_, k) => ({ jobType: type, payload: { n: i + k }, concurrency: { key: keyA, limit: 5 } })), { notify: false });
+  await enqueueJobs(
+    prisma,
+    Array.from({ length: Math.min(5000, N - i) }, (_, k) => ({ jobType: type, payload: { n: i + k }, concurrency: { key: keyA, limit: 5 } })),
+    { notify: false },
+  );
 const held = await claimJobs(prisma, { workerId: 'a', jobTypes: [type], limit: 5, leaseSeconds: 600 });
 const times: number[] = [];
 for (let round = 0; round < 20; round += 1) {
@@ -21,7 +25,10 @@ for (let round = 0; round < 20; round += 1) {
   const jobs = await claimJobs(prisma, { workerId: 'b', jobTypes: [type], limit: 10, leaseSeconds: 60 });
   times.push(performance.now() - t0);
   if (jobs.length !== 1) throw new Error(`expected B's one job, got ${jobs.length}`);
-  await completeJobs(prisma, jobs.map((j) => ({ ...j })));
+  await completeJobs(
+    prisma,
+    jobs.map((j) => ({ ...j })),
+  );
 }
 times.sort((x, y) => x - y);
 console.log(`backlog ${N} of a full key ahead (held ${held.length}): claim of B's job p50 ${times[10]!.toFixed(1)} ms, max ${times[19]!.toFixed(1)} ms`);

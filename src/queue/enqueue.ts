@@ -16,7 +16,7 @@ import {
   type ParsedEnqueueJobInput,
 } from './inputs.js';
 
-import { insertJobsTx, toInsertRow, type EnqueueJobResult, type InsertJobsOptions } from './insert-jobs.js';
+import { insertJobsTx, toInsertRow, writeConcurrencyLimitsTx, type EnqueueJobResult, type InsertJobsOptions } from './insert-jobs.js';
 import { deleteUncommittedJobs, resolveExisting } from './enqueue-idempotency.js';
 import { parseCommonJobInput } from './common-job-input.js';
 
@@ -153,7 +153,7 @@ async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], o
   }
   return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
     await ensureReadCommitted({ tx, owned }, 'job.enqueue_idempotency_unsupported_isolation', 'Enqueue with an idempotency key');
-    const inserted = new Set(await insertJobsTx(tx, rows, options));
+    const inserted = new Set(await insertJobsTx(tx, rows, { ...options, deferConcurrencyLimits: true }));
     const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
     let existing = new Map<number, EnqueueJobResult>();
     if (skipped.length > 0) {
@@ -168,6 +168,11 @@ async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], o
         throw error;
       }
     }
+    // Now that nothing can refuse the batch: the limits of the keys its inserted jobs name.
+    await writeConcurrencyLimitsTx(
+      tx,
+      rows.filter((row) => inserted.has(row.id)),
+    );
     return rows.map((row, index) =>
       inserted.has(row.id) ? { jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const } : existing.get(index)!,
     );

@@ -19,6 +19,7 @@ import type { ParsedEnqueueJobInput } from './inputs.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from '../job/defaults.js';
 import { asTemplate } from '../db/sql-template.js';
 import { insertJobsStatement, type InsertedRow } from './statements/insert-jobs.js';
+import { writeConcurrencyLimitsStatement } from './statements/concurrency-limits.js';
 
 export interface EnqueueJobResult {
   jobId: string;
@@ -76,6 +77,12 @@ export interface InsertJobsOptions {
    * so a job released after a lock wait is not created before the prerequisites it waited for finished.
    */
   at?: string;
+  /**
+   * Leave the concurrency keys' limit rows to the caller (writeConcurrencyLimitsTx), who writes them once
+   * the batch can no longer be refused: an enqueue whose idempotency check may still refuse it in a joined
+   * transaction must leave nothing behind.
+   */
+  deferConcurrencyLimits?: boolean;
 }
 
 /**
@@ -106,7 +113,7 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
         traceContext,
         options.at ?? null,
         notify,
-        rows.some((r) => r.concurrency != null),
+        options.deferConcurrencyLimits !== true && rows.some((r) => r.concurrency != null),
       ),
     ),
   );
@@ -212,4 +219,10 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     concurrency,
     backoff,
   };
+}
+
+/** The limit rows of `rows`' concurrency keys (an enqueue that deferred them, see InsertJobsOptions). */
+export async function writeConcurrencyLimitsTx(tx: Tx, rows: readonly InsertJobRow[]): Promise<void> {
+  const settings = [...new Map(rows.flatMap((r) => (r.concurrency ? [[r.concurrency.key, r.concurrency] as const] : []))).values()];
+  if (settings.length > 0) await tx.$queryRaw(...asTemplate(writeConcurrencyLimitsStatement(settings)));
 }

@@ -41,6 +41,7 @@ import { WORKFLOW_INVALID_INPUT, validateWorkflowRun, type ValidatedWorkflowRun,
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 import { asTemplate } from '../db/sql-template.js';
 import { startWorkflowRunsStatement } from '../queue/statements/start-workflow-runs.js';
+import { writeConcurrencyLimitsStatement } from '../queue/statements/concurrency-limits.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -173,7 +174,10 @@ export async function persistRuns(
 
   // The caller's trace, continued by the spans of every step's job (src/telemetry/).
   const traceContext = jsonParam(await captureTraceContext());
-  const inserted = await insertRunsStatement(tx, planned, traceContext, notify);
+  // A joined transaction's keyed batch may still be refused below, and must then leave nothing: its keys'
+  // limit rows are written once it cannot be.
+  const deferLimits = !owned && runs.some((run) => run.idempotencyKey !== null);
+  const inserted = await insertRunsStatement(tx, planned, traceContext, notify, !deferLimits);
   const insertedIds = new Set(inserted.map((row) => row.id));
   const fresh = planned.filter((p) => insertedIds.has(p.runId));
   const skipped = planned.filter((p) => !insertedIds.has(p.runId));
@@ -188,6 +192,10 @@ export async function persistRuns(
     }
     throw idempotencyConflict(conflict, existing.get(conflict));
   }
+  if (deferLimits) {
+    const limits = fresh.flatMap((p) => p.run.steps.flatMap((step) => (step.kind === 'job' && step.concurrency !== null ? [step.concurrency] : [])));
+    if (limits.length > 0) await tx.$queryRaw(...asTemplate(writeConcurrencyLimitsStatement([...new Map(limits.map((l) => [l.key, l])).values()])));
+  }
   return planned.map((p): EnqueueWorkflowRunResult => {
     const found = existing.get(p);
     return found
@@ -197,7 +205,13 @@ export async function persistRuns(
 }
 
 /** Statement 1, the whole enqueue (src/queue/statements/start-workflow-runs.ts): its three jsonb batches. */
-async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], traceContext: string | null, notify: boolean): Promise<{ id: string }[]> {
+async function insertRunsStatement(
+  tx: Tx,
+  planned: readonly PlannedRun[],
+  traceContext: string | null,
+  notify: boolean,
+  writeLimits: boolean,
+): Promise<{ id: string }[]> {
   const runs: Record<string, unknown>[] = [];
   const steps: Record<string, unknown>[] = [];
   const edges: Record<string, unknown>[] = [];
@@ -265,7 +279,7 @@ async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], trace
         JSON.stringify(edges),
         traceContext,
         RECOVERY_CARRIED,
-        steps.some((s) => s.concurrency_key !== undefined),
+        writeLimits && steps.some((s) => s.concurrency_key !== undefined),
         notify,
       ),
     ),

@@ -13,6 +13,7 @@ import {
   recoverWorkflowRun,
   appendWorkflowSteps,
   enqueueWorkflowRun,
+  enqueueWorkflowRuns,
   workflow,
   cancelJob,
   claimJobs,
@@ -106,6 +107,48 @@ describe('concurrency keys', () => {
     }
     const unknownKey = await setConcurrencyLimit(db.prisma, { key: 'conc-never-named', limit: null }).catch((e: unknown) => e);
     expect(isRunledgerError(unknownKey, 'job.concurrency_key_not_found')).toBe(true);
+  });
+
+  it('leaves no limit row behind when an idempotency conflict refuses the enqueue in a host transaction', async () => {
+    const { type, key } = fresh();
+    await enqueueJob(db.prisma, { jobType: type, payload: { n: 1 }, idempotencyKey: `${key}-idem` });
+    const runKey = `${key}-run`;
+    await enqueueWorkflowRun(db.prisma, { ...workflow('conc.idem').job('a', type, {}).build(), idempotencyKey: runKey });
+    await db.prisma.$transaction(async (tx) => {
+      const job = await enqueueJob(tx, { jobType: type, payload: { n: 2 }, idempotencyKey: `${key}-idem`, concurrency: { key: `${key}-new`, limit: 2 } }).catch(
+        (e: unknown) => e,
+      );
+      expect(isRunledgerError(job, 'job.idempotency_conflict')).toBe(true);
+      const batch = await enqueueJobs(tx, [
+        { jobType: type, payload: { n: 3 }, concurrency: { key: `${key}-batch`, limit: 2 }, idempotencyKey: `${key}-fresh` },
+        { jobType: type, payload: { n: 2 }, idempotencyKey: `${key}-idem` },
+      ]).catch((e: unknown) => e);
+      expect(isRunledgerError(batch, 'job.idempotency_conflict')).toBe(true);
+      const runs = await enqueueWorkflowRuns(tx, [
+        {
+          ...workflow('conc.idem')
+            .job('a', type, {}, { concurrency: { key: `${key}-wf`, limit: 2 } })
+            .build(),
+          idempotencyKey: `${runKey}-fresh`,
+        },
+        { ...workflow('conc.idem').job('b', type, {}).build(), idempotencyKey: runKey },
+      ]).catch((e: unknown) => e);
+      expect(isRunledgerError(runs, 'workflow.idempotency_conflict')).toBe(true);
+    });
+    for (const suffix of ['new', 'batch', 'wf']) expect(await keyRow(`${key}-${suffix}`)).toBeUndefined();
+    // The same calls without the conflict write their keys' rows.
+    await db.prisma.$transaction(async (tx) => {
+      await enqueueJobs(tx, [{ jobType: type, payload: { n: 3 }, concurrency: { key: `${key}-batch`, limit: 2 }, idempotencyKey: `${key}-fresh` }]);
+      await enqueueWorkflowRuns(tx, [
+        {
+          ...workflow('conc.idem')
+            .job('a', type, {}, { concurrency: { key: `${key}-wf`, limit: 2 } })
+            .build(),
+          idempotencyKey: `${runKey}-fresh`,
+        },
+      ]);
+    });
+    for (const suffix of ['batch', 'wf']) expect(await keyRow(`${key}-${suffix}`)).toMatchObject({ max_leased: 2 });
   });
 
   it('leases at most the limit per key, in claim order, and leaves the rest PENDING without taking claim slots', async () => {

@@ -63,7 +63,13 @@ export function insertJobsStatement(
       RETURNING id, job_type, run_number, attempt, next_run_at, created_at, idempotency_key
     ),
     -- Only a batch naming a concurrency key has these (a statement shape of its own).
-    ${concurrency ? sqltag`${concurrencyLimitWrites('input', sqltag`NOT EXISTS (SELECT 1 FROM refused)`)},` : sqltag``}
+    -- The limits of the jobs inserted: a skipped duplicate's key has its row from its first enqueue.
+    ${
+      concurrency
+        ? sqltag`inserted_input AS (SELECT i.concurrency_key, i.concurrency_limit FROM input i JOIN inserted ins ON ins.id = i.id),
+    ${concurrencyLimitWrites('inserted_input', sqltag`true`)},`
+        : sqltag``
+    }
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
       SELECT i.event_id, ins.id, 'ENQUEUED'::runledger.job_event_type, ins.run_number, ins.attempt, i.event_payload, ins.created_at
