@@ -141,6 +141,12 @@ export async function verifyConcurrencyKeys(admin: pg.Pool): Promise<KeyFindings
   const { rows: live } = await admin.query(`
     SELECT id, status FROM runledger.job_queue WHERE concurrency_key IS NOT NULL AND status IN ('PENDING', 'LEASED') LIMIT 10`);
   if (live.length > 0) violations.push(`keyed jobs not terminal after the drain: ${JSON.stringify(live)}`);
+  // Every chaos.keyed job holds the key its payload names (a job without it would run beside the limit, and
+  // the ledger's check, which reads keyed rows, would not see it).
+  const { rows: unkeyed } = await admin.query(`
+    SELECT id, payload->>'key' AS key FROM runledger.job_queue
+     WHERE job_type = 'chaos.keyed' AND concurrency_key IS DISTINCT FROM payload->>'key' LIMIT 10`);
+  if (unkeyed.length > 0) violations.push(`chaos.keyed jobs without the concurrency key their payload names: ${JSON.stringify(unkeyed)}`);
   const { rows: wrongRuns } = await admin.query(`
     SELECT j.id, j.run_number, j.attempt,
            (SELECT count(*)::int FROM chaos.executions x WHERE x.job_id = j.id AND x.run_number = j.run_number AND x.attempt = j.attempt) AS n
