@@ -25,6 +25,7 @@ import type { BenchSystem } from './systems/types.js';
 import { claimLatencyWorkload } from './workloads/claim-latency.js';
 import { heldSnapshotWorkload, readHeldSnapshotSizes } from './workloads/held-snapshot.js';
 import { fleetWorkload, readFleetSizes } from './fleet/fleet.js';
+import { concurrencyKeysWorkload, readConcurrencyKeySizes } from './workloads/concurrency-keys.js';
 import { pickupLatencyWorkload } from './workloads/pickup-latency.js';
 import { drainWorkload, enqueueBulkWorkload, enqueueSingleWorkload } from './workloads/queue.js';
 import type { BenchContext, BenchResults, Workload, WorkloadResult } from './workloads/types.js';
@@ -86,6 +87,7 @@ function workloads(config: BenchConfig): Workload[] {
     claimLatencyWorkload(config.claimLatency, config.skipBigClaim),
     heldSnapshotWorkload(readHeldSnapshotSizes(config), ['1', 'true', 'yes'].includes(process.env.BENCH_SKIP_HELD_SNAPSHOT ?? '')),
     fleetWorkload(readFleetSizes(config)),
+    concurrencyKeysWorkload(readConcurrencyKeySizes(config)),
     functionChain3Workload(config),
     functionFanOutWorkload(config),
     functionSleepWorkload(config),

@@ -5,6 +5,7 @@
  * observe, never to change runledger's tables).
  */
 import {
+  cancelJob,
   cancelWorkflowRun,
   compareAndReplaySucceededJob,
   compareAndRequeueJob,
@@ -75,6 +76,8 @@ export interface DirectJobSpec {
   idempotencyKey?: string;
   maxAttempts?: number;
   timeoutSeconds?: number;
+  concurrency?: { key: string; limit: number };
+  backoff?: { baseDelayMs: number; maxDelayMs: number };
 }
 
 export async function enqueueDirect(db: Client, spec: DirectJobSpec): Promise<{ jobId: string; disposition: 'inserted' | 'existing' }> {
@@ -84,6 +87,8 @@ export async function enqueueDirect(db: Client, spec: DirectJobSpec): Promise<{ 
     ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
     ...(spec.maxAttempts ? { maxAttempts: spec.maxAttempts } : {}),
     ...(spec.timeoutSeconds ? { timeoutSeconds: spec.timeoutSeconds } : {}),
+    ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
+    ...(spec.backoff ? { backoff: spec.backoff } : {}),
   });
   return { jobId: result.jobId, disposition: result.disposition };
 }
@@ -94,6 +99,10 @@ export async function enqueueRun(
 ): Promise<{ workflowRunId: string; disposition: 'inserted' | 'existing' }> {
   const result = await enqueueWorkflowRun(db, run);
   return { workflowRunId: result.workflowRunId, disposition: result.disposition };
+}
+
+export async function cancelOneJob(db: Client, jobId: string): Promise<string> {
+  return (await cancelJob(db, { jobId, scope: noOrganizationScope(), reason: 'chaos cancel' })).status;
 }
 
 export async function cancelRun(db: Client, workflowRunId: string): Promise<string> {

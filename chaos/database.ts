@@ -9,6 +9,7 @@ import pg from 'pg';
 import { startPostgresServer, type PostgresServer } from '../src/testing/index.js';
 import { PROOF_DDL } from '../test/harness/function-proof.js';
 import { EXECUTIONS_DDL } from './handlers.js';
+import { KEYED_DDL } from './key-ledger.js';
 import { migrateDatabase } from './api.js';
 
 export interface ChaosDatabase {
@@ -54,6 +55,7 @@ export async function createChaosDatabase(): Promise<ChaosDatabase> {
   await client.connect();
   await client.query(EXECUTIONS_DDL);
   await client.query(PROOF_DDL);
+  await client.query(KEYED_DDL);
   await client.end();
 
   return {

@@ -2,7 +2,7 @@
 import { enqueueDirect, enqueueRun, type Client } from './api.js';
 import type { DuplicateMessage } from './messages.js';
 import type { Operator } from './operator.js';
-import { buildShape, randomDirectJob, randomShape } from './shapes.js';
+import { buildShape, randomDirectJob, randomKeyedJob, randomShape } from './shapes.js';
 
 export async function enqueueRandomRun(operator: Operator): Promise<void> {
   const shape = randomShape();
@@ -12,6 +12,13 @@ export async function enqueueRandomRun(operator: Operator): Promise<void> {
 export async function enqueueDirectBatch(operator: Operator): Promise<void> {
   await Promise.all(
     Array.from({ length: 3 }, () => operator.call('enqueue_job', async () => (await enqueueDirect(operator.client, randomDirectJob())).disposition)),
+  );
+}
+
+/** A burst of concurrency-keyed jobs (more than the keys' limits take at once, so they queue on their keys). */
+export async function enqueueKeyedBatch(operator: Operator): Promise<void> {
+  await Promise.all(
+    Array.from({ length: 8 }, () => operator.call('enqueue_keyed', async () => (await enqueueDirect(operator.client, randomKeyedJob())).disposition)),
   );
 }
 

@@ -38,6 +38,7 @@ const payload = z.object({
   size: z.number().optional(),
   key: z.string().optional(),
   fail: z.boolean().optional(),
+  ms: z.number().optional(),
 });
 
 const pause = (ms: number, signal: AbortSignal) =>
@@ -99,6 +100,33 @@ export function chaosHandlers(pool: pg.Pool, worker: string, host: Client): AnyJ
       await record(ctx);
       const rows = Array.from({ length: size ?? 2_000 }, (_, i) => ({ i, text: `row ${i} of a large output `.repeat(4) }));
       return { rows };
+    }),
+    // A concurrency-keyed job (shapes.ts randomKeyedJob): its span, on the machine's monotonic clock (one clock
+    // for every worker process), runs from after its claim committed to before its completion is sent; it is
+    // written once it ended, so a slow write cannot stretch it (key-ledger.ts).
+    defineJob('chaos.keyed', payload, async ({ key, ms, failUntil, fail }, ctx) => {
+      await record(ctx);
+      const started = process.hrtime.bigint();
+      try {
+        await pause(ms ?? 5, ctx.signal);
+      } finally {
+        const ended = process.hrtime.bigint();
+        // Unwritten (a fault), the span is left out of the handler-side check; the ledger's check still covers it.
+        await pool
+          .query('INSERT INTO chaos.key_holds (key, job_id, run_number, attempt, worker, started_ns, ended_ns) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+            key,
+            ctx.jobId,
+            ctx.runNumber,
+            ctx.attempt,
+            worker,
+            started.toString(),
+            ended.toString(),
+          ])
+          .catch(() => undefined);
+      }
+      if (fail) throw new TerminalError('this keyed job always fails', { code: 'chaos.always_fails' });
+      if (ctx.attempt <= (failUntil ?? 0)) throw new RetryableError('keyed job failed', { code: 'chaos.keyed_failed' });
+      return { key, attempt: ctx.attempt };
     }),
     // Transactional: its effect commits with its success or not at all, whatever is killed or terminated meanwhile.
     defineJob(

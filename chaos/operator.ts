@@ -7,7 +7,7 @@
  * every change goes through runledger's API (api.ts).
  */
 import type pg from 'pg';
-import { cancelRun, completeExternal, replaySucceeded, requeueDeadLettered, type Client, type ExternalOutcome } from './api.js';
+import { cancelOneJob, cancelRun, completeExternal, replaySucceeded, requeueDeadLettered, type Client, type ExternalOutcome } from './api.js';
 import { PROOF_FUNCTION, sendApproval } from '../test/harness/function-proof.js';
 import { summarizeError } from './messages.js';
 import type { ChaosStats } from './stats.js';
@@ -34,6 +34,18 @@ export class Operator {
       `SELECT id FROM runledger.workflow_runs WHERE status IN ('RUNNING', 'WAITING_FOR_EXTERNAL') ORDER BY random() LIMIT 1`,
     );
     if (rows[0]) await this.call('cancel_run', () => cancelRun(this.client, rows[0]!.id));
+  }
+
+  /** Cancels a concurrency-keyed job, a LEASED one when there is one: its lease keeps the key's slot until it runs out. */
+  async cancelKeyedJob(): Promise<void> {
+    const { rows } = await this.admin.query<{ id: string; status: string }>(
+      `SELECT id, status::text AS status FROM runledger.job_queue
+        WHERE concurrency_key IS NOT NULL AND status IN ('LEASED', 'PENDING')
+        ORDER BY status = 'LEASED' DESC, random() LIMIT 1`,
+    );
+    const job = rows[0];
+    if (!job || (job.status === 'PENDING' && Math.random() < 0.6)) return;
+    await this.call(`cancel_keyed.${job.status.toLowerCase()}`, () => cancelOneJob(this.client, job.id));
   }
 
   /**
@@ -83,7 +95,11 @@ export class Operator {
   async replayRandomSucceeded(): Promise<void> {
     const { rows } = await this.admin.query<{ id: string; run_number: number }>(
       `SELECT id, run_number FROM runledger.job_queue
-        WHERE status = 'SUCCEEDED' AND workflow_step_id IS NULL ORDER BY random() LIMIT 1`,
+        WHERE status = 'SUCCEEDED' AND workflow_step_id IS NULL
+          -- Not chaos.keyed: a replay drops its concurrency key today (known bug, test/integration/
+          -- concurrency-keys-replay.test.ts) and would run beside the key's limit. Replay them again once fixed.
+          AND job_type <> 'chaos.keyed'
+        ORDER BY random() LIMIT 1`,
     );
     const source = rows[0];
     if (!source) return;

@@ -28,7 +28,8 @@ import { outage, terminateSomeBackends } from './faults.js';
 import { TerminalNotificationCounter } from './listener.js';
 import type { ChildMessage, DuplicateMessage } from './messages.js';
 import { Operator } from './operator.js';
-import { enqueueDirectBatch, enqueueDuplicatePair, enqueueRandomRun } from './enqueue.js';
+import { enqueueDirectBatch, enqueueDuplicatePair, enqueueKeyedBatch, enqueueRandomRun } from './enqueue.js';
+import { sampleSequenceClock } from './key-ledger.js';
 import { ChaosStats } from './stats.js';
 import { printSummary } from './summary.js';
 import { deadlockCount, describeViolation, verifyChaosRun } from './verify.js';
@@ -111,6 +112,22 @@ async function main(): Promise<number> {
           if (Math.random() < 0.5) await enqueueRandomRun(operator);
           else await enqueueDirectBatch(operator);
         },
+      ),
+      actor(
+        'enqueue_keyed',
+        () => between(100, 250),
+        () => enqueueKeyedBatch(operator),
+      ),
+      actor(
+        'cancel_keyed',
+        () => between(200, 600),
+        () => operator.cancelKeyedJob(),
+      ),
+      actor(
+        // job_events' sequence read with the clock: where a canceled lease's run-out falls (key-ledger.ts).
+        'sequence_clock',
+        () => 50,
+        () => sampleSequenceClock(admin),
       ),
       actor(
         'duplicates',
@@ -203,6 +220,20 @@ async function main(): Promise<number> {
       }
       await sleep(500);
     }
+    // A canceled lease holds its key's slot until it runs out and a worker's reaper deletes it: wait for that,
+    // sampling the sequence meanwhile, so the key checks see every lease ended.
+    const leasesUntil = Date.now() + 30_000;
+    for (;;) {
+      await sampleSequenceClock(admin).catch(() => undefined);
+      const { rows } = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM runledger.job_leases');
+      if (rows[0]!.n === 0) break;
+      if (Date.now() > leasesUntil) {
+        stats.violation(`lease rows still live 30 s after the drain (the reaper deletes run-out ones): ${rows[0]!.n}`);
+        break;
+      }
+      await sleep(250);
+    }
+    await sampleSequenceClock(admin).catch(() => undefined);
     say('drained; stopping workers');
     await fleet.stopAll(20_000);
     for (const exit of fleet.unexpectedExits) stats.violation(`worker process: ${exit}`);

@@ -124,3 +124,25 @@ export function randomDirectJob(): DirectJobSpec {
   const l = leaf();
   return { jobType: l.jobType, payload: l.payload, ...l.settings };
 }
+
+/** The concurrency-key shape's keys: 20, of limits 1 to 4 (a key's limit never changes during the run). */
+export const CHAOS_KEYS = Array.from({ length: 20 }, (_, i) => ({ key: `ck-${String(i).padStart(2, '0')}`, limit: 1 + (i % 4) }));
+
+/**
+ * A job of the concurrency-key shape: mostly a few ms, some longer (so a cancel can land on a live lease),
+ * some failing once or twice and retried soon, a few always failing.
+ */
+export function randomKeyedJob(): DirectJobSpec {
+  const { key, limit } = pick(CHAOS_KEYS);
+  const roll = Math.random();
+  const ms = roll < 0.65 ? 2 + Math.random() * 8 : roll < 0.85 ? 10 + Math.random() * 40 : 300 + Math.random() * 900;
+  const fail = Math.random() < 0.04;
+  const failUntil = !fail && Math.random() < 0.15 ? 1 + Math.floor(Math.random() * 2) : 0;
+  return {
+    jobType: 'chaos.keyed',
+    payload: { key, ms: Math.round(ms), failUntil, fail },
+    maxAttempts: 10,
+    concurrency: { key, limit },
+    backoff: { baseDelayMs: 50, maxDelayMs: 300 },
+  };
+}

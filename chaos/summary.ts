@@ -36,6 +36,16 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
   line(
     `durable functions: ${fn.runs} runs (${fn.succeeded} succeeded, ${fn.canceled} canceled by the operator); ${fn.hostEffects} host effects; ${fn.plainExecutions} plain-step executions, ${fn.rerunSteps} steps re-run after a fault; wake lateness p99 ${fn.latenessP99Ms.toFixed(0)} ms`,
   );
+  const c = findings.concurrency;
+  const worst = (pick: (k: (typeof c.perKey)[number]) => number) =>
+    [1, 2, 3, 4].map((limit) => `limit ${limit}: ${Math.max(0, ...c.perKey.filter((k) => k.limit === limit).map(pick))}`).join(', ');
+  line(
+    `concurrency keys: ${c.keys} keys, jobs ${fmt(c.jobs)}; ${c.attempts} attempts from the ledger (${c.canceledLeases} canceled leases held to their run-out), ${c.deadLetteredUnplanned} dead-lettered by faults`,
+  );
+  line(`  most leases of a key at once, ledger (job_events sequence): ${worst((k) => k.ledgerMax)}`);
+  line(
+    `  most handler runs of a key at once (${c.handlerSpans} spans; ${c.handlerUnfenced} of canceled or reaped leases left out): ${worst((k) => k.handlerMax)}`,
+  );
   line(`deadlocks (40P01): ${findings.deadlocks}`);
   const logs = [...stats.workerLogs].sort((a, b) => b[1] - a[1]).slice(0, 12);
   if (logs.length > 0) {

@@ -8,6 +8,7 @@ import { checkIntegrity, type Client, type IntegrityReport } from './api.js';
 import type { DuplicateMessage } from './messages.js';
 import type { TerminalNotificationCounter } from './listener.js';
 import type { ChaosStats } from './stats.js';
+import { verifyConcurrencyKeys, type KeyFindings } from './key-ledger.js';
 
 export interface Findings {
   runs: Record<string, number>;
@@ -20,6 +21,8 @@ export interface Findings {
   effects: { jobs: number; succeeded: number; wrong: number };
   /** The durable-function shape (test/harness/function-proof.ts): runs, their endings, re-runs, wake lateness. */
   functions: { runs: number; succeeded: number; canceled: number; plainExecutions: number; rerunSteps: number; hostEffects: number; latenessP99Ms: number };
+  /** The concurrency-key shape (key-ledger.ts). */
+  concurrency: KeyFindings;
   deadlocks: number;
 }
 
@@ -156,7 +159,12 @@ export async function verifyChaosRun(
     latenessP99Ms: lateness.length === 0 ? Number.NaN : lateness[Math.ceil(lateness.length * 0.99) - 1]!,
   };
 
-  // 8. Deadlocks counted by the server.
+  // 8. Concurrency keys: never more than a key's limit of leases at once (ledger and handlers), slot counts equal
+  //    to live lease rows, every keyed job ended once.
+  const concurrency = await verifyConcurrencyKeys(admin);
+  for (const v of concurrency.violations) stats.violation(`concurrency keys: ${v}`);
+
+  // 9. Deadlocks counted by the server.
   const deadlocks = (await deadlockCount(admin, databaseName)) - deadlocksBefore;
   if (deadlocks > 0) stats.violation(`pg_stat_database.deadlocks rose by ${deadlocks} during the run`);
 
@@ -169,6 +177,7 @@ export async function verifyChaosRun(
     integrity: { runs: report.checked.runs, jobs: report.checked.jobs, violations: report.violations.length },
     effects,
     functions,
+    concurrency,
     deadlocks: deadlocks + stats.deadlocksSeen,
   };
 }

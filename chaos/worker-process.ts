@@ -14,7 +14,7 @@ import { connect, enqueueDirect, enqueueRun, startWorker, type WorkerLogger } fr
 import { chaosHandlers } from './handlers.js';
 import { summarizeError, type ChildMessage } from './messages.js';
 import { enqueueDuplicatePair } from './enqueue.js';
-import { buildShape, randomDirectJob, randomShape } from './shapes.js';
+import { buildShape, randomDirectJob, randomKeyedJob, randomShape } from './shapes.js';
 
 const url = process.env.CHAOS_URL!;
 const listenUrl = process.env.CHAOS_LISTEN_URL ?? url;
@@ -60,7 +60,9 @@ async function attempt(kind: string, fn: () => Promise<string>): Promise<void> {
 let stopping = process.env.CHAOS_ENQUEUE === '0';
 async function enqueueLoop(): Promise<void> {
   while (!stopping) {
-    if (Math.random() < 0.5) await attempt('enqueue_job', async () => (await enqueueDirect(db, randomDirectJob())).disposition);
+    const roll = Math.random();
+    if (roll < 0.3) await attempt('enqueue_keyed', async () => (await enqueueDirect(db, randomKeyedJob())).disposition);
+    else if (roll < 0.6) await attempt('enqueue_job', async () => (await enqueueDirect(db, randomDirectJob())).disposition);
     else {
       const shape = randomShape();
       await attempt(`enqueue_run.${shape}`, async () => (await enqueueRun(db, buildShape(shape))).disposition);

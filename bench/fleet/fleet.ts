@@ -100,7 +100,7 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
 }
 
 /** Starts P processes, waits until each is ready, says go, runs `until`, stops them; returns the wall time from go and the statements they sent. */
-async function runFleet(
+export async function runFleet(
   url: string,
   processes: number,
   env: Record<string, string>,
@@ -123,7 +123,7 @@ async function runFleet(
   }
 }
 
-async function untilCount(count: () => number, target: number): Promise<void> {
+export async function untilCount(count: () => number, target: number): Promise<void> {
   const deadline = performance.now() + RUN_TIMEOUT_MS;
   while (count() < target) {
     if (performance.now() > deadline) throw new Error(`fleet: ${count()} of ${target} done after ${RUN_TIMEOUT_MS} ms`);

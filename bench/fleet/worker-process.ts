@@ -21,6 +21,8 @@ const types = (process.env.FLEET_TYPES ?? '').split(',').filter((t) => t !== '')
 const countType = process.env.FLEET_COUNT_TYPE ?? '';
 const concurrency = Number(process.env.FLEET_CONCURRENCY ?? 10);
 const maintenance = process.env.FLEET_MAINTENANCE !== '0';
+// A diagnostic (concurrency_keys' BENCH_CK_POLL_MS): createWorker's poll interval instead of its default.
+const pollIntervalMs = process.env.FLEET_POLL_INTERVAL_MS ? Number(process.env.FLEET_POLL_INTERVAL_MS) : undefined;
 
 const send = (message: FleetChildMessage): void => {
   process.send?.(message);
@@ -32,6 +34,7 @@ const worker = createWorker({
   listenConnectionString: url,
   handlers: types.map((type) => defineJob(type, z.unknown(), async () => undefined)),
   concurrency,
+  ...(pollIntervalMs === undefined ? {} : { pollIntervalMs }),
   logger: silentLogger,
   ...(maintenance ? {} : { reaper: false as const, schedules: false as const, intents: false as const }),
 });

@@ -153,6 +153,28 @@ export async function seedNoopJobs(url: string, jobs: number): Promise<void> {
   });
 }
 
+/**
+ * `jobs` no-op jobs, each on one of `keys` concurrency keys of limit `limit` (concurrency_keys workload), the
+ * key of each drawn by a fixed pseudo-random sequence: the same jobs in every run, neighbours in claim order
+ * sometimes on one key.
+ */
+export async function seedKeyedNoopJobs(url: string, jobs: number, keys: number, limit: number): Promise<void> {
+  let state = 0x2545f491;
+  const nextKey = () => {
+    state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
+    return `bench-key-${state % keys}`;
+  };
+  await withCountingPrisma(url, 2, async ({ prisma }) => {
+    for (let start = 0; start < jobs; start += SEED_BATCH) {
+      const size = Math.min(SEED_BATCH, jobs - start);
+      await enqueueJobs(
+        prisma,
+        Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i }, concurrency: { key: nextKey(), limit } })),
+      );
+    }
+  });
+}
+
 export async function seedChainRuns(url: string, chains: number): Promise<void> {
   await withCountingPrisma(url, 2, async ({ prisma }) => {
     await enqueueRuns(
