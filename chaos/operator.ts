@@ -96,9 +96,6 @@ export class Operator {
     const { rows } = await this.admin.query<{ id: string; run_number: number }>(
       `SELECT id, run_number FROM runledger.job_queue
         WHERE status = 'SUCCEEDED' AND workflow_step_id IS NULL
-          -- Not chaos.keyed: a replay drops its concurrency key today (known bug, test/integration/
-          -- concurrency-keys-replay.test.ts) and would run beside the key's limit. Replay them again once fixed.
-          AND job_type <> 'chaos.keyed'
         ORDER BY random() LIMIT 1`,
     );
     const source = rows[0];

@@ -353,10 +353,11 @@ class RunledgerWorker implements Worker {
     finished: (execution) => {
       this.active.delete(execution);
       // A workflow job's outcome may have released dependent steps' jobs in its transaction, and a resource
-      // job's outcome frees its key for the key's next job (no NOTIFY announces either). A claim that overlapped
-      // that commit (the handler slot frees before it) could not see them: claim once more.
-      const { workflowManaged, resourceKey } = execution.job;
-      if (!Number.isNaN(execution.startedAtPerf) && (workflowManaged || resourceKey !== null)) this.claims.want();
+      // or concurrency-keyed job's outcome frees its key's slot for the key's next job (no NOTIFY announces
+      // either). A claim that overlapped that commit (the handler slot frees before it) could not see them:
+      // claim once more.
+      const { workflowManaged, resourceKey, concurrencyKey } = execution.job;
+      if (!Number.isNaN(execution.startedAtPerf) && (workflowManaged || resourceKey !== null || concurrencyKey !== null)) this.claims.want();
       this.wakeup.signal();
     },
   };

@@ -2,12 +2,7 @@
  * A replay repeats the same work against the same resource (src/replay/replay.ts keeps the source's
  * resource_key): it should hold the source's concurrency key too, or a replayed job runs beside its key's
  * limit.
- *
- * KNOWN BUG, found by the chaos run's handler-side check (45 s, embedded PostgreSQL, 2026-12-03 23:08Z: two
- * chaos.keyed handlers of a limit-1 key ran at once, one of them a replay whose job row has no concurrency
- * key, so the ledger's check, which reads keyed rows, saw one): insertReplayTx passes `resourceKey` but no
- * `concurrency`, so the replay's concurrency_key is NULL. Hence `it.fails`: it turns red when replays keep
- * the key, and should then become a plain `it` (and chaos/operator.ts may replay chaos.keyed jobs again).
+ * (Found by the chaos run's handler-side check: a replay without the key ran beside its limit.)
  */
 import { describe, expect, it } from 'vitest';
 import { claimJobs, compareAndReplaySucceededJob, completeJobs, enqueueJob, noOrganizationScope } from '../../src/index.js';
@@ -16,7 +11,7 @@ import { useTestDatabase } from '../harness/database.js';
 const db = useTestDatabase();
 
 describe('a replay of a keyed job', () => {
-  it.fails('keeps the source job’s concurrency key, so it waits for the key’s slot (KNOWN BUG: it has none)', async () => {
+  it('keeps the source job’s concurrency key, so it waits for the key’s slot', async () => {
     const type = 'replay.keyed';
     const key = `replay-key-${Date.now()}`;
     const source = await enqueueJob(db.prisma, { jobType: type, payload: { n: 1 }, concurrency: { key, limit: 1 } });

@@ -2,12 +2,8 @@
  * A worker whose claim came back short because a concurrency key was full must claim the key's next job when
  * one of the key's leases ends, not at its next poll: no NOTIFY announces a freed slot. An execution resource
  * (the N = 1 case) does so (src/worker/worker.ts, `finished`: a resource job's outcome asks for one more claim).
- *
- * KNOWN BUG, found by the concurrency_keys bench (issue 35): `finished` asks again only for workflow jobs and
- * resource jobs, and a claimed job does not carry its concurrency key (claim-jobs.ts's final SELECT leaves
- * `concurrency_key` out), so a keyed job's end wakes nothing: the key's next job waits for the poll
- * (pollIntervalMs, 1 s by default). Hence `it.fails` below: it turns red when the worker is fixed, and should
- * then become a plain `it`.
+ * A concurrency-keyed job's does too (found by the concurrency_keys bench: before, the key's next job waited
+ * for the poll, about (jobs - 1) x pollIntervalMs).
  */
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
@@ -56,7 +52,7 @@ describe('a full key frees its slot: the worker claims its next job at once', ()
     expect(await drainOneAtATime((key) => ({ resource: key }))).toBeLessThan(POLL_MS);
   });
 
-  it.fails('for a concurrency key (KNOWN BUG: each next job waits for the poll, about (jobs - 1) x pollIntervalMs)', async () => {
+  it('for a concurrency key', async () => {
     expect(await drainOneAtATime((key) => ({ concurrency: { key, limit: 1 } }))).toBeLessThan(POLL_MS);
   });
 });

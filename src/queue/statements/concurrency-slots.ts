@@ -36,9 +36,10 @@ export function concurrencyAdmission(candidates: string): Sql {
          WHERE c.concurrency_key IS NOT NULL
       ),
       -- The keys' rows, locked in key order; a row a concurrent claim or completion changed is read as committed.
+      -- By primary key through an InitPlan array: a CTE's row estimate must not turn this into a scan of every key.
       gate AS (
         SELECT k.key, k.max_leased, k.leased FROM runledger.concurrency_limits k
-         WHERE k.key IN (SELECT concurrency_key FROM keyed)
+         WHERE k.key = ANY (ARRAY(SELECT DISTINCT concurrency_key FROM keyed))
          ORDER BY k.key
            FOR UPDATE
       ),
@@ -68,7 +69,7 @@ export function countConcurrencySlots(claimed: string): Sql {
         UPDATE runledger.concurrency_limits k
            SET leased = k.leased + t.n
           FROM (SELECT concurrency_key, count(*)::int AS n FROM ${c} WHERE concurrency_key IS NOT NULL GROUP BY concurrency_key) t
-         WHERE k.key = t.concurrency_key
+         WHERE k.key = ANY (ARRAY(SELECT concurrency_key FROM ${c} WHERE concurrency_key IS NOT NULL)) AND k.key = t.concurrency_key
       )`;
 }
 
@@ -81,7 +82,7 @@ export function freeConcurrencySlots(gone: string): Sql {
   const g = raw(gone);
   return sqltag`slot_keys AS (
         SELECT k.key FROM runledger.concurrency_limits k
-         WHERE k.key IN (SELECT concurrency_key FROM ${g})
+         WHERE k.key = ANY (ARRAY(SELECT DISTINCT concurrency_key FROM ${g} WHERE concurrency_key IS NOT NULL))
          ORDER BY k.key
            FOR UPDATE
       ),
@@ -89,6 +90,6 @@ export function freeConcurrencySlots(gone: string): Sql {
         UPDATE runledger.concurrency_limits k
            SET leased = GREATEST(k.leased - e.n, 0)
           FROM (SELECT concurrency_key, count(*)::int AS n FROM ${g} WHERE concurrency_key IS NOT NULL GROUP BY concurrency_key) e
-         WHERE k.key = e.concurrency_key AND k.key IN (SELECT key FROM slot_keys)
+         WHERE k.key = ANY (ARRAY(SELECT key FROM slot_keys)) AND k.key = e.concurrency_key
       )`;
 }
