@@ -7,4 +7,4 @@
  * ship that folder still checks; test/unit/schema-version.test.ts keeps it
  * equal to the newest folder.
  */
-export const REQUIRED_MIGRATION = '20261231000001_function_step_order';
+export const REQUIRED_MIGRATION = '20270101000001_enqueue_windows';
