@@ -9,6 +9,9 @@ import {
   completeJob,
   enqueueJob,
   enqueueJobs,
+  getQueueMetrics,
+  adminScope,
+  organizationScope,
   purgeFinished,
   ValidationError,
   type EnqueueJobInput,
@@ -392,5 +395,24 @@ describe('retention', () => {
     expect((await windowsOf(type)).map((w) => w.kind)).toEqual(['DEBOUNCE']);
     // The key's next request opens a new window.
     expect((await enqueueJob(db.prisma, throttled(type, 2))).disposition).toBe('inserted');
+  });
+});
+
+describe('metrics', () => {
+  it('getQueueMetrics counts the jobs waiting for a debounce window, per type and scope', async () => {
+    const type = 'met.deb';
+    const a = await enqueueJob(db.prisma, debounced(type, 1, 'a'));
+    await enqueueJob(db.prisma, debounced(type, 2, 'a'));
+    await enqueueJob(db.prisma, { ...debounced(type, 1, 'b'), organizationId: 'org-met' });
+    await enqueueJob(db.prisma, throttled(type, 1, 'c'));
+    const waiting = async (scope: Parameters<typeof getQueueMetrics>[1]['scope']) => {
+      const m = await getQueueMetrics(db.prisma, { scope });
+      return [m.byType.find((t) => t.jobType === type)?.debounceWaiting, m.jobs.debounceWaiting];
+    };
+    expect((await waiting(adminScope()))[0]).toBe(2);
+    expect(await waiting(organizationScope('org-met'))).toEqual([1, 1]);
+    // Due now (its window closed): no longer waiting.
+    await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${a.jobId}::uuid`;
+    expect((await waiting(adminScope()))[0]).toBe(1);
   });
 });
