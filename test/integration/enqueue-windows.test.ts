@@ -10,6 +10,8 @@ import {
   enqueueJob,
   enqueueJobs,
   getQueueMetrics,
+  getJob,
+  listJobs,
   adminScope,
   organizationScope,
   purgeFinished,
@@ -414,5 +416,24 @@ describe('metrics', () => {
     // Due now (its window closed): no longer waiting.
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() WHERE id = ${a.jobId}::uuid`;
     expect((await waiting(adminScope()))[0]).toBe(1);
+  });
+});
+
+describe('the job read model', () => {
+  it('names the window a job is the current job of, and no other', async () => {
+    const type = 'read.window';
+    const deb = await enqueueJob(db.prisma, debounced(type, 1, 'dk', 1_000, 5_000));
+    const thr = await enqueueJob(db.prisma, throttled(type, 1, 'tk', 2_000));
+    const plain = await enqueueJob(db.prisma, { jobType: type, payload: 1 });
+    const scope = adminScope();
+    const debJob = await getJob(db.prisma, { scope, jobId: deb.jobId });
+    expect(debJob.enqueueWindow).toMatchObject({ kind: 'debounce', key: 'dk' });
+    expect(debJob.enqueueWindow!.closesAt!.getTime() - debJob.createdAt.getTime()).toBe(5_000);
+    const thrJob = await getJob(db.prisma, { scope, jobId: thr.jobId });
+    expect(thrJob.enqueueWindow).toMatchObject({ kind: 'throttle', key: 'tk' });
+    expect(thrJob.enqueueWindow!.closesAt!.getTime() - thrJob.createdAt.getTime()).toBe(2_000);
+    expect('enqueueWindow' in (await getJob(db.prisma, { scope, jobId: plain.jobId }))).toBe(false);
+    const listed = await listJobs(db.prisma, { scope, jobType: type });
+    expect(listed.items.map((j) => j.enqueueWindow?.key ?? null).sort()).toEqual(['dk', 'tk', null].sort());
   });
 });
