@@ -21,6 +21,7 @@ import {
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 import { raceInTransactions } from '../harness/workflow-helpers.js';
+import { countingClient } from '../harness/counting-client.js';
 
 const db = useTestDatabase();
 
@@ -435,5 +436,40 @@ describe('the job read model', () => {
     expect('enqueueWindow' in (await getJob(db.prisma, { scope, jobId: plain.jobId }))).toBe(false);
     const listed = await listJobs(db.prisma, { scope, jobType: type });
     expect(listed.items.map((j) => j.enqueueWindow?.key ?? null).sort()).toEqual(['dk', 'tk', null].sort());
+  });
+});
+
+describe('cost', () => {
+  it('a debounce or throttle call is one statement, inside the host transaction too; a batch of keys one transaction of one', async () => {
+    const counter = countingClient(db);
+    const client = counter.client;
+    const statementsOf = async (call: () => Promise<unknown>) => {
+      const before = counter.count();
+      await call();
+      return counter.count() - before;
+    };
+    try {
+      // The one-time per-client isolation checks (autocommit and owned transactions), out of the counts.
+      await enqueueJobs(client, [debounced('cost.warm', 1, 'a'), debounced('cost.warm', 1, 'b')]);
+      await enqueueJob(client, debounced('cost.warm', 1, 'c'));
+      const type = 'cost.window';
+      const counts = {
+        opens: await statementsOf(() => enqueueJob(client, debounced(type, 1))),
+        joins: await statementsOf(() => enqueueJob(client, debounced(type, 2))),
+        throttles: await statementsOf(() => enqueueJob(client, throttled(type, 1))),
+        throttled: await statementsOf(() => enqueueJob(client, throttled(type, 2))),
+        batch: await statementsOf(() =>
+          enqueueJobs(
+            client,
+            ['a', 'b', 'c', 'a'].map((key, i) => debounced(type, i, key)),
+          ),
+        ),
+        // BEGIN, the statement, COMMIT.
+        inHostTransaction: await statementsOf(() => client.$transaction((tx) => enqueueJob(tx, debounced(type, 3)))),
+      };
+      expect(counts).toEqual({ opens: 1, joins: 1, throttles: 1, throttled: 1, batch: 3, inHostTransaction: 3 });
+    } finally {
+      await counter.close();
+    }
   });
 });
