@@ -281,6 +281,48 @@ describe('concurrent requests for one key', () => {
   });
 });
 
+describe('debounces racing claims', () => {
+  it('never changes a claimed job and never leaves two open windows for one key', async () => {
+    const type = 'race.deb.claims';
+    const keys = ['a', 'b', 'c'];
+    const producers = Array.from({ length: 4 }, () => db.newClient({ max: 1 }));
+    const consumers = Array.from({ length: 2 }, () => db.newClient({ max: 1 }));
+    const results: EnqueueJobResult[] = [];
+    const claimedPayloads = new Map<string, unknown>();
+    let producing = true;
+    const produce = async (client: (typeof producers)[number], p: number) => {
+      for (let i = 0; i < 40; i += 1) {
+        // windowMs 1: the job falls due at once, so claims race the next requests for real.
+        results.push(await enqueueJob(client, debounced(type, { p, i }, keys[(p + i) % keys.length]!, 1)));
+      }
+    };
+    const consume = async (client: (typeof consumers)[number]) => {
+      while (producing) {
+        const leases = await claimJobs(client, { workerId: 'w', jobTypes: [type], limit: 5, leaseSeconds: 60 });
+        for (const lease of leases) claimedPayloads.set(lease.jobId, lease.payload);
+        for (const lease of leases) await completeJob(client, lease);
+      }
+    };
+    const consuming = consumers.map(consume);
+    await Promise.all(producers.map(produce));
+    producing = false;
+    await Promise.all(consuming);
+    const rows = await db.prisma.$queryRaw<{ id: string; status: string; attempt: number; payload: unknown }[]>`
+      SELECT id, status::text, attempt, payload FROM runledger.job_queue WHERE job_type = ${type}`;
+    // One job per window opened, and every answer names one of them.
+    expect(rows).toHaveLength(results.filter((r) => r.disposition === 'inserted').length);
+    const ids = new Set(rows.map((r) => r.id));
+    expect(results.every((r) => ids.has(r.jobId))).toBe(true);
+    // A claimed job kept the payload it was claimed with.
+    for (const row of rows) if (claimedPayloads.has(row.id)) expect(row.payload).toEqual(claimedPayloads.get(row.id));
+    // At most one open window per key: the jobs still PENDING and unstarted are the windows' own, one per key.
+    const open = rows.filter((r) => r.status === 'PENDING' && r.attempt === 0).map((r) => r.id);
+    const windows = await windowsOf(type);
+    expect(open.every((id) => windows.some((w) => w.job_id === id))).toBe(true);
+    expect(windows.map((w) => w.window_key)).toEqual(keys);
+  });
+});
+
 /** Until a backend of this database waits for a lock. */
 async function waitForLockWait(): Promise<void> {
   for (let i = 0; i < 500; i += 1) {
