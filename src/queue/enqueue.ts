@@ -203,7 +203,8 @@ async function enqueueWithWindows(
   windowed: readonly WindowedRow[],
   options: InsertJobsOptions,
 ): Promise<EnqueueJobResult[]> {
-  const plain = rows.map((row, index) => ({ row, index })).filter((_, index) => !windowed.some((w) => w.index === index));
+  const windowIndexes = new Set(windowed.map((w) => w.index));
+  const plain = rows.map((row, index) => ({ row, index })).filter(({ index }) => !windowIndexes.has(index));
   if (plain.length === 0 && groupWindowKeys(windowed).length === 1) {
     const results = await withStatement(db, 'enqueue jobs', (client) => enqueueWindowsTx(client, windowed, options));
     return rows.map((_, index) => results.get(index)!);

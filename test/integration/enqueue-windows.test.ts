@@ -155,6 +155,18 @@ describe('debounce', () => {
     expect((await jobsOf(type)).map((j) => j.payload).sort()).toEqual(['a4', 'b2']);
   });
 
+  it('takes a full batch: 10,000 requests over 2,000 keys make 2,000 jobs, each with its key’s last payload', async () => {
+    const type = 'deb.bulk';
+    const inputs = Array.from({ length: 10_000 }, (_, i) => debounced(type, { i }, `k${i % 2_000}`));
+    const results = await enqueueJobs(db.prisma, inputs);
+    expect(results.filter((r) => r.disposition === 'inserted')).toHaveLength(2_000);
+    const [row] = await db.prisma.$queryRaw<{ jobs: number; last: number }[]>`
+      SELECT count(*)::int AS jobs, count(*) FILTER (WHERE (payload ->> 'i')::int >= 8000)::int AS last
+        FROM runledger.job_queue WHERE job_type = ${type}`;
+    expect(row).toEqual({ jobs: 2_000, last: 2_000 });
+    expect(results[9_999]!.jobId).toBe(results[1_999]!.jobId);
+  });
+
   it('mixes with plain and keyed jobs in one batch, all or nothing', async () => {
     const type = 'deb.mixed';
     const results = await enqueueJobs(db.prisma, [
