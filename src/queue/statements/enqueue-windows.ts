@@ -108,13 +108,16 @@ export function enqueueWindowsStatement(batch: string, gate: 'off' | 'disabled' 
     ),
     -- 4. What each key that had a window does: keeps it (re-armed, or a throttle inside its window whose job is
     --    still kept) or opens a new one on a new job.
+    -- The re-armed jobs as one jsonb object (job id -> due time), looked up per key: the planner takes a data-
+    -- modifying CTE for one row, and a join to it became a nested loop, quadratic in the batch.
+    rearmed_due AS MATERIALIZED (SELECT COALESCE(jsonb_object_agg(r.id::text, r.next_run_at), '{}'::jsonb) AS due FROM rearmed r),
     decided AS (
-      SELECT st.*, r.next_run_at AS rearmed_due,
-             CASE WHEN st.kind = 'DEBOUNCE' THEN r.id IS NULL
+      SELECT st.*, (rd.due ->> st.window_job_id::text)::timestamptz AS rearmed_due,
+             CASE WHEN st.kind = 'DEBOUNCE' THEN NOT rd.due ? st.window_job_id::text
                   ELSE NOT (st.job_visible AND c.at < st.closes_at) END AS opens
         FROM state st
         CROSS JOIN c
-        LEFT JOIN rearmed r ON r.id = st.window_job_id
+        CROSS JOIN rearmed_due rd
        WHERE st.existed AND NOT st.raced
     ),
     moved AS (
