@@ -9,7 +9,11 @@
  * opened, 'debounced': joined a debounce window, 'throttled': returned a throttle window's job); the later
  * ones say 'debounced' or 'throttled'.
  *
- * A key the statement reports raced is sent again (see the statement's comment), at most MAX_PASSES times.
+ * A key the statement reports raced is sent again (see the statement's comment), at most MAX_PASSES times. In
+ * a transaction that is bounded: a pass holds every window row it locked to the end of the transaction, so no
+ * one changes it before the next pass. Autocommitted passes hold nothing, and under contention a key can race
+ * pass after pass, so a single key's autocommitted first pass that raced is not repeated there: the caller
+ * (enqueue.ts) sends the rest in a transaction of its own (`firstPassOnly`).
  */
 import type { Tx } from '../client/types.js';
 import { ConflictError, ValidationError } from '../errors/runledger-error.js';
@@ -55,8 +59,16 @@ export function groupWindowKeys(requests: readonly WindowedRow[]): KeyGroup[] {
   return [...groups.values()].map((members) => ({ members, winner: members[members[0]!.window.kind === 'DEBOUNCE' ? members.length - 1 : 0]! }));
 }
 
-/** Debounces or throttles `requests` in the caller's transaction (or as autocommit statements for one key); results by request index. */
-export async function enqueueWindowsTx(tx: Tx, requests: readonly WindowedRow[], options: InsertJobsOptions): Promise<Map<number, EnqueueJobResult>> {
+/**
+ * Debounces or throttles `requests` in the caller's transaction; results by request index. `firstPassOnly`
+ * (an autocommitted statement): null when a key raced, after writing nothing for it.
+ */
+export async function enqueueWindowsTx(
+  tx: Tx,
+  requests: readonly WindowedRow[],
+  options: InsertJobsOptions,
+  firstPassOnly = false,
+): Promise<Map<number, EnqueueJobResult> | null> {
   const groups = groupWindowKeys(requests);
   const traceContext = jsonParam(await captureTraceContext());
   const outcomes = new Map<number, WindowOutcomeRow>();
@@ -78,6 +90,7 @@ export async function enqueueWindowsTx(tx: Tx, requests: readonly WindowedRow[],
       if (row.outcome === 'raced') raced.push(row.ord);
       else outcomes.set(row.ord, row);
     }
+    if (raced.length > 0 && firstPassOnly) return null;
     pending = raced;
   }
   const results = new Map<number, EnqueueJobResult>();

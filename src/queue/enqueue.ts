@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../client/types.js';
+import { isTransactionClient, type Db, type Tx } from '../client/types.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
 import { InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
@@ -206,8 +206,12 @@ async function enqueueWithWindows(
   const windowIndexes = new Set(windowed.map((w) => w.index));
   const plain = rows.map((row, index) => ({ row, index })).filter(({ index }) => !windowIndexes.has(index));
   if (plain.length === 0 && groupWindowKeys(windowed).length === 1) {
-    const results = await withStatement(db, 'enqueue jobs', (client) => enqueueWindowsTx(client, windowed, options));
-    return rows.map((_, index) => results.get(index)!);
+    // A raced first pass (another enqueue of the key committed after its snapshot) is sent again in a transaction:
+    // its passes hold the window row they lock, where autocommitted ones could race again and again.
+    const results =
+      (await withStatement(db, 'enqueue jobs', (client) => enqueueWindowsTx(client, windowed, options, !isTransactionClient(db)))) ??
+      (await withTransaction(db, 'enqueue jobs', ({ tx }) => enqueueWindowsTx(tx, windowed, options)));
+    return rows.map((_, index) => results!.get(index)!);
   }
   return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
     const results = new Map<number, EnqueueJobResult>();
@@ -219,7 +223,7 @@ async function enqueueWithWindows(
       for (const [position, result] of done.entries()) results.set(plain[position]!.index, result);
     }
     try {
-      for (const [index, result] of await enqueueWindowsTx(tx, windowed, options)) results.set(index, result);
+      for (const [index, result] of (await enqueueWindowsTx(tx, windowed, options))!) results.set(index, result);
     } catch (error) {
       // The windows' refusals (catalog, isolation) write nothing; in a joined transaction the caller may catch
       // and commit, so the jobs this batch inserted above go too, as for an idempotency conflict.
