@@ -22,6 +22,9 @@ import {
 import { useTestDatabase } from '../harness/database.js';
 import { raceInTransactions } from '../harness/workflow-helpers.js';
 import { countingClient } from '../harness/counting-client.js';
+import { runUntilIdle } from '../../src/testing/index.js';
+import { defineJob } from '../../src/index.js';
+import { z } from 'zod';
 
 const db = useTestDatabase();
 
@@ -525,5 +528,18 @@ describe('cost', () => {
     } finally {
       await counter.close();
     }
+  });
+});
+
+describe('in tests', () => {
+  it('runUntilIdle with includeDelayed runs a debounced job once, with the last payload, without waiting out the window', async () => {
+    const seen: number[] = [];
+    const sync = defineJob('test.debounced', z.object({ n: z.number() }), async ({ n }) => {
+      seen.push(n);
+    });
+    for (const n of [1, 2, 3]) await enqueueJob(db.prisma, sync, { n }, { debounce: { key: 'k', windowMs: 600_000 } });
+    expect((await runUntilIdle(db.prisma, [sync])).jobs).toEqual([]);
+    expect((await runUntilIdle(db.prisma, [sync], { includeDelayed: true })).succeeded).toBe(1);
+    expect(seen).toEqual([3]);
   });
 });
