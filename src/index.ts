@@ -41,6 +41,7 @@ export { enqueueJob, enqueueJobs } from './queue/enqueue.js';
 export type { EnqueueJobResult } from './queue/insert-jobs.js';
 export type { EnqueueJobSettings } from './queue/inputs.js';
 export { claimJobs } from './queue/claim.js';
+export { setConcurrencyLimit, listConcurrencyLimits, type ConcurrencyLimit } from './queue/concurrency.js';
 export type { ClaimedJob, ClaimedStep, ClaimedPrerequisite } from './job/claimed-job.js';
 export { markJobRunning, heartbeatJob } from './queue/lifecycle.js';
 export { completeJob, completeJobs } from './queue/complete.js';

@@ -22,6 +22,7 @@ export const sections: Section[] = [
       { text: 'The job definitions catalog', link: '/guide/job-catalog' },
       { text: 'Enqueue intents', link: '/guide/enqueue-intents' },
       { text: 'Long jobs', link: '/guide/long-jobs' },
+      { text: 'Flow control', link: '/guide/flow-control' },
       { text: 'Workflows', link: '/guide/workflows' },
       { text: 'Durable functions or DAGs', link: '/guide/functions-or-dags' },
       { text: 'Cron schedules', link: '/guide/schedules' },

@@ -84,6 +84,8 @@ export const ERROR_CODES = [
   'job.replay_missing',
   'job.workflow_requeue_not_supported',
   'job.resource_claim_conflict',
+  // setConcurrencyLimit(key, null) for a key no job or operator has named.
+  'job.concurrency_key_not_found',
   // The job definitions catalog and enqueue intents.
   'job.definition_not_found',
   'job.definition_not_found_or_disabled',

@@ -29,7 +29,7 @@ export interface LeasePage {
 export async function checkLeaseRows(tx: Tx, scope: ScopeParams, after: LeaseKey, limit: number): Promise<LeasePage> {
   const rows = await tx.$queryRaw<(ViolationRow & { key_expires_at: string; key_job_id: string; broken: boolean })[]>`
     WITH page AS MATERIALIZED (
-      SELECT l.expires_at, l.job_id, l.resource_key, l.canceled,
+      SELECT l.expires_at, l.job_id, l.resource_key, l.concurrency_key, l.canceled,
              to_char(l.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_expires_at
         FROM runledger.job_leases l
        WHERE (l.expires_at, l.job_id) > (${after.expiresAt}::timestamptz, ${after.jobId}::uuid)
@@ -39,13 +39,14 @@ export async function checkLeaseRows(tx: Tx, scope: ScopeParams, after: LeaseKey
     SELECT 'lease.job_mismatch' AS kind, ws.workflow_run_id, jq.workflow_step_id AS step_id, ws.step_key, p.job_id::text AS job_id,
            CASE WHEN p.canceled
                 THEN jsonb_build_object('status', 'CANCELED', 'leaseExpiresAt', p.expires_at)
-                ELSE jsonb_build_object('status', 'LEASED', 'leaseExpiresAt', p.expires_at, 'resourceKey', p.resource_key) END AS expected,
+                ELSE jsonb_build_object('status', 'LEASED', 'leaseExpiresAt', p.expires_at, 'resourceKey', p.resource_key,
+                                        'concurrencyKey', p.concurrency_key) END AS expected,
            jsonb_build_object('jobExists', jq.id IS NOT NULL, 'status', jq.status, 'leaseExpiresAt', jq.lease_expires_at,
-                              'resourceKey', jq.resource_key, 'canceledLease', p.canceled) AS found,
+                              'resourceKey', jq.resource_key, 'concurrencyKey', jq.concurrency_key, 'canceledLease', p.canceled) AS found,
            p.key_expires_at, p.job_id::text AS key_job_id,
            CASE WHEN NOT p.canceled
                 THEN jq.id IS NULL OR jq.status <> 'LEASED' OR jq.lease_expires_at IS DISTINCT FROM p.expires_at
-                     OR jq.resource_key IS DISTINCT FROM p.resource_key
+                     OR jq.resource_key IS DISTINCT FROM p.resource_key OR jq.concurrency_key IS DISTINCT FROM p.concurrency_key
                 ELSE p.expires_at > now()
                      AND (jq.id IS NULL OR jq.status <> 'CANCELED' OR jq.lease_expires_at IS DISTINCT FROM p.expires_at) END
            AND CASE WHEN jq.id IS NULL THEN ${scope.all}::boolean ELSE ${inScope(scope, 'jq.organization_id')} END AS broken
@@ -58,6 +59,38 @@ export async function checkLeaseRows(tx: Tx, scope: ScopeParams, after: LeaseKey
   return {
     violations: rows.filter((row) => row.broken).map(({ key_expires_at: _e, key_job_id: _j, broken: _b, ...violation }) => violation),
     last: last ? { expiresAt: last.key_expires_at, jobId: last.key_job_id } : null,
+    size: rows.length,
+  };
+}
+
+/**
+ * Concurrency keys' slot counts (migration 20270101000000_concurrency_keys), one page of keys after `after`
+ * in key order: `leased` is the number of lease rows holding the key (live and canceled ones not yet swept).
+ * Counted through the lease rows of the page's keys (job_leases holds live leases only: the fleet's size).
+ */
+export async function checkConcurrencyCounts(tx: Tx, after: string, limit: number): Promise<{ violations: ViolationRow[]; last: string | null; size: number }> {
+  const rows = await tx.$queryRaw<(ViolationRow & { key: string; broken: boolean })[]>`
+    WITH page AS MATERIALIZED (
+      SELECT k.key, k.leased FROM runledger.concurrency_limits k
+       WHERE k.key > ${after}
+       ORDER BY k.key
+       LIMIT ${limit}::int
+    ),
+    held AS (
+      SELECT l.concurrency_key AS key, count(*)::int AS n FROM runledger.job_leases l
+       WHERE l.concurrency_key IN (SELECT key FROM page)
+       GROUP BY l.concurrency_key
+    )
+    SELECT 'concurrency.leased_count' AS kind, NULL::uuid AS workflow_run_id, NULL::uuid AS step_id, NULL::text AS step_key,
+           NULL::text AS job_id, jsonb_build_object('key', p.key, 'leased', COALESCE(h.n, 0)) AS expected,
+           jsonb_build_object('key', p.key, 'leased', p.leased) AS found, p.key, p.leased <> COALESCE(h.n, 0) AS broken
+      FROM page p
+      LEFT JOIN held h ON h.key = p.key
+     ORDER BY p.key`;
+  const last = rows.at(-1);
+  return {
+    violations: rows.filter((row) => row.broken).map(({ key: _k, broken: _b, ...violation }) => violation),
+    last: last ? last.key : null,
     size: rows.length,
   };
 }

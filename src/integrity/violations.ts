@@ -56,8 +56,10 @@
  *                                (no reaper swept; the next enqueue of the key would still release it)
  *   mutation.step_count          an append's step_count is the number of steps its request added, all in the run
  *   mutation.edges               the edges into an append's steps are exactly its request's edges
- *   lease.job_mismatch           a live lease row's job is LEASED under it (same expiry and resource key); a
+ *   lease.job_mismatch           a live lease row's job is LEASED under it (same expiry, resource and concurrency key); a
  *                                canceled one's, until it runs out, CANCELED with that expiry
+ *   concurrency.leased_count     a concurrency key's `leased` is the number of its lease rows (admin scope only:
+ *                                a key is shared by every organization's jobs)
  *   function.call_index          a durable function's recorded (FUNCTION) step has a call index; no other step has one
  *   function.call_index_duplicate no two FUNCTION steps of a run share a call index
  *   function.outside_function_run a FUNCTION step belongs to a function run (result step `$function`, a JOB step)
@@ -110,6 +112,7 @@ export type IntegrityViolationKind =
   | 'mutation.step_count'
   | 'mutation.edges'
   | 'lease.job_mismatch'
+  | 'concurrency.leased_count'
   | 'function.call_index'
   | 'function.call_index_duplicate'
   | 'function.outside_function_run'
@@ -185,6 +188,7 @@ const MESSAGES: Record<IntegrityViolationKind, string> = {
   'mutation.step_count': "The append's step count does not match the steps its request added.",
   'mutation.edges': "The edges into the append's steps are not its request's edges.",
   'lease.job_mismatch': 'A lease row names a job that does not hold that lease.',
+  'concurrency.leased_count': "A concurrency key's count of leases is not the number of lease rows holding it.",
   'function.call_index': "A durable function's recorded step has no call index, or another kind of step has one.",
   'function.call_index_duplicate': "Two of a durable function run's recorded steps share a call index.",
   'function.outside_function_run': 'A durable function step belongs to a run that is not a function run.',

@@ -26,9 +26,15 @@ import type { RetryPolicy } from './retry-policy.js';
 export type JobHandler<Payload, Output> = (payload: Payload, ctx: JobContext) => Promise<Output> | Output;
 
 /** A definition's own execution settings (the fourth argument of `defineJob`). */
-export interface JobSettings {
+export interface JobSettings<Input = any> {
   /** Attempts and backoff for this job type. */
   retry?: RetryPolicy;
+  /**
+   * A concurrency key for every job of this type, unless an enqueue gives its own: at most `limit` of the key's
+   * jobs are LEASED at once, across workers and processes. `key` may be computed from the enqueued payload
+   * (e.g. one key per tenant); `limit` is the key's limit unless an operator pinned it (`setConcurrencyLimit`).
+   */
+  concurrency?: { key: string | ((payload: Input) => string); limit: number };
   /** How long one attempt may run (its signal aborts; a retryable `job.timeout` is recorded). Default 300. */
   timeoutSeconds?: number;
   /** Claim order of this type's jobs (higher first) when an enqueue or step does not say. Default 0. */
@@ -44,7 +50,7 @@ export interface JobSettings {
 export type TransactionClientOf<C> = C extends { $transaction(fn: (tx: infer T) => any, ...rest: any[]): any } ? T : never;
 
 /** The settings of a transactional job type: `transaction` is the host's root Prisma client. */
-export interface TransactionalJobSettings<C extends PrismaClientLike> extends JobSettings {
+export interface TransactionalJobSettings<C extends PrismaClientLike, Input = any> extends JobSettings<Input> {
   /**
    * Run every attempt inside an interactive READ COMMITTED transaction of
    * this client (the host's own, on the worker's database): the handler gets
@@ -71,6 +77,8 @@ export interface JobDefinition<Payload = unknown, Output = unknown, Input = Payl
   readonly priority: number | undefined;
   /** Resolved: the definition's backoff with the defaults filled in. */
   readonly backoff: Readonly<BackoffPolicy>;
+  /** The definition's concurrency key (or how to compute it from a payload) and limit; undefined: none. */
+  readonly concurrency: { readonly key: string | ((payload: Input) => string); readonly limit: number } | undefined;
   /** The client each attempt runs in a transaction of (`settings.transaction`); undefined: a direct handler. */
   readonly transaction: PrismaClientLike | undefined;
 }

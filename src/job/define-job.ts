@@ -5,7 +5,7 @@ import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-
 import type { JsonInput } from '../validation/json-input.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
-import { int32, MAX_TIMER_MS, nonBlank, positiveInt } from '../validation/primitives.js';
+import { concurrencyLimit, int32, MAX_TIMER_MS, nonBlank, positiveInt, requestKey } from '../validation/primitives.js';
 import type {
   AnyJobDefinition,
   JobDefinition,
@@ -27,6 +27,15 @@ const definitionSchema = z.strictObject({
     retry: retryPolicySchema.optional(),
     timeoutSeconds: positiveInt.optional(),
     priority: int32.optional(),
+    concurrency: z
+      .strictObject({
+        key: z.union([
+          requestKey,
+          z.custom<(payload: unknown) => string>((value) => typeof value === 'function', { error: 'must be a non-blank string or a function of the payload' }),
+        ]),
+        limit: concurrencyLimit,
+      })
+      .optional(),
     transaction: z.custom<PrismaClientLike>((value) => isPrismaClient(value), { error: 'must be a Prisma client' }).optional(),
   }),
 });
@@ -51,7 +60,7 @@ export function defineJob<S extends StandardSchemaV1, O, C extends PrismaClientL
   jobType: string,
   schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
   handler: (payload: StandardSchemaV1.InferOutput<S>, ctx: TransactionalJobContext<TransactionClientOf<C>>) => Promise<O> | O,
-  settings: TransactionalJobSettings<C>,
+  settings: TransactionalJobSettings<C, StandardSchemaV1.InferInput<S>>,
 ): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>>;
 /**
  * Defines the handler of one job type.
@@ -69,7 +78,7 @@ export function defineJob<S extends StandardSchemaV1, O>(
   // The payload is stored as JSON: a schema whose input is not (a Date, a bigint) would fail every enqueue.
   schema: S & NoInfer<JsonInput<StandardSchemaV1.InferInput<S>>>,
   handler: JobHandler<StandardSchemaV1.InferOutput<S>, O>,
-  settings?: JobSettings,
+  settings?: JobSettings<StandardSchemaV1.InferInput<S>>,
 ): JobDefinition<StandardSchemaV1.InferOutput<S>, O, StandardSchemaV1.InferInput<S>>;
 export function defineJob<S extends StandardSchemaV1, O>(
   jobType: string,
@@ -107,6 +116,7 @@ export function defineJob<S extends StandardSchemaV1, O>(
     timeoutSeconds: parsed.settings.timeoutSeconds,
     priority: parsed.settings.priority,
     backoff: Object.freeze(resolveBackoff(parsed.settings.retry?.backoff)),
+    concurrency: parsed.settings.concurrency === undefined ? undefined : Object.freeze({ ...parsed.settings.concurrency }),
     transaction: parsed.settings.transaction,
     [BRAND]: true,
   });

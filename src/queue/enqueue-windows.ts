@@ -81,7 +81,15 @@ export async function enqueueWindowsTx(
     }
     const batch = JSON.stringify(pending.map((ord) => windowEntry(groups[ord]!, ord)));
     const rows = await tx.$queryRaw<WindowOutcomeRow[]>(
-      ...asTemplate(enqueueWindowsStatement(batch, options.definitionGate ?? 'off', traceContext, options.notify ?? true)),
+      ...asTemplate(
+        enqueueWindowsStatement(
+          batch,
+          options.definitionGate ?? 'off',
+          traceContext,
+          options.notify ?? true,
+          groups.some((group) => group.winner.row.concurrency != null),
+        ),
+      ),
     );
     refuse(rows, options.definitionGate ?? 'off');
     const raced: number[] = [];
@@ -160,6 +168,8 @@ function windowEntry(group: KeyGroup, ord: number): Record<string, unknown> {
     ['backoff_base_ms', r.backoff?.baseDelayMs],
     ['backoff_max_ms', r.backoff?.maxDelayMs],
     ['stage', r.stage],
+    ['concurrency_key', r.concurrency?.key],
+    ['concurrency_limit', r.concurrency?.limit],
     // The opener's cap: a window this batch opens is opened by the key's first request.
     ['max_wait_ms', group.members[0]!.window.maxWaitMs],
   ];

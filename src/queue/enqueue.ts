@@ -120,6 +120,11 @@ export function definedJobInput(definition: AnyJobDefinition, item: unknown): un
     ...(definition.priority === undefined ? {} : { priority: definition.priority }),
   };
   const own = stripUndefined(item as Record<string, unknown>);
+  // The definition's concurrency key, computed from this payload, unless the enqueue names its own.
+  if (definition.concurrency !== undefined && own.concurrency === undefined) {
+    const { key, limit } = definition.concurrency;
+    own.concurrency = { key: typeof key === 'function' ? key((item as { payload?: unknown }).payload) : key, limit };
+  }
   // An enqueue's backoff is completed field by field from the definition's (a field it leaves out is the
   // definition's, not the default). No backoff of its own: nothing is stored and the worker's definition applies.
   const backoff = own.backoff;

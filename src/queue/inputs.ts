@@ -21,6 +21,7 @@ import {
   UUID_REGEX,
   organizationId,
   timestamp,
+  concurrencyLimit,
 } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
@@ -41,6 +42,8 @@ import { MAX_ERROR_MESSAGE_LENGTH, MAX_ERROR_STACK_LENGTH } from '../job/default
 
 const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CANCELED']);
 const workerId = nonBlank(200);
+
+export const concurrencySettingSchema = z.strictObject({ key: requestKey, limit: concurrencyLimit });
 
 /** The longest debounce or throttle window, and a debounce's longest maximum wait: 7 days. */
 export const MAX_ENQUEUE_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
@@ -78,6 +81,12 @@ export const enqueueJobInputSchema = z
      * organizations (src/queue/claim.ts). Non-blank, at most 512 bytes.
      */
     resource: requestKey.optional(),
+    /**
+     * Concurrency key: at most `limit` jobs naming `key` are LEASED at any time, across workers, job types and
+     * organizations (src/queue/statements/concurrency-slots.ts). The limit is stored on the key's row: this
+     * enqueue sets it unless an operator pinned it (`setConcurrencyLimit`).
+     */
+    concurrency: concurrencySettingSchema.optional(),
     /** The job's stage label until its handler sets another (`ctx.setStage`). */
     stage: stageLabel.optional(),
     /**
@@ -120,7 +129,21 @@ export type EnqueueJobInput = Omit<z.input<typeof enqueueJobInputSchema>, 'paylo
 export type EnqueueJobSettings = Omit<EnqueueJobInput, 'jobType' | 'payload'>;
 export type ParsedEnqueueJobInput = z.output<typeof enqueueJobInputSchema>;
 
-export const enqueueJobsInputSchema = z.array(enqueueJobInputSchema).max(MAX_ENQUEUE_BATCH);
+export const enqueueJobsInputSchema = z
+  .array(enqueueJobInputSchema)
+  .max(MAX_ENQUEUE_BATCH)
+  .superRefine((jobs, ctx) => {
+    // One limit per key per statement: the key's row takes one value.
+    const limits = new Map<string, number>();
+    jobs.forEach((job, index) => {
+      if (job.concurrency === undefined) return;
+      const seen = limits.get(job.concurrency.key);
+      if (seen === undefined) limits.set(job.concurrency.key, job.concurrency.limit);
+      else if (seen !== job.concurrency.limit) {
+        ctx.addIssue({ code: 'custom', path: [index, 'concurrency', 'limit'], message: `differs from an earlier job's limit (${seen}) for the same key` });
+      }
+    });
+  });
 
 /** Options of one `enqueueJob` / `enqueueJobs` call (not part of any job's request or idempotency key). */
 export const enqueueOptionsSchema = z.strictObject({

@@ -59,6 +59,8 @@ export interface InsertJobRow {
   workflowStepId?: string | null;
   /** Execution resource key (at most one LEASED job per key); absent or null for none. */
   resourceKey?: string | null;
+  /** Concurrency key and its limit (at most `limit` LEASED jobs of the key); absent or null for none. */
+  concurrency?: { key: string; limit: number } | null;
   /** This job's own retry backoff (failJob uses it over the definition's); absent or null for none. */
   backoff?: BackoffPolicy | null;
   /** The job's stage label; absent or null for none. */
@@ -101,7 +103,18 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
   // (which may be JSON null) travels wrapped ({"v": payload}); every other field that is null is left out
   // (batchEntry).
   const batch = JSON.stringify(rows.map((r, ord) => batchEntry(r, eventIds[ord] ?? null, ord)));
-  const inserted = await tx.$queryRaw<InsertedRow[]>(...asTemplate(insertJobsStatement(batch, gate, traceContext, options.at ?? null, notify)));
+  const inserted = await tx.$queryRaw<InsertedRow[]>(
+    ...asTemplate(
+      insertJobsStatement(
+        batch,
+        gate,
+        traceContext,
+        options.at ?? null,
+        notify,
+        rows.some((r) => r.concurrency != null),
+      ),
+    ),
+  );
   const refused = inserted.flatMap((row) => (row.refused === null ? [] : [row.refused]));
   if (refused.length > 0) {
     throw new ConflictError('job.definition_not_found_or_disabled', 'The job type has no enabled definition.', {
@@ -148,6 +161,8 @@ const OPTIONAL_FIELDS: readonly (readonly [string, (r: InsertJobRow) => unknown]
   ['event_payload', (r) => r.eventPayload],
   ['workflow_step_id', (r) => r.workflowStepId],
   ['resource_key', (r) => r.resourceKey],
+  ['concurrency_key', (r) => r.concurrency?.key],
+  ['concurrency_limit', (r) => r.concurrency?.limit],
   ['backoff_base_ms', (r) => r.backoff?.baseDelayMs],
   ['backoff_max_ms', (r) => r.backoff?.maxDelayMs],
   ['stage', (r) => r.stage],
@@ -163,6 +178,7 @@ export function canonicalJobRequest(
     resourceKey: string | null;
     backoff: { baseDelayMs: number; maxDelayMs: number } | null;
     stage?: string | null;
+    concurrency?: { key: string; limit: number } | null;
   },
 ): JsonValue {
   return {
@@ -175,6 +191,7 @@ export function canonicalJobRequest(
     ...(r.resourceKey === null ? {} : { resource: r.resourceKey }),
     ...(r.backoff === null ? {} : { backoff: { baseDelayMs: r.backoff.baseDelayMs, maxDelayMs: r.backoff.maxDelayMs } }),
     ...(r.stage === undefined || r.stage === null ? {} : { stage: r.stage }),
+    ...(r.concurrency === undefined || r.concurrency === null ? {} : { concurrency: { key: r.concurrency.key, limit: r.concurrency.limit } }),
   };
 }
 
@@ -186,6 +203,7 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const key = input.idempotencyKey ?? null;
   const resourceKey = input.resource ?? null;
   const backoff = input.backoff === undefined ? null : resolveBackoff(input.backoff);
+  const concurrency = input.concurrency ?? null;
   const settings = { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, stage: input.stage ?? null };
   return {
     id: newId(),
@@ -193,9 +211,10 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     nextRunAt: input.runAt ?? null,
     delayMs: input.delayMs ?? null,
     idempotencyKey: key,
-    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey, backoff }),
+    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey, backoff, concurrency }),
     eventPayload: null,
     resourceKey,
+    concurrency,
     backoff,
   };
 }

@@ -46,6 +46,7 @@
  * classified again. No raw 23505 escapes, in an owned or a joined transaction
  * alike, so no transaction retry is needed.
  */
+import { sqltag } from '@prisma/client/runtime/client';
 import { ensureReadCommitted, withTransaction } from '../client/transaction.js';
 import type { Db, Tx } from '../client/types.js';
 import { newId } from '../db/ids.js';
@@ -81,8 +82,16 @@ export type CompareAndReplaySucceededJobResult =
   | { kind: 'not_found' };
 
 /** The source row with the settings a replay copies besides the public Job's. */
-type ReplaySource = JobRow & { backoff_base_ms: number | null; backoff_max_ms: number | null };
+type ReplaySource = JobRow & {
+  backoff_base_ms: number | null;
+  backoff_max_ms: number | null;
+  /** The source's concurrency key, with the key's limit now (the replay takes a slot of the same key). */
+  replay_concurrency_key: string | null;
+  replay_concurrency_limit: number | null;
+};
 type SourceRow = ReplaySource & { workflow_managed: boolean };
+const REPLAY_CONCURRENCY = sqltag`jq.concurrency_key AS replay_concurrency_key,
+    (SELECT k.max_leased FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key) AS replay_concurrency_limit`;
 
 /**
  * Replays a successful direct job as a new job, idempotently per
@@ -144,7 +153,7 @@ async function lockReplaySourceTx(
 async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<ReplaySource | undefined> {
   const s = scopeParams(request.scope);
   const rows = await tx.$queryRaw<ReplaySource[]>`
-    SELECT ${JOB_ROW_COLUMNS}, jq.backoff_base_ms, jq.backoff_max_ms
+    SELECT ${JOB_ROW_COLUMNS}, jq.backoff_base_ms, jq.backoff_max_ms, ${REPLAY_CONCURRENCY}
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
        AND ${inScope(s, 'jq.organization_id')}
@@ -159,7 +168,7 @@ async function lockEligibleSourceTx(tx: Tx, request: ParsedReplayRequest): Promi
 async function readSourceTx(tx: Tx, request: ParsedReplayRequest): Promise<SourceRow | undefined> {
   const s = scopeParams(request.scope);
   const rows = await tx.$queryRaw<SourceRow[]>`
-    SELECT ${JOB_ROW_COLUMNS}, jq.backoff_base_ms, jq.backoff_max_ms,
+    SELECT ${JOB_ROW_COLUMNS}, jq.backoff_base_ms, jq.backoff_max_ms, ${REPLAY_CONCURRENCY},
            jq.workflow_step_id IS NOT NULL AS workflow_managed
       FROM runledger.job_queue jq
      WHERE jq.id = ${request.sourceJobId}::uuid
@@ -180,6 +189,10 @@ async function insertReplayTx(tx: Tx, request: ParsedReplayRequest, source: Repl
       timeoutSeconds: source.timeout_seconds,
       // The replay repeats the same work against the same resource.
       resourceKey: source.resource_key,
+      concurrency:
+        source.replay_concurrency_key === null || source.replay_concurrency_limit === null
+          ? null
+          : { key: source.replay_concurrency_key, limit: source.replay_concurrency_limit },
       // ... and with the source's own backoff, if it had one.
       backoff:
         source.backoff_base_ms === null || source.backoff_max_ms === null ? null : { baseDelayMs: source.backoff_base_ms, maxDelayMs: source.backoff_max_ms },

@@ -94,6 +94,14 @@ export const requestKey = storableText
   .refine((s) => s.trim().length > 0, 'must not be blank')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= 512, 'must be at most 512 bytes (UTF-8)');
 
+/** Most slots one concurrency key may have (the concurrency_limits check). */
+export const MAX_CONCURRENCY_LIMIT = 100_000;
+export const concurrencyLimit = z
+  .number()
+  .int('must be an integer')
+  .min(1, 'must be at least 1')
+  .max(MAX_CONCURRENCY_LIMIT, `must be at most ${MAX_CONCURRENCY_LIMIT}`);
+
 export const int32 = z.number().int('must be an integer').min(-2147483648).max(2147483647);
 export const positiveInt = z.number().int('must be an integer').min(1, 'must be at least 1').max(2147483647);
 

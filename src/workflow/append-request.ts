@@ -86,6 +86,8 @@ export interface AppendWorkflowStepsInput {
         timeoutSeconds?: number;
         /** Execution resource of the step's job (see enqueueJob). */
         resource?: string;
+        /** Concurrency key and limit of the step's job (see enqueueJob). */
+        concurrency?: { key: string; limit: number };
         /** Retry backoff of the step's job (see enqueueJob); either field alone, the other defaulted. */
         backoff?: { baseDelayMs?: number; maxDelayMs?: number };
         /** Stage label of the step's job (see enqueueJob). */

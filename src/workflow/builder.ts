@@ -30,6 +30,11 @@ export interface JobStepSettings {
   /** Execution resource: at most one job per key runs at a time (see enqueueJob). */
   resource?: string;
   /**
+   * Concurrency key of the step's job: at most `limit` jobs of the key LEASED at once (see enqueueJob's
+   * `concurrency`). Default: the definition's (a step given by definition), its key computed from the payload.
+   */
+  concurrency?: { key: string; limit: number };
+  /**
    * Retry backoff of the step's job, over the definition's (a step given by definition; a field left out is
    * the definition's), else the default (see enqueueJob's `backoff`).
    */
@@ -109,6 +114,10 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
         ...(job.timeoutSeconds === undefined ? {} : { timeoutSeconds: job.timeoutSeconds }),
       };
       const own = withoutUndefined(settings);
+      if (job.concurrency !== undefined && own.concurrency === undefined) {
+        const { key: k, limit } = job.concurrency;
+        own.concurrency = { key: typeof k === 'function' ? k(payload) : k, limit };
+      }
       const backoff = own.backoff;
       if (typeof backoff === 'object' && backoff !== null) own.backoff = { ...job.backoff, ...withoutUndefined(backoff) };
       this.steps.push({ key, kind: 'job', jobType: job.jobType, payload, ...defaults, ...own });

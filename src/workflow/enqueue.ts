@@ -229,6 +229,8 @@ async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], trace
                 max_attempts: step.maxAttempts,
                 timeout_seconds: step.timeoutSeconds,
                 resource_key: step.resourceKey,
+                concurrency_key: step.concurrency?.key,
+                concurrency_limit: step.concurrency?.limit,
                 backoff_base_ms: step.backoff?.baseDelayMs,
                 backoff_max_ms: step.backoff?.maxDelayMs,
                 stage: step.stage,
@@ -244,7 +246,16 @@ async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], trace
     });
   });
   return tx.$queryRaw<{ id: string }[]>(
-    ...asTemplate(startWorkflowRunsStatement(JSON.stringify(runs), JSON.stringify(steps), JSON.stringify(edges), traceContext, RECOVERY_CARRIED)),
+    ...asTemplate(
+      startWorkflowRunsStatement(
+        JSON.stringify(runs),
+        JSON.stringify(steps),
+        JSON.stringify(edges),
+        traceContext,
+        RECOVERY_CARRIED,
+        steps.some((s) => s.concurrency_key !== undefined),
+      ),
+    ),
   );
 }
 
@@ -343,16 +354,20 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
         // `inherits` is left out: the snapshot is the request as given, whatever the catalog says at the time.
         const {
           resourceKey,
+          concurrency,
           backoff,
           stage,
           allowContinuation,
           inherits: _inherits,
           ...rest
-        } = step.kind === 'job' ? step : { ...step, resourceKey: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
+        } = step.kind === 'job'
+          ? step
+          : { ...step, resourceKey: null, concurrency: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
         return {
           ...rest,
           ...(allowContinuation ? { allowContinuation } : {}),
           ...(resourceKey === null ? {} : { resourceKey }),
+          ...(concurrency === null ? {} : { concurrency: { key: concurrency.key, limit: concurrency.limit } }),
           ...(stage === null ? {} : { stage }),
           ...(backoff === null ? {} : { backoff: { baseDelayMs: backoff.baseDelayMs, maxDelayMs: backoff.maxDelayMs } }),
           dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),

@@ -10,7 +10,7 @@ import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
 import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
-import { stageLabel } from '../queue/inputs.js';
+import { concurrencySettingSchema, stageLabel } from '../queue/inputs.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
 import { parseCommonWorkflowRun } from './common-run-input.js';
@@ -34,6 +34,8 @@ export const jobStepSettingsFields = {
   timeoutSeconds: positiveInt.optional(),
   /** Execution resource of the step's job (see enqueueJob's \`resource\`). */
   resource: requestKey.optional(),
+  /** Concurrency key and limit of the step's job (see enqueueJob's \`concurrency\`). */
+  concurrency: concurrencySettingSchema.optional(),
   /** Retry backoff of the step's job (see enqueueJob's \`backoff\`); either field alone, the other defaulted. */
   backoff: backoffPolicySchema.optional(),
   /** Stage label of the step's job at enqueue (see enqueueJob's \`stage\`). */
@@ -95,6 +97,8 @@ export type ValidatedStep =
       maxAttempts: number;
       timeoutSeconds: number;
       resourceKey: string | null;
+      /** The step's job's concurrency key and limit; null: none. */
+      concurrency: { key: string; limit: number } | null;
       /** The step's own backoff, copied to its job; null: the job type's definition decides. */
       backoff: BackoffPolicy | null;
       /** The stage label of the step's job at enqueue; null: none. */
@@ -187,6 +191,21 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
     });
   });
 
+  // One limit per concurrency key in a run: the key's row takes one value.
+  const limits = new Map<string, number>();
+  parsed.steps.forEach((step, index) => {
+    const concurrency = step.kind === 'job' && 'concurrency' in step ? (step.concurrency as { key: string; limit: number } | undefined) : undefined;
+    if (concurrency === undefined) return;
+    const seen = limits.get(concurrency.key);
+    if (seen === undefined) limits.set(concurrency.key, concurrency.limit);
+    else if (seen !== concurrency.limit)
+      fail(
+        WORKFLOW_INVALID_INPUT,
+        `steps.${index}.concurrency.limit`,
+        `Invalid steps.${index}.concurrency.limit: differs from an earlier step's limit (${seen}) for the same key`,
+      );
+  });
+
   const resultSteps = parsed.steps.flatMap((step, index) => (step.result ? [{ step, index }] : []));
   if (resultSteps.length > 1) {
     const keys = resultSteps.map((r) => `"${r.step.key}"`).join(', ');
@@ -220,6 +239,7 @@ export function resolveStep(
         maxAttempts?: number | undefined;
         timeoutSeconds?: number | undefined;
         resource?: string | undefined;
+        concurrency?: { key: string; limit: number } | undefined;
         backoff?: Parameters<typeof resolveBackoff>[0] | undefined;
         stage?: string | undefined;
         allowContinuation?: boolean | undefined;
@@ -237,6 +257,7 @@ export function resolveStep(
         maxAttempts: step.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
         timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
         resourceKey: step.resource ?? null,
+        concurrency: step.concurrency ?? null,
         backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
         stage: step.stage ?? null,
         allowContinuation: step.allowContinuation ?? false,

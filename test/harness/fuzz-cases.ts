@@ -89,6 +89,7 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
         timeoutSeconds: 30,
         idempotencyKey: 'fuzz-key',
         resource: 'fuzz-res',
+        concurrency: { key: 'fuzz-slots', limit: 2 },
         backoff: { baseDelayMs: 10, maxDelayMs: 100 },
         runAt: new Date(Date.now() + 60_000),
       },
@@ -212,6 +213,8 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   },
   promoteEnqueueIntents: { args: (f) => [{ jobTypes: [f.definition.jobType, 'fuzz.intent'], limit: 2 }], call: dbCall('promoteEnqueueIntents') },
   getEnqueueIntentStats: { args: () => [{ scope: scope() }], call: dbCall('getEnqueueIntentStats') },
+  listConcurrencyLimits: { args: () => [{ scope: scope(), after: 'fuzz-key', limit: 5 }], call: dbCall('listConcurrencyLimits') },
+  setConcurrencyLimit: { args: () => [{ key: 'fuzz-key', limit: 3 }], call: dbCall('setConcurrencyLimit') },
   getQueueMetrics: { args: () => [{ scope: scope(), now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('getQueueMetrics') },
 
   // Workflows.

@@ -188,6 +188,26 @@ describe('debounce', () => {
   });
 });
 
+describe('with concurrency keys', () => {
+  it('a re-arm takes the last request’s concurrency key; a throttle’s answer writes no limit', async () => {
+    const type = 'deb.concurrency';
+    const first = await enqueueJob(db.prisma, { ...debounced(type, 1), concurrency: { key: 'win-c1', limit: 2 } });
+    await enqueueJob(db.prisma, { ...debounced(type, 2), concurrency: { key: 'win-c2', limit: 3 } });
+    const [job] = await db.prisma.$queryRaw<{ concurrency_key: string }[]>`
+      SELECT concurrency_key FROM runledger.job_queue WHERE id = ${first.jobId}::uuid`;
+    expect(job).toEqual({ concurrency_key: 'win-c2' });
+    await enqueueJob(db.prisma, { ...throttled(type, 1), concurrency: { key: 'win-c3', limit: 1 } });
+    await enqueueJob(db.prisma, { ...throttled(type, 2), concurrency: { key: 'win-c4', limit: 1 } });
+    const limits = await db.prisma.$queryRaw<{ key: string; max_leased: number }[]>`
+      SELECT key, max_leased FROM runledger.concurrency_limits WHERE key LIKE 'win-%' ORDER BY key`;
+    expect(limits).toEqual([
+      { key: 'win-c1', max_leased: 2 },
+      { key: 'win-c2', max_leased: 3 },
+      { key: 'win-c3', max_leased: 1 },
+    ]);
+  });
+});
+
 describe('throttle', () => {
   it('keeps the first request of the window: later ones return its job and write nothing; after the window, a new job', async () => {
     const type = 'thr.first';

@@ -33,6 +33,7 @@ import {
   findJob,
   findWorkflowRun,
   getEnqueueIntentStats,
+  listConcurrencyLimits,
   getJob,
   getQueueMetrics,
   getWorkflowRun,
@@ -88,7 +89,13 @@ beforeAll(async () => {
     activeKey: 'sync:1',
   });
   await runRunnableJobs(prisma);
-  const pending = await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {}, organizationId: ORG_A, idempotencyKey: 'tenant-key' });
+  const pending = await enqueueJob(prisma, {
+    jobType: 'tenant.pending',
+    payload: {},
+    organizationId: ORG_A,
+    idempotencyKey: 'tenant-key',
+    concurrency: { key: 'tenant-a-slots', limit: 2 },
+  });
   // Organization B's and global rows live beside them: the other scopes are not empty.
   await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {}, organizationId: ORG_B });
   await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {} });
@@ -182,6 +189,14 @@ const OPERATIONS: ScopedOperation[] = [
       check: (m) => expect([typesOf(m).filter((t) => t === 'tenant.done' || t === 'tenant.dead'), (m as QueueMetrics).deadLetteredLast24h]).toEqual([[], 0]),
     },
     admin: (m) => expect([typesOf(m), (m as QueueMetrics).deadLetteredLast24h]).toEqual([expect.arrayContaining(['tenant.done', 'tenant.dead']), 1]),
+  },
+  // A's concurrency key: listed only in A's scope (and the admin's), its counts A's own.
+  {
+    name: 'listConcurrencyLimits',
+    call: (scope) => listConcurrencyLimits(db.prisma, { scope, limit: 500 }),
+    outside: { check: (page) => expect((page as { items: { key: string }[] }).items.map((i) => i.key)).not.toContain('tenant-a-slots') },
+    admin: (page) =>
+      expect((page as { items: { key: string; waiting: number }[] }).items).toContainEqual(expect.objectContaining({ key: 'tenant-a-slots', waiting: 1 })),
   },
   {
     name: 'getEnqueueIntentStats',

@@ -33,6 +33,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'enqueueJob',
   'enqueueJobs',
   'claimJobs',
+  'setConcurrencyLimit',
+  'listConcurrencyLimits',
   'markJobRunning',
   'heartbeatJob',
   'completeJob',

@@ -4,6 +4,7 @@
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { insertLeaseRows } from './lease-rows.js';
+import { concurrencyOpen, concurrencyAdmission, countConcurrencySlots } from './concurrency-slots.js';
 
 export interface ClaimParams {
   workerId: string;
@@ -26,6 +27,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
   // Rows are locked as the outer LIMIT pulls them, so a scan the outer LIMIT reads directly locks `limit`
   // rows, not the bucket.
   const bucket = limitBucket(limit);
+  const admission = concurrencyAdmission('candidates');
   const candidates =
     jobTypes === undefined
       ? sqltag`
@@ -33,11 +35,11 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         -- matches that index's predicate, which only this shape states, so a typed claim (whose planner
         -- cannot know how types and priorities correlate) never picks that index: see the migrations
         -- (20261201000000_job_step_link, 20261206000001_claim_idx_predicate).
-        SELECT b.id, b.ctid FROM (
-          SELECT jq.id, jq.ctid
+        SELECT b.id, b.ctid, b.concurrency_key, b.priority, b.next_run_at FROM (
+          SELECT jq.id, jq.ctid, jq.concurrency_key, jq.priority, jq.next_run_at
             FROM runledger.job_queue jq
            WHERE jq.claimable AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
-             AND ${RESOURCE_FREE_HEAD}
+             AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)}
            ORDER BY jq.priority DESC, jq.next_run_at, jq.id
            LIMIT ${bucket}
              FOR UPDATE SKIP LOCKED
@@ -47,13 +49,13 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         -- One ordered scan of job_queue_claim_by_type_idx per requested type, merged. With one type the
         -- outer LIMIT reads the scan in order and locks \`limit\` rows; with several, each type's scan locks
         -- up to the bucket, and rows beyond the merged \`limit\` are unlocked when the statement commits.
-        SELECT c.id, c.ctid
+        SELECT c.id, c.ctid, c.concurrency_key, c.priority, c.next_run_at
           FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
          CROSS JOIN LATERAL (
-           SELECT jq.id, jq.ctid, jq.priority, jq.next_run_at
+           SELECT jq.id, jq.ctid, jq.concurrency_key, jq.priority, jq.next_run_at
              FROM runledger.job_queue jq
             WHERE jq.claimable AND jq.job_type = t.job_type AND jq.next_run_at <= now()
-              AND ${RESOURCE_FREE_HEAD}
+              AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)}
             ORDER BY jq.priority DESC, jq.next_run_at, jq.id
             LIMIT ${bucket}
               FOR UPDATE SKIP LOCKED
@@ -64,13 +66,14 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
       -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
       -- other types' backlog.
       WITH candidates AS (${candidates}),
+      ${admission},
       -- Each claimed job's attempt number in its trail (job_events' sequence): its LEASED event's place, and
       -- with markRunning its RUNNING event's (right after).
       -- One row of two aligned arrays, read per claimed row by array_position (a linear scan in C): a lookup in
       -- a CTE of one row per job rescanned it for every claimed row.
       numbers AS MATERIALIZED (
         SELECT array_agg(x.id) AS ids, array_agg(x.seq) AS seqs
-          FROM (SELECT id, nextval('runledger.job_events_seq_seq') AS seq FROM candidates) x
+          FROM (SELECT id, nextval('runledger.job_events_seq_seq') AS seq FROM admitted) x
       ),
       claimed AS (
         UPDATE runledger.job_queue jq
@@ -93,13 +96,14 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
          -- candidates' row estimate, without finding each row again in the primary key (a quarter of the
          -- claim's buffers). A locked row cannot move; a candidate whose locked version is newer than this
          -- statement's snapshot is not visible here and stays PENDING (claimed by a later claim).
-         WHERE jq.ctid = ANY(ARRAY(SELECT ctid FROM candidates))
+         WHERE jq.ctid = ANY(ARRAY(SELECT ctid FROM admitted))
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
-                  jq.trace_context, jq.stage
+                  jq.trace_context, jq.stage, jq.concurrency_key
       ),
       leased AS (${insertLeaseRows('claimed')}),
+      ${countConcurrencySlots('claimed')},
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
       )

@@ -8,7 +8,7 @@ import { stepStartedAt } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../../db/fragments.js';
 import { countFinished } from './finished-counts.js';
 import type { JsonValue } from '../../model/json.js';
-import { LEASE_ROW_KEY, deleteLeaseRows } from './lease-rows.js';
+import { LEASE_ROW_KEY, endLeaseRows } from './lease-rows.js';
 
 /** A lease to complete and its output. */
 export interface CompleteItem {
@@ -79,7 +79,7 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
       RETURNING jq.id, jq.run_number, jq.attempt, k.worker_id, jq.finished_at, jq.output, jq.workflow_step_id, jq.attempt_started_at,
                 jq.organization_id, jq.job_type, jq.status, k.lease_row_expires_at
     ),
-    unleased AS (${deleteLeaseRows(sqltag`done`)}),
+    ${endLeaseRows(sqltag`done`)},
     counted AS (${countFinished(sqltag`done`)}),
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (

@@ -7,7 +7,7 @@ import { LIVE_JOB_STEP, stepStartedAt } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseIdentity, leaseLive } from '../../db/fragments.js';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
-import { LEASE_ROW_KEY, deleteLeaseRows } from './lease-rows.js';
+import { LEASE_ROW_KEY, endLeaseRows } from './lease-rows.js';
 
 /** The step status reason of a continued job's step. */
 export const CONTINUED_STEP_REASON = 'job.continued';
@@ -78,7 +78,7 @@ export function continueJobsStatement(c: ContinueColumns): Sql {
       RETURNING jq.id, jq.job_type, jq.run_number, jq.next_run_at, jq.checkpoint, jq.progress, jq.workflow_step_id,
                 k.slice_attempt, k.delay_ms, k.event_id, k.worker_id, k.lease_row_expires_at
     ),
-    unleased AS (${deleteLeaseRows(sqltag`continued`)}),
+    ${endLeaseRows(sqltag`continued`)},
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
       SELECT event_id, id, 'REQUEUED'::runledger.job_event_type, run_number, 0,

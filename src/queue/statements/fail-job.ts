@@ -6,7 +6,7 @@ import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { LIVE_JOB_STEP, stepStartedAt } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseFence, leaseIdentity, type LeaseName } from '../../db/fragments.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
-import { LEASE_ROW_KEY, deleteLeaseRows, withLeaseRowKey } from './lease-rows.js';
+import { LEASE_ROW_KEY, endLeaseRows, withLeaseRowKey } from './lease-rows.js';
 import { countFinished } from './finished-counts.js';
 
 /** What the failure statement records besides the lease. */
@@ -64,7 +64,7 @@ export function failJobStatement(l: LeaseName, o: FailureFields, b: Backoff, eve
       RETURNING jq.id, jq.status, jq.next_run_at, jq.run_number, jq.attempt, jq.max_attempts, jq.workflow_step_id,
                 jq.organization_id, jq.job_type, jq.finished_at
     ),
-    unleased AS (${deleteLeaseRows(withLeaseRowKey('failed', 'locked'))}),
+    ${endLeaseRows(withLeaseRowKey('failed', 'locked'))},
     counted AS (${countFinished(sqltag`failed`)}),
     steps AS (
       UPDATE runledger.workflow_steps ws

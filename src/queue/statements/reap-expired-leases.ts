@@ -8,6 +8,7 @@ import { CLEAR_LEASE } from '../../db/fragments.js';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
 import { EXPIRED_LEASE_ROWS, deleteLeaseRows, deleteRunOutCanceledLeases } from './lease-rows.js';
+import { freeConcurrencySlots } from './concurrency-slots.js';
 import { countFinished } from './finished-counts.js';
 
 export const LEASE_EXPIRED_CODE = 'job.lease_expired';
@@ -56,6 +57,8 @@ export function reapExpiredLeasesStatement(limit: number, eventIds: readonly str
       unleased AS (${deleteLeaseRows(sqltag`reaped`)}),
       -- Canceled leases that ran out: their keys' quiescence is over.
       run_out AS (${deleteRunOutCanceledLeases(limit)}),
+      ended_leases AS (SELECT concurrency_key FROM unleased UNION ALL SELECT concurrency_key FROM run_out),
+      ${freeConcurrencySlots('ended_leases')},
       counted AS (${countFinished(sqltag`reaped`)}),
       numbered AS (
         SELECT reaped.*, row_number() OVER (ORDER BY expired_at, id)::int AS n FROM reaped

@@ -7,7 +7,7 @@ import { LIVE_JOB_STEP } from '../../coordination/step-state.js';
 import { CLEAR_LEASE, leaseFence, lockedLeaseAndClock, type LeaseName } from '../../db/fragments.js';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
 import { ATTEMPT_COLUMNS, CLEAR_ATTEMPT, archiveAttempts } from '../attempt-row.js';
-import { LEASE_ROW_KEY, deleteLeaseRows, withLeaseRowKey } from './lease-rows.js';
+import { LEASE_ROW_KEY, endLeaseRows, withLeaseRowKey } from './lease-rows.js';
 
 export function releaseJobStatement(l: LeaseName, reason: string, eventId: string): Sql {
   return sqltag`
@@ -20,7 +20,7 @@ export function releaseJobStatement(l: LeaseName, reason: string, eventId: strin
        WHERE ${leaseFence(l, sqltag`c.at`)}
       RETURNING jq.id, jq.job_type, jq.run_number, jq.attempt
     ),
-    unleased AS (${deleteLeaseRows(withLeaseRowKey('released', 'locked'))}),
+    ${endLeaseRows(withLeaseRowKey('released', 'locked'))},
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload)
       SELECT ${eventId}::uuid, id, 'RELEASED', run_number, attempt,
