@@ -98,7 +98,7 @@ export type {
 // ---------------------------------------------------------------------------
 export { workflow, type WorkflowBuilder, type JobStepSettings, type TypedWorkflowRunInput } from './workflow/builder.js';
 export type { WorkflowRunInput, WorkflowStepInput, WorkflowDependencyInput } from './workflow/run-definition.js';
-export { enqueueWorkflowRun, enqueueWorkflowRuns, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
+export { enqueueWorkflowRun, enqueueWorkflowRuns, type EnqueueWorkflowOptions, type EnqueueWorkflowRunResult } from './workflow/enqueue.js';
 export { completeExternalWorkflowStep, type CompleteExternalWorkflowStepInput } from './workflow/external.js';
 export { cancelWorkflowRun, type CancelWorkflowRunInput } from './workflow/cancel.js';
 export {

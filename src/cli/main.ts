@@ -20,6 +20,7 @@ import { registerScheduleCommands } from './schedules.js';
 import { registerPurgeCommand } from './purge.js';
 import { registerStatsCommand } from './stats.js';
 import { registerDefinitionCommands } from './definitions.js';
+import { registerLimitCommands } from './limits.js';
 import { registerWorkerCommand } from './worker.js';
 import { registerDashboardCommand } from './dashboard.js';
 import { UsageError, type CliContext } from './context.js';
@@ -142,6 +143,7 @@ export function buildProgram(argv: readonly string[] = []): { program: Command; 
   registerPurgeCommand(program, context);
   registerStatsCommand(program, context);
   registerDefinitionCommands(program, context);
+  registerLimitCommands(program, context);
   registerDashboardCommand(program, context);
   return { program, context, close: async () => void (await client?.$disconnect()) };
 }

@@ -33,6 +33,17 @@ export function formatMetrics(m: QueueMetrics): string {
     `  run (start to finish), last hour: ${percentiles(m.runTimeMs)}`,
     `  workflow runs: running ${runs.running}, waiting for external ${runs.waitingForExternal}; last hour: succeeded ${runs.finishedRecently.succeeded}, completed with errors ${runs.finishedRecently.completedWithErrors}, canceled ${runs.finishedRecently.canceled}`,
   ];
+  if (m.concurrency.keys.length > 0) {
+    const shown = m.concurrency.keys.length < m.concurrency.keyCount ? ` (the ${m.concurrency.keys.length} with the most waiting)` : '';
+    lines.push(
+      '',
+      `Concurrency keys: ${m.concurrency.waiting} due job(s) waiting over ${m.concurrency.keyCount} key(s)${shown}`,
+      table([
+        ['KEY', 'LIMIT', 'LEASED', 'WAITING', 'SET BY'],
+        ...m.concurrency.keys.map((k) => [k.key, String(k.limit), String(k.leased), String(k.waiting), k.setBy]),
+      ]),
+    );
+  }
   if (m.byType.length > 0) {
     lines.push(
       '',

@@ -54,6 +54,20 @@
  *     detector (40P01, `database.transaction_conflict`: retried like any
  *     failed claim), and a lost race is a unique violation that claimJobs
  *     retries (src/queue/claim.ts).
+ *   - Concurrency keys' rows (runledger.concurrency_limits,
+ *     src/queue/statements/concurrency-slots.ts) come after a statement's job
+ *     rows (and lease rows), in key order, and do wait: a claim locks the rows
+ *     of its candidates' keys before it writes its jobs and lease rows; a
+ *     statement that ends leases locks the keys of the lease rows it deleted.
+ *     Both take key rows in key order, so key rows add no cycle among
+ *     themselves; a claim's candidates are PENDING rows it took with SKIP
+ *     LOCKED and an ending statement's are LEASED rows, so neither waits on
+ *     the other's job rows. The one wait the other way, a claim's lease insert
+ *     on an execution resource's unique index while an ending statement holds
+ *     a key row, needs a lease of that resource its snapshot missed (the head
+ *     rule makes it rare) and meets the deadlock detector (retried like any
+ *     failed claim). An enqueue changing a key's limit takes its row with SKIP
+ *     LOCKED (never waits).
  *   - Attempt history (the job row's attempt columns and job_attempts rows, src/queue/attempt-row.ts) is rung 1's
  *     appendix, not a class of its own: a job's attempt row is opened and
  *     closed only by the statement that holds (or takes) that job's row, in

@@ -14,13 +14,16 @@
  *   GET  api/workers                the registry, each worker with the jobs it holds and its heartbeat's state (admin only)
  *   GET  api/schedules?cursor       (admin only)       POST api/schedules/:key/pause, /resume
  *   GET  api/definitions?cursor     (admin only)       POST api/definitions/:type/enabled { enabled }
+ *   GET  api/concurrency?after      concurrency keys in the request's scope (listConcurrencyLimits: limit, leased, waiting, set by)
+ *   POST api/concurrency/:key/limit { limit: N | null }  (admin only) pins the key's limit, or (null) gives it back to enqueues
  *
  * Every body and the preview's query are parsed strictly: a blank filter
  * field, a time not in ISO 8601, or a field the route does not take is
  * refused (400, naming it) before anything is read or written.
  *
- * Schedules, job definitions and workers belong to no organization (a
- * schedule may enqueue for any, a definition and a worker serve all), so only
+ * Schedules, job definitions, workers and concurrency limits belong to no
+ * organization (a schedule may enqueue for any, a definition and a worker
+ * serve all, a key's limit binds every organization's jobs of the key), so only
  * an admin scope reads or changes them: another scope gets 403
  * `dashboard.forbidden`, the same whether the row exists or not.
  */
@@ -29,6 +32,7 @@ import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { listJobDefinitions, setJobDefinitionEnabled } from '../queue/catalog.js';
+import { listConcurrencyLimits, setConcurrencyLimit } from '../queue/concurrency.js';
 import { recoverWorkflowRun } from '../recovery/recover.js';
 import { countDeadLetteredJobs, deadLetterFilterSchema, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
 import type { RequeueStatePolicy } from '../replay/inputs.js';
@@ -121,6 +125,24 @@ async function recoverRun(db: Db, scope: Scope, runId: string, body: Body) {
   return { recovery };
 }
 
+/** `after` only (the last key of the previous page); blank is refused by the library's key rule, naming it. */
+const concurrencyQuery = z.strictObject({ after: z.unknown().optional() });
+
+async function concurrencyKeys(db: Db, scope: Scope, query: URLSearchParams) {
+  const { after } = routeInput(concurrencyQuery, queryFields(query));
+  return listConcurrencyLimits(db, { scope, limit: 100, ...(after === undefined ? {} : { after: after as string }) });
+}
+
+/**
+ * `{ limit: N }` pins the key's limit, `{ limit: null }` gives it back to enqueues. A body without `limit` is
+ * refused, never read as either: the two differ in what every enqueue of the key does next.
+ */
+async function setKeyLimit(db: Db, key: string, body: Body) {
+  onlyFields(body, ['limit']);
+  if (!Object.hasOwn(body, 'limit')) throw invalid('limit', 'limit is a whole number of slots, or null to give the limit back to enqueues.');
+  return { concurrency: await setConcurrencyLimit(db, { key, limit: body.limit as number | null }) };
+}
+
 function pageQuery(query: URLSearchParams): { cursor?: string } {
   const cursor = query.get('cursor');
   return cursor ? { cursor } : {};
@@ -136,6 +158,7 @@ export const OPERATION_READS: [RegExp, Read][] = [
     },
   ],
   [/^queues$/, (db, scope, _m, _query, attention) => readQueues(db, scope, attention.saturationWaitMs)],
+  [/^concurrency$/, (db, scope, _m, query) => concurrencyKeys(db, scope, query)],
   [
     /^workers$/,
     async (db, scope) => {
@@ -177,6 +200,13 @@ export const OPERATION_ACTIONS: [RegExp, Act][] = [
       adminOnly(scope);
       onlyFields(body, ['enabled']);
       return { definition: await setJobDefinitionEnabled(db, { jobType: decoded(m[1]!, 'jobType'), enabled: body.enabled as boolean }) };
+    },
+  ],
+  [
+    new RegExp(`^concurrency/${SEGMENT}/limit$`),
+    async (db, scope, m, body) => {
+      adminOnly(scope);
+      return setKeyLimit(db, decoded(m[1]!, 'key'), body);
     },
   ],
 ];

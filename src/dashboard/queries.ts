@@ -153,6 +153,20 @@ export interface JobLinks {
   replayOf: { sourceJobId: string; sourceRunNumber: number; reason: string; createdAt: string } | null;
   /** Replays made of this job, oldest first (at most MAX_LISTED_REPLAYS). Request keys are never shown. */
   replays: { replayJobId: string; sourceRunNumber: number; reason: string; createdAt: string }[];
+  /**
+   * The job's concurrency key as its row stands now (null: no key), so the page can say why a due job waits:
+   * `full` when the key's live leases (every organization's) reach its limit. `leased` is counted as
+   * listConcurrencyLimits counts it: the key's own count in the admin scope, the scope's own leases otherwise.
+   */
+  concurrency: JobConcurrency | null;
+}
+
+export interface JobConcurrency {
+  key: string;
+  limit: number;
+  leased: number;
+  full: boolean;
+  setBy: 'enqueue' | 'operator';
 }
 
 interface JobLinksRow {
@@ -160,6 +174,7 @@ interface JobLinksRow {
   step_key: string | null;
   replay_of: JobLinks['replayOf'];
   replays: JobLinks['replays'];
+  concurrency: JobConcurrency | null;
 }
 
 /** The job's links, or null when the job does not exist in `scope`. Lineage never crosses organizations (the integrity checker holds it). */
@@ -176,7 +191,12 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
              (SELECT coalesce(json_agg(json_build_object('replayJobId', l.replay_job_id, 'sourceRunNumber', l.source_run_number, 'reason', l.reason, 'createdAt', l.created_at)
                                        ORDER BY l.created_at, l.replay_job_id), '[]'::json)
                 FROM (SELECT * FROM runledger.job_replays r WHERE r.source_job_id = jq.id
-                       ORDER BY r.created_at, r.replay_job_id LIMIT ${MAX_LISTED_REPLAYS}::int) l) AS replays
+                       ORDER BY r.created_at, r.replay_job_id LIMIT ${MAX_LISTED_REPLAYS}::int) l) AS replays,
+             (SELECT json_build_object('key', k.key, 'limit', k.max_leased, 'full', k.leased >= k.max_leased, 'setBy', k.set_by,
+                                       'leased', CASE WHEN ${s.all}::boolean THEN k.leased
+                                                      ELSE (SELECT count(*)::int FROM runledger.job_leases l JOIN runledger.job_queue o ON o.id = l.job_id
+                                                             WHERE l.concurrency_key = k.key AND ${inScope(s, 'o.organization_id')}) END)
+                FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key) AS concurrency
         FROM runledger.job_queue jq
         LEFT JOIN runledger.workflow_steps st ON st.id = jq.workflow_step_id
        WHERE jq.id = ${jobId}::uuid
@@ -187,6 +207,7 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
         workflowStep: row.workflow_run_id && row.step_key ? { workflowRunId: row.workflow_run_id, stepKey: row.step_key } : null,
         replayOf: row.replay_of,
         replays: row.replays,
+        concurrency: row.concurrency,
       };
     },
     { readCommitted: false },

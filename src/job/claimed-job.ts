@@ -19,6 +19,8 @@ export interface ClaimedJob extends JobLease {
   workflowManaged: boolean;
   /** The job's execution resource key (null: none); its lease holds the key. */
   resourceKey: string | null;
+  /** The job's concurrency key (null: none); its lease holds one of the key's slots (issue 35). */
+  concurrencyKey: string | null;
   /**
    * The workflow step the job backs, with its prerequisites as they ended (null: a direct job). Read by the
    * claim statement itself, so a worker starts a step's handler without another round trip.

@@ -1,3 +1,10 @@
 /** Queue metrics: the public surface (docs/operate/metrics.md). */
-export { getQueueMetrics, type QueueMetrics, type JobTypeMetrics, type DurationPercentiles, type FinishedJobCounts } from './queue-metrics.js';
+export {
+  getQueueMetrics,
+  type QueueMetrics,
+  type JobTypeMetrics,
+  type DurationPercentiles,
+  type FinishedJobCounts,
+  type ConcurrencyKeyMetrics,
+} from './queue-metrics.js';
 export type { GetQueueMetricsInput } from './inputs.js';

@@ -17,6 +17,9 @@ export const MAX_DURATION_SAMPLES = 10_000;
 /** Newest jobs the duration sample reads at most, finished or not (src/metrics/queries.ts durationSample). */
 export const MAX_DURATION_SCAN = 50_000;
 
+/** Concurrency keys the metrics list at most (the most waiting first; `concurrency.keyCount` counts them all). */
+export const MAX_CONCURRENCY_KEYS = 50;
+
 /**
  * The earliest `now` whose windows still start at a storable instant: the
  * windows are subtracted from `now` and sent to PostgreSQL, so a `now` within

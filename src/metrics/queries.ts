@@ -23,13 +23,16 @@
  *     and each one's job by primary key;
  *   - continuations: job_attempts_continued_idx (attempts closed as
  *     CONTINUED, by close time; migration 20261218000000) in the window, and
- *     each one's job by primary key for the scope.
+ *     each one's job by primary key for the scope;
+ *   - concurrency keys: the keyed backlog by job_queue_concurrency_waiting_idx
+ *     (keyed PENDING rows only), the lease rows (job_leases), and each key's
+ *     row by primary key; at most MAX_CONCURRENCY_KEYS keys returned.
  * Scope is a filter on those rows (exact, as everywhere: an organization sees
  * only its rows, `noOrganizationScope()` only rows without one).
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
-import type { Scope } from '../db/scope.js';
-import { DEAD_LETTER_WINDOW_MS, MAX_DURATION_SAMPLES, MAX_DURATION_SCAN, RECENT_WINDOW_MS } from './inputs.js';
+import { scopeParams, type Scope } from '../db/scope.js';
+import { DEAD_LETTER_WINDOW_MS, MAX_CONCURRENCY_KEYS, MAX_DURATION_SAMPLES, MAX_DURATION_SCAN, RECENT_WINDOW_MS } from './inputs.js';
 import { LEASED_JOBS, TERMINAL_RUN, inScope } from '../db/fragments.js';
 import { ID_CLOCK_MARGIN_MS, uuidv7Floor } from '../db/ids.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
@@ -227,6 +230,57 @@ export function workflowRunCounts({ now, scope }: MetricsQueryContext): Sql {
      GROUP BY 1`;
 }
 
+export interface ConcurrencyKeyRow {
+  key: string;
+  max_leased: number;
+  leased: number;
+  waiting: number;
+  set_by: 'enqueue' | 'operator';
+  /** Keys with waiting or leased jobs in the scope, before the cap. */
+  keys: number;
+  /** Due keyed jobs in the scope, over every key. */
+  total_waiting: number;
+}
+
+/**
+ * Concurrency keys with due PENDING jobs (waiting for a slot or for the next claim) or live leases in the scope,
+ * the most waiting first, at most MAX_CONCURRENCY_KEYS, counted as listConcurrencyLimits counts them: the admin
+ * scope reads a key's leases from its row (the counter the claim keeps), a narrower scope counts its own lease
+ * rows (a tenant sees its own jobs, and the limit every job of the key shares). The waiting count reads
+ * job_queue_concurrency_waiting_idx, which holds keyed PENDING rows only: the keyed backlog, never the history
+ * nor the unkeyed backlog. Lease rows are one per live lease.
+ */
+export function concurrencyKeys({ now, scope }: MetricsQueryContext): Sql {
+  const s = scopeParams(scope);
+  return sqltag`
+    WITH waiting AS (
+      SELECT jq.concurrency_key AS key, count(*)::int AS waiting
+        FROM runledger.job_queue jq
+       WHERE jq.claimable AND jq.concurrency_key IS NOT NULL AND jq.next_run_at <= ${now}::timestamptz
+         AND ${inScope(s, 'jq.organization_id')}
+       GROUP BY 1
+    ),
+    holding AS (
+      SELECT l.concurrency_key AS key, count(*)::int AS leased
+        FROM runledger.job_leases l JOIN runledger.job_queue jq ON jq.id = l.job_id
+       WHERE l.concurrency_key IS NOT NULL AND ${inScope(s, 'jq.organization_id')}
+       GROUP BY 1
+    ),
+    keyed AS (
+      SELECT k.key, k.max_leased, k.set_by, coalesce(w.waiting, 0) AS waiting,
+             CASE WHEN ${s.all}::boolean THEN k.leased ELSE coalesce(h.leased, 0) END AS leased
+        FROM (SELECT key FROM waiting UNION SELECT key FROM holding) x
+        JOIN runledger.concurrency_limits k ON k.key = x.key
+        LEFT JOIN waiting w ON w.key = x.key
+        LEFT JOIN holding h ON h.key = x.key
+    )
+    SELECT k.key, k.max_leased, k.set_by, k.waiting, k.leased,
+           (count(*) OVER ())::int AS keys, (sum(k.waiting) OVER ())::int AS total_waiting
+      FROM keyed k
+     ORDER BY k.waiting DESC, k.leased DESC, k.key
+     LIMIT ${MAX_CONCURRENCY_KEYS}::int`;
+}
+
 /** Every section's statement, by name: what the metrics read and what the plan test explains. */
 export interface DebounceWaitRow {
   job_type: string;
@@ -258,5 +312,6 @@ export const METRICS_QUERIES = {
   deadLetteredCount,
   workflowRunCounts,
   continuationCounts,
+  concurrencyKeys,
   debounceWaits,
 } as const satisfies Record<string, (context: MetricsQueryContext) => Sql>;

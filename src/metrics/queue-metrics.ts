@@ -12,6 +12,7 @@ import { parseInput } from '../validation/parse.js';
 import { readEnqueueIntentStats, type EnqueueIntentStats } from '../queue/intent-stats.js';
 import {
   METRICS_QUERIES,
+  type ConcurrencyKeyRow,
   type ContinuationCountRow,
   type CountRow,
   type DebounceWaitRow,
@@ -48,6 +49,19 @@ export interface JobTypeMetrics {
   finishedRecently: FinishedJobCounts;
 }
 
+/** One concurrency key with jobs waiting or leased in the scope (listConcurrencyLimits' counts). */
+export interface ConcurrencyKeyMetrics {
+  key: string;
+  /** At most this many of the key's jobs are LEASED at once (shared by every organization's jobs of the key). */
+  limit: number;
+  /** Live leases holding the key: in the admin scope the key's own count, in a narrower scope the scope's. */
+  leased: number;
+  /** PENDING and due jobs of the key in the scope: waiting for a slot (when the key is full) or the next claim. */
+  waiting: number;
+  /** 'enqueue': the last enqueue naming the key set the limit; 'operator': setConcurrencyLimit pinned it. */
+  setBy: 'enqueue' | 'operator';
+}
+
 /** Percentiles in milliseconds; null when no job is in the sample. */
 export interface DurationPercentiles {
   /** Jobs the percentiles were computed from (at most `MAX_DURATION_SAMPLES`, the latest). */
@@ -81,6 +95,11 @@ export interface QueueMetrics {
   };
   /** Handler continuations (`continueNow` / `continueAfter`) in the recent window: slices so ended, and their jobs. */
   continuationsRecently: { slices: number; jobs: number };
+  /**
+   * Concurrency keys: due keyed jobs in the scope (`waiting`), how many keys have waiting or leased jobs
+   * (`keyCount`), and those keys, the most waiting first, at most MAX_CONCURRENCY_KEYS (50).
+   */
+  concurrency: { waiting: number; keyCount: number; keys: ConcurrencyKeyMetrics[] };
   /** The durable enqueue intent backlog (`getEnqueueIntentStats`): pending, oldest pending age, attempts, conflicts. */
   intents: EnqueueIntentStats;
 }
@@ -119,6 +138,7 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
   const [deadLettered] = await read<CountRow>('deadLetteredCount');
   const runs = await read<RunCountRow>('workflowRunCounts');
   const [continuations] = await read<ContinuationCountRow>('continuationCounts');
+  const keys = await read<ConcurrencyKeyRow>('concurrencyKeys');
   const debounce = await read<DebounceWaitRow>('debounceWaits');
   const intents = await readEnqueueIntentStats(tx, scope);
 
@@ -150,6 +170,11 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
       finishedRecently: { succeeded: runCount('SUCCEEDED'), completedWithErrors: runCount('COMPLETED_WITH_ERRORS'), canceled: runCount('CANCELED') },
     },
     continuationsRecently: { slices: continuations?.slices ?? 0, jobs: continuations?.jobs ?? 0 },
+    concurrency: {
+      waiting: keys[0]?.total_waiting ?? 0,
+      keyCount: keys[0]?.keys ?? 0,
+      keys: keys.map((row) => ({ key: row.key, limit: row.max_leased, leased: row.leased, waiting: row.waiting, setBy: row.set_by })),
+    },
     intents,
   };
 }

@@ -67,6 +67,7 @@ interface ClaimedRow {
   max_attempts: number;
   workflow_managed: boolean;
   resource_key: string | null;
+  concurrency_key: string | null;
   step_run_id: string | null;
   step_key: string | null;
   prerequisites: ClaimedPrerequisite[] | null;
@@ -130,6 +131,7 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
     maxAttempts: row.max_attempts,
     workflowManaged: row.workflow_managed,
     resourceKey: row.resource_key,
+    concurrencyKey: row.concurrency_key,
     step:
       row.step_run_id === null || row.step_key === null
         ? null

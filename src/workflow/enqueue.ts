@@ -28,6 +28,8 @@
  * transaction at a stronger level is refused
  * (`workflow.enqueue_idempotency_unsupported_isolation`) before any write.
  */
+import { z } from 'zod';
+import { parseInput } from '../validation/parse.js';
 import { captureTraceContext } from '../telemetry/trace-context.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
 import { isTransactionClient, type Db, type Tx } from '../client/types.js';
@@ -54,10 +56,18 @@ export interface EnqueueWorkflowRunResult {
  * @example
  * const { workflowRunId } = await enqueueWorkflowRun(prisma, workflow('onboarding').job('a', 'x.a', {}).build());
  */
-export async function enqueueWorkflowRun(db: Db, input: WorkflowRunInput): Promise<EnqueueWorkflowRunResult> {
-  const [result] = await enqueueWorkflowRuns(db, [input]);
+export async function enqueueWorkflowRun(db: Db, input: WorkflowRunInput, options?: EnqueueWorkflowOptions): Promise<EnqueueWorkflowRunResult> {
+  const [result] = await enqueueWorkflowRuns(db, [input], options);
   return result!;
 }
+
+/**
+ * Options of one `enqueueWorkflowRun(s)` call. `notify` (default true): false sends no wake-up NOTIFY for the
+ * root jobs (workers find them by polling): for bulk starts, or many concurrent callers, whose NOTIFYs queue
+ * on one lock at commit.
+ */
+export const enqueueWorkflowOptionsSchema = z.strictObject({ notify: z.boolean().optional() });
+export type EnqueueWorkflowOptions = z.input<typeof enqueueWorkflowOptionsSchema>;
 
 /** Most runs one `enqueueWorkflowRuns` call takes (its statement carries every step and edge as jsonb). */
 export const MAX_WORKFLOW_RUN_BATCH = 1_000;
@@ -75,7 +85,8 @@ export const MAX_WORKFLOW_RUN_BATCH = 1_000;
  * @example
  * await enqueueWorkflowRuns(prisma, orders.map((order) => fulfilment(order).build()));
  */
-export async function enqueueWorkflowRuns(db: Db, inputs: readonly WorkflowRunInput[]): Promise<EnqueueWorkflowRunResult[]> {
+export async function enqueueWorkflowRuns(db: Db, inputs: readonly WorkflowRunInput[], options?: EnqueueWorkflowOptions): Promise<EnqueueWorkflowRunResult[]> {
+  const { notify = true } = options === undefined ? {} : parseInput(enqueueWorkflowOptionsSchema, options, WORKFLOW_INVALID_INPUT, 'options');
   if (!Array.isArray(inputs)) throw new ValidationError(WORKFLOW_INVALID_INPUT, 'runs', 'Expected an array of workflow runs.');
   if (inputs.length > MAX_WORKFLOW_RUN_BATCH) {
     throw new ValidationError(WORKFLOW_INVALID_INPUT, 'runs', `At most ${MAX_WORKFLOW_RUN_BATCH} workflow runs per call.`);
@@ -100,13 +111,13 @@ export async function enqueueWorkflowRuns(db: Db, inputs: readonly WorkflowRunIn
     // the existing run that follows needs no transaction) or no keys at all (nothing is skipped). A keyed
     // insert needs READ COMMITTED (module comment): withStatement opens an owned transaction where the
     // session's default is stronger.
-    return withStatement(db, operation, (client) => persistRuns(client, runs, true), { readCommitted: keyed });
+    return withStatement(db, operation, (client) => persistRuns(client, runs, true, [], notify), { readCommitted: keyed });
   }
   return withTransaction(db, operation, async (context) => {
     if (keyed) {
       await ensureReadCommitted(context, 'workflow.enqueue_idempotency_unsupported_isolation', 'Workflow enqueue with an idempotency key');
     }
-    return persistRuns(context.tx, runs, context.owned);
+    return persistRuns(context.tx, runs, context.owned, [], notify);
   });
 }
 
@@ -145,6 +156,7 @@ export async function persistRuns(
   runs: readonly ValidatedWorkflowRun[],
   owned: boolean,
   carriedByRun: readonly CarriedSteps[] = [],
+  notify = true,
 ): Promise<EnqueueWorkflowRunResult[]> {
   const planned: PlannedRun[] = runs.map((run, index) => {
     const carried = carriedByRun[index] ?? NOTHING_CARRIED;
@@ -161,7 +173,7 @@ export async function persistRuns(
 
   // The caller's trace, continued by the spans of every step's job (src/telemetry/).
   const traceContext = jsonParam(await captureTraceContext());
-  const inserted = await insertRunsStatement(tx, planned, traceContext);
+  const inserted = await insertRunsStatement(tx, planned, traceContext, notify);
   const insertedIds = new Set(inserted.map((row) => row.id));
   const fresh = planned.filter((p) => insertedIds.has(p.runId));
   const skipped = planned.filter((p) => !insertedIds.has(p.runId));
@@ -185,7 +197,7 @@ export async function persistRuns(
 }
 
 /** Statement 1, the whole enqueue (src/queue/statements/start-workflow-runs.ts): its three jsonb batches. */
-async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], traceContext: string | null): Promise<{ id: string }[]> {
+async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], traceContext: string | null, notify: boolean): Promise<{ id: string }[]> {
   const runs: Record<string, unknown>[] = [];
   const steps: Record<string, unknown>[] = [];
   const edges: Record<string, unknown>[] = [];
@@ -254,6 +266,7 @@ async function insertRunsStatement(tx: Tx, planned: readonly PlannedRun[], trace
         traceContext,
         RECOVERY_CARRIED,
         steps.some((s) => s.concurrency_key !== undefined),
+        notify,
       ),
     ),
   );

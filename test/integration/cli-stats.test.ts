@@ -29,4 +29,17 @@ describe('runledger stats', () => {
     expect(metrics.byType).toHaveLength(1);
     expect(typeof metrics.asOf).toBe('string');
   });
+
+  it('prints the concurrency keys with waiting or leased jobs', async () => {
+    expect((await cli('stats')).stdout).not.toContain('Concurrency keys');
+    for (let i = 0; i < 3; i += 1) {
+      await enqueueJob(db.prisma, { jobType: 'cli.stats.keyed', payload: {}, organizationId: 'org-k', concurrency: { key: 'cli-stats-key', limit: 1 } });
+    }
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['cli.stats.keyed'], limit: 3, leaseSeconds: 60, markRunning: true });
+    const human = await cli('stats');
+    expect(human.stdout).toContain('Concurrency keys: 2 due job(s) waiting over 1 key(s)');
+    expect(human.stdout).toMatch(/KEY\s+LIMIT\s+LEASED\s+WAITING\s+SET BY\n\s*cli-stats-key\s+1\s+1\s+2\s+enqueue/);
+    const other = JSON.parse((await cli('--json', '--org', 'org-s', 'stats')).stdout);
+    expect(other.concurrency).toEqual({ waiting: 0, keyCount: 0, keys: [] });
+  });
 });

@@ -183,6 +183,60 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await tenant.context().close();
   });
 
+  it('lists concurrency keys on the queues page, says why a keyed job waits, and changes a limit only after a confirmation', async () => {
+    const key = 'ui-key/llm';
+    const enqueue = () => enqueueJob(db.prisma, { jobType: 'ui.keyed', organizationId: 'acme', payload: {}, concurrency: { key, limit: 1 } });
+    await enqueue();
+    const { jobId: waiting } = await enqueue();
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ui.keyed'], limit: 10, leaseSeconds: 60, markRunning: true });
+    const limitRow = async () =>
+      (await db.prisma.$queryRaw<{ max_leased: number; set_by: string }[]>`SELECT max_leased, set_by FROM runledger.concurrency_limits WHERE key = ${key}`)[0];
+
+    const job = await openPage(`#/jobs/${waiting}`);
+    await job.getByText(`waiting for a concurrency slot: key ${key}, 1 of 1 leased`).waitFor();
+    await screenshot(job, 'dashboard-job-concurrency.png');
+    await job.context().close();
+
+    const page = await openPage('#/queues');
+    const row = page.locator(`[data-testid=concurrency-keys] tr[data-key="${key}"]`);
+    await row.locator('[data-col=waiting]').filter({ hasText: /^1$/ }).waitFor();
+    expect(await row.locator('[data-col=limit]').innerText()).toBe('1');
+    expect(await row.locator('[data-col=leased]').innerText()).toBe('1');
+    expect(await row.locator('[data-col=set-by]').innerText()).toBe('enqueue');
+    expect(await row.getAttribute('class')).toBe('flagged');
+    await row.getByLabel('New limit').fill('3');
+    await row.getByRole('button', { name: 'Set limit…' }).click();
+    await row
+      .locator('[data-testid=concurrency-0-confirm]')
+      .filter({ hasText: `Set concurrency key ${key}'s limit to 3? It binds every organization's jobs of the key` })
+      .waitFor();
+    await screenshot(page, 'dashboard-concurrency-keys.png');
+    // Asked, not done.
+    expect(await limitRow()).toEqual({ max_leased: 1, set_by: 'enqueue' });
+    await row.getByRole('button', { name: 'Confirm' }).click();
+    await row.locator('[data-col=set-by]').filter({ hasText: 'operator (pinned)' }).waitFor();
+    expect(await row.locator('[data-col=limit]').innerText()).toBe('3');
+    expect(await limitRow()).toEqual({ max_leased: 3, set_by: 'operator' });
+    await row.getByRole('button', { name: 'Give back…' }).click();
+    await row.getByRole('button', { name: 'Confirm' }).click();
+    await row
+      .locator('[data-col=set-by]')
+      .filter({ hasText: /^enqueue$/ })
+      .waitFor();
+    expect(await limitRow()).toEqual({ max_leased: 3, set_by: 'enqueue' });
+    await page.context().close();
+
+    // A tenant sees its keys, counted in its scope, and no way to change them.
+    const tenant = await openPage('#/queues', 'org:acme');
+    const mine = tenant.locator(`[data-testid=concurrency-keys] tr[data-key="${key}"]`);
+    await mine.locator('[data-col=limit]').filter({ hasText: /^3$/ }).waitFor();
+    expect(await mine.getByRole('button').count()).toBe(0);
+    await tenant.context().close();
+    const other = await openPage('#/queues', 'org:other');
+    await other.locator('[data-testid=concurrency-keys]').getByText('No job has named a concurrency key.').waitFor();
+    await other.context().close();
+  });
+
   it("shows a failed attempt's stack on its job page", async () => {
     const jobId = await deadLetter('ui.stacked', 'Error: relay refused\n    at sendMail (mailer.js:42:7)\n    at handler (jobs.js:9:3)');
     const page = await openPage(`#/jobs/${jobId}`);

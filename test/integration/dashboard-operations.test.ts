@@ -281,3 +281,88 @@ describe('fleet, schedules and definitions over HTTP', () => {
     );
   });
 });
+
+describe('concurrency keys over HTTP', () => {
+  const keyed = (key: string, organizationId: string, limit = 2) =>
+    enqueueJob(db.prisma, { jobType: 'ops.keyed', organizationId, payload: {}, concurrency: { key, limit } });
+  const limitRow = async (key: string) =>
+    (await db.prisma.$queryRaw<{ max_leased: number; set_by: string }[]>`SELECT max_leased, set_by FROM runledger.concurrency_limits WHERE key = ${key}`)[0];
+
+  it('lists the keys of the caller scope with their limits, leases and waiting jobs, and pages by key', async () => {
+    await keyed('ops-key/a', 'acme');
+    await keyed('ops-key/a', 'acme');
+    await keyed('ops-key/b', 'other');
+    type Keys = { items: { key: string; limit: number; leased: number; waiting: number; setBy: string }[]; nextAfter: string | null };
+    const mine = (body: Keys) => body.items.filter((item) => item.key.startsWith('ops-key/'));
+    const acme = (await call(served.url, 'GET', '/api/concurrency', { scope: 'org:acme' })).body as Keys;
+    expect(mine(acme)).toEqual([expect.objectContaining({ key: 'ops-key/a', limit: 2, leased: 0, waiting: 2, setBy: 'enqueue' })]);
+    const all = (await call(served.url, 'GET', '/api/concurrency')).body as Keys;
+    expect(mine(all).map((item) => item.key)).toEqual(['ops-key/a', 'ops-key/b']);
+    const after = (await call(served.url, 'GET', `/api/concurrency?${new URLSearchParams({ after: 'ops-key/a' })}`)).body as Keys;
+    expect(mine(after).map((item) => item.key)).toEqual(['ops-key/b']);
+    // A blank or unknown query field is refused, naming it, never read as "every key".
+    const blank = await call(served.url, 'GET', '/api/concurrency?after=');
+    expect([blank.status, blank.body.error.details.field]).toEqual([400, 'after']);
+    const unknown = await call(served.url, 'GET', '/api/concurrency?key=ops-key/a');
+    expect([unknown.status, unknown.body.error.code, unknown.body.error.details.field]).toEqual([400, 'dashboard.invalid_input', 'key']);
+  });
+
+  it("changes a key's limit for an admin only, with CSRF, never read-only, and only with a limit or null", async () => {
+    await keyed('ops-key/set', 'acme', 3);
+    const path = `/api/concurrency/${encodeURIComponent('ops-key/set')}/limit`;
+    const refused = await call(served.url, 'POST', path, { scope: 'org:acme', body: { limit: 10 }, session: tenant });
+    expect([refused.status, refused.body.error.code]).toEqual([403, 'dashboard.forbidden']);
+    expect((await call(served.url, 'POST', path, { body: { limit: 10 } })).status).toBe(403);
+    const readOnly = await serveDashboard(db.prisma, { readOnly: true });
+    const roSession = await dashboardSession(readOnly.url);
+    expect((await call(readOnly.url, 'POST', path, { body: { limit: 10 }, session: roSession })).body.error.code).toBe('dashboard.read_only');
+    await readOnly.close();
+    // A missing, blank, wrong or unknown field changes nothing.
+    for (const [body, field] of [
+      [{}, 'limit'],
+      [{ limit: '' }, 'limit'],
+      [{ limit: 0 }, 'limit'],
+      [{ limit: 2.5 }, 'limit'],
+      [{ limit: 5, clear: true }, 'clear'],
+    ] as const) {
+      const bad = await call(served.url, 'POST', path, { body, session: admin });
+      expect([JSON.stringify(body), bad.status, bad.body.error.details.field]).toEqual([JSON.stringify(body), 400, field]);
+    }
+    expect(await limitRow('ops-key/set')).toEqual({ max_leased: 3, set_by: 'enqueue' });
+
+    const set = await call(served.url, 'POST', path, { body: { limit: 10 }, session: admin });
+    expect(set.body.concurrency).toMatchObject({ key: 'ops-key/set', limit: 10, setBy: 'operator', waiting: 1 });
+    expect(await limitRow('ops-key/set')).toEqual({ max_leased: 10, set_by: 'operator' });
+    const back = await call(served.url, 'POST', path, { body: { limit: null }, session: admin });
+    expect(back.body.concurrency).toMatchObject({ key: 'ops-key/set', limit: 10, setBy: 'enqueue' });
+    const missing = await call(served.url, 'POST', '/api/concurrency/ops-key%2Fnone/limit', { body: { limit: null }, session: admin });
+    expect([missing.status, missing.body.error.code]).toEqual([404, 'job.concurrency_key_not_found']);
+  });
+});
+
+describe("a keyed job's page over HTTP", () => {
+  it('says whether the key is full, counting leases as the scope sees them', async () => {
+    const key = 'ops-key/page';
+    const enqueue = (organizationId: string) =>
+      enqueueJob(db.prisma, { jobType: 'ops.page.keyed', organizationId, payload: {}, concurrency: { key, limit: 2 } });
+    await enqueue('acme');
+    await enqueue('other');
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ops.page.keyed'], limit: 10, leaseSeconds: 60, markRunning: true });
+    const { jobId } = await enqueue('acme');
+    const asAdmin = (await call(served.url, 'GET', `/api/jobs/${jobId}`)).body;
+    expect(asAdmin.job).toMatchObject({ status: 'PENDING', concurrencyKey: key });
+    expect(asAdmin.concurrency).toEqual({ key, limit: 2, leased: 2, full: true, setBy: 'enqueue' });
+    // The tenant counts its own lease, and learns the key is full (its job waits on it).
+    expect((await call(served.url, 'GET', `/api/jobs/${jobId}`, { scope: 'org:acme' })).body.concurrency).toEqual({
+      key,
+      limit: 2,
+      leased: 1,
+      full: true,
+      setBy: 'enqueue',
+    });
+    expect((await call(served.url, 'GET', `/api/jobs/${jobId}`, { scope: 'org:other' })).status).toBe(404);
+    const { jobId: plain } = await enqueueJob(db.prisma, { jobType: 'ops.page.plain', payload: {} });
+    const unkeyed = (await call(served.url, 'GET', `/api/jobs/${plain}`)).body;
+    expect([unkeyed.job.concurrencyKey, unkeyed.concurrency]).toEqual([null, null]);
+  });
+});

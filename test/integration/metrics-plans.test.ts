@@ -50,9 +50,22 @@ beforeAll(async () => {
     SELECT (lpad(to_hex(floor(extract(epoch FROM ${now}::timestamptz) * 1000)::bigint + g), 12, '0') || substr(md5('x' || g), 1, 20))::uuid,
            'live.0', '{}', 'LEASED', 1, 'w', ${now}::timestamptz + interval '1 minute', ${now}::timestamptz
       FROM generate_series(1, 10) g`;
+  // Keyed backlog: 60 due jobs over 5 concurrency keys, and 4 leases holding keys (migration 20270101000000).
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.concurrency_limits (key, max_leased, leased) SELECT 'key.' || k, 2, CASE WHEN k < 4 THEN 1 ELSE 0 END FROM generate_series(0, 4) k`;
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, concurrency_key, next_run_at, created_at)
+    SELECT (lpad(to_hex(floor(extract(epoch FROM ${now}::timestamptz - make_interval(secs => 300 + g)) * 1000)::bigint), 12, '0') || substr(md5('k' || g), 1, 20))::uuid,
+           'live.keyed', CASE WHEN g % 2 = 0 THEN 'org-a' END, '{}', 'key.' || (g % 5), ${now}::timestamptz - make_interval(secs => g), ${now}::timestamptz - make_interval(secs => g)
+      FROM generate_series(1, 60) g`;
+  await db.prisma.$executeRaw`
+    UPDATE runledger.job_queue jq SET concurrency_key = 'key.' || (n.rn - 1)
+      FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM runledger.job_queue WHERE status = 'LEASED' ORDER BY id LIMIT 4) n
+     WHERE jq.id = n.id`;
   // Their lease rows, as the claim writes them (migration 20261229000000_job_leases).
   await db.prisma.$executeRaw`
-    INSERT INTO runledger.job_leases (expires_at, job_id) SELECT lease_expires_at, id FROM runledger.job_queue WHERE status = 'LEASED'`;
+    INSERT INTO runledger.job_leases (expires_at, job_id, concurrency_key)
+    SELECT lease_expires_at, id, concurrency_key FROM runledger.job_queue WHERE status = 'LEASED'`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.workflow_runs (id, workflow_type, organization_id, status, created_at, finished_at)
     SELECT gen_random_uuid(), 'wf', CASE WHEN g % 2 = 0 THEN 'org-a' END,
@@ -76,6 +89,7 @@ beforeAll(async () => {
   await db.prisma.$executeRaw`ANALYZE runledger.job_counts`;
   await db.prisma.$executeRaw`ANALYZE runledger.workflow_runs`;
   await db.prisma.$executeRaw`ANALYZE runledger.job_leases`;
+  await db.prisma.$executeRaw`ANALYZE runledger.concurrency_limits`;
   await db.prisma.$executeRaw`ANALYZE runledger.enqueue_windows`;
 }, 120_000);
 
@@ -98,11 +112,25 @@ describe('metrics plans on 200k finished jobs', () => {
           const tables = nodes.filter((n) => ['job_queue', 'job_counts', 'workflow_runs', 'enqueue_windows'].includes(n['Relation Name'] ?? ''));
           expect(tables.length).toBeGreaterThan(0);
           expect(tables.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${generic ? 'generic' : 'custom'})`)).toEqual([]);
-          // The backlog is 210 jobs, the recent window 300 jobs (and at most as many counter rows), live runs 20: a
+          // The backlog is 270 jobs, the recent window 300 jobs (and at most as many counter rows), live runs 20: a
           // scan of the history would read 200k.
           expect(rowsRead(tables)).toBeLessThan(2_000);
         }
       });
     }
+  }
+});
+
+describe('the concurrency keys section', () => {
+  for (const [scopeName, scope] of SCOPES) {
+    it(`reads the keyed backlog by job_queue_concurrency_waiting_idx (${scopeName} scope)`, async () => {
+      for (const generic of [false, true]) {
+        const nodes = await explain('concurrencyKeys', scope, generic);
+        const queue = nodes.filter((n) => n['Relation Name'] === 'job_queue');
+        // The waiting count by the keyed index (the lease rows' jobs by an index too: no sequential scan above).
+        expect(queue.map((n) => n['Index Name'])).toContain('job_queue_concurrency_waiting_idx');
+        expect(rowsRead(queue)).toBeLessThan(200);
+      }
+    });
   }
 });

@@ -1,6 +1,16 @@
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { JOB_AVAILABLE_CHANNEL, enqueueJob, enqueueJobs, getJob, noOrganizationScope, organizationScope } from '../../src/index.js';
+import {
+  JOB_AVAILABLE_CHANNEL,
+  enqueueJob,
+  enqueueJobs,
+  enqueueWorkflowRun,
+  enqueueWorkflowRuns,
+  getJob,
+  noOrganizationScope,
+  organizationScope,
+  workflow,
+} from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
 
 const db = useTestDatabase();
@@ -134,6 +144,26 @@ describe('enqueueJobs', () => {
       );
       await listener.until('marker-coalesced');
       expect(listener.received.sort()).toEqual(['coalesce.a', 'coalesce.b', 'marker-coalesced']);
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('starts workflow runs without a notification with notify: false, and notifies by default', async () => {
+    const listener = await listen(db.newPool({ max: 2 }));
+    try {
+      const quiet = await enqueueWorkflowRun(db.prisma, workflow('quiet.flow').job('a', 'quiet.wf', {}).build(), { notify: false });
+      const batch = await enqueueWorkflowRuns(db.prisma, [workflow('quiet.flow').job('a', 'quiet.wfb', {}).build()], { notify: false });
+      await listener.until('marker-wf-quiet');
+      expect(listener.received).toEqual(['marker-wf-quiet']);
+      await enqueueWorkflowRun(db.prisma, workflow('loud.flow').job('a', 'loud.wf', {}).build());
+      await listener.until('marker-wf-loud');
+      expect(listener.received).toEqual(['marker-wf-quiet', 'loud.wf', 'marker-wf-loud']);
+      expect([quiet.disposition, batch[0]!.disposition]).toEqual(['inserted', 'inserted']);
+      const error = await enqueueWorkflowRun(db.prisma, workflow('quiet.flow').job('a', 'quiet.wf', {}).build(), { notify: 'no' } as never).catch(
+        (e: unknown) => e,
+      );
+      expect((error as { field?: string }).field).toBe('notify');
     } finally {
       listener.release();
     }

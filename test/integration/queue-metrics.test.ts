@@ -16,6 +16,7 @@ import {
   noOrganizationScope,
   organizationScope,
   recordJobEnqueueIntent,
+  setConcurrencyLimit,
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -188,6 +189,48 @@ describe('getQueueMetrics', () => {
     expect(after.continuationsRecently).toEqual({ slices: 3, jobs: 1 });
     expect((await getQueueMetrics(db.prisma, { scope: organizationScope('org-other') })).continuationsRecently).toEqual({ slices: 0, jobs: 0 });
     expect((await getQueueMetrics(db.prisma, { scope: adminScope() })).continuationsRecently.slices).toBeGreaterThanOrEqual(3);
+  });
+
+  it('lists concurrency keys with waiting or leased jobs, the most waiting first, counted in its scope', async () => {
+    const key = (name: string) => `metrics-${name}-${Date.now()}`;
+    const busy = key('busy');
+    const quiet = key('quiet');
+    const enqueue = (k: string, organizationId: string, limit: number) =>
+      enqueueJob(db.prisma, { jobType: 'metrics.keyed', payload: {}, organizationId, concurrency: { key: k, limit } });
+    for (let i = 0; i < 4; i += 1) await enqueue(busy, 'org-conc-a', 2);
+    await enqueue(busy, 'org-conc-b', 2);
+    await enqueue(quiet, 'org-conc-a', 1);
+    // Two of busy's jobs leased (its limit), one of quiet's: the rest wait.
+    const leased = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['metrics.keyed'], limit: 10, leaseSeconds: 60, markRunning: true });
+    expect(leased).toHaveLength(3);
+    const heldByB = leased.filter((j) => j.organizationId === 'org-conc-b').length;
+
+    const admin = await getQueueMetrics(db.prisma, { scope: adminScope() });
+    expect(admin.concurrency.keys.filter((k) => k.key === busy || k.key === quiet)).toEqual([
+      { key: busy, limit: 2, leased: 2, waiting: 3, setBy: 'enqueue' },
+      { key: quiet, limit: 1, leased: 1, waiting: 0, setBy: 'enqueue' },
+    ]);
+    expect(admin.concurrency.waiting).toBeGreaterThanOrEqual(3);
+    expect(admin.concurrency.keyCount).toBeGreaterThanOrEqual(2);
+
+    const a = await getQueueMetrics(db.prisma, { scope: organizationScope('org-conc-a') });
+    expect(a.concurrency).toEqual({
+      waiting: 3 - (1 - heldByB),
+      keyCount: 2,
+      keys: [
+        { key: busy, limit: 2, leased: 2 - heldByB, waiting: 2 + heldByB, setBy: 'enqueue' },
+        { key: quiet, limit: 1, leased: 1, waiting: 0, setBy: 'enqueue' },
+      ],
+    });
+    // Another organization sees neither key; one with no keyed jobs sees nothing.
+    const b = await getQueueMetrics(db.prisma, { scope: organizationScope('org-conc-b') });
+    expect(b.concurrency.keys.map((k) => k.key)).toEqual([busy]);
+    expect((await getQueueMetrics(db.prisma, { scope: organizationScope('org-conc-none') })).concurrency).toEqual({ waiting: 0, keyCount: 0, keys: [] });
+
+    // An operator's limit shows as such.
+    await setConcurrencyLimit(db.prisma, { key: busy, limit: 5 });
+    const pinned = await getQueueMetrics(db.prisma, { scope: organizationScope('org-conc-b') });
+    expect(pinned.concurrency.keys[0]).toMatchObject({ key: busy, limit: 5, setBy: 'operator' });
   });
 
   it('refuses a missing scope with metrics.invalid_input naming the field', async () => {

@@ -109,6 +109,7 @@ describe('OpenTelemetry', () => {
       'runledger.job.run_number': 1,
       'runledger.job.outcome': 'succeeded',
     });
+    expect(span!.attributes['runledger.concurrency_key']).toBeUndefined();
     expect(span!.status.code).not.toBe(SpanStatusCode.ERROR);
     expect(span!.events.map((e) => e.name)).toEqual(['runledger.job.started', 'runledger.job.succeeded']);
     const handlerSpan = exporter.getFinishedSpans().find((s) => s.name === 'handler work');
@@ -129,6 +130,21 @@ describe('OpenTelemetry', () => {
     expect(due!.seconds).toBeGreaterThan(0);
     expect(wait[0]?.value.min).toBeCloseTo(due!.seconds, 5);
     expect(wait[0]?.value.max).toBe(wait[0]?.value.min);
+  });
+
+  it("carries the job's concurrency key, the definition's or the enqueue's", async () => {
+    const job = defineJob('tele.keyed', z.object({ tenant: z.string() }), async () => ({ done: true }), {
+      concurrency: { key: (payload) => `tele-provider:${payload.tenant}`, limit: 2 },
+    });
+    const worker = await startWorker({ handlers: [job] });
+    const done = countdown(2);
+    worker.on('job:success', () => done.arrive());
+    const fromDefinition = await enqueueJob(db.prisma, job, { tenant: 't1' });
+    const fromEnqueue = await enqueueJob(db.prisma, job, { tenant: 't2' }, { concurrency: { key: 'tele-explicit', limit: 1 } });
+    await done.promise;
+    const byId = new Map(processSpans('tele.keyed').map((span) => [span.attributes['messaging.message.id'], span]));
+    expect(byId.get(fromDefinition.jobId)?.attributes['runledger.concurrency_key']).toBe('tele-provider:t1');
+    expect(byId.get(fromEnqueue.jobId)?.attributes['runledger.concurrency_key']).toBe('tele-explicit');
   });
 
   it('marks a failed attempt ERROR with its code and outcome, and counts it as a failure that will retry', async () => {

@@ -426,6 +426,17 @@ const CLI_OPERATIONS: CliOperation[] = [
     outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]),
   },
   { name: 'reap', args: () => ['--json', 'reap'], outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]) },
+  // A's concurrency key is listed only in A's scope; a key's limit binds every organization, so set refuses a scope.
+  {
+    name: 'limits list',
+    args: () => ['--json', 'limits', 'list', '--limit', '500'],
+    outside: (r) => expect([r.code, r.stdout.includes('tenant-a-slots')]).toEqual([0, false]),
+  },
+  {
+    name: 'limits set',
+    args: () => ['--json', 'limits', 'set', '--key', 'tenant-a-slots', '--limit', '9'],
+    outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]),
+  },
 ];
 
 const OUTSIDE_SCOPES: [string, () => Scope, string[]][] = [

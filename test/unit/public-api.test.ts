@@ -161,7 +161,7 @@ describe('public API', () => {
   });
 
   it('takes (db, input) for every operation on the database', () => {
-    // The documented exceptions: enqueueJob/enqueueJobs/enqueueWorkflowRunHandle take per-call options after the
+    // The documented exceptions: enqueueJob/enqueueJobs/enqueueWorkflowRun(s)/enqueueWorkflowRunHandle take per-call options after the
     // request, workflowRunHandle(db, scope, id, options?) and jobHandle(db, definition?, ref, options?) build handles (docs/guide/typed-api.md, "API conventions").
     const operations = [
       'claimJobs',
@@ -178,8 +178,6 @@ describe('public API', () => {
       'listJobs',
       'listJobEvents',
       'listJobAttempts',
-      'enqueueWorkflowRun',
-      'enqueueWorkflowRuns',
       'completeExternalWorkflowStep',
       'cancelWorkflowRun',
       'getWorkflowRun',

@@ -112,7 +112,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
       -- terminal steps do not change.
       -- A direct job pays one probe of the primary key with NULL.
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
-             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.stage,
+             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.concurrency_key, c.stage,
              s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
              COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
              (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms

@@ -20,6 +20,7 @@ export function startWorkflowRunsStatement(
   traceContext: string | null,
   carriedReason: string,
   concurrency: boolean,
+  notify: boolean,
 ): Sql {
   return sqltag`
     WITH run_input AS (
@@ -89,7 +90,7 @@ export function startWorkflowRunsStatement(
         JOIN runs ON runs.id = e.run_id
     ),
     notified AS (
-      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM jobs) t
+      SELECT count(pg_notify(${JOB_AVAILABLE_CHANNEL}, t.job_type))::int AS n FROM (SELECT DISTINCT job_type FROM jobs WHERE ${notify}::boolean) t
     )
     SELECT runs.id FROM runs CROSS JOIN notified`;
 }

@@ -3,6 +3,7 @@ import { get } from '../api.js';
 import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { distinctId, millis, when } from '../format.js';
+import { concurrencySection } from './concurrency.js';
 
 interface Queue {
   jobType: string;
@@ -83,19 +84,21 @@ function ago(value: string, now: number): string {
   return ms < 0 ? 'just now' : `${millis(Math.round(ms))} ago`;
 }
 
-export function queuesView(_context: Context): View {
+export function queuesView(context: Context, query: URLSearchParams): View {
   const body = h('div');
+  const keys = concurrencySection(context, query.get('after'));
   const root = h(
     'section',
     { 'aria-labelledby': 'queues-title' },
     h('h1', { id: 'queues-title' }, 'Queues'),
     h('p', { class: 'muted' }, 'Per job type: jobs waiting and running now, the last hour’s outcomes, and the live workers that handle the type.'),
     body,
+    keys.root,
   );
   return {
     root,
     async refresh() {
-      const { queues } = await get<{ queues: Queue[]; windowMs: number }>('queues');
+      const [{ queues }] = await Promise.all([get<{ queues: Queue[]; windowMs: number }>('queues'), keys.refresh()]);
       const unserved = queues.filter((queue) => queue.unserved);
       const saturated = queues.filter((queue) => queue.saturated);
       replace(

@@ -35,8 +35,20 @@ interface Job {
   finishedAt: string | null;
   resourceKey?: string | null;
   stage: string | null;
+  concurrencyKey?: string | null;
   /** The debounce or throttle window whose job this is (absent: none). */
   enqueueWindow?: { kind: 'debounce' | 'throttle'; key: string; closesAt: string | null };
+}
+
+/** The job's concurrency key as its row stands (src/dashboard/queries.ts JobConcurrency). */
+interface JobConcurrency {
+  key: string;
+  limit: number;
+  /** Admin: every lease of the key; another scope: its own. */
+  leased: number;
+  /** Every organization's leases reach the limit. */
+  full: boolean;
+  setBy: 'enqueue' | 'operator';
 }
 
 interface Attempt {
@@ -67,6 +79,7 @@ interface JobDetail {
   replayOf: { sourceJobId: string; sourceRunNumber: number; reason: string; createdAt: string } | null;
   stacks?: AttemptStack[];
   replays: { replayJobId: string; sourceRunNumber: number; reason: string; createdAt: string }[];
+  concurrency?: JobConcurrency | null;
 }
 
 function facts(rows: [string, Node | string][]): HTMLElement {
@@ -75,6 +88,21 @@ function facts(rows: [string, Node | string][]): HTMLElement {
     { class: 'facts' },
     rows.flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, value)]),
   );
+}
+
+/**
+ * A keyed job's key and its slots; for a due PENDING job on a full key, why it waits. Outside the admin scope the
+ * leases counted are the scope's own (the key's limit is shared by every organization's jobs).
+ */
+function concurrencyFacts(job: Job, concurrency: JobConcurrency | null | undefined, admin: boolean): [string, Node | string][] {
+  if (!job.concurrencyKey) return [];
+  if (!concurrency) return [['concurrency key', job.concurrencyKey]];
+  const held = `${concurrency.leased} of ${concurrency.limit} leased${admin ? '' : ' by this scope’s jobs'}${concurrency.setBy === 'operator' ? ' (limit set by an operator)' : ''}`;
+  const due = job.status === 'PENDING' && new Date(job.nextRunAt).getTime() <= Date.now();
+  if (due && concurrency.full) {
+    return [['waiting', h('span', { class: 'wait-reason' }, `waiting for a concurrency slot: key ${concurrency.key}, ${held}`)]];
+  }
+  return [['concurrency key', `${concurrency.key}, ${held}`]];
 }
 
 function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
@@ -267,6 +295,7 @@ export function jobView(context: Context, jobId: string): View {
           ['stage', job.stage ?? '—'],
           ['progress', progressText(job.progress)],
           ['priority', String(job.priority)],
+          ...concurrencyFacts(job, detail.concurrency, context.session.scope.kind === 'admin'),
           // Only a PENDING job has a next run; a leased or ended one's column is leftover, not a plan.
           ...(job.status === 'PENDING'
             ? [[new Date(job.nextRunAt).getTime() > Date.now() ? 'scheduled for' : 'due since', timeBoth(job.nextRunAt)] as [string, Node | string]]

@@ -8,7 +8,7 @@ import { queuesView, workersView } from './fleet.js';
 export function operationsView(context: Context, page: string | undefined, query: URLSearchParams): View | undefined {
   switch (page) {
     case 'queues':
-      return queuesView(context);
+      return queuesView(context, query);
     case 'workers':
       return workersView(context);
     case 'schedules':
