@@ -63,7 +63,9 @@ export function insertJobsStatement(
       RETURNING id, job_type, run_number, attempt, next_run_at, created_at, idempotency_key
     ),
     -- Only a batch naming a concurrency key has these (a statement shape of its own).
-    ${concurrency ? sqltag`${concurrencyLimitWrites('input', sqltag`NOT EXISTS (SELECT 1 FROM refused)`)},` : sqltag``}
+    -- The keys of the jobs inserted only: a keyed row skipped (its idempotency key held) writes nothing, so an
+    -- idempotency conflict in a host's transaction leaves no limit row behind (enqueue.ts removes only jobs).
+    ${concurrency ? sqltag`${concurrencyLimitWrites('input', sqltag`i.id IN (SELECT ins.id FROM inserted ins)`)},` : sqltag``}
     events AS (
       INSERT INTO runledger.job_events (id, job_id, event_type, run_number, attempt, payload, created_at)
       SELECT i.event_id, ins.id, 'ENQUEUED'::runledger.job_event_type, ins.run_number, ins.attempt, i.event_payload, ins.created_at
