@@ -90,7 +90,8 @@ export async function enqueueDirect(db: Client, spec: DirectJobSpec): Promise<{ 
     ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
     ...(spec.backoff ? { backoff: spec.backoff } : {}),
   });
-  return { jobId: result.jobId, disposition: result.disposition };
+  // No debounce or throttle here: an enqueue's answer is one of these two.
+  return { jobId: result.jobId, disposition: result.disposition as 'inserted' | 'existing' };
 }
 
 export async function enqueueRun(

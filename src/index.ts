@@ -77,7 +77,7 @@ export { listJobAttempts, type JobAttempt, type JobAttemptOutcome, type RetryDel
 export type { RetryPolicy } from './job/retry-policy.js';
 export type { BackoffPolicy } from './job/defaults.js';
 export { DEFAULT_BACKOFF } from './job/defaults.js';
-export type { Job, JobEvent, JobEventType, JobLease, JobState, JobStatus } from './model/job-rows.js';
+export type { Job, JobEnqueueWindow, JobEvent, JobEventType, JobLease, JobState, JobStatus } from './model/job-rows.js';
 export type {
   EnqueueJobInput,
   EnqueueOptions,

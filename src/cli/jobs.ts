@@ -54,6 +54,10 @@ export function registerJobCommands(program: Command, context: CliContext): void
         `Job ${job.id}  ${job.jobType}  ${job.state}  run ${job.runNumber}  attempt ${job.attempt}/${job.maxAttempts}${job.stage ? `  stage ${job.stage}` : ''}${formatProgress(job.progress)}`,
         `  organization: ${job.organizationId ?? '(none)'}  next run: ${job.nextRunAt.toISOString()}`,
         job.lastErrorCode ? `  last error: ${job.lastErrorCode}: ${job.lastErrorMessage ?? ''}` : '',
+        // Why a PENDING job waits: the debounce or throttle window it is the job of (key quoted: it is the host's text).
+        job.enqueueWindow
+          ? `  ${job.enqueueWindow.kind} key: ${JSON.stringify(job.enqueueWindow.key)}${job.enqueueWindow.closesAt ? `  ${job.enqueueWindow.kind === 'debounce' ? 'runs by' : 'window ends'}: ${job.enqueueWindow.closesAt.toISOString()}` : ''}`
+          : '',
         jsonLine('payload', job.payload),
         job.checkpoint === null ? '' : jsonLine('checkpoint', job.checkpoint),
         job.output === null ? '' : jsonLine('output', job.output),

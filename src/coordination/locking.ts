@@ -134,6 +134,17 @@
  *     batch that also finishes a job of the child run (or a job counted on the same counter shard and
  *     key), while the child's last job completes in another batch; PostgreSQL's detector ends it
  *     (`database.transaction_conflict`, retried like any conflict), as for counters below.
+ *   - Enqueue windows (debounce and throttle, src/queue/statements/enqueue-windows.ts): the batch's
+ *     enqueue_windows rows (rung 0, FOR UPDATE in (job type, organization, kind, key) order; a new key's
+ *     row by its unique insert, in the same order) -> the window's job row (1: a debounce re-arm's UPDATE,
+ *     which waits for a claim holding it and then re-checks it) -> only new rows (the new window's job).
+ *     A job is the job of one window only, so two enqueues never want one job row without first queueing
+ *     for its window row; a claim or any lifecycle write holds job rows without waiting for window rows;
+ *     the purge trigger (job_queue_delete_windows) takes window rows with SKIP LOCKED. Two exceptions, each
+ *     ended by PostgreSQL's detector (`database.transaction_conflict`): a host transaction that locked a
+ *     window's job row (e.g. canceled it) and then enqueues that key while another enqueue of the key waits
+ *     for the job; and a batch that found a key raced (a concurrent first request committed it after the
+ *     statement's snapshot) and locks it in a second pass, after keys it locked in the first.
  *   - The job definitions catalog (src/queue/catalog.ts) takes no part:
  *     enqueues read it without locking; a sync upserts its rows in job-type
  *     order in one statement and holds no other lock class. Recording an

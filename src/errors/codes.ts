@@ -77,6 +77,7 @@ export const ERROR_CODES = [
   'job.idempotency_conflict',
   'job.internal_state',
   'job.enqueue_idempotency_unsupported_isolation',
+  'job.enqueue_window_unsupported_isolation',
   'job.reap_unsupported_isolation',
   'job.compare_and_replay_unsupported_isolation',
   'job.replay_idempotency_conflict',

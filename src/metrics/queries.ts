@@ -19,6 +19,8 @@
  *     time-ordered) from the window's start, at most MAX_DURATION_SCAN rows;
  *   - workflow runs: live ones by workflow_runs_status_idx, finished ones in
  *     the recent window by workflow_runs_finished_idx;
+ *   - debounce waits: enqueue_windows_waiting_idx (the open debounce windows),
+ *     and each one's job by primary key;
  *   - continuations: job_attempts_continued_idx (attempts closed as
  *     CONTINUED, by close time; migration 20261218000000) in the window, and
  *     each one's job by primary key for the scope;
@@ -280,6 +282,28 @@ export function concurrencyKeys({ now, scope }: MetricsQueryContext): Sql {
 }
 
 /** Every section's statement, by name: what the metrics read and what the plan test explains. */
+export interface DebounceWaitRow {
+  job_type: string;
+  count: number;
+}
+
+/**
+ * PENDING jobs waiting for their debounce window to close (issue 35): the debounce windows whose job was last
+ * due after now, read from enqueue_windows_waiting_idx (debounce rows only, by that due time), so the rows read
+ * are the windows still open, not every key ever used; each one's job by primary key, to count only a job
+ * still PENDING, unstarted and not yet due (one canceled or brought forward meanwhile is not waiting).
+ */
+export function debounceWaits({ now, scope }: MetricsQueryContext): Sql {
+  return sqltag`
+    SELECT w.job_type, count(*)::int AS count
+      FROM runledger.enqueue_windows w
+      JOIN runledger.job_queue jq ON jq.id = w.job_id
+     WHERE w.kind = 'DEBOUNCE' AND w.waiting_until > ${now}::timestamptz
+       AND jq.claimable AND jq.attempt = 0 AND jq.next_run_at > ${now}::timestamptz
+       AND ${inScope(scope, 'jq.organization_id')}
+     GROUP BY 1`;
+}
+
 export const METRICS_QUERIES = {
   liveJobCounts,
   recentlyFinishedJobCounts,
@@ -289,4 +313,5 @@ export const METRICS_QUERIES = {
   workflowRunCounts,
   continuationCounts,
   concurrencyKeys,
+  debounceWaits,
 } as const satisfies Record<string, (context: MetricsQueryContext) => Sql>;

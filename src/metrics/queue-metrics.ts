@@ -15,6 +15,7 @@ import {
   type ConcurrencyKeyRow,
   type ContinuationCountRow,
   type CountRow,
+  type DebounceWaitRow,
   type DurationRow,
   type FinishedCountRow,
   type LiveCountRow,
@@ -42,6 +43,8 @@ export interface JobTypeMetrics {
   runnable: number;
   /** LEASED now. */
   leased: number;
+  /** Of `pending`, jobs waiting for their debounce window to close (enqueued with `debounce`, not yet due). */
+  debounceWaiting: number;
   /** Finished in the recent window. */
   finishedRecently: FinishedJobCounts;
 }
@@ -73,7 +76,7 @@ export interface QueueMetrics {
   /** The window lengths, so a reader never has to assume them. */
   windows: { recentMs: number; deadLetteredMs: number };
   /** Totals over every type (the sums of `byType`). */
-  jobs: { pending: number; runnable: number; leased: number; finishedRecently: FinishedJobCounts };
+  jobs: { pending: number; runnable: number; leased: number; debounceWaiting: number; finishedRecently: FinishedJobCounts };
   /** Per job type and kind, ordered by type then kind. Types with nothing live and nothing recent are absent. */
   byType: JobTypeMetrics[];
   /** How long the oldest due PENDING job has been due (now - next_run_at); null when none is due. */
@@ -136,9 +139,10 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
   const runs = await read<RunCountRow>('workflowRunCounts');
   const [continuations] = await read<ContinuationCountRow>('continuationCounts');
   const keys = await read<ConcurrencyKeyRow>('concurrencyKeys');
+  const debounce = await read<DebounceWaitRow>('debounceWaits');
   const intents = await readEnqueueIntentStats(tx, scope);
 
-  const byType = typeMetrics(live, finished);
+  const byType = typeMetrics(live, finished, debounce);
   const runCount = (status: RunCountRow['status']) => runs.find((r) => r.status === status)?.count ?? 0;
   const sum = (pick: (t: JobTypeMetrics) => number) => byType.reduce((total, t) => total + pick(t), 0);
   return {
@@ -148,6 +152,7 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
       pending: sum((t) => t.pending),
       runnable: sum((t) => t.runnable),
       leased: sum((t) => t.leased),
+      debounceWaiting: sum((t) => t.debounceWaiting),
       finishedRecently: {
         succeeded: sum((t) => t.finishedRecently.succeeded),
         deadLettered: sum((t) => t.finishedRecently.deadLettered),
@@ -174,14 +179,14 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
   };
 }
 
-function typeMetrics(live: readonly LiveCountRow[], finished: readonly FinishedCountRow[]): JobTypeMetrics[] {
+function typeMetrics(live: readonly LiveCountRow[], finished: readonly FinishedCountRow[], debounce: readonly DebounceWaitRow[]): JobTypeMetrics[] {
   const byKey = new Map<string, JobTypeMetrics>();
   const entry = (jobType: string, workflow: boolean): JobTypeMetrics => {
     const kind = workflow ? 'workflow' : 'direct';
     const key = JSON.stringify([jobType, kind]);
     let metrics = byKey.get(key);
     if (!metrics) {
-      metrics = { jobType, kind, pending: 0, runnable: 0, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } };
+      metrics = { jobType, kind, pending: 0, runnable: 0, leased: 0, debounceWaiting: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } };
       byKey.set(key, metrics);
     }
     return metrics;
@@ -197,6 +202,8 @@ function typeMetrics(live: readonly LiveCountRow[], finished: readonly FinishedC
   }
   const field = { SUCCEEDED: 'succeeded', DEAD_LETTERED: 'deadLettered', CANCELED: 'canceled' } as const;
   for (const row of finished) entry(row.job_type, row.workflow).finishedRecently[field[row.status]] += row.count;
+  // A debounced job is a direct job.
+  for (const row of debounce) entry(row.job_type, false).debounceWaiting += row.count;
   return [...byKey.values()].sort((a, b) => (a.jobType < b.jobType ? -1 : a.jobType > b.jobType ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
 }
 

@@ -88,6 +88,19 @@ export interface JobRow {
   concurrency_key?: string | null;
   /** The lease's attempt was marked running (JOB_ROW_COLUMNS selects it); absent: read from started_at. */
   running?: boolean | null;
+  /** The debounce or throttle window whose job this is (JOB_ROW_COLUMNS selects it); null or absent: none. */
+  enqueue_window?: { kind: 'DEBOUNCE' | 'THROTTLE'; key: string; closesAtMs: number | null } | null;
+}
+
+/** The debounce or throttle window a job is the current job of (enqueueJob's `debounce` / `throttle`). */
+export interface JobEnqueueWindow {
+  kind: 'debounce' | 'throttle';
+  key: string;
+  /**
+   * Debounce: the latest the job can be pushed to (the window's first request + maxWaitMs; null: no cap).
+   * Throttle: the end of the window (requests before it return this job).
+   */
+  closesAt: Date | null;
 }
 
 export interface Job {
@@ -129,6 +142,12 @@ export interface Job {
   stage: string | null;
   /** Concurrency key: at most the key's limit of its jobs LEASED at once (null: none; listConcurrencyLimits). */
   concurrencyKey: string | null;
+  /**
+   * Present only on the job a debounce or throttle key's window currently names: why a PENDING job waits
+   * (each request of the key in the window moves a debounced job; docs/guide/flow-control.md). A key's
+   * earlier jobs no longer carry it.
+   */
+  enqueueWindow?: JobEnqueueWindow;
 }
 
 /**
@@ -138,7 +157,9 @@ export interface Job {
 export const JOB_ROW_COLUMNS = sqltag`jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
        jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key,
        jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
-       jq.finished_at, jq.resource_key, jq.stage, jq.concurrency_key, jq.attempt_running_at IS NOT NULL AS running`;
+       jq.finished_at, jq.resource_key, jq.stage, jq.concurrency_key, jq.attempt_running_at IS NOT NULL AS running,
+       (SELECT jsonb_build_object('kind', w.kind, 'key', w.window_key, 'closesAtMs', floor(extract(epoch FROM w.closes_at) * 1000))
+          FROM runledger.enqueue_windows w WHERE w.job_id = jq.id LIMIT 1) AS enqueue_window`;
 
 export function toJob(row: JobRow): Job {
   return {
@@ -170,7 +191,12 @@ export function toJob(row: JobRow): Job {
     resourceKey: row.resource_key,
     stage: row.stage ?? null,
     concurrencyKey: row.concurrency_key ?? null,
+    ...(row.enqueue_window ? { enqueueWindow: toEnqueueWindow(row.enqueue_window) } : {}),
   };
+}
+
+function toEnqueueWindow(w: NonNullable<JobRow['enqueue_window']>): JobEnqueueWindow {
+  return { kind: w.kind === 'DEBOUNCE' ? 'debounce' : 'throttle', key: w.key, closesAt: w.closesAtMs === null ? null : new Date(w.closesAtMs) };
 }
 
 /**

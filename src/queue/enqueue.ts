@@ -1,4 +1,4 @@
-import type { Db } from '../client/types.js';
+import { isTransactionClient, type Db, type Tx } from '../client/types.js';
 import { ensureReadCommitted, withStatement, withTransaction } from '../client/transaction.js';
 import { InternalError, isRunledgerError } from '../errors/runledger-error.js';
 import { parseInput } from '../validation/parse.js';
@@ -16,7 +16,8 @@ import {
   type ParsedEnqueueJobInput,
 } from './inputs.js';
 
-import { insertJobsTx, toInsertRow, writeConcurrencyLimitsTx, type EnqueueJobResult, type InsertJobsOptions } from './insert-jobs.js';
+import { insertJobsTx, toInsertRow, writeConcurrencyLimitsTx, type EnqueueJobResult, type InsertJobRow, type InsertJobsOptions } from './insert-jobs.js';
+import { enqueueWindowsTx, groupWindowKeys, type EnqueueWindow, type WindowedRow } from './enqueue-windows.js';
 import { deleteUncommittedJobs, resolveExisting } from './enqueue-idempotency.js';
 import { parseCommonJobInput } from './common-job-input.js';
 
@@ -140,41 +141,106 @@ function stripUndefined(record: Record<string, unknown>): Record<string, unknown
 async function enqueueParsed(db: Db, inputs: readonly ParsedEnqueueJobInput[], options: InsertJobsOptions): Promise<EnqueueJobResult[]> {
   if (inputs.length === 0) return [];
   const rows = inputs.map(toInsertRow);
+  const windowed = windowedRows(inputs, rows);
+  if (windowed.length > 0) return enqueueWithWindows(db, rows, windowed, options);
   if (rows.every((row) => row.idempotencyKey === null)) {
     // No key: nothing can be skipped, so the batch is the one INSERT statement, autocommitted on a root
     // client. An INSERT of new rows behaves the same at every isolation level, so no READ COMMITTED check.
-    const inserted = await withStatement(db, 'enqueue jobs', (client) => insertJobsTx(client, rows, options), { readCommitted: false });
-    if (inserted.length !== rows.length) {
-      throw new InternalError('job.internal_state', 'The enqueue did not insert every job.', {
-        internalMessage: `enqueue jobs: inserted ${inserted.length} of ${rows.length} jobs without idempotency keys`,
-      });
+    return withStatement(db, 'enqueue jobs', (client) => insertPlainTx(client, rows, options), { readCommitted: false });
+  }
+  return withTransaction(db, 'enqueue jobs', ({ tx, owned }) => insertKeyedTx(tx, owned, rows, options));
+}
+
+/** Rows without idempotency keys: one INSERT, every row inserted. */
+async function insertPlainTx(tx: Tx, rows: readonly InsertJobRow[], options: InsertJobsOptions): Promise<EnqueueJobResult[]> {
+  const inserted = await insertJobsTx(tx, rows, options);
+  if (inserted.length !== rows.length) {
+    throw new InternalError('job.internal_state', 'The enqueue did not insert every job.', {
+      internalMessage: `enqueue jobs: inserted ${inserted.length} of ${rows.length} jobs without idempotency keys`,
+    });
+  }
+  return rows.map((row) => ({ jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const }));
+}
+
+/** Rows some of which have idempotency keys: one insert, then the holders of keys already taken (enqueue-idempotency.ts). */
+async function insertKeyedTx(tx: Tx, owned: boolean, rows: readonly InsertJobRow[], options: InsertJobsOptions): Promise<EnqueueJobResult[]> {
+  await ensureReadCommitted({ tx, owned }, 'job.enqueue_idempotency_unsupported_isolation', 'Enqueue with an idempotency key');
+  const inserted = new Set(await insertJobsTx(tx, rows, { ...options, deferConcurrencyLimits: true }));
+  const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
+  let existing = new Map<number, EnqueueJobResult>();
+  if (skipped.length > 0) {
+    try {
+      existing = await resolveExisting(tx, skipped);
+    } catch (error) {
+      // An owned transaction rolls back. A joined one is the caller's: it may catch the error and commit, so
+      // the rows this batch inserted (visible to no one else yet) are removed to keep "nothing written" true.
+      if (!owned && inserted.size > 0 && isRunledgerError(error, 'job.idempotency_conflict')) {
+        await deleteUncommittedJobs(tx, [...inserted]);
+      }
+      throw error;
     }
-    return rows.map((row) => ({ jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const }));
+  }
+  // Now that nothing can refuse the batch: the limits of the keys its inserted jobs name.
+  await writeConcurrencyLimitsTx(
+    tx,
+    rows.filter((row) => inserted.has(row.id)),
+  );
+  return rows.map((row, index) =>
+    inserted.has(row.id) ? { jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const } : existing.get(index)!,
+  );
+}
+
+/** The requests with a debounce or throttle window, with their place in the batch. */
+function windowedRows(inputs: readonly ParsedEnqueueJobInput[], rows: readonly InsertJobRow[]): WindowedRow[] {
+  return inputs.flatMap((input, index) => {
+    const window: EnqueueWindow | null = input.debounce
+      ? { kind: 'DEBOUNCE', key: input.debounce.key, windowMs: input.debounce.windowMs, maxWaitMs: input.debounce.maxWaitMs ?? null }
+      : input.throttle
+        ? { kind: 'THROTTLE', key: input.throttle.key, windowMs: input.throttle.windowMs, maxWaitMs: null }
+        : null;
+    return window === null ? [] : [{ row: rows[index]!, index, window }];
+  });
+}
+
+/**
+ * A batch with window requests. One key and nothing else: its statement on its own (autocommit on a root
+ * client: each pass is whole for the one key). Otherwise one transaction, all or nothing: the other rows first
+ * (an idempotency conflict there throws before any window is touched), then the windows' statement.
+ */
+async function enqueueWithWindows(
+  db: Db,
+  rows: readonly InsertJobRow[],
+  windowed: readonly WindowedRow[],
+  options: InsertJobsOptions,
+): Promise<EnqueueJobResult[]> {
+  const windowIndexes = new Set(windowed.map((w) => w.index));
+  const plain = rows.map((row, index) => ({ row, index })).filter(({ index }) => !windowIndexes.has(index));
+  if (plain.length === 0 && groupWindowKeys(windowed).length === 1) {
+    // A raced first pass (another enqueue of the key committed after its snapshot) is sent again in a transaction:
+    // its passes hold the window row they lock, where autocommitted ones could race again and again.
+    const results =
+      (await withStatement(db, 'enqueue jobs', (client) => enqueueWindowsTx(client, windowed, options, !isTransactionClient(db)))) ??
+      (await withTransaction(db, 'enqueue jobs', ({ tx }) => enqueueWindowsTx(tx, windowed, options)));
+    return rows.map((_, index) => results!.get(index)!);
   }
   return withTransaction(db, 'enqueue jobs', async ({ tx, owned }) => {
-    await ensureReadCommitted({ tx, owned }, 'job.enqueue_idempotency_unsupported_isolation', 'Enqueue with an idempotency key');
-    const inserted = new Set(await insertJobsTx(tx, rows, { ...options, deferConcurrencyLimits: true }));
-    const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
-    let existing = new Map<number, EnqueueJobResult>();
-    if (skipped.length > 0) {
-      try {
-        existing = await resolveExisting(tx, skipped);
-      } catch (error) {
-        // An owned transaction rolls back. A joined one is the caller's: it may catch the error and commit, so
-        // the rows this batch inserted (visible to no one else yet) are removed to keep "nothing written" true.
-        if (!owned && inserted.size > 0 && isRunledgerError(error, 'job.idempotency_conflict')) {
-          await deleteUncommittedJobs(tx, [...inserted]);
-        }
-        throw error;
-      }
+    const results = new Map<number, EnqueueJobResult>();
+    const plainRows = plain.map((p) => p.row);
+    if (plain.length > 0) {
+      const done = plainRows.every((row) => row.idempotencyKey === null)
+        ? await insertPlainTx(tx, plainRows, options)
+        : await insertKeyedTx(tx, owned, plainRows, options);
+      for (const [position, result] of done.entries()) results.set(plain[position]!.index, result);
     }
-    // Now that nothing can refuse the batch: the limits of the keys its inserted jobs name.
-    await writeConcurrencyLimitsTx(
-      tx,
-      rows.filter((row) => inserted.has(row.id)),
-    );
-    return rows.map((row, index) =>
-      inserted.has(row.id) ? { jobId: row.id, status: 'PENDING' as const, runNumber: 1, disposition: 'inserted' as const } : existing.get(index)!,
-    );
+    try {
+      for (const [index, result] of (await enqueueWindowsTx(tx, windowed, options))!) results.set(index, result);
+    } catch (error) {
+      // The windows' refusals (catalog, isolation) write nothing; in a joined transaction the caller may catch
+      // and commit, so the jobs this batch inserted above go too, as for an idempotency conflict.
+      const mine = plainRows.filter((_row, position) => results.get(plain[position]!.index)?.disposition === 'inserted').map((row) => row.id);
+      if (!owned && mine.length > 0 && isRunledgerError(error)) await deleteUncommittedJobs(tx, mine);
+      throw error;
+    }
+    return rows.map((_, index) => results.get(index)!);
   });
 }

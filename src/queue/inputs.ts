@@ -45,6 +45,25 @@ const workerId = nonBlank(200);
 
 export const concurrencySettingSchema = z.strictObject({ key: requestKey, limit: concurrencyLimit });
 
+/** The longest debounce or throttle window, and a debounce's longest maximum wait: 7 days. */
+export const MAX_ENQUEUE_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
+const windowMs = z
+  .number()
+  .int('must be an integer')
+  .min(1, 'must be at least 1')
+  .max(MAX_ENQUEUE_WINDOW_MS, `must be at most ${MAX_ENQUEUE_WINDOW_MS} (7 days)`);
+
+/**
+ * `debounce`: the last request of a window wins (docs/guide/flow-control.md). The first request for `key` creates a
+ * job due `windowMs` later (database clock); each later one while that job is PENDING and unstarted replaces its
+ * payload and settings and pushes it to now + `windowMs`, never past the window's first request + `maxWaitMs`.
+ */
+export const debounceSchema = z
+  .strictObject({ key: requestKey, windowMs, maxWaitMs: windowMs.optional() })
+  .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.windowMs, { path: ['maxWaitMs'], message: 'must be at least windowMs' });
+/** `throttle`: the first request of a window wins; later ones within `windowMs` of it return its job and write nothing. */
+export const throttleSchema = z.strictObject({ key: requestKey, windowMs });
+
 export const enqueueJobInputSchema = z
   .strictObject({
     jobType: nonBlank(200),
@@ -76,10 +95,33 @@ export const enqueueJobInputSchema = z
      * the row, so every retry of this job uses it, whichever worker fails it.
      */
     backoff: backoffPolicySchema.optional(),
+    /** Debounce: the last request of the key's window wins (see debounceSchema). */
+    debounce: debounceSchema.optional(),
+    /** Throttle: the first request of the key's window wins (see throttleSchema). */
+    throttle: throttleSchema.optional(),
   })
   .refine((input) => input.runAt === undefined || input.delayMs === undefined, {
     path: ['runAt'],
     message: 'give runAt or delayMs, not both',
+  })
+  .superRefine((input, ctx) => {
+    // Combinations that mean nothing (docs/guide/flow-control.md, "Combining"): refused, naming the field.
+    if (input.debounce !== undefined && input.throttle !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['throttle'], message: 'give debounce or throttle, not both' });
+    }
+    if (input.debounce !== undefined) {
+      for (const field of ['runAt', 'delayMs'] as const) {
+        if (input[field] !== undefined)
+          ctx.addIssue({ code: 'custom', path: [field], message: 'cannot be combined with debounce: the window sets the due time' });
+      }
+    }
+    if ((input.debounce !== undefined || input.throttle !== undefined) && input.idempotencyKey !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['idempotencyKey'],
+        message: 'cannot be combined with debounce or throttle: the window key already answers repeated requests',
+      });
+    }
   });
 /** One job of the string job-type form: the payload is `unknown` to the compiler, checked as storable JSON at run time. */
 export type EnqueueJobInput = Omit<z.input<typeof enqueueJobInputSchema>, 'payload'> & { payload: unknown };

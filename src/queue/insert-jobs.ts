@@ -25,8 +25,13 @@ export interface EnqueueJobResult {
   jobId: string;
   status: JobStatus;
   runNumber: number;
-  /** 'existing': an earlier enqueue with the same key and the same request made this job. */
-  disposition: 'inserted' | 'existing';
+  /**
+   * 'inserted': this request made the job (for a debounce or throttle, it opened the key's window). 'existing':
+   * an earlier enqueue with the same idempotency key and the same request made it. 'debounced': the request
+   * joined the key's debounce window, and the job now carries its payload and settings. 'throttled': the
+   * request fell in the key's throttle window and returns its job, unchanged.
+   */
+  disposition: 'inserted' | 'existing' | 'debounced' | 'throttled';
 }
 
 /** One row for `insertJobsTx`; callers have validated it already. */

@@ -97,6 +97,29 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
     ],
     call: dbCall('enqueueJob'),
   },
+  'enqueueJob#debounce': {
+    args: () => [
+      {
+        jobType: 'fuzz.debounced',
+        payload: { n: 1 },
+        organizationId: 'org-fuzz',
+        resource: 'fuzz-res',
+        debounce: { key: 'fuzz-key', windowMs: 1_000, maxWaitMs: 5_000 },
+      },
+      { notify: false },
+    ],
+    call: dbCall('enqueueJob'),
+  },
+  'enqueueJobs#throttle': {
+    args: () => [
+      [
+        { jobType: 'fuzz.throttled', payload: ['x'], throttle: { key: 'fuzz-key', windowMs: 60_000 }, delayMs: 10 },
+        { jobType: 'fuzz.throttled', payload: ['y'], throttle: { key: 'fuzz-key', windowMs: 60_000 } },
+        { jobType: 'fuzz.debounced', payload: null, debounce: { key: 'fuzz-key', windowMs: 60_000 } },
+      ],
+    ],
+    call: dbCall('enqueueJobs'),
+  },
   'enqueueJob#definition': {
     args: () => [{ n: 1 }, { organizationId: 'org-fuzz', delayMs: 10 }],
     call: (db, args, f) => settle(any(runledger.enqueueJob)(db, f.definition, ...args)),

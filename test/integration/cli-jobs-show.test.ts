@@ -23,6 +23,17 @@ describe('runledger jobs show', () => {
     expect(done.stdout).toContain('  output: {"greeting":"hello ops"}');
   });
 
+  it('says which debounce or throttle window a job is the job of', async () => {
+    const { jobId } = await enqueueJob(db.prisma, {
+      jobType: 'cli.debounced',
+      payload: {},
+      debounce: { key: 'customer 7', windowMs: 60_000, maxWaitMs: 120_000 },
+    });
+    const shown = await cli('jobs', 'show', jobId);
+    expect(shown.stdout).toMatch(/ {2}debounce key: "customer 7" {2}runs by: \d{4}-/);
+    expect(JSON.parse((await cli('--json', 'jobs', 'show', jobId)).stdout).job.enqueueWindow).toMatchObject({ kind: 'debounce', key: 'customer 7' });
+  });
+
   it('cuts a long payload, pointing at --json for all of it', async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'cli.long', payload: { text: 'x'.repeat(5_000) } });
     const shown = await cli('jobs', 'show', jobId);

@@ -25,7 +25,7 @@ describe('runledger stats', () => {
     const json = await cli('--json', '--org', 'org-s', 'stats');
     expect(json.code).toBe(0);
     const metrics = JSON.parse(json.stdout);
-    expect(metrics.jobs).toEqual({ pending: 1, runnable: 1, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } });
+    expect(metrics.jobs).toEqual({ pending: 1, runnable: 1, leased: 0, debounceWaiting: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } });
     expect(metrics.byType).toHaveLength(1);
     expect(typeof metrics.asOf).toBe('string');
   });

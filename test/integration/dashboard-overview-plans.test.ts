@@ -206,11 +206,16 @@ describe('overview and lists on 1M finished jobs and a 50k backlog', () => {
             ids.map((n) => [n['Index Name'], n['Node Type'].replace('Index Only Scan', 'Index Scan')]),
             mode,
           ).toEqual(statuses.map((status) => [FINISHED_INDEX[status], 'Index Scan']));
-          // Then the page's rows by primary key, and nothing else.
+          // Then the page's rows by primary key (and each one's debounce or throttle window by its job index), and
+          // nothing else.
           expect(
-            nodes.filter((n) => !ids.includes(n)).map((n) => n['Index Name']),
+            nodes.filter((n) => !ids.includes(n) && n['Relation Name'] !== 'enqueue_windows').map((n) => n['Index Name']),
             mode,
           ).toEqual(['job_queue_pkey']);
+          expect(
+            nodes.filter((n) => n['Relation Name'] === 'enqueue_windows').map((n) => n['Index Name']),
+            mode,
+          ).toEqual(['enqueue_windows_job_id_idx']);
           // No organization: a third of the type's rows are org-a's and read past; so are the other statuses' rows
           // (the status is read on the row: a few percent here).
           expect(rowsRead(ids), mode).toBeLessThanOrEqual(51 * statuses.length * 2);

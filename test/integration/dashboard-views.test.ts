@@ -293,6 +293,14 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await page.context().close();
   });
 
+  it('says why a debounced job waits', async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'views.debounced', payload: {}, debounce: { key: 'customer-9', windowMs: 600_000 } });
+    const page = await openPage(`#/jobs/${jobId}`);
+    // Its facts name the window: no cap given, so no "never past".
+    await page.getByText('key customer-9: each request moves it', { exact: true }).waitFor();
+    await page.context().close();
+  });
+
   it("pages a job's event log and folds its progress reports", async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'views.progress', payload: {} });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 600, jobTypes: ['views.progress'], markRunning: true });

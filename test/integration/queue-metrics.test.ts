@@ -84,11 +84,35 @@ describe('getQueueMetrics', () => {
     expect(m.asOf).toEqual(NOW);
     expect(m.windows).toEqual({ recentMs: 3_600_000, deadLetteredMs: 86_400_000 });
     expect(m.byType).toEqual([
-      { jobType: 'metrics.a', kind: 'direct', pending: 4, runnable: 3, leased: 0, finishedRecently: { succeeded: 1, deadLettered: 2, canceled: 0 } },
-      { jobType: 'metrics.b', kind: 'direct', pending: 0, runnable: 0, leased: 1, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 1 } },
-      { jobType: 'metrics.step', kind: 'workflow', pending: 1, runnable: 1, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 } },
+      {
+        jobType: 'metrics.a',
+        kind: 'direct',
+        pending: 4,
+        runnable: 3,
+        leased: 0,
+        debounceWaiting: 0,
+        finishedRecently: { succeeded: 1, deadLettered: 2, canceled: 0 },
+      },
+      {
+        jobType: 'metrics.b',
+        kind: 'direct',
+        pending: 0,
+        runnable: 0,
+        leased: 1,
+        debounceWaiting: 0,
+        finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 1 },
+      },
+      {
+        jobType: 'metrics.step',
+        kind: 'workflow',
+        pending: 1,
+        runnable: 1,
+        leased: 0,
+        debounceWaiting: 0,
+        finishedRecently: { succeeded: 0, deadLettered: 0, canceled: 0 },
+      },
     ]);
-    expect(m.jobs).toEqual({ pending: 5, runnable: 4, leased: 1, finishedRecently: { succeeded: 1, deadLettered: 2, canceled: 1 } });
+    expect(m.jobs).toEqual({ pending: 5, runnable: 4, leased: 1, debounceWaiting: 0, finishedRecently: { succeeded: 1, deadLettered: 2, canceled: 1 } });
     expect(m.deadLetteredLast24h).toBe(3);
     expect(m.oldestRunnableAgeMs).toBe(5_000_000);
     expect(m.workflowRuns).toEqual({ running: 1, waitingForExternal: 0, finishedRecently: { succeeded: 0, completedWithErrors: 0, canceled: 0 } });
@@ -104,7 +128,15 @@ describe('getQueueMetrics', () => {
   it("sees only its own organization's rows in an organization scope", async () => {
     const m = await getQueueMetrics(db.prisma, { scope: organizationScope('org-1'), now: NOW });
     expect(m.byType).toEqual([
-      { jobType: 'metrics.a', kind: 'direct', pending: 1, runnable: 1, leased: 0, finishedRecently: { succeeded: 0, deadLettered: 1, canceled: 0 } },
+      {
+        jobType: 'metrics.a',
+        kind: 'direct',
+        pending: 1,
+        runnable: 1,
+        leased: 0,
+        debounceWaiting: 0,
+        finishedRecently: { succeeded: 0, deadLettered: 1, canceled: 0 },
+      },
     ]);
     expect(m.oldestRunnableAgeMs).toBe(5_000_000);
     expect(m.deadLetteredLast24h).toBe(1);

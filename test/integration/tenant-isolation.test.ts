@@ -106,6 +106,8 @@ beforeAll(async () => {
   await cancelWorkflowRun(prisma, { scope: organizationScope(ORG_A), workflowRunId: finished.workflowRunId });
   await recoverWorkflowRun(prisma, { scope: organizationScope(ORG_A), sourceRunId: finished.workflowRunId, requestKey: 'tenant-recover', reason: 'setup' });
   await recordJobEnqueueIntent(prisma, { jobType: 'tenant.intent', payload: {}, idempotencyKey: 'tenant-intent', organizationId: ORG_A });
+  // A debounce window of A's, open for an hour: another scope's request for the same key must not join it.
+  await enqueueJob(prisma, { jobType: 'tenant.window', payload: { from: 'a' }, organizationId: ORG_A, debounce: { key: 'w', windowMs: 3_600_000 } });
   const jobs = await listJobs(prisma, { scope: organizationScope(ORG_A), limit: 500 });
   const functionRun = await enqueueWorkflowRun(prisma, FUZZ_FUNCTION.run({ n: 1 }, { organizationId: ORG_A }));
   a = {
@@ -117,7 +119,7 @@ beforeAll(async () => {
     functionRunId: functionRun.workflowRunId,
     allJobIds: jobs.items.map((j) => j.id),
   };
-  expect(a.allJobIds).toHaveLength(4);
+  expect(a.allJobIds).toHaveLength(5);
   expect((await getWorkflowRun(prisma, { scope: organizationScope(ORG_A), workflowRunId: a.runId })).status).toBe('WAITING_FOR_EXTERNAL');
 });
 
@@ -323,6 +325,24 @@ const OPERATIONS: ScopedOperation[] = [
     name: 'requeueDeadLetteredJobs',
     call: (scope) => requeueDeadLetteredJobs(db.prisma, { scope, filter: { jobType: 'tenant.dead' }, limit: 10, reason: 'tenant probe' }),
     outside: { check: (result) => expect(result).toMatchObject({ jobIds: [], more: false }) },
+  },
+  // Debounce and throttle keys are per organization: another scope's request opens its own window.
+  {
+    name: 'enqueueJob#debounce',
+    call: (scope) =>
+      enqueueJob(db.prisma, {
+        jobType: 'tenant.window',
+        payload: { from: 'elsewhere' },
+        organizationId: scope.kind === 'organization' ? scope.organizationId : null,
+        debounce: { key: 'w', windowMs: 3_600_000 },
+      }),
+    outside: { check: (result) => expect(result).toMatchObject({ disposition: 'inserted' }) },
+    cleanup: async (result) => {
+      const jobId = (result as { jobId: string }).jobId;
+      expect(a.allJobIds).not.toContain(jobId);
+      // Its window goes with it (the job_queue_delete_windows trigger).
+      await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE id = ${jobId}::uuid`;
+    },
   },
   // Keys are claimed per scope: A's claim of 'sync:1' neither blocks nor is seen by another scope's enqueue.
   {

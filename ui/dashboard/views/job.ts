@@ -36,6 +36,8 @@ interface Job {
   resourceKey?: string | null;
   stage: string | null;
   concurrencyKey?: string | null;
+  /** The debounce or throttle window whose job this is (absent: none). */
+  enqueueWindow?: { kind: 'debounce' | 'throttle'; key: string; closesAt: string | null };
 }
 
 /** The job's concurrency key as its row stands (src/dashboard/queries.ts JobConcurrency). */
@@ -297,6 +299,17 @@ export function jobView(context: Context, jobId: string): View {
           // Only a PENDING job has a next run; a leased or ended one's column is leftover, not a plan.
           ...(job.status === 'PENDING'
             ? [[new Date(job.nextRunAt).getTime() > Date.now() ? 'scheduled for' : 'due since', timeBoth(job.nextRunAt)] as [string, Node | string]]
+            : []),
+          // Why a PENDING job waits: each request of its debounce key moves it (never past closesAt).
+          ...(job.enqueueWindow
+            ? [
+                [
+                  job.enqueueWindow.kind,
+                  job.enqueueWindow.kind === 'debounce'
+                    ? `key ${job.enqueueWindow.key}: each request moves it${job.enqueueWindow.closesAt ? `, never past ${when(job.enqueueWindow.closesAt)}` : ''}`
+                    : `key ${job.enqueueWindow.key}: requests until ${when(job.enqueueWindow.closesAt)} return this job`,
+                ] as [string, string],
+              ]
             : []),
           ['lease', job.leaseOwner ? `${job.leaseOwner} until ${when(job.leaseExpiresAt)} (heartbeat ${relative(job.heartbeatAt)})` : '—'],
           ['created', timeBoth(job.createdAt)],

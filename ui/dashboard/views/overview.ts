@@ -17,7 +17,14 @@ interface Overview {
   /** getQueueMetrics for the same scope. */
   metrics: {
     asOf: string;
-    jobs: { pending: number; runnable: number; leased: number; finishedRecently: { succeeded: number; deadLettered: number; canceled: number } };
+    jobs: {
+      pending: number;
+      runnable: number;
+      leased: number;
+      /** PENDING jobs waiting for their debounce window to close (getQueueMetrics). */
+      debounceWaiting?: number;
+      finishedRecently: { succeeded: number; deadLettered: number; canceled: number };
+    };
     oldestRunnableAgeMs: number | null;
     waitTimeMs: { samples: number; p50: number | null; p95: number | null };
     runTimeMs: { samples: number; p50: number | null; p95: number | null };
@@ -132,6 +139,8 @@ export function overviewView(context: Context): View {
           card('runnable-total', m.jobs.runnable, 'runnable now'),
           card('leased-total', m.jobs.leased, 'running (leased)'),
           card('oldest-runnable', m.oldestRunnableAgeMs === null ? 'none waiting' : millis(m.oldestRunnableAgeMs), 'oldest runnable job has waited'),
+          // Only where debounce is used: pending jobs that wait on purpose, for their window to close.
+          ...(m.jobs.debounceWaiting ? [card('debounce-waiting', m.jobs.debounceWaiting, 'waiting for a debounce window')] : []),
         ),
         h('h2', {}, 'Last hour'),
         h(
