@@ -297,7 +297,10 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'views.debounced', payload: {}, debounce: { key: 'customer-9', windowMs: 600_000 } });
     const page = await openPage(`#/jobs/${jobId}`);
     // Its facts name the window: no cap given, so no "never past".
-    await page.getByText('key customer-9: each request moves it', { exact: true }).waitFor();
+    const why = page.getByText('key customer-9: each request moves it', { exact: true });
+    await why.waitFor();
+    expect(await why.count()).toBe(1);
+    expect(await page.getByText('never past', { exact: false }).count()).toBe(0);
     await page.context().close();
   });
 
