@@ -42,6 +42,7 @@ export type { EnqueueJobResult } from './queue/insert-jobs.js';
 export type { EnqueueJobSettings } from './queue/inputs.js';
 export { claimJobs } from './queue/claim.js';
 export { setConcurrencyLimit, listConcurrencyLimits, type ConcurrencyLimit } from './queue/concurrency.js';
+export { setRateLimit, listRateLimits, type RateLimit } from './queue/rate-limits.js';
 export type { ClaimedJob, ClaimedStep, ClaimedPrerequisite } from './job/claimed-job.js';
 export { markJobRunning, heartbeatJob } from './queue/lifecycle.js';
 export { completeJob, completeJobs } from './queue/complete.js';

@@ -86,6 +86,8 @@ export const ERROR_CODES = [
   'job.resource_claim_conflict',
   // setConcurrencyLimit(key, null) for a key no job or operator has named.
   'job.concurrency_key_not_found',
+  // setRateLimit(key, null) for a key no job or operator has named.
+  'job.rate_key_not_found',
   // The job definitions catalog and enqueue intents.
   'job.definition_not_found',
   'job.definition_not_found_or_disabled',

@@ -21,6 +21,8 @@ export interface ClaimedJob extends JobLease {
   resourceKey: string | null;
   /** The job's concurrency key (null: none); its lease holds one of the key's slots (issue 35). */
   concurrencyKey: string | null;
+  /** The job's rate key (null: none); its lease took one of the key's tokens (issue 35). */
+  rateKey: string | null;
   /**
    * The workflow step the job backs, with its prerequisites as they ended (null: a direct job). Read by the
    * claim statement itself, so a worker starts a step's handler without another round trip.

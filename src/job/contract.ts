@@ -35,6 +35,13 @@ export interface JobSettings<Input = any> {
    * (e.g. one key per tenant); `limit` is the key's limit unless an operator pinned it (`setConcurrencyLimit`).
    */
   concurrency?: { key: string | ((payload: Input) => string); limit: number };
+  /**
+   * A rate limit for every job of this type, unless an enqueue gives its own: at most `limit` starts per
+   * `periodMs` of the key's jobs on average, `burst` (default `limit`) at once, across workers and processes.
+   * `key` may be computed from the enqueued payload; the values are the key's unless an operator pinned them
+   * (`setRateLimit`).
+   */
+  rateLimit?: { key: string | ((payload: Input) => string); limit: number; periodMs: number; burst?: number };
   /** How long one attempt may run (its signal aborts; a retryable `job.timeout` is recorded). Default 300. */
   timeoutSeconds?: number;
   /** Claim order of this type's jobs (higher first) when an enqueue or step does not say. Default 0. */
@@ -79,6 +86,10 @@ export interface JobDefinition<Payload = unknown, Output = unknown, Input = Payl
   readonly backoff: Readonly<BackoffPolicy>;
   /** The definition's concurrency key (or how to compute it from a payload) and limit; undefined: none. */
   readonly concurrency: { readonly key: string | ((payload: Input) => string); readonly limit: number } | undefined;
+  /** The definition's rate limit (its key, or how to compute it from a payload); undefined: none. */
+  readonly rateLimit:
+    | { readonly key: string | ((payload: Input) => string); readonly limit: number; readonly periodMs: number; readonly burst?: number | undefined }
+    | undefined;
   /** The client each attempt runs in a transaction of (`settings.transaction`); undefined: a direct handler. */
   readonly transaction: PrismaClientLike | undefined;
 }

@@ -5,7 +5,7 @@ import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-
 import type { JsonInput } from '../validation/json-input.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
-import { concurrencyLimit, int32, MAX_TIMER_MS, nonBlank, positiveInt, requestKey } from '../validation/primitives.js';
+import { concurrencyLimit, int32, ratePeriodMs, rateStarts, MAX_TIMER_MS, nonBlank, positiveInt, requestKey } from '../validation/primitives.js';
 import type {
   AnyJobDefinition,
   JobDefinition,
@@ -34,6 +34,17 @@ const definitionSchema = z.strictObject({
           z.custom<(payload: unknown) => string>((value) => typeof value === 'function', { error: 'must be a non-blank string or a function of the payload' }),
         ]),
         limit: concurrencyLimit,
+      })
+      .optional(),
+    rateLimit: z
+      .strictObject({
+        key: z.union([
+          requestKey,
+          z.custom<(payload: unknown) => string>((value) => typeof value === 'function', { error: 'must be a non-blank string or a function of the payload' }),
+        ]),
+        limit: rateStarts,
+        periodMs: ratePeriodMs,
+        burst: rateStarts.optional(),
       })
       .optional(),
     transaction: z.custom<PrismaClientLike>((value) => isPrismaClient(value), { error: 'must be a Prisma client' }).optional(),
@@ -117,6 +128,7 @@ export function defineJob<S extends StandardSchemaV1, O>(
     priority: parsed.settings.priority,
     backoff: Object.freeze(resolveBackoff(parsed.settings.retry?.backoff)),
     concurrency: parsed.settings.concurrency === undefined ? undefined : Object.freeze({ ...parsed.settings.concurrency }),
+    rateLimit: parsed.settings.rateLimit === undefined ? undefined : Object.freeze({ ...parsed.settings.rateLimit }),
     transaction: parsed.settings.transaction,
     [BRAND]: true,
   });

@@ -68,6 +68,7 @@ interface ClaimedRow {
   workflow_managed: boolean;
   resource_key: string | null;
   concurrency_key: string | null;
+  rate_key: string | null;
   step_run_id: string | null;
   step_key: string | null;
   prerequisites: ClaimedPrerequisite[] | null;
@@ -132,6 +133,7 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
     workflowManaged: row.workflow_managed,
     resourceKey: row.resource_key,
     concurrencyKey: row.concurrency_key,
+    rateKey: row.rate_key,
     step:
       row.step_run_id === null || row.step_key === null
         ? null

@@ -16,7 +16,7 @@ import {
   type ParsedEnqueueJobInput,
 } from './inputs.js';
 
-import { insertJobsTx, toInsertRow, writeConcurrencyLimitsTx, type EnqueueJobResult, type InsertJobRow, type InsertJobsOptions } from './insert-jobs.js';
+import { insertJobsTx, toInsertRow, writeFlowLimitsTx, type EnqueueJobResult, type InsertJobRow, type InsertJobsOptions } from './insert-jobs.js';
 import { enqueueWindowsTx, groupWindowKeys, type EnqueueWindow, type WindowedRow } from './enqueue-windows.js';
 import { deleteUncommittedJobs, resolveExisting } from './enqueue-idempotency.js';
 import { parseCommonJobInput } from './common-job-input.js';
@@ -125,6 +125,10 @@ export function definedJobInput(definition: AnyJobDefinition, item: unknown): un
     const { key, limit } = definition.concurrency;
     own.concurrency = { key: typeof key === 'function' ? key((item as { payload?: unknown }).payload) : key, limit };
   }
+  if (definition.rateLimit !== undefined && own.rateLimit === undefined) {
+    const { key, ...limit } = definition.rateLimit;
+    own.rateLimit = { key: typeof key === 'function' ? key((item as { payload?: unknown }).payload) : key, ...stripUndefined(limit) };
+  }
   // An enqueue's backoff is completed field by field from the definition's (a field it leaves out is the
   // definition's, not the default). No backoff of its own: nothing is stored and the worker's definition applies.
   const backoff = own.backoff;
@@ -165,7 +169,7 @@ async function insertPlainTx(tx: Tx, rows: readonly InsertJobRow[], options: Ins
 /** Rows some of which have idempotency keys: one insert, then the holders of keys already taken (enqueue-idempotency.ts). */
 async function insertKeyedTx(tx: Tx, owned: boolean, rows: readonly InsertJobRow[], options: InsertJobsOptions): Promise<EnqueueJobResult[]> {
   await ensureReadCommitted({ tx, owned }, 'job.enqueue_idempotency_unsupported_isolation', 'Enqueue with an idempotency key');
-  const inserted = new Set(await insertJobsTx(tx, rows, { ...options, deferConcurrencyLimits: true }));
+  const inserted = new Set(await insertJobsTx(tx, rows, { ...options, deferFlowLimits: true }));
   const skipped = rows.map((row, index) => ({ row, index })).filter(({ row }) => !inserted.has(row.id));
   let existing = new Map<number, EnqueueJobResult>();
   if (skipped.length > 0) {
@@ -181,7 +185,7 @@ async function insertKeyedTx(tx: Tx, owned: boolean, rows: readonly InsertJobRow
     }
   }
   // Now that nothing can refuse the batch: the limits of the keys its inserted jobs name.
-  await writeConcurrencyLimitsTx(
+  await writeFlowLimitsTx(
     tx,
     rows.filter((row) => inserted.has(row.id)),
   );

@@ -22,6 +22,8 @@ import {
   organizationId,
   timestamp,
   concurrencyLimit,
+  ratePeriodMs,
+  rateStarts,
 } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
@@ -44,6 +46,32 @@ const jobStatus = z.enum(['PENDING', 'LEASED', 'SUCCEEDED', 'DEAD_LETTERED', 'CA
 const workerId = nonBlank(200);
 
 export const concurrencySettingSchema = z.strictObject({ key: requestKey, limit: concurrencyLimit });
+
+/**
+ * A rate limit (docs/guide/flow-control.md): at most `limit` job starts per `periodMs` for `key` on average,
+ * and at most `burst` (default `limit`) at once: a token bucket of `burst` tokens gaining `limit` per period.
+ */
+export const rateLimitSettingSchema = z
+  .strictObject({ key: requestKey, limit: rateStarts, periodMs: ratePeriodMs, burst: rateStarts.optional() })
+  .transform((r) => ({ key: r.key, limit: r.limit, periodMs: r.periodMs, burst: r.burst ?? r.limit }));
+export type RateLimitSetting = z.output<typeof rateLimitSettingSchema>;
+
+/** The issue of a second setting of one key that differs from the first (a key's row takes one value). */
+export function sameSettingPerKey<T extends { key: string }>(
+  items: readonly (T | undefined)[],
+  path: (index: number) => (string | number)[],
+  what: string,
+  same: (a: T, b: T) => boolean,
+  addIssue: (issue: { code: 'custom'; path: (string | number)[]; message: string }) => void,
+): void {
+  const seen = new Map<string, T>();
+  items.forEach((item, index) => {
+    if (item === undefined) return;
+    const first = seen.get(item.key);
+    if (first === undefined) seen.set(item.key, item);
+    else if (!same(first, item)) addIssue({ code: 'custom', path: path(index), message: `differs from an earlier ${what} for the same key` });
+  });
+}
 
 /** The longest debounce or throttle window, and a debounce's longest maximum wait: 7 days. */
 export const MAX_ENQUEUE_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
@@ -87,6 +115,12 @@ export const enqueueJobInputSchema = z
      * enqueue sets it unless an operator pinned it (`setConcurrencyLimit`).
      */
     concurrency: concurrencySettingSchema.optional(),
+    /**
+     * Rate limit: each start (lease) of this job takes a token of `key`'s bucket, shared by every worker; with
+     * no token the job waits PENDING (src/queue/statements/rate-slots.ts). The limit is stored on the key's
+     * row: this enqueue sets it unless an operator pinned it (`setRateLimit`).
+     */
+    rateLimit: rateLimitSettingSchema.optional(),
     /** The job's stage label until its handler sets another (`ctx.setStage`). */
     stage: stageLabel.optional(),
     /**
@@ -143,6 +177,13 @@ export const enqueueJobsInputSchema = z
         ctx.addIssue({ code: 'custom', path: [index, 'concurrency', 'limit'], message: `differs from an earlier job's limit (${seen}) for the same key` });
       }
     });
+    sameSettingPerKey(
+      jobs.map((job) => job.rateLimit),
+      (index) => [index, 'rateLimit'],
+      "job's rate limit",
+      (a, b) => a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst,
+      (issue) => ctx.addIssue(issue),
+    );
   });
 
 /** Options of one `enqueueJob` / `enqueueJobs` call (not part of any job's request or idempotency key). */

@@ -20,6 +20,7 @@ import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS } from 
 import { asTemplate } from '../db/sql-template.js';
 import { insertJobsStatement, type InsertedRow } from './statements/insert-jobs.js';
 import { writeConcurrencyLimitsStatement } from './statements/concurrency-limits.js';
+import { writeRateLimitsStatement, type RateSetting } from './statements/rate-limits.js';
 
 export interface EnqueueJobResult {
   jobId: string;
@@ -62,6 +63,8 @@ export interface InsertJobRow {
   resourceKey?: string | null;
   /** Concurrency key and its limit (at most `limit` LEASED jobs of the key); absent or null for none. */
   concurrency?: { key: string; limit: number } | null;
+  /** Rate key and its setting (each start takes one of the key's tokens); absent or null for none. */
+  rateLimit?: RateSetting | null;
   /** This job's own retry backoff (failJob uses it over the definition's); absent or null for none. */
   backoff?: BackoffPolicy | null;
   /** The job's stage label; absent or null for none. */
@@ -83,11 +86,11 @@ export interface InsertJobsOptions {
    */
   at?: string;
   /**
-   * Leave the concurrency keys' limit rows to the caller (writeConcurrencyLimitsTx), who writes them once
+   * Leave the concurrency and rate keys' rows to the caller (writeFlowLimitsTx), who writes them once
    * the batch can no longer be refused: an enqueue whose idempotency check may still refuse it in a joined
    * transaction must leave nothing behind.
    */
-  deferConcurrencyLimits?: boolean;
+  deferFlowLimits?: boolean;
 }
 
 /**
@@ -118,7 +121,8 @@ export async function insertJobsTx(tx: Tx, rows: readonly InsertJobRow[], option
         traceContext,
         options.at ?? null,
         notify,
-        options.deferConcurrencyLimits !== true && rows.some((r) => r.concurrency != null),
+        options.deferFlowLimits !== true && rows.some((r) => r.concurrency != null),
+        options.deferFlowLimits !== true && rows.some((r) => r.rateLimit != null),
       ),
     ),
   );
@@ -170,6 +174,10 @@ const OPTIONAL_FIELDS: readonly (readonly [string, (r: InsertJobRow) => unknown]
   ['resource_key', (r) => r.resourceKey],
   ['concurrency_key', (r) => r.concurrency?.key],
   ['concurrency_limit', (r) => r.concurrency?.limit],
+  ['rate_key', (r) => r.rateLimit?.key],
+  ['rate_limit', (r) => r.rateLimit?.limit],
+  ['rate_period_ms', (r) => r.rateLimit?.periodMs],
+  ['rate_burst', (r) => r.rateLimit?.burst],
   ['backoff_base_ms', (r) => r.backoff?.baseDelayMs],
   ['backoff_max_ms', (r) => r.backoff?.maxDelayMs],
   ['stage', (r) => r.stage],
@@ -186,6 +194,7 @@ export function canonicalJobRequest(
     backoff: { baseDelayMs: number; maxDelayMs: number } | null;
     stage?: string | null;
     concurrency?: { key: string; limit: number } | null;
+    rateLimit?: RateSetting | null;
   },
 ): JsonValue {
   return {
@@ -199,6 +208,9 @@ export function canonicalJobRequest(
     ...(r.backoff === null ? {} : { backoff: { baseDelayMs: r.backoff.baseDelayMs, maxDelayMs: r.backoff.maxDelayMs } }),
     ...(r.stage === undefined || r.stage === null ? {} : { stage: r.stage }),
     ...(r.concurrency === undefined || r.concurrency === null ? {} : { concurrency: { key: r.concurrency.key, limit: r.concurrency.limit } }),
+    ...(r.rateLimit === undefined || r.rateLimit === null
+      ? {}
+      : { rateLimit: { key: r.rateLimit.key, limit: r.rateLimit.limit, periodMs: r.rateLimit.periodMs, burst: r.rateLimit.burst } }),
   };
 }
 
@@ -211,6 +223,7 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const resourceKey = input.resource ?? null;
   const backoff = input.backoff === undefined ? null : resolveBackoff(input.backoff);
   const concurrency = input.concurrency ?? null;
+  const rateLimit = input.rateLimit ?? null;
   const settings = { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, stage: input.stage ?? null };
   return {
     id: newId(),
@@ -218,16 +231,19 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     nextRunAt: input.runAt ?? null,
     delayMs: input.delayMs ?? null,
     idempotencyKey: key,
-    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey, backoff, concurrency }),
+    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey, backoff, concurrency, rateLimit }),
     eventPayload: null,
     resourceKey,
     concurrency,
+    rateLimit,
     backoff,
   };
 }
 
-/** The limit rows of `rows`' concurrency keys (an enqueue that deferred them, see InsertJobsOptions). */
-export async function writeConcurrencyLimitsTx(tx: Tx, rows: readonly InsertJobRow[]): Promise<void> {
-  const settings = [...new Map(rows.flatMap((r) => (r.concurrency ? [[r.concurrency.key, r.concurrency] as const] : []))).values()];
-  if (settings.length > 0) await tx.$queryRaw(...asTemplate(writeConcurrencyLimitsStatement(settings)));
+/** The rows of `rows`' concurrency and rate keys (an enqueue that deferred them, see InsertJobsOptions). */
+export async function writeFlowLimitsTx(tx: Tx, rows: readonly InsertJobRow[]): Promise<void> {
+  const limits = [...new Map(rows.flatMap((r) => (r.concurrency ? [[r.concurrency.key, r.concurrency] as const] : []))).values()];
+  if (limits.length > 0) await tx.$queryRaw(...asTemplate(writeConcurrencyLimitsStatement(limits)));
+  const rates = [...new Map(rows.flatMap((r) => (r.rateLimit ? [[r.rateLimit.key, r.rateLimit] as const] : []))).values()];
+  if (rates.length > 0) await tx.$queryRaw(...asTemplate(writeRateLimitsStatement(rates)));
 }

@@ -102,6 +102,16 @@ export const concurrencyLimit = z
   .min(1, 'must be at least 1')
   .max(MAX_CONCURRENCY_LIMIT, `must be at most ${MAX_CONCURRENCY_LIMIT}`);
 
+/** Rate limits' bounds (the rate_limits checks): starts per period and burst, and the longest period (7 days). */
+export const MAX_RATE_STARTS = 1_000_000;
+export const MAX_RATE_PERIOD_MS = 7 * 24 * 60 * 60 * 1000;
+export const rateStarts = z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_RATE_STARTS, `must be at most ${MAX_RATE_STARTS}`);
+export const ratePeriodMs = z
+  .number()
+  .int('must be an integer')
+  .min(1, 'must be at least 1')
+  .max(MAX_RATE_PERIOD_MS, `must be at most ${MAX_RATE_PERIOD_MS} (7 days)`);
+
 export const int32 = z.number().int('must be an integer').min(-2147483648).max(2147483647);
 export const positiveInt = z.number().int('must be an integer').min(1, 'must be at least 1').max(2147483647);
 

@@ -6,6 +6,7 @@
  * only on the event loop thread, so the flag checks and the wait that
  * follows them cannot interleave with a wake-up.
  */
+import { RateWakes } from './rate-wakes.js';
 import type { PrismaClientLike } from '../client/types.js';
 import type { WorkerLogger } from '../job/logger.js';
 import { claimJobs } from '../queue/claim.js';
@@ -20,6 +21,9 @@ const LEASE_SLOTS_PER_HANDLER_SLOT = 2;
 
 /** Claims sent before the first of them has returned: the next batch is on its way while one is claimed. */
 const MAX_CLAIMS_IN_FLIGHT = 2;
+
+/** A wake for rate tokens that found none to claim waits at least this, doubling (see wakeForTokens). */
+const TOKEN_WAKE_FLOOR_MS = 10;
 
 /** Claim failures back off from this, doubling, up to the poll interval (at least 1 s, at most 30 s). */
 const CLAIM_BACKOFF_BASE_MS = 100;
@@ -45,6 +49,8 @@ export interface ClaimLoopHooks {
   claimed(count: number): void;
   /** Start buffered jobs in free slots. */
   pump(): void;
+  /** Claim again in `ms` (rate-limited jobs wait for a token, announced by no NOTIFY). */
+  wakeAfter(ms: number): void;
 }
 
 export class ClaimLoop {
@@ -61,6 +67,9 @@ export class ClaimLoop {
   /** Something suggests runnable jobs exist: a notification, the poll timer, a full last batch. Set at first: claim at once. */
   private wantClaim = true;
   private idleReported = false;
+  private readonly rateWakes: RateWakes;
+  /** The soonest a short claim's wake for rate tokens may come (see wakeForTokens). */
+  private tokenWakeFloorMs = 0;
 
   constructor(
     private readonly settings: ClaimLoopSettings,
@@ -69,7 +78,9 @@ export class ClaimLoop {
     private readonly wakeup: Wakeup,
     private readonly events: WorkerEventEmitter,
     private readonly hooks: ClaimLoopHooks,
-  ) {}
+  ) {
+    this.rateWakes = new RateWakes(settings.db, settings.jobTypes);
+  }
 
   /** Runnable jobs may exist: claim when the limits allow. */
   request(): void {
@@ -160,6 +171,22 @@ export class ClaimLoop {
     await Promise.all(this.claims);
   }
 
+  /**
+   * After a short claim: a claim when the rate keys this worker has leased have tokens for waiting jobs again.
+   * Not sooner than a floor that doubles while such claims bring nothing (waiting jobs a token alone does not
+   * free: another limit, or another claim's locks), so a worker never spins on them.
+   */
+  private async wakeForTokens(want: number, got: number): Promise<void> {
+    this.tokenWakeFloorMs = got > 0 ? 0 : Math.min(Math.max(TOKEN_WAKE_FLOOR_MS, this.tokenWakeFloorMs * 2), this.settings.pollIntervalMs);
+    try {
+      const ms = await this.rateWakes.waitMs(want);
+      if (ms !== undefined) this.hooks.wakeAfter(Math.min(Math.max(ms, this.tokenWakeFloorMs), this.settings.pollIntervalMs));
+    } catch (error) {
+      // The poll still claims them; a failing database shows in the next claim.
+      this.settings.logger.debug('reading rate keys failed', { error });
+    }
+  }
+
   /** One claim of up to `limit` jobs into the buffer; never rejects (a failure backs the loop off). The caller wakes the loop. */
   private async claim(limit: number, freeSlots: number): Promise<void> {
     const { settings } = this;
@@ -184,6 +211,8 @@ export class ClaimLoop {
         settings.logger.debug('claimed jobs', { count: jobs.length, limit });
       }
       for (const job of jobs) this.buffer.push(job, claimedAt);
+      this.rateWakes.saw(jobs.map((job) => job.rateKey));
+      if (jobs.length < limit) await this.wakeForTokens(freeSlots - jobs.length, jobs.length);
     } catch (error) {
       this.claimFailures += 1;
       this.wantClaim = true;

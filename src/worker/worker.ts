@@ -157,6 +157,7 @@ class RunledgerWorker implements Worker {
           this.counters.claimed += count;
         },
         pump: () => this.buffer.pump(),
+        wakeAfter: (ms) => this.dueWakes.after(ms),
       },
     );
   }

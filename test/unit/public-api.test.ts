@@ -35,6 +35,8 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'claimJobs',
   'setConcurrencyLimit',
   'listConcurrencyLimits',
+  'setRateLimit',
+  'listRateLimits',
   'markJobRunning',
   'heartbeatJob',
   'completeJob',

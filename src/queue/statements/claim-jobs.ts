@@ -5,6 +5,7 @@
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { insertLeaseRows } from './lease-rows.js';
 import { concurrencyOpen, concurrencyAdmission, countConcurrencySlots } from './concurrency-slots.js';
+import { rateAdmission, rateOpen, takeRateTokens } from './rate-slots.js';
 
 export interface ClaimParams {
   workerId: string;
@@ -27,7 +28,9 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
   // Rows are locked as the outer LIMIT pulls them, so a scan the outer LIMIT reads directly locks `limit`
   // rows, not the bucket.
   const bucket = limitBucket(limit);
-  const admission = concurrencyAdmission('candidates');
+  // Concurrency keys first, then rate keys, each over what the one before let through (lock order).
+  const admission = sqltag`${concurrencyAdmission('candidates', 'passed')},
+      ${rateAdmission('passed')}`;
   const candidates =
     jobTypes === undefined
       ? sqltag`
@@ -35,11 +38,11 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         -- matches that index's predicate, which only this shape states, so a typed claim (whose planner
         -- cannot know how types and priorities correlate) never picks that index: see the migrations
         -- (20261201000000_job_step_link, 20261206000001_claim_idx_predicate).
-        SELECT b.id, b.ctid, b.concurrency_key, b.priority, b.next_run_at FROM (
-          SELECT jq.id, jq.ctid, jq.concurrency_key, jq.priority, jq.next_run_at
+        SELECT b.id, b.ctid, b.concurrency_key, b.rate_key, b.priority, b.next_run_at FROM (
+          SELECT jq.id, jq.ctid, jq.concurrency_key, jq.rate_key, jq.priority, jq.next_run_at
             FROM runledger.job_queue jq
            WHERE jq.claimable AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
-             AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)}
+             AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)} AND ${rateOpen(limit)}
            ORDER BY jq.priority DESC, jq.next_run_at, jq.id
            LIMIT ${bucket}
              FOR UPDATE SKIP LOCKED
@@ -49,13 +52,13 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         -- One ordered scan of job_queue_claim_by_type_idx per requested type, merged. With one type the
         -- outer LIMIT reads the scan in order and locks \`limit\` rows; with several, each type's scan locks
         -- up to the bucket, and rows beyond the merged \`limit\` are unlocked when the statement commits.
-        SELECT c.id, c.ctid, c.concurrency_key, c.priority, c.next_run_at
+        SELECT c.id, c.ctid, c.concurrency_key, c.rate_key, c.priority, c.next_run_at
           FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
          CROSS JOIN LATERAL (
-           SELECT jq.id, jq.ctid, jq.concurrency_key, jq.priority, jq.next_run_at
+           SELECT jq.id, jq.ctid, jq.concurrency_key, jq.rate_key, jq.priority, jq.next_run_at
              FROM runledger.job_queue jq
             WHERE jq.claimable AND jq.job_type = t.job_type AND jq.next_run_at <= now()
-              AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)}
+              AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)} AND ${rateOpen(limit)}
             ORDER BY jq.priority DESC, jq.next_run_at, jq.id
             LIMIT ${bucket}
               FOR UPDATE SKIP LOCKED
@@ -100,10 +103,11 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
-                  jq.trace_context, jq.stage, jq.concurrency_key
+                  jq.trace_context, jq.stage, jq.concurrency_key, jq.rate_key
       ),
       leased AS (${insertLeaseRows('claimed')}),
       ${countConcurrencySlots('claimed')},
+      ${takeRateTokens('claimed')},
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed
       )
@@ -112,7 +116,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
       -- terminal steps do not change.
       -- A direct job pays one probe of the primary key with NULL.
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
-             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.concurrency_key, c.stage,
+             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.concurrency_key, c.rate_key, c.stage,
              s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
              COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
              (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms

@@ -23,12 +23,13 @@ export function concurrencyOpen(claimLimit: number): Sql {
 }
 
 /**
- * CTEs `admitted` (the `candidates` to lease: unkeyed ones, and each key's first ones in claim order up to its
- * free slots) and what they need. A keyed candidate beyond its key's free slots is not leased: it stays
- * PENDING, and its row lock ends with the statement.
+ * CTEs `passed` (the `candidates` the concurrency keys let through: unkeyed ones, and each key's first ones in
+ * claim order up to its free slots; every candidate column but the key) and what they need. A keyed candidate
+ * beyond its key's free slots is not leased: it stays PENDING, and its row lock ends with the statement.
  */
-export function concurrencyAdmission(candidates: string): Sql {
+export function concurrencyAdmission(candidates: string, passed: string): Sql {
   const c = raw(candidates);
+  const out = raw(passed);
   return sqltag`keyed AS (
         SELECT c.id, c.concurrency_key,
                row_number() OVER (PARTITION BY c.concurrency_key ORDER BY c.priority DESC, c.next_run_at, c.id) AS rn
@@ -48,10 +49,10 @@ export function concurrencyAdmission(candidates: string): Sql {
           FROM gate g
           JOIN (SELECT concurrency_key, count(*) AS want FROM keyed GROUP BY concurrency_key) w ON w.concurrency_key = g.key
       ),
-      admitted AS (
-        SELECT c.id, c.ctid FROM ${c} c WHERE c.concurrency_key IS NULL
+      ${out} AS (
+        SELECT c.id, c.ctid, c.rate_key, c.priority, c.next_run_at FROM ${c} c WHERE c.concurrency_key IS NULL
         UNION ALL
-        SELECT c.id, c.ctid
+        SELECT c.id, c.ctid, c.rate_key, c.priority, c.next_run_at
           FROM ${c} c
           JOIN keyed kd ON kd.id = c.id
           JOIN grants gr ON gr.key = kd.concurrency_key AND kd.rn <= gr.n

@@ -6,6 +6,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { JOB_AVAILABLE_CHANNEL } from '../../model/constants.js';
 import { concurrencyLimitWrites } from './concurrency-limits.js';
+import { rateLimitWrites } from './rate-limits.js';
 
 /** A keyed row inserted (`id`), or a type the catalog refused (`refused`). */
 export interface InsertedRow {
@@ -24,17 +25,20 @@ export function insertJobsStatement(
   at: string | null,
   notify: boolean,
   concurrency: boolean,
+  rate: boolean,
 ): Sql {
   return sqltag`
     WITH input AS (
       SELECT i.id, i.job_type, i.organization_id, i.payload -> 'v' AS payload, i.priority, i.max_attempts, i.timeout_seconds,
              i.next_run_at, i.delay_ms, i.idempotency_key, i.enqueue_request, i.event_payload, i.event_id, i.workflow_step_id,
-             i.resource_key, i.backoff_base_ms, i.backoff_max_ms, i.stage, i.ord, i.concurrency_key, i.concurrency_limit
+             i.resource_key, i.backoff_base_ms, i.backoff_max_ms, i.stage, i.ord, i.concurrency_key, i.concurrency_limit,
+             i.rate_key, i.rate_limit, i.rate_period_ms, i.rate_burst
         FROM jsonb_to_recordset(${batch}::jsonb)
              AS i(id uuid, job_type text, organization_id text, payload jsonb, priority int, max_attempts int, timeout_seconds int,
                   next_run_at timestamptz, delay_ms int, idempotency_key text, enqueue_request jsonb, event_payload jsonb,
                   event_id uuid, workflow_step_id uuid, resource_key text, backoff_base_ms int, backoff_max_ms int, stage text,
-                  ord int, concurrency_key text, concurrency_limit int)
+                  ord int, concurrency_key text, concurrency_limit int, rate_key text, rate_limit int,
+                  rate_period_ms int, rate_burst int)
     ),
     refused AS (
       SELECT DISTINCT i.job_type
@@ -47,12 +51,12 @@ export function insertJobsStatement(
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
               idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
-              concurrency_key, trace_context, created_at, updated_at)
+              concurrency_key, rate_key, trace_context, created_at, updated_at)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
              CASE WHEN delay_ms IS NOT NULL THEN c.at + delay_ms * interval '1 millisecond'
                   ELSE COALESCE(next_run_at, c.at) END,
              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
-             concurrency_key,
+             concurrency_key, rate_key,
              CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END, c.at, c.at
         FROM input, (SELECT COALESCE(${at}::timestamptz, now()) AS at) c
        WHERE NOT EXISTS (SELECT 1 FROM refused)
@@ -62,12 +66,18 @@ export function insertJobsStatement(
       DO NOTHING
       RETURNING id, job_type, run_number, attempt, next_run_at, created_at, idempotency_key
     ),
-    -- Only a batch naming a concurrency key has these (a statement shape of its own).
+    -- Only a batch naming a concurrency (rate) key has these (a statement shape of its own).
     -- The limits of the jobs inserted: a skipped duplicate's key has its row from its first enqueue.
     ${
       concurrency
         ? sqltag`inserted_input AS (SELECT i.concurrency_key, i.concurrency_limit FROM input i JOIN inserted ins ON ins.id = i.id),
     ${concurrencyLimitWrites('inserted_input', sqltag`true`)},`
+        : sqltag``
+    }
+    ${
+      rate
+        ? sqltag`inserted_rates AS (SELECT i.rate_key, i.rate_limit, i.rate_period_ms, i.rate_burst FROM input i JOIN inserted ins ON ins.id = i.id),
+    ${rateLimitWrites('inserted_rates')},`
         : sqltag``
     }
     events AS (
