@@ -68,6 +68,12 @@
  *     rule makes it rare) and meets the deadlock detector (retried like any
  *     failed claim). An enqueue changing a key's limit takes its row with SKIP
  *     LOCKED (never waits).
+ *   - Rate keys' rows (runledger.rate_limits,
+ *     src/queue/statements/rate-slots.ts) are locked by the claim only, after
+ *     its concurrency key rows, in key order, with waits. No statement that
+ *     ends a lease touches them (a start's token is never given back), so
+ *     they add no cycle; an enqueue changing a key's setting, and
+ *     setRateLimit, take the row without waiting on job rows.
  *   - Attempt history (the job row's attempt columns and job_attempts rows, src/queue/attempt-row.ts) is rung 1's
  *     appendix, not a class of its own: a job's attempt row is opened and
  *     closed only by the statement that holds (or takes) that job's row, in
