@@ -28,6 +28,7 @@ import {
   WORKFLOW_INVALID_INPUT,
   type ValidatedDependency,
   type ValidatedStep,
+  checkOneRateLimitPerKey,
   indexStepKeys,
   jobStepSettingsFields,
   refuseExternalStepJobSettings,
@@ -88,6 +89,8 @@ export interface AppendWorkflowStepsInput {
         resource?: string;
         /** Concurrency key and limit of the step's job (see enqueueJob). */
         concurrency?: { key: string; limit: number };
+        /** Rate limit of the step's job (see enqueueJob); `burst` defaults to `limit`. */
+        rateLimit?: { key: string; limit: number; periodMs: number; burst?: number };
         /** Retry backoff of the step's job (see enqueueJob); either field alone, the other defaulted. */
         backoff?: { baseDelayMs?: number; maxDelayMs?: number };
         /** Stage label of the step's job (see enqueueJob). */
@@ -126,6 +129,7 @@ export function validateAppend(input: unknown): ValidatedAppend {
   const parsed = parseInput(appendWorkflowStepsSchema, input, WORKFLOW_INVALID_INPUT);
 
   const indexByKey = indexStepKeys(parsed.steps);
+  checkOneRateLimitPerKey(parsed.steps);
 
   const dependsOn: ValidatedDependency[][] = parsed.steps.map(() => []);
   const edgeIndex = new Map<string, number>();
@@ -195,13 +199,14 @@ function canonicalAppend(
     steps: [...steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null backoff or stage, and a continuation not allowed, are left out, so requests stored before they existed still compare equal.
+        // A null backoff, stage or rate limit, and a continuation not allowed, are left out, so requests stored before they existed still compare equal.
         // `inherits` (which settings the catalog may fill in) is left out: a default spelled out is the same request.
         const { dependsOn: _dependsOn, ...rest } = step;
         const omitted: Record<string, unknown> = { ...rest };
         delete omitted.inherits;
         if (step.kind === 'job' && step.backoff === null) delete omitted.backoff;
         if (step.kind === 'job' && step.stage === null) delete omitted.stage;
+        if (step.kind === 'job' && step.rateLimit === null) delete omitted.rateLimit;
         if (step.kind === 'job' && !step.allowContinuation) delete omitted.allowContinuation;
         return omitted as unknown as JsonValue;
       }),

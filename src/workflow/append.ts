@@ -46,6 +46,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors/runledg
 import { insertJobsTx, type InsertJobRow } from '../queue/insert-jobs.js';
 import { asTemplate } from '../db/sql-template.js';
 import { writeConcurrencyLimitsStatement } from '../queue/statements/concurrency-limits.js';
+import { writeRateLimitsStatement } from '../queue/statements/rate-limits.js';
 import { inheritedJobTypes, withCatalogDefaultsForSteps, type CatalogJson } from './catalog-defaults.js';
 import { jsonParam } from '../model/job-rows.js';
 import { validateAppend, type AppendWorkflowStepsInput, type ValidatedAppend } from './append-request.js';
@@ -303,6 +304,7 @@ async function writeAppend(
             workflowStepId: p.id,
             resourceKey: p.step.resourceKey,
             concurrency: p.step.concurrency,
+            rateLimit: p.step.rateLimit,
             backoff: p.step.backoff,
             stage: p.step.stage,
           },
@@ -313,6 +315,8 @@ async function writeAppend(
   // The limits of steps released later: their keys' rows exist before any of their jobs does.
   const limits = planned.flatMap((p) => (p.step.kind === 'job' && p.step.concurrency !== null && p.status !== 'ENQUEUED' ? [p.step.concurrency] : []));
   if (limits.length > 0) await tx.$queryRaw(...asTemplate(writeConcurrencyLimitsStatement(limits)));
+  const rates = planned.flatMap((p) => (p.step.kind === 'job' && p.step.rateLimit !== null && p.status !== 'ENQUEUED' ? [p.step.rateLimit] : []));
+  if (rates.length > 0) await tx.$queryRaw(...asTemplate(writeRateLimitsStatement([...new Map(rates.map((r) => [r.key, r])).values()])));
 
   const col = <T>(pick: (p: PlannedStep) => T): T[] => planned.map(pick);
   const job = <T>(pick: (step: Extract<ValidatedStep, { kind: 'job' }>) => T): (T | null)[] =>
@@ -321,10 +325,10 @@ async function writeAppend(
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-            timeout_seconds, resource_key, concurrency_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at, finished_at, dependency_count_total,
+            timeout_seconds, resource_key, concurrency_key, rate_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at, finished_at, dependency_count_total,
             dependency_count_pending, dependency_count_unsatisfied, status_reason, last_error_code, last_error_message)
     SELECT s.id, wr.id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, wr.organization_id,
-           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.concurrency_key, s.backoff_base_ms, s.backoff_max_ms, s.stage, COALESCE(s.allow_continuation, false),
+           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.concurrency_key, s.rate_key, s.backoff_base_ms, s.backoff_max_ms, s.stage, COALESCE(s.allow_continuation, false),
            s.status::runledger.workflow_step_status, s.job_id,
            CASE WHEN s.status IN ('ENQUEUED', 'WAITING_FOR_EXTERNAL') THEN ${at}::timestamptz END,
            CASE WHEN s.status = 'CANCELED' THEN ${at}::timestamptz END,
@@ -340,10 +344,11 @@ async function writeAppend(
                   ${job((s) => s.backoff?.baseDelayMs ?? null)}::int[], ${job((s) => s.backoff?.maxDelayMs ?? null)}::int[],
                   ${col((p) => p.status)}::text[], ${col((p) => p.jobId)}::uuid[], ${col((p) => p.step.dependsOn.length)}::int[],
                   ${col((p) => p.pending)}::int[], ${col((p) => p.unsatisfied)}::int[], ${job((s) => s.stage)}::text[],
-                  ${job((s) => s.allowContinuation)}::boolean[], ${job((s) => s.concurrency?.key ?? null)}::text[])
+                  ${job((s) => s.allowContinuation)}::boolean[], ${job((s) => s.concurrency?.key ?? null)}::text[],
+                  ${job((s) => s.rateLimit?.key ?? null)}::text[])
            AS s(id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds, resource_key, backoff_base_ms,
                 backoff_max_ms, status, job_id, total,
-                pending, unsatisfied, stage, allow_continuation, concurrency_key)
+                pending, unsatisfied, stage, allow_continuation, concurrency_key, rate_key)
      WHERE wr.id = ${runId}::uuid`;
 
   const idOf = new Map<string, string>([

@@ -35,6 +35,12 @@ export interface JobStepSettings {
    */
   concurrency?: { key: string; limit: number };
   /**
+   * Rate limit of the step's job: each start takes a token of `key`'s bucket (see enqueueJob's `rateLimit`;
+   * `burst` defaults to `limit`). Default: the definition's (a step given by definition), its key computed
+   * from the payload.
+   */
+  rateLimit?: { key: string; limit: number; periodMs: number; burst?: number };
+  /**
    * Retry backoff of the step's job, over the definition's (a step given by definition; a field left out is
    * the definition's), else the default (see enqueueJob's `backoff`).
    */
@@ -117,6 +123,10 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
       if (job.concurrency !== undefined && own.concurrency === undefined) {
         const { key: k, limit } = job.concurrency;
         own.concurrency = { key: typeof k === 'function' ? k(payload) : k, limit };
+      }
+      if (job.rateLimit !== undefined && own.rateLimit === undefined) {
+        const { key: k, limit, periodMs, burst } = job.rateLimit;
+        own.rateLimit = { key: typeof k === 'function' ? k(payload) : k, limit, periodMs, ...(burst === undefined ? {} : { burst }) };
       }
       const backoff = own.backoff;
       if (typeof backoff === 'object' && backoff !== null) own.backoff = { ...job.backoff, ...withoutUndefined(backoff) };

@@ -42,6 +42,7 @@ import type { WorkflowRunStatus } from '../model/workflow-rows.js';
 import { asTemplate } from '../db/sql-template.js';
 import { startWorkflowRunsStatement } from '../queue/statements/start-workflow-runs.js';
 import { writeConcurrencyLimitsStatement } from '../queue/statements/concurrency-limits.js';
+import { writeRateLimitsStatement } from '../queue/statements/rate-limits.js';
 
 export interface EnqueueWorkflowRunResult {
   workflowRunId: string;
@@ -195,6 +196,8 @@ export async function persistRuns(
   if (deferLimits) {
     const limits = fresh.flatMap((p) => p.run.steps.flatMap((step) => (step.kind === 'job' && step.concurrency !== null ? [step.concurrency] : [])));
     if (limits.length > 0) await tx.$queryRaw(...asTemplate(writeConcurrencyLimitsStatement([...new Map(limits.map((l) => [l.key, l])).values()])));
+    const rates = fresh.flatMap((p) => p.run.steps.flatMap((step) => (step.kind === 'job' && step.rateLimit !== null ? [step.rateLimit] : [])));
+    if (rates.length > 0) await tx.$queryRaw(...asTemplate(writeRateLimitsStatement([...new Map(rates.map((r) => [r.key, r])).values()])));
   }
   return planned.map((p): EnqueueWorkflowRunResult => {
     const found = existing.get(p);
@@ -257,6 +260,10 @@ async function insertRunsStatement(
                 resource_key: step.resourceKey,
                 concurrency_key: step.concurrency?.key,
                 concurrency_limit: step.concurrency?.limit,
+                rate_key: step.rateLimit?.key,
+                rate_limit: step.rateLimit?.limit,
+                rate_period_ms: step.rateLimit?.periodMs,
+                rate_burst: step.rateLimit?.burst,
                 backoff_base_ms: step.backoff?.baseDelayMs,
                 backoff_max_ms: step.backoff?.maxDelayMs,
                 stage: step.stage,
@@ -280,6 +287,7 @@ async function insertRunsStatement(
         traceContext,
         RECOVERY_CARRIED,
         writeLimits && steps.some((s) => s.concurrency_key !== undefined),
+        writeLimits && steps.some((s) => s.rate_key !== undefined),
         notify,
       ),
     ),
@@ -377,11 +385,12 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
     steps: [...run.steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null resource key, backoff or stage, and a continuation not allowed, are left out, so snapshots stored before they existed still compare equal.
+        // A null resource key, concurrency, rate limit, backoff or stage, and a continuation not allowed, are left out, so snapshots stored before they existed still compare equal.
         // `inherits` is left out: the snapshot is the request as given, whatever the catalog says at the time.
         const {
           resourceKey,
           concurrency,
+          rateLimit,
           backoff,
           stage,
           allowContinuation,
@@ -389,12 +398,13 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
           ...rest
         } = step.kind === 'job'
           ? step
-          : { ...step, resourceKey: null, concurrency: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
+          : { ...step, resourceKey: null, concurrency: null, rateLimit: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
         return {
           ...rest,
           ...(allowContinuation ? { allowContinuation } : {}),
           ...(resourceKey === null ? {} : { resourceKey }),
           ...(concurrency === null ? {} : { concurrency: { key: concurrency.key, limit: concurrency.limit } }),
+          ...(rateLimit === null ? {} : { rateLimit: { key: rateLimit.key, limit: rateLimit.limit, periodMs: rateLimit.periodMs, burst: rateLimit.burst } }),
           ...(stage === null ? {} : { stage }),
           ...(backoff === null ? {} : { backoff: { baseDelayMs: backoff.baseDelayMs, maxDelayMs: backoff.maxDelayMs } }),
           dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),

@@ -10,7 +10,8 @@ import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
 import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
-import { concurrencySettingSchema, stageLabel } from '../queue/inputs.js';
+import { concurrencySettingSchema, rateLimitSettingSchema, stageLabel } from '../queue/inputs.js';
+import type { RateSetting } from '../queue/statements/rate-limits.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
 import { parseCommonWorkflowRun } from './common-run-input.js';
@@ -36,6 +37,8 @@ export const jobStepSettingsFields = {
   resource: requestKey.optional(),
   /** Concurrency key and limit of the step's job (see enqueueJob's \`concurrency\`). */
   concurrency: concurrencySettingSchema.optional(),
+  /** Rate limit of the step's job (see enqueueJob's \`rateLimit\`; `burst` defaults to `limit`). */
+  rateLimit: rateLimitSettingSchema.optional(),
   /** Retry backoff of the step's job (see enqueueJob's \`backoff\`); either field alone, the other defaulted. */
   backoff: backoffPolicySchema.optional(),
   /** Stage label of the step's job at enqueue (see enqueueJob's \`stage\`). */
@@ -99,6 +102,8 @@ export type ValidatedStep =
       resourceKey: string | null;
       /** The step's job's concurrency key and limit; null: none. */
       concurrency: { key: string; limit: number } | null;
+      /** The step's job's rate key and setting (burst resolved); null: none. */
+      rateLimit: RateSetting | null;
       /** The step's own backoff, copied to its job; null: the job type's definition decides. */
       backoff: BackoffPolicy | null;
       /** The stage label of the step's job at enqueue; null: none. */
@@ -206,6 +211,8 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
       );
   });
 
+  checkOneRateLimitPerKey(parsed.steps);
+
   const resultSteps = parsed.steps.flatMap((step, index) => (step.result ? [{ step, index }] : []));
   if (resultSteps.length > 1) {
     const keys = resultSteps.map((r) => `"${r.step.key}"`).join(', ');
@@ -227,6 +234,26 @@ export function validateWorkflowRun(input: unknown): ValidatedWorkflowRun {
   };
 }
 
+/**
+ * One rate limit per key among `steps` (a run's, or an append's new steps): the key's bucket row takes one
+ * setting. For runs and appends.
+ */
+export function checkOneRateLimitPerKey(steps: readonly ({ kind: 'job'; rateLimit?: RateSetting | undefined } | { kind: 'external' })[]): void {
+  const settings = new Map<string, RateSetting>();
+  steps.forEach((step, index) => {
+    const rate = step.kind === 'job' ? step.rateLimit : undefined;
+    if (rate === undefined) return;
+    const seen = settings.get(rate.key);
+    if (seen === undefined) settings.set(rate.key, rate);
+    else if (seen.limit !== rate.limit || seen.periodMs !== rate.periodMs || seen.burst !== rate.burst)
+      fail(
+        WORKFLOW_INVALID_INPUT,
+        `steps.${index}.rateLimit`,
+        `Invalid steps.${index}.rateLimit: differs from an earlier step's rate limit (${seen.limit} per ${seen.periodMs} ms, burst ${seen.burst}) for the same key`,
+      );
+  });
+}
+
 /** A parsed step with its job settings resolved to their defaults (run validation and appends alike). */
 export function resolveStep(
   step:
@@ -240,6 +267,7 @@ export function resolveStep(
         timeoutSeconds?: number | undefined;
         resource?: string | undefined;
         concurrency?: { key: string; limit: number } | undefined;
+        rateLimit?: RateSetting | undefined;
         backoff?: Parameters<typeof resolveBackoff>[0] | undefined;
         stage?: string | undefined;
         allowContinuation?: boolean | undefined;
@@ -258,6 +286,7 @@ export function resolveStep(
         timeoutSeconds: step.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
         resourceKey: step.resource ?? null,
         concurrency: step.concurrency ?? null,
+        rateLimit: step.rateLimit ?? null,
         backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
         stage: step.stage ?? null,
         allowContinuation: step.allowContinuation ?? false,
