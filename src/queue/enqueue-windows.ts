@@ -88,6 +88,7 @@ export async function enqueueWindowsTx(
           traceContext,
           options.notify ?? true,
           groups.some((group) => group.winner.row.concurrency != null),
+          groups.some((group) => group.winner.row.rateLimit != null),
         ),
       ),
     );
@@ -170,6 +171,10 @@ function windowEntry(group: KeyGroup, ord: number): Record<string, unknown> {
     ['stage', r.stage],
     ['concurrency_key', r.concurrency?.key],
     ['concurrency_limit', r.concurrency?.limit],
+    ['rate_key', r.rateLimit?.key],
+    ['rate_limit', r.rateLimit?.limit],
+    ['rate_period_ms', r.rateLimit?.periodMs],
+    ['rate_burst', r.rateLimit?.burst],
     // The opener's cap: a window this batch opens is opened by the key's first request.
     ['max_wait_ms', group.members[0]!.window.maxWaitMs],
   ];

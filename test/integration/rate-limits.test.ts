@@ -211,6 +211,34 @@ describe('rate limits', () => {
     expect(await bucket(`${key}-own`)).toMatchObject({ max_starts: 1, period_ms: 5000, burst: 1 });
   });
 
+  it('keeps the rate key of a debounced or throttled job, and a re-armed debounce takes the latest', async () => {
+    const { type, key } = fresh();
+    const first = await enqueueJob(db.prisma, {
+      jobType: type,
+      payload: { n: 1 },
+      debounce: { key: `${key}-window`, windowMs: 600_000 },
+      rateLimit: { key: `${key}-a`, limit: 3, periodMs: 1000 },
+    });
+    const again = await enqueueJob(db.prisma, {
+      jobType: type,
+      payload: { n: 2 },
+      debounce: { key: `${key}-window`, windowMs: 600_000 },
+      rateLimit: { key: `${key}-b`, limit: 4, periodMs: 1000 },
+    });
+    expect(again).toMatchObject({ jobId: first.jobId, disposition: 'debounced' });
+    const throttled = await enqueueJob(db.prisma, {
+      jobType: type,
+      payload: {},
+      throttle: { key: `${key}-t`, windowMs: 600_000 },
+      rateLimit: { key: `${key}-c`, limit: 5, periodMs: 1000 },
+    });
+    const rows = await db.prisma.$queryRaw<{ id: string; rate_key: string }[]>`
+      SELECT id::text, rate_key FROM runledger.job_queue WHERE id = ANY(${[first.jobId, throttled.jobId]}::uuid[])`;
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.rate_key]))).toEqual({ [first.jobId]: `${key}-b`, [throttled.jobId]: `${key}-c` });
+    expect(await bucket(`${key}-b`)).toMatchObject({ max_starts: 4 });
+    expect(await bucket(`${key}-c`)).toMatchObject({ max_starts: 5 });
+  });
+
   it('lists only the keys a tenant’s jobs wait for in its scope, counting its own', async () => {
     const { type, key } = fresh();
     const rateLimit = { key, limit: 1, periodMs: 3_600_000, burst: 1 };
