@@ -35,6 +35,7 @@ import {
 import { defineJob } from '../../src/worker/index.js';
 import { countdown, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
+import { waitForLockWaiters } from '../harness/key-rows.js';
 import { useWorkers } from '../harness/workers.js';
 import { expireLeases } from '../harness/leases.js';
 
@@ -457,21 +458,3 @@ describe('concurrency keys', () => {
     expect(row!.leased).toBe(0);
   }, 180_000);
 });
-
-/**
- * Polls pg_stat_activity (not a sleep of a guessed length) until `n` claims wait for a lock: the first on the
- * holder's transaction, the others queued behind it on the row.
- */
-async function waitForLockWaiters(holder: pg.Client, n: number): Promise<void> {
-  for (let i = 0; i < 1_000; i += 1) {
-    // The holder is inside its transaction, whose statistics snapshot would otherwise stay as first read.
-    await holder.query('SELECT pg_stat_clear_snapshot()');
-    const { rows } = await holder.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock' AND cardinality(pg_blocking_pids(pid)) > 0`,
-    );
-    if (rows[0]!.n >= n) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`fewer than ${n} claims waited on the key row`);
-}

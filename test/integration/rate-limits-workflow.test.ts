@@ -23,6 +23,7 @@ import {
 } from '../../src/index.js';
 import { defineJob } from '../../src/worker/index.js';
 import { useTestDatabase } from '../harness/database.js';
+import { ageBucket, bucket } from '../harness/key-rows.js';
 
 const db = useTestDatabase();
 
@@ -38,26 +39,6 @@ async function claim(jobType: string, limit = 10): Promise<ClaimedJob[]> {
 }
 
 const names = (jobs: readonly ClaimedJob[]): string[] => jobs.map((j) => (j.payload as { k: string }).k).sort();
-
-interface BucketRow {
-  max_starts: number;
-  period_ms: number;
-  burst: number;
-  tokens: number;
-  set_by: string;
-}
-
-async function bucket(key: string): Promise<BucketRow | undefined> {
-  const [row] = await db.prisma.$queryRaw<BucketRow[]>`
-    SELECT max_starts, period_ms, burst, tokens, set_by FROM runledger.rate_limits WHERE key = ${key}`;
-  return row;
-}
-
-/** The bucket as if `ms` more had passed since its last refill (the clock moved, not slept). */
-async function age(key: string, ms: number): Promise<void> {
-  await db.prisma.$executeRaw`
-    UPDATE runledger.rate_limits SET refilled_at = refilled_at - make_interval(secs => ${ms / 1000}::float8) WHERE key = ${key}`;
-}
 
 /** Each step's rate key and its job's (null: no job yet), by step key. */
 async function stepKeys(workflowRunId: string): Promise<{ step_key: string; step_rate: string | null; job_rate: string | null }[]> {
@@ -86,20 +67,20 @@ describe('rate limits on workflow steps', () => {
         .build(),
     );
     // Both keys' buckets exist from the start, full, with the steps' settings (burst defaulting to the limit).
-    expect(await bucket(key)).toMatchObject({ max_starts: 5, period_ms: 60_000, burst: 5, tokens: 5, set_by: 'enqueue' });
-    expect(await bucket(`${key}-later`)).toMatchObject({ max_starts: 2, period_ms: 1000, burst: 4, tokens: 4 });
+    expect(await bucket(db.prisma, key)).toMatchObject({ max_starts: 5, period_ms: 60_000, burst: 5, tokens: 5, set_by: 'enqueue' });
+    expect(await bucket(db.prisma, `${key}-later`)).toMatchObject({ max_starts: 2, period_ms: 1000, burst: 4, tokens: 4 });
     expect(await stepKeys(workflowRunId)).toEqual([
       { step_key: 'a', step_rate: key, job_rate: key },
       { step_key: 'later', step_rate: `${key}-later`, job_rate: null },
     ]);
     const [a] = await claim(type);
     expect(a).toMatchObject({ rateKey: key, payload: { k: 'a' } });
-    expect((await bucket(key))!.tokens).toBeCloseTo(4, 2);
+    expect((await bucket(db.prisma, key))!.tokens).toBeCloseTo(4, 2);
     await completeJobs(db.prisma, [{ ...a! }]);
     // Released by its prerequisite's success: the job carries the step's key and takes its token.
     const [later] = await claim(type);
     expect(later).toMatchObject({ rateKey: `${key}-later`, payload: { k: 'later' } });
-    expect((await bucket(`${key}-later`))!.tokens).toBeCloseTo(3, 2);
+    expect((await bucket(db.prisma, `${key}-later`))!.tokens).toBeCloseTo(3, 2);
 
     // Appended: one step released at once, one blocked on another (its bucket written now, before its job).
     await appendWorkflowSteps(db.prisma, {
@@ -112,8 +93,8 @@ describe('rate limits on workflow steps', () => {
       ],
       edges: [{ prerequisite: 'now', dependent: 'blocked' }],
     });
-    expect(await bucket(`${key}-ap`)).toMatchObject({ max_starts: 3, period_ms: 2000, burst: 3, tokens: 3 });
-    expect(await bucket(`${key}-ap2`)).toMatchObject({ max_starts: 6, period_ms: 500, burst: 1, tokens: 1 });
+    expect(await bucket(db.prisma, `${key}-ap`)).toMatchObject({ max_starts: 3, period_ms: 2000, burst: 3, tokens: 3 });
+    expect(await bucket(db.prisma, `${key}-ap2`)).toMatchObject({ max_starts: 6, period_ms: 500, burst: 1, tokens: 1 });
     // The same append again is already applied (the setting is part of what the mutation key is bound to) ...
     const again = await appendWorkflowSteps(db.prisma, {
       workflowRunId,
@@ -138,7 +119,7 @@ describe('rate limits on workflow steps', () => {
       edges: [{ prerequisite: 'now', dependent: 'blocked' }],
     }).catch((e: unknown) => e);
     expect(isRunledgerError(changed, 'workflow.append_conflicting_retry')).toBe(true);
-    expect(await bucket(`${key}-ap`)).toMatchObject({ max_starts: 3 });
+    expect(await bucket(db.prisma, `${key}-ap`)).toMatchObject({ max_starts: 3 });
     const [now] = await claim(type);
     expect(now).toMatchObject({ rateKey: `${key}-ap`, payload: { k: 'now' } });
     await completeJobs(db.prisma, [{ ...now! }]);
@@ -184,8 +165,8 @@ describe('rate limits on workflow steps', () => {
       { step_key: 'a', step_rate: `${key}-acme`, job_rate: `${key}-acme` },
       { step_key: 'b', step_rate: `${key}-own`, job_rate: `${key}-own` },
     ]);
-    expect(await bucket(`${key}-acme`)).toMatchObject({ max_starts: 7, period_ms: 1000, burst: 2 });
-    expect(await bucket(`${key}-own`)).toMatchObject({ max_starts: 1, period_ms: 5000, burst: 1 });
+    expect(await bucket(db.prisma, `${key}-acme`)).toMatchObject({ max_starts: 7, period_ms: 1000, burst: 2 });
+    expect(await bucket(db.prisma, `${key}-own`)).toMatchObject({ max_starts: 1, period_ms: 5000, burst: 1 });
   });
 
   it('starts the steps’ jobs only as the key’s tokens allow, across runs, leaving the rest PENDING', async () => {
@@ -211,16 +192,16 @@ describe('rate limits on workflow steps', () => {
        WHERE rate_key = ${key} AND status = 'PENDING'`;
     expect(waiting).toEqual({ n: 2, attempts: 0 });
     // Half a period later: one token (2 per 60 s).
-    await age(key, 30_000);
+    await ageBucket(db.prisma, key, 30_000);
     const second = await claim(type);
     expect(second).toHaveLength(1);
     expect(await claim(type)).toEqual([]);
     // A period later: the last one (the bucket holds at most 2, so one is left).
-    await age(key, 60_000);
+    await ageBucket(db.prisma, key, 60_000);
     const last = await claim(type);
     expect(last).toHaveLength(1);
     expect(names([...first, ...second, ...last])).toEqual(['r1a', 'r1b', 'r1c', 'r2a', 'r2free']);
-    expect((await bucket(key))!.tokens).toBeCloseTo(1, 2);
+    expect((await bucket(db.prisma, key))!.tokens).toBeCloseTo(1, 2);
   });
 
   it('refuses a bad step setting or two settings of one key, naming the field, and writes nothing', async () => {
@@ -262,7 +243,7 @@ describe('rate limits on workflow steps', () => {
     ]).catch((e: unknown) => e);
     expect((inBatch as { field?: string }).field).toBe('1.steps.1.rateLimit');
     expect(await counts()).toEqual(before);
-    expect(await bucket(key)).toBeUndefined();
+    expect(await bucket(db.prisma, key)).toBeUndefined();
 
     // Appends: the same checks, before anything is written.
     const { workflowRunId } = await enqueueWorkflowRun(db.prisma, workflow('ratewf.bad').external('open').build());
@@ -284,7 +265,7 @@ describe('rate limits on workflow steps', () => {
       expect((error as { field?: string }).field).toBe(field);
     }
     expect(await counts()).toEqual(appended);
-    expect(await bucket(key)).toBeUndefined();
+    expect(await bucket(db.prisma, key)).toBeUndefined();
   });
 
   it('leaves no bucket behind when an idempotency conflict refuses a run in a host transaction; a duplicate writes none', async () => {
@@ -313,7 +294,7 @@ describe('rate limits on workflow steps', () => {
       }).catch((e: unknown) => e);
       expect(isRunledgerError(single, 'workflow.idempotency_conflict')).toBe(true);
     });
-    for (const suffix of ['wf', 'wf-later', 'single']) expect(await bucket(`${key}-${suffix}`)).toBeUndefined();
+    for (const suffix of ['wf', 'wf-later', 'single']) expect(await bucket(db.prisma, `${key}-${suffix}`)).toBeUndefined();
     // The same run without the conflict writes its keys' buckets, the later step's too.
     const fresh1 = {
       ...workflow('ratewf.idem')
@@ -325,15 +306,15 @@ describe('rate limits on workflow steps', () => {
     };
     const [inserted] = await db.prisma.$transaction(async (tx) => enqueueWorkflowRuns(tx, [fresh1]));
     expect(inserted!.disposition).toBe('inserted');
-    expect(await bucket(`${key}-wf`)).toMatchObject({ max_starts: 2, burst: 2 });
-    expect(await bucket(`${key}-wf-later`)).toMatchObject({ max_starts: 3, burst: 3 });
+    expect(await bucket(db.prisma, `${key}-wf`)).toMatchObject({ max_starts: 2, burst: 2 });
+    expect(await bucket(db.prisma, `${key}-wf-later`)).toMatchObject({ max_starts: 3, burst: 3 });
     // A job sets the key's bucket otherwise; the run's duplicate (same request) writes nothing over it.
     await enqueueJob(db.prisma, { jobType: type, payload: {}, rateLimit: { key: `${key}-wf`, limit: 9, periodMs: 9000 } });
     for (const client of ['root', 'host'] as const) {
       const [again] =
         client === 'root' ? await enqueueWorkflowRuns(db.prisma, [fresh1]) : await db.prisma.$transaction(async (tx) => enqueueWorkflowRuns(tx, [fresh1]));
       expect(again).toMatchObject({ workflowRunId: inserted!.workflowRunId, disposition: 'existing' });
-      expect(await bucket(`${key}-wf`)).toMatchObject({ max_starts: 9, period_ms: 9000, burst: 9 });
+      expect(await bucket(db.prisma, `${key}-wf`)).toMatchObject({ max_starts: 9, period_ms: 9000, burst: 9 });
     }
   });
 });

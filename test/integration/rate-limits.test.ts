@@ -24,6 +24,7 @@ import {
 import { defineJob } from '../../src/worker/index.js';
 import { countdown, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
+import { ageBucket, bucket, waitForLockWaiters } from '../harness/key-rows.js';
 import { useWorkers } from '../harness/workers.js';
 
 const db = useTestDatabase();
@@ -38,26 +39,6 @@ const fresh = (): { type: string; key: string } => {
 
 async function claim(jobType: string, limit = 10): Promise<ClaimedJob[]> {
   return claimJobs(db.prisma, { workerId: 'w', jobTypes: [jobType], limit, leaseSeconds: 60, markRunning: true });
-}
-
-interface BucketRow {
-  max_starts: number;
-  period_ms: number;
-  burst: number;
-  tokens: number;
-  set_by: string;
-}
-
-async function bucket(key: string): Promise<BucketRow | undefined> {
-  const [row] = await db.prisma.$queryRaw<BucketRow[]>`
-    SELECT max_starts, period_ms, burst, tokens, set_by FROM runledger.rate_limits WHERE key = ${key}`;
-  return row;
-}
-
-/** The bucket as if `ms` more had passed since its last refill (the clock moved, not slept). */
-async function age(key: string, ms: number): Promise<void> {
-  await db.prisma.$executeRaw`
-    UPDATE runledger.rate_limits SET refilled_at = refilled_at - make_interval(secs => ${ms / 1000}::float8) WHERE key = ${key}`;
 }
 
 async function jobCount(): Promise<number> {
@@ -98,7 +79,7 @@ describe('rate limits', () => {
     ]).catch((e: unknown) => e);
     expect((batch as { field?: string }).field).toBe('1.rateLimit');
     expect(await jobCount()).toBe(before);
-    expect(await bucket('rate-batch')).toBeUndefined();
+    expect(await bucket(db.prisma, 'rate-batch')).toBeUndefined();
     for (const [input, field] of [
       [{ key: '', limit: null }, 'key'],
       [{ key: 'k', limit: { limit: 0, periodMs: 10 } }, 'limit'],
@@ -120,11 +101,11 @@ describe('rate limits', () => {
       ...[7, 8].map((n) => ({ jobType: type, payload: { n } })),
     ]);
     // A new bucket is full: 3 tokens.
-    expect(await bucket(key)).toMatchObject({ max_starts: 2, period_ms: 60_000, burst: 3, tokens: 3, set_by: 'enqueue' });
+    expect(await bucket(db.prisma, key)).toMatchObject({ max_starts: 2, period_ms: 60_000, burst: 3, tokens: 3, set_by: 'enqueue' });
     const first = await claim(type, 6);
     expect(first.map((j) => (j.payload as { n: number }).n).sort((a, b) => a - b)).toEqual([1, 2, 3, 7, 8]);
     expect(first.find((j) => (j.payload as { n: number }).n === 1)?.rateKey).toBe(key);
-    expect((await bucket(key))!.tokens).toBeLessThan(0.01);
+    expect((await bucket(db.prisma, key))!.tokens).toBeLessThan(0.01);
     expect(await claim(type)).toEqual([]);
     const [waiting] = await db.prisma.$queryRaw<{ n: number; attempts: number }[]>`
       SELECT count(*)::int AS n, max(attempt)::int AS attempts FROM runledger.job_queue
@@ -139,13 +120,13 @@ describe('rate limits', () => {
     );
     expect(await claim(type)).toEqual([]);
     // Half a period later: one token (2 per 60 s).
-    await age(key, 30_000);
+    await ageBucket(db.prisma, key, 30_000);
     expect((await claim(type)).map((j) => (j.payload as { n: number }).n)).toEqual([4]);
     expect(await claim(type)).toEqual([]);
     // Ten periods later: never more than the burst.
-    await age(key, 600_000);
+    await ageBucket(db.prisma, key, 600_000);
     expect((await claim(type)).map((j) => (j.payload as { n: number }).n)).toEqual([5, 6]);
-    expect((await bucket(key))!.tokens).toBeCloseTo(1, 2);
+    expect((await bucket(db.prisma, key))!.tokens).toBeCloseTo(1, 2);
   });
 
   it('takes tokens for replays and for every job type naming the key', async () => {
@@ -174,24 +155,24 @@ describe('rate limits', () => {
     expect(row!.rate_key).toBe(key);
     // The replay waits for a token like the rest.
     expect(await claim(type)).toEqual([]);
-    await age(key, 3_600_000);
+    await ageBucket(db.prisma, key, 3_600_000);
     expect(await claim(type, 5)).toHaveLength(1);
   });
 
   it('changes at runtime: an operator pins the setting, enqueues set it only while it is theirs', async () => {
     const { type, key } = fresh();
     await enqueueJob(db.prisma, { jobType: type, payload: {}, rateLimit: { key, limit: 10, periodMs: 1000 } });
-    expect(await bucket(key)).toMatchObject({ max_starts: 10, burst: 10, tokens: 10 });
+    expect(await bucket(db.prisma, key)).toMatchObject({ max_starts: 10, burst: 10, tokens: 10 });
     // A lower burst caps the tokens the bucket holds.
     const pinned = await setRateLimit(db.prisma, { key, limit: { limit: 5, periodMs: 2000, burst: 4 } });
     expect(pinned).toMatchObject({ key, limit: 5, periodMs: 2000, burst: 4, waiting: 1, setBy: 'operator' });
     expect(pinned.tokens).toBe(4);
     await enqueueJob(db.prisma, { jobType: type, payload: {}, rateLimit: { key, limit: 10, periodMs: 1000 } });
-    expect(await bucket(key)).toMatchObject({ max_starts: 5, period_ms: 2000, burst: 4, set_by: 'operator' });
+    expect(await bucket(db.prisma, key)).toMatchObject({ max_starts: 5, period_ms: 2000, burst: 4, set_by: 'operator' });
     expect(await setRateLimit(db.prisma, { key, limit: null })).toMatchObject({ limit: 5, setBy: 'enqueue' });
     await enqueueJob(db.prisma, { jobType: type, payload: {}, rateLimit: { key, limit: 10, periodMs: 1000, burst: 2 } });
-    expect(await bucket(key)).toMatchObject({ max_starts: 10, period_ms: 1000, burst: 2, set_by: 'enqueue' });
-    expect((await bucket(key))!.tokens).toBeLessThanOrEqual(2);
+    expect(await bucket(db.prisma, key)).toMatchObject({ max_starts: 10, period_ms: 1000, burst: 2, set_by: 'enqueue' });
+    expect((await bucket(db.prisma, key))!.tokens).toBeLessThanOrEqual(2);
     // An operator may set a key no job has named yet: its bucket starts full.
     const preset = `${key}-preset`;
     expect(await setRateLimit(db.prisma, { key: preset, limit: { limit: 3, periodMs: 1000 } })).toMatchObject({ burst: 3, tokens: 3, waiting: 0 });
@@ -207,8 +188,8 @@ describe('rate limits', () => {
     const rows = await db.prisma.$queryRaw<{ id: string; rate_key: string }[]>`
       SELECT id::text, rate_key FROM runledger.job_queue WHERE id = ANY(${[jobId, own.jobId]}::uuid[])`;
     expect(Object.fromEntries(rows.map((r) => [r.id, r.rate_key]))).toEqual({ [jobId]: `${key}-acme`, [own.jobId]: `${key}-own` });
-    expect(await bucket(`${key}-acme`)).toMatchObject({ max_starts: 7, burst: 2 });
-    expect(await bucket(`${key}-own`)).toMatchObject({ max_starts: 1, period_ms: 5000, burst: 1 });
+    expect(await bucket(db.prisma, `${key}-acme`)).toMatchObject({ max_starts: 7, burst: 2 });
+    expect(await bucket(db.prisma, `${key}-own`)).toMatchObject({ max_starts: 1, period_ms: 5000, burst: 1 });
   });
 
   it('keeps the rate key of a debounced or throttled job, and a re-armed debounce takes the latest', async () => {
@@ -235,8 +216,8 @@ describe('rate limits', () => {
     const rows = await db.prisma.$queryRaw<{ id: string; rate_key: string }[]>`
       SELECT id::text, rate_key FROM runledger.job_queue WHERE id = ANY(${[first.jobId, throttled.jobId]}::uuid[])`;
     expect(Object.fromEntries(rows.map((r) => [r.id, r.rate_key]))).toEqual({ [first.jobId]: `${key}-b`, [throttled.jobId]: `${key}-c` });
-    expect(await bucket(`${key}-b`)).toMatchObject({ max_starts: 4 });
-    expect(await bucket(`${key}-c`)).toMatchObject({ max_starts: 5 });
+    expect(await bucket(db.prisma, `${key}-b`)).toMatchObject({ max_starts: 4 });
+    expect(await bucket(db.prisma, `${key}-c`)).toMatchObject({ max_starts: 5 });
   });
 
   it('lists only the keys a tenant’s jobs wait for in its scope, counting its own', async () => {
@@ -274,7 +255,7 @@ describe('rate limits', () => {
       const claimed = (await Promise.all(claims)).flat();
       expect(claimed).toHaveLength(5);
       expect(new Set(claimed.map((j) => j.jobId)).size).toBe(5);
-      expect((await bucket(key))!.tokens).toBeLessThan(0.01);
+      expect((await bucket(db.prisma, key))!.tokens).toBeLessThan(0.01);
       await Promise.all(clients.map((client) => client.$disconnect()));
     } finally {
       await holder.end();
@@ -312,18 +293,3 @@ describe('rate limits', () => {
     expect(row!.most).toBeLessThanOrEqual(25);
   }, 60_000);
 });
-
-/** Polls pg_stat_activity (not a sleep of a guessed length) until `n` claims wait for a lock. */
-async function waitForLockWaiters(holder: pg.Client, n: number): Promise<void> {
-  for (let i = 0; i < 1_000; i += 1) {
-    // The holder is inside its transaction, whose statistics snapshot would otherwise stay as first read.
-    await holder.query('SELECT pg_stat_clear_snapshot()');
-    const { rows } = await holder.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock' AND cardinality(pg_blocking_pids(pid)) > 0`,
-    );
-    if (rows[0]!.n >= n) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`fewer than ${n} claims waited on the key row`);
-}
