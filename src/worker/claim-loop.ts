@@ -173,14 +173,17 @@ export class ClaimLoop {
 
   /**
    * After a short claim: a claim when the rate keys this worker has leased have tokens for waiting jobs again.
-   * Not sooner than a floor that doubles while such claims bring nothing (waiting jobs a token alone does not
-   * free: another limit, or another claim's locks), so a worker never spins on them.
+   * Tokens there already while this claim got nothing means the jobs wait for something else too (another
+   * limit, another claim's locks): those wakes come no sooner than a floor that doubles, so a worker never
+   * spins on them. A wait for tokens still to come is exact: a bucket left full wastes its refill.
    */
   private async wakeForTokens(want: number, got: number): Promise<void> {
-    this.tokenWakeFloorMs = got > 0 ? 0 : Math.min(Math.max(TOKEN_WAKE_FLOOR_MS, this.tokenWakeFloorMs * 2), this.settings.pollIntervalMs);
     try {
       const ms = await this.rateWakes.waitMs(want);
-      if (ms !== undefined) this.hooks.wakeAfter(Math.min(Math.max(ms, this.tokenWakeFloorMs), this.settings.pollIntervalMs));
+      if (ms === undefined) return;
+      if (ms > 0 || got > 0) this.tokenWakeFloorMs = 0;
+      else this.tokenWakeFloorMs = Math.min(Math.max(TOKEN_WAKE_FLOOR_MS, this.tokenWakeFloorMs * 2), this.settings.pollIntervalMs);
+      this.hooks.wakeAfter(Math.min(Math.max(ms, this.tokenWakeFloorMs), this.settings.pollIntervalMs));
     } catch (error) {
       // The poll still claims them; a failing database shows in the next claim.
       this.settings.logger.debug('reading rate keys failed', { error });
