@@ -3,7 +3,7 @@
  * scope with their limits, live leases and waiting jobs (a tenant's --org counts its own jobs); `set` pins a
  * key's limit (`--limit N`) or gives it back to enqueues (`--clear`). A limit binds every organization's jobs of
  * the key, so `set` refuses --org and --without-org, and takes exactly one of --limit and --clear: neither is
- * refused, never read as either.
+ * refused, never read as either. `limits rate list|set` does the same for rate keys (rate-limits.ts).
  */
 import type { Command } from 'commander';
 import { listConcurrencyLimits, setConcurrencyLimit, type ConcurrencyLimit } from '../queue/concurrency.js';
@@ -12,6 +12,7 @@ import { MAX_CONCURRENCY_LIMIT } from '../validation/primitives.js';
 import { UsageError, type CliContext } from './context.js';
 import { table } from './format.js';
 import { integerOption, textOption } from './options.js';
+import { registerRateLimitCommands } from './rate-limits.js';
 
 function formatLimits(items: readonly ConcurrencyLimit[]): string {
   if (items.length === 0) return 'No concurrency keys.';
@@ -22,7 +23,7 @@ function formatLimits(items: readonly ConcurrencyLimit[]): string {
 }
 
 export function registerLimitCommands(program: Command, context: CliContext): void {
-  const limits = program.command('limits').description("list or change concurrency keys' limits");
+  const limits = program.command('limits').description("list or change concurrency keys' limits (and rate keys': limits rate)");
   limits
     .command('list')
     .description('list concurrency keys in key order, with their limits, live leases and waiting jobs (in the scope)')
@@ -66,4 +67,5 @@ export function registerLimitCommands(program: Command, context: CliContext): vo
         : `Concurrency key ${options.key}: limit ${limit.limit}, pinned (${limit.leased} leased, ${limit.waiting} waiting).`;
       context.print(human, limit);
     });
+  registerRateLimitCommands(limits, context);
 }

@@ -44,6 +44,18 @@ export function formatMetrics(m: QueueMetrics): string {
       ]),
     );
   }
+  if (m.rateLimits.keys.length > 0) {
+    const shown = m.rateLimits.keys.length < m.rateLimits.keyCount ? ` (the ${m.rateLimits.keys.length} with the most waiting)` : '';
+    lines.push(
+      '',
+      `Rate keys: ${m.rateLimits.waiting} due job(s) waiting over ${m.rateLimits.keyCount} key(s)${shown}`,
+      table([
+        ['KEY', 'LIMIT', 'PER', 'BURST', 'TOKENS', 'WAITING', 'SET BY'],
+        // Whole tokens: a start takes one.
+        ...m.rateLimits.keys.map((k) => [k.key, String(k.limit), ms(k.periodMs), String(k.burst), String(Math.floor(k.tokens)), String(k.waiting), k.setBy]),
+      ]),
+    );
+  }
   if (m.byType.length > 0) {
     lines.push(
       '',

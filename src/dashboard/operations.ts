@@ -16,12 +16,14 @@
  *   GET  api/definitions?cursor     (admin only)       POST api/definitions/:type/enabled { enabled }
  *   GET  api/concurrency?after      concurrency keys in the request's scope (listConcurrencyLimits: limit, leased, waiting, set by)
  *   POST api/concurrency/:key/limit { limit: N | null }  (admin only) pins the key's limit, or (null) gives it back to enqueues
+ *   GET  api/rate-limits?after      rate keys in the request's scope (listRateLimits: limit, period, burst, tokens, waiting, set by)
+ *   POST api/rate-limits/:key       { limit: N, periodMs: N, burst?: N } | { limit: null }  (admin only) pins or gives back
  *
  * Every body and the preview's query are parsed strictly: a blank filter
  * field, a time not in ISO 8601, or a field the route does not take is
  * refused (400, naming it) before anything is read or written.
  *
- * Schedules, job definitions, workers and concurrency limits belong to no
+ * Schedules, job definitions, workers and concurrency and rate limits belong to no
  * organization (a schedule may enqueue for any, a definition and a worker
  * serve all, a key's limit binds every organization's jobs of the key), so only
  * an admin scope reads or changes them: another scope gets 403
@@ -33,6 +35,8 @@ import type { Scope } from '../db/scope.js';
 import { ValidationError } from '../errors/runledger-error.js';
 import { listJobDefinitions, setJobDefinitionEnabled } from '../queue/catalog.js';
 import { listConcurrencyLimits, setConcurrencyLimit } from '../queue/concurrency.js';
+import { listRateLimits, setRateLimit } from '../queue/rate-limits.js';
+import { ratePeriodMs, rateStarts } from '../validation/primitives.js';
 import { recoverWorkflowRun } from '../recovery/recover.js';
 import { countDeadLetteredJobs, deadLetterFilterSchema, MAX_BULK_REQUEUE, requeueDeadLetteredJobs, type DeadLetterFilter } from '../replay/bulk-requeue.js';
 import type { RequeueStatePolicy } from '../replay/inputs.js';
@@ -143,6 +147,38 @@ async function setKeyLimit(db: Db, key: string, body: Body) {
   return { concurrency: await setConcurrencyLimit(db, { key, limit: body.limit as number | null }) };
 }
 
+async function rateKeys(db: Db, scope: Scope, query: URLSearchParams) {
+  const { after } = routeInput(concurrencyQuery, queryFields(query));
+  return listRateLimits(db, { scope, limit: 100, ...(after === undefined ? {} : { after: after as string }) });
+}
+
+/**
+ * `{ limit, periodMs, burst? }` pins the key's rate limit, `{ limit: null }` gives it back to enqueues. Parsed
+ * here, flat, so each error names the body's own field: a body without `limit`, a null limit with a period or
+ * burst, or a limit without a period is refused, never read as either action.
+ */
+const rateBody = z
+  .strictObject({ limit: z.union([rateStarts, z.null()]), periodMs: ratePeriodMs.optional(), burst: rateStarts.optional() })
+  .superRefine((body, ctx) => {
+    if (body.limit === null) {
+      for (const field of ['periodMs', 'burst'] as const) {
+        if (body[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'is given with limit null (which gives the limit back)' });
+      }
+    } else if (body.periodMs === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['periodMs'], message: 'is required with a limit: starts per how many milliseconds' });
+    }
+  });
+
+async function setRateKeyLimit(db: Db, key: string, body: Body) {
+  if (!Object.hasOwn(body, 'limit')) {
+    onlyFields(body, ['limit', 'periodMs', 'burst']);
+    throw invalid('limit', 'limit is a whole number of starts per periodMs, or null to give the limit back to enqueues.');
+  }
+  const { limit, periodMs, burst } = routeInput(rateBody, body);
+  const setting = limit === null ? null : { limit, periodMs: periodMs!, ...(burst === undefined ? {} : { burst }) };
+  return { rateLimit: await setRateLimit(db, { key, limit: setting }) };
+}
+
 function pageQuery(query: URLSearchParams): { cursor?: string } {
   const cursor = query.get('cursor');
   return cursor ? { cursor } : {};
@@ -159,6 +195,7 @@ export const OPERATION_READS: [RegExp, Read][] = [
   ],
   [/^queues$/, (db, scope, _m, _query, attention) => readQueues(db, scope, attention.saturationWaitMs)],
   [/^concurrency$/, (db, scope, _m, query) => concurrencyKeys(db, scope, query)],
+  [/^rate-limits$/, (db, scope, _m, query) => rateKeys(db, scope, query)],
   [
     /^workers$/,
     async (db, scope) => {
@@ -207,6 +244,13 @@ export const OPERATION_ACTIONS: [RegExp, Act][] = [
     async (db, scope, m, body) => {
       adminOnly(scope);
       return setKeyLimit(db, decoded(m[1]!, 'key'), body);
+    },
+  ],
+  [
+    new RegExp(`^rate-limits/${SEGMENT}$`),
+    async (db, scope, m, body) => {
+      adminOnly(scope);
+      return setRateKeyLimit(db, decoded(m[1]!, 'key'), body);
     },
   ],
 ];

@@ -159,6 +159,23 @@ export interface JobLinks {
    * listConcurrencyLimits counts it: the key's own count in the admin scope, the scope's own leases otherwise.
    */
   concurrency: JobConcurrency | null;
+  /**
+   * The job's rate key's bucket as it stands now (null: no key, or no row yet), so the page can say why a due
+   * job waits: `tokens` under 1, and the next whole token in `nextTokenMs` (0: one is there).
+   */
+  rateLimit: JobRateLimit | null;
+}
+
+export interface JobRateLimit {
+  key: string;
+  limit: number;
+  periodMs: number;
+  burst: number;
+  /** The bucket refilled to now (fractional); a start takes a whole token. */
+  tokens: number;
+  /** Milliseconds until the bucket holds a whole token (0: it does). */
+  nextTokenMs: number;
+  setBy: 'enqueue' | 'operator';
 }
 
 export interface JobConcurrency {
@@ -175,6 +192,7 @@ interface JobLinksRow {
   replay_of: JobLinks['replayOf'];
   replays: JobLinks['replays'];
   concurrency: JobConcurrency | null;
+  rate_limit: JobRateLimit | null;
 }
 
 /** The job's links, or null when the job does not exist in `scope`. Lineage never crosses organizations (the integrity checker holds it). */
@@ -196,7 +214,13 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
                                        'leased', CASE WHEN ${s.all}::boolean THEN k.leased
                                                       ELSE (SELECT count(*)::int FROM runledger.job_leases l JOIN runledger.job_queue o ON o.id = l.job_id
                                                              WHERE l.concurrency_key = k.key AND ${inScope(s, 'o.organization_id')}) END)
-                FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key) AS concurrency
+                FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key) AS concurrency,
+             (SELECT json_build_object('key', r.key, 'limit', r.max_starts, 'periodMs', r.period_ms, 'burst', r.burst, 'setBy', r.set_by,
+                                       'tokens', t.tokens,
+                                       'nextTokenMs', CASE WHEN t.tokens >= 1 THEN 0 ELSE ceil((1 - t.tokens) * r.period_ms / r.max_starts)::bigint END)
+                FROM runledger.rate_limits r
+               CROSS JOIN LATERAL (SELECT runledger.rate_tokens(r.tokens, r.refilled_at, now(), r.max_starts, r.period_ms, r.burst) AS tokens) t
+               WHERE r.key = jq.rate_key) AS rate_limit
         FROM runledger.job_queue jq
         LEFT JOIN runledger.workflow_steps st ON st.id = jq.workflow_step_id
        WHERE jq.id = ${jobId}::uuid
@@ -208,6 +232,7 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
         replayOf: row.replay_of,
         replays: row.replays,
         concurrency: row.concurrency,
+        rateLimit: row.rate_limit,
       };
     },
     { readCommitted: false },

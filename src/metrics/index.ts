@@ -6,5 +6,6 @@ export {
   type DurationPercentiles,
   type FinishedJobCounts,
   type ConcurrencyKeyMetrics,
+  type RateKeyMetrics,
 } from './queue-metrics.js';
 export type { GetQueueMetricsInput } from './inputs.js';

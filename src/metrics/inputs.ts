@@ -19,6 +19,8 @@ export const MAX_DURATION_SCAN = 50_000;
 
 /** Concurrency keys the metrics list at most (the most waiting first; `concurrency.keyCount` counts them all). */
 export const MAX_CONCURRENCY_KEYS = 50;
+/** Rate keys the metrics list at most (the most waiting first; `rateLimits.keyCount` counts them all). */
+export const MAX_RATE_KEYS = 50;
 
 /**
  * The earliest `now` whose windows still start at a storable instant: the

@@ -26,13 +26,15 @@
  *     each one's job by primary key for the scope;
  *   - concurrency keys: the keyed backlog by job_queue_concurrency_waiting_idx
  *     (keyed PENDING rows only), the lease rows (job_leases), and each key's
- *     row by primary key; at most MAX_CONCURRENCY_KEYS keys returned.
+ *     row by primary key; at most MAX_CONCURRENCY_KEYS keys returned;
+ *   - rate keys: the rate-keyed backlog by job_queue_rate_waiting_idx, each
+ *     key's bucket by primary key; at most MAX_RATE_KEYS keys returned.
  * Scope is a filter on those rows (exact, as everywhere: an organization sees
  * only its rows, `noOrganizationScope()` only rows without one).
  */
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { scopeParams, type Scope } from '../db/scope.js';
-import { DEAD_LETTER_WINDOW_MS, MAX_CONCURRENCY_KEYS, MAX_DURATION_SAMPLES, MAX_DURATION_SCAN, RECENT_WINDOW_MS } from './inputs.js';
+import { DEAD_LETTER_WINDOW_MS, MAX_CONCURRENCY_KEYS, MAX_DURATION_SAMPLES, MAX_DURATION_SCAN, MAX_RATE_KEYS, RECENT_WINDOW_MS } from './inputs.js';
 import { LEASED_JOBS, TERMINAL_RUN, inScope } from '../db/fragments.js';
 import { ID_CLOCK_MARGIN_MS, uuidv7Floor } from '../db/ids.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
@@ -281,6 +283,45 @@ export function concurrencyKeys({ now, scope }: MetricsQueryContext): Sql {
      LIMIT ${MAX_CONCURRENCY_KEYS}::int`;
 }
 
+export interface RateKeyRow {
+  key: string;
+  max_starts: number;
+  period_ms: number;
+  burst: number;
+  /** The bucket's tokens at the metrics' `now` (fractional; a start takes a whole one). */
+  tokens: number;
+  waiting: number;
+  set_by: 'enqueue' | 'operator';
+  /** Keys with waiting jobs in the scope, before the cap. */
+  keys: number;
+  /** Due rate-keyed jobs in the scope, over every key. */
+  total_waiting: number;
+}
+
+/**
+ * Rate keys with due PENDING jobs in the scope (waiting for a token or for the next claim), the most waiting
+ * first, at most MAX_RATE_KEYS, with each key's bucket refilled to `now` (runledger.rate_tokens). The waiting
+ * count reads job_queue_rate_waiting_idx (rate-keyed claimable rows only), each key's row by primary key.
+ */
+export function rateKeys({ now, scope }: MetricsQueryContext): Sql {
+  const s = scopeParams(scope);
+  return sqltag`
+    WITH waiting AS (
+      SELECT jq.rate_key AS key, count(*)::int AS waiting
+        FROM runledger.job_queue jq
+       WHERE jq.claimable AND jq.rate_key IS NOT NULL AND jq.next_run_at <= ${now}::timestamptz
+         AND ${inScope(s, 'jq.organization_id')}
+       GROUP BY 1
+    )
+    SELECT r.key, r.max_starts, r.period_ms, r.burst, r.set_by, w.waiting,
+           runledger.rate_tokens(r.tokens, r.refilled_at, ${now}::timestamptz, r.max_starts, r.period_ms, r.burst) AS tokens,
+           (count(*) OVER ())::int AS keys, (sum(w.waiting) OVER ())::int AS total_waiting
+      FROM waiting w
+      JOIN runledger.rate_limits r ON r.key = w.key
+     ORDER BY w.waiting DESC, r.key
+     LIMIT ${MAX_RATE_KEYS}::int`;
+}
+
 /** Every section's statement, by name: what the metrics read and what the plan test explains. */
 export interface DebounceWaitRow {
   job_type: string;
@@ -313,5 +354,6 @@ export const METRICS_QUERIES = {
   workflowRunCounts,
   continuationCounts,
   concurrencyKeys,
+  rateKeys,
   debounceWaits,
 } as const satisfies Record<string, (context: MetricsQueryContext) => Sql>;

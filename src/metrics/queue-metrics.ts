@@ -21,6 +21,7 @@ import {
   type LiveCountRow,
   type MetricsQueryContext,
   type OldestRunnableRow,
+  type RateKeyRow,
   type RunCountRow,
 } from './queries.js';
 import { DEAD_LETTER_WINDOW_MS, METRICS_INVALID_INPUT, RECENT_WINDOW_MS, getQueueMetricsInputSchema, type GetQueueMetricsInput } from './inputs.js';
@@ -62,6 +63,22 @@ export interface ConcurrencyKeyMetrics {
   setBy: 'enqueue' | 'operator';
 }
 
+/** One rate key with due jobs waiting in the scope (listRateLimits' counts). */
+export interface RateKeyMetrics {
+  key: string;
+  /** Starts per `periodMs` on average (shared by every organization's jobs of the key). */
+  limit: number;
+  periodMs: number;
+  /** Most starts at once: the bucket's size. */
+  burst: number;
+  /** Tokens in the bucket at `asOf` (fractional: it refills continuously); a start takes a whole one. */
+  tokens: number;
+  /** PENDING and due jobs of the key in the scope: waiting for a token (when the bucket is empty) or the next claim. */
+  waiting: number;
+  /** 'enqueue': the last enqueue naming the key set the limit; 'operator': setRateLimit pinned it. */
+  setBy: 'enqueue' | 'operator';
+}
+
 /** Percentiles in milliseconds; null when no job is in the sample. */
 export interface DurationPercentiles {
   /** Jobs the percentiles were computed from (at most `MAX_DURATION_SAMPLES`, the latest). */
@@ -100,6 +117,11 @@ export interface QueueMetrics {
    * (`keyCount`), and those keys, the most waiting first, at most MAX_CONCURRENCY_KEYS (50).
    */
   concurrency: { waiting: number; keyCount: number; keys: ConcurrencyKeyMetrics[] };
+  /**
+   * Rate keys: due rate-keyed jobs in the scope (`waiting`), how many keys have such jobs (`keyCount`), and those
+   * keys, the most waiting first, at most MAX_RATE_KEYS (50).
+   */
+  rateLimits: { waiting: number; keyCount: number; keys: RateKeyMetrics[] };
   /** The durable enqueue intent backlog (`getEnqueueIntentStats`): pending, oldest pending age, attempts, conflicts. */
   intents: EnqueueIntentStats;
 }
@@ -139,6 +161,7 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
   const runs = await read<RunCountRow>('workflowRunCounts');
   const [continuations] = await read<ContinuationCountRow>('continuationCounts');
   const keys = await read<ConcurrencyKeyRow>('concurrencyKeys');
+  const rates = await read<RateKeyRow>('rateKeys');
   const debounce = await read<DebounceWaitRow>('debounceWaits');
   const intents = await readEnqueueIntentStats(tx, scope);
 
@@ -174,6 +197,19 @@ async function readMetrics(tx: Tx, scope: Scope, now: Date | undefined): Promise
       waiting: keys[0]?.total_waiting ?? 0,
       keyCount: keys[0]?.keys ?? 0,
       keys: keys.map((row) => ({ key: row.key, limit: row.max_leased, leased: row.leased, waiting: row.waiting, setBy: row.set_by })),
+    },
+    rateLimits: {
+      waiting: rates[0]?.total_waiting ?? 0,
+      keyCount: rates[0]?.keys ?? 0,
+      keys: rates.map((row) => ({
+        key: row.key,
+        limit: row.max_starts,
+        periodMs: row.period_ms,
+        burst: row.burst,
+        tokens: row.tokens,
+        waiting: row.waiting,
+        setBy: row.set_by,
+      })),
     },
     intents,
   };

@@ -42,4 +42,22 @@ describe('runledger stats', () => {
     const other = JSON.parse((await cli('--json', '--org', 'org-s', 'stats')).stdout);
     expect(other.concurrency).toEqual({ waiting: 0, keyCount: 0, keys: [] });
   });
+
+  it('prints the rate keys with waiting jobs', async () => {
+    expect((await cli('stats')).stdout).not.toContain('Rate keys');
+    for (let i = 0; i < 3; i += 1) {
+      await enqueueJob(db.prisma, {
+        jobType: 'cli.stats.rated',
+        payload: {},
+        organizationId: 'org-r',
+        rateLimit: { key: 'cli-stats-rate', limit: 1, periodMs: 60_000 },
+      });
+    }
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['cli.stats.rated'], limit: 3, leaseSeconds: 60, markRunning: true });
+    const human = await cli('stats');
+    expect(human.stdout).toContain('Rate keys: 2 due job(s) waiting over 1 key(s)');
+    expect(human.stdout).toMatch(/KEY\s+LIMIT\s+PER\s+BURST\s+TOKENS\s+WAITING\s+SET BY\n\s*cli-stats-rate\s+1\s+60\.0 s\s+1\s+0\s+2\s+enqueue/);
+    const other = JSON.parse((await cli('--json', '--org', 'org-s', 'stats')).stdout);
+    expect(other.rateLimits).toEqual({ waiting: 0, keyCount: 0, keys: [] });
+  });
 });

@@ -237,6 +237,71 @@ describe.skipIf(!hasChromium)('operator pages in Chromium', () => {
     await other.context().close();
   });
 
+  it('lists rate keys on the queues page, says why a rate-limited job waits, and changes a limit only after a confirmation', async () => {
+    const key = 'ui-rate/stripe';
+    const enqueue = () =>
+      enqueueJob(db.prisma, { jobType: 'ui.rated', organizationId: 'acme', payload: {}, rateLimit: { key, limit: 1, periodMs: 3_600_000 } });
+    await enqueue();
+    const { jobId: waiting } = await enqueue();
+    await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['ui.rated'], limit: 10, leaseSeconds: 60, markRunning: true });
+    const rateRow = async () =>
+      (
+        await db.prisma.$queryRaw<{ max_starts: number; period_ms: number; burst: number; set_by: string }[]>`
+          SELECT max_starts, period_ms, burst, set_by FROM runledger.rate_limits WHERE key = ${key}`
+      )[0];
+
+    const job = await openPage(`#/jobs/${waiting}`);
+    const reason = job.locator('.wait-reason').filter({ hasText: `waiting for a rate-limit token: key ${key}, 0 of 1 tokens` });
+    await reason.waitFor();
+    expect(await reason.innerText()).toMatch(/\(1 per .+\), next in .+$/);
+    await screenshot(job, 'dashboard-job-rate.png');
+    await job.context().close();
+
+    const page = await openPage('#/queues');
+    const row = page.locator(`[data-testid=rate-keys] tr[data-key="${key}"]`);
+    await row.locator('[data-col=waiting]').filter({ hasText: /^1$/ }).waitFor();
+    expect(await row.locator('[data-col=limit]').innerText()).toBe('1');
+    expect(await row.locator('[data-col=burst]').innerText()).toBe('1');
+    expect(await row.locator('[data-col=tokens]').innerText()).toBe('0');
+    expect(await row.locator('[data-col=set-by]').innerText()).toBe('enqueue');
+    expect(await row.getAttribute('class')).toBe('flagged');
+    await row.getByLabel('Starts').fill('10');
+    await row.getByLabel('Per ms').fill('1000');
+    await row.getByLabel('Burst').fill('5');
+    await row.getByRole('button', { name: 'Set rate…' }).click();
+    await row
+      .locator('[data-testid=rate-0-confirm]')
+      .filter({ hasText: `Set rate key ${key}'s limit to 10 per 1000 ms, burst 5? It binds every organization's jobs of the key` })
+      .waitFor();
+    await screenshot(page, 'dashboard-rate-keys.png');
+    // Asked, not done.
+    expect(await rateRow()).toEqual({ max_starts: 1, period_ms: 3_600_000, burst: 1, set_by: 'enqueue' });
+    await row.getByRole('button', { name: 'Confirm' }).click();
+    await row.locator('[data-col=set-by]').filter({ hasText: 'operator (pinned)' }).waitFor();
+    expect(await row.locator('[data-col=limit]').innerText()).toBe('10');
+    expect(await rateRow()).toEqual({ max_starts: 10, period_ms: 1000, burst: 5, set_by: 'operator' });
+    await row.getByRole('button', { name: 'Give back…' }).click();
+    await row.getByRole('button', { name: 'Confirm' }).click();
+    await row
+      .locator('[data-col=set-by]')
+      .filter({ hasText: /^enqueue$/ })
+      .waitFor();
+    expect(await rateRow()).toEqual({ max_starts: 10, period_ms: 1000, burst: 5, set_by: 'enqueue' });
+    await page.context().close();
+
+    // A tenant sees its keys and no way to change them; another sees none.
+    const tenant = await openPage('#/queues', 'org:acme');
+    const mine = tenant.locator(`[data-testid=rate-keys] tr[data-key="${key}"]`);
+    await mine.locator('[data-col=limit]').filter({ hasText: /^10$/ }).waitFor();
+    expect(await mine.getByRole('button').count()).toBe(0);
+    await tenant.context().close();
+    const other = await openPage('#/queues', 'org:other');
+    const none = other.locator('[data-testid=rate-keys]').getByText('No job has named a rate key.');
+    await none.waitFor();
+    expect(await none.isVisible()).toBe(true);
+    await other.context().close();
+  });
+
   it("shows a failed attempt's stack on its job page", async () => {
     const jobId = await deadLetter('ui.stacked', 'Error: relay refused\n    at sendMail (mailer.js:42:7)\n    at handler (jobs.js:9:3)');
     const page = await openPage(`#/jobs/${jobId}`);

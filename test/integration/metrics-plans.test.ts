@@ -66,6 +66,14 @@ beforeAll(async () => {
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_leases (expires_at, job_id, concurrency_key)
     SELECT lease_expires_at, id, concurrency_key FROM runledger.job_queue WHERE status = 'LEASED'`;
+  // Rate-keyed backlog: 40 of the due jobs over 4 rate keys (migration 20270101000002).
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.rate_limits (key, max_starts, period_ms, burst, tokens) SELECT 'rate.' || k, 10, 1000, 10, 0 FROM generate_series(0, 3) k`;
+  await db.prisma.$executeRaw`
+    UPDATE runledger.job_queue jq SET rate_key = 'rate.' || (n.rn % 4)
+      FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM runledger.job_queue
+             WHERE status = 'PENDING' AND job_type LIKE 'live.%' ORDER BY id LIMIT 40) n
+     WHERE jq.id = n.id`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.workflow_runs (id, workflow_type, organization_id, status, created_at, finished_at)
     SELECT gen_random_uuid(), 'wf', CASE WHEN g % 2 = 0 THEN 'org-a' END,
@@ -90,6 +98,7 @@ beforeAll(async () => {
   await db.prisma.$executeRaw`ANALYZE runledger.workflow_runs`;
   await db.prisma.$executeRaw`ANALYZE runledger.job_leases`;
   await db.prisma.$executeRaw`ANALYZE runledger.concurrency_limits`;
+  await db.prisma.$executeRaw`ANALYZE runledger.rate_limits`;
   await db.prisma.$executeRaw`ANALYZE runledger.enqueue_windows`;
 }, 120_000);
 
@@ -130,6 +139,19 @@ describe('the concurrency keys section', () => {
         // The waiting count by the keyed index (the lease rows' jobs by an index too: no sequential scan above).
         expect(queue.map((n) => n['Index Name'])).toContain('job_queue_concurrency_waiting_idx');
         expect(rowsRead(queue)).toBeLessThan(200);
+      }
+    });
+  }
+});
+
+describe('the rate keys section', () => {
+  for (const [scopeName, scope] of SCOPES) {
+    it(`reads the rate-keyed backlog by job_queue_rate_waiting_idx (${scopeName} scope)`, async () => {
+      for (const generic of [false, true]) {
+        const nodes = await explain('rateKeys', scope, generic);
+        const queue = nodes.filter((n) => n['Relation Name'] === 'job_queue');
+        expect(queue.map((n) => n['Index Name'])).toContain('job_queue_rate_waiting_idx');
+        expect(rowsRead(queue)).toBeLessThan(100);
       }
     });
   }

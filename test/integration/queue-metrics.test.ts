@@ -17,6 +17,7 @@ import {
   organizationScope,
   recordJobEnqueueIntent,
   setConcurrencyLimit,
+  setRateLimit,
   workflow,
 } from '../../src/index.js';
 import { useTestDatabase } from '../harness/database.js';
@@ -231,6 +232,38 @@ describe('getQueueMetrics', () => {
     await setConcurrencyLimit(db.prisma, { key: busy, limit: 5 });
     const pinned = await getQueueMetrics(db.prisma, { scope: organizationScope('org-conc-b') });
     expect(pinned.concurrency.keys[0]).toMatchObject({ key: busy, limit: 5, setBy: 'operator' });
+  });
+
+  it('lists rate keys with waiting jobs, the most waiting first, with their tokens, counted in its scope', async () => {
+    const key = (name: string) => `metrics-rate-${name}-${Date.now()}`;
+    const busy = key('busy');
+    const quiet = key('quiet');
+    const enqueue = (k: string, organizationId: string) =>
+      enqueueJob(db.prisma, { jobType: 'metrics.rated', payload: {}, organizationId, rateLimit: { key: k, limit: 2, periodMs: 3_600_000 } });
+    for (let i = 0; i < 4; i += 1) await enqueue(busy, 'org-rate-a');
+    await enqueue(busy, 'org-rate-b');
+    await enqueue(quiet, 'org-rate-a');
+    // busy's bucket holds 2 tokens, quiet's 2: three starts, and busy's other 3 jobs wait for a token.
+    const leased = await claimJobs(db.prisma, { workerId: 'w', jobTypes: ['metrics.rated'], limit: 10, leaseSeconds: 60, markRunning: true });
+    expect(leased).toHaveLength(3);
+    const waitingOfB = 1 - leased.filter((j) => j.organizationId === 'org-rate-b').length;
+
+    const admin = await getQueueMetrics(db.prisma, { scope: adminScope() });
+    const mine = admin.rateLimits.keys.filter((k) => k.key === busy || k.key === quiet);
+    // quiet has no job waiting: not listed. busy's bucket is empty but for the refill since the claim.
+    expect(mine).toEqual([{ key: busy, limit: 2, periodMs: 3_600_000, burst: 2, tokens: expect.any(Number), waiting: 3, setBy: 'enqueue' }]);
+    expect(mine[0]!.tokens).toBeLessThan(0.01);
+    expect(admin.rateLimits.waiting).toBeGreaterThanOrEqual(3);
+    expect(admin.rateLimits.keyCount).toBeGreaterThanOrEqual(1);
+
+    const a = await getQueueMetrics(db.prisma, { scope: organizationScope('org-rate-a') });
+    expect(a.rateLimits).toMatchObject({ waiting: 3 - waitingOfB, keyCount: 1, keys: [{ key: busy, waiting: 3 - waitingOfB }] });
+    expect((await getQueueMetrics(db.prisma, { scope: organizationScope('org-rate-none') })).rateLimits).toEqual({ waiting: 0, keyCount: 0, keys: [] });
+
+    // An operator's limit shows as such, with the bucket refilled at the old rate and capped at the new burst.
+    await setRateLimit(db.prisma, { key: busy, limit: { limit: 100, periodMs: 1000, burst: 5 } });
+    const pinned = await getQueueMetrics(db.prisma, { scope: adminScope(), now: new Date(Date.now() + 60_000) });
+    expect(pinned.rateLimits.keys.find((k) => k.key === busy)).toMatchObject({ limit: 100, periodMs: 1000, burst: 5, tokens: 5, setBy: 'operator' });
   });
 
   it('refuses a missing scope with metrics.invalid_input naming the field', async () => {

@@ -34,6 +34,7 @@ import {
   findWorkflowRun,
   getEnqueueIntentStats,
   listConcurrencyLimits,
+  listRateLimits,
   getJob,
   getQueueMetrics,
   getWorkflowRun,
@@ -95,6 +96,7 @@ beforeAll(async () => {
     organizationId: ORG_A,
     idempotencyKey: 'tenant-key',
     concurrency: { key: 'tenant-a-slots', limit: 2 },
+    rateLimit: { key: 'tenant-a-rate', limit: 2, periodMs: 60_000 },
   });
   // Organization B's and global rows live beside them: the other scopes are not empty.
   await enqueueJob(prisma, { jobType: 'tenant.pending', payload: {}, organizationId: ORG_B });
@@ -197,6 +199,14 @@ const OPERATIONS: ScopedOperation[] = [
     outside: { check: (page) => expect((page as { items: { key: string }[] }).items.map((i) => i.key)).not.toContain('tenant-a-slots') },
     admin: (page) =>
       expect((page as { items: { key: string; waiting: number }[] }).items).toContainEqual(expect.objectContaining({ key: 'tenant-a-slots', waiting: 1 })),
+  },
+  // A's rate key, the same way.
+  {
+    name: 'listRateLimits',
+    call: (scope) => listRateLimits(db.prisma, { scope, limit: 500 }),
+    outside: { check: (page) => expect((page as { items: { key: string }[] }).items.map((i) => i.key)).not.toContain('tenant-a-rate') },
+    admin: (page) =>
+      expect((page as { items: { key: string; waiting: number }[] }).items).toContainEqual(expect.objectContaining({ key: 'tenant-a-rate', waiting: 1 })),
   },
   {
     name: 'getEnqueueIntentStats',
@@ -435,6 +445,16 @@ const CLI_OPERATIONS: CliOperation[] = [
   {
     name: 'limits set',
     args: () => ['--json', 'limits', 'set', '--key', 'tenant-a-slots', '--limit', '9'],
+    outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]),
+  },
+  {
+    name: 'limits rate list',
+    args: () => ['--json', 'limits', 'rate', 'list', '--limit', '500'],
+    outside: (r) => expect([r.code, r.stdout.includes('tenant-a-rate')]).toEqual([0, false]),
+  },
+  {
+    name: 'limits rate set',
+    args: () => ['--json', 'limits', 'rate', 'set', '--key', 'tenant-a-rate', '--limit', '9', '--period-ms', '1000'],
     outside: (r) => expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('cli.scope_not_supported')]),
   },
 ];

@@ -4,6 +4,7 @@ import type { Context, View } from '../context.js';
 import { h, replace } from '../dom.js';
 import { distinctId, millis, when } from '../format.js';
 import { concurrencySection } from './concurrency.js';
+import { rateLimitSection } from './rate-limits.js';
 
 interface Queue {
   jobType: string;
@@ -87,6 +88,7 @@ function ago(value: string, now: number): string {
 export function queuesView(context: Context, query: URLSearchParams): View {
   const body = h('div');
   const keys = concurrencySection(context, query.get('after'));
+  const rates = rateLimitSection(context, query.get('rateAfter'));
   const root = h(
     'section',
     { 'aria-labelledby': 'queues-title' },
@@ -94,11 +96,12 @@ export function queuesView(context: Context, query: URLSearchParams): View {
     h('p', { class: 'muted' }, 'Per job type: jobs waiting and running now, the last hour’s outcomes, and the live workers that handle the type.'),
     body,
     keys.root,
+    rates.root,
   );
   return {
     root,
     async refresh() {
-      const [{ queues }] = await Promise.all([get<{ queues: Queue[]; windowMs: number }>('queues'), keys.refresh()]);
+      const [{ queues }] = await Promise.all([get<{ queues: Queue[]; windowMs: number }>('queues'), keys.refresh(), rates.refresh()]);
       const unserved = queues.filter((queue) => queue.unserved);
       const saturated = queues.filter((queue) => queue.saturated);
       replace(

@@ -36,6 +36,7 @@ interface Job {
   resourceKey?: string | null;
   stage: string | null;
   concurrencyKey?: string | null;
+  rateKey?: string | null;
   /** The debounce or throttle window whose job this is (absent: none). */
   enqueueWindow?: { kind: 'debounce' | 'throttle'; key: string; closesAt: string | null };
 }
@@ -48,6 +49,19 @@ interface JobConcurrency {
   leased: number;
   /** Every organization's leases reach the limit. */
   full: boolean;
+  setBy: 'enqueue' | 'operator';
+}
+
+/** The job's rate key's bucket as it stands (src/dashboard/queries.ts JobRateLimit). */
+interface JobRateLimit {
+  key: string;
+  limit: number;
+  periodMs: number;
+  burst: number;
+  /** Fractional: the bucket refills continuously; a start takes a whole token. */
+  tokens: number;
+  /** Until a whole token is there (0: one is). */
+  nextTokenMs: number;
   setBy: 'enqueue' | 'operator';
 }
 
@@ -80,6 +94,7 @@ interface JobDetail {
   stacks?: AttemptStack[];
   replays: { replayJobId: string; sourceRunNumber: number; reason: string; createdAt: string }[];
   concurrency?: JobConcurrency | null;
+  rateLimit?: JobRateLimit | null;
 }
 
 function facts(rows: [string, Node | string][]): HTMLElement {
@@ -103,6 +118,20 @@ function concurrencyFacts(job: Job, concurrency: JobConcurrency | null | undefin
     return [['waiting', h('span', { class: 'wait-reason' }, `waiting for a concurrency slot: key ${concurrency.key}, ${held}`)]];
   }
   return [['concurrency key', `${concurrency.key}, ${held}`]];
+}
+
+/** A rate-limited job's key and its bucket; for a due PENDING job with no whole token, why it waits and how long. */
+function rateFacts(job: Job, rate: JobRateLimit | null | undefined): [string, Node | string][] {
+  if (!job.rateKey) return [];
+  if (!rate) return [['rate key', job.rateKey]];
+  const bucket = `${Math.floor(rate.tokens)} of ${rate.burst} tokens (${rate.limit} per ${millis(rate.periodMs)}${rate.setBy === 'operator' ? ', set by an operator' : ''})`;
+  const due = job.status === 'PENDING' && new Date(job.nextRunAt).getTime() <= Date.now();
+  if (due && rate.tokens < 1) {
+    return [
+      ['waiting', h('span', { class: 'wait-reason' }, `waiting for a rate-limit token: key ${rate.key}, ${bucket}, next in ${millis(rate.nextTokenMs)}`)],
+    ];
+  }
+  return [['rate key', `${rate.key}, ${bucket}`]];
 }
 
 function jobActions(context: Context, detail: JobDetail): HTMLElement[] {
@@ -296,6 +325,7 @@ export function jobView(context: Context, jobId: string): View {
           ['progress', progressText(job.progress)],
           ['priority', String(job.priority)],
           ...concurrencyFacts(job, detail.concurrency, context.session.scope.kind === 'admin'),
+          ...rateFacts(job, detail.rateLimit),
           // Only a PENDING job has a next run; a leased or ended one's column is leftover, not a plan.
           ...(job.status === 'PENDING'
             ? [[new Date(job.nextRunAt).getTime() > Date.now() ? 'scheduled for' : 'due since', timeBoth(job.nextRunAt)] as [string, Node | string]]
