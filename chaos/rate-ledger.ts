@@ -5,7 +5,7 @@
  * once.
  */
 import type pg from 'pg';
-import { ledgerRateStarts, maxInWindow } from '../test/harness/rate-ledger.js';
+import { ledgerRateStarts, maxInWindow, replayBucket } from '../test/harness/rate-ledger.js';
 import { CHAOS_RATE_KEYS } from './shapes.js';
 
 export interface RateFindings {
@@ -15,7 +15,7 @@ export interface RateFindings {
    * (checked) and on the recorded starts (shown: a claim that queued on the key's row records a start before
    * the tokens it spent were counted).
    */
-  perKey: { key: string; allowed: number; starts: number; bucketMax: number; recordedMax: number; recordedOver: number }[];
+  perKey: { key: string; allowed: number; starts: number; bucketMax: number; recordedMax: number; recordedOver: number; withoutToken: number }[];
   /** Dead-lettered jobs the shape meant to succeed (faults used up their attempts). */
   deadLetteredUnplanned: number;
   violations: string[];
@@ -59,7 +59,18 @@ export async function verifyRateLimits(admin: pg.Pool): Promise<RateFindings> {
         `key ${rate.key}: ${bucket.max} starts in ${rate.periodMs} ms from ${new Date(bucket.at).toISOString()} (limit + burst ${allowed}; ${bucket.over} windows over): ${inWindow.slice(0, 40).join(', ')}`,
       );
     }
-    perKey.push({ key: rate.key, allowed, starts: keyStarts.length, bucketMax: bucket.max, recordedMax: recorded.max, recordedOver: recorded.over });
+    // The bucket replayed over the starts (full at the first, as enqueue creates it): none without a whole token.
+    const replay = replayBucket(keyStarts, rate);
+    if (replay.withoutToken > 0) violations.push(`key ${rate.key}: ${replay.withoutToken} starts found no whole token in the bucket replayed from the ledger`);
+    perKey.push({
+      key: rate.key,
+      allowed,
+      starts: keyStarts.length,
+      bucketMax: bucket.max,
+      recordedMax: recorded.max,
+      recordedOver: recorded.over,
+      withoutToken: replay.withoutToken,
+    });
   }
 
   // Every rate-limited job terminal, on the key its payload names, its success executed once.

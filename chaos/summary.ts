@@ -50,7 +50,7 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
   line(`rate limits: jobs ${fmt(r.jobs)}; ${r.deadLetteredUnplanned} dead-lettered by faults`);
   for (const k of r.perKey)
     line(
-      `  ${k.key}: ${k.starts} starts; most in one period ${k.bucketMax} on the bucket's clock (allowed ${k.allowed}), ${k.recordedMax} on the recorded starts (${k.recordedOver} windows over)`,
+      `  ${k.key}: ${k.starts} starts; most in one period ${k.bucketMax} on the bucket's clock (allowed ${k.allowed}), ${k.recordedMax} on the recorded starts (${k.recordedOver} windows over); ${k.withoutToken} starts without a token in the replayed bucket`,
     );
   line(`deadlocks (40P01): ${findings.deadlocks}`);
   const logs = [...stats.workerLogs].sort((a, b) => b[1] - a[1]).slice(0, 12);

@@ -118,3 +118,44 @@ export function steadyRate(times: readonly number[], burst: number): SteadyRate 
   const inMiddle = sorted.filter((t) => t >= from && t < to).length;
   return { afterBurst: ((sorted.length - burst) / spanMs) * 1000, middle: (inMiddle / (to - from)) * 1000, spanMs };
 }
+
+export interface BucketReplay {
+  /** Refill that came while the bucket was full, in tokens: starts the key could have had and lost. */
+  lostTokens: number;
+  /** How long the bucket sat full between its first and last start, in ms. */
+  fullMs: number;
+  /** The longest time between two claims of the key (distinct bucket times), in ms. */
+  longestGapMs: number;
+  /** Starts that found less than one token in the replayed bucket (the bucket's invariant: 0). */
+  withoutToken: number;
+}
+
+/**
+ * One key's bucket replayed over its starts in sequence order on the bucket's clock, from full at the first
+ * start: where the rate a saturated key falls short of its limit went (refill lost at a full bucket, i.e.
+ * claims that came late), and a second form of the limit check (no start without a whole token; a float
+ * tolerance for the row's own arithmetic).
+ */
+export function replayBucket(starts: readonly RateStart[], setting: { limit: number; periodMs: number; burst: number }): BucketReplay {
+  const perMs = setting.limit / setting.periodMs;
+  let tokens = setting.burst;
+  let last = starts[0]?.bucketAt ?? 0;
+  let lostTokens = 0;
+  let fullMs = 0;
+  let longestGapMs = 0;
+  let withoutToken = 0;
+  for (const start of starts) {
+    const dt = start.bucketAt - last;
+    if (dt > 0) longestGapMs = Math.max(longestGapMs, dt);
+    const untilFull = (setting.burst - tokens) / perMs;
+    if (dt > untilFull) {
+      fullMs += dt - untilFull;
+      lostTokens += (dt - untilFull) * perMs;
+    }
+    tokens = Math.min(setting.burst, tokens + dt * perMs);
+    last = start.bucketAt;
+    if (tokens < 1 - 1e-3) withoutToken += 1;
+    tokens = Math.max(0, tokens - 1);
+  }
+  return { lostTokens, fullMs, longestGapMs, withoutToken };
+}

@@ -20,6 +20,9 @@ const measure = (rate: number, over: Partial<RateDrainMeasure> = {}): RateDrainM
   windowsOver: 0,
   bucketWindowsOver: 0,
   notDone: 0,
+  lostTokens: 240,
+  longestGapMs: 130,
+  withoutToken: 0,
   ...over,
 });
 
@@ -43,7 +46,8 @@ describe('rate_limit table', () => {
     ]);
     expect(table.rows[0]![4]).toBe('112 / 110');
     expect(table.rows[1]![5]).toBe('1 / 1');
-    expect(table.rows[1]![6]).toBe(2);
+    expect(table.rows[1]![6]).toBe('240 / 130 ms');
+    expect(table.rows[1]![8]).toBe(2);
     expect(table.headlineBySystem?.runledger).toMatch(/at most 112 starts in one period \(limit \+ burst 110\), 4 violations$/);
     expect(table.notes.join('\n')).toContain('bucket clock: 1 over, at most 111');
   });

@@ -5,7 +5,7 @@
  * is one.
  */
 import { describe, expect, it } from 'vitest';
-import { maxInWindow, steadyRate, withBucketTimes } from '../harness/rate-ledger.js';
+import { maxInWindow, replayBucket, steadyRate, withBucketTimes } from '../harness/rate-ledger.js';
 
 describe('maxInWindow', () => {
   it('is 0 with no start and 1 with one', () => {
@@ -70,5 +70,30 @@ describe('steadyRate', () => {
   it('is NaN without a span', () => {
     expect(steadyRate([], 5).afterBurst).toBeNaN();
     expect(steadyRate([7, 7], 1).middle).toBeNaN();
+  });
+});
+
+describe('replayBucket', () => {
+  const setting = { limit: 100, periodMs: 1_000, burst: 10 };
+  const at = (times: number[]) => withBucketTimes(times.map((t, i) => ({ key: 'k', id: `s${i}`, seq: BigInt(i + 1), at: t })));
+
+  it('loses nothing when every token is taken as it comes', () => {
+    const replay = replayBucket(at([...Array.from({ length: 10 }, () => 0), ...Array.from({ length: 100 }, (_, i) => 10 * (i + 1))]), setting);
+    expect(replay).toMatchObject({ withoutToken: 0, longestGapMs: 10 });
+    expect(replay.lostTokens).toBeCloseTo(0, 6);
+  });
+
+  it('counts the refill lost while the bucket sat full, and the longest gap', () => {
+    // 10 at 0 (empty), 10 at 100 (full just then), then nothing until 300: full from 200 on, 10 tokens lost.
+    const replay = replayBucket(at([...Array.from({ length: 10 }, () => 0), ...Array.from({ length: 10 }, () => 100), 300]), setting);
+    expect(replay.fullMs).toBeCloseTo(100, 6);
+    expect(replay.lostTokens).toBeCloseTo(10, 6);
+    expect(replay.longestGapMs).toBe(200);
+    expect(replay.withoutToken).toBe(0);
+  });
+
+  it('finds a start without a token', () => {
+    // 10 at 0 empty the bucket; 2 more at 15 ms find 1.5 tokens: the second has none.
+    expect(replayBucket(at([...Array.from({ length: 10 }, () => 0), 15, 15]), setting).withoutToken).toBe(1);
   });
 });
