@@ -26,6 +26,7 @@ import { claimLatencyWorkload } from './workloads/claim-latency.js';
 import { heldSnapshotWorkload, readHeldSnapshotSizes } from './workloads/held-snapshot.js';
 import { fleetWorkload, readFleetSizes } from './fleet/fleet.js';
 import { concurrencyKeysWorkload, readConcurrencyKeySizes } from './workloads/concurrency-keys.js';
+import { rateLimitWorkload, readRateLimitSizes } from './workloads/rate-limit.js';
 import { pickupLatencyWorkload } from './workloads/pickup-latency.js';
 import { drainWorkload, enqueueBulkWorkload, enqueueSingleWorkload } from './workloads/queue.js';
 import type { BenchContext, BenchResults, Workload, WorkloadResult } from './workloads/types.js';
@@ -88,6 +89,7 @@ function workloads(config: BenchConfig): Workload[] {
     heldSnapshotWorkload(readHeldSnapshotSizes(config), ['1', 'true', 'yes'].includes(process.env.BENCH_SKIP_HELD_SNAPSHOT ?? '')),
     fleetWorkload(readFleetSizes(config)),
     concurrencyKeysWorkload(readConcurrencyKeySizes(config)),
+    rateLimitWorkload(readRateLimitSizes(config)),
     functionChain3Workload(config),
     functionFanOutWorkload(config),
     functionSleepWorkload(config),

@@ -77,6 +77,7 @@ export interface DirectJobSpec {
   maxAttempts?: number;
   timeoutSeconds?: number;
   concurrency?: { key: string; limit: number };
+  rateLimit?: { key: string; limit: number; periodMs: number; burst: number };
   backoff?: { baseDelayMs: number; maxDelayMs: number };
 }
 
@@ -88,6 +89,7 @@ export async function enqueueDirect(db: Client, spec: DirectJobSpec): Promise<{ 
     ...(spec.maxAttempts ? { maxAttempts: spec.maxAttempts } : {}),
     ...(spec.timeoutSeconds ? { timeoutSeconds: spec.timeoutSeconds } : {}),
     ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
+    ...(spec.rateLimit ? { rateLimit: spec.rateLimit } : {}),
     ...(spec.backoff ? { backoff: spec.backoff } : {}),
   });
   // No debounce or throttle here: an enqueue's answer is one of these two.

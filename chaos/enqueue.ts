@@ -2,7 +2,7 @@
 import { enqueueDirect, enqueueRun, type Client } from './api.js';
 import type { DuplicateMessage } from './messages.js';
 import type { Operator } from './operator.js';
-import { buildShape, randomDirectJob, randomKeyedJob, randomShape } from './shapes.js';
+import { buildShape, randomDirectJob, randomKeyedJob, randomRatedJob, randomRateKey, randomShape } from './shapes.js';
 
 export async function enqueueRandomRun(operator: Operator): Promise<void> {
   const shape = randomShape();
@@ -19,6 +19,17 @@ export async function enqueueDirectBatch(operator: Operator): Promise<void> {
 export async function enqueueKeyedBatch(operator: Operator): Promise<void> {
   await Promise.all(
     Array.from({ length: 8 }, () => operator.call('enqueue_keyed', async () => (await enqueueDirect(operator.client, randomKeyedJob())).disposition)),
+  );
+}
+
+/**
+ * A burst of rate-limited jobs on one key, more than its bucket holds and than it gains in a period: the key is
+ * saturated for a while, its jobs PENDING until tokens come back.
+ */
+export async function enqueueRatedBatch(operator: Operator): Promise<void> {
+  const rate = randomRateKey();
+  await Promise.all(
+    Array.from({ length: 30 }, () => operator.call('enqueue_rated', async () => (await enqueueDirect(operator.client, randomRatedJob(rate))).disposition)),
   );
 }
 

@@ -128,6 +128,14 @@ export function chaosHandlers(pool: pg.Pool, worker: string, host: Client): AnyJ
       if (ctx.attempt <= (failUntil ?? 0)) throw new RetryableError('keyed job failed', { code: 'chaos.keyed_failed' });
       return { key, attempt: ctx.attempt };
     }),
+    // A rate-limited job (shapes.ts randomRatedJob): its starts are read from the ledger (rate-ledger.ts).
+    defineJob('chaos.rated', payload, async ({ key, ms, failUntil, fail }, ctx) => {
+      await record(ctx);
+      await pause(ms ?? 5, ctx.signal);
+      if (fail) throw new TerminalError('this rate-limited job always fails', { code: 'chaos.always_fails' });
+      if (ctx.attempt <= (failUntil ?? 0)) throw new RetryableError('rate-limited job failed', { code: 'chaos.rated_failed' });
+      return { key, attempt: ctx.attempt };
+    }),
     // Transactional: its effect commits with its success or not at all, whatever is killed or terminated meanwhile.
     defineJob(
       'chaos.tx',

@@ -28,7 +28,7 @@ import { outage, terminateSomeBackends } from './faults.js';
 import { TerminalNotificationCounter } from './listener.js';
 import type { ChildMessage, DuplicateMessage } from './messages.js';
 import { Operator } from './operator.js';
-import { enqueueDirectBatch, enqueueDuplicatePair, enqueueKeyedBatch, enqueueRandomRun } from './enqueue.js';
+import { enqueueDirectBatch, enqueueDuplicatePair, enqueueKeyedBatch, enqueueRandomRun, enqueueRatedBatch } from './enqueue.js';
 import { sampleSequenceClock } from './key-ledger.js';
 import { ChaosStats } from './stats.js';
 import { printSummary } from './summary.js';
@@ -117,6 +117,11 @@ async function main(): Promise<number> {
         'enqueue_keyed',
         () => between(100, 250),
         () => enqueueKeyedBatch(operator),
+      ),
+      actor(
+        'enqueue_rated',
+        () => between(1_000, 3_000),
+        () => enqueueRatedBatch(operator),
       ),
       actor(
         'cancel_keyed',

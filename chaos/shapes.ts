@@ -146,3 +146,35 @@ export function randomKeyedJob(): DirectJobSpec {
     backoff: { baseDelayMs: 50, maxDelayMs: 300 },
   };
 }
+
+/**
+ * The rate-limit shape's keys (a key's setting never changes during the run): a quick one and a slow one, so
+ * a burst of jobs outruns the bucket and waits for tokens.
+ */
+export const CHAOS_RATE_KEYS = [
+  { key: 'rl-fast', limit: 20, periodMs: 500, burst: 5 },
+  { key: 'rl-slow', limit: 8, periodMs: 1_000, burst: 3 },
+] as const;
+
+/** The key of a rate-limited job: the quick key four times in five. */
+export function randomRateKey(): (typeof CHAOS_RATE_KEYS)[number] {
+  return Math.random() < 0.8 ? CHAOS_RATE_KEYS[0] : CHAOS_RATE_KEYS[1];
+}
+
+/**
+ * A job of the rate-limit shape on `rate` (default: a random key): mostly a few ms, some longer, some failing
+ * once or twice and retried soon (each retry is a start and takes a token), a few always failing.
+ */
+export function randomRatedJob(rate: (typeof CHAOS_RATE_KEYS)[number] = randomRateKey()): DirectJobSpec {
+  const roll = Math.random();
+  const ms = roll < 0.8 ? 2 + Math.random() * 8 : 50 + Math.random() * 450;
+  const fail = Math.random() < 0.03;
+  const failUntil = !fail && Math.random() < 0.15 ? 1 + Math.floor(Math.random() * 2) : 0;
+  return {
+    jobType: 'chaos.rated',
+    payload: { key: rate.key, ms: Math.round(ms), failUntil, fail },
+    maxAttempts: 10,
+    rateLimit: { ...rate },
+    backoff: { baseDelayMs: 50, maxDelayMs: 300 },
+  };
+}

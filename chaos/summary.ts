@@ -46,6 +46,12 @@ export function printSummary(input: { seconds: number; workers: number; elapsedM
   line(
     `  most handler runs of a key at once (${c.handlerSpans} spans; ${c.handlerUnfenced} of canceled or reaped leases left out): ${worst((k) => k.handlerMax)}`,
   );
+  const r = findings.rates;
+  line(`rate limits: jobs ${fmt(r.jobs)}; ${r.deadLetteredUnplanned} dead-lettered by faults`);
+  for (const k of r.perKey)
+    line(
+      `  ${k.key}: ${k.starts} starts; most in one period ${k.bucketMax} on the bucket's clock (allowed ${k.allowed}), ${k.recordedMax} on the recorded starts (${k.recordedOver} windows over); ${k.withoutToken} starts without a token in the replayed bucket`,
+    );
   line(`deadlocks (40P01): ${findings.deadlocks}`);
   const logs = [...stats.workerLogs].sort((a, b) => b[1] - a[1]).slice(0, 12);
   if (logs.length > 0) {

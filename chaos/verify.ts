@@ -9,6 +9,7 @@ import type { DuplicateMessage } from './messages.js';
 import type { TerminalNotificationCounter } from './listener.js';
 import type { ChaosStats } from './stats.js';
 import { verifyConcurrencyKeys, type KeyFindings } from './key-ledger.js';
+import { verifyRateLimits, type RateFindings } from './rate-ledger.js';
 
 export interface Findings {
   runs: Record<string, number>;
@@ -23,6 +24,8 @@ export interface Findings {
   functions: { runs: number; succeeded: number; canceled: number; plainExecutions: number; rerunSteps: number; hostEffects: number; latenessP99Ms: number };
   /** The concurrency-key shape (key-ledger.ts). */
   concurrency: KeyFindings;
+  /** The rate-limit shape (rate-ledger.ts). */
+  rates: RateFindings;
   deadlocks: number;
 }
 
@@ -164,7 +167,12 @@ export async function verifyChaosRun(
   const concurrency = await verifyConcurrencyKeys(admin);
   for (const v of concurrency.violations) stats.violation(`concurrency keys: ${v}`);
 
-  // 9. Deadlocks counted by the server.
+  // 9. Rate limits: never more than limit + burst starts of a key in a window of one period (ledger), every
+  //    rate-limited job ended once.
+  const rates = await verifyRateLimits(admin);
+  for (const v of rates.violations) stats.violation(`rate limits: ${v}`);
+
+  // 10. Deadlocks counted by the server.
   const deadlocks = (await deadlockCount(admin, databaseName)) - deadlocksBefore;
   if (deadlocks > 0) stats.violation(`pg_stat_database.deadlocks rose by ${deadlocks} during the run`);
 
@@ -178,6 +186,7 @@ export async function verifyChaosRun(
     effects,
     functions,
     concurrency,
+    rates,
     deadlocks: deadlocks + stats.deadlocksSeen,
   };
 }

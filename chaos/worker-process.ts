@@ -14,7 +14,7 @@ import { connect, enqueueDirect, enqueueRun, startWorker, type WorkerLogger } fr
 import { chaosHandlers } from './handlers.js';
 import { summarizeError, type ChildMessage } from './messages.js';
 import { enqueueDuplicatePair } from './enqueue.js';
-import { buildShape, randomDirectJob, randomKeyedJob, randomShape } from './shapes.js';
+import { buildShape, randomDirectJob, randomKeyedJob, randomRatedJob, randomShape } from './shapes.js';
 
 const url = process.env.CHAOS_URL!;
 const listenUrl = process.env.CHAOS_LISTEN_URL ?? url;
@@ -62,6 +62,7 @@ async function enqueueLoop(): Promise<void> {
   while (!stopping) {
     const roll = Math.random();
     if (roll < 0.3) await attempt('enqueue_keyed', async () => (await enqueueDirect(db, randomKeyedJob())).disposition);
+    else if (roll < 0.45) await attempt('enqueue_rated', async () => (await enqueueDirect(db, randomRatedJob())).disposition);
     else if (roll < 0.6) await attempt('enqueue_job', async () => (await enqueueDirect(db, randomDirectJob())).disposition);
     else {
       const shape = randomShape();

@@ -175,6 +175,23 @@ export async function seedKeyedNoopJobs(url: string, jobs: number, keys: number,
   });
 }
 
+/** `jobs` no-op jobs all on one rate key (rate_limit workload): the bucket is full when the fleet starts. */
+export async function seedRateLimitedNoopJobs(
+  url: string,
+  jobs: number,
+  rateLimit: { key: string; limit: number; periodMs: number; burst: number },
+): Promise<void> {
+  await withCountingPrisma(url, 2, async ({ prisma }) => {
+    for (let start = 0; start < jobs; start += SEED_BATCH) {
+      const size = Math.min(SEED_BATCH, jobs - start);
+      await enqueueJobs(
+        prisma,
+        Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i }, rateLimit })),
+      );
+    }
+  });
+}
+
 export async function seedChainRuns(url: string, chains: number): Promise<void> {
   await withCountingPrisma(url, 2, async ({ prisma }) => {
     await enqueueRuns(
