@@ -72,13 +72,15 @@ export function takeRateTokens(claimed: string): Sql {
 }
 
 /**
- * How long until one of `keys` has `want` whole tokens (at most its burst) while due jobs of `jobTypes` wait
+ * How long until one of `keys` has half of `want` whole tokens (at most its burst) while due jobs of `jobTypes` wait
  * for it: the worker's wake-up after a short claim (src/worker/rate-wakes.ts); 0 when one has them already (the
  * tokens came while the claim ran). NULL: no key has jobs of these types waiting.
  */
 export function rateWaitStatement(keys: readonly string[], jobTypes: readonly string[], want: number): Sql {
   return sqltag`
-    SELECT min(GREATEST(ceil((LEAST(r.burst, ${want}::int) - t.tokens) * r.period_ms / r.max_starts), 0))::float8 AS wait_ms
+    -- Half the bucket (or of \`want\`): a claim that comes late still finds the bucket filling, not full and
+    -- wasting its refill.
+    SELECT min(GREATEST(ceil((GREATEST(ceil(LEAST(r.burst, ${want}::int) / 2.0), 1) - t.tokens) * r.period_ms / r.max_starts), 0))::float8 AS wait_ms
       FROM runledger.rate_limits r
      CROSS JOIN LATERAL (SELECT ${tokensNow('r')} AS tokens) t
      WHERE r.key = ANY (${[...keys]}::text[])
