@@ -14,6 +14,13 @@ const LIMIT = Number(process.env.PROBE_LIMIT ?? 250);
 let claimMs = 0;
 let completeMs = 0;
 
+// PROBE_ANALYZE=1: fresh statistics after each seed, as autovacuum gives a live database (the machine's
+// PostgreSQL 15 runs without it, and a never-analyzed job_queue can get another claim plan).
+async function seedAndAnalyze(): Promise<void> {
+  await seed();
+  if (process.env.PROBE_ANALYZE === '1') await prisma.$executeRawUnsafe('ANALYZE runledger.job_queue');
+}
+
 async function seed(): Promise<void> {
   for (let i = 0; i < N; i += 1000)
     await enqueueJobs(
@@ -39,10 +46,10 @@ async function drain(): Promise<number> {
   }
 }
 
-await seed();
+await seedAndAnalyze();
 await drain(); // warm-up
 for (let round = 0; round < 2; round += 1) {
-  await seed();
+  await seedAndAnalyze();
   claimMs = 0;
   completeMs = 0;
   const t0 = performance.now();
