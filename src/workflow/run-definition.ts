@@ -127,7 +127,19 @@ export interface ValidatedDependency {
   mode: 'ON_SUCCESS' | 'ON_TERMINAL';
 }
 
-const JOB_SETTING_KEYS = ['jobType', 'payload', 'priority', 'maxAttempts', 'timeoutSeconds', 'resource', 'backoff', 'stage', 'allowContinuation'] as const;
+const JOB_SETTING_KEYS = [
+  'jobType',
+  'payload',
+  'priority',
+  'maxAttempts',
+  'timeoutSeconds',
+  'resource',
+  'concurrency',
+  'rateLimit',
+  'backoff',
+  'stage',
+  'allowContinuation',
+] as const;
 
 function fail(code: ErrorCode, field: string, message: string, details: Record<string, unknown> = {}): never {
   throw new ValidationError(code, field, message, { details });

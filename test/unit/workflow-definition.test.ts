@@ -67,6 +67,18 @@ describe('workflow definition', () => {
       'workflow.external_step_job_settings',
       'steps.0.priority',
     ],
+    [
+      'an external step with a concurrency key',
+      { workflowType: 'wf', steps: [{ key: 'e', kind: 'external', concurrency: { key: 'k', limit: 2 } }] },
+      'workflow.external_step_job_settings',
+      'steps.0.concurrency',
+    ],
+    [
+      'an external step with a rate limit',
+      { workflowType: 'wf', steps: [{ key: 'e', kind: 'external', rateLimit: { key: 'k', limit: 2, periodMs: 1000 } }] },
+      'workflow.external_step_job_settings',
+      'steps.0.rateLimit',
+    ],
     ['no steps', { workflowType: 'wf', steps: [] }, 'workflow.invalid_input', 'steps'],
     ['a blank workflow type', { workflowType: '', steps: [job('a')] }, 'workflow.invalid_input', 'workflowType'],
     ['a payload that is not JSON', { workflowType: 'wf', steps: [{ ...job('a'), payload: { n: 1n } }] }, 'workflow.invalid_input', 'steps.0.payload.n'],
