@@ -27,6 +27,8 @@ import { heldSnapshotWorkload, readHeldSnapshotSizes } from './workloads/held-sn
 import { fleetWorkload, readFleetSizes } from './fleet/fleet.js';
 import { concurrencyKeysWorkload, readConcurrencyKeySizes } from './workloads/concurrency-keys.js';
 import { rateLimitWorkload, readRateLimitSizes } from './workloads/rate-limit.js';
+import { fairnessWorkload } from './workloads/fairness.js';
+import { readFairnessSizes } from './workloads/fairness-table.js';
 import { pickupLatencyWorkload } from './workloads/pickup-latency.js';
 import { drainWorkload, enqueueBulkWorkload, enqueueSingleWorkload } from './workloads/queue.js';
 import type { BenchContext, BenchResults, Workload, WorkloadResult } from './workloads/types.js';
@@ -90,6 +92,7 @@ function workloads(config: BenchConfig): Workload[] {
     fleetWorkload(readFleetSizes(config)),
     concurrencyKeysWorkload(readConcurrencyKeySizes(config)),
     rateLimitWorkload(readRateLimitSizes(config)),
+    fairnessWorkload(readFairnessSizes(config)),
     functionChain3Workload(config),
     functionFanOutWorkload(config),
     functionSleepWorkload(config),

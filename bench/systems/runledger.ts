@@ -141,13 +141,15 @@ async function timedLoops(
   });
 }
 
-export async function seedNoopJobs(url: string, jobs: number): Promise<void> {
+/** `jobs` no-op jobs; `organizationId` puts them all in one tenant (the fairness workload's backlog). */
+export async function seedNoopJobs(url: string, jobs: number, { organizationId }: { organizationId?: string } = {}): Promise<void> {
+  const tenant = organizationId === undefined ? {} : { organizationId };
   await withCountingPrisma(url, 2, async ({ prisma }) => {
     for (let start = 0; start < jobs; start += SEED_BATCH) {
       const size = Math.min(SEED_BATCH, jobs - start);
       await enqueueJobs(
         prisma,
-        Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i } })),
+        Array.from({ length: size }, (_, i) => ({ jobType: BENCH_JOB_TYPE, payload: { n: start + i }, ...tenant })),
       );
     }
   });
