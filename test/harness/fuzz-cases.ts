@@ -215,6 +215,8 @@ export const FUZZ_CASES: Record<string, FuzzCase> = {
   getEnqueueIntentStats: { args: () => [{ scope: scope() }], call: dbCall('getEnqueueIntentStats') },
   listConcurrencyLimits: { args: () => [{ scope: scope(), after: 'fuzz-key', limit: 5 }], call: dbCall('listConcurrencyLimits') },
   setConcurrencyLimit: { args: () => [{ key: 'fuzz-key', limit: 3 }], call: dbCall('setConcurrencyLimit') },
+  listRateLimits: { args: () => [{ scope: scope(), after: 'fuzz-key', limit: 5 }], call: dbCall('listRateLimits') },
+  setRateLimit: { args: () => [{ key: 'fuzz-key', limit: { limit: 3, periodMs: 1000 } }], call: dbCall('setRateLimit') },
   getQueueMetrics: { args: () => [{ scope: scope(), now: new Date('2026-01-01T00:00:00Z') }], call: dbCall('getQueueMetrics') },
 
   // Workflows.
