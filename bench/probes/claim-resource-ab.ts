@@ -21,7 +21,7 @@ pool.on('connect', (client) => {
   // biome-ignore lint/suspicious/noExplicitAny: the probe wraps pg's overloaded query() whatever its arguments
   (client as any).query = (...args: any[]) => {
     const cfg = args[0];
-    if (typeof cfg === 'object' && cfg?.text?.includes('WITH candidates AS')) captured ??= { text: cfg.text, values: cfg.values };
+    if (typeof cfg === 'object' && cfg?.text?.includes('WITH fair_groups AS')) captured ??= { text: cfg.text, values: cfg.values };
     return query(...args);
   };
 });

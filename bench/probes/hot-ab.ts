@@ -32,7 +32,7 @@ async function drain(url: string, candidate: boolean): Promise<{ claim: number; 
     );
   // Statistics of the backlog on both (the candidate's generated column has none until analyzed).
   await pool.query('ANALYZE runledger.job_queue');
-  const claimSql = claimJobsStatement({ workerId: 'probe', jobTypes: ['probe.drain'], limit: LIMIT, leaseSeconds: 60, markRunning: true });
+  const claimSql = claimJobsStatement({ workerId: 'probe', jobTypes: ['probe.drain'], limit: LIMIT, leaseSeconds: 60, markRunning: true, fairAfter: '' });
   const claimText = candidate ? claimSql.text.replace("jq.status = 'PENDING'", "jq.claimable AND jq.status = 'PENDING'") : claimSql.text;
   let claim = 0;
   let complete = 0;

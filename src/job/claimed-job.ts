@@ -23,6 +23,8 @@ export interface ClaimedJob extends JobLease {
   concurrencyKey: string | null;
   /** The job's rate key (null: none); its lease took one of the key's tokens (issue 35). */
   rateKey: string | null;
+  /** The job's fairness key (null: none): claims take turns between a type's keys (issue 35). */
+  fairKey: string | null;
   /**
    * The workflow step the job backs, with its prerequisites as they ended (null: a direct job). Read by the
    * claim statement itself, so a worker starts a step's handler without another round trip.

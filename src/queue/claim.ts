@@ -43,6 +43,7 @@
 import type { Db } from '../client/types.js';
 import { asTemplate } from '../db/sql-template.js';
 import { claimJobsStatement } from './statements/claim-jobs.js';
+import { nextFairCursor } from './statements/fair-turns.js';
 import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -69,6 +70,8 @@ interface ClaimedRow {
   resource_key: string | null;
   concurrency_key: string | null;
   rate_key: string | null;
+  fair_key: string | null;
+  fair_place: number | null;
   step_run_id: string | null;
   step_key: string | null;
   prerequisites: ClaimedPrerequisite[] | null;
@@ -85,9 +88,16 @@ interface ClaimedRow {
  */
 export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJob[]> {
   const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
+  const cursors = fairCursors(db);
+  const walk = jobTypes === undefined ? '' : jobTypes.join('\u0000');
   const claim = (): Promise<ClaimedJob[]> =>
     withStatement(db, 'claim jobs', async (client) => {
-      const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning })));
+      const fairAfter = cursors.get(walk) ?? '';
+      const rows = await client.$queryRaw<ClaimedRow[]>(
+        ...asTemplate(claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning, fairAfter })),
+      );
+      const next = nextFairCursor(fairAfter, rows.map((row) => ({ fairKey: row.fair_key, fairPlace: row.fair_place })));
+      if (next !== fairAfter) cursors.set(walk, next);
       return rows.map(toClaimedJob);
     });
   for (let attempt = 1; ; attempt += 1) {
@@ -105,6 +115,22 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       }
     }
   }
+}
+
+/**
+ * Each client's cursors over fairness keys, per set of claimed types (src/queue/statements/fair-turns.ts): the
+ * next claim of the same types from the same client (a worker's, or the root of a transaction client)
+ * continues the round where the last one stopped. Kept in the process: a new process starts at the first key.
+ */
+const FAIR_CURSORS = new WeakMap<object, Map<string, string>>();
+function fairCursors(db: Db): Map<string, string> {
+  const root = (isTransactionClient(db) ? ((db as { $parent?: object }).$parent ?? db) : db) as object;
+  let cursors = FAIR_CURSORS.get(root);
+  if (cursors === undefined) {
+    cursors = new Map();
+    FAIR_CURSORS.set(root, cursors);
+  }
+  return cursors;
 }
 
 /** Attempts of a root-client claim that lost a resource race to a concurrent one (rare: see the header). */
@@ -134,6 +160,7 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
     resourceKey: row.resource_key,
     concurrencyKey: row.concurrency_key,
     rateKey: row.rate_key,
+    fairKey: row.fair_key,
     step:
       row.step_run_id === null || row.step_key === null
         ? null

@@ -31,7 +31,7 @@ describe('claim statement plans', () => {
       expect(jobs).toHaveLength(1);
     }
     const plans = await client.$queryRaw<PlanCounts[]>`
-      SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH candidates AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
+      SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
     expect(plans).toHaveLength(1);
     // Five custom plans to learn the average cost, then the generic one (7 of 12 here; bounded loosely, as
     // an autovacuum ANALYZE in between invalidates the plan and may cost it anew).
@@ -59,7 +59,7 @@ describe('claim statement plans', () => {
         expect(jobs.map((job) => job.jobType)).toEqual(Array(7).fill('generic.big'));
       }
       const plans = await client.$queryRaw<PlanCounts[]>`
-        SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH candidates AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
+        SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
       expect(plans).toHaveLength(1);
       expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(12);
       expect(plans[0]!.generic_plans).toBeGreaterThan(0);

@@ -6,6 +6,7 @@ import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { insertLeaseRows } from './lease-rows.js';
 import { concurrencyOpen, concurrencyAdmission, countConcurrencySlots } from './concurrency-slots.js';
 import { rateAdmission, rateOpen, takeRateTokens } from './rate-slots.js';
+import { CANDIDATE_COLUMNS, FAIR_PLACE, fairBranch } from './fair-turns.js';
 
 export interface ClaimParams {
   workerId: string;
@@ -13,9 +14,11 @@ export interface ClaimParams {
   limit: number;
   leaseSeconds: number;
   markRunning: boolean;
+  /** Where the walk over fairness keys starts (src/queue/statements/fair-turns.ts); '' : the first key. */
+  fairAfter: string;
 }
 
-export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning }: ClaimParams): Sql {
+export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning, fairAfter }: ClaimParams): Sql {
   // Statement shapes whose generic plan (a prepared statement's, see preparedStatementName) costs what a
   // custom one does, so PostgreSQL reuses it instead of planning the whole CTE on every claim (planning cost
   // about as much as running it): typed and untyped claims each have only their own branch (a dead branch
@@ -31,7 +34,9 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
   // Concurrency keys first, then rate keys, each over what the one before let through (lock order).
   const admission = sqltag`${concurrencyAdmission('candidates', 'passed')},
       ${rateAdmission('passed')}`;
-  const candidates =
+  const open = sqltag`${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)} AND ${rateOpen(limit)}`;
+  // Jobs without a fairness key (the claim indexes hold only those): the order the claim gives them.
+  const plain =
     jobTypes === undefined
       ? sqltag`
         -- No type filter: one ordered scan of job_queue_claim_idx. Its always-true \`priority >= -2147483648\`
@@ -39,10 +44,10 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         -- cannot know how types and priorities correlate) never picks that index: see the migrations
         -- (20261201000000_job_step_link, 20261206000001_claim_idx_predicate).
         SELECT b.id, b.ctid, b.concurrency_key, b.rate_key, b.priority, b.next_run_at FROM (
-          SELECT jq.id, jq.ctid, jq.concurrency_key, jq.rate_key, jq.priority, jq.next_run_at
+          SELECT ${CANDIDATE_COLUMNS}
             FROM runledger.job_queue jq
-           WHERE jq.claimable AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
-             AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)} AND ${rateOpen(limit)}
+           WHERE jq.claimable AND jq.fair_key IS NULL AND jq.priority >= -2147483648 AND jq.next_run_at <= now()
+             AND ${open}
            ORDER BY jq.priority DESC, jq.next_run_at, jq.id
            LIMIT ${bucket}
              FOR UPDATE SKIP LOCKED
@@ -55,10 +60,10 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         SELECT c.id, c.ctid, c.concurrency_key, c.rate_key, c.priority, c.next_run_at
           FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
          CROSS JOIN LATERAL (
-           SELECT jq.id, jq.ctid, jq.concurrency_key, jq.rate_key, jq.priority, jq.next_run_at
+           SELECT ${CANDIDATE_COLUMNS}
              FROM runledger.job_queue jq
-            WHERE jq.claimable AND jq.job_type = t.job_type AND jq.next_run_at <= now()
-              AND ${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)} AND ${rateOpen(limit)}
+            WHERE jq.claimable AND jq.fair_key IS NULL AND jq.job_type = t.job_type AND jq.next_run_at <= now()
+              AND ${open}
             ORDER BY jq.priority DESC, jq.next_run_at, jq.id
             LIMIT ${bucket}
               FOR UPDATE SKIP LOCKED
@@ -67,8 +72,21 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
          LIMIT ${limit}::int`;
   return sqltag`
       -- Cost O(limit x types), whatever the history (finished rows are outside the partial indexes) and
-      -- other types' backlog.
-      WITH candidates AS (${candidates}),
+      -- other types' backlog (and, with fairness keys, one probe per open key walked: fair-turns.ts).
+      WITH ${fairBranch({ jobTypes, limit, after: fairAfter, open })},
+      plain AS (
+        SELECT p.*, (row_number() OVER (ORDER BY p.priority DESC, p.next_run_at, p.id) - 1)::float8 AS turn FROM (${plain}) p
+      ),
+      -- Priority first; within a priority the keys (and the unkeyed jobs, as one more) take turns.
+      candidates AS (
+        SELECT u.id, u.ctid, u.concurrency_key, u.rate_key, u.priority, u.next_run_at FROM (
+          SELECT id, ctid, concurrency_key, rate_key, priority, next_run_at, turn FROM plain
+          UNION ALL
+          SELECT id, ctid, concurrency_key, rate_key, priority, next_run_at, turn FROM fair
+        ) u
+        ORDER BY u.priority DESC, u.turn, u.next_run_at, u.id
+        LIMIT ${limit}::int
+      ),
       ${admission},
       -- Each claimed job's attempt number in its trail (job_events' sequence): its LEASED event's place, and
       -- with markRunning its RUNNING event's (right after).
@@ -103,7 +121,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
-                  jq.trace_context, jq.stage, jq.concurrency_key, jq.rate_key
+                  jq.trace_context, jq.stage, jq.concurrency_key, jq.rate_key, jq.fair_key
       ),
       leased AS (${insertLeaseRows('claimed')}),
       ${countConcurrencySlots('claimed')},
@@ -116,7 +134,8 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
       -- terminal steps do not change.
       -- A direct job pays one probe of the primary key with NULL.
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
-             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.concurrency_key, c.rate_key, c.stage,
+             c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.concurrency_key, c.rate_key, c.fair_key, c.stage,
+             ${FAIR_PLACE},
              s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
              COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
              (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms
