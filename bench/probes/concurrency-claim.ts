@@ -60,7 +60,7 @@ try {
     console.log(
       `${type}: ${CLAIMS} claims of ${LIMIT}: ${got} jobs; claim p50 ${times[Math.floor(CLAIMS / 2)]!.toFixed(2)} ms, p90 ${times[Math.floor(CLAIMS * 0.9)]!.toFixed(2)} ms`,
     );
-    const statement = claimJobsStatement({ workerId: 'probe', jobTypes: [type], limit: LIMIT, leaseSeconds: 60, markRunning: true } as never);
+    const statement = claimJobsStatement({ workerId: 'probe', jobTypes: [type], limit: LIMIT, leaseSeconds: 60, markRunning: true, fairAfter: '' });
     await c.query('BEGIN');
     const { rows } = await c.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${statement.text}`, statement.values as unknown[]);
     await c.query('ROLLBACK');

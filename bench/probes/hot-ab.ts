@@ -39,7 +39,9 @@ async function drain(url: string, candidate: boolean): Promise<{ claim: number; 
   let n = 0;
   for (;;) {
     const a = performance.now();
-    const { rows } = await pool.query<{ id: string; run_number: number; attempt: number; lease_owner: string }>(claimText, claimSql.values);
+    const result = await pool.query<{ id: string | null; run_number: number; attempt: number; lease_owner: string }>(claimText, claimSql.values);
+    // The claim's one row with a NULL id, when it got nothing, carries only the fairness cursor.
+    const rows = result.rows.filter((r): r is typeof r & { id: string } => r.id !== null);
     const b = performance.now();
     claim += b - a;
     if (rows.length === 0) break;

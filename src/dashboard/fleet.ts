@@ -22,7 +22,7 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import type { Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
-import { LEASED_JOBS, inScope } from '../db/fragments.js';
+import { LEASED_JOBS, inScope, pendingJobs } from '../db/fragments.js';
 import { REGISTRY_STALE_INTERVALS, REGISTRY_TTL_INTERVALS } from '../model/worker-registry.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
 
@@ -79,13 +79,12 @@ export interface QueueEntry {
   saturated: boolean;
 }
 
-/** PENDING jobs by type: all, due, and how long the oldest due one has waited. `priority >= ...` is the claim index's predicate. */
+/** PENDING jobs by type: all, due, and how long the oldest due one has waited. */
 export function pendingByTypeQuery(scope: Scope): Sql {
   return sqltag`
     SELECT jq.job_type, count(*)::int AS pending, (count(*) FILTER (WHERE jq.next_run_at <= now()))::int AS runnable,
            round(EXTRACT(EPOCH FROM now() - min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now())) * 1000)::float8 AS oldest_wait_ms
-      FROM runledger.job_queue jq
-     WHERE jq.claimable AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}
+      FROM ${pendingJobs(sqltag`jq.job_type, jq.next_run_at`, inScope(scope, 'jq.organization_id'))}
      GROUP BY 1`;
 }
 

@@ -12,7 +12,7 @@ import { scopeParams, type Scope } from '../db/scope.js';
 import { asTemplate } from '../db/sql-template.js';
 import { JOB_ROW_COLUMNS, toJob, type Job, type JobRow, type JobStatus } from '../model/job-rows.js';
 import type { WorkflowRunStatus } from '../model/workflow-rows.js';
-import { LEASED_JOBS, TERMINAL_RUN, inScope, inScopeByKind } from '../db/fragments.js';
+import { LEASED_JOBS, TERMINAL_RUN, inScope, inScopeByKind, pendingJobs } from '../db/fragments.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
 
 /** Replays listed on one job page; the rest are still reachable through each replay's own page. */
@@ -87,8 +87,7 @@ export function overviewQuery(scope: Scope): Sql {
   return sqltag`
     WITH pending AS (
       SELECT jq.job_type, count(*)::int AS n, min(jq.next_run_at) FILTER (WHERE jq.next_run_at <= now()) AS oldest_due
-        FROM runledger.job_queue jq
-       WHERE jq.claimable AND ${jobsIn}
+        FROM ${pendingJobs(sqltag`jq.job_type, jq.next_run_at`, jobsIn)}
        GROUP BY 1
     ), jobs AS (
       SELECT p.job_type, 'PENDING'::text AS status, p.n FROM pending p

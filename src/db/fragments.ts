@@ -112,6 +112,18 @@ export function lockedLeaseAndClock(l: LeaseName, columns: Sql = empty): Sql {
 export const LEASED_JOBS = sqltag`runledger.job_leases l JOIN runledger.job_queue jq ON jq.id = l.job_id
      WHERE NOT l.canceled AND jq.status = 'LEASED' AND jq.lease_expires_at = l.expires_at`;
 
+/**
+ * The PENDING (claimable) jobs matching `where` (on `jq`), with `columns` (on `jq`), as `jq`: the jobs without a
+ * fairness key and the fair ones, each half stated on its own indexes' predicate (the claim indexes hold only
+ * the first, job_queue_fair_by_type_idx the second: migration 20270101000003_fair_claims), so a count by type
+ * stays an index-only read of the backlog.
+ */
+export function pendingJobs(columns: Sql, where: Sql): Sql {
+  return sqltag`(SELECT ${columns} FROM runledger.job_queue jq WHERE jq.claimable AND jq.fair_key IS NULL AND ${where}
+                 UNION ALL
+                 SELECT ${columns} FROM runledger.job_queue jq WHERE jq.claimable AND jq.fair_key IS NOT NULL AND ${where}) jq`;
+}
+
 /** SET items that give up the lease (an attempt ended or was given back). */
 export const CLEAR_LEASE = sqltag`lease_owner = NULL, lease_expires_at = NULL, heartbeat_at = NULL`;
 

@@ -42,6 +42,12 @@ export interface JobSettings<Input = any> {
    * (`setRateLimit`).
    */
   rateLimit?: { key: string | ((payload: Input) => string); limit: number; periodMs: number; burst?: number };
+  /**
+   * A fairness key for every job of this type, unless an enqueue gives its own: claims take turns between the
+   * keys, `weight` (default 1) jobs of a key per round. `key` may be computed from the payload and the job's
+   * organization (e.g. `(_, job) => job.organizationId ?? 'none'` for one turn per tenant).
+   */
+  fairness?: { key: string | ((payload: Input, job: { organizationId: string | null }) => string); weight?: number };
   /** How long one attempt may run (its signal aborts; a retryable `job.timeout` is recorded). Default 300. */
   timeoutSeconds?: number;
   /** Claim order of this type's jobs (higher first) when an enqueue or step does not say. Default 0. */
@@ -89,6 +95,10 @@ export interface JobDefinition<Payload = unknown, Output = unknown, Input = Payl
   /** The definition's rate limit (its key, or how to compute it from a payload); undefined: none. */
   readonly rateLimit:
     | { readonly key: string | ((payload: Input) => string); readonly limit: number; readonly periodMs: number; readonly burst?: number | undefined }
+    | undefined;
+  /** The definition's fairness key (or how to compute it) and weight; undefined: none. */
+  readonly fairness:
+    | { readonly key: string | ((payload: Input, job: { organizationId: string | null }) => string); readonly weight?: number | undefined }
     | undefined;
   /** The client each attempt runs in a transaction of (`settings.transaction`); undefined: a direct handler. */
   readonly transaction: PrismaClientLike | undefined;

@@ -5,7 +5,7 @@ import { isStandardSchema, type StandardSchemaV1 } from '../validation/standard-
 import type { JsonInput } from '../validation/json-input.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { parseInput } from '../validation/parse.js';
-import { concurrencyLimit, int32, ratePeriodMs, rateStarts, MAX_TIMER_MS, nonBlank, positiveInt, requestKey } from '../validation/primitives.js';
+import { concurrencyLimit, fairWeight, int32, ratePeriodMs, rateStarts, MAX_TIMER_MS, nonBlank, positiveInt, requestKey } from '../validation/primitives.js';
 import type {
   AnyJobDefinition,
   JobDefinition,
@@ -45,6 +45,17 @@ const definitionSchema = z.strictObject({
         limit: rateStarts,
         periodMs: ratePeriodMs,
         burst: rateStarts.optional(),
+      })
+      .optional(),
+    fairness: z
+      .strictObject({
+        key: z.union([
+          requestKey,
+          z.custom<(payload: unknown, job: { organizationId: string | null }) => string>((value) => typeof value === 'function', {
+            error: 'must be a non-blank string or a function of the payload and job',
+          }),
+        ]),
+        weight: fairWeight.optional(),
       })
       .optional(),
     transaction: z.custom<PrismaClientLike>((value) => isPrismaClient(value), { error: 'must be a Prisma client' }).optional(),
@@ -129,6 +140,7 @@ export function defineJob<S extends StandardSchemaV1, O>(
     backoff: Object.freeze(resolveBackoff(parsed.settings.retry?.backoff)),
     concurrency: parsed.settings.concurrency === undefined ? undefined : Object.freeze({ ...parsed.settings.concurrency }),
     rateLimit: parsed.settings.rateLimit === undefined ? undefined : Object.freeze({ ...parsed.settings.rateLimit }),
+    fairness: parsed.settings.fairness === undefined ? undefined : Object.freeze({ ...parsed.settings.fairness }),
     transaction: parsed.settings.transaction,
     [BRAND]: true,
   });

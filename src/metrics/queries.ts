@@ -35,7 +35,7 @@
 import { sqltag, type Sql } from '@prisma/client/runtime/client';
 import { scopeParams, type Scope } from '../db/scope.js';
 import { DEAD_LETTER_WINDOW_MS, MAX_CONCURRENCY_KEYS, MAX_DURATION_SAMPLES, MAX_DURATION_SCAN, MAX_RATE_KEYS, RECENT_WINDOW_MS } from './inputs.js';
-import { LEASED_JOBS, TERMINAL_RUN, inScope } from '../db/fragments.js';
+import { LEASED_JOBS, TERMINAL_RUN, inScope, pendingJobs } from '../db/fragments.js';
 import { ID_CLOCK_MARGIN_MS, uuidv7Floor } from '../db/ids.js';
 import { finishedCountRows } from '../queue/finished-counts.js';
 
@@ -70,8 +70,7 @@ export function liveJobCounts({ now, scope }: MetricsQueryContext): Sql {
   return sqltag`
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL AS workflow, 'PENDING' AS status,
            count(*)::int AS count, (count(*) FILTER (WHERE jq.next_run_at <= ${now}::timestamptz))::int AS runnable
-      FROM runledger.job_queue jq
-     WHERE jq.claimable AND ${inScope(scope, 'jq.organization_id')}
+      FROM ${pendingJobs(sqltag`jq.job_type, jq.workflow_step_id, jq.next_run_at`, inScope(scope, 'jq.organization_id'))}
      GROUP BY 1, 2
     UNION ALL
     SELECT jq.job_type, jq.workflow_step_id IS NOT NULL, 'LEASED', count(*)::int, 0
@@ -111,7 +110,7 @@ export interface OldestRunnableRow {
  * probe, and the first due entry of each priority is one more.
  */
 export function oldestRunnable({ now, scope }: MetricsQueryContext): Sql {
-  const pending = sqltag`jq.claimable AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}`;
+  const pending = sqltag`jq.claimable AND jq.fair_key IS NULL AND jq.priority >= -2147483648 AND ${inScope(scope, 'jq.organization_id')}`;
   return sqltag`
     WITH RECURSIVE priorities AS (
       (SELECT jq.priority FROM runledger.job_queue jq WHERE ${pending} ORDER BY jq.priority DESC LIMIT 1)
@@ -121,9 +120,14 @@ export function oldestRunnable({ now, scope }: MetricsQueryContext): Sql {
         FROM priorities p
        WHERE p.priority IS NOT NULL
     )
-    SELECT min((SELECT jq.next_run_at FROM runledger.job_queue jq
-                 WHERE ${pending} AND jq.priority = p.priority AND jq.next_run_at <= ${now}::timestamptz
-                 ORDER BY jq.next_run_at LIMIT 1)) AS oldest
+    SELECT least(
+             min((SELECT jq.next_run_at FROM runledger.job_queue jq
+                   WHERE ${pending} AND jq.priority = p.priority AND jq.next_run_at <= ${now}::timestamptz
+                   ORDER BY jq.next_run_at LIMIT 1)),
+             -- Fair jobs (outside that index): their own index, read whole (only the fair backlog).
+             (SELECT min(jq.next_run_at) FROM runledger.job_queue jq
+               WHERE jq.claimable AND jq.fair_key IS NOT NULL AND jq.next_run_at <= ${now}::timestamptz
+                 AND ${inScope(scope, 'jq.organization_id')})) AS oldest
       FROM priorities p
      WHERE p.priority IS NOT NULL`;
 }

@@ -87,6 +87,7 @@ export interface JobRow {
   stage?: string | null;
   concurrency_key?: string | null;
   rate_key?: string | null;
+  fair_key?: string | null;
   /** The lease's attempt was marked running (JOB_ROW_COLUMNS selects it); absent: read from started_at. */
   running?: boolean | null;
   /** The debounce or throttle window whose job this is (JOB_ROW_COLUMNS selects it); null or absent: none. */
@@ -145,6 +146,8 @@ export interface Job {
   concurrencyKey: string | null;
   /** Rate key: each start of the job takes a token of the key's bucket (null: none; listRateLimits). */
   rateKey: string | null;
+  /** The job's fairness key (claims take turns between a type's keys); null: none. */
+  fairKey: string | null;
   /**
    * Present only on the job a debounce or throttle key's window currently names: why a PENDING job waits
    * (each request of the key in the window moves a debounced job; docs/guide/flow-control.md). A key's
@@ -160,7 +163,7 @@ export interface Job {
 export const JOB_ROW_COLUMNS = sqltag`jq.id, jq.job_type, jq.organization_id, jq.payload, jq.status, jq.priority, jq.attempt, jq.max_attempts,
        jq.run_number, jq.timeout_seconds, jq.next_run_at, jq.lease_owner, jq.lease_expires_at, jq.heartbeat_at, jq.idempotency_key,
        jq.progress, jq.checkpoint, jq.output, jq.last_error_code, jq.last_error_message, jq.created_at, jq.updated_at, jq.started_at,
-       jq.finished_at, jq.resource_key, jq.stage, jq.concurrency_key, jq.rate_key, jq.attempt_running_at IS NOT NULL AS running,
+       jq.finished_at, jq.resource_key, jq.stage, jq.concurrency_key, jq.rate_key, jq.fair_key, jq.attempt_running_at IS NOT NULL AS running,
        (SELECT jsonb_build_object('kind', w.kind, 'key', w.window_key, 'closesAtMs', floor(extract(epoch FROM w.closes_at) * 1000))
           FROM runledger.enqueue_windows w WHERE w.job_id = jq.id LIMIT 1) AS enqueue_window`;
 
@@ -195,6 +198,7 @@ export function toJob(row: JobRow): Job {
     stage: row.stage ?? null,
     concurrencyKey: row.concurrency_key ?? null,
     rateKey: row.rate_key ?? null,
+    fairKey: row.fair_key ?? null,
     ...(row.enqueue_window ? { enqueueWindow: toEnqueueWindow(row.enqueue_window) } : {}),
   };
 }

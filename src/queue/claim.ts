@@ -43,7 +43,6 @@
 import type { Db } from '../client/types.js';
 import { asTemplate } from '../db/sql-template.js';
 import { claimJobsStatement } from './statements/claim-jobs.js';
-import { nextFairCursor } from './statements/fair-turns.js';
 import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -71,7 +70,7 @@ interface ClaimedRow {
   concurrency_key: string | null;
   rate_key: string | null;
   fair_key: string | null;
-  fair_place: number | null;
+  fair_next: string | null;
   step_run_id: string | null;
   step_key: string | null;
   prerequisites: ClaimedPrerequisite[] | null;
@@ -96,9 +95,10 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       const rows = await client.$queryRaw<ClaimedRow[]>(
         ...asTemplate(claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning, fairAfter })),
       );
-      const next = nextFairCursor(fairAfter, rows.map((row) => ({ fairKey: row.fair_key, fairPlace: row.fair_place })));
-      if (next !== fairAfter) cursors.set(walk, next);
-      return rows.map(toClaimedJob);
+      const next = rows[0]?.fair_next ?? null;
+      if (next !== null && next !== fairAfter) cursors.set(walk, next);
+      // No job claimed: the one row is the cursor's alone (its id is NULL).
+      return rows.filter((row) => row.id !== null).map(toClaimedJob);
     });
   for (let attempt = 1; ; attempt += 1) {
     try {

@@ -175,6 +175,8 @@ function windowEntry(group: KeyGroup, ord: number): Record<string, unknown> {
     ['rate_limit', r.rateLimit?.limit],
     ['rate_period_ms', r.rateLimit?.periodMs],
     ['rate_burst', r.rateLimit?.burst],
+    ['fair_key', r.fairness?.key],
+    ['fair_weight', r.fairness?.weight],
     // The opener's cap: a window this batch opens is opened by the key's first request.
     ['max_wait_ms', group.members[0]!.window.maxWaitMs],
   ];

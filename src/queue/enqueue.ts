@@ -129,6 +129,11 @@ export function definedJobInput(definition: AnyJobDefinition, item: unknown): un
     const { key, ...limit } = definition.rateLimit;
     own.rateLimit = { key: typeof key === 'function' ? key((item as { payload?: unknown }).payload) : key, ...stripUndefined(limit) };
   }
+  if (definition.fairness !== undefined && own.fairness === undefined) {
+    const { key, weight } = definition.fairness;
+    const job = { organizationId: typeof own.organizationId === 'string' ? own.organizationId : null };
+    own.fairness = { key: typeof key === 'function' ? key((item as { payload?: unknown }).payload, job) : key, ...stripUndefined({ weight }) };
+  }
   // An enqueue's backoff is completed field by field from the definition's (a field it leaves out is the
   // definition's, not the default). No backoff of its own: nothing is stored and the worker's definition applies.
   const backoff = own.backoff;

@@ -24,6 +24,7 @@ import {
   concurrencyLimit,
   ratePeriodMs,
   rateStarts,
+  fairWeight,
 } from '../validation/primitives.js';
 
 export const JOB_INVALID_INPUT = 'job.invalid_input';
@@ -55,6 +56,15 @@ export const rateLimitSettingSchema = z
   .strictObject({ key: requestKey, limit: rateStarts, periodMs: ratePeriodMs, burst: rateStarts.optional() })
   .transform((r) => ({ key: r.key, limit: r.limit, periodMs: r.periodMs, burst: r.burst ?? r.limit }));
 export type RateLimitSetting = z.output<typeof rateLimitSettingSchema>;
+
+/**
+ * A fairness key (docs/guide/flow-control.md, "Fair claiming"): claims take turns between a type's keys, `weight`
+ * (default 1) jobs per round. Stored on the job: a key's weight is its next job's.
+ */
+export const fairnessSettingSchema = z
+  .strictObject({ key: requestKey, weight: fairWeight.optional() })
+  .transform((f) => ({ key: f.key, weight: f.weight ?? 1 }));
+export type FairnessSetting = z.output<typeof fairnessSettingSchema>;
 
 /** The issue of a second setting of one key that differs from the first (a key's row takes one value). */
 export function sameSettingPerKey<T extends { key: string }>(
@@ -121,6 +131,11 @@ export const enqueueJobInputSchema = z
      * row: this enqueue sets it unless an operator pinned it (`setRateLimit`).
      */
     rateLimit: rateLimitSettingSchema.optional(),
+    /**
+     * Fair claiming: claims take turns between the keys of a type (one tenant's backlog does not starve
+     * another's trickle), `weight` jobs of this key per round (src/queue/statements/fair-turns.ts).
+     */
+    fairness: fairnessSettingSchema.optional(),
     /** The job's stage label until its handler sets another (`ctx.setStage`). */
     stage: stageLabel.optional(),
     /**

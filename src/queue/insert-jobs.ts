@@ -65,6 +65,8 @@ export interface InsertJobRow {
   concurrency?: { key: string; limit: number } | null;
   /** Rate key and its setting (each start takes one of the key's tokens); absent or null for none. */
   rateLimit?: RateSetting | null;
+  /** Fairness key and weight (claims take turns between a type's keys); absent or null for none. */
+  fairness?: { key: string; weight: number } | null;
   /** This job's own retry backoff (failJob uses it over the definition's); absent or null for none. */
   backoff?: BackoffPolicy | null;
   /** The job's stage label; absent or null for none. */
@@ -178,6 +180,8 @@ const OPTIONAL_FIELDS: readonly (readonly [string, (r: InsertJobRow) => unknown]
   ['rate_limit', (r) => r.rateLimit?.limit],
   ['rate_period_ms', (r) => r.rateLimit?.periodMs],
   ['rate_burst', (r) => r.rateLimit?.burst],
+  ['fair_key', (r) => r.fairness?.key],
+  ['fair_weight', (r) => r.fairness?.weight],
   ['backoff_base_ms', (r) => r.backoff?.baseDelayMs],
   ['backoff_max_ms', (r) => r.backoff?.maxDelayMs],
   ['stage', (r) => r.stage],
@@ -195,6 +199,7 @@ export function canonicalJobRequest(
     stage?: string | null;
     concurrency?: { key: string; limit: number } | null;
     rateLimit?: RateSetting | null;
+    fairness?: { key: string; weight: number } | null;
   },
 ): JsonValue {
   return {
@@ -211,6 +216,7 @@ export function canonicalJobRequest(
     ...(r.rateLimit === undefined || r.rateLimit === null
       ? {}
       : { rateLimit: { key: r.rateLimit.key, limit: r.rateLimit.limit, periodMs: r.rateLimit.periodMs, burst: r.rateLimit.burst } }),
+    ...(r.fairness === undefined || r.fairness === null ? {} : { fairness: { key: r.fairness.key, weight: r.fairness.weight } }),
   };
 }
 
@@ -224,6 +230,7 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
   const backoff = input.backoff === undefined ? null : resolveBackoff(input.backoff);
   const concurrency = input.concurrency ?? null;
   const rateLimit = input.rateLimit ?? null;
+  const fairness = input.fairness ?? null;
   const settings = { jobType: input.jobType, organizationId, payload: input.payload, priority, maxAttempts, timeoutSeconds, stage: input.stage ?? null };
   return {
     id: newId(),
@@ -231,11 +238,12 @@ export function toInsertRow(input: ParsedEnqueueJobInput): InsertJobRow {
     nextRunAt: input.runAt ?? null,
     delayMs: input.delayMs ?? null,
     idempotencyKey: key,
-    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey, backoff, concurrency, rateLimit }),
+    enqueueRequest: key === null ? null : canonicalJobRequest({ ...settings, resourceKey, backoff, concurrency, rateLimit, fairness }),
     eventPayload: null,
     resourceKey,
     concurrency,
     rateLimit,
+    fairness,
     backoff,
   };
 }

@@ -91,13 +91,17 @@ type ReplaySource = JobRow & {
   /** The source's rate key, with the key's setting now (the replay's start takes a token of the same key). */
   replay_rate_key: string | null;
   replay_rate: { limit: number; periodMs: number; burst: number } | null;
+  /** The source's fairness key and weight (the replay takes its turns with the same key). */
+  replay_fair_key: string | null;
+  replay_fair_weight: number | null;
 };
 type SourceRow = ReplaySource & { workflow_managed: boolean };
 const REPLAY_CONCURRENCY = sqltag`jq.concurrency_key AS replay_concurrency_key,
     (SELECT k.max_leased FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key) AS replay_concurrency_limit,
     jq.rate_key AS replay_rate_key,
     (SELECT jsonb_build_object('limit', r.max_starts, 'periodMs', r.period_ms, 'burst', r.burst)
-       FROM runledger.rate_limits r WHERE r.key = jq.rate_key) AS replay_rate`;
+       FROM runledger.rate_limits r WHERE r.key = jq.rate_key) AS replay_rate,
+    jq.fair_key AS replay_fair_key, jq.fair_weight AS replay_fair_weight`;
 
 /**
  * Replays a successful direct job as a new job, idempotently per
@@ -200,6 +204,7 @@ async function insertReplayTx(tx: Tx, request: ParsedReplayRequest, source: Repl
           ? null
           : { key: source.replay_concurrency_key, limit: source.replay_concurrency_limit },
       rateLimit: source.replay_rate_key === null || source.replay_rate === null ? null : { key: source.replay_rate_key, ...source.replay_rate },
+      fairness: source.replay_fair_key === null ? null : { key: source.replay_fair_key, weight: source.replay_fair_weight ?? 1 },
       // ... and with the source's own backoff, if it had one.
       backoff:
         source.backoff_base_ms === null || source.backoff_max_ms === null ? null : { baseDelayMs: source.backoff_base_ms, maxDelayMs: source.backoff_max_ms },

@@ -112,6 +112,10 @@ export const ratePeriodMs = z
   .min(1, 'must be at least 1')
   .max(MAX_RATE_PERIOD_MS, `must be at most ${MAX_RATE_PERIOD_MS} (7 days)`);
 
+/** A fairness key's weight (the job_queue check): turns per round. */
+export const MAX_FAIR_WEIGHT = 1000;
+export const fairWeight = z.number().int('must be an integer').min(1, 'must be at least 1').max(MAX_FAIR_WEIGHT, `must be at most ${MAX_FAIR_WEIGHT}`);
+
 export const int32 = z.number().int('must be an integer').min(-2147483648).max(2147483647);
 export const positiveInt = z.number().int('must be an integer').min(1, 'must be at least 1').max(2147483647);
 

@@ -208,7 +208,8 @@ export class ClaimLoop {
       got = jobs.length;
       this.claimFailures = 0;
       this.hooks.claimed(jobs.length);
-      if (jobs.length === limit) this.wantClaim = true;
+      // A short claim that took fairness-keyed jobs may have left a key's work beyond its share of this claim.
+      if (jobs.length === limit || jobs.some((job) => job.fairKey !== null)) this.wantClaim = true;
       if (jobs.length > 0) {
         this.idleReported = false;
         settings.logger.debug('claimed jobs', { count: jobs.length, limit });

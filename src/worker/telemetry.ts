@@ -17,7 +17,7 @@
  * `process`, `error.type` = the failure code) and are namespaced
  * `runledger.*` otherwise (attempt, run number, workflow run and step, outcome, and the job's concurrency key
  * `runledger.concurrency_key` when it has one: its lease holds one of the key's slots; `runledger.rate_key`:
- * its start took one of the key's tokens).
+ * its start took one of the key's tokens; `runledger.fair_key`: the key it took turns with).
  *
  * Metrics (meter `runledger`): `messaging.client.consumed.messages` (jobs
  * claimed and started), `messaging.process.duration` (seconds, per outcome),
@@ -117,6 +117,7 @@ export class WorkerTelemetry implements JobTelemetry {
     if (job.organizationId !== null) spanAttributes['runledger.organization.id'] = job.organizationId;
     if (job.concurrencyKey !== null) spanAttributes['runledger.concurrency_key'] = job.concurrencyKey;
     if (job.rateKey !== null) spanAttributes['runledger.rate_key'] = job.rateKey;
+    if (job.fairKey !== null) spanAttributes['runledger.fair_key'] = job.fairKey;
     if (job.step) {
       spanAttributes['runledger.workflow.run_id'] = job.step.workflowRunId;
       spanAttributes['runledger.workflow.step_key'] = job.step.stepKey;

@@ -12,7 +12,7 @@
 -- PENDING rows (the only rows they hold).
 ALTER TABLE "runledger"."job_queue"
     ADD COLUMN "fair_key" text,
-    ADD COLUMN "fair_weight" smallint,
+    ADD COLUMN "fair_weight" integer,
     ADD CONSTRAINT "job_queue_fair_weight_check"
         CHECK (("fair_key" IS NULL AND "fair_weight" IS NULL) OR ("fair_key" IS NOT NULL AND "fair_weight" BETWEEN 1 AND 1000));
 
@@ -35,10 +35,11 @@ CREATE INDEX "job_queue_fair_idx" ON "runledger"."job_queue" ("fair_key", "prior
     INCLUDE ("fair_weight")
     WHERE "claimable" AND "fair_key" IS NOT NULL;
 
--- The open fairness keys of `p_type` (NULL: of every type), at most `p_max`, in key order starting after
--- `p_after` and wrapping around to it (so consecutive claims of one worker visit every key in turn), each with
--- its next job's weight. One index probe per key: a key's backlog is never read here. Keys are non-blank, so
--- '' is before every key.
+-- The fairness keys of `p_type` (NULL: of every type) with a due job, at most `p_max`, in key order starting
+-- after `p_after` and wrapping around to it (so consecutive claims of one worker visit every key in turn), each
+-- with its next job's weight. One index probe per key with a due head job; a key whose head is not due yet
+-- costs a second probe (is any of its jobs due?) and is passed over. A key's backlog is never read here. Keys
+-- are non-blank, so '' is before every key.
 CREATE FUNCTION "runledger"."fair_groups"(p_type text, p_after text, p_max integer)
     RETURNS TABLE (group_key text, group_weight integer)
     LANGUAGE plpgsql STABLE ROWS 10 AS $$
@@ -46,6 +47,7 @@ DECLARE
     k text := p_after;
     found_key text;
     found_weight integer;
+    found_due timestamptz;
     wrapped boolean := false;
     n integer := 0;
 BEGIN
@@ -53,14 +55,15 @@ BEGIN
         RETURN;
     END IF;
     LOOP
+        found_key := NULL;
         IF p_type IS NULL THEN
-            SELECT jq.fair_key, jq.fair_weight INTO found_key, found_weight
+            SELECT jq.fair_key, jq.fair_weight, jq.next_run_at INTO found_key, found_weight, found_due
               FROM runledger.job_queue jq
              WHERE jq.claimable AND jq.fair_key IS NOT NULL AND jq.fair_key > k
              ORDER BY jq.fair_key, jq.priority DESC, jq.next_run_at, jq.id
              LIMIT 1;
         ELSE
-            SELECT jq.fair_key, jq.fair_weight INTO found_key, found_weight
+            SELECT jq.fair_key, jq.fair_weight, jq.next_run_at INTO found_key, found_weight, found_due
               FROM runledger.job_queue jq
              WHERE jq.claimable AND jq.fair_key IS NOT NULL AND jq.job_type = p_type AND jq.fair_key > k
              ORDER BY jq.job_type, jq.fair_key, jq.priority DESC, jq.next_run_at, jq.id
@@ -73,12 +76,19 @@ BEGIN
             CONTINUE;
         END IF;
         EXIT WHEN wrapped AND found_key > p_after;
+        k := found_key;
+        -- The head is the key's highest-priority job: a later one of a lower priority may be due already.
+        IF found_due > now() AND NOT EXISTS (
+               SELECT 1 FROM runledger.job_queue jq
+                WHERE jq.claimable AND jq.fair_key IS NOT NULL AND jq.fair_key = found_key
+                  AND (p_type IS NULL OR jq.job_type = p_type) AND jq.next_run_at <= now()) THEN
+            CONTINUE;
+        END IF;
         group_key := found_key;
         group_weight := found_weight;
         RETURN NEXT;
         n := n + 1;
         EXIT WHEN n >= p_max;
-        k := found_key;
     END LOOP;
 END
 $$;

@@ -6,7 +6,7 @@ import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { insertLeaseRows } from './lease-rows.js';
 import { concurrencyOpen, concurrencyAdmission, countConcurrencySlots } from './concurrency-slots.js';
 import { rateAdmission, rateOpen, takeRateTokens } from './rate-slots.js';
-import { CANDIDATE_COLUMNS, FAIR_PLACE, fairBranch } from './fair-turns.js';
+import { CANDIDATE_COLUMNS, FAIR_NEXT, fairBranch } from './fair-turns.js';
 
 export interface ClaimParams {
   workerId: string;
@@ -133,13 +133,15 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
       -- holds them final: a job becomes PENDING in the transaction that made its prerequisites terminal, and
       -- terminal steps do not change.
       -- A direct job pays one probe of the primary key with NULL.
+      -- Always one row at least: with no job claimed, one row of NULLs carrying the fairness cursor.
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
              c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.concurrency_key, c.rate_key, c.fair_key, c.stage,
-             ${FAIR_PLACE},
+             cur.fair_next,
              s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
              COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
              (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms
-        FROM numbered c
+        FROM (SELECT ${FAIR_NEXT}) cur
+        LEFT JOIN numbered c ON true
         LEFT JOIN LATERAL (
           SELECT ws.workflow_run_id, ws.step_key,
                  COALESCE((

@@ -58,12 +58,13 @@ export function enqueueWindowsStatement(
       SELECT i.ord, i.id, i.job_type, i.organization_id, COALESCE(i.organization_id, '') AS organization_key, i.payload -> 'v' AS payload,
              i.priority, i.max_attempts, i.timeout_seconds, i.next_run_at, i.delay_ms, i.resource_key, i.backoff_base_ms,
              i.backoff_max_ms, i.stage, i.concurrency_key, i.concurrency_limit, i.rate_key, i.rate_limit, i.rate_period_ms, i.rate_burst,
+             i.fair_key, i.fair_weight,
              i.kind, i.window_key, i.window_ms, i.max_wait_ms
         FROM jsonb_to_recordset(${batch}::jsonb)
              AS i(ord int, id uuid, job_type text, organization_id text, payload jsonb, priority int, max_attempts int,
                   timeout_seconds int, next_run_at timestamptz, delay_ms int, resource_key text, backoff_base_ms int,
                   backoff_max_ms int, stage text, concurrency_key text, concurrency_limit int, rate_key text, rate_limit int,
-                  rate_period_ms int, rate_burst int, kind runledger.enqueue_window_kind,
+                  rate_period_ms int, rate_burst int, fair_key text, fair_weight int, kind runledger.enqueue_window_kind,
                   window_key text, window_ms int, max_wait_ms int)
     ),
     c AS (SELECT now() AS at),
@@ -109,7 +110,7 @@ export function enqueueWindowsStatement(
       UPDATE runledger.job_queue jq
          SET payload = st.payload, priority = st.priority, max_attempts = st.max_attempts, timeout_seconds = st.timeout_seconds,
              resource_key = st.resource_key, backoff_base_ms = st.backoff_base_ms, backoff_max_ms = st.backoff_max_ms,
-             stage = st.stage, concurrency_key = st.concurrency_key, rate_key = st.rate_key, trace_context = ${traceContext}::jsonb,
+             stage = st.stage, concurrency_key = st.concurrency_key, rate_key = st.rate_key, fair_key = st.fair_key, fair_weight = st.fair_weight, trace_context = ${traceContext}::jsonb,
              next_run_at = LEAST(GREATEST(jq.next_run_at, c.at + st.window_ms * ${MS}), st.closes_at),
              updated_at = GREATEST(jq.updated_at, c.at)
         FROM state st, c
@@ -164,12 +165,12 @@ export function enqueueWindowsStatement(
     inserted AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
-              resource_key, backoff_base_ms, backoff_max_ms, stage, concurrency_key, rate_key, trace_context, created_at, updated_at)
+              resource_key, backoff_base_ms, backoff_max_ms, stage, concurrency_key, rate_key, fair_key, fair_weight, trace_context, created_at, updated_at)
       SELECT st.id, st.job_type, st.organization_id, st.payload, st.priority, st.max_attempts, st.timeout_seconds,
              CASE WHEN st.kind = 'DEBOUNCE' THEN c.at + st.window_ms * ${MS}
                   WHEN st.delay_ms IS NOT NULL THEN c.at + st.delay_ms * ${MS}
                   ELSE COALESCE(st.next_run_at, c.at) END,
-             st.resource_key, st.backoff_base_ms, st.backoff_max_ms, st.stage, st.concurrency_key, st.rate_key, ${traceContext}::jsonb, c.at, c.at
+             st.resource_key, st.backoff_base_ms, st.backoff_max_ms, st.stage, st.concurrency_key, st.rate_key, st.fair_key, st.fair_weight, ${traceContext}::jsonb, c.at, c.at
         FROM state st
         JOIN opened o ON o.job_id = st.id
         CROSS JOIN c

@@ -66,17 +66,8 @@ export function fairBranch({ jobTypes, limit, after, open }: FairBranch): Sql {
 }
 
 /**
- * A claimed job's place in the claim's walk over keys (`c` a claimed row with fair_key): the next claim starts
- * after the key of the highest place taken. Compared in the database, whose collation orders the keys.
+ * The next claim's cursor: the last key this claim's walk reached (NULL: it reached none). Keys the walk
+ * reached but the claim took nothing of (their jobs locked or held by a limit) wait for the next round.
  */
-export const FAIR_PLACE = sqltag`(SELECT max(g.ord) FROM fair_groups g WHERE g.group_key = c.fair_key)::int AS fair_place`;
+export const FAIR_NEXT = sqltag`(SELECT g.group_key FROM fair_groups g ORDER BY g.ord DESC LIMIT 1) AS fair_next`;
 
-/** The next claim's cursor: the key of the claimed job furthest along the walk; `after` if none had a key. */
-export function nextFairCursor(after: string, taken: readonly { fairKey: string | null; fairPlace: number | null }[]): string {
-  let best: { key: string; place: number } | undefined;
-  for (const { fairKey, fairPlace } of taken) {
-    if (fairKey === null || fairPlace === null) continue;
-    if (best === undefined || fairPlace > best.place) best = { key: fairKey, place: fairPlace };
-  }
-  return best?.key ?? after;
-}

@@ -32,13 +32,13 @@ export function insertJobsStatement(
       SELECT i.id, i.job_type, i.organization_id, i.payload -> 'v' AS payload, i.priority, i.max_attempts, i.timeout_seconds,
              i.next_run_at, i.delay_ms, i.idempotency_key, i.enqueue_request, i.event_payload, i.event_id, i.workflow_step_id,
              i.resource_key, i.backoff_base_ms, i.backoff_max_ms, i.stage, i.ord, i.concurrency_key, i.concurrency_limit,
-             i.rate_key, i.rate_limit, i.rate_period_ms, i.rate_burst
+             i.rate_key, i.rate_limit, i.rate_period_ms, i.rate_burst, i.fair_key, i.fair_weight
         FROM jsonb_to_recordset(${batch}::jsonb)
              AS i(id uuid, job_type text, organization_id text, payload jsonb, priority int, max_attempts int, timeout_seconds int,
                   next_run_at timestamptz, delay_ms int, idempotency_key text, enqueue_request jsonb, event_payload jsonb,
                   event_id uuid, workflow_step_id uuid, resource_key text, backoff_base_ms int, backoff_max_ms int, stage text,
                   ord int, concurrency_key text, concurrency_limit int, rate_key text, rate_limit int,
-                  rate_period_ms int, rate_burst int)
+                  rate_period_ms int, rate_burst int, fair_key text, fair_weight int)
     ),
     refused AS (
       SELECT DISTINCT i.job_type
@@ -51,12 +51,12 @@ export function insertJobsStatement(
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at,
               idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
-              concurrency_key, rate_key, trace_context, created_at, updated_at)
+              concurrency_key, rate_key, fair_key, fair_weight, trace_context, created_at, updated_at)
       SELECT id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds,
              CASE WHEN delay_ms IS NOT NULL THEN c.at + delay_ms * interval '1 millisecond'
                   ELSE COALESCE(next_run_at, c.at) END,
              idempotency_key, enqueue_request, workflow_step_id, resource_key, backoff_base_ms, backoff_max_ms, stage,
-             concurrency_key, rate_key,
+             concurrency_key, rate_key, fair_key, fair_weight,
              CASE WHEN workflow_step_id IS NULL THEN ${traceContext}::jsonb END, c.at, c.at
         FROM input, (SELECT COALESCE(${at}::timestamptz, now()) AS at) c
        WHERE NOT EXISTS (SELECT 1 FROM refused)
