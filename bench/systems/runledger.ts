@@ -142,8 +142,12 @@ async function timedLoops(
 }
 
 /** `jobs` no-op jobs; `organizationId` puts them all in one tenant (the fairness workload's backlog). */
-export async function seedNoopJobs(url: string, jobs: number, { organizationId }: { organizationId?: string } = {}): Promise<void> {
-  const tenant = organizationId === undefined ? {} : { organizationId };
+export async function seedNoopJobs(
+  url: string,
+  jobs: number,
+  { organizationId, fairness }: { organizationId?: string; fairness?: { key: string } } = {},
+): Promise<void> {
+  const tenant = { ...(organizationId === undefined ? {} : { organizationId }), ...(fairness === undefined ? {} : { fairness }) };
   await withCountingPrisma(url, 2, async ({ prisma }) => {
     for (let start = 0; start < jobs; start += SEED_BATCH) {
       const size = Math.min(SEED_BATCH, jobs - start);

@@ -3,6 +3,8 @@
  * the worker starts; one createWorker (concurrency 10, 5 ms handlers) drains them while tenant B enqueues one
  * job every 100 ms. Measured: B's pickup (enqueue call start -> handler start) per job, against the same B on
  * an empty queue in the same run. Target: B's p99 with the backlog <= 5x its p99 on the empty queue.
+ * Every job names its tenant as its fairness key (fair claiming is opt-in: docs/guide/flow-control.md), so
+ * claims take A's and B's jobs in turn.
  *
  * The worker is stopped after B's phase plus a grace, not when A is drained: B's jobs that had not started by
  * then are starved, and count at their wait so far (bench/workloads/fairness-table.ts).
@@ -30,7 +32,7 @@ interface BJob {
 }
 
 async function runPhase(url: string, sizes: FairnessSizes, backlog: number, seconds: number): Promise<FairPhaseMeasure> {
-  if (backlog > 0) await seedNoopJobs(url, backlog, { organizationId: TENANT_A });
+  if (backlog > 0) await seedNoopJobs(url, backlog, { organizationId: TENANT_A, fairness: { key: TENANT_A } });
   const bJobs: BJob[] = [];
   let aStarted = 0;
   // The worker's pool (its claims, heartbeats, completion flushes, plus headroom) and B's own, as another app's.
@@ -72,7 +74,7 @@ async function runPhase(url: string, sizes: FairnessSizes, backlog: number, seco
           bJobs.push(job);
           // Not awaited: a slow call must not hold the next one back (B is 10 jobs/s whatever the database does).
           enqueues.push(
-            enqueueJob(producer.prisma, { jobType: BENCH_JOB_TYPE, payload: { seq }, organizationId: TENANT_B }).then(() => {
+            enqueueJob(producer.prisma, { jobType: BENCH_JOB_TYPE, payload: { seq }, organizationId: TENANT_B, fairness: { key: TENANT_B } }).then(() => {
               job.enqueueMs = performance.now() - job.enqueuedAt;
             }),
           );

@@ -74,6 +74,10 @@
  *     ends a lease touches them (a start's token is never given back), so
  *     they add no cycle; an enqueue changing a key's setting, and
  *     setRateLimit, take the row without waiting on job rows.
+ *   - Fairness keys take no lock of their own: the claim's walk over keys
+ *     (src/queue/statements/fair-turns.ts) reads index entries unlocked and
+ *     locks each key's share of job rows with SKIP LOCKED, as the unkeyed
+ *     scan does (job rows, no waits).
  *   - Attempt history (the job row's attempt columns and job_attempts rows, src/queue/attempt-row.ts) is rung 1's
  *     appendix, not a class of its own: a job's attempt row is opened and
  *     closed only by the statement that holds (or takes) that job's row, in
