@@ -166,10 +166,10 @@ export function fairnessTable(sizes: FairnessSizes, runs: readonly { empty: Fair
     headlineBySystem: { runledger: headline },
     headlineSummary: 'runledger only',
     notes: [
-      `each phase on a fresh clone, after one untimed warm-up phase: A's backlog (organizationId 'tenant-a', the bench job type, default priority) enqueued in bulk before the worker starts; one createWorker in the bench process (concurrency ${sizes.concurrency}, defaults otherwise, reaper off), every handler a ${sizes.handlerMs} ms setTimeout; B (organizationId 'tenant-b', the same type) enqueues one job every ${sizes.intervalMs} ms from its own client, not waiting for the previous call`,
+      `each phase on a fresh clone, after one untimed warm-up phase: A's backlog (organizationId and fairness key 'tenant-a', the bench job type, default priority) enqueued in bulk before the worker starts; one createWorker in the bench process (concurrency ${sizes.concurrency}, defaults otherwise, reaper off), every handler a ${sizes.handlerMs} ms setTimeout; B (organizationId and fairness key 'tenant-b', the same type) enqueues one job every ${sizes.intervalMs} ms from its own client, not waiting for the previous call`,
       'pickup = B enqueue call start -> its handler start, on one monotonic clock (as pickup_latency); the worker is stopped when B has enqueued for its phase and then all its jobs started or the grace ran out, not when A is drained',
       "a B job not started at the stop is starved: it counts in the percentiles at its wait so far, so a percentile that lands on or above one is a lower bound ('>='), and so is the ratio",
-      "runledger only: the claim is oldest-first across all organizations (priority DESC, next_run_at, id), so B's jobs wait behind every A job enqueued before them",
+      "runledger only: every job names its tenant as its fairness key, so claims take A's and B's jobs in turn (docs/guide/flow-control.md, 'Fair claiming'); without keys the claim is oldest-first across all organizations and B waits behind A's whole backlog (>= 794x before fair claiming)",
       `target (issue 35): B's pickup p99 with the backlog <= ${FAIRNESS_TARGET_RATIO}x its p99 on an empty queue`,
       headline,
     ],
