@@ -231,7 +231,7 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
          AND NOT EXISTS (SELECT 1 FROM outside_run)
       RETURNING ws.id, ws.workflow_run_id, ws.step_key, ws.status, ws.job_id, ws.job_type, ws.organization_id, ws.payload,
                 ws.priority, ws.max_attempts, ws.timeout_seconds, ws.resource_key, ws.concurrency_key, ws.rate_key, ws.backoff_base_ms, ws.backoff_max_ms,
-                ws.stage, p.status AS previous_status
+                ws.fair_key, ws.fair_weight, ws.stage, p.status AS previous_status
     ),
     moved AS MATERIALIZED (
       SELECT * FROM updated WHERE previous_status = 'BLOCKED' AND status <> 'BLOCKED'
@@ -239,11 +239,11 @@ async function releaseLevelStatement(tx: Tx, frontier: readonly TerminalStep[], 
     jobs AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at, created_at, updated_at,
-              workflow_step_id, resource_key, concurrency_key, rate_key, backoff_base_ms, backoff_max_ms, stage)
+              workflow_step_id, resource_key, concurrency_key, rate_key, fair_key, fair_weight, backoff_base_ms, backoff_max_ms, stage)
       SELECT m.job_id, m.job_type, m.organization_id, m.payload,
              COALESCE(m.priority, ${DEFAULT_PRIORITY}::int), COALESCE(m.max_attempts, ${DEFAULT_MAX_ATTEMPTS}::int),
              COALESCE(m.timeout_seconds, ${DEFAULT_TIMEOUT_SECONDS}::int), c.at, c.at, c.at, m.id, m.resource_key, m.concurrency_key, m.rate_key,
-             m.backoff_base_ms, m.backoff_max_ms, m.stage
+             m.fair_key, m.fair_weight, m.backoff_base_ms, m.backoff_max_ms, m.stage
         FROM moved m CROSS JOIN clock c
        WHERE m.status = 'ENQUEUED'
        ORDER BY m.job_id

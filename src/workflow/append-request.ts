@@ -91,6 +91,8 @@ export interface AppendWorkflowStepsInput {
         concurrency?: { key: string; limit: number };
         /** Rate limit of the step's job (see enqueueJob); `burst` defaults to `limit`. */
         rateLimit?: { key: string; limit: number; periodMs: number; burst?: number };
+        /** Fairness key and weight of the step's job (see enqueueJob); `weight` defaults to 1. */
+        fairness?: { key: string; weight?: number };
         /** Retry backoff of the step's job (see enqueueJob); either field alone, the other defaulted. */
         backoff?: { baseDelayMs?: number; maxDelayMs?: number };
         /** Stage label of the step's job (see enqueueJob). */
@@ -199,7 +201,7 @@ function canonicalAppend(
     steps: [...steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null backoff, stage or rate limit, and a continuation not allowed, are left out, so requests stored before they existed still compare equal.
+        // A null backoff, stage, rate limit or fairness, and a continuation not allowed, are left out, so requests stored before they existed still compare equal.
         // `inherits` (which settings the catalog may fill in) is left out: a default spelled out is the same request.
         const { dependsOn: _dependsOn, ...rest } = step;
         const omitted: Record<string, unknown> = { ...rest };
@@ -207,6 +209,7 @@ function canonicalAppend(
         if (step.kind === 'job' && step.backoff === null) delete omitted.backoff;
         if (step.kind === 'job' && step.stage === null) delete omitted.stage;
         if (step.kind === 'job' && step.rateLimit === null) delete omitted.rateLimit;
+        if (step.kind === 'job' && step.fairness === null) delete omitted.fairness;
         if (step.kind === 'job' && !step.allowContinuation) delete omitted.allowContinuation;
         return omitted as unknown as JsonValue;
       }),

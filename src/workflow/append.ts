@@ -305,6 +305,7 @@ async function writeAppend(
             resourceKey: p.step.resourceKey,
             concurrency: p.step.concurrency,
             rateLimit: p.step.rateLimit,
+            fairness: p.step.fairness,
             backoff: p.step.backoff,
             stage: p.step.stage,
           },
@@ -325,10 +326,10 @@ async function writeAppend(
   await tx.$executeRaw`
     INSERT INTO runledger.workflow_steps
            (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-            timeout_seconds, resource_key, concurrency_key, rate_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at, finished_at, dependency_count_total,
+            timeout_seconds, resource_key, concurrency_key, rate_key, fair_key, fair_weight, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at, finished_at, dependency_count_total,
             dependency_count_pending, dependency_count_unsatisfied, status_reason, last_error_code, last_error_message)
     SELECT s.id, wr.id, s.step_key, s.kind::runledger.workflow_step_execution_kind, s.job_type, wr.organization_id,
-           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.concurrency_key, s.rate_key, s.backoff_base_ms, s.backoff_max_ms, s.stage, COALESCE(s.allow_continuation, false),
+           s.payload, s.priority, s.max_attempts, s.timeout_seconds, s.resource_key, s.concurrency_key, s.rate_key, s.fair_key, s.fair_weight, s.backoff_base_ms, s.backoff_max_ms, s.stage, COALESCE(s.allow_continuation, false),
            s.status::runledger.workflow_step_status, s.job_id,
            CASE WHEN s.status IN ('ENQUEUED', 'WAITING_FOR_EXTERNAL') THEN ${at}::timestamptz END,
            CASE WHEN s.status = 'CANCELED' THEN ${at}::timestamptz END,
@@ -345,10 +346,11 @@ async function writeAppend(
                   ${col((p) => p.status)}::text[], ${col((p) => p.jobId)}::uuid[], ${col((p) => p.step.dependsOn.length)}::int[],
                   ${col((p) => p.pending)}::int[], ${col((p) => p.unsatisfied)}::int[], ${job((s) => s.stage)}::text[],
                   ${job((s) => s.allowContinuation)}::boolean[], ${job((s) => s.concurrency?.key ?? null)}::text[],
-                  ${job((s) => s.rateLimit?.key ?? null)}::text[])
+                  ${job((s) => s.rateLimit?.key ?? null)}::text[], ${job((s) => s.fairness?.key ?? null)}::text[],
+                  ${job((s) => s.fairness?.weight ?? null)}::int[])
            AS s(id, step_key, kind, job_type, payload, priority, max_attempts, timeout_seconds, resource_key, backoff_base_ms,
                 backoff_max_ms, status, job_id, total,
-                pending, unsatisfied, stage, allow_continuation, concurrency_key, rate_key)
+                pending, unsatisfied, stage, allow_continuation, concurrency_key, rate_key, fair_key, fair_weight)
      WHERE wr.id = ${runId}::uuid`;
 
   const idOf = new Map<string, string>([

@@ -41,6 +41,12 @@ export interface JobStepSettings {
    */
   rateLimit?: { key: string; limit: number; periodMs: number; burst?: number };
   /**
+   * Fairness key of the step's job: claims take turns between a type's keys, `weight` (default 1) jobs of the
+   * key per round (see enqueueJob's `fairness`). Default: the definition's (a step given by definition), its
+   * key computed from the payload and the run's organization.
+   */
+  fairness?: { key: string; weight?: number };
+  /**
    * Retry backoff of the step's job, over the definition's (a step given by definition; a field left out is
    * the definition's), else the default (see enqueueJob's `backoff`).
    */
@@ -91,6 +97,8 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
   private readonly resultKeys: string[] = [];
   private organizationIdValue: string | null = null;
   private idempotencyKeyValue: string | undefined;
+  /** A definition's computed fairness, by step index: computed in build(), once the run's organization is known. */
+  private readonly deferredFairness = new Map<number, (organizationId: string | null) => { key: string; weight?: number }>();
 
   constructor(
     private readonly workflowType: string,
@@ -127,6 +135,12 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
       if (job.rateLimit !== undefined && own.rateLimit === undefined) {
         const { key: k, limit, periodMs, burst } = job.rateLimit;
         own.rateLimit = { key: typeof k === 'function' ? k(payload) : k, limit, periodMs, ...(burst === undefined ? {} : { burst }) };
+      }
+      if (job.fairness !== undefined && own.fairness === undefined) {
+        const { key: k, weight } = job.fairness;
+        const withWeight = (key: string) => ({ key, ...(weight === undefined ? {} : { weight }) });
+        if (typeof k === 'function') this.deferredFairness.set(this.steps.length, (organizationId) => withWeight(k(payload, { organizationId })));
+        else own.fairness = withWeight(k);
       }
       const backoff = own.backoff;
       if (typeof backoff === 'object' && backoff !== null) own.backoff = { ...job.backoff, ...withoutUndefined(backoff) };
@@ -192,12 +206,18 @@ export class WorkflowBuilder<Steps extends Record<string, unknown> = {}, Result 
       organizationId: this.organizationIdValue,
       metadata: this.metadata,
       ...(this.idempotencyKeyValue === undefined ? {} : { idempotencyKey: this.idempotencyKeyValue }),
-      steps: this.steps.map((step) => ({
+      steps: this.steps.map((step, index) => ({
         ...step,
+        ...this.deferredFairnessOf(index),
         dependsOn: this.dependencies.get(step.key) ?? [],
         result: this.resultKeys.includes(step.key),
       })),
     };
+  }
+
+  private deferredFairnessOf(index: number): { fairness?: { key: string; weight?: number } } {
+    const compute = this.deferredFairness.get(index);
+    return compute === undefined ? {} : { fairness: compute(this.organizationIdValue) };
   }
 
   private addDependencies(step: string, prerequisites: readonly string[], mode: 'on_success' | 'on_terminal'): this {

@@ -264,6 +264,8 @@ async function insertRunsStatement(
                 rate_limit: step.rateLimit?.limit,
                 rate_period_ms: step.rateLimit?.periodMs,
                 rate_burst: step.rateLimit?.burst,
+                fair_key: step.fairness?.key,
+                fair_weight: step.fairness?.weight,
                 backoff_base_ms: step.backoff?.baseDelayMs,
                 backoff_max_ms: step.backoff?.maxDelayMs,
                 stage: step.stage,
@@ -385,12 +387,13 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
     steps: [...run.steps]
       .sort((a, b) => byKey(a.key, b.key))
       .map((step) => {
-        // A null resource key, concurrency, rate limit, backoff or stage, and a continuation not allowed, are left out, so snapshots stored before they existed still compare equal.
+        // A null resource key, concurrency, rate limit, fairness, backoff or stage, and a continuation not allowed, are left out, so snapshots stored before they existed still compare equal.
         // `inherits` is left out: the snapshot is the request as given, whatever the catalog says at the time.
         const {
           resourceKey,
           concurrency,
           rateLimit,
+          fairness,
           backoff,
           stage,
           allowContinuation,
@@ -398,13 +401,24 @@ function canonicalRequest(run: ValidatedWorkflowRun): JsonValue {
           ...rest
         } = step.kind === 'job'
           ? step
-          : { ...step, resourceKey: null, concurrency: null, rateLimit: null, backoff: null, stage: null, allowContinuation: false, inherits: undefined };
+          : {
+              ...step,
+              resourceKey: null,
+              concurrency: null,
+              rateLimit: null,
+              fairness: null,
+              backoff: null,
+              stage: null,
+              allowContinuation: false,
+              inherits: undefined,
+            };
         return {
           ...rest,
           ...(allowContinuation ? { allowContinuation } : {}),
           ...(resourceKey === null ? {} : { resourceKey }),
           ...(concurrency === null ? {} : { concurrency: { key: concurrency.key, limit: concurrency.limit } }),
           ...(rateLimit === null ? {} : { rateLimit: { key: rateLimit.key, limit: rateLimit.limit, periodMs: rateLimit.periodMs, burst: rateLimit.burst } }),
+          ...(fairness === null ? {} : { fairness: { key: fairness.key, weight: fairness.weight } }),
           ...(stage === null ? {} : { stage }),
           ...(backoff === null ? {} : { backoff: { baseDelayMs: backoff.baseDelayMs, maxDelayMs: backoff.maxDelayMs } }),
           dependsOn: step.dependsOn.map((d) => ({ step: d.step, mode: d.mode })).sort((a, b) => byKey(a.step, b.step)),

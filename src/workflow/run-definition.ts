@@ -10,7 +10,7 @@ import { ValidationError } from '../errors/runledger-error.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_TIMEOUT_SECONDS, type BackoffPolicy } from '../job/defaults.js';
 import { backoffPolicySchema, resolveBackoff } from '../job/retry-policy.js';
-import { concurrencySettingSchema, rateLimitSettingSchema, stageLabel } from '../queue/inputs.js';
+import { concurrencySettingSchema, fairnessSettingSchema, rateLimitSettingSchema, stageLabel, type FairnessSetting } from '../queue/inputs.js';
 import type { RateSetting } from '../queue/statements/rate-limits.js';
 import { parseInput } from '../validation/parse.js';
 import { topologicalOrder } from './topological.js';
@@ -39,6 +39,8 @@ export const jobStepSettingsFields = {
   concurrency: concurrencySettingSchema.optional(),
   /** Rate limit of the step's job (see enqueueJob's \`rateLimit\`; `burst` defaults to `limit`). */
   rateLimit: rateLimitSettingSchema.optional(),
+  /** Fairness key and weight of the step's job (see enqueueJob's \`fairness\`; `weight` defaults to 1). */
+  fairness: fairnessSettingSchema.optional(),
   /** Retry backoff of the step's job (see enqueueJob's \`backoff\`); either field alone, the other defaulted. */
   backoff: backoffPolicySchema.optional(),
   /** Stage label of the step's job at enqueue (see enqueueJob's \`stage\`). */
@@ -104,6 +106,8 @@ export type ValidatedStep =
       concurrency: { key: string; limit: number } | null;
       /** The step's job's rate key and setting (burst resolved); null: none. */
       rateLimit: RateSetting | null;
+      /** The step's job's fairness key and weight (weight resolved); null: none. */
+      fairness: FairnessSetting | null;
       /** The step's own backoff, copied to its job; null: the job type's definition decides. */
       backoff: BackoffPolicy | null;
       /** The stage label of the step's job at enqueue; null: none. */
@@ -136,6 +140,7 @@ const JOB_SETTING_KEYS = [
   'resource',
   'concurrency',
   'rateLimit',
+  'fairness',
   'backoff',
   'stage',
   'allowContinuation',
@@ -280,6 +285,7 @@ export function resolveStep(
         resource?: string | undefined;
         concurrency?: { key: string; limit: number } | undefined;
         rateLimit?: RateSetting | undefined;
+        fairness?: FairnessSetting | undefined;
         backoff?: Parameters<typeof resolveBackoff>[0] | undefined;
         stage?: string | undefined;
         allowContinuation?: boolean | undefined;
@@ -299,6 +305,7 @@ export function resolveStep(
         resourceKey: step.resource ?? null,
         concurrency: step.concurrency ?? null,
         rateLimit: step.rateLimit ?? null,
+        fairness: step.fairness ?? null,
         backoff: step.backoff === undefined ? null : resolveBackoff(step.backoff),
         stage: step.stage ?? null,
         allowContinuation: step.allowContinuation ?? false,

@@ -79,6 +79,12 @@ describe('workflow definition', () => {
       'workflow.external_step_job_settings',
       'steps.0.rateLimit',
     ],
+    [
+      'an external step with a fairness key',
+      { workflowType: 'wf', steps: [{ key: 'e', kind: 'external', fairness: { key: 'k' } }] },
+      'workflow.external_step_job_settings',
+      'steps.0.fairness',
+    ],
     ['no steps', { workflowType: 'wf', steps: [] }, 'workflow.invalid_input', 'steps'],
     ['a blank workflow type', { workflowType: '', steps: [job('a')] }, 'workflow.invalid_input', 'workflowType'],
     ['a payload that is not JSON', { workflowType: 'wf', steps: [{ ...job('a'), payload: { n: 1n } }] }, 'workflow.invalid_input', 'steps.0.payload.n'],

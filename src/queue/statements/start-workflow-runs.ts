@@ -49,12 +49,12 @@ export function startWorkflowRunsStatement(
              CASE WHEN d.job_type IS NOT NULL AND s.inherits ? 'timeoutSeconds' THEN d.default_timeout_seconds ELSE s.timeout_seconds END
                AS timeout_seconds,
              s.resource_key, s.concurrency_key, s.concurrency_limit, s.rate_key, s.rate_limit, s.rate_period_ms, s.rate_burst,
-             s.backoff_base_ms, s.backoff_max_ms, s.stage,
+             s.fair_key, s.fair_weight, s.backoff_base_ms, s.backoff_max_ms, s.stage,
              COALESCE(s.allow_continuation, false) AS allow_continuation, s.job_id, s.deps, s.pending, COALESCE(s.carried, false) AS carried, s.output, s.ord
         FROM jsonb_to_recordset(${steps}::jsonb)
              AS s(id uuid, run_id uuid, organization_id text, step_key text, kind text, job_type text, payload jsonb, priority int,
                   max_attempts int, timeout_seconds int, resource_key text, concurrency_key text, concurrency_limit int,
-                  rate_key text, rate_limit int, rate_period_ms int, rate_burst int,
+                  rate_key text, rate_limit int, rate_period_ms int, rate_burst int, fair_key text, fair_weight int,
                   backoff_base_ms int, backoff_max_ms int, stage text,
                   allow_continuation boolean, job_id uuid, deps int, pending int, carried boolean, output jsonb, inherits jsonb, ord int)
         JOIN runs ON runs.id = s.run_id
@@ -63,9 +63,9 @@ export function startWorkflowRunsStatement(
     jobs AS (
       INSERT INTO runledger.job_queue
              (id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, next_run_at, workflow_step_id,
-              resource_key, concurrency_key, rate_key, backoff_base_ms, backoff_max_ms, stage, created_at, updated_at)
+              resource_key, concurrency_key, rate_key, fair_key, fair_weight, backoff_base_ms, backoff_max_ms, stage, created_at, updated_at)
       SELECT job_id, job_type, organization_id, payload, priority, max_attempts, timeout_seconds, now(), id,
-             resource_key, concurrency_key, rate_key, backoff_base_ms, backoff_max_ms, stage, now(), now()
+             resource_key, concurrency_key, rate_key, fair_key, fair_weight, backoff_base_ms, backoff_max_ms, stage, now(), now()
         FROM steps
        WHERE job_id IS NOT NULL
        ORDER BY ord
@@ -74,10 +74,12 @@ export function startWorkflowRunsStatement(
     step_rows AS (
       INSERT INTO runledger.workflow_steps
              (id, workflow_run_id, step_key, execution_kind, job_type, organization_id, payload, priority, max_attempts,
-              timeout_seconds, resource_key, concurrency_key, rate_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status, job_id, released_at,
+              timeout_seconds, resource_key, concurrency_key, rate_key, fair_key, fair_weight, backoff_base_ms, backoff_max_ms, stage, allow_continuation, status,
+              job_id, released_at,
               dependency_count_total, dependency_count_pending, output, finished_at, status_reason)
       SELECT id, run_id, step_key, kind::runledger.workflow_step_execution_kind, job_type, organization_id, payload, priority,
-             max_attempts, timeout_seconds, resource_key, concurrency_key, rate_key, backoff_base_ms, backoff_max_ms, stage, allow_continuation,
+             max_attempts, timeout_seconds, resource_key, concurrency_key, rate_key, fair_key, fair_weight, backoff_base_ms, backoff_max_ms, stage,
+             allow_continuation,
              CASE WHEN carried THEN 'SUCCEEDED' WHEN pending > 0 THEN 'BLOCKED' WHEN kind = 'EXTERNAL' THEN 'WAITING_FOR_EXTERNAL'
                   ELSE 'ENQUEUED' END::runledger.workflow_step_status,
              job_id, CASE WHEN pending = 0 THEN now() END, deps, pending,
