@@ -2,7 +2,8 @@
  * A database runledger was never migrated on (no `runledger` schema), or one
  * whose schema lacks runledger's tables, answers `migrate.required` ("run
  * migrate()") from every kind of public function and from the CLI, instead
- * of `database.error` with SQLSTATE 42P01/3F000; a host's own missing table
+ * of `database.error` with SQLSTATE 42P01/3F000/42883 (a claim meets its fairness
+ * function first); a host's own missing table
  * stays `database.error`. Once migrated, the same client works.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,7 +65,7 @@ describe.each([
       expect({ label, code: error.code, category: error.category }).toEqual({ label, code: 'migrate.required', category: 'internal' });
       expect(error.message).toContain('migrate()');
       expect(error.message).not.toMatch(/select|insert|relation|runledger\./i);
-      expect(['42P01', '3F000', '42704']).toContain(error.details.sqlState);
+      expect(['42P01', '3F000', '42704', '42883']).toContain(error.details.sqlState);
     }
   });
 
