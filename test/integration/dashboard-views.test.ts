@@ -304,6 +304,15 @@ describe.skipIf(!hasChromium)('dashboard views in Chromium', () => {
     await page.context().close();
   });
 
+  it("names a job's fairness key", async () => {
+    const { jobId } = await enqueueJob(db.prisma, { jobType: 'views.fair', payload: {}, fairness: { key: 'tenant-7' } });
+    const page = await openPage(`#/jobs/${jobId}`);
+    const fact = page.getByText("tenant-7: takes turns with the type's other keys", { exact: true });
+    await fact.waitFor();
+    expect(await fact.count()).toBe(1);
+    await page.context().close();
+  });
+
   it("pages a job's event log and folds its progress reports", async () => {
     const { jobId } = await enqueueJob(db.prisma, { jobType: 'views.progress', payload: {} });
     const [lease] = await claimJobs(db.prisma, { workerId: 'w', limit: 1, leaseSeconds: 600, jobTypes: ['views.progress'], markRunning: true });

@@ -37,6 +37,8 @@ interface Job {
   stage: string | null;
   concurrencyKey?: string | null;
   rateKey?: string | null;
+  /** Fairness key: claims take turns between a type's keys (absent or null: none). */
+  fairKey?: string | null;
   /** The debounce or throttle window whose job this is (absent: none). */
   enqueueWindow?: { kind: 'debounce' | 'throttle'; key: string; closesAt: string | null };
 }
@@ -326,6 +328,7 @@ export function jobView(context: Context, jobId: string): View {
           ['priority', String(job.priority)],
           ...concurrencyFacts(job, detail.concurrency, context.session.scope.kind === 'admin'),
           ...rateFacts(job, detail.rateLimit),
+          ...(job.fairKey ? ([['fairness key', `${job.fairKey}: takes turns with the type's other keys`]] as [string, string][]) : []),
           // Only a PENDING job has a next run; a leased or ended one's column is leftover, not a plan.
           ...(job.status === 'PENDING'
             ? [[new Date(job.nextRunAt).getTime() > Date.now() ? 'scheduled for' : 'due since', timeBoth(job.nextRunAt)] as [string, Node | string]]
