@@ -92,9 +92,7 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
   const claim = (): Promise<ClaimedJob[]> =>
     withStatement(db, 'claim jobs', async (client) => {
       const fairAfter = cursors.get(walk) ?? '';
-      const rows = await client.$queryRaw<ClaimedRow[]>(
-        ...asTemplate(claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning, fairAfter })),
-      );
+      const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning, fairAfter })));
       const next = rows[0]?.fair_next ?? null;
       if (next !== null && next !== fairAfter) cursors.set(walk, next);
       // No job claimed: the one row is the cursor's alone (its id is NULL).

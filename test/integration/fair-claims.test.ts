@@ -51,14 +51,20 @@ async function backlog(jobType: string, perKey: [string | null, number, number?]
 }
 
 const keysOf = (jobs: ClaimedJob[]): (string | null)[] => jobs.map((job) => job.fairKey);
-const countBy = (keys: (string | null)[]): Record<string, number> =>
-  keys.reduce<Record<string, number>>((acc, key) => ({ ...acc, [String(key)]: (acc[String(key)] ?? 0) + 1 }), {});
+const countBy = (keys: (string | null)[]): Record<string, number> => {
+  const counts: Record<string, number> = {};
+  for (const key of keys) counts[String(key)] = (counts[String(key)] ?? 0) + 1;
+  return counts;
+};
 
 describe('fair claiming', () => {
   it("takes turns between keys: a big backlog does not hold back a small key's jobs", async () => {
     const type = freshType();
     await backlog(type, [['a', 200]]);
-    await backlog(type, [['b', 3], ['c', 3]]);
+    await backlog(type, [
+      ['b', 3],
+      ['c', 3],
+    ]);
     const first = await claim(type, 6);
     expect(countBy(keysOf(first))).toEqual({ a: 2, b: 2, c: 2 });
     const second = await claim(type, 6);
@@ -71,7 +77,11 @@ describe('fair claiming', () => {
 
   it('gives a key of weight w w turns per round, and the unkeyed jobs one turn as one more key', async () => {
     const type = freshType();
-    await backlog(type, [['heavy', 50, 3], ['light', 50, 1], [null, 50]]);
+    await backlog(type, [
+      ['heavy', 50, 3],
+      ['light', 50, 1],
+      [null, 50],
+    ]);
     const jobs = await claim(type, 10);
     expect(jobs).toHaveLength(10);
     const counts = countBy(keysOf(jobs));
@@ -81,7 +91,10 @@ describe('fair claiming', () => {
 
   it('keeps priority first: a higher-priority job of a busy key comes before other keys’ turns', async () => {
     const type = freshType();
-    await backlog(type, [['a', 5], ['b', 5]]);
+    await backlog(type, [
+      ['a', 5],
+      ['b', 5],
+    ]);
     await enqueueJob(db.prisma, { jobType: type, payload: { urgent: true }, priority: 10, fairness: { key: 'a' } });
     const [firstJob] = await claim(type, 1);
     expect(firstJob!.payload).toEqual({ urgent: true });
@@ -90,7 +103,10 @@ describe('fair claiming', () => {
   it("walks more keys than a claim takes from the last claim's key on, so every key gets its turn", async () => {
     const type = freshType();
     const keys = Array.from({ length: 30 }, (_, i) => `k${String(i).padStart(2, '0')}`);
-    await backlog(type, keys.map((key) => [key, 2] as [string, number]));
+    await backlog(
+      type,
+      keys.map((key) => [key, 2] as [string, number]),
+    );
     const client = db.newClient({ max: 1 });
     const seen: (string | null)[] = [];
     for (let i = 0; i < 3; i += 1) seen.push(...keysOf(await claim(type, 10, client)));
@@ -104,7 +120,10 @@ describe('fair claiming', () => {
     // moved out of reach; the walk passes over those keys, which have nothing due, without counting them.
     await db.prisma.$executeRaw`UPDATE runledger.job_queue SET next_run_at = now() + interval '1 day' WHERE claimable`;
     const type = freshType();
-    await backlog(type, [['u1', 20], ['u2', 20]]);
+    await backlog(type, [
+      ['u1', 20],
+      ['u2', 20],
+    ]);
     const jobs = await claim(undefined, 4);
     expect(jobs.every((job) => job.jobType === type)).toBe(true);
     expect(countBy(keysOf(jobs))).toEqual({ u1: 2, u2: 2 });
@@ -112,7 +131,10 @@ describe('fair claiming', () => {
 
   it('never hands one job to two concurrent claims, and a claim skips the rows another holds', async () => {
     const type = freshType();
-    await backlog(type, [['a', 40], ['b', 40]]);
+    await backlog(type, [
+      ['a', 40],
+      ['b', 40],
+    ]);
     let release!: () => void;
     const held = new Promise<void>((resolve) => {
       release = resolve;
@@ -197,7 +219,10 @@ describe('fair claiming', () => {
 
   it("counts fair jobs in getQueueMetrics' PENDING and runnable counts", async () => {
     const type = freshType();
-    await backlog(type, [['m1', 3], [null, 2]]);
+    await backlog(type, [
+      ['m1', 3],
+      [null, 2],
+    ]);
     const metrics = await getQueueMetrics(db.prisma, { scope: adminScope() });
     const row = metrics.byType.find((t) => t.jobType === type);
     expect(row).toMatchObject({ pending: 5, runnable: 5 });
@@ -205,7 +230,10 @@ describe('fair claiming', () => {
 
   it('a worker drains a fair backlog at full slots (a short fair claim claims again)', async () => {
     const type = freshType();
-    await backlog(type, [['w1', 30], ['w2', 2]]);
+    await backlog(type, [
+      ['w1', 30],
+      ['w2', 2],
+    ]);
     const done = countdown(32);
     const handler = defineJob(type, z.unknown(), async () => null);
     const worker = await startWorker({ db: db.newClient({ max: 4 }), handlers: [handler], concurrency: 8, pollIntervalMs: 60_000 });

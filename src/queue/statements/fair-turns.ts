@@ -70,4 +70,3 @@ export function fairBranch({ jobTypes, limit, after, open }: FairBranch): Sql {
  * reached but the claim took nothing of (their jobs locked or held by a limit) wait for the next round.
  */
 export const FAIR_NEXT = sqltag`(SELECT g.group_key FROM fair_groups g ORDER BY g.ord DESC LIMIT 1) AS fair_next`;
-
