@@ -67,7 +67,7 @@ describe('fairness table', () => {
     expect(table.headlineBySystem?.runledger).toBe(
       "B's pickup p99 >= 22700 ms with A's backlog vs 99.0 ms on an empty queue: >= 229x (target <= 5x: not met), 200 of 200 B jobs starved",
     );
-    expect(table.notes.join('\n')).toContain('priority DESC, next_run_at, id');
+    expect(table.notes.join('\n')).toContain('every job names its tenant as its fairness key');
   });
 
   it('leaves the verdict open when the bound is under the target, or the baseline starved', () => {
