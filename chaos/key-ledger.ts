@@ -90,7 +90,7 @@ export interface KeyFindings {
 
 /**
  * The shape's checks, after the drain and once the reaper deleted every run-out lease: (a) overlap per key at
- * most its limit, from the ledger and from the handlers; (b) concurrency_limits.leased equals the key's live
+ * most its limit, from the ledger and from the handlers; (b) concurrency_slots.leased (taken - released) equals the key's live
  * lease rows (none left); (c) every keyed job terminal, each success executed exactly once in its attempt.
  */
 export async function verifyConcurrencyKeys(admin: pg.Pool): Promise<KeyFindings> {
@@ -99,11 +99,11 @@ export async function verifyConcurrencyKeys(admin: pg.Pool): Promise<KeyFindings
   const { rows: limitRows } = await admin.query<{ key: string; max_leased: number; leased: number; rows: number }>(`
     SELECT k.key, k.max_leased, k.leased,
            (SELECT count(*)::int FROM runledger.job_leases l WHERE l.concurrency_key = k.key) AS rows
-      FROM runledger.concurrency_limits k ORDER BY k.key`);
+      FROM runledger.concurrency_slots k ORDER BY k.key`);
   for (const row of limitRows) {
     limits.set(row.key, row.max_leased);
     // (b) The slot count is the live lease rows, after every lease ended (the drain waited for the reaper).
-    if (row.leased !== row.rows) violations.push(`key ${row.key}: concurrency_limits.leased = ${row.leased} but ${row.rows} live lease rows hold it`);
+    if (row.leased !== row.rows) violations.push(`key ${row.key}: concurrency_slots.leased = ${row.leased} but ${row.rows} live lease rows hold it`);
     else if (row.rows !== 0) violations.push(`key ${row.key}: ${row.rows} lease rows still live after the drain and the reaper`);
   }
   const { rows: stray } = await admin.query<{ key: string }>(`

@@ -98,7 +98,7 @@ async function checkLedger(url: string, limit: number): Promise<Pick<KeyedDrainM
     const { intervals, missing } = await ledgerLeaseIntervals(client);
     const overlaps = [...maxOverlapByKey(intervals).values()];
     const { rows } = await client.query<{ n: number }>(`
-      SELECT count(*)::int AS n FROM runledger.concurrency_limits k
+      SELECT count(*)::int AS n FROM runledger.concurrency_slots k
        WHERE k.leased <> 0 OR EXISTS (SELECT 1 FROM runledger.job_leases l WHERE l.concurrency_key = k.key)`);
     return {
       ledgerMax: Math.max(0, ...overlaps.map((o) => o.max)),

@@ -55,15 +55,14 @@
  *     failed claim), and a lost race is a unique violation that claimJobs
  *     retries (src/queue/claim.ts).
  *   - Concurrency keys' rows (runledger.concurrency_limits,
- *     src/queue/statements/concurrency-slots.ts) come after a statement's job
- *     rows (and lease rows), in key order, and do wait: a claim locks the rows
- *     of its candidates' keys before it writes its jobs and lease rows; a
- *     statement that ends leases locks the keys of the lease rows it deleted.
- *     Both take key rows in key order, so key rows add no cycle among
- *     themselves; a claim's candidates are PENDING rows it took with SKIP
- *     LOCKED and an ending statement's are LEASED rows, so neither waits on
- *     the other's job rows. The one wait the other way, a claim's lease insert
- *     on an execution resource's unique index while an ending statement holds
+ *     src/queue/statements/concurrency-slots.ts) are locked by claims only,
+ *     after the claim's job rows, in key order, with waits (claims of one key
+ *     queue on its row). Statements that end leases add to the key's row in
+ *     runledger.concurrency_releases instead, after their job and lease rows,
+ *     in key order, with waits among themselves; no statement takes both
+ *     kinds, so neither adds a cycle, and a claim never waits for a lease end
+ *     (migration 20270101000005). The one wait the other way, a claim's lease
+ *     insert on an execution resource's unique index while another claim holds
  *     a key row, needs a lease of that resource its snapshot missed (the head
  *     rule makes it rare) and meets the deadlock detector (retried like any
  *     failed claim). An enqueue changing a key's limit takes its row with SKIP

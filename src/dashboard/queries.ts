@@ -213,7 +213,7 @@ export async function readJobLinks(db: Db, scope: Scope, jobId: string): Promise
                                        'leased', CASE WHEN ${s.all}::boolean THEN k.leased
                                                       ELSE (SELECT count(*)::int FROM runledger.job_leases l JOIN runledger.job_queue o ON o.id = l.job_id
                                                              WHERE l.concurrency_key = k.key AND ${inScope(s, 'o.organization_id')}) END)
-                FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key) AS concurrency,
+                FROM runledger.concurrency_slots k WHERE k.key = jq.concurrency_key) AS concurrency,
              (SELECT json_build_object('key', r.key, 'limit', r.max_starts, 'periodMs', r.period_ms, 'burst', r.burst, 'setBy', r.set_by,
                                        'tokens', t.tokens,
                                        'nextTokenMs', CASE WHEN t.tokens >= 1 THEN 0 ELSE ceil((1 - t.tokens) * r.period_ms / r.max_starts)::bigint END)

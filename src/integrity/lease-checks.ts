@@ -71,7 +71,7 @@ export async function checkLeaseRows(tx: Tx, scope: ScopeParams, after: LeaseKey
 export async function checkConcurrencyCounts(tx: Tx, after: string, limit: number): Promise<{ violations: ViolationRow[]; last: string | null; size: number }> {
   const rows = await tx.$queryRaw<(ViolationRow & { key: string; broken: boolean })[]>`
     WITH page AS MATERIALIZED (
-      SELECT k.key, k.leased FROM runledger.concurrency_limits k
+      SELECT k.key, k.leased FROM runledger.concurrency_slots k
        WHERE k.key > ${after}
        ORDER BY k.key
        LIMIT ${limit}::int

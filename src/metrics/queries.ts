@@ -276,7 +276,7 @@ export function concurrencyKeys({ now, scope }: MetricsQueryContext): Sql {
       SELECT k.key, k.max_leased, k.set_by, coalesce(w.waiting, 0) AS waiting,
              CASE WHEN ${s.all}::boolean THEN k.leased ELSE coalesce(h.leased, 0) END AS leased
         FROM (SELECT key FROM waiting UNION SELECT key FROM holding) x
-        JOIN runledger.concurrency_limits k ON k.key = x.key
+        JOIN runledger.concurrency_slots k ON k.key = x.key
         LEFT JOIN waiting w ON w.key = x.key
         LEFT JOIN holding h ON h.key = x.key
     )

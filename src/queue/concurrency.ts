@@ -87,7 +87,7 @@ export async function listConcurrencyLimits(
                    WHERE jq.claimable AND jq.concurrency_key = k.key AND jq.next_run_at <= now()
                      AND ${inScope(s, 'jq.organization_id')}
                    LIMIT ${WAITING_COUNT_CAP}::int) w) AS waiting
-          FROM runledger.concurrency_limits k
+          FROM runledger.concurrency_slots k
          WHERE (${after ?? null}::text IS NULL OR k.key > ${after ?? null}::text)
            AND (${s.all}::boolean
                 OR EXISTS (SELECT 1 FROM runledger.job_queue jq

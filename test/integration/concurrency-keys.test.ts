@@ -55,7 +55,7 @@ async function claim(jobType: string, limit = 10): Promise<ClaimedJob[]> {
 
 async function keyRow(key: string): Promise<{ max_leased: number; leased: number; set_by: string } | undefined> {
   const [row] = await db.prisma.$queryRaw<{ max_leased: number; leased: number; set_by: string }[]>`
-    SELECT max_leased, leased, set_by FROM runledger.concurrency_limits WHERE key = ${key}`;
+    SELECT max_leased, leased, set_by FROM runledger.concurrency_slots WHERE key = ${key}`;
   return row;
 }
 
@@ -373,11 +373,11 @@ describe('concurrency keys', () => {
     const ofKey = async (kind: string) => (await verifyIntegrity(db.prisma, {})).violations.filter((v) => v.kind === kind && JSON.stringify(v).includes(key));
     expect(await ofKey('concurrency.leased_count')).toEqual([]);
     // A count that lost a lease.
-    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET leased = 1 WHERE key = ${key}`;
+    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET taken = taken - 1 WHERE key = ${key}`;
     const counts = await ofKey('concurrency.leased_count');
     expect(counts).toHaveLength(1);
     expect(counts[0]).toMatchObject({ expected: { key, leased: 2 }, found: { key, leased: 1 } });
-    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET leased = 2 WHERE key = ${key}`;
+    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET taken = taken + 1 WHERE key = ${key}`;
     // A lease row that names another key than its job's.
     await db.prisma.$executeRaw`UPDATE runledger.job_leases SET concurrency_key = ${`${key}-other`} WHERE job_id = ${b!.jobId}::uuid`;
     const mismatched = (await verifyIntegrity(db.prisma, {})).violations.filter((v) => v.kind === 'lease.job_mismatch' && v.jobId === b!.jobId);
@@ -454,7 +454,7 @@ describe('concurrency keys', () => {
     expect(over).toBe(0);
     expect(maxPerKey).toBe(3); // the limit was reached, not only respected
     const [row] = await db.prisma.$queryRaw<{ leased: number }[]>`
-      SELECT COALESCE(sum(leased), 0)::int AS leased FROM runledger.concurrency_limits WHERE key LIKE ${`${key}-%`}`;
+      SELECT COALESCE(sum(leased), 0)::int AS leased FROM runledger.concurrency_slots WHERE key LIKE ${`${key}-%`}`;
     expect(row!.leased).toBe(0);
   }, 180_000);
 });

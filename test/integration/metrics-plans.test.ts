@@ -52,7 +52,7 @@ beforeAll(async () => {
       FROM generate_series(1, 10) g`;
   // Keyed backlog: 60 due jobs over 5 concurrency keys, and 4 leases holding keys (migration 20270101000000).
   await db.prisma.$executeRaw`
-    INSERT INTO runledger.concurrency_limits (key, max_leased, leased) SELECT 'key.' || k, 2, CASE WHEN k < 4 THEN 1 ELSE 0 END FROM generate_series(0, 4) k`;
+    INSERT INTO runledger.concurrency_limits (key, max_leased, taken) SELECT 'key.' || k, 2, CASE WHEN k < 4 THEN 1 ELSE 0 END FROM generate_series(0, 4) k`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, concurrency_key, next_run_at, created_at)
     SELECT (lpad(to_hex(floor(extract(epoch FROM ${now}::timestamptz - make_interval(secs => 300 + g)) * 1000)::bigint), 12, '0') || substr(md5('k' || g), 1, 20))::uuid,

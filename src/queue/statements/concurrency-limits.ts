@@ -59,10 +59,10 @@ export function setConcurrencyLimitStatement(key: string, limit: number | null, 
     limit === null
       ? sqltag`UPDATE runledger.concurrency_limits k SET set_by = 'enqueue', updated_at = now()
                 WHERE k.key = ${key}
-               RETURNING k.key, k.max_leased, k.leased, k.set_by, k.updated_at`
+               RETURNING k.key, k.max_leased, (k.taken - COALESCE((SELECT r.released FROM runledger.concurrency_releases r WHERE r.key = k.key), 0))::int AS leased, k.set_by, k.updated_at`
       : sqltag`INSERT INTO runledger.concurrency_limits AS k (key, max_leased, set_by) VALUES (${key}, ${limit}::int, 'operator')
                ON CONFLICT (key) DO UPDATE SET max_leased = EXCLUDED.max_leased, set_by = 'operator', updated_at = now()
-               RETURNING k.key, k.max_leased, k.leased, k.set_by, k.updated_at`;
+               RETURNING k.key, k.max_leased, (k.taken - COALESCE((SELECT r.released FROM runledger.concurrency_releases r WHERE r.key = k.key), 0))::int AS leased, k.set_by, k.updated_at`;
   return sqltag`
     WITH written AS (${write})
     SELECT w.*, (SELECT count(*)::int FROM (

@@ -2,14 +2,18 @@
  * Concurrency keys' slots (runledger.concurrency_limits, migration 20270101000000_concurrency_keys), kept by
  * the statements that take and end leases, as CTEs of those statements.
  *
- * At no instant do more live leases hold a key than its `max_leased`: the claim admits a key's candidates only
- * up to the free slots it reads on the key's row under that row's lock, and adds the jobs it leased; every
- * statement that deletes a keyed lease row subtracts it (a canceled lease keeps its slot until the reaper
- * deletes it, as it keeps an execution resource). A counter on the locked row, not a count of lease rows: a
- * claim that waited for another claim's row lock reads the other's new leases only through that row.
+ * At no instant do more live leases hold a key than its `max_leased`. Live leases = `taken` (on the key's row in
+ * concurrency_limits) - `released` (on its row in concurrency_releases), two counters that only grow
+ * (migration 20270101000005). The claim admits a key's candidates only up to the free slots it reads under the
+ * key row's lock, and adds the jobs it leased to `taken`; every statement that deletes a keyed lease row adds
+ * it to `released` (a canceled lease keeps its slot until the reaper deletes it, as it keeps an execution
+ * resource). `taken` is on the locked row because a claim that waited for another claim's lock reads the
+ * other's leases only through that row; `released` is read from the claim's snapshot, which may miss an end
+ * committed meanwhile: the claim then sees fewer free slots, never more.
  *
- * Lock order (src/coordination/locking.ts): key rows after the statement's job rows (and, when ending leases,
- * its lease rows), in key order, with waits: claims of one key queue on its row for the length of a commit.
+ * Lock order (src/coordination/locking.ts): key rows after the statement's job rows, in key order, with waits,
+ * taken by claims only (claims of one key queue on its row for the length of a commit); release rows after a
+ * statement's job and lease rows, in key order, taken by lease ends only. No statement takes both.
  */
 import { raw, sqltag, type Sql } from '@prisma/client/runtime/client';
 
@@ -36,10 +40,13 @@ export function concurrencyAdmission(candidates: string, passed: string): Sql {
           FROM ${c} c
          WHERE c.concurrency_key IS NOT NULL
       ),
-      -- The keys' rows, locked in key order; a row a concurrent claim or completion changed is read as committed.
-      -- By primary key through an InitPlan array: a CTE's row estimate must not turn this into a scan of every key.
+      -- The keys' rows, locked in key order; a row a concurrent claim changed is read as committed, the released
+      -- count as of this statement's snapshot (see the header). By primary key through an InitPlan array: a
+      -- CTE's row estimate must not turn this into a scan of every key.
       gate AS (
-        SELECT k.key, k.max_leased, k.leased FROM runledger.concurrency_limits k
+        SELECT k.key, k.max_leased,
+               k.taken - COALESCE((SELECT r.released FROM runledger.concurrency_releases r WHERE r.key = k.key), 0) AS leased
+          FROM runledger.concurrency_limits k
          WHERE k.key = ANY (ARRAY(SELECT DISTINCT concurrency_key FROM keyed))
          ORDER BY k.key
            FOR UPDATE
@@ -68,29 +75,22 @@ export function countConcurrencySlots(claimed: string): Sql {
   const c = raw(claimed);
   return sqltag`slots_taken AS (
         UPDATE runledger.concurrency_limits k
-           SET leased = k.leased + t.n
+           SET taken = k.taken + t.n
           FROM (SELECT concurrency_key, count(*)::int AS n FROM ${c} WHERE concurrency_key IS NOT NULL GROUP BY concurrency_key) t
          WHERE k.key = ANY (ARRAY(SELECT concurrency_key FROM ${c} WHERE concurrency_key IS NOT NULL)) AND k.key = t.concurrency_key
       )`;
 }
 
 /**
- * CTEs counting back the concurrency slots of the lease rows `gone` deleted (a relation with
- * `concurrency_key`): each key's row locked in key order, then lowered by its rows. Never below 0: a count
- * verifyIntegrity finds wrong must not stop completions.
+ * CTE `slots_freed`: the concurrency slots of the lease rows `gone` deleted (a relation with `concurrency_key`)
+ * added to their keys' `released` counts, key rows taken in key order. The key's row in concurrency_limits is
+ * not touched: a lease end never waits for a claim, nor a claim for it.
  */
 export function freeConcurrencySlots(gone: string): Sql {
   const g = raw(gone);
-  return sqltag`slot_keys AS (
-        SELECT k.key FROM runledger.concurrency_limits k
-         WHERE k.key = ANY (ARRAY(SELECT DISTINCT concurrency_key FROM ${g} WHERE concurrency_key IS NOT NULL))
-         ORDER BY k.key
-           FOR UPDATE
-      ),
-      slots_freed AS (
-        UPDATE runledger.concurrency_limits k
-           SET leased = GREATEST(k.leased - e.n, 0)
-          FROM (SELECT concurrency_key, count(*)::int AS n FROM ${g} WHERE concurrency_key IS NOT NULL GROUP BY concurrency_key) e
-         WHERE k.key = ANY (ARRAY(SELECT key FROM slot_keys)) AND k.key = e.concurrency_key
+  return sqltag`slots_freed AS (
+        INSERT INTO runledger.concurrency_releases AS r (key, released)
+        SELECT concurrency_key, count(*) FROM ${g} WHERE concurrency_key IS NOT NULL GROUP BY concurrency_key ORDER BY concurrency_key
+        ON CONFLICT (key) DO UPDATE SET released = r.released + EXCLUDED.released
       )`;
 }
