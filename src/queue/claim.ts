@@ -3,7 +3,9 @@
  *
  * Invariants:
  * - Only PENDING jobs with `next_run_at <= now()` are claimed, highest
- *   priority first, then the earliest due, then id (the claim index order).
+ *   priority first, then the earliest due, then id (the claim index order);
+ *   jobs with a fairness key take turns per key within a priority
+ *   (src/queue/statements/fair-turns.ts).
  * - `FOR UPDATE SKIP LOCKED`: concurrent claimers never wait for each other
  *   and never receive the same job; a row another claimer holds is skipped.
  * - Each claimed job gets `attempt + 1`, an owner, an expiry on the database

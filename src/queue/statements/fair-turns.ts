@@ -9,7 +9,8 @@
  * consecutive claims visit every key even when there are more keys than a claim takes jobs.
  *
  * Locks: each key's share is locked with SKIP LOCKED like the unkeyed scan (no waits); shares the merge does
- * not take are unlocked when the statement ends. At most `limit` more rows than the claim takes are locked.
+ * not take are unlocked when the statement ends: the shares lock at most `limit` plus one row per key walked
+ * (rounding), beside the unkeyed scan's `limit`.
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 
@@ -50,8 +51,7 @@ export function fairBranch({ jobTypes, limit, after, open }: FairBranch): Sql {
       fair AS (
         SELECT f.id, f.ctid, f.concurrency_key, f.rate_key, f.priority, f.next_run_at,
                (row_number() OVER (PARTITION BY s.job_type, s.group_key ORDER BY f.priority DESC, f.next_run_at, f.id) - 1)::float8
-                 / s.group_weight AS turn,
-               s.group_key
+                 / s.group_weight AS turn
           FROM fair_shares s
          CROSS JOIN LATERAL (
            SELECT ${CANDIDATE_COLUMNS}
