@@ -90,26 +90,33 @@ export interface KeyFindings {
 
 /**
  * The shape's checks, after the drain and once the reaper deleted every run-out lease: (a) overlap per key at
- * most its limit, from the ledger and from the handlers; (b) concurrency_slots.leased (taken - released) equals the key's live
- * lease rows (none left); (c) every keyed job terminal, each success executed exactly once in its attempt.
+ * most its limit, from the ledger and from the handlers; (b) no lease row left, and every seat of every key free
+ * again, once; (c) every keyed job terminal, each success executed exactly once in its attempt.
  */
 export async function verifyConcurrencyKeys(admin: pg.Pool): Promise<KeyFindings> {
   const violations: string[] = [];
   const limits = new Map<string, number>();
-  const { rows: limitRows } = await admin.query<{ key: string; max_leased: number; leased: number; rows: number }>(`
-    SELECT k.key, k.max_leased, k.leased,
-           (SELECT count(*)::int FROM runledger.job_leases l WHERE l.concurrency_key = k.key) AS rows
-      FROM runledger.concurrency_slots k ORDER BY k.key`);
+  const { rows: limitRows } = await admin.query<{ key: string; max_leased: number; leased: number }>(`
+    SELECT k.key, k.max_leased, k.leased FROM runledger.concurrency_slots k ORDER BY k.key`);
   for (const row of limitRows) {
     limits.set(row.key, row.max_leased);
-    // (b) The slot count is the live lease rows, after every lease ended (the drain waited for the reaper).
-    if (row.leased !== row.rows) violations.push(`key ${row.key}: concurrency_slots.leased = ${row.leased} but ${row.rows} live lease rows hold it`);
-    else if (row.rows !== 0) violations.push(`key ${row.key}: ${row.rows} lease rows still live after the drain and the reaper`);
+    // (b) Every lease ended (the drain waited for the reaper).
+    if (row.leased !== 0) violations.push(`key ${row.key}: ${row.leased} lease rows still live after the drain and the reaper`);
   }
   const { rows: stray } = await admin.query<{ key: string }>(`
     SELECT DISTINCT l.concurrency_key AS key FROM runledger.job_leases l
      WHERE l.concurrency_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM runledger.concurrency_limits k WHERE k.key = l.concurrency_key)`);
   for (const row of stray) violations.push(`lease rows hold key ${row.key}, which has no concurrency_limits row`);
+  // Every seat free again, once each: seats 1..seats of the key and nothing else.
+  const { rows: seatRows } = await admin.query<{ key: string; seats: number; free: number; stray: number }>(`
+    SELECT k.key, k.seats, count(s.seat)::int AS free, count(s.seat) FILTER (WHERE s.seat > k.seats)::int AS stray
+      FROM runledger.concurrency_limits k LEFT JOIN runledger.concurrency_seats s ON s.key = k.key
+     GROUP BY k.key, k.seats`);
+  for (const row of seatRows) {
+    if (row.free !== row.seats || row.stray !== 0) {
+      violations.push(`key ${row.key}: ${row.free} free seats (${row.stray} numbered above ${row.seats}) after the drain, not its ${row.seats}`);
+    }
+  }
 
   // (a) Overlap from the ledger, then from the handlers' spans.
   const ledger = await ledgerLeaseIntervals(admin, { runOutSamples: 'chaos.seq_clock' });

@@ -54,22 +54,18 @@
  *     detector (40P01, `database.transaction_conflict`: retried like any
  *     failed claim), and a lost race is a unique violation that claimJobs
  *     retries (src/queue/claim.ts).
- *   - Concurrency keys' rows (runledger.concurrency_limits,
- *     src/queue/statements/concurrency-slots.ts) are locked by claims only,
- *     after the claim's job rows, in key order, with waits (claims of one key
- *     queue on its row). Statements that end leases add to the key's row in
- *     runledger.concurrency_releases instead, after their job and lease rows,
- *     in key order, with waits among themselves; no statement takes both
- *     kinds, so neither adds a cycle, and a claim never waits for a lease end
- *     (migration 20270101000005). The one wait the other way, a claim's lease
- *     insert on an execution resource's unique index while another claim holds
- *     a key row, needs a lease of that resource its snapshot missed (the head
- *     rule makes it rare) and meets the deadlock detector (retried like any
- *     failed claim). An enqueue changing a key's limit takes its row with SKIP
- *     LOCKED (never waits).
+ *   - Concurrency keys' seats (runledger.concurrency_seats,
+ *     src/queue/statements/concurrency-slots.ts, migration 20270101000006):
+ *     a claim locks free seats after its job rows with SKIP LOCKED (never
+ *     waits) and deletes the ones it leases with; a statement that ends a
+ *     lease inserts its seat back after its job and lease rows, a seat no
+ *     other statement can hold. No statement waits for a seat, so seats add
+ *     no cycle. A key's limit row (runledger.concurrency_limits) is locked
+ *     only by limit writes (an enqueue with SKIP LOCKED, setConcurrencyLimit
+ *     with a wait on the one row), never by a claim or a lease end.
  *   - Rate keys' rows (runledger.rate_limits,
  *     src/queue/statements/rate-slots.ts) are locked by the claim only, after
- *     its concurrency key rows, in key order, with waits. No statement that
+ *     its concurrency seats, in key order, with waits. No statement that
  *     ends a lease touches them (a start's token is never given back), so
  *     they add no cycle; an enqueue changing a key's setting, and
  *     setRateLimit, take the row without waiting on job rows.

@@ -64,28 +64,41 @@ export async function checkLeaseRows(tx: Tx, scope: ScopeParams, after: LeaseKey
 }
 
 /**
- * Concurrency keys' slot counts (migration 20270101000000_concurrency_keys), one page of keys after `after`
- * in key order: `leased` is the number of lease rows holding the key (live and canceled ones not yet swept).
- * Counted through the lease rows of the page's keys (job_leases holds live leases only: the fleet's size).
+ * Concurrency keys' seats (migration 20270101000006_concurrency_seats), one page of keys after `after` in key
+ * order: seats 1..seats of a key are each either free (a concurrency_seats row) or held by one lease row (live,
+ * or canceled and not yet swept), never both, never by two, so free + held = seats. Read through the lease rows
+ * and free seats of the page's keys (job_leases holds live leases only: the fleet's size).
  */
 export async function checkConcurrencyCounts(tx: Tx, after: string, limit: number): Promise<{ violations: ViolationRow[]; last: string | null; size: number }> {
   const rows = await tx.$queryRaw<(ViolationRow & { key: string; broken: boolean })[]>`
     WITH page AS MATERIALIZED (
-      SELECT k.key, k.leased FROM runledger.concurrency_slots k
+      SELECT k.key, k.seats FROM runledger.concurrency_limits k
        WHERE k.key > ${after}
        ORDER BY k.key
        LIMIT ${limit}::int
     ),
     held AS (
-      SELECT l.concurrency_key AS key, count(*)::int AS n FROM runledger.job_leases l
+      SELECT l.concurrency_key AS key, count(*)::int AS n,
+             (count(*) - count(DISTINCT l.concurrency_seat))::int AS doubled,
+             count(*) FILTER (WHERE l.concurrency_seat IS NULL OR EXISTS (
+               SELECT 1 FROM runledger.concurrency_seats s WHERE s.key = l.concurrency_key AND s.seat = l.concurrency_seat)
+             )::int AS unseated
+        FROM runledger.job_leases l
        WHERE l.concurrency_key IN (SELECT key FROM page)
        GROUP BY l.concurrency_key
+    ),
+    free AS (
+      SELECT s.key, count(*)::int AS n FROM runledger.concurrency_seats s WHERE s.key IN (SELECT key FROM page) GROUP BY s.key
     )
     SELECT 'concurrency.leased_count' AS kind, NULL::uuid AS workflow_run_id, NULL::uuid AS step_id, NULL::text AS step_key,
-           NULL::text AS job_id, jsonb_build_object('key', p.key, 'leased', COALESCE(h.n, 0)) AS expected,
-           jsonb_build_object('key', p.key, 'leased', p.leased) AS found, p.key, p.leased <> COALESCE(h.n, 0) AS broken
+           NULL::text AS job_id, jsonb_build_object('key', p.key, 'seats', p.seats) AS expected,
+           jsonb_build_object('key', p.key, 'free', COALESCE(f.n, 0), 'leased', COALESCE(h.n, 0),
+                              'leasesOnFreeOrNoSeat', COALESCE(h.unseated, 0), 'leasesSharingASeat', COALESCE(h.doubled, 0)) AS found,
+           p.key,
+           COALESCE(f.n, 0) + COALESCE(h.n, 0) <> p.seats OR COALESCE(h.unseated, 0) > 0 OR COALESCE(h.doubled, 0) > 0 AS broken
       FROM page p
       LEFT JOIN held h ON h.key = p.key
+      LEFT JOIN free f ON f.key = p.key
      ORDER BY p.key`;
   const last = rows.at(-1);
   return {

@@ -7,4 +7,4 @@
  * ship that folder still checks; test/unit/schema-version.test.ts keeps it
  * equal to the newest folder.
  */
-export const REQUIRED_MIGRATION = '20270101000005_concurrency_releases';
+export const REQUIRED_MIGRATION = '20270101000006_concurrency_seats';

@@ -6,7 +6,7 @@
  * the leases holding the key end (no lease is taken back).
  */
 import { z } from 'zod';
-import type { Db } from '../client/types.js';
+import type { Db, Tx } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { scopeParams, scopeSchema, type Scope } from '../db/scope.js';
 import { inScope } from '../db/fragments.js';
@@ -45,9 +45,13 @@ export const setConcurrencyLimitInputSchema = z.strictObject({ key: requestKey, 
  */
 export async function setConcurrencyLimit(db: Db, input: { key: string; limit: number | null }): Promise<ConcurrencyLimit> {
   const { key, limit } = parseInput(setConcurrencyLimitInputSchema, input, JOB_INVALID_INPUT);
-  const [row] = await withStatement(db, 'set concurrency limit', async (tx) =>
-    tx.$queryRaw<(LimitRow & { waiting: number })[]>(...asTemplate(setConcurrencyLimitStatement(key, limit, WAITING_COUNT_CAP))),
-  );
+  const write = (tx: Tx) => tx.$queryRaw<(LimitRow & { waiting: number })[]>(...asTemplate(setConcurrencyLimitStatement(key, limit, WAITING_COUNT_CAP)));
+  // A row an enqueue created after the statement's snapshot is neither inserted nor changed by it: once more, on
+  // a snapshot that sees it (the insert waited for that enqueue's commit).
+  const [row] = await withStatement(db, 'set concurrency limit', async (tx) => {
+    const first = await write(tx);
+    return first.length > 0 || limit === null ? first : write(tx);
+  });
   if (row === undefined) throw new NotFoundError('job.concurrency_key_not_found', 'No job has named this concurrency key.');
   return toLimit(row);
 }

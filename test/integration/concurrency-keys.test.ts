@@ -4,7 +4,6 @@
  * stays PENDING at attempt 0 and takes no claim slot; every way a lease ends frees its slot (a canceled one
  * once it has run out); the limit is a row an operator can change while jobs run.
  */
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -33,9 +32,8 @@ import {
   type ClaimedJob,
 } from '../../src/index.js';
 import { defineJob } from '../../src/worker/index.js';
-import { countdown, within } from '../fixtures/worker-support/latches.js';
+import { countdown, latch, within } from '../fixtures/worker-support/latches.js';
 import { useTestDatabase } from '../harness/database.js';
-import { waitForLockWaiters } from '../harness/key-rows.js';
 import { useWorkers } from '../harness/workers.js';
 import { expireLeases } from '../harness/leases.js';
 
@@ -240,6 +238,13 @@ describe('concurrency keys', () => {
     await enqueueJob(db.prisma, { jobType: type, payload: { n: 8 }, concurrency: { key, limit: 5 } });
     expect(await keyRow(key)).toMatchObject({ max_leased: 5, set_by: 'enqueue' });
     expect(await claim(type)).toHaveLength(2);
+    // Each raise created only the seats above the key's count, so no held seat was made free again.
+    const [seats] = await db.prisma.$queryRaw<{ seats: number; free: number[]; held: number[] }[]>`
+      SELECT k.seats,
+             ARRAY(SELECT s.seat FROM runledger.concurrency_seats s WHERE s.key = k.key ORDER BY s.seat) AS free,
+             ARRAY(SELECT l.concurrency_seat FROM runledger.job_leases l WHERE l.concurrency_key = k.key ORDER BY l.concurrency_seat) AS held
+        FROM runledger.concurrency_limits k WHERE k.key = ${key}`;
+    expect(seats).toEqual({ seats: 5, free: [], held: [1, 2, 3, 4, 5] });
     // A key set before any job names it.
     const preset = `${key}-preset`;
     expect(await setConcurrencyLimit(db.prisma, { key: preset, limit: 4 })).toMatchObject({ limit: 4, leased: 0, waiting: 0 });
@@ -372,12 +377,14 @@ describe('concurrency keys', () => {
     const [a, b] = await claim(type, 2);
     const ofKey = async (kind: string) => (await verifyIntegrity(db.prisma, {})).violations.filter((v) => v.kind === kind && JSON.stringify(v).includes(key));
     expect(await ofKey('concurrency.leased_count')).toEqual([]);
-    // A count that lost a lease.
-    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET taken = taken - 1 WHERE key = ${key}`;
+    // A seat both free and held by a lease.
+    await db.prisma.$executeRaw`INSERT INTO runledger.concurrency_seats (key, seat)
+                                 SELECT concurrency_key, concurrency_seat FROM runledger.job_leases WHERE job_id = ${a!.jobId}::uuid`;
     const counts = await ofKey('concurrency.leased_count');
     expect(counts).toHaveLength(1);
-    expect(counts[0]).toMatchObject({ expected: { key, leased: 2 }, found: { key, leased: 1 } });
-    await db.prisma.$executeRaw`UPDATE runledger.concurrency_limits SET taken = taken + 1 WHERE key = ${key}`;
+    expect(counts[0]).toMatchObject({ expected: { key, seats: 3 }, found: { key, free: 2, leased: 2, leasesOnFreeOrNoSeat: 1 } });
+    await db.prisma.$executeRaw`DELETE FROM runledger.concurrency_seats s USING runledger.job_leases l
+                                 WHERE l.job_id = ${a!.jobId}::uuid AND s.key = l.concurrency_key AND s.seat = l.concurrency_seat`;
     // A lease row that names another key than its job's.
     await db.prisma.$executeRaw`UPDATE runledger.job_leases SET concurrency_key = ${`${key}-other`} WHERE job_id = ${b!.jobId}::uuid`;
     const mismatched = (await verifyIntegrity(db.prisma, {})).violations.filter((v) => v.kind === 'lease.job_mismatch' && v.jobId === b!.jobId);
@@ -389,32 +396,48 @@ describe('concurrency keys', () => {
     expect(await keyRow(key)).toMatchObject({ leased: 0 });
   });
 
-  it('admits no more than the limit when claims of one key run at once on separate connections', async () => {
+  it('admits no more than the limit while claims of one key overlap in open transactions on separate connections', async () => {
     const { type, key } = fresh();
     await enqueueJobs(
       db.prisma,
       Array.from({ length: 40 }, (_, n) => ({ jobType: type, payload: { n }, concurrency: { key, limit: 3 } })),
     );
-    // The barrier: a transaction holding the key's row, so every claim below reaches it and waits there; all
-    // are released at once when it commits.
-    const holder = new pg.Client({ connectionString: db.url });
-    await holder.connect();
+    // Claims never wait for each other (seats are taken with SKIP LOCKED), so the barrier is the transactions:
+    // each claim runs while every earlier one is still uncommitted, and all commit together at the end.
+    const clients = Array.from({ length: 8 }, () => db.newClient({ max: 1 }));
+    const counts: number[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const transactions: Promise<ClaimedJob[]>[] = [];
     try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT 1 FROM runledger.concurrency_limits WHERE key = $1 FOR UPDATE', [key]);
-      const clients = Array.from({ length: 8 }, () => db.newClient({ max: 1 }));
-      const claims = clients.map((client, i) => claimJobs(client, { workerId: `w${i}`, jobTypes: [type], limit: 2, leaseSeconds: 60 }));
-      // Every claim is waiting on the key row's lock before the holder lets go.
-      await waitForLockWaiters(holder, 8);
-      await holder.query('COMMIT');
-      const claimed = (await Promise.all(claims)).flat();
-      expect(claimed).toHaveLength(3);
+      for (const [i, client] of clients.entries()) {
+        const claimed = latch();
+        transactions.push(
+          client.$transaction(async (tx) => {
+            const jobs = await claimJobs(tx, { workerId: `w${i}`, jobTypes: [type], limit: 2, leaseSeconds: 60 });
+            counts.push(jobs.length);
+            claimed.open();
+            await released;
+            return jobs;
+          }),
+        );
+        await within(claimed.promise, 5_000, `claim ${i}`);
+      }
+      // While all eight are open: the first took two seats, the second the third, the rest none.
+      expect(counts).toEqual([2, 1, 0, 0, 0, 0, 0, 0]);
+      release();
+      const claimed = (await Promise.all(transactions)).flat();
       expect(new Set(claimed.map((j) => j.jobId)).size).toBe(3);
       expect(await keyRow(key)).toMatchObject({ leased: 3 });
       expect(await leaseRows(key)).toBe(3);
-      await Promise.all(clients.map((client) => client.$disconnect()));
+      // Committed: a later claim finds the key full.
+      expect(await claim(type, 5)).toEqual([]);
     } finally {
-      await holder.end();
+      release();
+      await Promise.allSettled(transactions);
+      await Promise.all(clients.map((client) => client.$disconnect()));
     }
   });
 

@@ -52,7 +52,9 @@ beforeAll(async () => {
       FROM generate_series(1, 10) g`;
   // Keyed backlog: 60 due jobs over 5 concurrency keys, and 4 leases holding keys (migration 20270101000000).
   await db.prisma.$executeRaw`
-    INSERT INTO runledger.concurrency_limits (key, max_leased, taken) SELECT 'key.' || k, 2, CASE WHEN k < 4 THEN 1 ELSE 0 END FROM generate_series(0, 4) k`;
+    INSERT INTO runledger.concurrency_limits (key, max_leased, seats) SELECT 'key.' || k, 2, 2 FROM generate_series(0, 4) k`;
+  await db.prisma.$executeRaw`
+    INSERT INTO runledger.concurrency_seats (key, seat) SELECT 'key.' || k, s FROM generate_series(0, 4) k, generate_series(1, 2) s`;
   await db.prisma.$executeRaw`
     INSERT INTO runledger.job_queue (id, job_type, organization_id, payload, concurrency_key, next_run_at, created_at)
     SELECT (lpad(to_hex(floor(extract(epoch FROM ${now}::timestamptz - make_interval(secs => 300 + g)) * 1000)::bigint), 12, '0') || substr(md5('k' || g), 1, 20))::uuid,
@@ -64,8 +66,11 @@ beforeAll(async () => {
      WHERE jq.id = n.id`;
   // Their lease rows, as the claim writes them (migration 20261229000000_job_leases).
   await db.prisma.$executeRaw`
-    INSERT INTO runledger.job_leases (expires_at, job_id, concurrency_key)
-    SELECT lease_expires_at, id, concurrency_key FROM runledger.job_queue WHERE status = 'LEASED'`;
+    INSERT INTO runledger.job_leases (expires_at, job_id, concurrency_key, concurrency_seat)
+    SELECT lease_expires_at, id, concurrency_key, CASE WHEN concurrency_key IS NOT NULL THEN 1 END FROM runledger.job_queue WHERE status = 'LEASED'`;
+  await db.prisma.$executeRaw`
+    DELETE FROM runledger.concurrency_seats s USING runledger.job_leases l
+     WHERE l.concurrency_key = s.key AND l.concurrency_seat = s.seat`;
   // Rate-keyed backlog: 40 of the due jobs over 4 rate keys (migration 20270101000002).
   await db.prisma.$executeRaw`
     INSERT INTO runledger.rate_limits (key, max_starts, period_ms, burst, tokens) SELECT 'rate.' || k, 10, 1000, 10, 0 FROM generate_series(0, 3) k`;

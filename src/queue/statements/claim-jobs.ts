@@ -4,7 +4,7 @@
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
 import { insertLeaseRows } from './lease-rows.js';
-import { concurrencyOpen, concurrencyAdmission, countConcurrencySlots } from './concurrency-slots.js';
+import { concurrencyOpen, concurrencyAdmission, takeConcurrencySeats } from './concurrency-slots.js';
 import { rateAdmission, rateOpen, takeRateTokens } from './rate-slots.js';
 import { CANDIDATE_COLUMNS, FAIR_NEXT, fairBranch } from './fair-turns.js';
 
@@ -92,9 +92,10 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
       -- with markRunning its RUNNING event's (right after).
       -- One row of two aligned arrays, read per claimed row by array_position (a linear scan in C): a lookup in
       -- a CTE of one row per job rescanned it for every claimed row.
+      -- The same arrays carry each job's concurrency seat.
       numbers AS MATERIALIZED (
-        SELECT array_agg(x.id) AS ids, array_agg(x.seq) AS seqs
-          FROM (SELECT id, nextval('runledger.job_events_seq_seq') AS seq FROM admitted) x
+        SELECT array_agg(x.id) AS ids, array_agg(x.seq) AS seqs, array_agg(x.concurrency_seat) AS seats
+          FROM (SELECT id, nextval('runledger.job_events_seq_seq') AS seq, concurrency_seat FROM admitted) x
       ),
       claimed AS (
         UPDATE runledger.job_queue jq
@@ -121,10 +122,11 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
         RETURNING jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.lease_expires_at, jq.job_type, jq.organization_id,
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
-                  jq.trace_context, jq.stage, jq.concurrency_key, jq.rate_key, jq.fair_key
+                  jq.trace_context, jq.stage, jq.concurrency_key, jq.rate_key, jq.fair_key,
+                  (SELECT n.seats[array_position(n.ids, jq.id)] FROM numbers n) AS concurrency_seat
       ),
       leased AS (${insertLeaseRows('claimed')}),
-      ${countConcurrencySlots('claimed')},
+      ${takeConcurrencySeats('claimed')},
       ${takeRateTokens('claimed')},
       numbered AS (
         SELECT claimed.*, row_number() OVER (ORDER BY priority DESC, next_run_at, id)::int AS n FROM claimed

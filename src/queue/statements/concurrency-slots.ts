@@ -1,35 +1,46 @@
 /**
- * Concurrency keys' slots (runledger.concurrency_limits, migration 20270101000000_concurrency_keys), kept by
- * the statements that take and end leases, as CTEs of those statements.
+ * Concurrency keys' seats (runledger.concurrency_seats, migration 20270101000006_concurrency_seats), taken by
+ * the claim and given back by the statements that end leases, as CTEs of those statements.
  *
- * At no instant do more live leases hold a key than its `max_leased`. Live leases = `taken` (on the key's row in
- * concurrency_limits) - `released` (on its row in concurrency_releases), two counters that only grow
- * (migration 20270101000005). The claim admits a key's candidates only up to the free slots it reads under the
- * key row's lock, and adds the jobs it leased to `taken`; every statement that deletes a keyed lease row adds
- * it to `released` (a canceled lease keeps its slot until the reaper deletes it, as it keeps an execution
- * resource). `taken` is on the locked row because a claim that waited for another claim's lock reads the
- * other's leases only through that row; `released` is read from the claim's snapshot, which may miss an end
- * committed meanwhile: the claim then sees fewer free slots, never more.
+ * At no instant do more live leases hold a key than its `max_leased`: a free seat is a row, a claim leases a
+ * keyed job only with a free seat numbered at most the limit that it locked and deletes, the lease row names the
+ * seat, and the statement that deletes the lease row inserts the seat back. Two claims of one key take different
+ * seats (SKIP LOCKED), so claims never wait for each other, nor for a lease end.
  *
- * Lock order (src/coordination/locking.ts): key rows after the statement's job rows, in key order, with waits,
- * taken by claims only (claims of one key queue on its row for the length of a commit); release rows after a
- * statement's job and lease rows, in key order, taken by lease ends only. No statement takes both.
+ * Lock order (src/coordination/locking.ts): seat rows after the statement's job rows and lease rows. A claim
+ * locks free seats with SKIP LOCKED (never waits); a lease end inserts its own seat, which no other statement
+ * can hold or insert (only the lease row naming it gives it back). No statement waits for a seat.
  */
 import { raw, sqltag, type Sql } from '@prisma/client/runtime/client';
 
 /**
  * A candidate's snapshot test (`jq` the job row): no key, or the job among its key's first due jobs that the
- * key's free slots can take (runledger.concurrency_open, migration 20270101000000). Keeps a full key's jobs,
- * and a key's jobs beyond its free slots, out of the claim's LIMIT; the admission below decides.
+ * key's free seats can take. Keeps a full key's jobs, and a key's jobs beyond its free seats, out of the
+ * claim's LIMIT; the admission below decides. When the claim could not fill the free seats, any of the key's
+ * jobs may be a candidate (no probe). Subplans of the scan's filter rather than a function call: the test runs
+ * for every keyed row the scan reads, those other claims hold included, and a PL/pgSQL call cost twice as much.
+ * At most `claimLimit` entries of the free-seat index and `free` of the waiting index are read.
  */
 export function concurrencyOpen(claimLimit: number): Sql {
-  return sqltag`(jq.concurrency_key IS NULL OR runledger.concurrency_open(jq.concurrency_key, jq.id, ${claimLimit}::int))`;
+  return sqltag`(jq.concurrency_key IS NULL OR (
+          SELECT CASE WHEN f.free = 0 THEN false
+                      WHEN f.free >= ${claimLimit}::int THEN true
+                      ELSE jq.id IN (SELECT h.id FROM runledger.job_queue h
+                                      WHERE h.concurrency_key = jq.concurrency_key AND h.claimable AND h.next_run_at <= now()
+                                      ORDER BY h.priority DESC, h.next_run_at, h.id
+                                      LIMIT f.free) END
+            FROM (SELECT count(*)::int AS free FROM (
+                    SELECT 1 FROM runledger.concurrency_seats s
+                     WHERE s.key = jq.concurrency_key
+                       AND s.seat <= (SELECT k.max_leased FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key)
+                     LIMIT ${claimLimit}::int) x) f))`;
 }
 
 /**
  * CTEs `passed` (the `candidates` the concurrency keys let through: unkeyed ones, and each key's first ones in
- * claim order up to its free slots; every candidate column but the key) and what they need. A keyed candidate
- * beyond its key's free slots is not leased: it stays PENDING, and its row lock ends with the statement.
+ * claim order, each with a free seat of its key; every candidate column but the key, and `concurrency_seat`)
+ * and what they need. A keyed candidate without a seat is not leased: it stays PENDING, and its row lock ends
+ * with the statement, as do the locks of seats no claimed job takes.
  */
 export function concurrencyAdmission(candidates: string, passed: string): Sql {
   const c = raw(candidates);
@@ -40,57 +51,55 @@ export function concurrencyAdmission(candidates: string, passed: string): Sql {
           FROM ${c} c
          WHERE c.concurrency_key IS NOT NULL
       ),
-      -- The keys' rows, locked in key order; a row a concurrent claim changed is read as committed, the released
-      -- count as of this statement's snapshot (see the header). By primary key through an InitPlan array: a
-      -- CTE's row estimate must not turn this into a scan of every key.
-      gate AS (
-        SELECT k.key, k.max_leased,
-               k.taken - COALESCE((SELECT r.released FROM runledger.concurrency_releases r WHERE r.key = k.key), 0) AS leased
-          FROM runledger.concurrency_limits k
-         WHERE k.key = ANY (ARRAY(SELECT DISTINCT concurrency_key FROM keyed))
-         ORDER BY k.key
-           FOR UPDATE
-      ),
-      grants AS (
-        SELECT g.key, LEAST(w.want, GREATEST(g.max_leased - g.leased, 0)) AS n
-          FROM gate g
-          JOIN (SELECT concurrency_key, count(*) AS want FROM keyed GROUP BY concurrency_key) w ON w.concurrency_key = g.key
+      -- Each key's free seats at or below its limit, lowest first, as many as it has candidates: seats another
+      -- claim holds are skipped, and a seat a claim took since this statement's snapshot is gone at the recheck.
+      seats AS MATERIALIZED (
+        SELECT w.concurrency_key, s.seat, row_number() OVER (PARTITION BY w.concurrency_key ORDER BY s.seat) AS rn
+          FROM (SELECT concurrency_key, count(*)::int AS want FROM keyed GROUP BY concurrency_key ORDER BY concurrency_key) w
+         CROSS JOIN LATERAL (
+           SELECT cs.seat FROM runledger.concurrency_seats cs
+            WHERE cs.key = w.concurrency_key
+              AND cs.seat <= (SELECT k.max_leased FROM runledger.concurrency_limits k WHERE k.key = w.concurrency_key)
+            ORDER BY cs.seat
+            LIMIT w.want
+              FOR UPDATE SKIP LOCKED
+         ) s
       ),
       ${out} AS (
-        SELECT c.id, c.ctid, c.rate_key, c.priority, c.next_run_at FROM ${c} c WHERE c.concurrency_key IS NULL
+        SELECT c.id, c.ctid, c.rate_key, c.priority, c.next_run_at, NULL::int AS concurrency_seat FROM ${c} c WHERE c.concurrency_key IS NULL
         UNION ALL
-        SELECT c.id, c.ctid, c.rate_key, c.priority, c.next_run_at
+        SELECT c.id, c.ctid, c.rate_key, c.priority, c.next_run_at, st.seat
           FROM ${c} c
           JOIN keyed kd ON kd.id = c.id
-          JOIN grants gr ON gr.key = kd.concurrency_key AND kd.rn <= gr.n
+          JOIN seats st ON st.concurrency_key = kd.concurrency_key AND st.rn = kd.rn
       )`;
 }
 
 /**
- * The claim's count of the slots its leases took (`claimed`: the jobs it leased, with `concurrency_key`): from
- * what it wrote, not what it admitted, so an admitted job left PENDING takes no slot. The rows are the
- * admission's, already locked.
+ * CTE `seats_taken`: the seats of the jobs the claim leased (`claimed`: with `concurrency_key`,
+ * `concurrency_seat`), no longer free. From what it wrote, not what it admitted, so an admitted job left PENDING
+ * takes no seat. The rows are the admission's, already locked.
  */
-export function countConcurrencySlots(claimed: string): Sql {
+export function takeConcurrencySeats(claimed: string): Sql {
   const c = raw(claimed);
-  return sqltag`slots_taken AS (
-        UPDATE runledger.concurrency_limits k
-           SET taken = k.taken + t.n
-          FROM (SELECT concurrency_key, count(*)::int AS n FROM ${c} WHERE concurrency_key IS NOT NULL GROUP BY concurrency_key) t
-         WHERE k.key = ANY (ARRAY(SELECT concurrency_key FROM ${c} WHERE concurrency_key IS NOT NULL)) AND k.key = t.concurrency_key
+  return sqltag`seats_taken AS (
+        DELETE FROM runledger.concurrency_seats s
+         USING ${c} c
+         WHERE c.concurrency_key IS NOT NULL AND s.key = c.concurrency_key AND s.seat = c.concurrency_seat
       )`;
 }
 
 /**
- * CTE `slots_freed`: the concurrency slots of the lease rows `gone` deleted (a relation with `concurrency_key`)
- * added to their keys' `released` counts, key rows taken in key order. The key's row in concurrency_limits is
- * not touched: a lease end never waits for a claim, nor a claim for it.
+ * CTE `slots_freed`: the seats of the lease rows `gone` deleted (a relation with `concurrency_key`,
+ * `concurrency_seat`), free again. A seat already free would mean a ledger fault verifyIntegrity reports; the
+ * lease end does not fail on it.
  */
 export function freeConcurrencySlots(gone: string): Sql {
   const g = raw(gone);
   return sqltag`slots_freed AS (
-        INSERT INTO runledger.concurrency_releases AS r (key, released)
-        SELECT concurrency_key, count(*) FROM ${g} WHERE concurrency_key IS NOT NULL GROUP BY concurrency_key ORDER BY concurrency_key
-        ON CONFLICT (key) DO UPDATE SET released = r.released + EXCLUDED.released
+        INSERT INTO runledger.concurrency_seats (key, seat)
+        SELECT g.concurrency_key, g.concurrency_seat FROM ${g} g
+         WHERE g.concurrency_key IS NOT NULL AND g.concurrency_seat IS NOT NULL
+        ON CONFLICT (key, seat) DO NOTHING
       )`;
 }

@@ -44,30 +44,33 @@ export function withLeaseRowKey(written: string, locked: string): Sql {
   return sqltag`(SELECT w.id, k.lease_row_expires_at FROM ${raw(written)} w JOIN ${raw(locked)} k ON k.id = w.id)`;
 }
 
-/** The claim: one lease row per claimed job (`claimed` has `id`, `lease_expires_at`, `resource_key`, `concurrency_key`). */
+/**
+ * The claim: one lease row per claimed job (`claimed` has `id`, `lease_expires_at`, `resource_key`,
+ * `concurrency_key`, `concurrency_seat`).
+ */
 export function insertLeaseRows(claimed: string): Sql {
   const c = raw(claimed);
   // A second live lease of a resource key is refused here (job_leases_resource_uidx, retried by claimJobs).
-  return sqltag`INSERT INTO runledger.job_leases (expires_at, job_id, resource_key, concurrency_key)
-        SELECT c.lease_expires_at, c.id, c.resource_key, c.concurrency_key FROM ${c} c`;
+  return sqltag`INSERT INTO runledger.job_leases (expires_at, job_id, resource_key, concurrency_key, concurrency_seat)
+        SELECT c.lease_expires_at, c.id, c.resource_key, c.concurrency_key, c.concurrency_seat FROM ${c} c`;
 }
 
 /**
  * Completion, failure, continuation, release, reaper: the lease rows of the jobs `written` out of LEASED
  * (`written`: a relation with `id` and `lease_row_expires_at`: a CTE name or withLeaseRowKey()), and their
- * concurrency slots counted back. Two CTEs of the caller's WITH list: `unleased` and freeConcurrencySlots'.
+ * concurrency seats freed. Two CTEs of the caller's WITH list: `unleased` and freeConcurrencySlots'.
  */
 export function endLeaseRows(written: Sql): Sql {
   return sqltag`unleased AS (${deleteLeaseRows(written)}),
       ${freeConcurrencySlots('unleased')}`;
 }
 
-/** The DELETE of endLeaseRows, returning each row's `concurrency_key` (the reaper frees them with its sweep's). */
+/** The DELETE of endLeaseRows, returning each row's key and seat (the reaper frees them with its sweep's). */
 export function deleteLeaseRows(written: Sql): Sql {
   return sqltag`DELETE FROM runledger.job_leases l
          USING ${written} w
          WHERE ${leaseRowOf('w')}
-        RETURNING l.concurrency_key`;
+        RETURNING l.concurrency_key, l.concurrency_seat`;
 }
 
 /** The heartbeat: the lease rows of the jobs `written` (with `lease_row_expires_at` and the new `lease_expires_at`) move to it. */
@@ -102,7 +105,7 @@ export const EXPIRED_LEASE_ROWS = sqltag`runledger.job_leases l
  * the order needs.
  */
 export function deleteRunOutCanceledLeases(limit: number): Sql {
-  // The caller counts the keyed rows' slots back from RETURNING (freeConcurrencySlots).
+  // The caller frees the keyed rows' seats from RETURNING (freeConcurrencySlots).
   return sqltag`DELETE FROM runledger.job_leases l
         WHERE (l.expires_at, l.job_id) IN (
           SELECT c.expires_at, c.job_id FROM runledger.job_leases c
@@ -110,5 +113,5 @@ export function deleteRunOutCanceledLeases(limit: number): Sql {
            ORDER BY c.expires_at, c.job_id
            LIMIT ${limit}::int
              FOR UPDATE SKIP LOCKED)
-        RETURNING l.concurrency_key`;
+        RETURNING l.concurrency_key, l.concurrency_seat`;
 }

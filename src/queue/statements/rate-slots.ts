@@ -6,7 +6,7 @@
  * candidates only up to the whole tokens it reads there, and subtracts the jobs it leased. Nothing else
  * takes or gives tokens: every lease is a start, and a lease that ends early still started.
  *
- * Lock order (src/coordination/locking.ts): rate rows after the claim's job rows and concurrency key rows, in
+ * Lock order (src/coordination/locking.ts): rate rows after the claim's job rows and concurrency seats, in
  * key order, with waits: claims of one key queue on its row for the length of a commit.
  */
 import { raw, sqltag, type Sql } from '@prisma/client/runtime/client';
@@ -25,7 +25,8 @@ const tokensNow = (r: string) => raw(`runledger.rate_tokens(${r}.tokens, ${r}.re
 
 /**
  * CTE `admitted` (the `passed` candidates to lease: those without a rate key, and each key's first ones in
- * claim order up to its whole tokens). `passed` has id, ctid, rate_key, priority, next_run_at. A candidate
+ * claim order up to its whole tokens, with their `concurrency_seat`). `passed` has id, ctid, rate_key, priority,
+ * next_run_at, concurrency_seat. A candidate
  * beyond its key's tokens is not leased: it stays PENDING, and its row lock ends with the statement.
  */
 export function rateAdmission(passed: string): Sql {
@@ -45,9 +46,9 @@ export function rateAdmission(passed: string): Sql {
            FOR UPDATE
       ),
       admitted AS (
-        SELECT c.id, c.ctid FROM ${p} c WHERE c.rate_key IS NULL
+        SELECT c.id, c.ctid, c.concurrency_seat FROM ${p} c WHERE c.rate_key IS NULL
         UNION ALL
-        SELECT c.id, c.ctid
+        SELECT c.id, c.ctid, c.concurrency_seat
           FROM ${p} c
           JOIN rate_keyed kd ON kd.id = c.id
           JOIN rate_gate g ON g.key = kd.rate_key AND kd.rn <= g.free

@@ -57,7 +57,7 @@ export function reapExpiredLeasesStatement(limit: number, eventIds: readonly str
       unleased AS (${deleteLeaseRows(sqltag`reaped`)}),
       -- Canceled leases that ran out: their keys' quiescence is over.
       run_out AS (${deleteRunOutCanceledLeases(limit)}),
-      ended_leases AS (SELECT concurrency_key FROM unleased UNION ALL SELECT concurrency_key FROM run_out),
+      ended_leases AS (SELECT concurrency_key, concurrency_seat FROM unleased UNION ALL SELECT concurrency_key, concurrency_seat FROM run_out),
       ${freeConcurrencySlots('ended_leases')},
       counted AS (${countFinished(sqltag`reaped`)}),
       numbered AS (
