@@ -123,7 +123,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
                   jq.payload, jq.checkpoint, jq.progress, jq.timeout_seconds, jq.max_attempts, jq.priority, jq.next_run_at,
                   jq.workflow_step_id, jq.workflow_step_id IS NOT NULL AS workflow_managed, jq.resource_key,
                   jq.trace_context, jq.stage, jq.concurrency_key, jq.rate_key, jq.fair_key,
-                  (SELECT n.seats[array_position(n.ids, jq.id)] FROM numbers n) AS concurrency_seat
+                  CASE WHEN jq.concurrency_key IS NOT NULL THEN (SELECT n.seats[array_position(n.ids, jq.id)] FROM numbers n) END AS concurrency_seat
       ),
       leased AS (${insertLeaseRows('claimed')}),
       ${takeConcurrencySeats('claimed')},
