@@ -1,6 +1,6 @@
 // Probe: what a deep backlog of one full concurrency key costs a claim. Tenant A enqueues N jobs under key
 // `a` (limit 5, all leased), tenant B a few jobs under key `b`, all of one job type, A's first: each claim
-// of B's jobs reads past A's backlog in the claim index (concurrency_open() skips them one by one).
+// of B's jobs reads past A's backlog in the claim index (the snapshot test skips them one by one).
 // Usage: PROBE_URL=<a migrated database> [PROBE_BACKLOG=100000] npx tsx --tsconfig tsconfig.json bench/probes/concurrency-backlog.ts
 import { createPrismaClient } from '../../src/client/connect.js';
 import { claimJobs, completeJobs, enqueueJobs } from '../../src/index.js';
