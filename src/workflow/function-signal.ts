@@ -22,7 +22,6 @@ import { noOrganizationScope, scopeParams, scopeSchema, type Scope } from '../db
 import { asTemplate } from '../db/sql-template.js';
 import { ConflictError, NotFoundError } from '../errors/runledger-error.js';
 import { WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
-import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../model/json.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonValue, requestKey, uuid } from '../validation/primitives.js';
@@ -78,7 +77,8 @@ export async function signal(db: Db, workflowRunId: string, name: string, payloa
   const scope = scopeParams(parsed.options.scope ?? noOrganizationScope());
   const runId = parsed.workflowRunId;
   const key = parsed.options.idempotencyKey ?? null;
-  const body = jsonParam(parsed.payload);
+  // An omitted or null payload is JSON null: the mailbox column holds a JSON value, never SQL NULL.
+  const body = JSON.stringify(parsed.payload ?? null);
   const signalId = newId();
 
   return withTransaction(db, 'signal function run', async (context) => {

@@ -93,6 +93,8 @@ describe.skipIf(!hasChromium)('needs attention in Chromium', () => {
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/waiting=1/);
     await page.locator(`tr[data-run-id="${planted.notWaiting}"]`).waitFor({ state: 'detached' });
+    // The old rows go when the list reloads, before the new ones come: wait for the new list itself.
+    await page.locator(`tr[data-run-id="${planted.runningWaiting[0]}"]`).waitFor();
     expect((await page.locator('tr[data-run-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')))).sort()).toEqual(
       [...planted.runningWaiting].sort(),
     );

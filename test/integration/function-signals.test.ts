@@ -125,6 +125,20 @@ describe('signals to a durable function', () => {
     expect(steps[1]!.output).toMatchObject({ signal: 'approve', outcome: 'received', payload: { by: 'ana' }, signalId: receipt.signalId });
   });
 
+  it('delivers a signal sent without a payload, or with null, as JSON null', async () => {
+    const fn = defineFunction('sig.bare', input, async (_payload, ctx) => {
+      const first = await ctx.waitForSignal<null>('ping', { timeoutMs: FAR });
+      const second = await ctx.waitForSignal<null>('ping', { timeoutMs: FAR });
+      return { first: first.status === 'received' ? first.payload : 'none', second: second.status === 'received' ? second.payload : 'none' };
+    });
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, fn.run({ n: 1 }));
+    await signal(db.prisma, workflowRunId, 'ping');
+    await signal(db.prisma, workflowRunId, 'ping', null);
+    expect((await signalRows(workflowRunId)).map((row) => row.payload)).toEqual([null, null]);
+    await startWorker({ handlers: [fn] });
+    expect(await finished(workflowRunId)).toMatchObject({ status: 'SUCCEEDED', result: { first: null, second: null } });
+  });
+
   it('wakes a waiting function at once, long before its timeout and its worker poll', async () => {
     let executions = 0;
     const fn = defineFunction('sig.wake', input, async (_payload, ctx) => {
