@@ -13,6 +13,13 @@
  */
 import { raw, sqltag, type Sql } from '@prisma/client/runtime/client';
 
+/** Seat row `seat` is one of key `key`'s free seats a claim may give out: numbered at most the key's limit. */
+function givenOut(seat: string, key: string): Sql {
+  const s = raw(seat);
+  const k = raw(key);
+  return sqltag`${s}.key = ${k} AND ${s}.seat <= (SELECT l.max_leased FROM runledger.concurrency_limits l WHERE l.key = ${k})`;
+}
+
 /**
  * A candidate's snapshot test (`jq` the job row): no key, or the job among its key's first due jobs that the
  * key's free seats can take. Keeps a full key's jobs, and a key's jobs beyond its free seats, out of the
@@ -30,9 +37,7 @@ export function concurrencyOpen(claimLimit: number): Sql {
                                       ORDER BY h.priority DESC, h.next_run_at, h.id
                                       LIMIT f.free) END
             FROM (SELECT count(*)::int AS free FROM (
-                    SELECT 1 FROM runledger.concurrency_seats s
-                     WHERE s.key = jq.concurrency_key
-                       AND s.seat <= (SELECT k.max_leased FROM runledger.concurrency_limits k WHERE k.key = jq.concurrency_key)
+                    SELECT 1 FROM runledger.concurrency_seats s WHERE ${givenOut('s', 'jq.concurrency_key')}
                      LIMIT ${claimLimit}::int) x) f))`;
 }
 
@@ -57,9 +62,7 @@ export function concurrencyAdmission(candidates: string, passed: string): Sql {
         SELECT w.concurrency_key, s.seat, row_number() OVER (PARTITION BY w.concurrency_key ORDER BY s.seat) AS rn
           FROM (SELECT concurrency_key, count(*)::int AS want FROM keyed GROUP BY concurrency_key ORDER BY concurrency_key) w
          CROSS JOIN LATERAL (
-           SELECT cs.seat FROM runledger.concurrency_seats cs
-            WHERE cs.key = w.concurrency_key
-              AND cs.seat <= (SELECT k.max_leased FROM runledger.concurrency_limits k WHERE k.key = w.concurrency_key)
+           SELECT cs.seat FROM runledger.concurrency_seats cs WHERE ${givenOut('cs', 'w.concurrency_key')}
             ORDER BY cs.seat
             LIMIT w.want
               FOR UPDATE SKIP LOCKED
