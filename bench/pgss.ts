@@ -41,7 +41,7 @@ export async function serverStatementCount(url: string): Promise<{ total: number
     );
     if (process.env.BENCH_DEBUG_PGSS) {
       const top = await client.query<{ calls: string; ms: string; rows: string; toplevel: boolean; query: string }>(
-        `SELECT calls, round(total_exec_time::numeric, 1) AS ms, rows, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS query FROM pg_stat_statements
+        `SELECT calls, round(total_exec_time::numeric, 1) || ' ms + plan ' || round(total_plan_time::numeric, 1) || ' ms (plans ' || plans AS ms, rows, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS query FROM pg_stat_statements
           WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 15`,
       );
       for (const row of top.rows) console.log(`[pgss] ${row.calls} calls, ${row.ms} ms, ${row.rows} rows, ${row.toplevel ? 'top' : 'nested'}: ${row.query}`);

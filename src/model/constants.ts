@@ -16,7 +16,8 @@ export const WORKFLOW_RUN_TERMINAL_CHANNEL = 'runledger_workflow_run_terminal';
  * that recomputes the run's status after a terminal step (run-status.ts), so
  * it rides on a transaction that already writes the run; a claim's step ->
  * RUNNING sends nothing (a NOTIFY on every claim would serialize claims'
- * commits on the notify queue lock).
+ * commits on the notify queue lock). A durable function's step records send
+ * it at most once per 250 ms per attempt, for the same reason.
  */
 export const WORKFLOW_STEP_CHANGED_CHANNEL = 'runledger_workflow_step_changed';
 

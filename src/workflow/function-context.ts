@@ -20,7 +20,7 @@ import { parseInput } from '../validation/parse.js';
 import { textProblem } from '../validation/storable.js';
 import { MAX_TIMER_MS, MAX_TIMESTAMP, MIN_TIMESTAMP, nonBlank, positiveInt, timerMs } from '../validation/primitives.js';
 import { newId } from '../db/ids.js';
-import { recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
+import { announceStepChange, recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
 import { openSignalWait, timeOutSignalWait } from './function-wait-statements.js';
 import { readChildRun, recordChildOutcome, startChildRun } from './function-child.js';
 import { workflow, type TypedWorkflowRunInput } from './builder.js';
@@ -47,6 +47,9 @@ const CHILD_FALLBACK_POLL_MS = 5 * 60_000;
 export function signalWaitKey(name: string): string {
   return `${SIGNAL_KEY}${name}`;
 }
+
+/** A step recorded without its notification is announced within this (the dashboard coalesces events by 250 ms). */
+const ANNOUNCE_MS = 250;
 
 /** The longest `sleep`: ten years. */
 const MAX_SLEEP_MS = 10 * 365 * 24 * 3_600_000;
@@ -210,6 +213,8 @@ export class FunctionAttempt {
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Database clock minus local clock, from the attempt's first read. */
   private readonly clockOffset: number;
+  /** Set while a step recorded without its notification waits to be announced. */
+  private announceTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: FunctionAttemptDeps) {
     for (const step of deps.record.steps) {
@@ -240,6 +245,35 @@ export class FunctionAttempt {
   /** Resolves once every step started in this attempt has settled (recorded or failed). */
   async settle(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /**
+   * At the attempt's end: a completion announces its run itself (run-status.ts), so a pending announcement
+   * is dropped; any other end (a sleep's continuation, a failure) sends it now.
+   */
+  async endAnnouncements(completes: boolean): Promise<void> {
+    if (this.announceTimer === undefined) return;
+    clearTimeout(this.announceTimer);
+    this.announceTimer = undefined;
+    if (!completes) await this.announce();
+  }
+
+  /** A step was recorded without the run's step-changed notification: send one within ANNOUNCE_MS. */
+  private recordedSilently(): void {
+    if (this.announceTimer !== undefined) return;
+    this.announceTimer = setTimeout(() => {
+      this.announceTimer = undefined;
+      void this.announce();
+    }, ANNOUNCE_MS);
+    this.announceTimer.unref();
+  }
+
+  private async announce(): Promise<void> {
+    try {
+      await announceStepChange(this.deps.db, this.deps.workflowRunId);
+    } catch (error) {
+      this.deps.job.logger.warn('function step notification failed (the dashboard sees the step on its next poll)', { error });
+    }
   }
 
   /** After the body returned: a recorded step it never reached is a divergence too. */
@@ -295,6 +329,7 @@ export class FunctionAttempt {
         output: undefined,
         elapsedMs: 0,
         sleep,
+        announce: true,
       });
       const recorded = await this.track(recording);
       wakeAt = wakeTime(recorded.output);
@@ -410,9 +445,16 @@ export class FunctionAttempt {
       this.deps.job.signal.throwIfAborted();
       const started = Date.now();
       try {
-        if (transactional) return await this.runTransactional(call, fn, settings.timeoutMs, { attempt, idempotencyKey }, started);
-        const output = storable(await this.withTimeout(settings.timeoutMs, call.key, (signal) => fn({ signal, attempt, idempotencyKey })));
-        return await this.record(this.deps.db, call, output, started);
+        let recorded: JsonValue | null;
+        if (transactional) {
+          recorded = await this.runTransactional(call, fn, settings.timeoutMs, { attempt, idempotencyKey }, started);
+        } else {
+          const output = storable(await this.withTimeout(settings.timeoutMs, call.key, (signal) => fn({ signal, attempt, idempotencyKey })));
+          recorded = await this.record(this.deps.db, call, output, started);
+        }
+        // Committed (a transactional step's with the host's writes): announce it, batched with its neighbours.
+        this.recordedSilently();
+        return recorded;
       } catch (error) {
         if (isRunledgerError(error, LEASE_OWNER_MISMATCH) || error instanceof TerminalError || attempt >= maxAttempts) throw error;
         this.deps.job.logger.warn('function step failed; retrying', { stepKey: call.key, attempt, error });
@@ -449,6 +491,7 @@ export class FunctionAttempt {
       callIndex: call.index,
       output,
       elapsedMs: Date.now() - started,
+      announce: false,
     });
     return recorded.output;
   }

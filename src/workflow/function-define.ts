@@ -225,6 +225,7 @@ export async function runFunctionAttempt(definition: FunctionDefinition, payload
   }
   // Steps started beside a failed or suspended one finish (and record) before the attempt ends.
   await attempt.settle();
+  await attempt.endAnnouncements(result.ok && !attempt.diverged && attempt.suspendUntil === undefined);
   if (attempt.diverged) throw terminal(attempt.diverged);
   if (attempt.suspendUntil !== undefined) return sleepContinuation(attempt.suspendUntil - attempt.dbNow());
   if (!result.ok) {

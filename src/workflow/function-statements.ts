@@ -6,10 +6,14 @@
  * - `recordFunctionStep`: a finished step, one statement: the `$function`
  *   job row locked by the attempt's lease (rung 1 of src/coordination/locking.ts),
  *   the clock read once it is held, the step row inserted SUCCEEDED only while
- *   that lease is live (a zombie attempt records nothing), and the run's
- *   step-changed notification. The new row is nobody's wait. Joined to a
- *   transaction client it commits with the caller's writes (a transactional
- *   step).
+ *   that lease is live (a zombie attempt records nothing), and, when asked,
+ *   the run's step-changed notification. The new row is nobody's wait. Joined
+ *   to a transaction client it commits with the caller's writes (a
+ *   transactional step).
+ * - `announceStepChange`: the run's step-changed notification alone, for steps
+ *   recorded without it (a NOTIFY's commit holds PostgreSQL's global notify
+ *   lock through its WAL flush, so one per step serialized every worker's
+ *   records: FunctionAttempt sends at most one per window instead).
  */
 import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
@@ -64,6 +68,8 @@ export interface FunctionStepRecord {
   elapsedMs: number;
   /** A sleep: the wake time, as ms from the record's clock (`delayMs`) or as an instant (`until`). */
   sleep?: { delayMs: number } | { until: Date };
+  /** Send the run's step-changed notification with the record. */
+  announce: boolean;
 }
 
 /**
@@ -101,7 +107,9 @@ export async function recordFunctionStep(db: Db, lease: LeaseName, step: Functio
           FROM fenced f
         RETURNING output, finished_at
       ),
-      notified AS (SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${step.workflowRunId}::text)) AS n FROM inserted)
+      notified AS (
+        SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${step.workflowRunId}::text)) AS n FROM inserted WHERE ${step.announce}::boolean
+      )
       SELECT i.output, i.finished_at AS at FROM inserted i CROSS JOIN notified`),
     ),
   );
@@ -113,4 +121,13 @@ export async function recordFunctionStep(db: Db, lease: LeaseName, step: Functio
     });
   }
   return row;
+}
+
+/** The run's step-changed notification, for steps recorded without one (a hint: the dashboard also polls). */
+export async function announceStepChange(db: Db, workflowRunId: string): Promise<void> {
+  await withStatement(
+    db,
+    'announce function steps',
+    async (client) => client.$queryRaw`SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${workflowRunId}::text)) AS n`,
+  );
 }
