@@ -3,11 +3,11 @@
  *
  * - `readFunctionRecord`: at the attempt's start, the run's recorded FUNCTION
  *   steps in call order and the database clock (one read).
- * - `recordFunctionStep`: a finished step, one statement: the `$function`
+ * - `recordFunctionSteps`: finished steps, one statement: the `$function`
  *   job row locked by the attempt's lease (rung 1 of src/coordination/locking.ts),
- *   the clock read once it is held, the step row inserted SUCCEEDED only while
+ *   the clock read once it is held, the step rows inserted SUCCEEDED only while
  *   that lease is live (a zombie attempt records nothing), and, when asked,
- *   the run's step-changed notification. The new row is nobody's wait. Joined
+ *   the run's step-changed notification. The new rows are nobody's wait. Joined
  *   to a transaction client it commits with the caller's writes (a
  *   transactional step).
  * - `announceStepChange`: the run's step-changed notification alone, for steps
@@ -20,7 +20,6 @@ import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
 import { leaseFence, lockedLeaseAndClock, type LeaseName } from '../db/fragments.js';
 import { WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
-import { jsonParam } from '../model/job-rows.js';
 import type { JsonValue } from '../model/json.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { asTemplate } from '../db/sql-template.js';
@@ -59,29 +58,48 @@ export async function readFunctionRecord(db: Db, workflowRunId: string): Promise
 export interface FunctionStepRecord {
   /** Issued when the body made the call (time-ordered): steps list in call order, parallel ones included. */
   id: string;
-  workflowRunId: string;
   stepKey: string;
   callIndex: number;
-  /** What the step returned; ignored when `sleepUntil` is given (the output is then `{ wakeAt }`). */
+  /** What the step returned; ignored when `sleep` is given (the output is then `{ wakeAt }`). */
   output: JsonValue | undefined;
   /** How long the step ran (its started_at is the record's clock minus this). */
   elapsedMs: number;
   /** A sleep: the wake time, as ms from the record's clock (`delayMs`) or as an instant (`until`). */
   sleep?: { delayMs: number } | { until: Date };
-  /** Send the run's step-changed notification with the record. */
-  announce: boolean;
+}
+
+export interface RecordedStepRow {
+  output: JsonValue | null;
+  at: Date;
 }
 
 /**
- * Records one finished step under `lease`; returns the output stored (a sleep's `{ wakeAt }`) and the clock.
+ * Records finished steps of `workflowRunId` under `lease` in one statement (steps that finished together,
+ * e.g. parallel ones, share it); returns each step's stored output (a sleep's `{ wakeAt }`) and the clock, in
+ * the order given. `announce`: send the run's step-changed notification with them.
  * Throws `job.lease_owner_mismatch` when the lease is no longer live: nothing is written.
  */
-export async function recordFunctionStep(db: Db, lease: LeaseName, step: FunctionStepRecord): Promise<{ output: JsonValue | null; at: Date }> {
-  const delayMs = step.sleep && 'delayMs' in step.sleep ? step.sleep.delayMs : null;
-  const until = step.sleep && 'until' in step.sleep ? step.sleep.until.toISOString() : null;
-  const isSleep = step.sleep !== undefined;
-  const rows = await withStatement(db, 'record function step', async (client) =>
-    client.$queryRaw<{ output: JsonValue | null; at: Date }[]>(
+export async function recordFunctionSteps(
+  db: Db,
+  lease: LeaseName,
+  workflowRunId: string,
+  steps: readonly FunctionStepRecord[],
+  announce: boolean,
+): Promise<RecordedStepRow[]> {
+  const input = JSON.stringify(
+    steps.map((step) => ({
+      id: step.id,
+      step_key: step.stepKey,
+      call_index: step.callIndex,
+      output: step.sleep === undefined ? (step.output ?? null) : null,
+      elapsed_ms: step.elapsedMs,
+      sleep: step.sleep !== undefined,
+      delay_ms: step.sleep && 'delayMs' in step.sleep ? step.sleep.delayMs : null,
+      until: step.sleep && 'until' in step.sleep ? step.sleep.until.toISOString() : null,
+    })),
+  );
+  const rows = await withStatement(db, 'record function steps', async (client) =>
+    client.$queryRaw<{ id: string; output: JsonValue | null; at: Date }[]>(
       ...asTemplate(sqltag`
       WITH ${lockedLeaseAndClock(lease, sqltag`, jq.organization_id`)},
       fenced AS MATERIALIZED (
@@ -91,36 +109,47 @@ export async function recordFunctionStep(db: Db, lease: LeaseName, step: Functio
          CROSS JOIN clock c
          WHERE ${leaseFence(lease, sqltag`c.at`)}
       ),
+      -- A JSON null output reads as SQL NULL, as it is stored (jsonParam).
+      steps AS (
+        SELECT * FROM jsonb_to_recordset(${input}::jsonb)
+            AS s(id uuid, step_key text, call_index int, output jsonb, elapsed_ms float8, sleep boolean, delay_ms float8, until text)
+      ),
       inserted AS (
         INSERT INTO runledger.workflow_steps
                (id, workflow_run_id, step_key, execution_kind, organization_id, status, released_at, started_at,
                 finished_at, output, call_index, created_at, updated_at)
-        SELECT ${step.id}::uuid, ${step.workflowRunId}::uuid, ${step.stepKey}, 'FUNCTION', f.organization_id, 'SUCCEEDED',
-               f.at - make_interval(secs => ${step.elapsedMs}::double precision / 1000),
-               f.at - make_interval(secs => ${step.elapsedMs}::double precision / 1000),
+        SELECT s.id, ${workflowRunId}::uuid, s.step_key, 'FUNCTION', f.organization_id, 'SUCCEEDED',
+               f.at - make_interval(secs => s.elapsed_ms / 1000),
+               f.at - make_interval(secs => s.elapsed_ms / 1000),
                f.at,
-               CASE WHEN ${isSleep}::boolean
-                    THEN jsonb_build_object('wakeAt', to_char(COALESCE(${until}::timestamptz, f.at + make_interval(secs => ${delayMs}::double precision / 1000))
+               CASE WHEN s.sleep
+                    THEN jsonb_build_object('wakeAt', to_char(COALESCE(s.until::timestamptz, f.at + make_interval(secs => s.delay_ms / 1000))
                                                               AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-                    ELSE ${jsonParam(step.output)}::jsonb END,
-               ${step.callIndex}::int, f.at, f.at
+                    ELSE s.output END,
+               s.call_index, f.at, f.at
           FROM fenced f
-        RETURNING output, finished_at
+         CROSS JOIN steps s
+        RETURNING id, output, finished_at
       ),
       notified AS (
-        SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${step.workflowRunId}::text)) AS n FROM inserted WHERE ${step.announce}::boolean
+        SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${workflowRunId}::text)) AS n
+          FROM (SELECT 1 FROM inserted LIMIT 1) i
+         WHERE ${announce}::boolean
       )
-      SELECT i.output, i.finished_at AS at FROM inserted i CROSS JOIN notified`),
+      SELECT i.id::text AS id, i.output, i.finished_at AS at FROM inserted i CROSS JOIN notified`),
     ),
   );
-  const row = rows[0];
-  if (!row) {
+  if (rows.length === 0) {
     throw new ConflictError('job.lease_owner_mismatch', 'The job is no longer leased to this worker.', {
-      internalMessage: `record function step ${step.stepKey}: no live lease for job ${lease.jobId} attempt ${lease.attempt} owned by ${lease.workerId}`,
-      details: { jobId: lease.jobId, stepKey: step.stepKey },
+      internalMessage: `record function steps ${steps.map((step) => step.stepKey).join(', ')}: no live lease for job ${lease.jobId} attempt ${lease.attempt} owned by ${lease.workerId}`,
+      details: { jobId: lease.jobId, stepKey: steps[0]!.stepKey },
     });
   }
-  return row;
+  const byId = new Map(rows.map((row) => [row.id.toLowerCase(), row]));
+  return steps.map((step) => {
+    const row = byId.get(step.id.toLowerCase())!;
+    return { output: row.output, at: row.at };
+  });
 }
 
 /** The run's step-changed notification, for steps recorded without one (a hint: the dashboard also polls). */

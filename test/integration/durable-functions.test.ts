@@ -299,6 +299,41 @@ describe('a durable function', () => {
     expect(finishOrder.map((r) => r.step_key)).toEqual(['c', 'b', 'a']);
   });
 
+  it('records parallel steps that finish together in a shared statement, in call order, and replays them', async () => {
+    const WIDTH = 20;
+    let runs = 0;
+    const fn = defineFunction(
+      'fn.fan_record',
+      input,
+      async ({ n }, ctx) => {
+        const children = await Promise.all(
+          Array.from({ length: WIDTH }, (_, i) =>
+            ctx.step(`child_${i}`, () => {
+              runs += 1;
+              return n + i;
+            }),
+          ),
+        );
+        if (ctx.attempt === 1) throw new Error('cut after the fan-out');
+        return children.reduce((sum, value) => sum + value, 0);
+      },
+      { retry: { maxAttempts: 2, backoff: { baseDelayMs: 1, maxDelayMs: 1 } } },
+    );
+    await startWorker({ handlers: [fn] });
+    const { workflowRunId } = await enqueueWorkflowRun(db.prisma, fn.run({ n: 1 }));
+    expect(await finished(workflowRunId)).toMatchObject({ status: 'SUCCEEDED', result: WIDTH + (WIDTH * (WIDTH - 1)) / 2 });
+    // The second attempt replayed all twenty: none ran twice.
+    expect(runs).toBe(WIDTH);
+    const { rows } = await functionSteps(workflowRunId);
+    expect(rows.map((r) => [r.step_key, r.call_index, r.output])).toEqual(Array.from({ length: WIDTH }, (_, i) => [`child_${i}`, i, 1 + i]));
+    // Synchronous steps all finish before any statement can return: the first is recorded at once, the other
+    // nineteen wait for it and share the next statement (a record statement reads the clock once).
+    const [clocks] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(DISTINCT finished_at)::int AS n FROM runledger.workflow_steps
+       WHERE workflow_run_id = ${workflowRunId}::uuid AND execution_kind = 'FUNCTION'`;
+    expect(clocks!.n).toBe(2);
+  });
+
   it('sleeps without holding a worker slot and wakes no earlier than its time', async () => {
     const plainRan = latch<number>();
     const plain = defineJob('fn.plain', z.object({}), () => {
