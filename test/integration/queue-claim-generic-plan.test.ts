@@ -39,10 +39,29 @@ describe('claim statement plans', () => {
     expect(plans[0]!.generic_plans).toBeGreaterThan(0);
   });
 
+  it('claims of 1 to 10 jobs of one type share three statements (scan buckets 1, 8 and 64), each planned five times at most', async () => {
+    const client = db.newClient({ max: 1 });
+    for (let limit = 1; limit <= 10; limit += 1) {
+      for (let i = 0; i < 3; i += 1) {
+        await enqueueJobs(db.prisma, [{ jobType: 'generic.sizes', payload: limit }], { notify: false });
+        const jobs = await claimJobs(client, { workerId: 'w', jobTypes: ['generic.sizes'], limit, leaseSeconds: 60, markRunning: true });
+        expect(jobs).toHaveLength(1);
+      }
+    }
+    const plans = await client.$queryRaw<PlanCounts[]>`
+      SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements
+       WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY custom_plans + generic_plans`;
+    // Buckets by powers of two would be five statements (1, 2, 4, 8, 16) and 25 custom plans for these 30 claims.
+    expect(plans.map((p) => p.custom_plans + p.generic_plans)).toEqual([3, 6, 21]);
+    expect(plans.reduce((sum, p) => sum + p.custom_plans, 0)).toBe(3 + 5 + 5);
+  });
+
   it.each([
-    { label: 'typed', jobTypes: ['generic.big'] as string[] | undefined },
-    { label: 'untyped', jobTypes: undefined },
-  ])('a $label claim keeps its generic plan behind a backlog of 200k jobs', async ({ jobTypes }) => {
+    { label: 'typed', jobTypes: ['generic.big'] as string[] | undefined, limit: 7 },
+    { label: 'untyped', jobTypes: undefined, limit: 7 },
+    // The widest coarse bucket for its limit: a scan of 64 under LIMIT 9.
+    { label: 'typed (9 of a bucket of 64)', jobTypes: ['generic.big'] as string[] | undefined, limit: 9 },
+  ])('a $label claim keeps its generic plan behind a backlog of 200k jobs', async ({ jobTypes, limit }) => {
     // The claimed type's own backlog (due) and other types' (not yet due, or the untyped claim would take them).
     // Before the literal LIMIT both claims were re-planned every time here (12 custom plans): a generic plan
     // costed its LIMIT parameter as a tenth of the rows it estimated for the scan.
@@ -55,8 +74,8 @@ describe('claim statement plans', () => {
     try {
       const client = db.newClient({ max: 1 });
       for (let i = 0; i < 12; i += 1) {
-        const jobs = await claimJobs(client, { workerId: 'w', ...(jobTypes ? { jobTypes } : {}), limit: 7, leaseSeconds: 60 });
-        expect(jobs.map((job) => job.jobType)).toEqual(Array(7).fill('generic.big'));
+        const jobs = await claimJobs(client, { workerId: 'w', ...(jobTypes ? { jobTypes } : {}), limit, leaseSeconds: 60 });
+        expect(jobs.map((job) => job.jobType)).toEqual(Array(limit).fill('generic.big'));
       }
       const plans = await client.$queryRaw<PlanCounts[]>`
         SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;

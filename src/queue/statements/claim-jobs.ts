@@ -25,12 +25,14 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
   // behind a one-time filter on a parameter is costed as if it ran), the types are one VALUES row each (an
   // unnest of an array parameter is estimated at 10 rows, whatever its length), so a worker's claims share
   // one statement per distinct number of types and limit bucket.
-  // The locking scans' LIMIT is a literal (limitBucket: the next power of two, at most 2x the limit) under an
+  // The locking scans' LIMIT is a literal (limitBucket: the next power of eight, or of two with several types) under an
   // outer `LIMIT limit`: a generic plan costs a parameter LIMIT as a tenth of the rows it estimates for the
   // scan, which grows with the backlog, so every claim would be re-planned (docs/operate/performance.md).
   // Rows are locked as the outer LIMIT pulls them, so a scan the outer LIMIT reads directly locks `limit`
   // rows, not the bucket.
-  const bucket = limitBucket(limit);
+  // Several types: each type's scan locks up to its bucket, so the buckets are close (powers of two); one scan
+  // is read by the outer LIMIT, so a coarser bucket (powers of eight) locks no more and makes fewer statements.
+  const bucket = limitBucket(limit, jobTypes === undefined || jobTypes.length === 1 ? 'coarse' : 'fine');
   // Concurrency keys first, then rate keys, each over what the one before let through (lock order).
   const admission = sqltag`${concurrencyAdmission('candidates', 'passed')},
       ${rateAdmission('passed')}`;
@@ -161,9 +163,9 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
 }
 
 /**
- * The claim scans' LIMIT, written as a literal (see claimJobs): the smallest power of two at or above
- * `limit`, so a worker whose claim size varies with its free slots shares a few statements, not one per
- * size. Static text from this table, never from input.
+ * The claim scans' LIMIT, written as a literal (see claimJobs): the smallest bucket at or above `limit`,
+ * so a worker whose claim size varies with its free slots shares a few statements, not one per size.
+ * Static text from this table, never from input.
  */
 const LIMIT_BUCKETS: readonly (readonly [number, Sql])[] = [
   [1, sqltag`1`],
@@ -179,8 +181,15 @@ const LIMIT_BUCKETS: readonly (readonly [number, Sql])[] = [
   [1024, sqltag`1024`],
 ];
 
-export function limitBucket(limit: number): Sql {
-  const found = LIMIT_BUCKETS.find(([size]) => size >= limit);
+/**
+ * A generic plan costs the outer `LIMIT limit` parameter as a tenth of the scan's rows (at most the bucket), and
+ * PostgreSQL keeps it only when that costs no more than the custom plans did: a bucket at most 8x the limit keeps
+ * the generic plan behind any backlog (queue-claim-generic-plan.test.ts).
+ */
+const COARSE_BUCKETS = new Set([1, 8, 64, 512, 1024]);
+
+export function limitBucket(limit: number, spacing: 'fine' | 'coarse' = 'fine'): Sql {
+  const found = LIMIT_BUCKETS.find(([size]) => size >= limit && (spacing === 'fine' || COARSE_BUCKETS.has(size)));
   if (!found) throw new RangeError(`claim limit ${limit} is above the largest bucket`);
   return found[1];
 }
