@@ -22,7 +22,7 @@
  * go on, or a parallel sibling may be recorded beside it, so a finished run can have gaps.
  */
 import type { Tx } from '../client/types.js';
-import { FUNCTION_STEP_KEY } from '../workflow/function-context.js';
+import { FUNCTION_STEP_KEY } from '../model/constants.js';
 import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
 import type { ViolationRow } from './violations.js';
 

@@ -23,3 +23,6 @@ export const WORKFLOW_STEP_CHANGED_CHANNEL = 'runledger_workflow_step_changed';
 
 /** NOTIFY channel: jobs became runnable. Payload: the job type. */
 export const JOB_AVAILABLE_CHANNEL = 'runledger_job_available';
+
+/** The step key of a durable function's body (its run's result step); `$` is refused in user step keys. */
+export const FUNCTION_STEP_KEY = '$function';

@@ -45,6 +45,7 @@
 import type { Db } from '../client/types.js';
 import { asTemplate } from '../db/sql-template.js';
 import { claimJobsStatement } from './statements/claim-jobs.js';
+import { keepClaimedFunctionRecord, type ClaimedFunctionRecordRow } from './claimed-function-record.js';
 import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -79,6 +80,7 @@ interface ClaimedRow {
   trace_context: JsonValue | null;
   queue_wait_ms: number;
   stage: string | null;
+  function_record: ClaimedFunctionRecordRow | null;
 }
 
 /**
@@ -98,7 +100,8 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
       const next = rows[0]?.fair_next ?? null;
       if (next !== null && next !== fairAfter) cursors.set(walk, next);
       // No job claimed: the one row is the cursor's alone (its id is NULL).
-      return rows.filter((row) => row.id !== null).map(toClaimedJob);
+      const receivedAt = Date.now();
+      return rows.filter((row) => row.id !== null).map((row) => toClaimedJob(row, receivedAt));
     });
   for (let attempt = 1; ; attempt += 1) {
     try {
@@ -142,8 +145,8 @@ export function isResourceClaimRace(error: unknown): boolean {
   return sqlState === '23505' && message.includes('job_leases_resource_uidx');
 }
 
-function toClaimedJob(row: ClaimedRow): ClaimedJob {
-  return {
+function toClaimedJob(row: ClaimedRow, receivedAt: number): ClaimedJob {
+  const job: ClaimedJob = {
     jobId: row.id,
     runNumber: row.run_number,
     attempt: row.attempt,
@@ -169,4 +172,6 @@ function toClaimedJob(row: ClaimedRow): ClaimedJob {
     queueWaitMs: Math.max(0, row.queue_wait_ms),
     stage: row.stage,
   };
+  if (row.function_record !== null) keepClaimedFunctionRecord(job, row.function_record, receivedAt);
+  return job;
 }

@@ -14,7 +14,7 @@ import type { Tx } from '../client/types.js';
 import { ConflictError } from '../errors/runledger-error.js';
 import { newId } from '../db/ids.js';
 import type { ValidatedWorkflowRun } from '../workflow/run-definition.js';
-import { FUNCTION_STEP_KEY } from '../workflow/function-context.js';
+import { FUNCTION_STEP_KEY } from '../model/constants.js';
 import { RECOVERY_CARRIED } from '../workflow/enqueue.js';
 
 /** A run `defineFunction(...).run(input)` built: one job step, `$function`, its result step. */

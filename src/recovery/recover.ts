@@ -73,7 +73,7 @@ import {
 } from './errors.js';
 import { carriedSteps, rebuildRun, verifySourceRows } from './rebuild.js';
 import { copyForkSteps, isFunctionRun, notAFunctionRun, readForkSteps } from './function-fork.js';
-import { FUNCTION_STEP_KEY } from '../workflow/function-context.js';
+import { FUNCTION_STEP_KEY } from '../model/constants.js';
 import { recoverWorkflowRunInputSchema, recoveryRequestHash, type ParsedRecoveryRequest, type RecoverWorkflowRunInput } from './inputs.js';
 import { fromDbMode, toDbMode, type WorkflowRecoveryMode } from '../model/workflow-rows.js';
 import { sqltag } from '@prisma/client/runtime/client';

@@ -41,7 +41,6 @@ export const FUNCTION_CHILD_CANCELED = 'workflow.child_canceled';
 const LEASE_OWNER_MISMATCH = 'job.lease_owner_mismatch';
 
 /** The key of the step that runs the body (the run's result step), and of a sleep. `$` is refused in names. */
-export const FUNCTION_STEP_KEY = '$function';
 const SLEEP_KEY = '$sleep';
 /** The key prefix of a signal wait's step (`$signal:<name>`, `$signal:<name>#2`, ...). */
 const SIGNAL_KEY = '$signal:';

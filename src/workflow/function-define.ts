@@ -26,13 +26,14 @@ import {
   FUNCTION_CHILD_FAILED,
   FUNCTION_INVALID_STEP,
   FUNCTION_NONDETERMINISTIC,
-  FUNCTION_STEP_KEY,
   FunctionAttempt,
   isFunctionSuspended,
   type FunctionContext,
   type TransactionalFunctionContext,
 } from './function-context.js';
 import { readFunctionRecord } from './function-statements.js';
+import { FUNCTION_STEP_KEY } from '../model/constants.js';
+import { takeClaimedFunctionRecord } from '../queue/claimed-function-record.js';
 
 export const FUNCTION_INVALID_DEFINITION = 'workflow.invalid_function';
 const FUNCTION_OUTSIDE_RUN = 'workflow.function_outside_run';
@@ -215,7 +216,9 @@ export async function runFunctionAttempt(definition: FunctionDefinition, payload
       code: FUNCTION_OUTSIDE_RUN,
     });
   }
-  const record = await readFunctionRecord(db, job.workflowRunId);
+  // The claim read the record (claimed-function-record.ts); a job claimed some other way reads it here.
+  const claimed = takeClaimedFunctionRecord(lease);
+  const record = claimed ? { steps: claimed.steps, dbNow: Date.now() + claimed.clockOffset } : await readFunctionRecord(db, job.workflowRunId);
   const attempt = new FunctionAttempt({ db, lease, job, workflowRunId: job.workflowRunId, record, transaction: internals.transaction });
   let result: { ok: true; value: unknown } | { ok: false; error: unknown };
   try {

@@ -26,7 +26,8 @@ import type { JsonValue } from '../model/json.js';
 import { parseInput } from '../validation/parse.js';
 import { jsonValue, requestKey, uuid } from '../validation/primitives.js';
 import { wakeFunctionJobs } from '../coordination/function-wake.js';
-import { FUNCTION_STEP_KEY, signalNameSchema, signalWaitKey } from './function-context.js';
+import { FUNCTION_STEP_KEY } from '../model/constants.js';
+import { signalNameSchema, signalWaitKey } from './function-context.js';
 
 export const SIGNAL_INVALID = 'workflow.invalid_signal';
 

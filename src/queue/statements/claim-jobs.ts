@@ -7,6 +7,7 @@ import { insertLeaseRows } from './lease-rows.js';
 import { concurrencyOpen, concurrencyAdmission, takeConcurrencySeats } from './concurrency-slots.js';
 import { rateAdmission, rateOpen, takeRateTokens } from './rate-slots.js';
 import { CANDIDATE_COLUMNS, FAIR_NEXT, fairBranch } from './fair-turns.js';
+import { FUNCTION_STEP_KEY } from '../../model/constants.js';
 
 export interface ClaimParams {
   workerId: string;
@@ -141,7 +142,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
       SELECT c.id, c.run_number, c.attempt, c.lease_owner, c.lease_expires_at, c.job_type, c.organization_id, c.payload,
              c.checkpoint, c.progress, c.timeout_seconds, c.max_attempts, c.workflow_managed, c.resource_key, c.concurrency_key, c.rate_key, c.fair_key, c.stage,
              cur.fair_next,
-             s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites,
+             s.workflow_run_id AS step_run_id, s.step_key, s.prerequisites, s.function_record,
              COALESCE(c.trace_context, s.run_trace_context) AS trace_context,
              (extract(epoch FROM now() - c.next_run_at) * 1000)::float8 AS queue_wait_ms
         FROM (SELECT ${FAIR_NEXT}) cur
@@ -155,7 +156,16 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
                      FROM runledger.workflow_step_dependencies d
                      JOIN runledger.workflow_steps p ON p.id = d.prerequisite_step_id
                     WHERE d.dependent_step_id = ws.id), '[]'::jsonb) AS prerequisites,
-                 (SELECT wr.trace_context FROM runledger.workflow_runs wr WHERE wr.id = ws.workflow_run_id) AS run_trace_context
+                 (SELECT wr.trace_context FROM runledger.workflow_runs wr WHERE wr.id = ws.workflow_run_id) AS run_trace_context,
+                 -- A durable function's body: the run's recorded steps, so its attempt starts without a read
+                 -- (claimed-function-record.ts). Only its own lease writes them, and the lease is this claim's.
+                 CASE WHEN ws.step_key = ${FUNCTION_STEP_KEY} THEN (
+                   SELECT jsonb_build_object(
+                            'now', extract(epoch FROM clock_timestamp()) * 1000,
+                            'steps', COALESCE(jsonb_agg(jsonb_build_array(fs.step_key, fs.call_index, fs.output) ORDER BY fs.call_index), '[]'::jsonb))
+                     FROM runledger.workflow_steps fs
+                    WHERE fs.workflow_run_id = ws.workflow_run_id AND fs.execution_kind = 'FUNCTION'
+                 ) END AS function_record
             FROM runledger.workflow_steps ws
            WHERE ws.id = c.workflow_step_id
         ) s ON true
