@@ -5,6 +5,7 @@
  * synchronously, when the body makes it, so parallel steps keep their call
  * order whatever order they finish in.
  */
+import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
 import { readCommittedIsolation } from '../client/transaction.js';
 import type { Db, PrismaClientLike } from '../client/types.js';
@@ -531,14 +532,18 @@ export class FunctionAttempt {
 
   /** Runs `fn` with a signal aborted at `timeoutMs` or with the attempt's; a timeout rejects at once. */
   private async withTimeout<R>(timeoutMs: number | undefined, stepKey: string, fn: (signal: AbortSignal) => R): Promise<Awaited<R>> {
-    const controller = new AbortController();
     const outer = this.deps.job.signal;
+    // Without a timeout the attempt's signal is the step's: no listener per step (twenty parallel steps would
+    // pass Node's ten-listener warning on it, and cost a controller each).
+    if (timeoutMs === undefined) return await Promise.resolve().then(() => fn(outer));
+    const controller = new AbortController();
+    // Parallel steps with timeouts each listen to the attempt's signal while they run: as many as the body starts.
+    setMaxListeners(0, outer);
     const onAbort = () => controller.abort(outer.reason);
     outer.addEventListener('abort', onAbort, { once: true });
     let timer: NodeJS.Timeout | undefined;
     try {
       const running = Promise.resolve().then(() => fn(controller.signal));
-      if (timeoutMs === undefined) return await running;
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const error = new UnavailableError(FUNCTION_STEP_TIMEOUT, `Step ${stepKey} did not finish within ${timeoutMs} ms.`, {

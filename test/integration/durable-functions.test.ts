@@ -299,6 +299,38 @@ describe('a durable function', () => {
     expect(finishOrder.map((r) => r.step_key)).toEqual(['c', 'b', 'a']);
   });
 
+  it('runs thirty parallel steps, with and without timeouts, without a listener warning on the attempt signal', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const fn = defineFunction('fn.wide', input, async ({ n }, ctx) => {
+        const values = await Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            ctx.step(
+              `s${i}`,
+              async ({ signal }) => {
+                // Each step sees a live signal: the attempt's, or its own timeout's.
+                expect(signal.aborted).toBe(false);
+                return n + i;
+              },
+              i % 2 === 0 ? { timeoutMs: 10_000 } : undefined,
+            ),
+          ),
+        );
+        return values.length;
+      });
+      await startWorker({ handlers: [fn] });
+      const { workflowRunId } = await enqueueWorkflowRun(db.prisma, fn.run({ n: 0 }));
+      expect(await finished(workflowRunId)).toMatchObject({ status: 'SUCCEEDED', result: 30 });
+      // process warnings are emitted on a later tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((name) => name === 'MaxListenersExceededWarning')).toEqual([]);
+  });
+
   it('records parallel steps that finish together in a shared statement, in call order, and replays them', async () => {
     const WIDTH = 20;
     let runs = 0;
