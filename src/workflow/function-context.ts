@@ -21,14 +21,8 @@ import { parseInput } from '../validation/parse.js';
 import { textProblem } from '../validation/storable.js';
 import { MAX_TIMER_MS, MAX_TIMESTAMP, MIN_TIMESTAMP, nonBlank, positiveInt, timerMs } from '../validation/primitives.js';
 import { newId } from '../db/ids.js';
-import {
-  announceStepChange,
-  recordFunctionSteps,
-  type FunctionRecord,
-  type FunctionStepRecord,
-  type RecordedFunctionStep,
-  type RecordedStepRow,
-} from './function-statements.js';
+import { announceStepChange, recordFunctionStep, type FunctionRecord, type RecordedFunctionStep } from './function-statements.js';
+import { recordThroughBatch } from './function-record-batch.js';
 import { openSignalWait, timeOutSignalWait } from './function-wait-statements.js';
 import { readChildRun, recordChildOutcome, startChildRun } from './function-child.js';
 import { workflow, type TypedWorkflowRunInput } from './builder.js';
@@ -54,9 +48,6 @@ const CHILD_FALLBACK_POLL_MS = 5 * 60_000;
 export function signalWaitKey(name: string): string {
   return `${SIGNAL_KEY}${name}`;
 }
-
-/** Most finished steps one record statement carries. */
-const RECORD_BATCH = 100;
 
 /** A step recorded without its notification is announced within this (the dashboard coalesces events by 250 ms). */
 const ANNOUNCE_MS = 250;
@@ -225,9 +216,6 @@ export class FunctionAttempt {
   private readonly clockOffset: number;
   /** Set while a step recorded without its notification waits to be announced. */
   private announceTimer: NodeJS.Timeout | undefined;
-  /** Finished plain steps waiting for the next record statement, and whether one is in flight or due. */
-  private readonly toRecord: { step: FunctionStepRecord; resolve: (row: RecordedStepRow) => void; reject: (error: unknown) => void }[] = [];
-  private recording = false;
 
   constructor(private readonly deps: FunctionAttemptDeps) {
     for (const step of deps.record.steps) {
@@ -334,16 +322,18 @@ export class FunctionAttempt {
     if (call.recorded) {
       wakeAt = wakeTime(call.recorded.output);
     } else {
-      const recording = recordFunctionSteps(
+      const recording = recordFunctionStep(
         this.deps.db,
-        this.deps.lease,
-        this.deps.workflowRunId,
-        [{ id: call.id, stepKey: call.key, callIndex: call.index, output: undefined, elapsedMs: 0, sleep }],
+        {
+          lease: this.deps.lease,
+          workflowRunId: this.deps.workflowRunId,
+          step: { id: call.id, stepKey: call.key, callIndex: call.index, output: undefined, elapsedMs: 0, sleep },
+        },
         true,
       );
-      const [recorded] = await this.track(recording);
-      wakeAt = wakeTime(recorded!.output);
-      if (wakeAt <= recorded!.at.getTime()) return;
+      const recorded = await this.track(recording);
+      wakeAt = wakeTime(recorded.output);
+      if (wakeAt <= recorded.at.getTime()) return;
     }
     if (wakeAt <= this.dbNow()) return;
     this.suspendUntil = Math.min(this.suspendUntil ?? Number.POSITIVE_INFINITY, wakeAt);
@@ -495,39 +485,16 @@ export class FunctionAttempt {
 
   /**
    * Records a finished step: a transactional one in its own transaction (`db` is that transaction), a plain
-   * one through the attempt's record queue, so steps that finish together (parallel ones) share a statement.
+   * one through the client's shared record batch (function-record-batch.ts).
    */
   private async record(db: Db | undefined, call: Call, output: JsonValue | undefined, started: number): Promise<JsonValue | null> {
-    const step = { id: call.id, stepKey: call.key, callIndex: call.index, output, elapsedMs: Date.now() - started };
-    if (db !== undefined) return (await recordFunctionSteps(db, this.deps.lease, this.deps.workflowRunId, [step], false))[0]!.output;
-    const recorded = await new Promise<RecordedStepRow>((resolve, reject) => {
-      this.toRecord.push({ step, resolve, reject });
-      if (this.recording) return;
-      // At once (a sequential step waits for nothing); steps that finish while it is in flight share the next.
-      this.recording = true;
-      void this.recordQueued();
-    });
+    const item = {
+      lease: this.deps.lease,
+      workflowRunId: this.deps.workflowRunId,
+      step: { id: call.id, stepKey: call.key, callIndex: call.index, output, elapsedMs: Date.now() - started },
+    };
+    const recorded = db === undefined ? await recordThroughBatch(this.deps.db, item) : await recordFunctionStep(db, item, false);
     return recorded.output;
-  }
-
-  /** Sends the queued records, a statement at a time, until none is left (each resolves once committed). */
-  private async recordQueued(): Promise<void> {
-    while (this.toRecord.length > 0) {
-      const batch = this.toRecord.splice(0, RECORD_BATCH);
-      try {
-        const rows = await recordFunctionSteps(
-          this.deps.db,
-          this.deps.lease,
-          this.deps.workflowRunId,
-          batch.map((queued) => queued.step),
-          false,
-        );
-        batch.forEach((queued, i) => queued.resolve(rows[i]!));
-      } catch (error) {
-        for (const queued of batch) queued.reject(error);
-      }
-    }
-    this.recording = false;
   }
 
   /** Runs `fn` with a signal aborted at `timeoutMs` or with the attempt's; a timeout rejects at once. */

@@ -18,7 +18,7 @@
 import { sqltag } from '@prisma/client/runtime/client';
 import { withStatement } from '../client/transaction.js';
 import type { Db } from '../client/types.js';
-import { leaseFence, lockedLeaseAndClock, type LeaseName } from '../db/fragments.js';
+import { leaseIdentity, leaseLive, type LeaseName } from '../db/fragments.js';
 import { WORKFLOW_STEP_CHANGED_CHANNEL } from '../model/constants.js';
 import type { JsonValue } from '../model/json.js';
 import { ConflictError } from '../errors/runledger-error.js';
@@ -73,21 +73,27 @@ export interface RecordedStepRow {
   at: Date;
 }
 
+/** A finished step to record, with the attempt's lease that records it and the step's run. */
+export interface StepToRecord {
+  lease: LeaseName;
+  workflowRunId: string;
+  step: FunctionStepRecord;
+}
+
 /**
- * Records finished steps of `workflowRunId` under `lease` in one statement (steps that finished together,
- * e.g. parallel ones, share it); returns each step's stored output (a sleep's `{ wakeAt }`) and the clock, in
- * the order given. `announce`: send the run's step-changed notification with them.
- * Throws `job.lease_owner_mismatch` when the lease is no longer live: nothing is written.
+ * Records finished steps in one statement, each under its attempt's lease (steps of several attempts, e.g.
+ * of every function a worker runs, share it: function-record-batch.ts). Returns, in the order given, each
+ * step's stored output (a sleep's `{ wakeAt }`) and the clock, or null where its lease is no longer live
+ * (that step is not written; the others are). `announce`: send each run's step-changed notification.
  */
-export async function recordFunctionSteps(
-  db: Db,
-  lease: LeaseName,
-  workflowRunId: string,
-  steps: readonly FunctionStepRecord[],
-  announce: boolean,
-): Promise<RecordedStepRow[]> {
+export async function recordFunctionSteps(db: Db, items: readonly StepToRecord[], announce: boolean): Promise<(RecordedStepRow | null)[]> {
   const input = JSON.stringify(
-    steps.map((step) => ({
+    items.map(({ lease, workflowRunId, step }) => ({
+      job_id: lease.jobId,
+      run_number: lease.runNumber,
+      attempt: lease.attempt,
+      worker_id: lease.workerId,
+      run_id: workflowRunId,
       id: step.id,
       step_key: step.stepKey,
       call_index: step.callIndex,
@@ -101,24 +107,35 @@ export async function recordFunctionSteps(
   const rows = await withStatement(db, 'record function steps', async (client) =>
     client.$queryRaw<{ id: string; output: JsonValue | null; at: Date }[]>(
       ...asTemplate(sqltag`
-      WITH ${lockedLeaseAndClock(lease, sqltag`, jq.organization_id`)},
+      -- A JSON null output reads as SQL NULL, as it is stored (jsonParam).
+      WITH input AS (
+        SELECT * FROM jsonb_to_recordset(${input}::jsonb)
+            AS s(job_id uuid, run_number int, attempt int, worker_id text, run_id uuid, id uuid, step_key text, call_index int,
+                 output jsonb, elapsed_ms float8, sleep boolean, delay_ms float8, until text)
+      ),
+      -- Rung 1: the leases' job rows, in id order (two overlapping batches cannot deadlock), each matched to its
+      -- lease by primary key; the statement that ends a lease takes the same row, so none ends in between.
+      locked AS MATERIALIZED (
+        SELECT jq.id, jq.run_number, jq.attempt, jq.lease_owner, jq.organization_id
+          FROM (SELECT DISTINCT job_id, run_number, attempt, worker_id FROM input) i
+          JOIN runledger.job_queue jq ON ${leaseIdentity({ rows: 'i' })}
+         ORDER BY jq.id
+           FOR UPDATE OF jq
+      ),
+      -- Read once every lock is held: the fence judges each lease at the time of the write.
+      clock AS MATERIALIZED (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM locked) l),
       fenced AS MATERIALIZED (
-        SELECT l.organization_id, c.at
+        SELECT l.id AS job_id, l.run_number, l.attempt, l.lease_owner, l.organization_id, c.at
           FROM locked l
           JOIN runledger.job_queue jq ON jq.id = l.id
          CROSS JOIN clock c
-         WHERE ${leaseFence(lease, sqltag`c.at`)}
-      ),
-      -- A JSON null output reads as SQL NULL, as it is stored (jsonParam).
-      steps AS (
-        SELECT * FROM jsonb_to_recordset(${input}::jsonb)
-            AS s(id uuid, step_key text, call_index int, output jsonb, elapsed_ms float8, sleep boolean, delay_ms float8, until text)
+         WHERE ${leaseLive(sqltag`c.at`)}
       ),
       inserted AS (
         INSERT INTO runledger.workflow_steps
                (id, workflow_run_id, step_key, execution_kind, organization_id, status, released_at, started_at,
                 finished_at, output, call_index, created_at, updated_at)
-        SELECT s.id, ${workflowRunId}::uuid, s.step_key, 'FUNCTION', f.organization_id, 'SUCCEEDED',
+        SELECT s.id, s.run_id, s.step_key, 'FUNCTION', f.organization_id, 'SUCCEEDED',
                f.at - make_interval(secs => s.elapsed_ms / 1000),
                f.at - make_interval(secs => s.elapsed_ms / 1000),
                f.at,
@@ -127,29 +144,38 @@ export async function recordFunctionSteps(
                                                               AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                     ELSE s.output END,
                s.call_index, f.at, f.at
-          FROM fenced f
-         CROSS JOIN steps s
-        RETURNING id, output, finished_at
+          FROM input s
+          JOIN fenced f ON f.job_id = s.job_id AND f.run_number = s.run_number AND f.attempt = s.attempt AND f.lease_owner = s.worker_id
+        RETURNING id, workflow_run_id, output, finished_at
       ),
       notified AS (
-        SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, ${workflowRunId}::text)) AS n
-          FROM (SELECT 1 FROM inserted LIMIT 1) i
+        SELECT count(pg_notify(${WORKFLOW_STEP_CHANGED_CHANNEL}, r.run_id::text)) AS n
+          FROM (SELECT DISTINCT workflow_run_id AS run_id FROM inserted) r
          WHERE ${announce}::boolean
       )
       SELECT i.id::text AS id, i.output, i.finished_at AS at FROM inserted i CROSS JOIN notified`),
     ),
   );
-  if (rows.length === 0) {
-    throw new ConflictError('job.lease_owner_mismatch', 'The job is no longer leased to this worker.', {
-      internalMessage: `record function steps ${steps.map((step) => step.stepKey).join(', ')}: no live lease for job ${lease.jobId} attempt ${lease.attempt} owned by ${lease.workerId}`,
-      details: { jobId: lease.jobId, stepKey: steps[0]!.stepKey },
-    });
-  }
   const byId = new Map(rows.map((row) => [row.id.toLowerCase(), row]));
-  return steps.map((step) => {
-    const row = byId.get(step.id.toLowerCase())!;
-    return { output: row.output, at: row.at };
+  return items.map(({ step }) => {
+    const row = byId.get(step.id.toLowerCase());
+    return row ? { output: row.output, at: row.at } : null;
   });
+}
+
+/** The error of a step whose attempt's lease is no longer live (nothing of it was written). */
+export function stepLeaseLost(lease: LeaseName, stepKey: string): ConflictError {
+  return new ConflictError('job.lease_owner_mismatch', 'The job is no longer leased to this worker.', {
+    internalMessage: `record function step ${stepKey}: no live lease for job ${lease.jobId} attempt ${lease.attempt} owned by ${lease.workerId}`,
+    details: { jobId: lease.jobId, stepKey },
+  });
+}
+
+/** Records one step under `lease` (a sleep, or a transactional step inside its transaction); throws when the lease is gone. */
+export async function recordFunctionStep(db: Db, item: StepToRecord, announce: boolean): Promise<RecordedStepRow> {
+  const [row] = await recordFunctionSteps(db, [item], announce);
+  if (!row) throw stepLeaseLost(item.lease, item.step.stepKey);
+  return row;
 }
 
 /** The run's step-changed notification, for steps recorded without one (a hint: the dashboard also polls). */
