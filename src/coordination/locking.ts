@@ -112,9 +112,10 @@
  *     that prune each other's keys (a rolling deploy) cannot deadlock; a
  *     scheduler pass never waits for them (SKIP LOCKED), and upsertSchedule
  *     writes one row in one statement.
- *   - Recording a durable function's step (src/workflow/function-statements.ts):
- *     the body's job row (1, FOR UPDATE, named by the attempt's lease) -> a new
- *     FUNCTION step row (new: nobody waits on it). Inside a transactional
+ *   - Recording durable functions' steps (src/workflow/function-statements.ts):
+ *     the bodies' job rows (1, FOR UPDATE in id order, each named by its
+ *     attempt's lease; a batch carries steps of several attempts:
+ *     function-record-batch.ts) -> new FUNCTION step rows (nobody waits on them). Inside a transactional
  *     step the host's own locks come first, as for a transactional handler.
  *     It takes no step, release or run lock: the row is inserted terminal,
  *     with no edges, and the run stays RUNNING while its body's step lives.

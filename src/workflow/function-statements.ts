@@ -1,12 +1,13 @@
 /**
- * The two statements of a durable function's attempt (docs/concepts/durable-functions.md):
+ * The statements of a durable function's attempt (docs/concepts/durable-functions.md):
  *
- * - `readFunctionRecord`: at the attempt's start, the run's recorded FUNCTION
+ * - `readFunctionRecord`: at the start of an attempt whose claim did not read
+ *   it (src/queue/claimed-function-record.ts), the run's recorded FUNCTION
  *   steps in call order and the database clock (one read).
- * - `recordFunctionSteps`: finished steps, one statement: the `$function`
- *   job row locked by the attempt's lease (rung 1 of src/coordination/locking.ts),
- *   the clock read once it is held, the step rows inserted SUCCEEDED only while
- *   that lease is live (a zombie attempt records nothing), and, when asked,
+ * - `recordFunctionSteps`: finished steps, one statement: each step's `$function`
+ *   job row locked by its attempt's lease (rung 1 of src/coordination/locking.ts),
+ *   the clock read once they are held, each step row inserted SUCCEEDED only while
+ *   its lease is live (a zombie attempt records nothing), and, when asked,
  *   the run's step-changed notification. The new rows are nobody's wait. Joined
  *   to a transaction client it commits with the caller's writes (a
  *   transactional step).
