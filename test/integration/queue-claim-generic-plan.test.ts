@@ -39,6 +39,46 @@ describe('claim statement plans', () => {
     expect(plans[0]!.generic_plans).toBeGreaterThan(0);
   });
 
+  it.each([
+    { label: 'typed', jobTypes: ['generic.one'] as string[] | undefined },
+    { label: 'untyped', jobTypes: undefined },
+  ])('a $label claim of one job reuses a generic plan, as larger claims do', async ({ jobTypes }) => {
+    // A worker of concurrency 1 and a hand loop of claimJobs({ limit: 1 }) claim one job at a time: before, the
+    // seat count's LIMIT took the claim limit, the custom plan of a claim of one was costed far below the generic
+    // one, and every such claim was planned afresh (a few milliseconds, more than running it).
+    await db.prisma.$executeRaw`
+      INSERT INTO runledger.job_queue (id, job_type, payload, next_run_at)
+      SELECT gen_random_uuid(), 'generic.one', '{}', now() - interval '1 minute' FROM generate_series(1, 5000)`;
+    // Concurrency keys of a large limit in use elsewhere (another type's, not due): 1,000 seats a key, their
+    // rows not all-visible (seats churn), so a seat count costs more the more seats it may read.
+    await enqueueJobs(
+      db.prisma,
+      Array.from({ length: 50 }, (_, i) => ({
+        jobType: 'generic.keyed',
+        payload: i,
+        runAt: new Date(Date.now() + 86_400_000),
+        concurrency: { key: `k${i}`, limit: 1000 },
+      })),
+      { notify: false },
+    );
+    // Statistics of every table the claim reads, as autovacuum keeps them (the seat tables' included).
+    await db.prisma.$executeRawUnsafe('ANALYZE runledger.job_queue, runledger.concurrency_seats, runledger.concurrency_limits');
+    try {
+      const client = db.newClient({ max: 1 });
+      for (let i = 0; i < 12; i += 1) {
+        const jobs = await claimJobs(client, { workerId: 'w', ...(jobTypes ? { jobTypes } : {}), limit: 1, leaseSeconds: 60, markRunning: true });
+        expect(jobs.map((job) => job.jobType)).toEqual(['generic.one']);
+      }
+      const plans = await client.$queryRaw<PlanCounts[]>`
+        SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
+      expect(plans).toHaveLength(1);
+      expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(12);
+      expect(plans[0]!.generic_plans).toBeGreaterThan(0);
+    } finally {
+      await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type IN ('generic.one', 'generic.keyed')`;
+    }
+  });
+
   it('claims of 1 to 10 jobs of one type share three statements (scan buckets 1, 8 and 64), each planned five times at most', async () => {
     const client = db.newClient({ max: 1 });
     for (let limit = 1; limit <= 10; limit += 1) {

@@ -37,7 +37,7 @@ export function claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, ma
   // Concurrency keys first, then rate keys, each over what the one before let through (lock order).
   const admission = sqltag`${concurrencyAdmission('candidates', 'passed')},
       ${rateAdmission('passed')}`;
-  const open = sqltag`${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit)} AND ${rateOpen(limit)}`;
+  const open = sqltag`${RESOURCE_FREE_HEAD} AND ${concurrencyOpen(limit, bucket)} AND ${rateOpen(limit)}`;
   // Jobs without a fairness key (the claim indexes hold only those): the order the claim gives them.
   const plain =
     jobTypes === undefined

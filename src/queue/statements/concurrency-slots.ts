@@ -26,9 +26,11 @@ function givenOut(seat: string, key: string): Sql {
  * claim's LIMIT; the admission below decides. When the claim could not fill the free seats, any of the key's
  * jobs may be a candidate (no probe). Subplans of the scan's filter rather than a function call: the test runs
  * for every keyed row the scan reads, those other claims hold included, and a PL/pgSQL call cost twice as much.
- * At most `claimLimit` entries of the free-seat index and `free` of the waiting index are read.
+ * At most `countUpTo` entries of the free-seat index and `free` of the waiting index are read. `countUpTo` is the
+ * claim's scan bucket, a literal at or above `claimLimit`: with the claim limit there, a claim of one costed its
+ * seat count so much cheaper that PostgreSQL planned every such claim afresh instead of reusing the generic plan.
  */
-export function concurrencyOpen(claimLimit: number): Sql {
+export function concurrencyOpen(claimLimit: number, countUpTo: Sql): Sql {
   return sqltag`(jq.concurrency_key IS NULL OR (
           SELECT CASE WHEN f.free = 0 THEN false
                       WHEN f.free >= ${claimLimit}::int THEN true
@@ -38,7 +40,7 @@ export function concurrencyOpen(claimLimit: number): Sql {
                                       LIMIT f.free) END
             FROM (SELECT count(*)::int AS free FROM (
                     SELECT 1 FROM runledger.concurrency_seats s WHERE ${givenOut('s', 'jq.concurrency_key')}
-                     LIMIT ${claimLimit}::int) x) f))`;
+                     LIMIT ${countUpTo}) x) f))`;
 }
 
 /**
