@@ -7,10 +7,11 @@
 // when pg_stat_statements is loaded, nothing else: time is left to farm-bench.
 // The drain is a hand loop of claimJobs (typed, markRunning, PROBE_LIMIT 250) + completeJobs through poolDb on
 // one connection, the statements createWorker sends.
-// Usage: PROBE_URL=<a migrated database> [PROBE_JOBS=20000] [PROBE_LIMIT=250] [PROBE_KEYED=0]
+// PROBE_SHAPE=chain: PROBE_JOBS / 3 workflow runs A -> B -> C instead of direct jobs (per step).
+// Usage: PROBE_URL=<a migrated database> [PROBE_JOBS=20000] [PROBE_LIMIT=250] [PROBE_KEYED=0] [PROBE_SHAPE=chain]
 //   npx tsx --tsconfig tsconfig.json bench/probes/index-entries.ts
 import pg from 'pg';
-import { claimJobs, completeJobs, enqueueJobs, poolDb } from '../../src/index.js';
+import { claimJobs, completeJobs, enqueueJobs, enqueueWorkflowRuns, poolDb, workflow } from '../../src/index.js';
 
 const url = process.env.PROBE_URL;
 if (!url) throw new Error('PROBE_URL: a migrated database');
@@ -18,6 +19,8 @@ const N = Number(process.env.PROBE_JOBS ?? 20_000);
 const LIMIT = Number(process.env.PROBE_LIMIT ?? 250);
 // Every job with an execution resource key of its own (the resource indexes' cost); 0: none.
 const KEYED = process.env.PROBE_KEYED === '1';
+const CHAIN = process.env.PROBE_SHAPE === 'chain';
+const TYPES = CHAIN ? ['probe.a', 'probe.b', 'probe.c'] : ['probe.drain'];
 const pool = new pg.Pool({ connectionString: url, max: 1 });
 const db = poolDb(pool);
 
@@ -64,20 +67,37 @@ async function timed<T>(phase: Phase, f: () => Promise<T>): Promise<T> {
 }
 
 await pool.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
-await pool.query('TRUNCATE runledger.job_queue CASCADE');
-await pool.query('VACUUM ANALYZE runledger.job_queue');
+await pool.query(CHAIN ? 'TRUNCATE runledger.job_queue, runledger.workflow_runs CASCADE' : 'TRUNCATE runledger.job_queue CASCADE');
+await pool.query(CHAIN ? 'VACUUM ANALYZE' : 'VACUUM ANALYZE runledger.job_queue');
 await relations();
-for (let i = 0; i < N; i += 1000)
-  await timed('enqueue', () =>
-    enqueueJobs(
-      db,
-      Array.from({ length: Math.min(1000, N - i) }, (_, k) => ({
-        jobType: 'probe.drain',
-        payload: { n: i + k },
-        ...(KEYED ? { resourceKey: `r${i + k}` } : {}),
-      })),
-    ),
-  );
+const chainRun = (n: number) =>
+  workflow('probe.chain', { n })
+    .job('a', 'probe.a', { n })
+    .job('b', 'probe.b', { n })
+    .afterSuccess('b', ['a'])
+    .job('c', 'probe.c', { n })
+    .afterSuccess('c', ['b'])
+    .build();
+if (CHAIN)
+  for (let i = 0; i < N / 3; i += 100)
+    await timed('enqueue', () =>
+      enqueueWorkflowRuns(
+        db,
+        Array.from({ length: Math.min(100, N / 3 - i) }, (_, k) => chainRun(i + k)),
+      ),
+    );
+else
+  for (let i = 0; i < N; i += 1000)
+    await timed('enqueue', () =>
+      enqueueJobs(
+        db,
+        Array.from({ length: Math.min(1000, N - i) }, (_, k) => ({
+          jobType: 'probe.drain',
+          payload: { n: i + k },
+          ...(KEYED ? { resourceKey: `r${i + k}` } : {}),
+        })),
+      ),
+    );
 const stat = async () =>
   (
     await pool.query<{ upd: string; hot: string }>(
@@ -88,7 +108,7 @@ await pool.query('SELECT pg_stat_force_next_flush()');
 const before = await stat();
 let drained = 0;
 for (;;) {
-  const jobs = await timed('claim', () => claimJobs(db, { workerId: 'probe', jobTypes: ['probe.drain'], limit: LIMIT, leaseSeconds: 60, markRunning: true }));
+  const jobs = await timed('claim', () => claimJobs(db, { workerId: 'probe', jobTypes: TYPES, limit: LIMIT, leaseSeconds: 60, markRunning: true }));
   if (jobs.length === 0) break;
   await timed('complete', () =>
     completeJobs(
