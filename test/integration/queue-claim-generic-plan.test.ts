@@ -19,6 +19,15 @@ interface PlanCounts {
   custom_plans: number;
 }
 
+/** The claim ran as one prepared statement `calls` times on `client`'s connection, and reused its generic plan. */
+async function expectGenericPlanAfter(client: ReturnType<typeof db.newClient>, calls: number): Promise<void> {
+  const plans = await client.$queryRaw<PlanCounts[]>`
+    SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
+  expect(plans).toHaveLength(1);
+  expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(calls);
+  expect(plans[0]!.generic_plans).toBeGreaterThan(0);
+}
+
 describe('claim statement plans', () => {
   it.each([
     { label: 'one type', jobTypes: ['generic.a'] },
@@ -30,13 +39,9 @@ describe('claim statement plans', () => {
       const jobs = await claimJobs(client, { workerId: 'w', jobTypes, limit: 10, leaseSeconds: 60, markRunning: true });
       expect(jobs).toHaveLength(1);
     }
-    const plans = await client.$queryRaw<PlanCounts[]>`
-      SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
-    expect(plans).toHaveLength(1);
     // Five custom plans to learn the average cost, then the generic one (7 of 12 here; bounded loosely, as
     // an autovacuum ANALYZE in between invalidates the plan and may cost it anew).
-    expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(12);
-    expect(plans[0]!.generic_plans).toBeGreaterThan(0);
+    await expectGenericPlanAfter(client, 12);
   });
 
   it.each([
@@ -69,11 +74,7 @@ describe('claim statement plans', () => {
         const jobs = await claimJobs(client, { workerId: 'w', ...(jobTypes ? { jobTypes } : {}), limit: 1, leaseSeconds: 60, markRunning: true });
         expect(jobs.map((job) => job.jobType)).toEqual(['generic.one']);
       }
-      const plans = await client.$queryRaw<PlanCounts[]>`
-        SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
-      expect(plans).toHaveLength(1);
-      expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(12);
-      expect(plans[0]!.generic_plans).toBeGreaterThan(0);
+      await expectGenericPlanAfter(client, 12);
     } finally {
       await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type IN ('generic.one', 'generic.keyed')`;
     }
@@ -117,11 +118,7 @@ describe('claim statement plans', () => {
         const jobs = await claimJobs(client, { workerId: 'w', ...(jobTypes ? { jobTypes } : {}), limit, leaseSeconds: 60 });
         expect(jobs.map((job) => job.jobType)).toEqual(Array(limit).fill('generic.big'));
       }
-      const plans = await client.$queryRaw<PlanCounts[]>`
-        SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
-      expect(plans).toHaveLength(1);
-      expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(12);
-      expect(plans[0]!.generic_plans).toBeGreaterThan(0);
+      await expectGenericPlanAfter(client, 12);
     } finally {
       await db.prisma.$executeRaw`DELETE FROM runledger.job_queue WHERE job_type LIKE 'generic.%'`;
     }
