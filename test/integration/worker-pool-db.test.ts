@@ -116,7 +116,8 @@ describe('PoolDb transactions', () => {
     await expect(
       poolDb.$transaction(async (tx) => {
         await tx.$executeRaw`INSERT INTO pooldb_tx VALUES (3)`;
-        await Promise.resolve(tx.$queryRaw`SELECT 1 / 0`).catch(() => undefined);
+        // The caller swallows the failure (the statement did fail: asserted), then returns normally.
+        await expect(Promise.resolve(tx.$queryRaw`SELECT 1 / 0`)).rejects.toThrow();
       }),
     ).rejects.toThrow(/Transaction already closed/);
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pooldb_tx WHERE n = 3`;
