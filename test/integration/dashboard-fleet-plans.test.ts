@@ -7,7 +7,8 @@
  * hour), each reads job_queue (or job_counts) through an index, never sequentially, reads
  * rows bounded by the backlog, the window or the dead letters rather than the
  * history, and runs in under 50 ms (best of three, custom and generic plans,
- * every kind of scope).
+ * every kind of scope; the bulk actions and the read of the whole backlog
+ * have 250 ms, a bound for a pathological plan on a loaded machine).
  */
 import type { Sql } from '@prisma/client/runtime/client';
 import { sqltag } from '@prisma/client/runtime/client';

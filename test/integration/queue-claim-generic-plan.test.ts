@@ -48,9 +48,9 @@ describe('claim statement plans', () => {
     { label: 'typed', jobTypes: ['generic.one'] as string[] | undefined },
     { label: 'untyped', jobTypes: undefined },
   ])('a $label claim of one job reuses a generic plan, as larger claims do', async ({ jobTypes }) => {
-    // A worker of concurrency 1 and a hand loop of claimJobs({ limit: 1 }) claim one job at a time: before, the
-    // seat count's LIMIT took the claim limit, the custom plan of a claim of one was costed far below the generic
-    // one, and every such claim was planned afresh (a few milliseconds, more than running it).
+    // A hand loop of claimJobs({ limit: 1 }) claims one job at a time: before, the seat count's LIMIT took the
+    // claim limit, the custom plan of a claim of one was costed far below the generic one, and every such claim
+    // was planned afresh (a few milliseconds, more than running it).
     await db.prisma.$executeRaw`
       INSERT INTO runledger.job_queue (id, job_type, payload, next_run_at)
       SELECT gen_random_uuid(), 'generic.one', '{}', now() - interval '1 minute' FROM generate_series(1, 5000)`;
