@@ -14,6 +14,8 @@ export interface PlanNode {
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
   Plans?: PlanNode[];
 }
 
@@ -34,3 +36,26 @@ export async function explainScans(db: PrismaClient, query: Sql, generic: boolea
 /** Rows the scans handed up, over all their loops, plus those they read and filtered out. */
 export const rowsRead = (nodes: PlanNode[]): number =>
   nodes.reduce((total, n) => total + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1), 0);
+
+const ROLLBACK = 'plans: rollback';
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of `query` in a transaction rolled back afterwards (a pick locks rows): its executed
+ * plan and the shared buffers its execution touched (hit or read; planning's not counted). Buffers rather than
+ * time: a test bounds the work a statement does, which a loaded machine does not change as it changes time.
+ */
+export async function explainBuffers(db: PrismaClient, query: Sql, generic: boolean): Promise<{ plan: PlanNode; buffers: number }> {
+  let result: { plan: PlanNode; buffers: number } | undefined;
+  await db
+    .$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
+      const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode }[] }[]>(...asTemplate(sqltag`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${query}`));
+      const plan = row!['QUERY PLAN'][0]!.Plan;
+      result = { plan, buffers: (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0) };
+      throw new Error(ROLLBACK);
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof Error && error.message === ROLLBACK)) throw error;
+    });
+  return result!;
+}

@@ -5,18 +5,18 @@
  * bounded window of the newest runs. Each statement reads workflow_steps through the
  * (run, key) index for the runs it was given only, and attempts and jobs by
  * primary key; never a sequential scan, in custom and generic plan modes and
- * every kind of scope, and under 50 ms of execution (warm: see explain()).
+ * every kind of scope, and within a bound on the shared buffers it touches
+ * (the work, not the time, which a loaded machine changes).
  */
 import type { Sql } from '@prisma/client/runtime/client';
-import { sqltag } from '@prisma/client/runtime/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { adminScope, noOrganizationScope, organizationScope } from '../../src/index.js';
 import type { Scope } from '../../src/db/scope.js';
 import { asTemplate } from '../../src/db/sql-template.js';
 import { runAttemptsQuery, runSummariesQuery } from '../../src/dashboard/run-insights.js';
 import { METADATA_WINDOW, runMetadataQuery } from '../../src/dashboard/metadata-filter.js';
 import { useTestDatabase } from '../harness/database.js';
-import { rowsRead, type PlanNode } from '../harness/plans.js';
+import { explainBuffers, rowsRead, type PlanNode } from '../harness/plans.js';
 
 const db = useTestDatabase();
 
@@ -69,32 +69,14 @@ beforeAll(async () => {
   for (const table of ['job_queue', 'job_attempts', 'workflow_runs', 'workflow_steps']) await db.prisma.$executeRawUnsafe(`ANALYZE runledger.${table}`);
 }, 600_000);
 
-interface Explained {
-  nodes: PlanNode[];
-  executionMs: number;
-}
-
 /** The nodes that read a table or an index (a bitmap scan's index part names no relation). */
 function scans(node: PlanNode): PlanNode[] {
   return [...(node['Relation Name'] || node['Index Name'] ? [node] : []), ...(node.Plans ?? []).flatMap(scans)];
 }
 
-/**
- * Timed warm, the statement run once first: a dashboard page repeats its read
- * every few seconds, so its rows are in shared buffers. Cold, on this test's
- * md5 ids (random heap order, unlike UUIDv7 ids), the metadata window's first
- * read took up to 220 ms on a loaded machine.
- */
-async function explain(query: Sql, generic: boolean): Promise<Explained> {
-  await db.prisma.$queryRaw(...asTemplate(query));
-  return db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}`);
-    const [row] = await tx.$queryRaw<{ 'QUERY PLAN': { Plan: PlanNode; 'Execution Time': number }[] }[]>(
-      ...asTemplate(sqltag`EXPLAIN (ANALYZE, FORMAT JSON) ${query}`),
-    );
-    const plan = row!['QUERY PLAN'][0]!;
-    return { nodes: scans(plan.Plan), executionMs: plan['Execution Time'] };
-  });
+async function explain(query: Sql, generic: boolean): Promise<{ nodes: PlanNode[]; buffers: number }> {
+  const { plan, buffers } = await explainBuffers(db.prisma, query, generic);
+  return { nodes: scans(plan), buffers };
 }
 
 const SCOPES: [string, Scope, number][] = [
@@ -115,18 +97,18 @@ async function idsOf(runs: number[]): Promise<string[]> {
   return rows.map((row) => row.id);
 }
 
-const timings: string[] = [];
-afterAll(() => console.log(`execution times (warm):\n${timings.join('\n')}`));
-
 const TABLES = new Set(['job_queue', 'workflow_runs', 'workflow_steps', 'job_attempts']);
-const MAX_MS = 50;
+/** The most shared buffers each read may touch: about twice what it touched on PostgreSQL 15 and 18 here. */
+const SUMMARY_BUFFERS = 3_000;
+const ATTEMPTS_BUFFERS = 300;
+const METADATA_BUFFERS = 20_000;
 
 describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempts', () => {
   for (const [scopeName, scope, run] of SCOPES) {
-    it(`step summaries of a page of 50 runs (${scopeName} scope): index scans, bounded rows, under ${MAX_MS} ms`, async () => {
+    it(`step summaries of a page of 50 runs (${scopeName} scope): index scans, bounded rows, at most ${SUMMARY_BUFFERS} buffers`, async () => {
       const ids = await idsOf(pageOfRuns(run));
       for (const generic of [false, true]) {
-        const { nodes, executionMs } = await explain(runSummariesQuery(scope, ids), generic);
+        const { nodes, buffers } = await explain(runSummariesQuery(scope, ids), generic);
         const read = nodes.filter((n) => TABLES.has(n['Relation Name']!) || n['Node Type'] === 'Bitmap Index Scan');
         const mode = generic ? 'generic' : 'custom';
         expect(read.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
@@ -137,37 +119,34 @@ describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempt
         ).toBe(true);
         // 50 runs: their rows, each run's 10 steps twice (counts, failing step), as index entries and heap rows.
         expect(rowsRead(read)).toBeLessThan(50 * (1 + STEPS_PER_RUN * 4) + 100);
-        expect(executionMs, `${mode}: ${executionMs} ms`).toBeLessThan(MAX_MS);
-        timings.push(`${expect.getState().currentTestName?.split(' > ').at(-1)?.split(':')[0]} ${mode}: ${executionMs.toFixed(1)} ms`);
+        expect(buffers, mode).toBeLessThanOrEqual(SUMMARY_BUFFERS);
       }
     });
 
-    it(`a run's timeline attempts (${scopeName} scope): index scans, bounded rows, under ${MAX_MS} ms`, async () => {
+    it(`a run's timeline attempts (${scopeName} scope): index scans, bounded rows, at most ${ATTEMPTS_BUFFERS} buffers`, async () => {
       const [id] = await idsOf([run]);
       for (const generic of [false, true]) {
-        const { nodes, executionMs } = await explain(runAttemptsQuery(scope, id!), generic);
+        const { nodes, buffers } = await explain(runAttemptsQuery(scope, id!), generic);
         const read = nodes.filter((n) => TABLES.has(n['Relation Name']!));
         const mode = generic ? 'generic' : 'custom';
         expect(read.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
         // 10 steps, each with its job and its 2 attempts, plus the job row's own attempt (index entries and heap rows).
         expect(rowsRead(read)).toBeLessThan(STEPS_PER_RUN * 16 + 20);
-        expect(executionMs, `${mode}: ${executionMs} ms`).toBeLessThan(MAX_MS);
-        timings.push(`${expect.getState().currentTestName?.split(' > ').at(-1)?.split(':')[0]} ${mode}: ${executionMs.toFixed(1)} ms`);
+        expect(buffers, mode).toBeLessThanOrEqual(ATTEMPTS_BUFFERS);
       }
     });
   }
 
   for (const [scopeName, scope] of SCOPES) {
-    it(`runs by metadata (${scopeName} scope): the newest window only, index scans, under ${MAX_MS} ms`, async () => {
+    it(`runs by metadata (${scopeName} scope): the newest window only, index scans, at most ${METADATA_BUFFERS} buffers`, async () => {
       for (const generic of [false, true]) {
-        const { nodes, executionMs } = await explain(runMetadataQuery({ scope, key: 'customer', value: 'c42', statuses: ['COMPLETED_WITH_ERRORS'] }), generic);
+        const { nodes, buffers } = await explain(runMetadataQuery({ scope, key: 'customer', value: 'c42', statuses: ['COMPLETED_WITH_ERRORS'] }), generic);
         const read = nodes.filter((n) => TABLES.has(n['Relation Name']!));
         const mode = generic ? 'generic' : 'custom';
         expect(read.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
         // The window, read through an index (its heap rows and, for a bitmap scan, its index entries), and the page by primary key.
         expect(rowsRead(read)).toBeLessThan(METADATA_WINDOW * 2 + 200);
-        expect(executionMs, `${mode}: ${executionMs} ms`).toBeLessThan(MAX_MS);
-        timings.push(`${expect.getState().currentTestName?.split(' > ').at(-1)?.split(':')[0]} ${mode}: ${executionMs.toFixed(1)} ms`);
+        expect(buffers, mode).toBeLessThanOrEqual(METADATA_BUFFERS);
       }
     });
   }
