@@ -16,7 +16,7 @@ import { asTemplate } from '../../src/db/sql-template.js';
 import { runAttemptsQuery, runSummariesQuery } from '../../src/dashboard/run-insights.js';
 import { METADATA_WINDOW, runMetadataQuery } from '../../src/dashboard/metadata-filter.js';
 import { useTestDatabase } from '../harness/database.js';
-import { explainBuffers, rowsRead, type PlanNode } from '../harness/plans.js';
+import { buffersForRows, explainBuffers, rowsRead, type PlanNode } from '../harness/plans.js';
 
 const db = useTestDatabase();
 
@@ -98,10 +98,13 @@ async function idsOf(runs: number[]): Promise<string[]> {
 }
 
 const TABLES = new Set(['job_queue', 'workflow_runs', 'workflow_steps', 'job_attempts']);
-/** The most shared buffers each read may touch: about twice what it touched on PostgreSQL 15 and 18 here. */
-const SUMMARY_BUFFERS = 3_000;
-const ATTEMPTS_BUFFERS = 300;
-const METADATA_BUFFERS = 20_000;
+/** The most rows each read may read (index entries and heap rows), and so the most buffers. */
+const SUMMARY_ROWS = 50 * (1 + STEPS_PER_RUN * 4) + 100;
+const ATTEMPTS_ROWS = STEPS_PER_RUN * 16 + 20;
+const METADATA_ROWS = METADATA_WINDOW * 2 + 200;
+const SUMMARY_BUFFERS = buffersForRows(SUMMARY_ROWS);
+const ATTEMPTS_BUFFERS = buffersForRows(ATTEMPTS_ROWS);
+const METADATA_BUFFERS = buffersForRows(METADATA_ROWS);
 
 describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempts', () => {
   for (const [scopeName, scope, run] of SCOPES) {
@@ -118,7 +121,7 @@ describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempt
           `${mode}: ${used.join(', ')}`,
         ).toBe(true);
         // 50 runs: their rows, each run's 10 steps twice (counts, failing step), as index entries and heap rows.
-        expect(rowsRead(read)).toBeLessThan(50 * (1 + STEPS_PER_RUN * 4) + 100);
+        expect(rowsRead(read)).toBeLessThan(SUMMARY_ROWS);
         expect(buffers, mode).toBeLessThanOrEqual(SUMMARY_BUFFERS);
       }
     });
@@ -131,7 +134,7 @@ describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempt
         const mode = generic ? 'generic' : 'custom';
         expect(read.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
         // 10 steps, each with its job and its 2 attempts, plus the job row's own attempt (index entries and heap rows).
-        expect(rowsRead(read)).toBeLessThan(STEPS_PER_RUN * 16 + 20);
+        expect(rowsRead(read)).toBeLessThan(ATTEMPTS_ROWS);
         expect(buffers, mode).toBeLessThanOrEqual(ATTEMPTS_BUFFERS);
       }
     });
@@ -145,7 +148,7 @@ describe('dashboard run insights on 1M jobs, 100k runs, 200k steps, 400k attempt
         const mode = generic ? 'generic' : 'custom';
         expect(read.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => `${n['Relation Name']} (${mode})`)).toEqual([]);
         // The window, read through an index (its heap rows and, for a bitmap scan, its index entries), and the page by primary key.
-        expect(rowsRead(read)).toBeLessThan(METADATA_WINDOW * 2 + 200);
+        expect(rowsRead(read)).toBeLessThan(METADATA_ROWS);
         expect(buffers, mode).toBeLessThanOrEqual(METADATA_BUFFERS);
       }
     });
