@@ -19,8 +19,12 @@ import { backoffMs, type Wakeup } from './timing.js';
 /** Leases a worker may hold per unit of concurrency (running jobs plus successes waiting for their commit), on top of a claim size of buffered ones. */
 const LEASE_SLOTS_PER_HANDLER_SLOT = 2;
 
-/** Claims sent before the first of them has returned: the next batch is on its way while one is claimed. */
-const MAX_CLAIMS_IN_FLIGHT = 2;
+/**
+ * Claims on their way at once. A second one sent while the first is on its way scans the same head of the
+ * queue and steps over the rows the first has locked: in a fleet that cost more than it hid (bench/README.md,
+ * "One claim in flight").
+ */
+const MAX_CLAIMS_IN_FLIGHT = 1;
 
 /** A wake for rate tokens that found none to claim waits at least this, doubling (see wakeForTokens). */
 const TOKEN_WAKE_FLOOR_MS = 10;

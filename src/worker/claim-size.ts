@@ -37,8 +37,7 @@
  * was on its way (a probe opened when it was sent; the loop reports every
  * buffer level it sees when a slot frees or a claim lands, and the send
  * itself counts), and only for a
- * claim sent under the current S (with two claims in flight, one verdict per
- * round trip, not two):
+ * claim sent under the current S:
  *   the claim came back full (the queue has more)
  *     and a handler slot stood free with the buffer empty (starved: the buffer
  *     drained faster than claims filled it)            -> S = min(ceiling, 2S)          'starved'
