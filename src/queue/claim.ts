@@ -20,8 +20,12 @@
  * - A workflow job comes back with its step's run, key and prerequisites'
  *   outcomes (`step`), and every job with its enqueuer's trace context, so
  *   the worker starts a handler without another round trip.
- * - One statement in all, so on a root client it is sent as one autocommit
- *   statement (`withStatement`), and joins a caller's transaction otherwise.
+ * - One statement, sent as one autocommit statement on a root client
+ *   (`withStatement`), joining a caller's transaction otherwise; on a root
+ *   client, while no job at the head names a fairness, concurrency or rate
+ *   key, the lean statement (src/queue/statements/claim-lean.ts): it leases
+ *   the prefix the full one would lease first and says where it stopped, and
+ *   the full statement takes the rest in the same call.
  *
  * Execution resources: a job with a `resource_key` is a candidate only when
  * it is its key's head (the key's first due PENDING job in claim order, so a
@@ -45,6 +49,7 @@
 import type { Db } from '../client/types.js';
 import { asTemplate } from '../db/sql-template.js';
 import { claimJobsStatement } from './statements/claim-jobs.js';
+import { leanClaimStatement } from './statements/claim-lean.js';
 import { keepClaimedFunctionRecord, type ClaimedFunctionRecordRow } from './claimed-function-record.js';
 import { isTransactionClient } from '../client/types.js';
 import { withStatement } from '../client/transaction.js';
@@ -73,7 +78,10 @@ interface ClaimedRow {
   concurrency_key: string | null;
   rate_key: string | null;
   fair_key: string | null;
-  fair_next: string | null;
+  /** The full claim's: where its walk over fairness keys stopped. */
+  fair_next?: string | null;
+  /** The lean claim's: it stopped before a job only the full claim may lease (claim-lean.ts). */
+  needs_full?: boolean;
   step_run_id: string | null;
   step_key: string | null;
   prerequisites: ClaimedPrerequisite[] | null;
@@ -91,25 +99,56 @@ interface ClaimedRow {
  */
 export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJob[]> {
   const { workerId, jobTypes, limit, leaseSeconds, markRunning = false } = parseInput(claimJobsInputSchema, input, JOB_INVALID_INPUT);
-  const cursors = fairCursors(db);
+  const state = claimState(db);
   const walk = jobTypes === undefined ? '' : jobTypes.join('\u0000');
-  const claim = (): Promise<ClaimedJob[]> =>
+  const full = (size: number): Promise<ClaimedJob[]> =>
+    withResourceRaceRetry(db, () =>
+      withStatement(db, 'claim jobs', async (client) => {
+        const fairAfter = state.cursors.get(walk) ?? '';
+        const statement = claimJobsStatement({ workerId, jobTypes, limit: size, leaseSeconds, markRunning, fairAfter });
+        const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(statement));
+        const next = rows[0]?.fair_next ?? null;
+        if (next !== null && next !== fairAfter) state.cursors.set(walk, next);
+        return claimedJobs(rows);
+      }),
+    );
+  // The lean claim only as an autocommit statement (its keyed rows stay locked no longer than it runs), and
+  // not again soon after it declined: keyed work at the head would otherwise cost two statements a claim.
+  if (isTransactionClient(db) || Date.now() < (state.fullUntil.get(walk) ?? 0)) return full(limit);
+  let needsFull = false;
+  const lean = await withResourceRaceRetry(db, () =>
     withStatement(db, 'claim jobs', async (client) => {
-      const fairAfter = cursors.get(walk) ?? '';
-      const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(claimJobsStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning, fairAfter })));
-      const next = rows[0]?.fair_next ?? null;
-      if (next !== null && next !== fairAfter) cursors.set(walk, next);
-      // No job claimed: the one row is the cursor's alone (its id is NULL).
-      const receivedAt = Date.now();
-      return rows.filter((row) => row.id !== null).map((row) => toClaimedJob(row, receivedAt));
-    });
+      const rows = await client.$queryRaw<ClaimedRow[]>(...asTemplate(leanClaimStatement({ workerId, jobTypes, limit, leaseSeconds, markRunning })));
+      needsFull = rows[0]?.needs_full === true;
+      return claimedJobs(rows);
+    }),
+  );
+  if (!needsFull) return lean;
+  state.fullUntil.set(walk, Date.now() + FULL_CLAIMS_AFTER_DECLINE_MS);
+  // What the full claim takes now comes after the lean claim's prefix in claim order.
+  return lean.length < limit ? [...lean, ...(await full(limit - lean.length))] : lean;
+}
+
+/** How long a client's claims of the same types go straight to the full statement after a lean one declined. */
+const FULL_CLAIMS_AFTER_DECLINE_MS = 10_000;
+
+function claimedJobs(rows: readonly ClaimedRow[]): ClaimedJob[] {
+  // No job claimed: the one row carries only the statement's facts (its id is NULL).
+  const receivedAt = Date.now();
+  return rows.filter((row) => row.id !== null).map((row) => toClaimedJob(row, receivedAt));
+}
+
+/**
+ * A claim that lost a resource race is sent again: a concurrent claim leased another job of a key this one
+ * picked, and committed while this statement ran (its snapshot still showed the key free): nothing was
+ * written, and a fresh statement sees that lease. Inside a transaction the statement cannot be re-sent.
+ */
+async function withResourceRaceRetry(db: Db, claim: () => Promise<ClaimedJob[]>): Promise<ClaimedJob[]> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await claim();
     } catch (error) {
       if (!isResourceClaimRace(error)) throw error;
-      // A concurrent claim leased another job of a key this one picked, and committed while this statement ran
-      // (its snapshot still showed the key free): nothing was written. A fresh statement sees that lease.
       if (isTransactionClient(db) || attempt >= MAX_RESOURCE_RACE_RETRIES) {
         throw new ConflictError('job.resource_claim_conflict', 'A concurrent claim took the same execution resource; retry the claim.', {
           internalMessage: `claim jobs: job_leases_resource_uidx violated (${attempt} attempt(s))`,
@@ -121,19 +160,24 @@ export async function claimJobs(db: Db, input: ClaimJobsInput): Promise<ClaimedJ
 }
 
 /**
- * Each client's cursors over fairness keys, per set of claimed types (src/queue/statements/fair-turns.ts): the
- * next claim of the same types from the same client (a worker's, or the root of a transaction client)
- * continues the round where the last one stopped. Kept in the process: a new process starts at the first key.
+ * Each client's claim state, per set of claimed types: its cursor over fairness keys
+ * (src/queue/statements/fair-turns.ts: the next claim of the same types from the same client, a worker's or
+ * the root of a transaction client, continues the round where the last one stopped), and until when its
+ * claims skip the lean statement. Kept in the process: a new process starts at the first key, lean.
  */
-const FAIR_CURSORS = new WeakMap<object, Map<string, string>>();
-function fairCursors(db: Db): Map<string, string> {
+interface ClaimState {
+  cursors: Map<string, string>;
+  fullUntil: Map<string, number>;
+}
+const CLAIM_STATES = new WeakMap<object, ClaimState>();
+function claimState(db: Db): ClaimState {
   const root = (isTransactionClient(db) ? ((db as { $parent?: object }).$parent ?? db) : db) as object;
-  let cursors = FAIR_CURSORS.get(root);
-  if (cursors === undefined) {
-    cursors = new Map();
-    FAIR_CURSORS.set(root, cursors);
+  let state = CLAIM_STATES.get(root);
+  if (state === undefined) {
+    state = { cursors: new Map(), fullUntil: new Map() };
+    CLAIM_STATES.set(root, state);
   }
-  return cursors;
+  return state;
 }
 
 /** Attempts of a root-client claim that lost a resource race to a concurrent one (rare: see the header). */

@@ -19,10 +19,16 @@ interface PlanCounts {
   custom_plans: number;
 }
 
+/**
+ * The text that tells each claim statement apart: the lean one (src/queue/statements/claim-lean.ts), which a
+ * root client sends while no job at the head names a key, and the full one, which a transaction client sends.
+ */
+const SHAPES = { lean: '%WITH lean_fair_waiting AS%', full: '%WITH fair_groups AS%' } as const;
+
 /** The claim ran as one prepared statement `calls` times on `client`'s connection, and reused its generic plan. */
-async function expectGenericPlanAfter(client: ReturnType<typeof db.newClient>, calls: number): Promise<void> {
+async function expectGenericPlanAfter(client: ReturnType<typeof db.newClient>, calls: number, shape: keyof typeof SHAPES = 'lean'): Promise<void> {
   const plans = await client.$queryRaw<PlanCounts[]>`
-    SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%'`;
+    SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE ${SHAPES[shape]} AND statement NOT LIKE '%pg_prepared_statements%'`;
   expect(plans).toHaveLength(1);
   expect(plans[0]!.generic_plans + plans[0]!.custom_plans).toBe(calls);
   expect(plans[0]!.generic_plans).toBeGreaterThan(0);
@@ -32,16 +38,26 @@ describe('claim statement plans', () => {
   it.each([
     { label: 'one type', jobTypes: ['generic.a'] },
     { label: 'three types', jobTypes: ['generic.a', 'generic.b', 'generic.c'] },
-  ])('a typed claim ($label) is planned once per connection, then reuses a generic plan', async ({ jobTypes }) => {
+  ])('a typed claim ($label) is planned once per connection, then reuses a generic plan, lean or full', async ({ jobTypes }) => {
     const client = db.newClient({ max: 1 }); // one connection: every claim below uses the same prepared statement
     for (let i = 0; i < 12; i += 1) {
-      await enqueueJobs(db.prisma, [{ jobType: 'generic.a', payload: i }], { notify: false });
-      const jobs = await claimJobs(client, { workerId: 'w', jobTypes, limit: 10, leaseSeconds: 60, markRunning: true });
-      expect(jobs).toHaveLength(1);
+      await enqueueJobs(
+        db.prisma,
+        [
+          { jobType: 'generic.a', payload: i },
+          { jobType: 'generic.a', payload: -i },
+        ],
+        { notify: false },
+      );
+      const jobs = await claimJobs(client, { workerId: 'w', jobTypes, limit: 1, leaseSeconds: 60, markRunning: true });
+      // Inside a transaction the claim is always the full statement.
+      const inTransaction = await client.$transaction((tx) => claimJobs(tx, { workerId: 'w', jobTypes, limit: 10, leaseSeconds: 60, markRunning: true }));
+      expect([jobs.length, inTransaction.length]).toEqual([1, 1]);
     }
     // Five custom plans to learn the average cost, then the generic one (7 of 12 here; bounded loosely, as
     // an autovacuum ANALYZE in between invalidates the plan and may cost it anew).
-    await expectGenericPlanAfter(client, 12);
+    await expectGenericPlanAfter(client, 12, 'lean');
+    await expectGenericPlanAfter(client, 12, 'full');
   });
 
   it.each([
@@ -91,7 +107,7 @@ describe('claim statement plans', () => {
     }
     const plans = await client.$queryRaw<PlanCounts[]>`
       SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements
-       WHERE statement LIKE '%WITH fair_groups AS%' AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY custom_plans + generic_plans`;
+       WHERE statement LIKE ${SHAPES.lean} AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY custom_plans + generic_plans`;
     // Buckets by powers of two would be five statements (1, 2, 4, 8, 16) and 25 custom plans for these 30 claims.
     expect(plans.map((p) => p.custom_plans + p.generic_plans)).toEqual([3, 6, 21]);
     expect(plans.reduce((sum, p) => sum + p.custom_plans, 0)).toBe(3 + 5 + 5);

@@ -57,7 +57,7 @@ describe('SQL written once', () => {
       [
         'src/queue/statements/cancel-job.ts',
         'src/queue/statements/cancel-run-jobs.ts',
-        'src/queue/statements/claim-jobs.ts',
+        'src/queue/statements/claim-writes.ts',
         'src/queue/statements/complete-jobs.ts',
         'src/queue/statements/continue-jobs.ts',
         'src/queue/statements/fail-job.ts',
