@@ -45,7 +45,7 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
   const batch = JSON.stringify(
     items.map(({ lease: l, output }) => ({ job_id: l.jobId, run_number: l.runNumber, attempt: l.attempt, worker_id: l.workerId, output: output ?? null })),
   );
-  return sqltag`
+  const written = sqltag`
     -- One jsonb parameter for the batch (as enqueue's insertJobsTx: cheaper to send than an array per column).
     -- A JSON null output reads as SQL NULL, as it is stored.
     WITH input AS (
@@ -80,7 +80,16 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
                 jq.organization_id, jq.job_type, jq.status, k.lease_row_expires_at
     ),
     ${endLeaseRows(sqltag`done`)},
-    counted AS (${countFinished(sqltag`done`)}),
+    counted AS (${countFinished(sqltag`done`)})`;
+  // Direct jobs only: no step can change, so the statement has no step or release-lock part (a plan that names
+  // them opens their tables and indexes on every call, which costs more than a small batch's own work).
+  if (directOnly) {
+    return sqltag`${written}
+    SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id,
+           NULL::uuid AS step_run_id, NULL::boolean AS has_dependents
+      FROM done d`;
+  }
+  return sqltag`${written},
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
     steps_locked AS MATERIALIZED (
       SELECT ws.id FROM runledger.workflow_steps ws
