@@ -91,11 +91,12 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
   }
   return sqltag`${written},
     -- Rung 2a: the steps of the workflow-managed jobs, in id order.
+    -- Each carries its job's outcome, so the update below is driven by it alone, one primary-key probe per step
+    -- (a semi-join against this CTE rescanned it for every step).
     steps_locked AS MATERIALIZED (
-      SELECT ws.id FROM runledger.workflow_steps ws
-       WHERE ws.id IN (SELECT workflow_step_id FROM done WHERE workflow_step_id IS NOT NULL)
-       ORDER BY ws.id
-         FOR UPDATE
+      SELECT ws.id, d.output, d.attempt_started_at
+        FROM (SELECT * FROM done WHERE workflow_step_id IS NOT NULL ORDER BY workflow_step_id OFFSET 0) d
+       CROSS JOIN LATERAL (SELECT ws.id FROM runledger.workflow_steps ws WHERE ws.id = d.workflow_step_id FOR UPDATE) ws
     ),
     steps AS (
       UPDATE runledger.workflow_steps ws
@@ -103,8 +104,8 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
              status_reason = NULL, last_error_code = NULL, last_error_message = NULL,
              started_at = ${stepStartedAt(sqltag`d.attempt_started_at`)},
              output = d.output, updated_at = now()
-        FROM done d
-       WHERE ws.id = d.workflow_step_id AND ws.id IN (SELECT id FROM steps_locked)
+        FROM steps_locked d
+       WHERE ws.id = d.id
          AND ws.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELED')
       RETURNING ws.id, ws.workflow_run_id,
                 EXISTS (SELECT 1 FROM runledger.workflow_step_dependencies e WHERE e.prerequisite_step_id = ws.id) AS has_dependents
@@ -113,11 +114,17 @@ export function completeJobsStatement(items: readonly CompleteItem[], directOnly
     -- dependents, in run id order, after every job and step lock above (\`prev\` reads \`steps\` whole), with
     -- a bounded wait (see src/coordination/locking.ts); the caller's lock_timeout is read first and restored
     -- last (\`restored\` is the outer side of the final join, so it always runs).
-    ${boundedReleaseLocksShared(sqltag`SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1`, sqltag`, (SELECT count(*) FROM steps) AS n`)}
+    ${boundedReleaseLocksShared(sqltag`SELECT DISTINCT workflow_run_id AS id FROM steps WHERE has_dependents ORDER BY 1`, sqltag`, (SELECT count(*) FROM steps) AS n`)},
+    -- The steps as one row of aligned arrays, read per job by array_position (a join of the two CTEs was a
+    -- nested loop rescanning one for every row of the other).
+    step_arrays AS MATERIALIZED (
+      SELECT array_agg(id) AS ids, array_agg(workflow_run_id) AS runs, array_agg(has_dependents) AS dependents FROM steps
+    )
     SELECT x.* FROM restored LEFT JOIN (
-      SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id, s.workflow_run_id AS step_run_id,
-             s.has_dependents
-        FROM done d LEFT JOIN steps s ON s.id = d.workflow_step_id
+      SELECT d.id, d.run_number, d.attempt, d.worker_id, d.finished_at, d.workflow_step_id,
+             sa.runs[array_position(sa.ids, d.workflow_step_id)] AS step_run_id,
+             sa.dependents[array_position(sa.ids, d.workflow_step_id)] AS has_dependents
+        FROM done d CROSS JOIN step_arrays sa
     ) x ON true
      WHERE x.id IS NOT NULL`;
 }
