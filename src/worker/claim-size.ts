@@ -3,7 +3,8 @@
  * claimed jobs may wait in the local buffer beyond the free handler slots
  * (the prefetch). Fixed when the user gives `batchSize`; adaptive otherwise.
  *
- * Why adaptive: every claim is one statement and one commit, so short
+ * Why adaptive: every claim is one statement and one commit (two when the
+ * lean claim stops at a keyed job: src/queue/claim.ts), so short
  * handlers want large claims (the bench's hand loop holds 500 leases; at
  * concurrency 10 the old fixed default of 2 x concurrency drained half as
  * fast), while slow handlers want a small buffer: a buffered job's lease runs
