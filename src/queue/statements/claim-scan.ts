@@ -3,7 +3,9 @@
  * (claim-jobs.ts, claim-lean.ts), and the literal LIMIT buckets its generic plan needs.
  */
 import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
-import { CANDIDATE_COLUMNS } from './fair-turns.js';
+
+/** The candidate columns every branch of the claim yields (the admissions read them). */
+export const CANDIDATE_COLUMNS = sqltag`jq.id, jq.ctid, jq.concurrency_key, jq.rate_key, jq.priority, jq.next_run_at`;
 
 export interface PlainScan {
   jobTypes: string[] | undefined;

@@ -12,10 +12,8 @@
  * not take are unlocked when the statement ends: the shares lock at most `limit` plus one row per key walked
  * (rounding), beside the unkeyed scan's `limit`.
  */
-import { join, sqltag, type Sql } from '@prisma/client/runtime/client';
-
-/** The candidate columns every branch of the claim yields (the admissions read them). */
-export const CANDIDATE_COLUMNS = sqltag`jq.id, jq.ctid, jq.concurrency_key, jq.rate_key, jq.priority, jq.next_run_at`;
+import { sqltag, type Sql } from '@prisma/client/runtime/client';
+import { CANDIDATE_COLUMNS, typeValues } from './claim-scan.js';
 
 export interface FairBranch {
   /** The claim's types; undefined: every type (the untyped claim). */
@@ -38,7 +36,7 @@ export function fairBranch({ jobTypes, limit, after, open }: FairBranch): Sql {
       ? sqltag`SELECT NULL::text AS job_type, g.group_key, g.group_weight, g.ord
           FROM runledger.fair_groups(NULL::text, ${after}::text, ${limit}::int) WITH ORDINALITY AS g(group_key, group_weight, ord)`
       : sqltag`SELECT t.job_type, g.group_key, g.group_weight, g.ord
-          FROM (VALUES ${join(jobTypes.map((jobType) => sqltag`(${jobType}::text)`))}) AS t(job_type)
+          FROM ${typeValues(jobTypes)}
          CROSS JOIN LATERAL runledger.fair_groups(t.job_type, ${after}::text, ${limit}::int) WITH ORDINALITY AS g(group_key, group_weight, ord)`;
   // Each shape states its index's predicate and key order (job_queue_fair_by_type_idx, job_queue_fair_idx).
   const ofType = jobTypes === undefined ? sqltag`` : sqltag`AND jq.job_type = s.job_type`;
